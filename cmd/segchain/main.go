@@ -1,0 +1,46 @@
+// Command segchain programs SRv6 service function chains on Linux: see
+// `segchain --help` and docs/.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "segchain:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "segchain",
+		Short: "SRv6 service function chaining on an unpatched Linux kernel",
+		Long: `segchain turns one declarative domain file (nodes, services, chains) into
+SRv6 state on every node: headend policies (H.Encaps, H.Insert, H.Encaps.L2),
+native seg6local endpoint behaviours and classification rules. It also brings
+up lab networks in namespaces, manages local SIDs by hand (segchain sid) and
+dissects SRv6 traffic (segchain dump).
+
+Typical session:
+  segchain lab up                      # the thesis' Fig. 3.1 network
+  segchain plan  -f examples/default.yaml --lab default
+  segchain apply -f examples/default.yaml --lab default
+  segchain status --lab default
+  segchain lab down`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newLabCmd(),
+		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(),
+		newSidCmd(),
+		newDumpCmd(),
+		newValidateCmd(),
+	)
+	return root
+}

@@ -1,0 +1,155 @@
+package config
+
+// Domain is one SRv6 domain: the nodes, how they are wired (in the lab), the
+// service functions they host and the chains that steer traffic through them.
+// Field names are the YAML keys; unknown keys are errors.
+type Domain struct {
+	Name     string              `yaml:"name" json:"name"`
+	SID      SIDFormat           `yaml:"sid,omitempty" json:"sid,omitempty"`
+	Nodes    map[string]*Node    `yaml:"nodes" json:"nodes"`
+	Links    []*Link             `yaml:"links,omitempty" json:"links,omitempty"`
+	Services map[string]*Service `yaml:"services,omitempty" json:"services,omitempty"`
+	Chains   map[string]*Chain   `yaml:"chains,omitempty" json:"chains,omitempty"`
+	Routing  Routing             `yaml:"routing,omitempty" json:"routing,omitempty"`
+	Security Security            `yaml:"security,omitempty" json:"security,omitempty"`
+
+	// Dir is the directory the file was loaded from; relative secret files
+	// resolve against it. Not part of the file.
+	Dir string `yaml:"-" json:"-"`
+}
+
+// SIDFormat splits every SID into LOC:FUNCT:ARGS. Defaults: 64/48/16, the
+// thesis' layout (fc00:2::f1:0/112 is LOC fc00:2::/64, FUNCT 0xf1, ARGS 0).
+type SIDFormat struct {
+	LocatorBits  int `yaml:"locator_bits,omitempty" json:"locator_bits,omitempty"`
+	FunctionBits int `yaml:"function_bits,omitempty" json:"function_bits,omitempty"`
+	ArgsBits     int `yaml:"args_bits,omitempty" json:"args_bits,omitempty"`
+}
+
+// Node roles.
+const (
+	RoleHost    = "host"    // a traffic source or sink outside the SR domain
+	RoleIngress = "ingress" // classifies and pushes SID lists
+	RoleEgress  = "egress"  // removes SRv6 and delivers
+	RoleRouter  = "router"  // plain IPv6 transit
+	RoleNFV     = "nfv"     // hosts service functions
+	RoleEdge    = "edge"    // both ingress and egress (bidirectional chains)
+)
+
+// Node is one machine (a network namespace in the lab).
+type Node struct {
+	Role string `yaml:"role" json:"role"`
+	// ID is the node number used to derive link addresses (fc00:xy::ID).
+	ID int `yaml:"id" json:"id"`
+	// Locator is the SID prefix of an SRv6 node (fc00:ID::/64).
+	Locator string `yaml:"locator,omitempty" json:"locator,omitempty"`
+	// Netns names the network namespace of a node outside a lab; in a lab the
+	// lab names it.
+	Netns string `yaml:"netns,omitempty" json:"netns,omitempty"`
+	// Sysctls are extra net.* settings for this node.
+	Sysctls map[string]string `yaml:"sysctls,omitempty" json:"sysctls,omitempty"`
+}
+
+// Link is a point-to-point link (a veth pair in the lab). Endpoints are
+// "node:iface"; each endpoint's address is the prefix with the node ID as
+// host part (IPv6 fc00:12::/64 gives node 2 fc00:12::2).
+type Link struct {
+	Endpoints []string `yaml:"endpoints" json:"endpoints"`
+	IPv6      string   `yaml:"ipv6,omitempty" json:"ipv6,omitempty"`
+	IPv4      string   `yaml:"ipv4,omitempty" json:"ipv4,omitempty"`
+}
+
+// Service is a function bound to one SID on one node.
+type Service struct {
+	Node string `yaml:"node" json:"node"`
+	// Behavior in iproute2 spelling: End, End.X, End.T, End.DX2, End.DX4,
+	// End.DX6, End.DT4, End.DT6, End.DT46, End.B6, End.B6.Encaps.
+	Behavior string `yaml:"behavior" json:"behavior"`
+	// SID pins the SID; empty allocates one from the node's locator.
+	SID string `yaml:"sid,omitempty" json:"sid,omitempty"`
+	// Function pins the FUNCT value (hex or decimal) instead of the whole SID.
+	Function string `yaml:"function,omitempty" json:"function,omitempty"`
+	Params   `yaml:",inline" json:",inline"`
+}
+
+// Params are the iproute2 seg6local parameters of a behaviour.
+type Params struct {
+	Nh4      string   `yaml:"nh4,omitempty" json:"nh4,omitempty"`
+	Nh6      string   `yaml:"nh6,omitempty" json:"nh6,omitempty"`
+	Oif      string   `yaml:"oif,omitempty" json:"oif,omitempty"`
+	Iif      string   `yaml:"iif,omitempty" json:"iif,omitempty"`
+	Table    int      `yaml:"table,omitempty" json:"table,omitempty"`
+	VRFTable int      `yaml:"vrftable,omitempty" json:"vrftable,omitempty"`
+	Segs     []string `yaml:"segs,omitempty" json:"segs,omitempty"` // End.B6*: SIDs or service names
+	Flavors  []string `yaml:"flavors,omitempty" json:"flavors,omitempty"`
+	// Count enables per-SID counters; default true.
+	Count *bool `yaml:"count,omitempty" json:"count,omitempty"`
+}
+
+// Chain modes, as iproute2 spells the seg6 encap modes.
+const (
+	ModeEncap      = "encap"
+	ModeInsert     = "insert" // iproute2: inline
+	ModeL2Encap    = "l2encap"
+	ModeEncapRed   = "encap.red"
+	ModeL2EncapRed = "l2encap.red"
+)
+
+// Chain steers classified traffic at an ingress node through services.
+type Chain struct {
+	Ingress  string   `yaml:"ingress" json:"ingress"`
+	Match    Match    `yaml:"match" json:"match"`
+	Mode     string   `yaml:"mode,omitempty" json:"mode,omitempty"` // default encap
+	Services []string `yaml:"services" json:"services"`
+	// Egress is the decapsulating last segment; required for encap modes,
+	// forbidden for insert (the packet's own destination is the last segment).
+	Egress *Egress `yaml:"egress,omitempty" json:"egress,omitempty"`
+	// Bidirectional builds the reverse chain: headend at the egress node,
+	// services in reverse order, decapsulation at the ingress node.
+	Bidirectional bool `yaml:"bidirectional,omitempty" json:"bidirectional,omitempty"`
+	// Return is the reverse chain's egress behaviour at the ingress node;
+	// default End.DT6 table main (End.DT4 for IPv4 chains).
+	Return *Egress `yaml:"return,omitempty" json:"return,omitempty"`
+	// HMAC names a key of security.hmac to sign the SRH with.
+	HMAC string `yaml:"hmac,omitempty" json:"hmac,omitempty"`
+}
+
+// Match is the ingress classifier: every set field must match.
+type Match struct {
+	Family int    `yaml:"family,omitempty" json:"family,omitempty"` // 4 or 6; default from dst
+	Src    string `yaml:"src,omitempty" json:"src,omitempty"`
+	Dst    string `yaml:"dst" json:"dst"`
+	Proto  string `yaml:"proto,omitempty" json:"proto,omitempty"` // tcp, udp, icmp, ipv6-icmp or a number
+	Sport  string `yaml:"sport,omitempty" json:"sport,omitempty"` // N or N-M
+	Dport  string `yaml:"dport,omitempty" json:"dport,omitempty"`
+	Iif    string `yaml:"iif,omitempty" json:"iif,omitempty"`
+}
+
+// Egress is where a chain's SRv6 encapsulation is removed.
+type Egress struct {
+	Node     string `yaml:"node,omitempty" json:"node,omitempty"`
+	Behavior string `yaml:"behavior" json:"behavior"`
+	SID      string `yaml:"sid,omitempty" json:"sid,omitempty"`
+	Params   `yaml:",inline" json:",inline"`
+}
+
+// Routing says how locators and link prefixes are reached.
+type Routing struct {
+	// Mode: "static" (default) computes shortest-path routes from the links.
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+}
+
+// Security holds SRv6 domain security settings.
+type Security struct {
+	HMAC map[string]*HMACKey `yaml:"hmac,omitempty" json:"hmac,omitempty"`
+	// RequireHMAC lists nodes that drop SRv6 packets without a valid HMAC
+	// (net.ipv6.conf.*.seg6_require_hmac = 1).
+	RequireHMAC []string `yaml:"require_hmac,omitempty" json:"require_hmac,omitempty"`
+}
+
+// HMACKey is a key of the kernel's seg6 HMAC table.
+type HMACKey struct {
+	ID         int    `yaml:"id" json:"id"`
+	Algorithm  string `yaml:"algorithm,omitempty" json:"algorithm,omitempty"` // sha256 (default) or sha1
+	SecretFile string `yaml:"secret_file" json:"secret_file"`
+}

@@ -1,0 +1,253 @@
+package nodestate
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+)
+
+// Proto is the rtnetlink protocol number segchain stamps on every route and
+// rule it installs, so that reads, diffs and destroy see only its own objects.
+const Proto = 0xc5 // 197: unassigned in /etc/iproute2/rt_protos
+
+// Node is the desired (or observed) SRv6 state of one node.
+type Node struct {
+	Name     string    `json:"name"`
+	Sysctls  []Sysctl  `json:"sysctls,omitempty"`
+	TunSrc   string    `json:"tunsrc,omitempty"` // ip sr tunsrc; "" leaves it alone
+	HMACKeys []HMACKey `json:"hmac_keys,omitempty"`
+	Routes   []Route   `json:"routes,omitempty"`
+	Rules    []Rule    `json:"rules,omitempty"`
+}
+
+// Sysctl is one /proc/sys/net value, Key written with dots
+// ("net.ipv6.conf.eth0.seg6_enabled").
+type Sysctl struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+func (s Sysctl) String() string { return "sysctl " + s.Key + "=" + s.Value }
+
+// HMACKey is one entry of the kernel's seg6 HMAC key table (ip sr hmac set).
+type HMACKey struct {
+	ID     uint32 `json:"id"`
+	Alg    string `json:"alg"` // "sha1" or "sha256"
+	Secret []byte `json:"-"`
+}
+
+// String never prints the secret, only a short fingerprint-free marker.
+func (k HMACKey) String() string {
+	return fmt.Sprintf("hmac %d %s (%d-byte secret)", k.ID, k.Alg, len(k.Secret))
+}
+
+// Route is an IPv4 or IPv6 route, optionally with a seg6 (headend) or
+// seg6local (endpoint) lightweight tunnel.
+type Route struct {
+	Dst       netip.Prefix `json:"dst"`
+	Table     int          `json:"table,omitempty"` // 0 = main
+	Dev       string       `json:"dev,omitempty"`
+	Via       netip.Addr   `json:"via,omitempty"`
+	Metric    int          `json:"metric,omitempty"`
+	Seg6      *Seg6Encap   `json:"seg6,omitempty"`
+	Seg6Local *Seg6Local   `json:"seg6local,omitempty"`
+	// Owner names the domain object the route serves ("chain web", "service fw1");
+	// informational only, never part of the identity.
+	Owner string `json:"owner,omitempty"`
+}
+
+// Seg6Encap is a headend policy: H.Encaps, H.Insert, H.Encaps.L2 and the
+// reduced variants. Segs is in path order: Segs[0] is the first SID visited.
+type Seg6Encap struct {
+	Mode      string       `json:"mode"` // encap, inline, l2encap, encap.red, l2encap.red
+	Segs      []netip.Addr `json:"segs"`
+	HMACKeyID uint32       `json:"hmac,omitempty"`
+}
+
+// Seg6Local is an endpoint behaviour bound to a local SID.
+type Seg6Local struct {
+	Action   string       `json:"action"` // iproute2 spelling: End, End.X, End.DX6 ...
+	Nh4      netip.Addr   `json:"nh4,omitzero"`
+	Nh6      netip.Addr   `json:"nh6,omitzero"`
+	Table    int          `json:"table,omitempty"`
+	VRFTable int          `json:"vrftable,omitempty"`
+	Iif      string       `json:"iif,omitempty"`
+	Oif      string       `json:"oif,omitempty"`
+	Segs     []netip.Addr `json:"segs,omitempty"` // End.B6 / End.B6.Encaps, path order
+	HMAC     uint32       `json:"hmac,omitempty"`
+	Flavors  []string     `json:"flavors,omitempty"` // psp, usp, usd, next-csid
+	Count    bool         `json:"count,omitempty"`
+	// BPF names a pinned program path for End.BPF.
+	BPF string `json:"bpf,omitempty"`
+}
+
+// Rule is a policy-routing rule steering classified traffic into a table.
+type Rule struct {
+	Family   int          `json:"family"` // 4 or 6
+	Priority int          `json:"priority"`
+	Src      netip.Prefix `json:"src,omitzero"`
+	Dst      netip.Prefix `json:"dst,omitzero"`
+	IPProto  int          `json:"ipproto,omitempty"`
+	Sport    PortRange    `json:"sport,omitzero"`
+	Dport    PortRange    `json:"dport,omitzero"`
+	Iif      string       `json:"iif,omitempty"`
+	Table    int          `json:"table"`
+	Owner    string       `json:"owner,omitempty"`
+}
+
+// PortRange is an inclusive port range; the zero value means any port.
+type PortRange struct {
+	From uint16 `json:"from"`
+	To   uint16 `json:"to"`
+}
+
+func (p PortRange) IsZero() bool { return p.From == 0 && p.To == 0 }
+
+func (p PortRange) String() string {
+	if p.From == p.To {
+		return fmt.Sprint(p.From)
+	}
+	return fmt.Sprintf("%d-%d", p.From, p.To)
+}
+
+func joinAddrs(a []netip.Addr) string {
+	s := make([]string, len(a))
+	for i, x := range a {
+		s[i] = x.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// String renders the encap the way `ip route` does.
+func (e *Seg6Encap) String() string {
+	s := "encap seg6 mode " + e.Mode + " segs " + joinAddrs(e.Segs)
+	if e.HMACKeyID != 0 {
+		s += fmt.Sprintf(" hmac %d", e.HMACKeyID)
+	}
+	return s
+}
+
+// String renders the behaviour the way `ip route` does.
+func (l *Seg6Local) String() string {
+	var b strings.Builder
+	b.WriteString("encap seg6local action " + l.Action)
+	if len(l.Flavors) > 0 {
+		b.WriteString(" flavors " + strings.Join(l.Flavors, ","))
+	}
+	if l.Nh4.IsValid() {
+		b.WriteString(" nh4 " + l.Nh4.String())
+	}
+	if l.Nh6.IsValid() {
+		b.WriteString(" nh6 " + l.Nh6.String())
+	}
+	if l.Table != 0 {
+		fmt.Fprintf(&b, " table %d", l.Table)
+	}
+	if l.VRFTable != 0 {
+		fmt.Fprintf(&b, " vrftable %d", l.VRFTable)
+	}
+	if l.Iif != "" {
+		b.WriteString(" iif " + l.Iif)
+	}
+	if l.Oif != "" {
+		b.WriteString(" oif " + l.Oif)
+	}
+	if len(l.Segs) > 0 {
+		b.WriteString(" srh segs " + joinAddrs(l.Segs))
+		if l.HMAC != 0 {
+			fmt.Fprintf(&b, " hmac %d", l.HMAC)
+		}
+	}
+	if l.BPF != "" {
+		b.WriteString(" endpoint " + l.BPF)
+	}
+	if l.Count {
+		b.WriteString(" count")
+	}
+	return b.String()
+}
+
+// Key identifies a route in its table: two routes with the same key cannot
+// coexist, so a changed route is replaced in place (make-before-break).
+func (r Route) Key() string {
+	return fmt.Sprintf("%s table %d metric %d", r.Dst, r.tableOrMain(), r.Metric)
+}
+
+func (r Route) tableOrMain() int {
+	if r.Table == 0 {
+		return 254
+	}
+	return r.Table
+}
+
+// String is the canonical form used for diffs; it excludes Owner.
+func (r Route) String() string {
+	var b strings.Builder
+	b.WriteString(r.Dst.String())
+	if r.Seg6 != nil {
+		b.WriteString(" " + r.Seg6.String())
+	}
+	if r.Seg6Local != nil {
+		b.WriteString(" " + r.Seg6Local.String())
+	}
+	if r.Via.IsValid() {
+		b.WriteString(" via " + r.Via.String())
+	}
+	if r.Dev != "" {
+		b.WriteString(" dev " + r.Dev)
+	}
+	if r.Table != 0 && r.Table != 254 {
+		fmt.Fprintf(&b, " table %d", r.Table)
+	}
+	if r.Metric != 0 {
+		fmt.Fprintf(&b, " metric %d", r.Metric)
+	}
+	return b.String()
+}
+
+// Key identifies a rule; rules are never modified in place, only added and
+// removed, so the whole canonical form is the key.
+func (r Rule) Key() string { return r.String() }
+
+// String renders the rule the way `ip rule` does.
+func (r Rule) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ipv%d rule %d:", r.Family, r.Priority)
+	if r.Src.IsValid() {
+		b.WriteString(" from " + r.Src.String())
+	} else {
+		b.WriteString(" from all")
+	}
+	if r.Dst.IsValid() {
+		b.WriteString(" to " + r.Dst.String())
+	}
+	if r.Iif != "" {
+		b.WriteString(" iif " + r.Iif)
+	}
+	if r.IPProto != 0 {
+		fmt.Fprintf(&b, " ipproto %d", r.IPProto)
+	}
+	if !r.Sport.IsZero() {
+		b.WriteString(" sport " + r.Sport.String())
+	}
+	if !r.Dport.IsZero() {
+		b.WriteString(" dport " + r.Dport.String())
+	}
+	fmt.Fprintf(&b, " lookup %d", r.Table)
+	return b.String()
+}
+
+// Sort puts every list in a canonical order so that plans and golden files
+// are stable.
+func (n *Node) Sort() {
+	sort.Slice(n.Sysctls, func(i, j int) bool { return n.Sysctls[i].Key < n.Sysctls[j].Key })
+	sort.Slice(n.HMACKeys, func(i, j int) bool { return n.HMACKeys[i].ID < n.HMACKeys[j].ID })
+	sort.SliceStable(n.Routes, func(i, j int) bool { return n.Routes[i].Key() < n.Routes[j].Key() })
+	sort.Slice(n.Rules, func(i, j int) bool {
+		if n.Rules[i].Priority != n.Rules[j].Priority {
+			return n.Rules[i].Priority < n.Rules[j].Priority
+		}
+		return n.Rules[i].String() < n.Rules[j].String()
+	})
+}

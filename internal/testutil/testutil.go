@@ -1,0 +1,84 @@
+package testutil
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// RequireRoot skips the test, saying why, unless it runs as root.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("privileged test: needs root (run make test as root)")
+	}
+}
+
+// RequireTool skips the test unless the external program is installed.
+func RequireTool(t testing.TB, name string) {
+	t.Helper()
+	if _, err := exec.LookPath(name); err != nil {
+		t.Skipf("needs %s (installed by scripts/deps.sh)", name)
+	}
+}
+
+// RequireScapy skips the test unless python3 can import scapy.
+func RequireScapy(t testing.TB) {
+	t.Helper()
+	if err := exec.Command("python3", "-c", "import scapy.all").Run(); err != nil {
+		t.Skip("needs python3 scapy (installed by scripts/deps.sh)")
+	}
+}
+
+// UniqueName returns prefix plus a random suffix, short enough to be an
+// interface name when prefix is at most 6 characters.
+func UniqueName(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// NewNetns creates a uniquely named namespace with loopback up, removed at
+// the end of the test even when it fails.
+func NewNetns(t testing.TB, prefix string) string {
+	t.Helper()
+	RequireRoot(t)
+	name := UniqueName("sct-" + prefix + "-")
+	if err := nsutil.Create(name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := nsutil.Delete(name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	Exec(t, name, "ip", "link", "set", "lo", "up")
+	return name
+}
+
+// Exec runs a command inside a namespace and fails the test on error,
+// returning its combined output.
+func Exec(t testing.TB, ns string, args ...string) string {
+	t.Helper()
+	out, err := ExecErr(ns, args...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// ExecErr runs a command inside a namespace (ip netns exec) and returns its
+// combined output and error.
+func ExecErr(ns string, args ...string) (string, error) {
+	full := args
+	if ns != "" {
+		full = append([]string{"ip", "netns", "exec", ns}, args...)
+	}
+	out, err := exec.Command(full[0], full[1:]...).CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what segchain needs to build, test and run on Debian 12, skipping
+# what is already there. Idempotent; run as root.
+set -euo pipefail
+
+APT_PKGS=(clang llvm libbpf-dev bpftool iproute2 nftables iptables tcpdump tshark
+          python3 python3-scapy ethtool nginx-light haproxy)
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's python3-scapy serves /usr/bin/python3; another python3 first in
+# PATH (pyenv, venv) needs scapy from PyPI.
+if ! python3 -c 'import scapy.all' >/dev/null 2>&1; then
+	echo "deps: installing scapy for $(command -v python3)"
+	python3 -m pip install --quiet scapy
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+	echo "deps: Go is required (go.mod names the version)" >&2
+	exit 1
+fi
+go mod download
