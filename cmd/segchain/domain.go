@@ -1,10 +1,331 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
 
-// Placeholders until the domain verbs land.
-func newPlanCmd() *cobra.Command     { return &cobra.Command{Use: "plan", Hidden: true} }
-func newApplyCmd() *cobra.Command    { return &cobra.Command{Use: "apply", Hidden: true} }
-func newDestroyCmd() *cobra.Command  { return &cobra.Command{Use: "destroy", Hidden: true} }
-func newStatusCmd() *cobra.Command   { return &cobra.Command{Use: "status", Hidden: true} }
-func newValidateCmd() *cobra.Command { return &cobra.Command{Use: "validate", Hidden: true} }
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/examples"
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/plan"
+)
+
+// domainFlags are shared by the verbs that act on a whole domain.
+type domainFlags struct {
+	file   string
+	labNm  string
+	output string
+}
+
+func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
+	cmd.Flags().StringVarP(&f.file, "file", "f", "", "domain file (YAML); default: the built-in default domain (examples/default.yaml)")
+	cmd.Flags().StringVar(&f.labNm, "lab", "", "run against the nodes of this lab (segchain lab up --name); default: each node's netns field")
+	if withOutput {
+		cmd.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	}
+}
+
+// loadDomain reads the domain file, or the built-in default.
+func loadDomain(path string) (*config.Domain, error) {
+	if path == "" {
+		return config.Parse(examples.Default, ".")
+	}
+	return config.Load(path)
+}
+
+// defaultDomain is the lab's built-in domain.
+func defaultDomain() (*config.Domain, error) { return loadDomain("") }
+
+// controllerFor builds the plan and one agent per node, mapping each node
+// to its namespace through the lab (or the node's netns field).
+func (f *domainFlags) controller() (*controller.Controller, error) {
+	d, err := loadDomain(f.file)
+	if err != nil {
+		return nil, err
+	}
+	p, err := plan.Build(d)
+	if err != nil {
+		return nil, err
+	}
+	var l *lab.Lab
+	if f.labNm != "" {
+		if l, err = lab.Get(f.labNm); err != nil {
+			return nil, err
+		}
+	}
+	agents := map[string]agent.Agent{}
+	var missing []string
+	for name := range p.Nodes {
+		ns := d.Nodes[name].Netns
+		if l != nil {
+			if ns, err = l.Netns(name); err != nil {
+				return nil, err
+			}
+		}
+		if ns == "" {
+			missing = append(missing, name)
+			continue
+		}
+		agents[name] = agent.NewLocal(name, ns)
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("no namespace for node(s) %s: use --lab NAME or set nodes.<name>.netns in the domain file",
+			strings.Join(missing, ", "))
+	}
+	return &controller.Controller{Plan: p, Agents: agents}, nil
+}
+
+func newValidateCmd() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "validate [-f FILE]",
+		Short: "Check a domain file and list every error with its path",
+		Long: `Loads a domain file strictly: unknown fields, bad values and broken references
+are all reported at once, each with its path (chains.web.services[1]) and line.
+Exit status 1 when the file is invalid. The JSON Schema of the format is
+docs/domain.schema.json.`,
+		Example: "  segchain validate -f examples/default.yaml",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := loadDomain(file)
+			if err != nil {
+				return err
+			}
+			if _, err := plan.Build(d); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d nodes, %d services, %d chains)\n",
+				orDefault(file), len(d.Nodes), len(d.Services), len(d.Chains))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "domain file (default: the built-in default domain)")
+	return cmd
+}
+
+func orDefault(file string) string {
+	if file == "" {
+		return "built-in default domain"
+	}
+	return file
+}
+
+func newPlanCmd() *cobra.Command {
+	var f domainFlags
+	cmd := &cobra.Command{
+		Use:   "plan [-f FILE] [--lab NAME] [-o json]",
+		Short: "Show what apply would change on every node",
+		Long: `Computes every node's desired state from the domain file (SIDs, static
+routes, headend policies, classification rules, HMAC keys, sysctls), reads
+what segchain installed on each node and prints the per-node diff:
+  + added   - removed   ~ changed in place
+Nothing is changed. With -o json, the plan's nodes, chains and SIDs and the
+diffs are printed.`,
+		Example: "  segchain plan --lab default\n  segchain plan -f examples/hmac.yaml --lab hm -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			c, err := f.controller()
+			if err != nil {
+				return err
+			}
+			res, err := c.Apply(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			if f.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					Plan  *plan.Plan         `json:"plan"`
+					Diffs []controller.Diff `json:"diffs"`
+				}{c.Plan, res.Diffs})
+			}
+			printDiffs(cmd.OutOrStdout(), res.Diffs)
+			if res.Changes() == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no changes: every node matches the domain")
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s); run segchain apply to make them\n", res.Changes())
+			}
+			return nil
+		},
+	}
+	f.register(cmd, true)
+	return cmd
+}
+
+func printDiffs(w io.Writer, diffs []controller.Diff) {
+	for _, d := range diffs {
+		if d.Empty() {
+			fmt.Fprintf(w, "node %s: no changes\n", d.Node)
+			continue
+		}
+		fmt.Fprintf(w, "node %s: %d change(s)\n", d.Node, len(d.Adds)+len(d.Deletes))
+		for _, op := range d.Ops() {
+			fmt.Fprintf(w, "  %s\n", op.String())
+		}
+	}
+}
+
+func newApplyCmd() *cobra.Command {
+	var f domainFlags
+	cmd := &cobra.Command{
+		Use:   "apply [-f FILE] [--lab NAME] [-o json]",
+		Short: "Program every node of the domain (idempotent, make-before-break, all-or-nothing)",
+		Long: `Brings every node to the state the domain file describes, through netlink.
+Everything is added on every node before anything is removed, and endpoints
+before the headend policies that steer traffic into them, so changing a chain
+does not drop packets. If any change fails, every change already made on every
+node is undone and the domain is left as it was. A second apply of an
+unchanged file changes nothing and says so.`,
+		Example: "  segchain lab up && segchain apply --lab default\n  segchain apply -f examples/hmac.yaml --lab hm",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			c, err := f.controller()
+			if err != nil {
+				return err
+			}
+			res, err := c.Apply(cmd.Context(), false)
+			if f.output == "json" && res != nil {
+				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
+					return perr
+				}
+				return err
+			}
+			if res != nil {
+				printDiffs(cmd.OutOrStdout(), res.Diffs)
+			}
+			if err != nil {
+				return err
+			}
+			if res.Changes() == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no changes: the domain is already applied")
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "applied %d change(s)\n", res.Changes())
+			}
+			return nil
+		},
+	}
+	f.register(cmd, true)
+	return cmd
+}
+
+func newDestroyCmd() *cobra.Command {
+	var f domainFlags
+	var dry bool
+	cmd := &cobra.Command{
+		Use:   "destroy [-f FILE] [--lab NAME] [--dry-run]",
+		Short: "Remove exactly what segchain installed on the domain's nodes",
+		Long: `Removes every route and rule segchain installed (they carry protocol 197,
+"segchain"), the domain's HMAC keys and tunnel source, and restores the sysctls
+segchain changed to the values they had before. Routes, rules and keys that
+segchain did not install are left alone.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.controller()
+			if err != nil {
+				return err
+			}
+			res, err := c.Destroy(cmd.Context(), dry)
+			if res != nil {
+				printDiffs(cmd.OutOrStdout(), res.Diffs)
+			}
+			if err != nil {
+				return err
+			}
+			if dry {
+				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s) would be made\n", res.Changes())
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed: %d change(s)\n", res.Changes())
+			}
+			return nil
+		},
+	}
+	f.register(cmd, false)
+	cmd.Flags().BoolVar(&dry, "dry-run", false, "only show what would be removed")
+	return cmd
+}
+
+func newStatusCmd() *cobra.Command {
+	var f domainFlags
+	cmd := &cobra.Command{
+		Use:   "status [-f FILE] [--lab NAME] [-o json]",
+		Short: "Show chains, their SID lists and per-SID counters on every node",
+		Long: `For every chain: its headend, mode, classifier and SID list (node, service,
+behaviour of each segment). For every node: each local SID with its
+behaviour, the service it implements and its counters (packets, bytes,
+errors), and whether the node has drifted from the plan.`,
+		Example: "  segchain status --lab default\n  segchain status --lab default -o json | jq '.nodes[].sids'",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			c, err := f.controller()
+			if err != nil {
+				return err
+			}
+			st := c.Status(cmd.Context())
+			if f.output == "json" {
+				return writeJSON(cmd.OutOrStdout(), st)
+			}
+			printStatus(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	f.register(cmd, true)
+	return cmd
+}
+
+func printStatus(w io.Writer, st *controller.Status) {
+	fmt.Fprintf(w, "domain %s\n\n", st.Domain)
+	for _, ch := range st.Chains {
+		fmt.Fprintf(w, "chain %s: %s at %s, table %d, match %s\n", ch.Name, ch.Mode, ch.Ingress, ch.Table, ch.Match)
+		for i, h := range ch.Hops {
+			fmt.Fprintf(w, "  %d. %-28s %-8s %-20s %s\n", i+1, h.SID, h.Node, h.Service, h.Behavior)
+		}
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSID\tBEHAVIOR\tSERVICE\tPACKETS\tBYTES\tERRORS")
+	for _, n := range st.Nodes {
+		if n.Error != "" {
+			fmt.Fprintf(tw, "%s\t(error: %s)\t\t\t\t\t\n", n.Node, n.Error)
+			continue
+		}
+		for _, s := range n.SIDs {
+			svc := s.Service
+			if !s.Owned {
+				svc = "(not segchain's)"
+			}
+			if !s.Counted {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\n", n.Node, s.SID, s.Behavior, svc)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.Node, s.SID, s.Behavior, svc, s.Packets, s.Bytes, s.Errors)
+		}
+	}
+	tw.Flush()
+	if len(st.Drift) > 0 {
+		nodes := make([]string, 0, len(st.Drift))
+		for n := range st.Drift {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		fmt.Fprintln(w)
+		for _, n := range nodes {
+			fmt.Fprintf(w, "drift: node %s has %d pending change(s); run segchain plan\n", n, st.Drift[n])
+		}
+	}
+}

@@ -1,8 +1,342 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
 
-// Placeholder until the lab verb lands; replaced by its real implementation.
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// labDeps are what the lab verbs need from the rest of the program.
+type labDeps struct {
+	defaultDomain func() (*config.Domain, error)
+	loadDomain    func(path string) (*config.Domain, error)
+}
+
+// newLabCmd wires the lab verbs to the program's domain loaders
+// (defaultDomain and loadDomain in domain.go).
 func newLabCmd() *cobra.Command {
-	return &cobra.Command{Use: "lab", Hidden: true}
+	return newLabCmdWith(labDeps{defaultDomain: defaultDomain, loadDomain: loadDomain})
+}
+
+func newLabCmdWith(deps labDeps) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Bring up and tear down lab networks in network namespaces",
+		Long: `A lab is one network namespace per node of a domain file, named
+sc-<lab>-<node>, joined by veth pairs as the file's links say. Addresses are
+added without DAD and every peer address has a permanent neighbour entry, so
+nothing depends on neighbour discovery. SRv6 (seg6_enabled) is on everywhere;
+every node that is not a host forwards IPv4 and IPv6.
+
+Each lab is recorded in /run/segchain/labs/<name>.json before anything is
+created; 'lab down' deletes exactly the namespaces recorded there (their veths
+go with them) and nothing else. A lab never adopts a namespace it did not
+create: 'lab up' refuses when a target namespace already exists.`,
+		Example: `  segchain lab up                          # the built-in default (thesis Fig. 3.1)
+  segchain lab up -f examples/default.yaml --name demo
+  segchain lab ls
+  segchain lab exec s -- ip -6 route
+  segchain lab addr r1
+  segchain lab down --name demo
+  segchain lab down --all-owned             # every lab with a state file`,
+	}
+	cmd.AddCommand(newLabUpCmd(deps), newLabDownCmd(), newLabLsCmd(), newLabExecCmd(), newLabAddrCmd())
+	return cmd
+}
+
+func checkOutput(o string) error {
+	if o != "table" && o != "json" {
+		return fmt.Errorf("output format %q: want table or json", o)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newLabUpCmd(deps labDeps) *cobra.Command {
+	var file, name, output string
+	cmd := &cobra.Command{
+		Use:   "up [-f DOMAIN.yaml] [--name NAME]",
+		Short: "Create a lab from a domain file (default: the built-in domain)",
+		Long: `Create one namespace per node of the domain and a veth pair per link,
+with the link addresses the domain derives (fc00:xy::x/64 style). On any
+failure everything created so far is removed again. Prints the node to
+namespace table, or the lab state with -o json.`,
+		Example: `  segchain lab up
+  segchain lab up -f examples/default.yaml --name demo -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			var d *config.Domain
+			var err error
+			if file == "" {
+				d, err = deps.defaultDomain()
+			} else {
+				d, err = deps.loadDomain(file)
+				if abs, aerr := filepath.Abs(file); aerr == nil {
+					file = abs
+				}
+			}
+			if err != nil {
+				return err
+			}
+			topo, err := lab.FromDomain(d)
+			if err != nil {
+				return err
+			}
+			topo.Name, topo.File = name, file
+			l, err := lab.Up(topo)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), l)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %s is up\n", l.Name)
+			return printLabNodes(cmd.OutOrStdout(), l, false)
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "domain file (default: the built-in default domain)")
+	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name, [a-z0-9-]{1,16}")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+// printLabNodes prints NODE NAMESPACE [EXISTS] for a lab.
+func printLabNodes(w io.Writer, l *lab.Lab, exists bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if exists {
+		fmt.Fprintln(tw, "NODE\tNAMESPACE\tEXISTS")
+	} else {
+		fmt.Fprintln(tw, "NODE\tNAMESPACE")
+	}
+	for _, n := range l.NodeNames() {
+		if exists {
+			fmt.Fprintf(tw, "%s\t%s\t%v\n", n, l.Nodes[n], nsutil.Exists(l.Nodes[n]))
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\n", n, l.Nodes[n])
+		}
+	}
+	return tw.Flush()
+}
+
+func newLabDownCmd() *cobra.Command {
+	var name string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "down [--name NAME | --all-owned]",
+		Short: "Delete a lab's namespaces and its state file",
+		Long: `Delete exactly the namespaces recorded in the lab's state file (veths
+die with them), then the state file. Namespaces the lab did not create are
+never touched. With --all-owned, do this for every lab that has a state file.`,
+		Example: `  segchain lab down
+  segchain lab down --name demo
+  segchain lab down --all-owned`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !all {
+				if err := lab.Down(name); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "lab %s is down\n", name)
+				return nil
+			}
+			if cmd.Flags().Changed("name") {
+				return errors.New("--name and --all-owned are exclusive")
+			}
+			labs, err := lab.List()
+			if err != nil {
+				return err
+			}
+			var errs []error
+			for _, l := range labs {
+				if err := lab.Down(l.Name); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "lab %s is down\n", l.Name)
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name")
+	cmd.Flags().BoolVar(&all, "all-owned", false, "take down every lab that has a state file")
+	return cmd
+}
+
+// lsLab is the JSON form of `lab ls`.
+type lsLab struct {
+	Name     string    `json:"name"`
+	Created  time.Time `json:"created"`
+	File     string    `json:"file,omitempty"`
+	Complete bool      `json:"complete"`
+	Nodes    []lsNode  `json:"nodes"`
+}
+
+type lsNode struct {
+	Node   string `json:"node"`
+	Netns  string `json:"netns"`
+	Exists bool   `json:"exists"`
+}
+
+func newLabLsCmd() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     "ls [-o json]",
+		Aliases: []string{"list"},
+		Short:   "List labs, their nodes and namespaces",
+		Long: `List every lab that has a state file, with each node's namespace and
+whether that namespace still exists. A lab marked incomplete was interrupted
+while coming up; 'lab down' cleans it up.`,
+		Example: `  segchain lab ls
+  segchain lab ls -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			labs, err := lab.List()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if output == "json" {
+				out := []lsLab{}
+				for _, l := range labs {
+					x := lsLab{Name: l.Name, Created: l.Created, File: l.File, Complete: l.Complete, Nodes: []lsNode{}}
+					for _, n := range l.NodeNames() {
+						x.Nodes = append(x.Nodes, lsNode{Node: n, Netns: l.Nodes[n], Exists: nsutil.Exists(l.Nodes[n])})
+					}
+					out = append(out, x)
+				}
+				return writeJSON(w, out)
+			}
+			if len(labs) == 0 {
+				fmt.Fprintln(w, "no labs")
+				return nil
+			}
+			for i, l := range labs {
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				state := ""
+				if !l.Complete {
+					state = " (incomplete: run segchain lab down --name " + l.Name + ")"
+				}
+				fmt.Fprintf(w, "lab %s, created %s%s%s\n", l.Name, l.Created.Format(time.RFC3339),
+					map[bool]string{true: ", from " + l.File, false: ""}[l.File != ""], state)
+				if err := printLabNodes(w, l, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func newLabExecCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "exec [--name NAME] NODE -- CMD [ARGS...]",
+		Short: "Run a command inside a lab node's namespace",
+		Long: `Run CMD inside the node's namespace (through 'ip netns exec', so /sys
+matches the namespace too) with stdin, stdout and stderr attached. The exit
+status of CMD is the exit status of segchain.`,
+		Example: `  segchain lab exec s -- ip -6 neigh
+  segchain lab exec --name demo r1 -- tcpdump -ni eth0 -c 5`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 1 {
+				return errors.New("usage: segchain lab exec NODE -- CMD [ARGS...]")
+			}
+			l, err := lab.Get(name)
+			if err != nil {
+				return err
+			}
+			ns, err := l.Netns(args[0])
+			if err != nil {
+				return err
+			}
+			c := exec.Command("ip", append([]string{"netns", "exec", ns}, args[1:]...)...)
+			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			err = c.Run()
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code := ee.ExitCode()
+				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+					code = 128 + int(ws.Signal()) // as shells report it
+				}
+				os.Exit(code)
+			}
+			if err != nil {
+				return fmt.Errorf("exec in %s: %w", ns, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name")
+	return cmd
+}
+
+func newLabAddrCmd() *cobra.Command {
+	var name, output string
+	cmd := &cobra.Command{
+		Use:   "addr [--name NAME] NODE [-o json]",
+		Short: "Show a lab node's interfaces and addresses",
+		Example: `  segchain lab addr r1
+  segchain lab addr --name demo nfv1 -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			l, err := lab.Get(name)
+			if err != nil {
+				return err
+			}
+			ifs, err := l.Ifaces(args[0])
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), ifs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "IFACE\tSTATE\tMAC\tADDRESSES")
+			for _, i := range ifs {
+				var as []string
+				for _, a := range i.Addrs {
+					as = append(as, a.String())
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", i.Name, map[bool]string{true: "UP", false: "DOWN"}[i.Up],
+					i.MAC, strings.Join(as, " "))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
 }

@@ -1,8 +1,511 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
 
-// Placeholder until the sid verb lands; replaced by its real implementation.
-func newSidCmd() *cobra.Command {
-	return &cobra.Command{Use: "sid", Hidden: true}
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/dataplane"
+	"github.com/segchain/segchain/internal/localsid"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// newSidCmd is the localsid CLI (after srconf localsid). Behaviours the
+// kernel lacks are served by exts (the eBPF SR proxies), which main wires in.
+func newSidCmd(exts ...localsid.Extension) *cobra.Command {
+	s := &sidCLI{exts: exts}
+	extra := map[string]string{}
+	for _, e := range exts {
+		for _, b := range e.Behaviors() {
+			extra[b] = b + " PARAMS...\n      served by segchain in eBPF (see docs/sid.md)"
+		}
+	}
+	cmd := &cobra.Command{
+		Use:   "sid",
+		Short: "Add, delete, show, flush local SIDs (seg6local) of this node",
+		Long: `segchain sid manages the local SIDs of one node, like srconf localsid:
+every SID is a seg6local route bound to 'dev DEV' (by default the node's
+first non-loopback interface that is up: on lo it would be a reject route)
+stamped with segchain's route protocol (` + fmt.Sprint(nodestate.Proto) + `), so that flush removes only
+what segchain installed. State lives in the kernel and stays after the command
+exits. The node is the network namespace segchain runs in
+('ip netns exec NS segchain sid ...') or the one named by --netns.
+
+  sid add SID[/LEN] BEHAVIOR [PARAMS...] [count|nocount] [dev DEV]
+  sid del SID[/LEN]
+  sid show [SID[/LEN]] [-o json]
+  sid flush
+  sid clear-counters [SID[/LEN]]
+
+A SID without /LEN is a /128. Behaviour names are accepted in iproute2
+spelling or lower case (End.DX6, end.dx6). Per-SID counters (packets, bytes,
+errors) are on by default; 'nocount' turns them off. srconf's positional forms
+are accepted too: 'end.dx6 ip fc00::1 veth0', 'end.dx2 veth0'.
+
+Parameters (iproute2 keywords):
+  nh4 IPV4 / nh6 IPV6   next hop of a cross-connect (ip ADDR: either family)
+  oif DEV / iif DEV     outgoing / incoming interface
+  table N|main          routing table to look the new DA / inner packet up in
+  vrftable N            VRF table (needs VRF: not available on this kernel)
+  segs S1,S2,...        segment list in path order (S1 visited first), as
+                        iproute2's 'srh segs'; 'srh segs ...' also accepted
+  hmac KEYID            add an HMAC TLV keyed by KEYID (ip sr hmac)
+  flavors F[,F]         psp, usp, usd, next-csid (RFC 8986, RFC 9800); Linux
+                        implements psp (End) and next-csid (End, End.X)
+  endpoint PATH         pinned lwt_seg6local program (End.BPF)
+
+Behaviours:
+` + localsid.HelpTable(extra) + `
+Behaviours the kernel lacks (End.DT4, End.DT46 and vrftable need VRF devices,
+which this kernel does not have) fail with an error naming the missing
+feature. See docs/sid.md and docs/behaviors.md.`,
+		Example: `  segchain sid add fc00:2::100 End
+  segchain sid add fc00:2::101 end.x nh6 fc00:23::3
+  segchain sid add fc00:2::/64 End.DT6 table main
+  segchain sid --netns nfv1 show -o json
+  ip netns exec nfv1 segchain sid clear-counters fc00:2::100
+  segchain sid flush`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&s.netns, "netns", "", "network namespace name (default: the current one)")
+
+	add := &cobra.Command{
+		Use:   "add SID[/LEN] BEHAVIOR [PARAMS...]",
+		Short: "Install a local SID (fails if the SID exists)",
+		Args:  cobra.MinimumNArgs(2),
+		RunE:  func(cmd *cobra.Command, args []string) error { return s.add(cmd.OutOrStdout(), args) },
+	}
+	del := &cobra.Command{
+		Use:   "del SID[/LEN]",
+		Short: "Remove a local SID",
+		Args:  cobra.ExactArgs(1),
+		RunE:  func(cmd *cobra.Command, args []string) error { return s.del(cmd.OutOrStdout(), args[0]) },
+	}
+	var output string
+	show := &cobra.Command{
+		Use:   "show [SID[/LEN]]",
+		Short: "List local SIDs with behaviour, parameters and counters",
+		Long: `List every seg6local route of the node (and the SIDs of segchain's eBPF
+behaviours): behaviour, parameters, counters (packets, bytes, errors). Routes
+not installed by segchain are marked with their route protocol.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return s.show(cmd.OutOrStdout(), args, output)
+		},
+	}
+	show.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	flush := &cobra.Command{
+		Use:   "flush",
+		Short: "Remove every local SID segchain installed (others are kept)",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return s.flush(cmd.OutOrStdout()) },
+	}
+	clear := &cobra.Command{
+		Use:   "clear-counters [SID[/LEN]]",
+		Short: "Reset the counters of one local SID or of all",
+		Args:  cobra.MaximumNArgs(1),
+		RunE:  func(cmd *cobra.Command, args []string) error { return s.clearCounters(cmd.OutOrStdout(), args) },
+	}
+	cmd.AddCommand(add, del, show, flush, clear)
+	return cmd
+}
+
+type sidCLI struct {
+	netns string
+	exts  []localsid.Extension
+}
+
+func (s *sidCLI) open() (*dataplane.Handle, error) {
+	h, err := dataplane.Open(s.netns)
+	if err != nil {
+		return nil, fmt.Errorf("open netns %q: %w", s.nsName(), err)
+	}
+	return h, nil
+}
+
+func (s *sidCLI) nsName() string {
+	if s.netns == "" {
+		return "current"
+	}
+	return s.netns
+}
+
+func (s *sidCLI) add(w io.Writer, args []string) error {
+	if ext, canon := localsid.FindExtension(s.exts, args[1]); ext != nil {
+		sid, err := localsid.ParseSID(args[0])
+		if err != nil {
+			return err
+		}
+		if err := ext.Add(s.netns, sid, canon, args[2:]); err != nil {
+			return fmt.Errorf("add %s %s: %w", sid, canon, err)
+		}
+		fmt.Fprintf(w, "added %s %s\n", sid, canon)
+		return nil
+	}
+	r, err := localsid.Parse(args)
+	if err != nil {
+		return err
+	}
+	h, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := checkFeatures(h.Probe, r.Seg6Local); err != nil {
+		return err
+	}
+	if r.Dev == localsid.DefaultDev {
+		if r.Dev, err = defaultSIDDev(s.netns); err != nil {
+			return err
+		}
+	}
+	sids, err := h.LocalSIDs()
+	if err != nil {
+		return fmt.Errorf("list local sids: %w", err)
+	}
+	for _, l := range sids {
+		if l.Route.Dst == r.Dst && l.Route.Table == r.Table {
+			return fmt.Errorf("sid %s already exists (%s); del it first", r.Dst, localsid.Format(l.Route, nil))
+		}
+	}
+	if err := h.ReplaceRoute(r); err != nil {
+		return fmt.Errorf("add %s: %w", r.Dst, err)
+	}
+	fmt.Fprintf(w, "added %s\n", localsid.Format(r, nil))
+	if v, err := h.Sysctl("net.ipv6.conf.all.forwarding"); err == nil && strings.TrimSpace(v) == "0" {
+		fmt.Fprintln(w, "warning: net.ipv6.conf.all.forwarding is 0 in this namespace: SRv6 packets will not be forwarded")
+	}
+	return nil
+}
+
+// checkFeatures turns a kernel feature the behaviour needs but Probe says is
+// missing into an error naming it, instead of the kernel's bare EINVAL.
+// probe is only called when the behaviour depends on a probed feature;
+// features Probe did not report (empty Name) are not checked.
+func checkFeatures(probe func() dataplane.Features, l *nodestate.Seg6Local) error {
+	var f *dataplane.Features
+	need := func(pick func(*dataplane.Features) dataplane.Feature, what string) error {
+		if f == nil {
+			p := probe()
+			f = &p
+		}
+		ft := pick(f)
+		if ft.Name == "" || ft.Supported {
+			return nil
+		}
+		reason := ft.Reason
+		if reason == "" {
+			reason = ft.Name + " missing"
+		}
+		return fmt.Errorf("%s needs %s, which this kernel lacks (%s): %w", l.Action, what, reason, dataplane.ErrNotSupported)
+	}
+	vrf := func(f *dataplane.Features) dataplane.Feature { return f.VRF }
+	var checks []func() error
+	add := func(pick func(*dataplane.Features) dataplane.Feature, what string) {
+		checks = append(checks, func() error { return need(pick, what) })
+	}
+	switch l.Action {
+	case "End.DT4":
+		add(vrf, "VRF devices (End.DT4 looks up a VRF table)")
+		add(func(f *dataplane.Features) dataplane.Feature { return f.EndDT4 }, "End.DT4")
+	case "End.DT46":
+		add(vrf, "VRF devices (End.DT46 looks up a VRF table)")
+		add(func(f *dataplane.Features) dataplane.Feature { return f.EndDT46 }, "End.DT46")
+	case "End.BPF":
+		add(func(f *dataplane.Features) dataplane.Feature { return f.EndBPF }, "End.BPF")
+	}
+	if l.VRFTable != 0 && l.Action != "End.DT4" && l.Action != "End.DT46" {
+		add(vrf, "VRF devices (vrftable)")
+		add(func(f *dataplane.Features) dataplane.Feature { return f.VRFTable }, "vrftable")
+	}
+	for _, fl := range l.Flavors {
+		switch fl {
+		case "psp":
+			add(func(f *dataplane.Features) dataplane.Feature { return f.FlavorPSP }, "the PSP flavor")
+		case "next-csid":
+			add(func(f *dataplane.Features) dataplane.Feature { return f.FlavorNextCSID }, "the NEXT-C-SID flavor")
+		default: // usp, usd: no Linux kernel implements them
+			return fmt.Errorf("%s flavor %s: the Linux kernel implements only psp and next-csid: %w", l.Action, fl, dataplane.ErrNotSupported)
+		}
+	}
+	for _, c := range checks {
+		if err := c(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sidCLI) del(w io.Writer, arg string) error {
+	sid, err := localsid.ParseSID(arg)
+	if err != nil {
+		return err
+	}
+	h, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	sids, err := h.LocalSIDs()
+	if err != nil {
+		return fmt.Errorf("list local sids: %w", err)
+	}
+	n := 0
+	for _, l := range sids {
+		if l.Route.Dst != sid {
+			continue
+		}
+		if err := h.DeleteRoute(l.Route); err != nil {
+			return fmt.Errorf("del %s: %w", sid, err)
+		}
+		n++
+	}
+	for _, e := range s.exts {
+		ok, err := e.Del(s.netns, sid)
+		if err != nil {
+			return fmt.Errorf("del %s: %w", sid, err)
+		}
+		if ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("sid %s not found in netns %s", sid, s.nsName())
+	}
+	fmt.Fprintf(w, "deleted %s\n", sid)
+	return nil
+}
+
+// sidRow is one line of `sid show`, native or from an extension.
+type sidRow struct {
+	entry localsid.Entry
+	text  string
+}
+
+func (s *sidCLI) collect(filter *netip.Prefix) ([]sidRow, error) {
+	h, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	sids, err := h.LocalSIDs()
+	if err != nil {
+		return nil, fmt.Errorf("list local sids: %w", err)
+	}
+	var rows []sidRow
+	for _, l := range sids {
+		if filter != nil && l.Route.Dst != *filter {
+			continue
+		}
+		text := localsid.Format(l.Route, l.Counters)
+		if l.Protocol != nodestate.Proto {
+			text += fmt.Sprintf("  [proto %s: not installed by segchain]", protoName(l.Protocol))
+		}
+		rows = append(rows, sidRow{entry: localsid.NativeEntry(l.Route, l.Protocol, l.Counters), text: text})
+	}
+	for _, e := range s.exts {
+		entries, err := e.Show(s.netns)
+		if err != nil {
+			return nil, fmt.Errorf("show %s: %w", strings.Join(e.Behaviors(), "/"), err)
+		}
+		for _, en := range entries {
+			if filter != nil && en.SID != *filter {
+				continue
+			}
+			rows = append(rows, sidRow{entry: en, text: localsid.FormatEntry(en)})
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i].entry.SID, rows[j].entry.SID
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c < 0
+		}
+		return a.Bits() < b.Bits()
+	})
+	return rows, nil
+}
+
+func protoName(p int) string {
+	switch p {
+	case 2:
+		return "kernel"
+	case 3:
+		return "boot"
+	case 4:
+		return "static"
+	}
+	return fmt.Sprint(p)
+}
+
+func (s *sidCLI) show(w io.Writer, args []string, output string) error {
+	if output != "text" && output != "table" && output != "json" {
+		return fmt.Errorf("output format %q: want text or json", output)
+	}
+	var filter *netip.Prefix
+	if len(args) == 1 {
+		p, err := localsid.ParseSID(args[0])
+		if err != nil {
+			return err
+		}
+		filter = &p
+	}
+	rows, err := s.collect(filter)
+	if err != nil {
+		return err
+	}
+	if filter != nil && len(rows) == 0 {
+		return fmt.Errorf("sid %s not found in netns %s", *filter, s.nsName())
+	}
+	if output == "json" {
+		entries := make([]localsid.Entry, len(rows))
+		for i, r := range rows {
+			entries[i] = r.entry
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(entries)
+	}
+	for _, r := range rows {
+		fmt.Fprintln(w, r.text)
+	}
+	return nil
+}
+
+func (s *sidCLI) flush(w io.Writer) error {
+	h, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	sids, err := h.LocalSIDs()
+	if err != nil {
+		return fmt.Errorf("list local sids: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, l := range sids {
+		if l.Protocol != nodestate.Proto {
+			continue
+		}
+		if err := h.DeleteRoute(l.Route); err != nil {
+			errs = append(errs, fmt.Errorf("del %s: %w", l.Route.Dst, err))
+			continue
+		}
+		n++
+	}
+	for _, e := range s.exts {
+		entries, err := e.Show(s.netns)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("show %s: %w", strings.Join(e.Behaviors(), "/"), err))
+			continue
+		}
+		if err := e.Flush(s.netns); err != nil {
+			errs = append(errs, fmt.Errorf("flush %s: %w", strings.Join(e.Behaviors(), "/"), err))
+			continue
+		}
+		n += len(entries)
+	}
+	fmt.Fprintf(w, "flushed %d local SID(s) from netns %s\n", n, s.nsName())
+	return errors.Join(errs...)
+}
+
+func (s *sidCLI) clearCounters(w io.Writer, args []string) error {
+	var filter *netip.Prefix
+	if len(args) == 1 {
+		p, err := localsid.ParseSID(args[0])
+		if err != nil {
+			return err
+		}
+		filter = &p
+	}
+	h, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	sids, err := h.LocalSIDs()
+	if err != nil {
+		return fmt.Errorf("list local sids: %w", err)
+	}
+	n, found := 0, false
+	for _, l := range sids {
+		if filter != nil && l.Route.Dst != *filter {
+			continue
+		}
+		found = true
+		if l.Counters == nil {
+			continue
+		}
+		if err := h.ClearCounters(l.Route); err != nil {
+			return fmt.Errorf("clear counters of %s: %w", l.Route.Dst, err)
+		}
+		n++
+	}
+	for _, e := range s.exts {
+		if filter != nil {
+			entries, err := e.Show(s.netns)
+			if err != nil {
+				return fmt.Errorf("show %s: %w", strings.Join(e.Behaviors(), "/"), err)
+			}
+			mine := false
+			for _, en := range entries {
+				mine = mine || en.SID == *filter
+			}
+			if !mine {
+				continue
+			}
+			found = true
+		}
+		if err := e.ClearCounters(s.netns, filter); err != nil {
+			return fmt.Errorf("clear counters: %w", err)
+		}
+		n++
+	}
+	if filter != nil && !found {
+		return fmt.Errorf("sid %s not found in netns %s", *filter, s.nsName())
+	}
+	if filter != nil {
+		fmt.Fprintf(w, "cleared counters of %s\n", *filter)
+	} else {
+		fmt.Fprintf(w, "cleared counters of %d local SID(s)\n", n)
+	}
+	return nil
+}
+
+// defaultSIDDev picks the device a SID route is bound to when `dev` is not
+// given: the namespace's first non-loopback interface that is up. Not lo:
+// an IPv6 route on the loopback device is a reject route, so the SID would
+// answer ICMPv6 unreachable instead of running its behaviour.
+func defaultSIDDev(netns string) (string, error) {
+	var name string
+	err := nsutil.Do(netns, func() error {
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return fmt.Errorf("list interfaces: %w", err)
+		}
+		sort.Slice(ifs, func(i, j int) bool { return ifs[i].Index < ifs[j].Index })
+		for _, i := range ifs {
+			if i.Flags&net.FlagUp != 0 && i.Flags&net.FlagLoopback == 0 {
+				name = i.Name
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		return "", errors.New("no non-loopback interface is up to bind the SID route to: give dev DEV (a SID route on lo would be a reject route)")
+	}
+	return name, nil
 }

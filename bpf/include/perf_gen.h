@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Shared definitions of segchain perf's XDP live-frames generator. */
+#ifndef SEGCHAIN_PERF_GEN_H
+#define SEGCHAIN_PERF_GEN_H
+
+#include <linux/types.h>
+
+/* Largest frame template (bytes): an Ethernet frame with outer IPv6, an SRH
+ * of up to 16 SIDs and a 64-byte inner packet fits with room to spare. */
+#define PERF_TMPL_MAX 512
+/* Number of template slots; the active one is chosen at run time. */
+#define PERF_TMPL_SLOTS 32
+
+/* One frame template, written verbatim over every live frame. */
+struct perf_tmpl {
+	__u32 len;      /* bytes of data used, 14..PERF_TMPL_MAX */
+	__u16 flow_off; /* offset of a 16-bit field varied per frame, 0 = none */
+	__u16 flows;    /* number of distinct values at flow_off (0/1 = fixed) */
+	__u8 data[PERF_TMPL_MAX];
+};
+
+/* Generator control, written by user space while the generator runs. */
+struct perf_gen_ctl {
+	__u32 active;   /* template slot in use */
+	__u32 stop;     /* non-zero: drop every frame without sending */
+	__u32 ifindex;  /* tester tx interface frames are redirected to */
+	__u32 pad;
+	__u64 rate_pps; /* 0 = flat out, else token bucket */
+	__u64 epoch_ns; /* token bucket origin (bpf_ktime_get_ns), set by the program */
+	__u64 credit;   /* frames sent since epoch_ns */
+};
+
+/* Why the generator did not send a frame. */
+enum perf_gen_verdict {
+	PERF_GEN_SENT = 0,
+	PERF_GEN_IDLE_STOPPED, /* stop flag set */
+	PERF_GEN_IDLE_RATE,    /* ahead of the configured rate */
+	PERF_GEN_DROP_NO_CTL,  /* control map lookup failed */
+	PERF_GEN_DROP_BAD_TMPL,/* template slot missing or with a bad length */
+	PERF_GEN_DROP_RESIZE,  /* bpf_xdp_adjust_tail failed */
+	PERF_GEN_DROP_STORE,   /* bpf_xdp_store_bytes failed */
+	PERF_GEN_VERDICT_MAX,
+};
+
+/* Per-template counters of frames handed to the tx interface. */
+struct perf_gen_count {
+	__u64 frames;
+	__u64 bytes;
+};
+
+#endif

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* IPv6 / SRv6 helpers shared by segchain's eBPF programs: address tests,
+ * constants the uapi headers lack, and an extension-header walker over
+ * bpf_skb_load_bytes (variable offsets are easier on the verifier that way). */
+#ifndef SEGCHAIN_LIB_IPV6_H
+#define SEGCHAIN_LIB_IPV6_H
+
+#include <linux/types.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/ipv6.h>
+#include <linux/seg6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+/* From <sys/socket.h>; the uapi headers do not define them. */
+#ifndef AF_INET
+#define AF_INET 2
+#endif
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+
+/* Added to the uapi in Linux 6.3; the build host's headers (6.1) lack them.
+ * Values from include/uapi/linux/bpf.h of Linux >= 6.3. */
+#define SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7)
+#define SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
+
+/* Bound of the extension-header walk: more headers than this is malformed
+ * for our purposes (and keeps the verifier's state count finite). */
+#define IPV6_EXT_MAX 8
+
+#define IPV6_SRH_FIXED_LEN 8 /* sizeof(struct ipv6_sr_hdr) without segments */
+
+static __always_inline int ipv6_addr_is_linklocal(const struct in6_addr *a)
+{
+	return a->in6_u.u6_addr8[0] == 0xfe && (a->in6_u.u6_addr8[1] & 0xc0) == 0x80;
+}
+
+static __always_inline int ipv6_addr_is_multicast(const struct in6_addr *a)
+{
+	return a->in6_u.u6_addr8[0] == 0xff;
+}
+
+static __always_inline int ipv6_addr_is_unspecified(const struct in6_addr *a)
+{
+	return (a->in6_u.u6_addr32[0] | a->in6_u.u6_addr32[1] |
+		a->in6_u.u6_addr32[2] | a->in6_u.u6_addr32[3]) == 0;
+}
+
+/* ipv4_is_local_scope: 169.254/16, multicast and limited broadcast are
+ * link-local traffic that a proxy must never encapsulate. addr is in
+ * network byte order. */
+static __always_inline int ipv4_is_local_scope(__be32 addr)
+{
+	__u32 h = bpf_ntohl(addr);
+
+	return (h & 0xffff0000) == 0xa9fe0000 || (h & 0xf0000000) == 0xe0000000 ||
+	       h == 0xffffffff;
+}
+
+/* Result of walking the extension headers that follow a fixed IPv6 header. */
+struct ipv6_walk {
+	__u32 srh_off;	 /* offset of the SRH, 0 if none */
+	__u32 nh_off;	 /* offset of the next-header byte that names `upper` */
+	__u32 upper_off; /* offset of the first non-extension header */
+	__u8 upper;	 /* its protocol number */
+	__u8 sl;	 /* SRH segments left (valid when srh_off) */
+	__u8 last_entry; /* SRH last entry (valid when srh_off) */
+	__u8 fragment;	 /* a fragment header was seen */
+	__u8 bad_rh;	 /* a routing header other than a valid SRH */
+	__u8 multi_srh;	 /* more than one SRH */
+	__u8 truncated;	 /* the walk ran past the packet */
+	__u8 too_many;	 /* more than IPV6_EXT_MAX extension headers */
+};
+
+/* ipv6_walk_ext walks hop-by-hop, destination options and routing headers
+ * starting after the IPv6 header at off (nexthdr is its Next Header). The
+ * SRH is validated structurally: type 4, (last_entry+1)*2 <= hdrlen,
+ * segments_left <= last_entry. */
+static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8 nexthdr,
+					  struct ipv6_walk *w)
+{
+	__u32 nh_off = off - sizeof(struct ipv6hdr) + 6; /* ipv6hdr.nexthdr */
+	int i;
+
+	__builtin_memset(w, 0, sizeof(*w));
+	for (i = 0; i < IPV6_EXT_MAX; i++) {
+		struct ipv6_sr_hdr srh;
+		__u8 hdr[2];
+
+		switch (nexthdr) {
+		case IPPROTO_HOPOPTS:
+		case IPPROTO_DSTOPTS:
+			if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)) < 0) {
+				w->truncated = 1;
+				return;
+			}
+			nh_off = off;
+			nexthdr = hdr[0];
+			off += ((__u32)hdr[1] + 1) * 8;
+			continue;
+		case IPPROTO_ROUTING:
+			if (bpf_skb_load_bytes(skb, off, &srh, sizeof(srh)) < 0) {
+				w->truncated = 1;
+				return;
+			}
+			if (srh.type != IPV6_SRCRT_TYPE_4 ||
+			    ((__u32)srh.first_segment + 1) * 2 > srh.hdrlen ||
+			    srh.segments_left > srh.first_segment) {
+				w->bad_rh = 1;
+				return;
+			}
+			if (w->srh_off) {
+				w->multi_srh = 1;
+				return;
+			}
+			w->srh_off = off;
+			w->sl = srh.segments_left;
+			w->last_entry = srh.first_segment;
+			nh_off = off;
+			nexthdr = srh.nexthdr;
+			off += ((__u32)srh.hdrlen + 1) * 8;
+			continue;
+		case IPPROTO_FRAGMENT:
+			w->fragment = 1;
+			return;
+		default:
+			w->nh_off = nh_off;
+			w->upper_off = off;
+			w->upper = nexthdr;
+			if (off > skb->len)
+				w->truncated = 1;
+			return;
+		}
+	}
+	w->too_many = 1;
+}
+
+#endif

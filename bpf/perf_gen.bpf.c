@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* segchain perf traffic generator.
+ *
+ * Run with BPF_PROG_TEST_RUN and BPF_F_TEST_XDP_LIVE_FRAMES: the kernel hands
+ * this program the same few pages over and over. They are recycled without
+ * being reset and the receiving stack rewrites them (MACs, hop limit, DA, SL),
+ * so every frame is rewritten from the active template before it is
+ * redirected to the tester's tx interface. Switching the active slot from
+ * user space switches the traffic within a frame. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "perf_gen.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PERF_TMPL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct perf_tmpl);
+} perf_tmpls SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct perf_gen_ctl);
+} perf_ctl SEC(".maps");
+
+/* Frames sent per template slot. The generator runs on one CPU, but a
+ * per-CPU map keeps it correct if a caller spreads it over several. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PERF_TMPL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct perf_gen_count);
+} perf_sent SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PERF_GEN_VERDICT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} perf_verdicts SEC(".maps");
+
+/* Force BTF for the types Go needs (bpf2go -type). */
+const enum perf_gen_verdict *unused_perf_gen_verdict __attribute__((unused));
+
+static __always_inline int verdict(__u32 v, int action)
+{
+	__u64 *c = bpf_map_lookup_elem(&perf_verdicts, &v);
+
+	if (c)
+		*c += 1;
+	return action;
+}
+
+SEC("xdp")
+int perf_gen(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct perf_gen_ctl *ctl = bpf_map_lookup_elem(&perf_ctl, &zero);
+
+	if (!ctl)
+		return verdict(PERF_GEN_DROP_NO_CTL, XDP_DROP);
+	if (ctl->stop)
+		return verdict(PERF_GEN_IDLE_STOPPED, XDP_DROP);
+
+	if (ctl->rate_pps) {
+		__u64 now = bpf_ktime_get_ns();
+
+		if (!ctl->epoch_ns) {
+			ctl->epoch_ns = now;
+			ctl->credit = 0;
+		}
+		/* frames allowed so far = elapsed * rate / 1e9 */
+		if (ctl->credit >= (now - ctl->epoch_ns) * ctl->rate_pps / 1000000000ULL)
+			return verdict(PERF_GEN_IDLE_RATE, XDP_DROP);
+		ctl->credit++;
+	}
+
+	__u32 slot = ctl->active;
+	struct perf_tmpl *t = bpf_map_lookup_elem(&perf_tmpls, &slot);
+
+	if (!t)
+		return verdict(PERF_GEN_DROP_BAD_TMPL, XDP_DROP);
+	__u32 len = t->len;
+
+	/* Bound len for the verifier: bpf_xdp_store_bytes reads len bytes of
+	 * the map value, so it must be provably within PERF_TMPL_MAX. */
+	if (len < 14 || len > PERF_TMPL_MAX)
+		return verdict(PERF_GEN_DROP_BAD_TMPL, XDP_DROP);
+
+	int cur = (int)(ctx->data_end - ctx->data);
+	if (cur != (int)len && bpf_xdp_adjust_tail(ctx, (int)len - cur))
+		return verdict(PERF_GEN_DROP_RESIZE, XDP_DROP);
+	/* Copy the template in 8-byte words: about twice as fast as
+	 * bpf_xdp_store_bytes here, which is most of the generator's cost. */
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	__u32 off;
+
+	for (off = 0; off < PERF_TMPL_MAX; off += 8) { /* bound: PERF_TMPL_MAX/8 */
+		if (data + off + 8 > data_end)
+			break;
+		*(__u64 *)(data + off) = *(__u64 *)(t->data + off);
+	}
+	/* The last len % 8 bytes: one more word ending at len, overlapping
+	 * what is already copied (len ≥ 14, so len - 8 ≥ 6). */
+	if (len & 7) {
+		__u32 last = len - 8;
+
+		if (data + last + 8 > data_end)
+			return verdict(PERF_GEN_DROP_STORE, XDP_DROP);
+		*(__u64 *)(data + last) = *(__u64 *)(t->data + last);
+	}
+
+	struct perf_gen_count *sc = bpf_map_lookup_elem(&perf_sent, &slot);
+	if (sc) {
+		if (t->flows > 1 && t->flow_off) {
+			/* Vary a 16-bit field (e.g. the UDP source port) per frame
+			 * so multi-queue receivers can spread the flows. */
+			__u16 v = bpf_htons((__u16)(sc->frames % t->flows) + 1024);
+			bpf_xdp_store_bytes(ctx, t->flow_off, &v, sizeof(v));
+		}
+		sc->frames++;
+		sc->bytes += len;
+	}
+	verdict(PERF_GEN_SENT, 0);
+	return bpf_redirect(ctl->ifindex, 0);
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

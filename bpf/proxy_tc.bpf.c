@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* segchain SR proxies for SR-unaware service functions (End.AS, End.AD,
+ * End.EAD, per-flow End.AD, End.AM) as one tc ingress program.
+ *
+ * The same program is attached to every interface of the NFV node:
+ *  - on an interface listed in proxy_ifaces (an IFACE-IN, facing the SF) it
+ *    runs the outbound half: push the cached/configured SRv6 headers
+ *    (AS/AD/EAD) or de-masquerade (AM), then forward by FIB lookup;
+ *  - elsewhere it runs the inbound half for packets whose IPv6 DA is in
+ *    proxy_sids: strip the outer headers (AS/AD/EAD, caching them for AD) or
+ *    masquerade (AM), then redirect on IFACE-OUT towards the SF.
+ * Everything else is passed to the stack untouched (TC_ACT_OK). */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/seg6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "lib/cursor.h"
+#include "lib/ipv6.h"
+#include "lib/drop.h"
+
+#define PROXY_MAX_SIDS 256
+#define PROXY_HDR_MAX 512 /* outer IPv6 + extension headers a cache can hold */
+#define PROXY_FLOWS_MAX 65536
+
+enum proxy_behavior {
+	PROXY_AS = 1,
+	PROXY_AD = 2,
+	PROXY_EAD = 3,
+	PROXY_AM = 4,
+};
+
+enum proxy_inner {
+	PROXY_INNER_ANY = 0, /* End.AM: the payload is not looked at */
+	PROXY_INNER_IPV6 = 1,
+	PROXY_INNER_IPV4 = 2,
+	PROXY_INNER_ETH = 3,
+};
+
+enum proxy_flag {
+	PROXY_F_FLOW = 1, /* End.AD per-flow cache keyed by the inner 5-tuple */
+	PROXY_F_MAC = 2,  /* S-ADDR is a MAC: rewrite L2, no neighbour lookup */
+};
+
+enum proxy_drop_reason {
+	PROXY_DROP_TRUNCATED,
+	PROXY_DROP_BAD_SRH,
+	PROXY_DROP_BAD_EXT,
+	PROXY_DROP_NO_SRH,
+	PROXY_DROP_SL_ZERO,
+	PROXY_DROP_INNER_TYPE,
+	PROXY_DROP_FRAGMENT,
+	PROXY_DROP_HOP_LIMIT,
+	PROXY_DROP_HDR_TOO_LONG,
+	PROXY_DROP_ADJUST_ROOM,
+	PROXY_DROP_CACHE_EMPTY,
+	PROXY_DROP_FLOW_MISS,
+	PROXY_DROP_FLOW_EXPIRED,
+	PROXY_DROP_FLOW_FULL,
+	PROXY_DROP_MTU,
+	PROXY_DROP_TOO_BIG,
+	PROXY_DROP_INTERNAL,
+	PROXY_DROP_MAX,
+};
+
+/* Configuration of one proxy SID: value of proxy_sids (key: the SID) and of
+ * proxy_ifaces (key: the IFACE-IN ifindex). */
+struct proxy_sid {
+	__u32 id; /* index in proxy_stats and key of proxy_cache */
+	__u8 behavior;
+	__u8 inner;
+	__u8 flags;
+	__u8 _pad0;
+	__u32 oif;
+	__u32 iif;
+	__u8 dmac[6]; /* with PROXY_F_MAC: the SF's MAC ... */
+	__u8 smac[6]; /* ... and IFACE-OUT's own MAC */
+	__u32 nh_family; /* AF_INET / AF_INET6 S-ADDR for bpf_redirect_neigh */
+	__u32 nh[4];
+	__u64 flow_timeout_ns; /* per-flow cache aging, 0 = never */
+};
+
+/* Cached outer headers (outer IPv6 + all its extension headers, as they
+ * must leave the node), per SID or per inner flow. */
+struct proxy_cache {
+	__u64 updated_ns;
+	__u32 len;	 /* bytes used in hdr */
+	__u16 nh_off;	 /* offset in hdr of the Next Header naming the inner packet */
+	__u8 valid;
+	__u8 terminal;	 /* End.EAD with SL = 0: nothing to re-encapsulate */
+	__u8 hdr[PROXY_HDR_MAX];
+};
+
+struct proxy_flow_key {
+	__u32 id;
+	__u8 proto;
+	__u8 family;
+	__be16 sport;
+	__be16 dport;
+	__u16 _pad0;
+	__u8 saddr[16];
+	__u8 daddr[16];
+};
+
+struct proxy_stats {
+	__u64 in_packets; /* inbound: sent to the SF */
+	__u64 in_bytes;
+	__u64 out_packets; /* outbound: re-encapsulated / de-masqueraded */
+	__u64 out_bytes;
+	__u64 passed; /* outbound: left alone (link-local, non-IP, no SRH, EAD terminal) */
+	__u64 cache_updates;
+	__u64 drops[PROXY_DROP_MAX];
+};
+
+/* Referenced so their BTF is emitted for bpf2go -type (never written). */
+const enum proxy_behavior *unused_behavior __attribute__((unused));
+const enum proxy_inner *unused_inner __attribute__((unused));
+const enum proxy_drop_reason *unused_drop_reason __attribute__((unused));
+
+/* How often a per-flow entry's timestamp is refreshed by inbound traffic
+ * (a write per packet would bounce the cache line between CPUs). */
+const volatile __u64 refresh_ns = 1000000000ULL;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PROXY_MAX_SIDS);
+	__type(key, struct in6_addr);
+	__type(value, struct proxy_sid);
+} sids_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PROXY_MAX_SIDS);
+	__type(key, __u32);
+	__type(value, struct proxy_sid);
+} ifaces_map SEC(".maps");
+
+/* HASH, not ARRAY: bpf_map_update_elem replaces the element under RCU, so
+ * the outbound half never reads a half-written header. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PROXY_MAX_SIDS);
+	__type(key, __u32);
+	__type(value, struct proxy_cache);
+} cache_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PROXY_FLOWS_MAX);
+	__type(key, struct proxy_flow_key);
+	__type(value, struct proxy_cache);
+} flows_map SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PROXY_MAX_SIDS);
+	__type(key, __u32);
+	__type(value, struct proxy_stats);
+} stats_map SEC(".maps");
+
+/* Scratch space for building a cache entry (too big for the stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct proxy_cache);
+} scratch_map SEC(".maps");
+
+static __always_inline int drop(struct proxy_stats *st, __u32 reason)
+{
+	count_drop(st, reason, PROXY_DROP_MAX);
+	return TC_ACT_SHOT;
+}
+
+static __always_inline int pass(struct proxy_stats *st)
+{
+	if (st)
+		st->passed++;
+	return TC_ACT_OK;
+}
+
+static __always_inline int walk_error(const struct ipv6_walk *w)
+{
+	if (w->truncated)
+		return PROXY_DROP_TRUNCATED;
+	if (w->bad_rh || w->multi_srh)
+		return PROXY_DROP_BAD_SRH;
+	if (w->fragment)
+		return PROXY_DROP_FRAGMENT;
+	if (w->too_many)
+		return PROXY_DROP_BAD_EXT;
+	return -1;
+}
+
+/* flow_key fills k from the IPv4/IPv6 header at off (inner packet). */
+static __always_inline int flow_key(struct __sk_buff *skb, __u32 off, __u8 inner, __u32 id,
+				    struct proxy_flow_key *k)
+{
+	__u32 l4off;
+	__be16 ports[2];
+
+	__builtin_memset(k, 0, sizeof(*k));
+	k->id = id;
+	if (inner == PROXY_INNER_IPV6) {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, off, &ip6, sizeof(ip6)) < 0)
+			return -1;
+		k->family = AF_INET6;
+		k->proto = ip6.nexthdr;
+		__builtin_memcpy(k->saddr, &ip6.saddr, 16);
+		__builtin_memcpy(k->daddr, &ip6.daddr, 16);
+		l4off = off + sizeof(ip6);
+	} else if (inner == PROXY_INNER_IPV4) {
+		struct iphdr ip4;
+
+		if (bpf_skb_load_bytes(skb, off, &ip4, sizeof(ip4)) < 0)
+			return -1;
+		k->family = AF_INET;
+		k->proto = ip4.protocol;
+		__builtin_memcpy(k->saddr, &ip4.saddr, 4);
+		__builtin_memcpy(k->daddr, &ip4.daddr, 4);
+		/* Non-first fragments carry no ports. */
+		if (ip4.frag_off & bpf_htons(0x1fff))
+			return 0;
+		l4off = off + (__u32)ip4.ihl * 4;
+	} else {
+		return -1;
+	}
+	if (k->proto == IPPROTO_TCP || k->proto == IPPROTO_UDP || k->proto == IPPROTO_SCTP) {
+		if (bpf_skb_load_bytes(skb, l4off, ports, sizeof(ports)) == 0) {
+			k->sport = ports[0];
+			k->dport = ports[1];
+		}
+	}
+	return 0;
+}
+
+static __always_inline int same_cache(const struct proxy_cache *a, const struct proxy_cache *b)
+{
+	int i;
+
+	if (a->len != b->len || a->nh_off != b->nh_off || a->terminal != b->terminal ||
+	    !a->valid)
+		return 0;
+	for (i = 0; i < PROXY_HDR_MAX / 8; i++) {
+		if (i * 8 >= a->len)
+			break;
+		if (((const __u64 *)a->hdr)[i] != ((const __u64 *)b->hdr)[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* cache_store compares s with the current entry and replaces it when it
+ * differs (the research's "update the cache if different"). */
+static __always_inline int cache_store(struct proxy_sid *cfg, struct proxy_stats *st,
+				       struct proxy_cache *s, struct proxy_flow_key *fk)
+{
+	struct proxy_cache *old;
+	__u64 now = s->updated_ns;
+	__u32 id = cfg->id;
+	void *map = &cache_map;
+	void *key = &id;
+
+	if (fk) {
+		map = &flows_map;
+		key = fk;
+	}
+	old = bpf_map_lookup_elem(map, key);
+	if (old && same_cache(old, s)) {
+		if (fk && now - old->updated_ns > refresh_ns)
+			old->updated_ns = now;
+		return -1;
+	}
+	if (bpf_map_update_elem(map, key, s, BPF_ANY) < 0)
+		return fk ? PROXY_DROP_FLOW_FULL : PROXY_DROP_INTERNAL;
+	if (st)
+		st->cache_updates++;
+	return -1;
+}
+
+/* to_sf sends the (decapsulated or masqueraded) packet on IFACE-OUT. */
+static __always_inline int to_sf(struct __sk_buff *skb, struct proxy_sid *cfg,
+				 struct proxy_stats *st, __u32 len)
+{
+	if (st) {
+		st->in_packets++;
+		st->in_bytes += len;
+	}
+	if (cfg->inner == PROXY_INNER_ETH)
+		return bpf_redirect(cfg->oif, 0);
+	if (cfg->flags & PROXY_F_MAC) {
+		/* dmac and smac are adjacent, like in struct ethhdr. */
+		if (bpf_skb_store_bytes(skb, 0, cfg->dmac, 2 * ETH_ALEN, 0) < 0)
+			return drop(st, PROXY_DROP_INTERNAL);
+		return bpf_redirect(cfg->oif, 0);
+	}
+	struct bpf_redir_neigh nh = { .nh_family = cfg->nh_family };
+
+	__builtin_memcpy(nh.ipv6_nh, cfg->nh, sizeof(nh.ipv6_nh));
+	return bpf_redirect_neigh(cfg->oif, &nh, sizeof(nh), 0);
+}
+
+static __always_inline int inbound_am(struct __sk_buff *skb, struct proxy_sid *cfg,
+				      struct proxy_stats *st, const struct ipv6_walk *w)
+{
+	struct in6_addr last;
+
+	if (!w->srh_off)
+		return drop(st, PROXY_DROP_NO_SRH);
+	if (w->sl == 0)
+		return drop(st, PROXY_DROP_SL_ZERO);
+	/* DA <- Segment List[0], the final destination. */
+	if (bpf_skb_load_bytes(skb, w->srh_off + IPV6_SRH_FIXED_LEN, &last, sizeof(last)) < 0)
+		return drop(st, PROXY_DROP_TRUNCATED);
+	if (bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, daddr), &last,
+				sizeof(last), BPF_F_RECOMPUTE_CSUM) < 0)
+		return drop(st, PROXY_DROP_INTERNAL);
+	return to_sf(skb, cfg, st, skb->len);
+}
+
+static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid *cfg,
+					 struct proxy_stats *st, const struct ipv6_walk *w,
+					 __u8 hop)
+{
+	__u8 inner;
+	__u32 hdr_len, strip;
+	__u64 flags;
+	struct ethhdr ieth;
+	int r;
+
+	switch (w->upper) {
+	case IPPROTO_IPV6:
+		inner = PROXY_INNER_IPV6;
+		flags = SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV6;
+		break;
+	case IPPROTO_IPIP:
+		inner = PROXY_INNER_IPV4;
+		flags = SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV4;
+		break;
+	case IPPROTO_ETHERNET:
+		inner = PROXY_INNER_ETH;
+		/* Only lowers adjust_room's minimum remaining length (20):
+		 * the inner frame may be short (ARP). skb->protocol is
+		 * re-derived by the receiver of the redirected frame. */
+		flags = SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV4;
+		break;
+	default:
+		return drop(st, PROXY_DROP_INNER_TYPE);
+	}
+	if (inner != cfg->inner)
+		return drop(st, PROXY_DROP_INNER_TYPE);
+
+	hdr_len = w->upper_off - ETH_HLEN;
+	if (hdr_len > PROXY_HDR_MAX)
+		return drop(st, PROXY_DROP_HDR_TOO_LONG);
+	if (w->upper_off >= skb->len)
+		return drop(st, PROXY_DROP_TRUNCATED);
+
+	if (cfg->behavior == PROXY_AD || cfg->behavior == PROXY_EAD) {
+		struct proxy_flow_key fk, *fkp = 0;
+		__u32 zero = 0;
+		struct proxy_cache *s = bpf_map_lookup_elem(&scratch_map, &zero);
+
+		if (!s)
+			return drop(st, PROXY_DROP_INTERNAL);
+		if (cfg->flags & PROXY_F_FLOW) {
+			if (flow_key(skb, w->upper_off, inner, cfg->id, &fk) < 0)
+				return drop(st, PROXY_DROP_TRUNCATED);
+			fkp = &fk;
+		}
+		s->updated_ns = bpf_ktime_get_ns();
+		s->valid = 1;
+		if (!w->srh_off || w->sl == 0) {
+			/* Last segment: End.AD forbids it, End.EAD delivers. */
+			if (cfg->behavior != PROXY_EAD)
+				return drop(st, PROXY_DROP_SL_ZERO);
+			s->len = 0;
+			s->nh_off = 0;
+			s->terminal = 1;
+		} else {
+			__u32 srh_rel = w->srh_off - ETH_HLEN;
+			__u8 sl = w->sl - 1;
+
+			if (hop <= 1)
+				return drop(st, PROXY_DROP_HOP_LIMIT);
+			/* Verifier: hdr_len must be provably in (0, PROXY_HDR_MAX]. */
+			__u64 n = hdr_len;
+
+			barrier_var(n);
+			if (n < sizeof(struct ipv6hdr) || n > PROXY_HDR_MAX)
+				return drop(st, PROXY_DROP_HDR_TOO_LONG);
+			if (bpf_skb_load_bytes(skb, ETH_HLEN, s->hdr, n) < 0)
+				return drop(st, PROXY_DROP_TRUNCATED);
+			/* Apply End to the copy: SL--, DA <- SL, hop limit--. */
+			if (bpf_skb_load_bytes(skb, w->srh_off + IPV6_SRH_FIXED_LEN + (__u32)sl * 16,
+					       &s->hdr[offsetof(struct ipv6hdr, daddr)], 16) < 0)
+				return drop(st, PROXY_DROP_TRUNCATED);
+			s->hdr[offsetof(struct ipv6hdr, hop_limit)] = hop - 1;
+			s->hdr[(srh_rel + offsetof(struct ipv6_sr_hdr, segments_left)) &
+			       (PROXY_HDR_MAX - 1)] = sl;
+			s->len = hdr_len;
+			s->nh_off = w->nh_off - ETH_HLEN;
+			s->terminal = 0;
+		}
+		r = cache_store(cfg, st, s, fkp);
+		if (r >= 0)
+			return drop(st, r);
+	}
+
+	strip = hdr_len;
+	if (inner == PROXY_INNER_ETH) {
+		if (bpf_skb_load_bytes(skb, w->upper_off, &ieth, sizeof(ieth)) < 0)
+			return drop(st, PROXY_DROP_TRUNCATED);
+		strip += ETH_HLEN;
+	}
+	if (bpf_skb_adjust_room(skb, -(__s32)strip, BPF_ADJ_ROOM_MAC, flags) < 0)
+		return drop(st, PROXY_DROP_ADJUST_ROOM);
+	if (inner == PROXY_INNER_ETH) {
+		if (bpf_skb_store_bytes(skb, 0, &ieth, sizeof(ieth), 0) < 0)
+			return drop(st, PROXY_DROP_INTERNAL);
+	} else if (inner == PROXY_INNER_IPV4) {
+		__be16 proto = bpf_htons(ETH_P_IP);
+
+		if (bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto,
+					sizeof(proto), 0) < 0)
+			return drop(st, PROXY_DROP_INTERNAL);
+	}
+	return to_sf(skb, cfg, st, skb->len);
+}
+
+static __always_inline int proxy_inbound(struct __sk_buff *skb)
+{
+	struct cursor c;
+	struct ethhdr *eth;
+	struct ipv6hdr *ip6;
+	struct proxy_sid *cfg;
+	struct proxy_stats *st;
+	struct ipv6_walk w;
+	__u8 hop, nexthdr;
+	int r;
+
+	cursor_init_skb(&c, skb);
+	eth = cursor_eth(&c);
+	if (!eth || eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return TC_ACT_OK;
+	ip6 = cursor_ipv6(&c);
+	if (!ip6)
+		return TC_ACT_OK;
+	cfg = bpf_map_lookup_elem(&sids_map, &ip6->daddr);
+	if (!cfg)
+		return TC_ACT_OK;
+	hop = ip6->hop_limit;
+	nexthdr = ip6->nexthdr;
+	st = bpf_map_lookup_elem(&stats_map, &cfg->id);
+
+	ipv6_walk_ext(skb, ETH_HLEN + sizeof(struct ipv6hdr), nexthdr, &w);
+	r = walk_error(&w);
+	if (r >= 0)
+		return drop(st, r);
+	if (cfg->behavior == PROXY_AM)
+		return inbound_am(skb, cfg, st, &w);
+	return inbound_decap(skb, cfg, st, &w, hop);
+}
+
+/* forward_after_fib finishes an outbound packet whose outer IPv6 header is
+ * final: L2 from the FIB result and redirect, or the stack when the FIB
+ * cannot tell (local SID, lwt route, ...). */
+static __always_inline int forward(struct __sk_buff *skb, struct proxy_stats *st,
+				   struct bpf_fib_lookup *f, int rc)
+{
+	if (st) {
+		st->out_packets++;
+		st->out_bytes += skb->len;
+	}
+	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
+		if (bpf_skb_store_bytes(skb, 0, f->dmac, ETH_ALEN, 0) < 0 ||
+		    bpf_skb_store_bytes(skb, ETH_ALEN, f->smac, ETH_ALEN, 0) < 0)
+			return drop(st, PROXY_DROP_INTERNAL);
+		return bpf_redirect(f->ifindex, 0);
+	}
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+		return bpf_redirect_neigh(f->ifindex, 0, 0, 0);
+	return TC_ACT_OK;
+}
+
+static __always_inline int outbound_am(struct __sk_buff *skb, struct proxy_stats *st)
+{
+	struct cursor c;
+	struct ethhdr *eth;
+	struct ipv6hdr *ip6;
+	struct ipv6_walk w;
+	struct bpf_fib_lookup f = {};
+	struct in6_addr da;
+	__u8 hop, sl;
+	int rc, r;
+
+	cursor_init_skb(&c, skb);
+	eth = cursor_eth(&c);
+	if (!eth || eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return pass(st);
+	ip6 = cursor_ipv6(&c);
+	if (!ip6)
+		return pass(st);
+	hop = ip6->hop_limit;
+	__builtin_memcpy(f.ipv6_src, &ip6->saddr, 16);
+	ipv6_walk_ext(skb, ETH_HLEN + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
+	r = walk_error(&w);
+	if (r >= 0)
+		return drop(st, r);
+	if (!w.srh_off || w.sl == 0)
+		return pass(st); /* not SR traffic: nothing to de-masquerade */
+	sl = w.sl - 1;
+	if (bpf_skb_load_bytes(skb, w.srh_off + IPV6_SRH_FIXED_LEN + (__u32)sl * 16, &da,
+			       sizeof(da)) < 0)
+		return drop(st, PROXY_DROP_TRUNCATED);
+
+	f.family = AF_INET6;
+	f.ifindex = skb->ingress_ifindex;
+	f.tot_len = skb->len - ETH_HLEN;
+	__builtin_memcpy(f.ipv6_dst, &da, 16);
+	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
+	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		rc = -1; /* same size as it came from the SF: let the stack answer */
+	else if (rc == BPF_FIB_LKUP_RET_SUCCESS || rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		/* We forward: the hop limit is ours to decrement. */
+		if (hop <= 1)
+			return drop(st, PROXY_DROP_HOP_LIMIT);
+		hop--;
+	}
+	if (bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, daddr), &da, sizeof(da),
+				BPF_F_RECOMPUTE_CSUM) < 0 ||
+	    bpf_skb_store_bytes(skb, w.srh_off + offsetof(struct ipv6_sr_hdr, segments_left), &sl,
+				1, BPF_F_RECOMPUTE_CSUM) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, hop_limit), &hop, 1,
+				BPF_F_RECOMPUTE_CSUM) < 0)
+		return drop(st, PROXY_DROP_INTERNAL);
+	return forward(skb, st, &f, rc);
+}
+
+static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid *cfg,
+					 struct proxy_stats *st)
+{
+	struct cursor c;
+	struct ethhdr *eth;
+	struct proxy_cache *ce;
+	struct proxy_flow_key fk;
+	struct bpf_fib_lookup f = {};
+	__u8 inner_nh, inner;
+	__u64 len; /* 64-bit so the bound checked is the one passed to helpers */
+	__u32 inner_len, tot, nh_off;
+	__be16 plen;
+	int rc;
+
+	cursor_init_skb(&c, skb);
+	eth = cursor_eth(&c);
+	if (!eth)
+		return pass(st);
+	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = cursor_ipv6(&c);
+
+		if (!ip6 || ipv6_addr_is_linklocal(&ip6->saddr) ||
+		    ipv6_addr_is_linklocal(&ip6->daddr) || ipv6_addr_is_multicast(&ip6->daddr) ||
+		    ipv6_addr_is_unspecified(&ip6->saddr))
+			return pass(st);
+		inner_nh = IPPROTO_IPV6;
+		inner = PROXY_INNER_IPV6;
+	} else if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip4 = cursor_ipv4(&c);
+
+		if (!ip4 || ipv4_is_local_scope(ip4->saddr) || ipv4_is_local_scope(ip4->daddr))
+			return pass(st);
+		inner_nh = IPPROTO_IPIP;
+		inner = PROXY_INNER_IPV4;
+	} else {
+		return pass(st); /* ARP and other non-IP traffic */
+	}
+
+	if (cfg->flags & PROXY_F_FLOW) {
+		if (flow_key(skb, ETH_HLEN, inner, cfg->id, &fk) < 0)
+			return drop(st, PROXY_DROP_TRUNCATED);
+		ce = bpf_map_lookup_elem(&flows_map, &fk);
+		if (!ce || !ce->valid)
+			return drop(st, PROXY_DROP_FLOW_MISS);
+		if (cfg->flow_timeout_ns &&
+		    bpf_ktime_get_ns() - ce->updated_ns > cfg->flow_timeout_ns) {
+			bpf_map_delete_elem(&flows_map, &fk);
+			return drop(st, PROXY_DROP_FLOW_EXPIRED);
+		}
+	} else {
+		ce = bpf_map_lookup_elem(&cache_map, &cfg->id);
+		if (!ce || !ce->valid)
+			return drop(st, PROXY_DROP_CACHE_EMPTY);
+	}
+	if (ce->terminal)
+		return pass(st); /* End.EAD, SF was the last segment */
+
+	len = ce->len;
+	nh_off = ce->nh_off;
+	/* Verifier: bound len for bpf_skb_store_bytes from the map value. */
+	barrier_var(len);
+	if (len < sizeof(struct ipv6hdr) || len > PROXY_HDR_MAX || nh_off >= len)
+		return drop(st, PROXY_DROP_INTERNAL);
+	inner_len = skb->len - ETH_HLEN;
+	tot = inner_len + len;
+	if (tot - sizeof(struct ipv6hdr) > 0xffff)
+		return drop(st, PROXY_DROP_TOO_BIG);
+
+	f.family = AF_INET6;
+	f.ifindex = skb->ingress_ifindex;
+	f.tot_len = tot;
+	__builtin_memcpy(f.ipv6_src, &ce->hdr[offsetof(struct ipv6hdr, saddr)], 16);
+	__builtin_memcpy(f.ipv6_dst, &ce->hdr[offsetof(struct ipv6hdr, daddr)], 16);
+	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
+	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return drop(st, PROXY_DROP_MTU);
+
+	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6) < 0)
+		return drop(st, PROXY_DROP_ADJUST_ROOM);
+	plen = bpf_htons(tot - sizeof(struct ipv6hdr));
+	{
+		__be16 proto = bpf_htons(ETH_P_IPV6);
+
+		if (bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto,
+					sizeof(proto), 0) < 0)
+			return drop(st, PROXY_DROP_INTERNAL);
+	}
+	if (bpf_skb_store_bytes(skb, ETH_HLEN, ce->hdr, len, 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, payload_len), &plen,
+				sizeof(plen), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + nh_off, &inner_nh, 1, 0) < 0)
+		return drop(st, PROXY_DROP_INTERNAL);
+	return forward(skb, st, &f, rc);
+}
+
+static __always_inline int proxy_outbound(struct __sk_buff *skb, struct proxy_sid *cfg)
+{
+	struct proxy_stats *st = bpf_map_lookup_elem(&stats_map, &cfg->id);
+
+	if (cfg->behavior == PROXY_AM)
+		return outbound_am(skb, st);
+	return outbound_push(skb, cfg, st);
+}
+
+SEC("tc")
+int proxy_tc(struct __sk_buff *skb)
+{
+	__u32 iif = skb->ingress_ifindex;
+	struct proxy_sid *cfg = bpf_map_lookup_elem(&ifaces_map, &iif);
+
+	if (cfg)
+		return proxy_outbound(skb, cfg);
+	return proxy_inbound(skb);
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

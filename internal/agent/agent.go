@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// Kind names the kind of kernel object an Op changes.
+type Kind string
+
+// Kinds of managed kernel objects.
+const (
+	KindSysctl Kind = "sysctl"
+	KindHMAC   Kind = "hmac"
+	KindTunSrc Kind = "tunsrc"
+	KindRoute  Kind = "route"
+	KindRule   Kind = "rule"
+)
+
+// Action says what an Op does to its object.
+type Action string
+
+// Op actions. Set covers sysctls, HMAC keys and the tunnel source: writes
+// that replace a value; Replace installs or atomically replaces a route.
+const (
+	ActSet     Action = "set"
+	ActReplace Action = "replace"
+	ActAdd     Action = "add"
+	ActDelete  Action = "delete"
+)
+
+// Op is one change to a node's kernel state. It carries the old value so that
+// it can be inverted for rollback, and is plain data so that a remote agent
+// can receive it over the wire.
+type Op struct {
+	Kind   Kind   `json:"kind"`
+	Action Action `json:"action"`
+
+	Route    *nodestate.Route   `json:"route,omitempty"`
+	OldRoute *nodestate.Route   `json:"old_route,omitempty"`
+	Rule     *nodestate.Rule    `json:"rule,omitempty"`
+	Sysctl   *nodestate.Sysctl  `json:"sysctl,omitempty"`
+	OldValue string             `json:"old_value,omitempty"`
+	HMAC     *nodestate.HMACKey `json:"hmac,omitempty"` // nil Secret with ActDelete removes the key
+	OldHMAC  *nodestate.HMACKey `json:"old_hmac,omitempty"`
+	TunSrc   string             `json:"tunsrc,omitempty"`
+	OldTun   string             `json:"old_tunsrc,omitempty"`
+}
+
+// String renders the op the way plan prints it: "+" adds, "-" removes, "~"
+// changes in place.
+func (o Op) String() string {
+	switch o.Kind {
+	case KindSysctl:
+		return fmt.Sprintf("~ sysctl %s: %s -> %s", o.Sysctl.Key, orNone(o.OldValue), o.Sysctl.Value)
+	case KindTunSrc:
+		return fmt.Sprintf("~ tunsrc: %s -> %s", orNone(o.OldTun), orNone(o.TunSrc))
+	case KindHMAC:
+		if o.Action == ActDelete {
+			return "- " + o.HMAC.String()
+		}
+		if o.OldHMAC != nil {
+			return "~ " + o.HMAC.String()
+		}
+		return "+ " + o.HMAC.String()
+	case KindRoute:
+		switch {
+		case o.Action == ActDelete:
+			return "- route " + o.Route.String()
+		case o.OldRoute != nil:
+			return "~ route " + o.OldRoute.String() + "\n    -> " + o.Route.String()
+		default:
+			return "+ route " + o.Route.String()
+		}
+	case KindRule:
+		if o.Action == ActDelete {
+			return "- " + o.Rule.String()
+		}
+		return "+ " + o.Rule.String()
+	}
+	return "? " + string(o.Kind)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// Inverse returns the op that undoes o, given that o succeeded.
+func (o Op) Inverse() Op {
+	switch o.Kind {
+	case KindSysctl:
+		return Op{Kind: KindSysctl, Action: ActSet, Sysctl: &nodestate.Sysctl{Key: o.Sysctl.Key, Value: o.OldValue}, OldValue: o.Sysctl.Value}
+	case KindTunSrc:
+		return Op{Kind: KindTunSrc, Action: ActSet, TunSrc: o.OldTun, OldTun: o.TunSrc}
+	case KindHMAC:
+		if o.OldHMAC == nil {
+			return Op{Kind: KindHMAC, Action: ActDelete, HMAC: o.HMAC}
+		}
+		return Op{Kind: KindHMAC, Action: ActSet, HMAC: o.OldHMAC, OldHMAC: o.HMAC}
+	case KindRoute:
+		switch {
+		case o.Action == ActDelete:
+			return Op{Kind: KindRoute, Action: ActReplace, Route: o.Route}
+		case o.OldRoute != nil:
+			return Op{Kind: KindRoute, Action: ActReplace, Route: o.OldRoute, OldRoute: o.Route}
+		default:
+			return Op{Kind: KindRoute, Action: ActDelete, Route: o.Route}
+		}
+	case KindRule:
+		if o.Action == ActDelete {
+			return Op{Kind: KindRule, Action: ActAdd, Rule: o.Rule}
+		}
+		return Op{Kind: KindRule, Action: ActDelete, Rule: o.Rule}
+	}
+	return o
+}
+
+// Agent programs one node. The controller computes every change; an agent
+// only observes and executes, so the same interface can be served locally
+// (in-process, per namespace) or remotely (an agent daemon on the node).
+type Agent interface {
+	// Node is the domain's name of the node.
+	Node() string
+	// Observe returns what segchain manages on the node now: its routes and
+	// rules, the HMAC keys, the tunnel source, and the current values of the
+	// sysctl keys that want names.
+	Observe(ctx context.Context, want *nodestate.Node) (*nodestate.Node, error)
+	// Execute runs ops in order and stops at the first failure, returning
+	// how many succeeded.
+	Execute(ctx context.Context, ops []Op) (int, error)
+	// Counters returns every local SID of the node with its counters.
+	Counters(ctx context.Context) ([]SIDCounters, error)
+	// Forget drops what the agent remembers about the node (saved original
+	// sysctl values) once the node has been destroyed.
+	Forget(ctx context.Context) error
+	// Originals returns the sysctl values the node had before segchain
+	// first changed them.
+	Originals(ctx context.Context) (map[string]string, error)
+}
+
+// SIDCounters is one local SID as status shows it.
+type SIDCounters struct {
+	SID      netip.Prefix `json:"sid"`
+	Behavior string       `json:"behavior"`
+	Route    string       `json:"route"`
+	Owned    bool         `json:"owned"` // installed by segchain
+	Counted  bool         `json:"counted"`
+	Packets  uint64       `json:"packets"`
+	Bytes    uint64       `json:"bytes"`
+	Errors   uint64       `json:"errors"`
+}
+
+// MarshalOps is the wire form of a batch of ops (for logs and remote agents).
+func MarshalOps(ops []Op) ([]byte, error) { return json.Marshal(ops) }

@@ -1,0 +1,208 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/segchain/segchain/internal/dataplane"
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// StateDir keeps what the kernel cannot tell us back: the sysctl values a
+// node had before segchain changed them, so destroy can restore them.
+const StateDir = "/run/segchain/nodes"
+
+// Local is an in-process agent for a node that is a network namespace on
+// this machine ("" = the current namespace).
+type Local struct {
+	name     string
+	netns    string
+	stateDir string
+}
+
+// NewLocal returns an agent for node name living in namespace netns.
+func NewLocal(name, netns string) *Local {
+	return &Local{name: name, netns: netns, stateDir: StateDir}
+}
+
+// Node implements Agent.
+func (l *Local) Node() string { return l.name }
+
+func (l *Local) open() (*dataplane.Handle, error) {
+	h, err := dataplane.Open(l.netns)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", l.name, err)
+	}
+	return h, nil
+}
+
+// Observe implements Agent.
+func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Node, error) {
+	h, err := l.open()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	got := &nodestate.Node{Name: l.name}
+	if got.Routes, err = h.Routes(); err != nil {
+		return nil, fmt.Errorf("node %s: read routes: %w", l.name, err)
+	}
+	if got.Rules, err = h.Rules(); err != nil {
+		return nil, fmt.Errorf("node %s: read rules: %w", l.name, err)
+	}
+	if got.HMACKeys, err = h.HMACKeys(); err != nil && !errors.Is(err, dataplane.ErrNotSupported) {
+		return nil, fmt.Errorf("node %s: read hmac keys: %w", l.name, err)
+	}
+	if ts, err := h.TunSrc(); err == nil && ts.IsValid() && !ts.IsUnspecified() {
+		got.TunSrc = ts.String()
+	}
+	for _, s := range want.Sysctls {
+		v, err := h.Sysctl(s.Key)
+		if err != nil {
+			v = "" // the key does not exist yet (an interface not yet created)
+		}
+		got.Sysctls = append(got.Sysctls, nodestate.Sysctl{Key: s.Key, Value: v})
+	}
+	got.Sort()
+	return got, nil
+}
+
+// Execute implements Agent.
+func (l *Local) Execute(_ context.Context, ops []Op) (int, error) {
+	h, err := l.open()
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	for i, op := range ops {
+		if err := l.exec(h, op); err != nil {
+			return i, fmt.Errorf("node %s: %s: %w", l.name, firstLine(op.String()), err)
+		}
+	}
+	return len(ops), nil
+}
+
+func firstLine(s string) string {
+	for i := range s {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+func (l *Local) exec(h *dataplane.Handle, op Op) error {
+	switch op.Kind {
+	case KindSysctl:
+		if err := l.rememberOriginal(op.Sysctl.Key, op.OldValue); err != nil {
+			return err
+		}
+		return h.SetSysctl(op.Sysctl.Key, op.Sysctl.Value)
+	case KindTunSrc:
+		a := netip.IPv6Unspecified()
+		if op.TunSrc != "" {
+			var err error
+			if a, err = netip.ParseAddr(op.TunSrc); err != nil {
+				return err
+			}
+		}
+		return h.SetTunSrc(a)
+	case KindHMAC:
+		if op.Action == ActDelete {
+			return h.DeleteHMACKey(op.HMAC.ID)
+		}
+		return h.SetHMACKey(*op.HMAC)
+	case KindRoute:
+		if op.Action == ActDelete {
+			return h.DeleteRoute(*op.Route)
+		}
+		return h.ReplaceRoute(*op.Route)
+	case KindRule:
+		if op.Action == ActDelete {
+			return h.DeleteRule(*op.Rule)
+		}
+		return h.AddRule(*op.Rule)
+	}
+	return fmt.Errorf("unknown op kind %q", op.Kind)
+}
+
+// Counters implements Agent.
+func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
+	h, err := l.open()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	sids, err := h.LocalSIDs()
+	if err != nil {
+		return nil, fmt.Errorf("node %s: read local SIDs: %w", l.name, err)
+	}
+	out := make([]SIDCounters, 0, len(sids))
+	for _, s := range sids {
+		c := SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto}
+		if s.Route.Seg6Local != nil {
+			c.Behavior = s.Route.Seg6Local.Action
+		}
+		if s.Counters != nil {
+			c.Counted = true
+			c.Packets, c.Bytes, c.Errors = s.Counters.Packets, s.Counters.Bytes, s.Counters.Errors
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (l *Local) statePath() string {
+	key := l.netns
+	if key == "" {
+		key = "_current"
+	}
+	return filepath.Join(l.stateDir, filepath.Base(key)+".json")
+}
+
+// Originals implements Agent.
+func (l *Local) Originals(context.Context) (map[string]string, error) {
+	m := map[string]string{}
+	b, err := os.ReadFile(l.statePath())
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.statePath(), err)
+	}
+	return m, nil
+}
+
+// rememberOriginal records a sysctl's pre-segchain value the first time
+// segchain changes it.
+func (l *Local) rememberOriginal(key, old string) error {
+	m, err := l.Originals(context.Background())
+	if err != nil {
+		return err
+	}
+	if _, ok := m[key]; ok || old == "" {
+		return nil
+	}
+	m[key] = old
+	b, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.MkdirAll(l.stateDir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(l.statePath(), b, 0o644)
+}
+
+// Forget implements Agent.
+func (l *Local) Forget(context.Context) error {
+	if err := os.Remove(l.statePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,702 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/segchain/segchain/internal/sid"
+)
+
+// Roles lists the valid node roles.
+var Roles = []string{RoleHost, RoleIngress, RoleEgress, RoleRouter, RoleNFV, RoleEdge}
+
+// Modes lists the valid chain modes.
+var Modes = []string{ModeEncap, ModeInsert, ModeL2Encap, ModeEncapRed, ModeL2EncapRed}
+
+// Behaviors lists the endpoint behaviours a domain file may name, in
+// iproute2 spelling.
+var Behaviors = []string{"End", "End.X", "End.T", "End.DX2", "End.DX4", "End.DX6",
+	"End.DT4", "End.DT6", "End.DT46", "End.B6", "End.B6.Encaps"}
+
+// EgressBehaviors are the decapsulating behaviours a chain may end with.
+var EgressBehaviors = []string{"End.DX6", "End.DX4", "End.DT6", "End.DT4", "End.DT46", "End.DX2"}
+
+// Flavors are the seg6local flavors a domain file may name.
+var Flavors = []string{"psp", "usp", "usd", "next-csid"}
+
+// HMACAlgorithms are the seg6 HMAC algorithms.
+var HMACAlgorithms = []string{"sha1", "sha256"}
+
+// RoutingModes are the routing modes; only static is implemented.
+var RoutingModes = []string{"static", "frr", "gobgp"}
+
+// behaviorParams says, per behaviour, which parameters are required and
+// which are allowed (count applies everywhere).
+var behaviorParams = map[string]struct{ required, optional []string }{
+	"End":           {nil, []string{"flavors"}},
+	"End.X":         {[]string{"nh6"}, []string{"oif", "flavors"}},
+	"End.T":         {[]string{"table"}, []string{"flavors"}},
+	"End.DX2":       {[]string{"oif"}, nil},
+	"End.DX4":       {[]string{"nh4"}, []string{"oif"}},
+	"End.DX6":       {[]string{"nh6"}, []string{"oif"}},
+	"End.DT4":       {[]string{"vrftable"}, nil},
+	"End.DT6":       {[]string{"table"}, nil},
+	"End.DT46":      {[]string{"vrftable"}, nil},
+	"End.B6":        {[]string{"segs"}, nil},
+	"End.B6.Encaps": {[]string{"segs"}, nil},
+}
+
+var (
+	nodeNameRE  = regexp.MustCompile(`^[a-z0-9-]+$`)
+	ifaceNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	portRE      = regexp.MustCompile(`^(\d+)(?:-(\d+))?$`)
+)
+
+const (
+	maxNodeName  = 10
+	maxIfaceName = 15
+	maxNodeID    = 0xffff
+	maxKeyID     = 1<<32 - 1
+)
+
+var protoNumbers = map[string]int{"icmp": 1, "tcp": 6, "udp": 17, "ipv6-icmp": 58, "icmpv6": 58, "sctp": 132}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func familyOf(prefix string) int {
+	p, err := netip.ParsePrefix(prefix)
+	if err != nil {
+		return 0
+	}
+	if p.Addr().Is4() {
+		return 4
+	}
+	return 6
+}
+
+type validator struct {
+	d    *Domain
+	f    sid.Format
+	pos  positions
+	errs errorAcc
+	// ifaces[node][iface] = path of the endpoint that declared it.
+	ifaces map[string]map[string]string
+}
+
+func (v *validator) errf(path, format string, args ...any) {
+	fe := &fieldErr{}
+	fe.Path, fe.Msg = path, fmt.Sprintf(format, args...)
+	fe.Line, fe.Col = v.pos.of(path)
+	v.errs = append(v.errs, fe)
+}
+
+// validate checks every rule and returns every violation.
+func validate(d *Domain, pos positions) errorAcc {
+	v := &validator{d: d, f: d.Format(), pos: pos, ifaces: map[string]map[string]string{}}
+	fmtOK := true
+	if err := v.f.Validate(); err != nil {
+		v.errf("sid", "%s", strings.TrimPrefix(err.Error(), sid.ErrFormat.Error()+": "))
+		fmtOK = false
+	}
+	v.nodes(fmtOK)
+	v.links()
+	v.services(fmtOK)
+	v.chains()
+	v.security()
+	v.routing()
+	if len(v.errs) == 0 {
+		if _, err := d.SIDs(); err != nil {
+			v.errf("services", "allocate SIDs: %v", err)
+		}
+	}
+	return v.errs
+}
+
+func (v *validator) nodes(fmtOK bool) {
+	if len(v.d.Nodes) == 0 {
+		v.errf("nodes", "a domain needs at least one node")
+	}
+	ids := map[int]string{}
+	locs := map[netip.Prefix]string{}
+	for _, name := range v.inFileOrder("nodes.", v.d.NodeNames()) {
+		n := v.d.Nodes[name]
+		p := "nodes." + name
+		if n == nil {
+			v.errf(p, "empty node")
+			continue
+		}
+		if len(name) > maxNodeName || !nodeNameRE.MatchString(name) {
+			v.errf(p, "node name %q: want 1..%d characters of [a-z0-9-]", name, maxNodeName)
+		}
+		switch {
+		case n.Role == "":
+			v.errf(p+".role", "required (one of %s)", strings.Join(Roles, ", "))
+		case !contains(Roles, n.Role):
+			v.errf(p+".role", "unknown role %q (one of %s)", n.Role, strings.Join(Roles, ", "))
+		}
+		if n.ID < 1 || n.ID > maxNodeID {
+			v.errf(p+".id", "id %d not in 1..%#x", n.ID, maxNodeID)
+		} else if other, dup := ids[n.ID]; dup {
+			v.errf(p+".id", "id %d already used by node %s", n.ID, other)
+		} else {
+			ids[n.ID] = name
+		}
+		switch {
+		case n.Locator == "" && n.Role != RoleHost && n.Role != RoleRouter && contains(Roles, n.Role):
+			v.errf(p+".locator", "required for role %s", n.Role)
+		case n.Locator != "" && n.Role == RoleHost:
+			v.errf(p+".locator", "a host is outside the SR domain and has no locator")
+		case n.Locator != "":
+			loc, err := netip.ParsePrefix(n.Locator)
+			switch {
+			case err != nil:
+				v.errf(p+".locator", "not a prefix: %q", n.Locator)
+			case !loc.Addr().Is6() || loc.Addr().Is4In6():
+				v.errf(p+".locator", "%s is not an IPv6 prefix", n.Locator)
+			case fmtOK && loc.Bits() != v.f.LocatorBits:
+				v.errf(p+".locator", "%s is /%d, sid.locator_bits is %d", n.Locator, loc.Bits(), v.f.LocatorBits)
+			case loc.Masked() != loc:
+				v.errf(p+".locator", "%s has host bits set (did you mean %s?)", n.Locator, loc.Masked())
+			default:
+				if other, dup := locs[loc]; dup {
+					v.errf(p+".locator", "locator %s already used by node %s", loc, other)
+				} else {
+					locs[loc] = name
+				}
+			}
+		}
+		for _, k := range sortedKeys(n.Sysctls) {
+			if !strings.HasPrefix(k, "net.") {
+				v.errf(p+".sysctls."+k, "only net.* sysctls are allowed")
+			}
+		}
+	}
+}
+
+// inFileOrder sorts map keys by their position in the file (then by name),
+// so a duplicate is reported at the later occurrence.
+func (v *validator) inFileOrder(prefix string, names []string) []string {
+	out := append([]string(nil), names...)
+	sort.SliceStable(out, func(i, j int) bool {
+		li, ci := v.pos.of(prefix + out[i])
+		lj, cj := v.pos.of(prefix + out[j])
+		if li != lj {
+			return li < lj
+		}
+		return ci < cj
+	})
+	return out
+}
+
+func (v *validator) links() {
+	for i, l := range v.d.Links {
+		p := fmt.Sprintf("links[%d]", i)
+		if l == nil {
+			v.errf(p, "empty link")
+			continue
+		}
+		if len(l.Endpoints) != 2 {
+			v.errf(p+".endpoints", "want exactly two endpoints node:iface, got %d", len(l.Endpoints))
+		}
+		var nodes []*Node
+		var names []string
+		for j, ep := range l.Endpoints {
+			ep0 := fmt.Sprintf("%s.endpoints[%d]", p, j)
+			node, iface, ok := splitEndpoint(ep)
+			if !ok {
+				v.errf(ep0, "%q is not node:iface", ep)
+				continue
+			}
+			n := v.d.Nodes[node]
+			if n == nil {
+				v.errf(ep0, "unknown node %q", node)
+				continue
+			}
+			if len(iface) > maxIfaceName || !ifaceNameRE.MatchString(iface) || iface == "lo" {
+				v.errf(ep0, "interface name %q: want 1..%d characters of [A-Za-z0-9._-], not lo", iface, maxIfaceName)
+			} else if other, dup := v.ifaces[node][iface]; dup {
+				v.errf(ep0, "interface %s of node %s already declared at %s", iface, node, other)
+			} else {
+				if v.ifaces[node] == nil {
+					v.ifaces[node] = map[string]string{}
+				}
+				v.ifaces[node][iface] = ep0
+			}
+			if len(names) == 1 && names[0] == node {
+				v.errf(ep0, "both endpoints are on node %s", node)
+			}
+			nodes = append(nodes, n)
+			names = append(names, node)
+		}
+		for _, fam := range []struct {
+			key, s string
+			v6     bool
+		}{{"ipv6", l.IPv6, true}, {"ipv4", l.IPv4, false}} {
+			fp := p + "." + fam.key
+			if fam.s == "" {
+				if fam.v6 {
+					v.errf(fp, "required")
+				}
+				continue
+			}
+			pf, err := netip.ParsePrefix(fam.s)
+			if err != nil {
+				v.errf(fp, "not a prefix: %q", fam.s)
+				continue
+			}
+			if pf.Addr().Is6() != fam.v6 || pf.Addr().Is4In6() {
+				v.errf(fp, "%s is not an %s prefix", fam.s, map[bool]string{true: "IPv6", false: "IPv4"}[fam.v6])
+				continue
+			}
+			for j, n := range nodes {
+				if n.ID < 1 || n.ID > maxNodeID {
+					continue // reported at the node
+				}
+				if _, err := HostAddr(pf, n.ID); err != nil {
+					v.errf(fp, "node %s: %v", names[j], err)
+				}
+			}
+		}
+	}
+}
+
+// hasIface reports whether iface exists on node (a link end or lo).
+func (v *validator) hasIface(node, iface string) bool {
+	if iface == "lo" {
+		return true
+	}
+	_, ok := v.ifaces[node][iface]
+	return ok
+}
+
+func (v *validator) services(fmtOK bool) {
+	pins := map[string]map[uint64]string{} // node → FUNCT → path
+	for _, name := range sortedKeys(v.d.Services) {
+		s := v.d.Services[name]
+		p := "services." + name
+		if s == nil {
+			v.errf(p, "empty service")
+			continue
+		}
+		if name == "" || strings.ContainsAny(name, " \t") {
+			v.errf(p, "service name %q must be non-empty without spaces", name)
+		}
+		if _, err := netip.ParseAddr(name); err == nil {
+			v.errf(p, "service name %q looks like an address; segs could not tell them apart", name)
+		}
+		loc, hasLoc := v.nodeLocator(p+".node", s.Node)
+		v.behavior(p, s.Node, s.Behavior, s.Params, Behaviors)
+		if s.SID != "" && s.Function != "" {
+			v.errf(p, "sid and function are exclusive")
+			continue
+		}
+		if !hasLoc || !fmtOK {
+			continue
+		}
+		if s.SID != "" {
+			if f, ok := v.pinnedSID(p+".sid", s.SID, loc); ok {
+				v.claim(pins, s.Node, f, p+".sid")
+			}
+		}
+		if s.Function != "" {
+			f, err := parseFunction(s.Function)
+			switch {
+			case err != nil:
+				v.errf(p+".function", "not a number: %q (hex 0x… or decimal)", s.Function)
+			case v.f.FunctionBits < 64 && f >= 1<<v.f.FunctionBits:
+				v.errf(p+".function", "%#x does not fit %d function bits", f, v.f.FunctionBits)
+			default:
+				v.claim(pins, s.Node, f, p+".function")
+			}
+		}
+	}
+	for _, name := range sortedKeys(v.d.Chains) {
+		c := v.d.Chains[name]
+		if c == nil {
+			continue
+		}
+		for _, e := range []struct {
+			p string
+			e *Egress
+		}{{"chains." + name + ".egress", c.Egress}, {"chains." + name + ".return", c.Return}} {
+			if e.e == nil || e.e.SID == "" || !fmtOK {
+				continue
+			}
+			node := e.e.Node
+			if node == "" {
+				continue
+			}
+			if n := v.d.Nodes[node]; n != nil {
+				if loc, err := netip.ParsePrefix(n.Locator); err == nil && loc.Bits() == v.f.LocatorBits {
+					if f, ok := v.pinnedSID(e.p+".sid", e.e.SID, loc); ok {
+						v.claim(pins, node, f, e.p+".sid")
+					}
+				}
+			}
+		}
+	}
+}
+
+// claim records a pinned FUNCT and reports clashes and reserved values.
+func (v *validator) claim(pins map[string]map[uint64]string, node string, f uint64, path string) {
+	n := v.d.Nodes[node]
+	if loc, err := netip.ParsePrefix(n.Locator); err == nil {
+		if na, err := sid.NodeAddr(loc, v.f); err == nil {
+			if _, nf, _ := sid.Split(na, v.f); nf == f || f == 0 {
+				v.errf(path, "FUNCT %#x is reserved (the node address %s)", f, na)
+				return
+			}
+		}
+	}
+	if pins[node] == nil {
+		pins[node] = map[uint64]string{}
+	}
+	if other, dup := pins[node][f]; dup {
+		v.errf(path, "FUNCT %#x on node %s already pinned by %s", f, node, other)
+		return
+	}
+	pins[node][f] = path
+}
+
+// pinnedSID checks a pinned SID and returns its FUNCT.
+func (v *validator) pinnedSID(path, s string, loc netip.Prefix) (uint64, bool) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		v.errf(path, "not an IPv6 address: %q", s)
+		return 0, false
+	}
+	if !sid.Contains(loc, a, v.f) {
+		v.errf(path, "%s is outside the node's locator %s", a, loc)
+		return 0, false
+	}
+	_, f, _ := sid.Split(a, v.f)
+	if c, _ := sid.Compose(loc, f, 0, v.f); c != a {
+		v.errf(path, "%s has ARGS or trailing bits set (want %s)", a, c)
+		return 0, false
+	}
+	return f, true
+}
+
+// nodeLocator checks that node exists and has a locator.
+func (v *validator) nodeLocator(path, node string) (netip.Prefix, bool) {
+	if node == "" {
+		v.errf(path, "required")
+		return netip.Prefix{}, false
+	}
+	n := v.d.Nodes[node]
+	if n == nil {
+		v.errf(path, "unknown node %q", node)
+		return netip.Prefix{}, false
+	}
+	if n.Locator == "" {
+		v.errf(path, "node %s (role %s) has no locator", node, n.Role)
+		return netip.Prefix{}, false
+	}
+	loc, err := netip.ParsePrefix(n.Locator)
+	return loc, err == nil && loc.Bits() == v.f.LocatorBits
+}
+
+// behavior checks a behaviour name and its parameters on node.
+func (v *validator) behavior(p, node, behavior string, prm Params, allowed []string) {
+	if behavior == "" {
+		v.errf(p+".behavior", "required (one of %s)", strings.Join(allowed, ", "))
+		return
+	}
+	if !contains(allowed, behavior) {
+		if contains(Behaviors, behavior) {
+			v.errf(p+".behavior", "%s does not decapsulate (one of %s)", behavior, strings.Join(allowed, ", "))
+		} else {
+			v.errf(p+".behavior", "unknown behavior %q (one of %s)", behavior, strings.Join(allowed, ", "))
+		}
+		return
+	}
+	spec := behaviorParams[behavior]
+	set := map[string]bool{
+		"nh4": prm.Nh4 != "", "nh6": prm.Nh6 != "", "oif": prm.Oif != "", "iif": prm.Iif != "",
+		"table": prm.Table != 0, "vrftable": prm.VRFTable != 0, "segs": len(prm.Segs) > 0,
+		"flavors": len(prm.Flavors) > 0,
+	}
+	for _, r := range spec.required {
+		if !set[r] {
+			v.errf(p+"."+r, "required by %s", behavior)
+		}
+	}
+	for _, k := range []string{"nh4", "nh6", "oif", "iif", "table", "vrftable", "segs", "flavors"} {
+		if set[k] && !contains(spec.required, k) && !contains(spec.optional, k) {
+			v.errf(p+"."+k, "does not apply to %s", behavior)
+		}
+	}
+	if prm.Nh4 != "" {
+		if a, err := netip.ParseAddr(prm.Nh4); err != nil || !a.Is4() {
+			v.errf(p+".nh4", "not an IPv4 address: %q", prm.Nh4)
+		}
+	}
+	if prm.Nh6 != "" {
+		if a, err := netip.ParseAddr(prm.Nh6); err != nil || !a.Is6() || a.Is4In6() {
+			v.errf(p+".nh6", "not an IPv6 address: %q", prm.Nh6)
+		}
+	}
+	if node != "" && v.d.Nodes[node] != nil {
+		if prm.Oif != "" && !v.hasIface(node, prm.Oif) {
+			v.errf(p+".oif", "node %s has no interface %q", node, prm.Oif)
+		}
+		if prm.Iif != "" && !v.hasIface(node, prm.Iif) {
+			v.errf(p+".iif", "node %s has no interface %q", node, prm.Iif)
+		}
+	}
+	if prm.Table < 0 {
+		v.errf(p+".table", "table %d must be positive", prm.Table)
+	}
+	if prm.VRFTable < 0 {
+		v.errf(p+".vrftable", "vrftable %d must be positive", prm.VRFTable)
+	}
+	for i, s := range prm.Segs {
+		if _, ok := v.d.Services[s]; ok {
+			continue
+		}
+		if a, err := netip.ParseAddr(s); err != nil || !a.Is6() || a.Is4In6() {
+			v.errf(fmt.Sprintf("%s.segs[%d]", p, i), "%q is neither a service nor an IPv6 address", s)
+		}
+	}
+	seen := map[string]bool{}
+	for i, fl := range prm.Flavors {
+		fp := fmt.Sprintf("%s.flavors[%d]", p, i)
+		switch {
+		case !contains(Flavors, fl):
+			v.errf(fp, "unknown flavor %q (one of %s)", fl, strings.Join(Flavors, ", "))
+		case seen[fl]:
+			v.errf(fp, "flavor %s given twice", fl)
+		}
+		seen[fl] = true
+	}
+}
+
+func (v *validator) chains() {
+	for _, name := range sortedKeys(v.d.Chains) {
+		c := v.d.Chains[name]
+		p := "chains." + name
+		if c == nil {
+			v.errf(p, "empty chain")
+			continue
+		}
+		v.chain(p, c)
+	}
+}
+
+func (v *validator) chain(p string, c *Chain) {
+	// Ingress.
+	if c.Ingress == "" {
+		v.errf(p+".ingress", "required")
+	} else if n := v.d.Nodes[c.Ingress]; n == nil {
+		v.errf(p+".ingress", "unknown node %q", c.Ingress)
+	} else if n.Role != RoleIngress && n.Role != RoleEdge {
+		v.errf(p+".ingress", "node %s has role %s, want ingress or edge", c.Ingress, n.Role)
+	}
+	// Mode.
+	encap := c.Mode != ModeInsert
+	l2 := c.Mode == ModeL2Encap || c.Mode == ModeL2EncapRed
+	if !contains(Modes, c.Mode) {
+		v.errf(p+".mode", "unknown mode %q (one of %s)", c.Mode, strings.Join(Modes, ", "))
+		encap, l2 = false, false
+	}
+	// Services.
+	first := map[string]int{}
+	for i, s := range c.Services {
+		sp := fmt.Sprintf("%s.services[%d]", p, i)
+		if _, ok := v.d.Services[s]; !ok {
+			v.errf(sp, "unknown service %q", s)
+			continue
+		}
+		if j, dup := first[s]; dup {
+			v.errf(sp, "service %s already at services[%d]: a service appears at most once per chain", s, j)
+			continue
+		}
+		first[s] = i
+	}
+	if len(c.Services) == 0 && c.Egress == nil {
+		v.errf(p+".services", "a chain needs at least one service or an egress")
+	}
+	// Match.
+	fam := v.match(p+".match", c)
+	// Egress.
+	switch {
+	case c.Mode == ModeInsert && c.Egress != nil:
+		v.errf(p+".egress", "insert mode has no egress: the packet's own destination is the last segment")
+	case encap && c.Egress == nil:
+		v.errf(p+".egress", "required in %s mode", c.Mode)
+	case c.Egress != nil:
+		v.egress(p+".egress", c.Egress, fam, l2)
+	}
+	// Bidirectional.
+	if c.Bidirectional {
+		if c.Match.Src == "" {
+			v.errf(p+".match.src", "required by bidirectional (the reverse chain's destination)")
+		}
+		if c.Egress != nil && c.Egress.Node != "" {
+			if n := v.d.Nodes[c.Egress.Node]; n != nil && n.Role != RoleEgress && n.Role != RoleEdge {
+				v.errf(p+".egress.node", "bidirectional: node %s has role %s, want egress or edge", c.Egress.Node, n.Role)
+			}
+		}
+		if c.Return != nil {
+			if c.Return.Node != "" && c.Return.Node != c.Ingress {
+				v.errf(p+".return.node", "the return egress is on the ingress node %s, not %s", c.Ingress, c.Return.Node)
+			} else {
+				v.egress(p+".return", c.Return, fam, l2)
+			}
+		}
+	} else if c.Return != nil {
+		v.errf(p+".return", "only with bidirectional: true")
+	}
+	// HMAC.
+	if c.HMAC != "" {
+		if _, ok := v.d.Security.HMAC[c.HMAC]; !ok {
+			v.errf(p+".hmac", "unknown key %q (define it in security.hmac)", c.HMAC)
+		}
+	}
+}
+
+// egress checks a decapsulating egress (or return) for address family fam.
+func (v *validator) egress(p string, e *Egress, fam int, l2 bool) {
+	v.nodeLocator(p+".node", e.Node)
+	v.behavior(p, e.Node, e.Behavior, e.Params, EgressBehaviors)
+	if !contains(EgressBehaviors, e.Behavior) {
+		return
+	}
+	var want []string
+	switch {
+	case l2:
+		want = []string{"End.DX2"}
+	case fam == 4:
+		want = []string{"End.DX4", "End.DT4", "End.DT46"}
+	case fam == 6:
+		want = []string{"End.DX6", "End.DT6", "End.DT46"}
+	default:
+		return
+	}
+	if !contains(want, e.Behavior) {
+		what := fmt.Sprintf("IPv%d", fam)
+		if l2 {
+			what = "l2encap"
+		}
+		v.errf(p+".behavior", "%s does not decapsulate %s traffic (want %s)", e.Behavior, what, strings.Join(want, ", "))
+	}
+}
+
+// match checks the classifier and returns its address family (0 unknown).
+func (v *validator) match(p string, c *Chain) int {
+	m := c.Match
+	fam := 0
+	if m.Dst == "" {
+		v.errf(p+".dst", "required")
+	} else if dst, err := netip.ParsePrefix(m.Dst); err != nil {
+		v.errf(p+".dst", "not a prefix: %q", m.Dst)
+	} else {
+		fam = 6
+		if dst.Addr().Is4() {
+			fam = 4
+		}
+	}
+	if m.Family != 0 && m.Family != 4 && m.Family != 6 {
+		v.errf(p+".family", "family %d: want 4 or 6", m.Family)
+	} else if m.Family != 0 && fam != 0 && m.Family != fam {
+		v.errf(p+".family", "family %d but dst %s is IPv%d", m.Family, m.Dst, fam)
+	}
+	if m.Src != "" {
+		if src, err := netip.ParsePrefix(m.Src); err != nil {
+			v.errf(p+".src", "not a prefix: %q", m.Src)
+		} else if sf := map[bool]int{true: 4, false: 6}[src.Addr().Is4()]; fam != 0 && sf != fam {
+			v.errf(p+".src", "src %s is IPv%d, dst is IPv%d", m.Src, sf, fam)
+		}
+	}
+	proto := -1
+	if m.Proto != "" {
+		if n, ok := protoNumbers[strings.ToLower(m.Proto)]; ok {
+			proto = n
+		} else if n, err := strconv.Atoi(m.Proto); err == nil && n >= 0 && n <= 255 {
+			proto = n
+		} else {
+			v.errf(p+".proto", "unknown protocol %q (tcp, udp, icmp, ipv6-icmp, sctp or 0..255)", m.Proto)
+		}
+	}
+	for _, pp := range []struct{ key, s string }{{"sport", m.Sport}, {"dport", m.Dport}} {
+		if pp.s == "" {
+			continue
+		}
+		if !portRange(pp.s) {
+			v.errf(p+"."+pp.key, "%q: want N or N-M with 0 ≤ N ≤ M ≤ 65535", pp.s)
+		} else if m.Proto == "" || (proto != -1 && proto != 6 && proto != 17) {
+			v.errf(p+"."+pp.key, "ports need proto tcp or udp")
+		}
+	}
+	if m.Iif != "" && c.Ingress != "" && v.d.Nodes[c.Ingress] != nil && !v.hasIface(c.Ingress, m.Iif) {
+		v.errf(p+".iif", "ingress node %s has no interface %q", c.Ingress, m.Iif)
+	}
+	return fam
+}
+
+func portRange(s string) bool {
+	m := portRE.FindStringSubmatch(s)
+	if m == nil {
+		return false
+	}
+	lo, err1 := strconv.Atoi(m[1])
+	hi := lo
+	var err2 error
+	if m[2] != "" {
+		hi, err2 = strconv.Atoi(m[2])
+	}
+	return err1 == nil && err2 == nil && lo <= hi && hi <= 65535
+}
+
+func (v *validator) security() {
+	ids := map[int]string{}
+	for _, name := range v.inFileOrder("security.hmac.", sortedKeys(v.d.Security.HMAC)) {
+		k := v.d.Security.HMAC[name]
+		p := "security.hmac." + name
+		if k == nil {
+			v.errf(p, "empty key")
+			continue
+		}
+		if k.ID < 1 || k.ID > maxKeyID {
+			v.errf(p+".id", "key id %d not in 1..%d", k.ID, int64(maxKeyID))
+		} else if other, dup := ids[k.ID]; dup {
+			v.errf(p+".id", "key id %d already used by key %s", k.ID, other)
+		} else {
+			ids[k.ID] = name
+		}
+		if !contains(HMACAlgorithms, k.Algorithm) {
+			v.errf(p+".algorithm", "unknown algorithm %q (one of %s)", k.Algorithm, strings.Join(HMACAlgorithms, ", "))
+		}
+		if k.SecretFile == "" {
+			v.errf(p+".secret_file", "required")
+		} else if _, err := v.d.Secret(name); err != nil {
+			v.errf(p+".secret_file", "%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("hmac key %q: ", name)))
+		}
+	}
+	for i, n := range v.d.Security.RequireHMAC {
+		if v.d.Nodes[n] == nil {
+			v.errf(fmt.Sprintf("security.require_hmac[%d]", i), "unknown node %q", n)
+		}
+	}
+}
+
+func (v *validator) routing() {
+	switch m := v.d.Routing.Mode; m {
+	case "static":
+	case "frr", "gobgp":
+		v.errf("routing.mode", "%s: not supported yet (only static)", m)
+	default:
+		v.errf("routing.mode", "unknown mode %q (static)", m)
+	}
+}

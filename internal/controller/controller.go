@@ -1,0 +1,244 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/plan"
+)
+
+// Controller applies a plan to a set of node agents.
+type Controller struct {
+	Plan   *plan.Plan
+	Agents map[string]agent.Agent
+}
+
+// Result is what an apply or destroy did (or, for a dry run, would do).
+type Result struct {
+	Diffs      []Diff   `json:"diffs"`
+	Applied    bool     `json:"applied"`
+	RolledBack bool     `json:"rolled_back,omitempty"`
+	Errors     []string `json:"errors,omitempty"`
+}
+
+// Changes counts the ops over all nodes.
+func (r *Result) Changes() int {
+	n := 0
+	for _, d := range r.Diffs {
+		n += len(d.Adds) + len(d.Deletes)
+	}
+	return n
+}
+
+func (c *Controller) nodes() []string {
+	names := make([]string, 0, len(c.Plan.Nodes))
+	for n := range c.Plan.Nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (c *Controller) agentFor(node string) (agent.Agent, error) {
+	a, ok := c.Agents[node]
+	if !ok {
+		return nil, fmt.Errorf("node %s: no agent (is the node's namespace known?)", node)
+	}
+	return a, nil
+}
+
+// Diff observes every node and computes what apply would change.
+func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
+	var diffs []Diff
+	for _, n := range c.nodes() {
+		a, err := c.agentFor(n)
+		if err != nil {
+			return nil, err
+		}
+		want := c.Plan.Nodes[n]
+		got, err := a.Observe(ctx, want)
+		if err != nil {
+			return nil, err
+		}
+		diffs = append(diffs, Compute(got, want))
+	}
+	return diffs, nil
+}
+
+// Apply brings every node to the plan. Adds run on every node first
+// (endpoints before headends, so a chain is never steered into a SID that
+// does not exist yet), then deletes (headends first). If any op fails, every
+// op already executed on every node is undone in reverse order, so the
+// domain is left as it was.
+func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
+	diffs, err := c.Diff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Diffs: diffs}
+	if dryRun || res.Changes() == 0 {
+		return res, nil
+	}
+	return c.execute(ctx, res)
+}
+
+// Destroy removes everything segchain installed on the plan's nodes.
+func (c *Controller) Destroy(ctx context.Context, dryRun bool) (*Result, error) {
+	res := &Result{}
+	for _, n := range c.nodes() {
+		a, err := c.agentFor(n)
+		if err != nil {
+			return nil, err
+		}
+		planned := c.Plan.Nodes[n]
+		got, err := a.Observe(ctx, planned)
+		if err != nil {
+			return nil, err
+		}
+		orig, err := a.Originals(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.Diffs = append(res.Diffs, Teardown(got, planned, orig))
+	}
+	if dryRun {
+		return res, nil
+	}
+	if _, err := c.execute(ctx, res); err != nil {
+		return res, err
+	}
+	for _, n := range c.nodes() {
+		if err := c.Agents[n].Forget(ctx); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+type journalEntry struct {
+	node string
+	op   agent.Op
+}
+
+// headendFirst orders nodes so that nodes steering traffic (rules, policies)
+// come first; reversing it gives the order for adds.
+func (c *Controller) headendFirst(diffs []Diff) []int {
+	idx := make([]int, len(diffs))
+	for i := range idx {
+		idx[i] = i
+	}
+	isHeadend := func(d Diff) bool {
+		n := c.Plan.Nodes[d.Node]
+		return n != nil && len(n.Rules) > 0
+	}
+	sort.SliceStable(idx, func(i, j int) bool {
+		return isHeadend(diffs[idx[i]]) && !isHeadend(diffs[idx[j]])
+	})
+	return idx
+}
+
+func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) {
+	order := c.headendFirst(res.Diffs)
+	var journal []journalEntry
+	run := func(d Diff, ops []agent.Op) error {
+		if len(ops) == 0 {
+			return nil
+		}
+		a, err := c.agentFor(d.Node)
+		if err != nil {
+			return err
+		}
+		done, err := a.Execute(ctx, ops)
+		for _, op := range ops[:done] {
+			journal = append(journal, journalEntry{node: d.Node, op: op})
+		}
+		return err
+	}
+	var failure error
+	for i := len(order) - 1; i >= 0 && failure == nil; i-- {
+		d := res.Diffs[order[i]]
+		failure = run(d, d.Adds)
+	}
+	for _, i := range order {
+		if failure != nil {
+			break
+		}
+		d := res.Diffs[i]
+		failure = run(d, d.Deletes)
+	}
+	if failure == nil {
+		res.Applied = true
+		return res, nil
+	}
+	res.Errors = append(res.Errors, failure.Error())
+	res.RolledBack = true
+	var rbErrs []error
+	for i := len(journal) - 1; i >= 0; i-- {
+		e := journal[i]
+		if _, err := c.Agents[e.node].Execute(ctx, []agent.Op{e.op.Inverse()}); err != nil {
+			rbErrs = append(rbErrs, fmt.Errorf("rollback: %w", err))
+			res.Errors = append(res.Errors, "rollback: "+err.Error())
+		}
+	}
+	if len(rbErrs) > 0 {
+		res.RolledBack = false
+		return res, fmt.Errorf("apply failed and rollback was incomplete: %w", errors.Join(append([]error{failure}, rbErrs...)...))
+	}
+	return res, fmt.Errorf("apply failed, every node rolled back to its previous state: %w", failure)
+}
+
+// NodeStatus is one node's local SIDs with counters, named after the plan.
+type NodeStatus struct {
+	Node  string      `json:"node"`
+	SIDs  []SIDStatus `json:"sids"`
+	Error string      `json:"error,omitempty"`
+}
+
+// SIDStatus is a local SID joined with what the plan says it is.
+type SIDStatus struct {
+	agent.SIDCounters
+	Service string `json:"service,omitempty"`
+}
+
+// Status is a domain's chains and the per-SID counters of every node.
+type Status struct {
+	Domain string         `json:"domain"`
+	Chains []plan.Chain   `json:"chains"`
+	Nodes  []NodeStatus   `json:"nodes"`
+	Drift  map[string]int `json:"drift,omitempty"` // node → pending changes (plan vs kernel)
+}
+
+// Status reads counters from every node. A node that cannot be read is
+// reported with its error instead of failing the whole status.
+func (c *Controller) Status(ctx context.Context) *Status {
+	st := &Status{Domain: c.Plan.Domain, Chains: c.Plan.Chains, Drift: map[string]int{}}
+	names := map[string]string{}
+	for _, s := range c.Plan.SIDs {
+		names[s.Node+" "+s.SID.String()] = s.Service
+	}
+	for _, n := range c.nodes() {
+		ns := NodeStatus{Node: n}
+		a, err := c.agentFor(n)
+		if err == nil {
+			var sids []agent.SIDCounters
+			if sids, err = a.Counters(ctx); err == nil {
+				for _, s := range sids {
+					ns.SIDs = append(ns.SIDs, SIDStatus{SIDCounters: s, Service: names[n+" "+s.SID.String()]})
+				}
+				if got, oerr := a.Observe(ctx, c.Plan.Nodes[n]); oerr == nil {
+					if d := Compute(got, c.Plan.Nodes[n]); !d.Empty() {
+						st.Drift[n] = len(d.Adds) + len(d.Deletes)
+					}
+				}
+			}
+		}
+		if err != nil {
+			ns.Error = err.Error()
+		}
+		st.Nodes = append(st.Nodes, ns)
+	}
+	return st
+}

@@ -1,0 +1,299 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/plan"
+)
+
+// fakeAgent keeps a node's state in memory and applies ops to it, failing
+// on the first op whose rendering contains failOn.
+type fakeAgent struct {
+	name   string
+	state  nodestate.Node
+	failOn string
+	log    []string
+	all    *[]string // optional log shared by every fake, to check cross-node order
+	orig   map[string]string
+}
+
+func (f *fakeAgent) Node() string { return f.name }
+
+func (f *fakeAgent) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Node, error) {
+	got := nodestate.Node{Name: f.name, TunSrc: f.state.TunSrc}
+	got.Routes = append(got.Routes, f.state.Routes...)
+	got.Rules = append(got.Rules, f.state.Rules...)
+	got.HMACKeys = append(got.HMACKeys, f.state.HMACKeys...)
+	vals := map[string]string{}
+	for _, s := range f.state.Sysctls {
+		vals[s.Key] = s.Value
+	}
+	for _, s := range want.Sysctls {
+		v, ok := vals[s.Key]
+		if !ok {
+			v = "0"
+		}
+		got.Sysctls = append(got.Sysctls, nodestate.Sysctl{Key: s.Key, Value: v})
+	}
+	got.Sort()
+	return &got, nil
+}
+
+func (f *fakeAgent) Execute(_ context.Context, ops []agent.Op) (int, error) {
+	for i, op := range ops {
+		s := op.String()
+		if f.failOn != "" && strings.Contains(s, f.failOn) && op.Action != agent.ActDelete {
+			return i, errors.New("injected failure")
+		}
+		f.log = append(f.log, s)
+		if f.all != nil {
+			*f.all = append(*f.all, f.name+": "+s)
+		}
+		f.apply(op)
+	}
+	return len(ops), nil
+}
+
+func (f *fakeAgent) apply(op agent.Op) {
+	st := &f.state
+	switch op.Kind {
+	case agent.KindSysctl:
+		if _, ok := f.orig[op.Sysctl.Key]; !ok {
+			f.orig[op.Sysctl.Key] = op.OldValue
+		}
+		st.Sysctls = removeSysctl(st.Sysctls, op.Sysctl.Key)
+		st.Sysctls = append(st.Sysctls, *op.Sysctl)
+	case agent.KindTunSrc:
+		st.TunSrc = op.TunSrc
+	case agent.KindHMAC:
+		var keep []nodestate.HMACKey
+		for _, k := range st.HMACKeys {
+			if k.ID != op.HMAC.ID {
+				keep = append(keep, k)
+			}
+		}
+		if op.Action != agent.ActDelete {
+			keep = append(keep, *op.HMAC)
+		}
+		st.HMACKeys = keep
+	case agent.KindRoute:
+		var keep []nodestate.Route
+		for _, r := range st.Routes {
+			if r.Key() != op.Route.Key() {
+				keep = append(keep, r)
+			}
+		}
+		if op.Action != agent.ActDelete {
+			r := *op.Route
+			r.Owner = "" // the kernel does not keep it
+			keep = append(keep, r)
+		}
+		st.Routes = keep
+	case agent.KindRule:
+		var keep []nodestate.Rule
+		for _, r := range st.Rules {
+			if r.Key() != op.Rule.Key() {
+				keep = append(keep, r)
+			}
+		}
+		if op.Action != agent.ActDelete {
+			r := *op.Rule
+			r.Owner = ""
+			keep = append(keep, r)
+		}
+		st.Rules = keep
+	}
+	st.Sort()
+}
+
+func removeSysctl(xs []nodestate.Sysctl, key string) []nodestate.Sysctl {
+	var out []nodestate.Sysctl
+	for _, x := range xs {
+		if x.Key != key {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (f *fakeAgent) Counters(context.Context) ([]agent.SIDCounters, error) { return nil, nil }
+func (f *fakeAgent) Forget(context.Context) error                        { f.orig = map[string]string{}; return nil }
+func (f *fakeAgent) Originals(context.Context) (map[string]string, error) {
+	return f.orig, nil
+}
+
+func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+func mustAddr(s string) netip.Addr     { return netip.MustParseAddr(s) }
+
+// twoNodePlan is a headend steering into an End SID on a second node.
+func twoNodePlan(sid string) *plan.Plan {
+	return &plan.Plan{Domain: "t", Nodes: map[string]*nodestate.Node{
+		"ing": {Name: "ing",
+			Sysctls:  []nodestate.Sysctl{{Key: "net.ipv6.conf.all.forwarding", Value: "1"}},
+			HMACKeys: []nodestate.HMACKey{{ID: 7, Alg: "sha256", Secret: []byte("s")}},
+			Routes: []nodestate.Route{{Dst: mustPrefix("fc00:d::/64"), Table: 1500, Dev: "eth0", Metric: 1024,
+				Seg6: &nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{mustAddr(sid)}}}},
+			Rules: []nodestate.Rule{{Family: 6, Priority: 5000, Dst: mustPrefix("fc00:d::/64"), Table: 1500}},
+		},
+		"nfv": {Name: "nfv",
+			Sysctls: []nodestate.Sysctl{{Key: "net.ipv6.conf.all.forwarding", Value: "1"}},
+			Routes: []nodestate.Route{{Dst: netip.PrefixFrom(mustAddr(sid), 128), Dev: "lo", Metric: 1024,
+				Seg6Local: &nodestate.Seg6Local{Action: "End", Count: true}}},
+		},
+	}}
+}
+
+func newCtl(p *plan.Plan) (*Controller, map[string]*fakeAgent) {
+	fakes := map[string]*fakeAgent{}
+	agents := map[string]agent.Agent{}
+	for n := range p.Nodes {
+		f := &fakeAgent{name: n, orig: map[string]string{}}
+		fakes[n] = f
+		agents[n] = f
+	}
+	return &Controller{Plan: p, Agents: agents}, fakes
+}
+
+func TestApplyIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	c, _ := newCtl(twoNodePlan("fc00:2::100"))
+	res, err := c.Apply(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Applied || res.Changes() == 0 {
+		t.Fatalf("first apply: applied=%v changes=%d", res.Applied, res.Changes())
+	}
+	res, err = c.Apply(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changes() != 0 {
+		t.Fatalf("second apply changed %d things: %+v", res.Changes(), res.Diffs)
+	}
+}
+
+func TestApplyOrdersEndpointsBeforeHeadends(t *testing.T) {
+	ctx := context.Background()
+	c, fakes := newCtl(twoNodePlan("fc00:2::100"))
+	var all []string
+	for _, f := range fakes {
+		f.all = &all
+	}
+	if _, err := c.Apply(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	sidAt, policyAt := -1, -1
+	for i, l := range all {
+		switch {
+		case strings.HasPrefix(l, "nfv: + route fc00:2::100/128"):
+			sidAt = i
+		case strings.HasPrefix(l, "ing: + route fc00:d::/64"):
+			policyAt = i
+		}
+	}
+	if sidAt < 0 || policyAt < 0 || sidAt > policyAt {
+		t.Errorf("the End SID must be installed before the policy steering into it; ops:\n%s", strings.Join(all, "\n"))
+	}
+	if last := all[len(all)-1]; !strings.HasPrefix(last, "ing: + ipv6 rule") {
+		t.Errorf("last op = %q, want the rule that steers traffic", last)
+	}
+}
+
+func TestChangeIsMakeBeforeBreak(t *testing.T) {
+	ctx := context.Background()
+	c, fakes := newCtl(twoNodePlan("fc00:2::100"))
+	if _, err := c.Apply(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fakes {
+		f.log = nil
+	}
+	c.Plan = twoNodePlan("fc00:2::200") // the chain moves to a new SID
+	if _, err := c.Apply(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"+ route fc00:2::200/128", "- route fc00:2::100/128"}
+	var got []string
+	for _, l := range fakes["nfv"].log {
+		got = append(got, l[:min(len(l), len(want[0]))])
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("nfv ops (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(fakes["ing"].log[0], "~ route fc00:d::/64") {
+		t.Errorf("ing ops = %v, want an in-place replace of the policy", fakes["ing"].log)
+	}
+}
+
+func TestFailedApplyRollsBackEveryNode(t *testing.T) {
+	ctx := context.Background()
+	c, fakes := newCtl(twoNodePlan("fc00:2::100"))
+	if _, err := c.Apply(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]nodestate.Node{}
+	for n, f := range fakes {
+		before[n] = f.state
+	}
+	c.Plan = twoNodePlan("fc00:2::200")
+	c.Plan.Nodes["ing"].Sysctls = append(c.Plan.Nodes["ing"].Sysctls, nodestate.Sysctl{Key: "net.ipv6.conf.all.seg6_enabled", Value: "1"})
+	fakes["ing"].failOn = "fc00:d::/64" // the headend policy fails after nfv and the sysctl changed
+	res, err := c.Apply(ctx, false)
+	if err == nil {
+		t.Fatal("apply succeeded despite an injected failure")
+	}
+	if !res.RolledBack {
+		t.Errorf("result not marked rolled back: %+v", res)
+	}
+	for n, f := range fakes {
+		if diff := cmp.Diff(before[n], f.state, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("node %s not restored (-before +after):\n%s", n, diff)
+		}
+	}
+}
+
+func TestDestroyRemovesWhatWasInstalled(t *testing.T) {
+	ctx := context.Background()
+	c, fakes := newCtl(twoNodePlan("fc00:2::100"))
+	if _, err := c.Apply(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Destroy(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	for n, f := range fakes {
+		if len(f.state.Routes)+len(f.state.Rules)+len(f.state.HMACKeys) != 0 || f.state.TunSrc != "" {
+			t.Errorf("node %s keeps state after destroy: %+v", n, f.state)
+		}
+		for _, s := range f.state.Sysctls {
+			if s.Value != "0" {
+				t.Errorf("node %s: sysctl %s not restored: %s", n, s.Key, s.Value)
+			}
+		}
+	}
+}
+
+func TestInverseRoundTrip(t *testing.T) {
+	r := nodestate.Route{Dst: mustPrefix("fc00::/64"), Dev: "lo"}
+	old := nodestate.Route{Dst: mustPrefix("fc00::/64"), Dev: "eth0"}
+	ops := []agent.Op{
+		{Kind: agent.KindRoute, Action: agent.ActReplace, Route: &r},
+		{Kind: agent.KindRoute, Action: agent.ActReplace, Route: &r, OldRoute: &old},
+		{Kind: agent.KindRoute, Action: agent.ActDelete, Route: &r},
+		{Kind: agent.KindSysctl, Action: agent.ActSet, Sysctl: &nodestate.Sysctl{Key: "k", Value: "1"}, OldValue: "0"},
+	}
+	for _, op := range ops {
+		if diff := cmp.Diff(op.Route, op.Inverse().Inverse().Route); op.Kind == agent.KindRoute && diff != "" {
+			t.Errorf("%s: inverse of inverse differs:\n%s", op, diff)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"bytes"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// Diff is what must change on one node, split so that the controller can
+// add everything everywhere before it removes anything (make-before-break).
+type Diff struct {
+	Node    string     `json:"node"`
+	Adds    []agent.Op `json:"adds,omitempty"`
+	Deletes []agent.Op `json:"deletes,omitempty"`
+}
+
+// Empty reports whether the node is already as desired.
+func (d Diff) Empty() bool { return len(d.Adds) == 0 && len(d.Deletes) == 0 }
+
+// Ops returns every op in execution order.
+func (d Diff) Ops() []agent.Op { return append(append([]agent.Op(nil), d.Adds...), d.Deletes...) }
+
+// Compute diffs observed against desired state. Adds come in dependency
+// order: settings, keys, endpoints and static routes, then headend policies,
+// then the rules that steer traffic into them; deletes in the reverse order.
+func Compute(observed, desired *nodestate.Node) Diff {
+	d := Diff{Node: desired.Name}
+
+	obsSys := map[string]string{}
+	for _, s := range observed.Sysctls {
+		obsSys[s.Key] = s.Value
+	}
+	for _, s := range desired.Sysctls {
+		if obsSys[s.Key] != s.Value {
+			s := s
+			d.Adds = append(d.Adds, agent.Op{Kind: agent.KindSysctl, Action: agent.ActSet, Sysctl: &s, OldValue: obsSys[s.Key]})
+		}
+	}
+
+	obsKeys := map[uint32]nodestate.HMACKey{}
+	for _, k := range observed.HMACKeys {
+		obsKeys[k.ID] = k
+	}
+	for _, k := range desired.HMACKeys {
+		k := k
+		old, ok := obsKeys[k.ID]
+		switch {
+		case !ok:
+			d.Adds = append(d.Adds, agent.Op{Kind: agent.KindHMAC, Action: agent.ActSet, HMAC: &k})
+		case old.Alg != k.Alg || !bytes.Equal(old.Secret, k.Secret):
+			d.Adds = append(d.Adds, agent.Op{Kind: agent.KindHMAC, Action: agent.ActSet, HMAC: &k, OldHMAC: &old})
+		}
+	}
+
+	if desired.TunSrc != "" && desired.TunSrc != observed.TunSrc {
+		d.Adds = append(d.Adds, agent.Op{Kind: agent.KindTunSrc, Action: agent.ActSet, TunSrc: desired.TunSrc, OldTun: observed.TunSrc})
+	}
+
+	obsRoutes := map[string]nodestate.Route{}
+	for _, r := range observed.Routes {
+		obsRoutes[r.Key()] = r
+	}
+	wantRoutes := map[string]bool{}
+	var endpointAdds, policyAdds []agent.Op
+	for _, r := range desired.Routes {
+		r := r
+		wantRoutes[r.Key()] = true
+		op := agent.Op{Kind: agent.KindRoute, Action: agent.ActReplace, Route: &r}
+		if old, ok := obsRoutes[r.Key()]; ok {
+			if old.String() == r.String() {
+				continue
+			}
+			op.OldRoute = &old
+		}
+		if r.Seg6 != nil {
+			policyAdds = append(policyAdds, op)
+		} else {
+			endpointAdds = append(endpointAdds, op)
+		}
+	}
+	d.Adds = append(d.Adds, endpointAdds...)
+	d.Adds = append(d.Adds, policyAdds...)
+
+	obsRules := map[string]bool{}
+	for _, r := range observed.Rules {
+		obsRules[r.Key()] = true
+	}
+	wantRules := map[string]bool{}
+	for _, r := range desired.Rules {
+		r := r
+		wantRules[r.Key()] = true
+		if !obsRules[r.Key()] {
+			d.Adds = append(d.Adds, agent.Op{Kind: agent.KindRule, Action: agent.ActAdd, Rule: &r})
+		}
+	}
+
+	for _, r := range observed.Rules {
+		r := r
+		if !wantRules[r.Key()] {
+			d.Deletes = append(d.Deletes, agent.Op{Kind: agent.KindRule, Action: agent.ActDelete, Rule: &r})
+		}
+	}
+	var policyDels, endpointDels []agent.Op
+	for _, r := range observed.Routes {
+		r := r
+		if wantRoutes[r.Key()] {
+			continue
+		}
+		op := agent.Op{Kind: agent.KindRoute, Action: agent.ActDelete, Route: &r}
+		if r.Seg6 != nil {
+			policyDels = append(policyDels, op)
+		} else {
+			endpointDels = append(endpointDels, op)
+		}
+	}
+	d.Deletes = append(d.Deletes, policyDels...)
+	d.Deletes = append(d.Deletes, endpointDels...)
+	return d
+}
+
+// Teardown is the diff that removes everything segchain installed on a node:
+// every owned rule and route, the domain's HMAC keys, the tunnel source it
+// set, and the sysctls it changed (restored to their original values).
+func Teardown(observed, planned *nodestate.Node, originals map[string]string) Diff {
+	d := Compute(observed, &nodestate.Node{Name: planned.Name})
+	obsKeys := map[uint32]nodestate.HMACKey{}
+	for _, k := range observed.HMACKeys {
+		obsKeys[k.ID] = k
+	}
+	for _, k := range planned.HMACKeys {
+		if old, ok := obsKeys[k.ID]; ok {
+			old := old
+			d.Deletes = append(d.Deletes, agent.Op{Kind: agent.KindHMAC, Action: agent.ActDelete, HMAC: &old, OldHMAC: &old})
+		}
+	}
+	if planned.TunSrc != "" && observed.TunSrc == planned.TunSrc {
+		d.Deletes = append(d.Deletes, agent.Op{Kind: agent.KindTunSrc, Action: agent.ActSet, TunSrc: "", OldTun: observed.TunSrc})
+	}
+	obsSys := map[string]string{}
+	for _, s := range observed.Sysctls {
+		obsSys[s.Key] = s.Value
+	}
+	for _, s := range planned.Sysctls {
+		orig, ok := originals[s.Key]
+		if !ok || obsSys[s.Key] == orig || obsSys[s.Key] == "" {
+			continue
+		}
+		d.Deletes = append(d.Deletes, agent.Op{Kind: agent.KindSysctl, Action: agent.ActSet,
+			Sysctl: &nodestate.Sysctl{Key: s.Key, Value: orig}, OldValue: obsSys[s.Key]})
+	}
+	return d
+}

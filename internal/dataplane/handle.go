@@ -1,0 +1,105 @@
+package dataplane
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// Handle holds netlink sockets opened inside one network namespace: every
+// call made through it acts on that namespace without switching threads
+// (sysctls excepted, which go through nsutil.Do).
+type Handle struct {
+	netns  string
+	nh     *netlink.Handle          // vishvananda handle (links, rules, genl lookup)
+	socks  map[int]*nl.SocketHandle // our own sockets, extended ACK enabled
+	mu     sync.Mutex               // guards seg6ID
+	seg6ID uint16                   // genetlink family id of "SEG6", 0 until looked up
+}
+
+// Open opens netlink sockets inside the named namespace ("" = the current
+// one). The sockets stay bound to that namespace for the Handle's lifetime.
+func Open(netns string) (*Handle, error) {
+	h := &Handle{netns: netns, socks: map[int]*nl.SocketHandle{}}
+	err := nsutil.Do(netns, func() error {
+		var err error
+		h.nh, err = netlink.NewHandle(unix.NETLINK_ROUTE, unix.NETLINK_GENERIC)
+		if err != nil {
+			return fmt.Errorf("netlink handle: %w", err)
+		}
+		for _, proto := range []int{unix.NETLINK_ROUTE, unix.NETLINK_GENERIC} {
+			s, err := nl.GetNetlinkSocketAt(vnetns.None(), vnetns.None(), proto)
+			if err != nil {
+				return fmt.Errorf("netlink socket %d: %w", proto, err)
+			}
+			// Kernel error strings ("Error: ...") make failures self-explaining.
+			_ = s.SetExtAck(true)
+			h.socks[proto] = &nl.SocketHandle{Socket: s}
+		}
+		return nil
+	})
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("open dataplane in netns %q: %w", netns, err)
+	}
+	return h, nil
+}
+
+// Close releases the sockets.
+func (h *Handle) Close() {
+	if h == nil {
+		return
+	}
+	if h.nh != nil {
+		h.nh.Close()
+		h.nh = nil
+	}
+	for _, s := range h.socks {
+		s.Close()
+	}
+	h.socks = nil
+}
+
+// Netns returns the namespace name the handle was opened in ("" = current).
+func (h *Handle) Netns() string { return h.netns }
+
+// request returns a netlink request that executes on this handle's sockets.
+func (h *Handle) request(msgType, flags int) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(msgType, flags)
+	req.Sockets = h.socks
+	return req
+}
+
+// linkIndex resolves an interface name inside the namespace.
+func (h *Handle) linkIndex(name string) (int, error) {
+	l, err := h.nh.LinkByName(name)
+	if err != nil {
+		return 0, fmt.Errorf("interface %s in netns %q: %w", name, h.netns, err)
+	}
+	return l.Attrs().Index, nil
+}
+
+// linkNames returns an index→name resolver with a per-call cache.
+func (h *Handle) linkNames() func(int) string {
+	cache := map[int]string{}
+	return func(idx int) string {
+		if idx == 0 {
+			return ""
+		}
+		if n, ok := cache[idx]; ok {
+			return n
+		}
+		n := fmt.Sprintf("if%d", idx)
+		if l, err := h.nh.LinkByIndex(idx); err == nil {
+			n = l.Attrs().Name
+		}
+		cache[idx] = n
+		return n
+	}
+}

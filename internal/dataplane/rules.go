@@ -1,0 +1,160 @@
+package dataplane
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+func ruleFamily(f int) (int, error) {
+	switch f {
+	case 4:
+		return unix.AF_INET, nil
+	case 6:
+		return unix.AF_INET6, nil
+	}
+	return 0, fmt.Errorf("rule family %d: want 4 or 6", f)
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	if !p.IsValid() {
+		return nil
+	}
+	p = p.Masked()
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+func portRange(p nodestate.PortRange) *netlink.RulePortRange {
+	if p.IsZero() {
+		return nil
+	}
+	to := p.To
+	if to == 0 {
+		to = p.From
+	}
+	return netlink.NewRulePortRange(p.From, to)
+}
+
+func (h *Handle) toNetlinkRule(r nodestate.Rule) (*netlink.Rule, error) {
+	fam, err := ruleFamily(r.Family)
+	if err != nil {
+		return nil, err
+	}
+	nr := netlink.NewRule()
+	nr.Family = fam
+	nr.Priority = r.Priority
+	nr.Table = r.Table
+	nr.Src = ipNet(r.Src)
+	nr.Dst = ipNet(r.Dst)
+	nr.IPProto = r.IPProto
+	nr.Sport = portRange(r.Sport)
+	nr.Dport = portRange(r.Dport)
+	nr.IifName = r.Iif
+	nr.Protocol = nodestate.Proto
+	return nr, nil
+}
+
+// AddRule adds a policy rule stamped with protocol nodestate.Proto.
+func (h *Handle) AddRule(r nodestate.Rule) error {
+	nr, err := h.toNetlinkRule(r)
+	if err == nil {
+		err = h.nh.RuleAdd(nr)
+	}
+	if err != nil {
+		return fmt.Errorf("add rule %q in netns %q: %w", r, h.netns, err)
+	}
+	return nil
+}
+
+// DeleteRule removes the segchain rule matching every field of r.
+func (h *Handle) DeleteRule(r nodestate.Rule) error {
+	nr, err := h.toNetlinkRule(r)
+	if err == nil {
+		err = h.nh.RuleDel(nr)
+	}
+	if err != nil {
+		return fmt.Errorf("delete rule %q in netns %q: %w", r, h.netns, err)
+	}
+	return nil
+}
+
+// Rules returns the IPv4 and IPv6 rules with protocol nodestate.Proto,
+// decoded from a raw RTM_GETRULE dump (FRA_IP_PROTO is a u8 and
+// FRA_PROTOCOL must be read exactly).
+func (h *Handle) Rules() ([]nodestate.Rule, error) {
+	var out []nodestate.Rule
+	ne := nl.NativeEndian()
+	for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+		req := h.request(unix.RTM_GETRULE, unix.NLM_F_DUMP)
+		req.AddData(&nl.RtMsg{RtMsg: unix.RtMsg{Family: uint8(fam)}})
+		msgs, err := req.Execute(unix.NETLINK_ROUTE, unix.RTM_NEWRULE)
+		if err != nil {
+			return nil, fmt.Errorf("dump rules in netns %q: %w", h.netns, err)
+		}
+		for _, m := range msgs {
+			if len(m) < unix.SizeofRtMsg {
+				continue
+			}
+			msg := nl.DeserializeRtMsg(m) // struct fib_rule_hdr has the same layout
+			attrs, err := nl.ParseRouteAttr(m[msg.Len():])
+			if err != nil {
+				return nil, fmt.Errorf("parse rule: %w", err)
+			}
+			r := nodestate.Rule{Family: 4, Table: int(msg.Table)}
+			if msg.Family == unix.AF_INET6 {
+				r.Family = 6
+			}
+			proto := -1
+			for _, a := range attrs {
+				v := a.Value
+				switch a.Attr.Type & nlaTypeMask {
+				case unix.FRA_PROTOCOL:
+					if len(v) >= 1 {
+						proto = int(v[0])
+					}
+				case unix.FRA_PRIORITY:
+					if len(v) >= 4 {
+						r.Priority = int(ne.Uint32(v))
+					}
+				case unix.FRA_TABLE:
+					if len(v) >= 4 {
+						r.Table = int(ne.Uint32(v))
+					}
+				case unix.FRA_SRC:
+					if ad, ok := netip.AddrFromSlice(v); ok {
+						r.Src = netip.PrefixFrom(ad, int(msg.Src_len))
+					}
+				case unix.FRA_DST:
+					if ad, ok := netip.AddrFromSlice(v); ok {
+						r.Dst = netip.PrefixFrom(ad, int(msg.Dst_len))
+					}
+				case unix.FRA_IP_PROTO:
+					if len(v) >= 1 {
+						r.IPProto = int(v[0])
+					}
+				case unix.FRA_SPORT_RANGE:
+					if len(v) >= 4 {
+						r.Sport = nodestate.PortRange{From: ne.Uint16(v), To: ne.Uint16(v[2:])}
+					}
+				case unix.FRA_DPORT_RANGE:
+					if len(v) >= 4 {
+						r.Dport = nodestate.PortRange{From: ne.Uint16(v), To: ne.Uint16(v[2:])}
+					}
+				case unix.FRA_IIFNAME:
+					r.Iif = nl.BytesToString(v)
+				}
+			}
+			if proto != nodestate.Proto {
+				continue
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

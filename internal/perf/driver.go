@@ -1,0 +1,154 @@
+package perf
+
+import (
+	"errors"
+	"net"
+	"time"
+)
+
+// ErrNotSupported marks a recipe or testbed feature this kernel or testbed
+// lacks; callers skip it and print the reason.
+var ErrNotSupported = errors.New("not supported")
+
+// Sample is a snapshot of a testbed's cumulative counters. Rates and costs
+// are differences between two samples.
+type Sample struct {
+	At time.Time
+	// Tx is the number of frames the generator handed to the tx port.
+	Tx uint64
+	// Rx is the number of packets the rx port counted (the sink).
+	Rx uint64
+	// SUTCPU is the CPU time (ns) spent by the SUT's packet-processing
+	// thread, 0 when the testbed cannot measure it.
+	SUTCPU uint64
+}
+
+// Delta is the difference between two samples.
+type Delta struct {
+	Dur    time.Duration
+	Tx, Rx uint64
+	SUTCPU uint64
+}
+
+// Sub returns s − old.
+func (s Sample) Sub(old Sample) Delta {
+	return Delta{Dur: s.At.Sub(old.At), Tx: s.Tx - old.Tx, Rx: s.Rx - old.Rx, SUTCPU: s.SUTCPU - old.SUTCPU}
+}
+
+// TxPPS is the offered rate.
+func (d Delta) TxPPS() float64 { return perSecond(d.Tx, d.Dur) }
+
+// RxPPS is the throughput.
+func (d Delta) RxPPS() float64 { return perSecond(d.Rx, d.Dur) }
+
+// DeliveryRatio is rx/tx (0 when nothing was sent).
+func (d Delta) DeliveryRatio() float64 {
+	if d.Tx == 0 {
+		return 0
+	}
+	return float64(d.Rx) / float64(d.Tx)
+}
+
+// NsPerPacket is the SUT's CPU time per delivered packet (0 if unknown).
+func (d Delta) NsPerPacket() float64 {
+	if d.Rx == 0 || d.SUTCPU == 0 {
+		return 0
+	}
+	return float64(d.SUTCPU) / float64(d.Rx)
+}
+
+func perSecond(n uint64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// Generator sends frames built from templates held in numbered slots. The
+// active slot and the rate can change while it runs.
+type Generator interface {
+	// Load puts a frame template into a slot (0 ≤ slot < MaxSlots()).
+	Load(slot int, frame []byte) error
+	MaxSlots() int
+	// Select makes slot the template of every following frame.
+	Select(slot int) error
+	// SetRate limits the offered rate; 0 sends flat out.
+	SetRate(pps uint64) error
+	// Start begins sending (asynchronously); Stop ends it and returns the
+	// error the generator stopped with, if any.
+	Start() error
+	Stop() error
+}
+
+// Env is what a recipe needs to configure the SUT and build its packets:
+// the SUT's ports and the addresses and MACs on both sides.
+type Env struct {
+	// In is the SUT port facing the tester's tx port, Out the one facing
+	// the rx port.
+	In, Out string
+	// InMAC is the destination MAC of generated frames, TxMAC their source.
+	InMAC, TxMAC net.HardwareAddr
+	// RxMAC is the MAC of the tester's rx port (the SUT's next hop).
+	OutMAC, RxMAC net.HardwareAddr
+	// Run executes a command (argv) on the SUT and returns its combined output.
+	Run func(args ...string) (string, error)
+	// Do runs fn with the calling thread in the SUT's network namespace
+	// (netlink, bpf). Nil on testbeds where the SUT is remote.
+	Do func(fn func() error) error
+}
+
+// Port addressing of every testbed (see docs/benchmarks.md).
+const (
+	SUTIn6    = "fc00:1::1"
+	TesterTx6 = "fc00:1::2"
+	SUTOut6   = "fc00:2::1"
+	TesterRx6 = "fc00:2::2"
+	SUTIn4    = "10.1.0.1"
+	TesterTx4 = "10.1.0.2"
+	SUTOut4   = "10.2.0.1"
+	TesterRx4 = "10.2.0.2"
+)
+
+// Driver is a testbed: a tester with a tx and an rx port and a SUT between
+// them (thesis Fig. 5.1). The built-in one is NetnsDriver; a two-host NIC
+// testbed or TRex implements the same interface.
+type Driver interface {
+	Name() string
+	// Up builds the testbed; Down tears down everything Up made, also
+	// after a partial Up, and may be called more than once.
+	Up() error
+	Down() error
+	Env() *Env
+	Generator() Generator
+	// Sample reads the cumulative counters.
+	Sample() (Sample, error)
+	// Sink switches where the rx counter counts; SinkForward is the normal
+	// rx port after the SUT, the others measure the testbed's ceilings.
+	Sink(k SinkKind) error
+}
+
+// SinkKind says where a testbed counts received packets.
+type SinkKind int
+
+const (
+	// SinkForward counts what the SUT forwards out of its output port.
+	SinkForward SinkKind = iota
+	// SinkXDPDrop counts and drops at the SUT's input port in native XDP:
+	// the generator's own ceiling, the physical limit of the testbed.
+	SinkXDPDrop
+	// SinkStackDrop counts and drops at the SUT's input port in tc ingress
+	// (after skb allocation and GRO): the ceiling of any stack-based SUT.
+	SinkStackDrop
+)
+
+func (k SinkKind) String() string {
+	switch k {
+	case SinkForward:
+		return "forward"
+	case SinkXDPDrop:
+		return "xdp-drop"
+	case SinkStackDrop:
+		return "stack-drop"
+	}
+	return "unknown"
+}

@@ -1,0 +1,203 @@
+package perf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Duration is a time.Duration written as "300ms" in YAML and JSON.
+type Duration time.Duration
+
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+func (d Duration) MarshalText() ([]byte, error) {
+	return []byte(time.Duration(d).String()), nil
+}
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Experiment is an experiment file (examples/perf/*.yaml).
+type Experiment struct {
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description,omitempty" json:"description,omitempty"`
+	// Baseline is the reference behaviour of every ratio (default IPv6).
+	Baseline string `yaml:"baseline,omitempty" json:"baseline"`
+	// Behaviors measured against the baseline (recipe names).
+	Behaviors []string `yaml:"behaviors" json:"behaviors"`
+	// Sizes of the innermost IP packet (default [64]).
+	Sizes []int `yaml:"sizes,omitempty" json:"sizes"`
+	// Rules: rule counts for recipes that have rules (throughput vs rules).
+	Rules []int `yaml:"rules,omitempty" json:"rules,omitempty"`
+	// Method: "sandwich" (saturated, interleaved; default), "pdr", or "both".
+	Method string `yaml:"method,omitempty" json:"method"`
+	// Runs repeats the whole measurement (reproducibility across runs).
+	Runs int `yaml:"runs,omitempty" json:"runs"`
+	// Ceiling measures the testbed's limits first (default true).
+	Ceiling *bool `yaml:"ceiling,omitempty" json:"ceiling"`
+
+	Sandwich SandwichSpec `yaml:"sandwich,omitempty" json:"sandwich"`
+	PDR      PDRSpec      `yaml:"pdr,omitempty" json:"pdr"`
+}
+
+// SandwichSpec configures the saturated measurement.
+type SandwichSpec struct {
+	Rounds int      `yaml:"rounds,omitempty" json:"rounds"`
+	Settle Duration `yaml:"settle,omitempty" json:"settle"`
+	Window Duration `yaml:"window,omitempty" json:"window"`
+	// AALimit rejects a run whose A/A median is further than this from 1.
+	AALimit float64 `yaml:"aa_limit,omitempty" json:"aa_limit"`
+	Seed    uint64  `yaml:"seed,omitempty" json:"seed"`
+}
+
+// PDRSpec configures the PDR/NDR search (fixed-rate trials).
+type PDRSpec struct {
+	// Loss threshold of the PDR in percent (0.5 = PDR@0.5%). On veth use
+	// ≥ 2: the 256-entry NAPI ring drops on any stall (PERF-METHOD.md).
+	LossPercent float64  `yaml:"loss_percent,omitempty" json:"loss_percent"`
+	NDR         bool     `yaml:"ndr,omitempty" json:"ndr"`
+	StartPPS    float64  `yaml:"start_pps,omitempty" json:"start_pps"`
+	MaxPPS      float64  `yaml:"max_pps,omitempty" json:"max_pps"`
+	EpsilonPPS  float64  `yaml:"epsilon_pps,omitempty" json:"epsilon_pps"`
+	Repeats     int      `yaml:"repeats,omitempty" json:"repeats"`
+	Trial       Duration `yaml:"trial,omitempty" json:"trial"`
+	Warmup      Duration `yaml:"warmup,omitempty" json:"warmup"`
+	// Searches per behaviour (mean/CV/CI over them).
+	Searches int `yaml:"searches,omitempty" json:"searches"`
+}
+
+// LoadExperiment reads and validates an experiment file; unknown fields
+// are errors.
+func LoadExperiment(path string) (*Experiment, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read experiment: %w", err)
+	}
+	return ParseExperiment(b)
+}
+
+// ParseExperiment parses YAML, fills defaults and validates.
+func ParseExperiment(b []byte) (*Experiment, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var e Experiment
+	if err := dec.Decode(&e); err != nil {
+		return nil, fmt.Errorf("parse experiment: %w", err)
+	}
+	e.Defaults()
+	if err := e.Validate(); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// Defaults fills unset fields.
+func (e *Experiment) Defaults() {
+	if e.Baseline == "" {
+		e.Baseline = "IPv6"
+	}
+	if len(e.Sizes) == 0 {
+		e.Sizes = []int{64}
+	}
+	if e.Method == "" {
+		e.Method = "sandwich"
+	}
+	if e.Runs == 0 {
+		e.Runs = 1
+	}
+	if e.Ceiling == nil {
+		t := true
+		e.Ceiling = &t
+	}
+	s := &e.Sandwich
+	if s.Rounds == 0 {
+		s.Rounds = 20
+	}
+	if s.Settle == 0 {
+		s.Settle = Duration(60 * time.Millisecond)
+	}
+	if s.Window == 0 {
+		s.Window = Duration(240 * time.Millisecond)
+	}
+	if s.AALimit == 0 {
+		s.AALimit = 0.03
+	}
+	p := &e.PDR
+	if p.LossPercent == 0 {
+		p.LossPercent = 2
+	}
+	if p.StartPPS == 0 {
+		p.StartPPS = 100e3
+	}
+	if p.MaxPPS == 0 {
+		p.MaxPPS = 8e6
+	}
+	if p.EpsilonPPS == 0 {
+		p.EpsilonPPS = 20e3
+	}
+	if p.Repeats == 0 {
+		p.Repeats = 3
+	}
+	if p.Trial == 0 {
+		p.Trial = Duration(time.Second)
+	}
+	if p.Warmup == 0 {
+		p.Warmup = Duration(200 * time.Millisecond)
+	}
+	if p.Searches == 0 {
+		p.Searches = 1
+	}
+}
+
+// Validate reports every problem, each with its field path.
+func (e *Experiment) Validate() error {
+	var errs []error
+	bad := func(path, f string, a ...any) { errs = append(errs, fmt.Errorf(path+": "+f, a...)) }
+	if e.Name == "" {
+		bad("name", "required")
+	}
+	if len(e.Behaviors) == 0 {
+		bad("behaviors", "at least one behaviour")
+	}
+	seen := map[string]bool{e.Baseline: true}
+	for i, b := range e.Behaviors {
+		if seen[b] {
+			bad(fmt.Sprintf("behaviors[%d]", i), "%q listed twice (or is the baseline)", b)
+		}
+		seen[b] = true
+	}
+	if len(e.Behaviors)+2 > perfTmplSlots {
+		bad("behaviors", "at most %d behaviours per experiment", perfTmplSlots-2)
+	}
+	for i, s := range e.Sizes {
+		if s < 48 || s > 400 {
+			bad(fmt.Sprintf("sizes[%d]", i), "%d outside 48..400", s)
+		}
+	}
+	switch e.Method {
+	case "sandwich", "pdr", "both":
+	default:
+		bad("method", "%q: want sandwich, pdr or both", e.Method)
+	}
+	if e.Sandwich.Rounds < 1 {
+		bad("sandwich.rounds", "must be ≥ 1")
+	}
+	if e.PDR.LossPercent < 0 || e.PDR.LossPercent >= 100 {
+		bad("pdr.loss_percent", "must be in [0, 100)")
+	}
+	if e.PDR.StartPPS > e.PDR.MaxPPS {
+		bad("pdr.start_pps", "above max_pps")
+	}
+	return errors.Join(errs...)
+}

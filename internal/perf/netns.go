@@ -1,0 +1,370 @@
+package perf
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// NetnsOptions tunes the built-in testbed.
+type NetnsOptions struct {
+	// GenCPU runs the generator, SUTCPU the SUT's NAPI thread. They must
+	// differ so that the SUT's work is isolated and measurable.
+	GenCPU, SUTCPU int
+	// Prefix starts the namespace names (default "spf"); a random suffix
+	// makes them unique.
+	Prefix string
+}
+
+// NetnsDriver is the built-in testbed: a tester namespace with a tx and an
+// rx veth port, each the peer of a SUT port in a SUT namespace. The SUT's
+// input veth gets GRO (which gives veth a NAPI ring) and threaded NAPI, with
+// the NAPI thread pinned to its own CPU, so that all of the SUT's work runs
+// in one kernel thread whose schedstat runtime is the SUT's CPU cost. A tc
+// program on the SUT's output port counts and drops what the SUT forwards.
+type NetnsDriver struct {
+	opt         NetnsOptions
+	tester, sut string
+	in          string // unique: its NAPI thread is found by name
+	env         Env
+	napiPID     int
+	txIfindex   int
+	gen         *xdpGenerator
+	sinkTC      perfSinkTCObjects
+	sinkXDP     perfSinkXDPObjects
+	sinkLink    link.Link
+	sinkKind    SinkKind
+	sinkMap     *ebpf.Map
+	created     []string // namespaces to delete
+	mu          sync.Mutex
+}
+
+// Fixed port names inside the (unique) namespaces.
+const (
+	portTx  = "tx0"
+	portRx  = "rx0"
+	portOut = "out0"
+)
+
+// NewNetnsDriver returns an unbuilt netns testbed.
+func NewNetnsDriver(opt NetnsOptions) *NetnsDriver {
+	if opt.Prefix == "" {
+		opt.Prefix = "spf"
+	}
+	if opt.GenCPU == opt.SUTCPU && runtime.NumCPU() > 1 {
+		opt.SUTCPU = (opt.GenCPU + 1) % runtime.NumCPU()
+	}
+	return &NetnsDriver{opt: opt}
+}
+
+func (d *NetnsDriver) Name() string { return "netns" }
+
+// Names returns the tester and SUT namespace names (empty before Up).
+func (d *NetnsDriver) Names() (tester, sut string) { return d.tester, d.sut }
+
+func (d *NetnsDriver) Env() *Env            { return &d.env }
+func (d *NetnsDriver) Generator() Generator { return d.gen }
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	f, err := os.Open("/dev/urandom")
+	if err == nil {
+		_, _ = f.Read(b)
+		f.Close()
+	}
+	return fmt.Sprintf("%x", b)
+}
+
+// nsRun runs argv inside namespace ns (ip netns exec, which also remounts
+// /sys for the namespace).
+func nsRun(ns string, args ...string) (string, error) {
+	full := append([]string{"ip", "netns", "exec", ns}, args...)
+	out, err := exec.Command(full[0], full[1:]...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	return string(out), nil
+}
+
+func nsRunAll(ns string, cmds [][]string) error {
+	for _, c := range cmds {
+		if _, err := nsRun(ns, c...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Up builds the testbed. On error it tears down what it made.
+func (d *NetnsDriver) Up() (err error) {
+	defer func() {
+		if err != nil {
+			_ = d.Down()
+		}
+	}()
+	suffix := randHex(3)
+	d.tester = d.opt.Prefix + "-t-" + suffix
+	d.sut = d.opt.Prefix + "-s-" + suffix
+	d.in = "pi" + suffix // ≤ 8 chars: "napi/pi123456-NNN" stays recognisable in comm
+	for _, ns := range []string{d.tester, d.sut} {
+		if err := nsutil.Create(ns); err != nil {
+			return err
+		}
+		d.created = append(d.created, ns)
+	}
+	// Sysctls before interfaces exist: no DAD, no router solicitations.
+	common := [][]string{
+		{"sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0"},
+		{"sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0"},
+		{"sysctl", "-qw", "net.ipv6.conf.all.router_solicitations=0"},
+		{"sysctl", "-qw", "net.ipv6.conf.default.router_solicitations=0"},
+		{"ip", "link", "set", "lo", "up"},
+	}
+	if err := nsRunAll(d.tester, common); err != nil {
+		return err
+	}
+	sutCmds := append(common,
+		[]string{"sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"},
+		[]string{"sysctl", "-qw", "net.ipv4.ip_forward=1"},
+		[]string{"sysctl", "-qw", "net.ipv6.conf.all.seg6_enabled=1"},
+		[]string{"sysctl", "-qw", "net.ipv6.conf.default.seg6_enabled=1"},
+		[]string{"sysctl", "-qw", "net.ipv4.conf.all.rp_filter=0"},
+		[]string{"sysctl", "-qw", "net.ipv4.conf.default.rp_filter=0"},
+	)
+	if err := nsRunAll(d.sut, sutCmds); err != nil {
+		return err
+	}
+	if err := nsRunAll(d.tester, [][]string{
+		{"ip", "link", "add", portTx, "type", "veth", "peer", "name", d.in, "netns", d.sut},
+		{"ip", "link", "add", portRx, "type", "veth", "peer", "name", portOut, "netns", d.sut},
+		{"ip", "addr", "add", TesterTx6 + "/64", "dev", portTx, "nodad"},
+		{"ip", "addr", "add", TesterRx6 + "/64", "dev", portRx, "nodad"},
+		{"ip", "link", "set", portTx, "up"},
+		{"ip", "link", "set", portRx, "up"},
+	}); err != nil {
+		return err
+	}
+	macs := map[string]net.HardwareAddr{}
+	for _, p := range []struct{ ns, dev string }{{d.tester, portTx}, {d.tester, portRx}, {d.sut, d.in}, {d.sut, portOut}} {
+		if err := nsutil.Do(p.ns, func() error {
+			ifi, err := net.InterfaceByName(p.dev)
+			if err != nil {
+				return err
+			}
+			macs[p.dev] = ifi.HardwareAddr
+			if p.dev == portTx {
+				d.txIfindex = ifi.Index
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("read %s: %w", p.dev, err)
+		}
+	}
+	rxMAC := macs[portRx].String()
+	if err := nsRunAll(d.sut, [][]string{
+		{"ip", "addr", "add", SUTIn6 + "/64", "dev", d.in, "nodad"},
+		{"ip", "addr", "add", SUTIn4 + "/24", "dev", d.in},
+		{"ip", "addr", "add", SUTOut6 + "/64", "dev", portOut, "nodad"},
+		{"ip", "addr", "add", SUTOut4 + "/24", "dev", portOut},
+		{"ip", "link", "set", d.in, "up"},
+		{"ip", "link", "set", portOut, "up"},
+		{"ip", "-6", "neigh", "replace", TesterRx6, "lladdr", rxMAC, "dev", portOut, "nud", "permanent"},
+		{"ip", "-4", "neigh", "replace", TesterRx4, "lladdr", rxMAC, "dev", portOut, "nud", "permanent"},
+		{"ip", "-6", "neigh", "replace", TesterTx6, "lladdr", macs[portTx].String(), "dev", d.in, "nud", "permanent"},
+		{"ip", "sr", "tunsrc", "set", SUTOut6},
+		// GRO gives the veth a NAPI ring; threaded NAPI moves the SUT's
+		// work into a kernel thread we can pin and account.
+		{"ethtool", "-K", d.in, "gro", "on"},
+		{"sh", "-c", "echo 1 > /sys/class/net/" + d.in + "/threaded"},
+	}); err != nil {
+		return err
+	}
+	pid, err := findNAPIThread(d.in)
+	if err != nil {
+		return err
+	}
+	d.napiPID = pid
+	if err := pin(pid, d.opt.SUTCPU); err != nil {
+		return fmt.Errorf("pin napi thread %d to cpu %d: %w", pid, d.opt.SUTCPU, err)
+	}
+	sut := d.sut
+	d.env = Env{
+		In: d.in, Out: portOut,
+		InMAC: macs[d.in], TxMAC: macs[portTx], OutMAC: macs[portOut], RxMAC: macs[portRx],
+		Run: func(args ...string) (string, error) { return nsRun(sut, args...) },
+		Do:  func(fn func() error) error { return nsutil.Do(sut, fn) },
+	}
+	if err := loadPerfSinkTCObjects(&d.sinkTC, nil); err != nil {
+		return fmt.Errorf("load tc sink: %w", err)
+	}
+	if err := loadPerfSinkXDPObjects(&d.sinkXDP, nil); err != nil {
+		return fmt.Errorf("load xdp sink: %w", err)
+	}
+	if err := d.Sink(SinkForward); err != nil {
+		return err
+	}
+	d.gen, err = newXDPGenerator(d.tester, d.txIfindex, d.opt.GenCPU)
+	return err
+}
+
+// findNAPIThread returns the PID of the kernel thread "napi/DEV-ID".
+func findNAPIThread(dev string) (int, error) {
+	prefix := "napi/" + dev + "-"
+	if len(prefix) > 15 {
+		prefix = prefix[:15]
+	}
+	for try := 0; try < 50; try++ {
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+			if err == nil && strings.HasPrefix(strings.TrimSpace(string(comm)), prefix) {
+				return pid, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("no napi thread for %s (threaded NAPI on veth needs GRO): %w", dev, ErrNotSupported)
+}
+
+func pin(pid, cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	return unix.SchedSetaffinity(pid, &set)
+}
+
+// schedRuntime returns a thread's cumulative CPU time in ns.
+func schedRuntime(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("empty schedstat of %d", pid)
+	}
+	return strconv.ParseUint(f[0], 10, 64)
+}
+
+// Sink moves the rx counter. Only one sink is attached at a time: stray
+// programs tax every packet.
+func (d *NetnsDriver) Sink(k SinkKind) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sinkLink != nil {
+		if err := d.sinkLink.Close(); err != nil {
+			return fmt.Errorf("detach %s sink: %w", d.sinkKind, err)
+		}
+		d.sinkLink = nil
+	}
+	var l link.Link
+	err := nsutil.Do(d.sut, func() error {
+		var err error
+		dev, port := d.in, d.in
+		if k == SinkForward {
+			port = portOut
+		}
+		ifi, err := net.InterfaceByName(port)
+		if err != nil {
+			return err
+		}
+		switch k {
+		case SinkForward:
+			l, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: d.sinkTC.PerfSinkTc, Attach: ebpf.AttachTCXEgress})
+			d.sinkMap = d.sinkTC.PerfSinkCounts
+		case SinkStackDrop:
+			l, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: d.sinkTC.PerfSinkTc, Attach: ebpf.AttachTCXIngress})
+			d.sinkMap = d.sinkTC.PerfSinkCounts
+		case SinkXDPDrop:
+			l, err = link.AttachXDP(link.XDPOptions{Interface: ifi.Index, Program: d.sinkXDP.PerfSinkXdp, Flags: link.XDPDriverMode})
+			d.sinkMap = d.sinkXDP.PerfSinkCounts
+		default:
+			return fmt.Errorf("unknown sink %d", k)
+		}
+		if err != nil {
+			return fmt.Errorf("attach %s sink to %s: %w", k, dev, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	d.sinkLink, d.sinkKind = l, k
+	return nil
+}
+
+// Sample reads the generator, sink and NAPI thread counters.
+func (d *NetnsDriver) Sample() (Sample, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := Sample{At: time.Now()}
+	var err error
+	if s.Tx, err = d.gen.sent(); err != nil {
+		return s, err
+	}
+	if s.Rx, err = sinkPackets(d.sinkMap); err != nil {
+		return s, err
+	}
+	if s.SUTCPU, err = schedRuntime(d.napiPID); err != nil {
+		return s, fmt.Errorf("napi thread: %w", err)
+	}
+	return s, nil
+}
+
+func sinkPackets(m *ebpf.Map) (uint64, error) {
+	var per []perfSinkTCPerfSinkCount
+	if err := m.Lookup(uint32(0), &per); err != nil {
+		return 0, fmt.Errorf("read sink counters: %w", err)
+	}
+	var n uint64
+	for _, c := range per {
+		n += c.Packets
+	}
+	return n, nil
+}
+
+// Down stops the generator, detaches the programs and deletes the
+// namespaces (which removes the veths and routes with them).
+func (d *NetnsDriver) Down() error {
+	var errs []error
+	if d.gen != nil {
+		if err := d.gen.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		d.gen = nil
+	}
+	if d.sinkLink != nil {
+		_ = d.sinkLink.Close()
+		d.sinkLink = nil
+	}
+	_ = d.sinkTC.Close()
+	_ = d.sinkXDP.Close()
+	for _, ns := range d.created {
+		if err := nsutil.Delete(ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.created = nil
+	return errors.Join(errs...)
+}

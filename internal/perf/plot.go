@@ -1,0 +1,155 @@
+package perf
+
+import (
+	"fmt"
+	"image/color"
+	"path/filepath"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// WritePlots draws, as PNG and SVG: the ratio of every behaviour with its
+// 95% CI whiskers (per run and size), throughput vs offered rate (from the
+// PDR searches) and throughput vs number of rules (when rules vary).
+func (r *Report) WritePlots(dir string) ([]string, error) {
+	var files []string
+	save := func(p *plot.Plot, base string, w vg.Length) error {
+		for _, ext := range []string{".png", ".svg"} {
+			f := filepath.Join(dir, base+ext)
+			if err := p.Save(w, 4*vg.Inch, f); err != nil {
+				return fmt.Errorf("save plot %s: %w", f, err)
+			}
+			files = append(files, f)
+		}
+		return nil
+	}
+	type key struct{ run, size int }
+	groups := map[key][]Result{}
+	var keys []key
+	for _, x := range r.Results {
+		k := key{x.Run, x.Size}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], x)
+	}
+	for _, k := range keys {
+		var names []string
+		var vals plotter.Values
+		var errs plotter.YErrors
+		for _, x := range groups[k] {
+			if x.Ratio == nil || x.Rules > 0 {
+				continue
+			}
+			names = append(names, x.Name)
+			vals = append(vals, x.Ratio.Median)
+			errs = append(errs, struct{ Low, High float64 }{x.Ratio.Median - x.Ratio.CI95[0], x.Ratio.CI95[1] - x.Ratio.Median})
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("%s: throughput ratio to %s (%d B, run %d), median and 95%% CI", r.Experiment, r.Baseline, k.size, k.run)
+		p.Y.Label.Text = "ratio to " + r.Baseline
+		p.Y.Min = 0
+		bars, err := plotter.NewBarChart(vals, vg.Points(18))
+		if err != nil {
+			return files, err
+		}
+		bars.Color = color.RGBA{R: 70, G: 110, B: 180, A: 255}
+		bars.LineStyle.Width = 0
+		p.Add(bars)
+		whisk := &errorBars{vals: vals, errs: errs}
+		eb, err := plotter.NewYErrorBars(whisk)
+		if err != nil {
+			return files, err
+		}
+		p.Add(eb)
+		p.NominalX(names...)
+		p.X.Tick.Label.Rotation = 0.8
+		p.X.Tick.Label.XAlign = -0.9
+		p.X.Tick.Label.YAlign = -0.3
+		w := vg.Length(len(names))*0.5*vg.Inch + 1.5*vg.Inch
+		if err := save(p, fmt.Sprintf("ratios-run%d-%dB", k.run, k.size), w); err != nil {
+			return files, err
+		}
+	}
+	// Throughput vs offered rate, from the search steps.
+	p := plot.New()
+	p.Title.Text = r.Experiment + ": throughput vs offered rate (PDR search steps)"
+	p.X.Label.Text = "offered rate (kpps)"
+	p.Y.Label.Text = "throughput (kpps)"
+	var lines []any
+	for _, x := range r.Results {
+		pts := plotter.XYs{}
+		for _, s := range x.Searches {
+			for _, st := range s.Steps {
+				pts = append(pts, plotter.XY{X: st.Rate / 1e3, Y: st.Rate * st.DeliveryRatio / 1e3})
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+		lines = append(lines, fmt.Sprintf("%s %dB", x.Name, x.Size), pts)
+	}
+	if len(lines) > 0 {
+		if err := plotutil.AddLinePoints(p, lines...); err != nil {
+			return files, err
+		}
+		if err := save(p, "throughput-vs-rate", 7*vg.Inch); err != nil {
+			return files, err
+		}
+	}
+	// Throughput vs rule count.
+	byBeh := map[string]plotter.XYs{}
+	var behs []string
+	for _, x := range r.Results {
+		if x.Rules == 0 || x.ThroughputPPS == nil {
+			continue
+		}
+		b := fmt.Sprintf("%s %dB", x.Behavior, x.Size)
+		if _, ok := byBeh[b]; !ok {
+			behs = append(behs, b)
+		}
+		byBeh[b] = append(byBeh[b], plotter.XY{X: float64(x.Rules), Y: x.ThroughputPPS.Median / 1e3})
+	}
+	if len(behs) > 0 {
+		p := plot.New()
+		p.Title.Text = r.Experiment + ": throughput vs number of rules"
+		p.X.Label.Text = "rules"
+		p.Y.Label.Text = "throughput (kpps, median)"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{}
+		var l []any
+		for _, b := range behs {
+			pts := byBeh[b]
+			sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
+			l = append(l, b, pts)
+		}
+		if err := plotutil.AddLinePoints(p, l...); err != nil {
+			return files, err
+		}
+		if err := save(p, "throughput-vs-rules", 7*vg.Inch); err != nil {
+			return files, err
+		}
+	}
+	return files, nil
+}
+
+// errorBars adapts bar values and CI offsets to plotter.YErrorBars, bars
+// being at x = 0, 1, 2, … as NominalX places them.
+type errorBars struct {
+	vals plotter.Values
+	errs plotter.YErrors
+}
+
+func (e *errorBars) Len() int                    { return len(e.vals) }
+func (e *errorBars) XY(i int) (float64, float64) { return float64(i), e.vals[i] }
+func (e *errorBars) YError(i int) (float64, float64) {
+	return e.errs[i].Low, e.errs[i].High
+}

@@ -1,0 +1,420 @@
+package perf
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Report is the result of one experiment (`segchain perf run -o json`).
+type Report struct {
+	Experiment  string     `json:"experiment"`
+	Description string     `json:"description,omitempty"`
+	Baseline    string     `json:"baseline"`
+	Method      string     `json:"method"`
+	Testbed     string     `json:"testbed"`
+	Kernel      string     `json:"kernel"`
+	CPUs        int        `json:"cpus"`
+	Started     time.Time  `json:"started"`
+	Duration    Duration   `json:"duration"`
+	Config      Experiment `json:"config"`
+	// Ceilings are the testbed's limits (generator into XDP_DROP, into a
+	// tc drop after the stack's skb + GRO), per run.
+	Ceilings []Ceiling `json:"ceilings,omitempty"`
+	// Controls are the A/A controls, one per run and size.
+	Controls []Control `json:"controls,omitempty"`
+	Results  []Result  `json:"results"`
+	Skipped  []Skip    `json:"skipped,omitempty"`
+	// Valid is false when an A/A control drifted beyond the limit.
+	Valid bool `json:"valid"`
+}
+
+// Ceiling is a measured testbed limit.
+type Ceiling struct {
+	Run  int `json:"run"`
+	Size int `json:"size"`
+	// GenPPS is what the generator sent while XDPDropPPS was measured.
+	GenPPS       float64 `json:"gen_pps"`
+	XDPDropPPS   float64 `json:"xdp_drop_pps"`
+	StackDropPPS float64 `json:"stack_drop_pps"`
+}
+
+// Control is an A/A control (baseline vs itself).
+type Control struct {
+	Run   int     `json:"run"`
+	Size  int     `json:"size"`
+	Ratio Summary `json:"ratio"`
+	Valid bool    `json:"valid"`
+}
+
+// Result is one behaviour at one size (and rule count) in one run.
+type Result struct {
+	Name     string `json:"name"`
+	Behavior string `json:"behavior"`
+	Size     int    `json:"size"`
+	Rules    int    `json:"rules,omitempty"`
+	Run      int    `json:"run"`
+	// Saturated (sandwich) figures.
+	ThroughputPPS *Summary `json:"throughput_pps,omitempty"`
+	NsPerPacket   *Summary `json:"ns_per_packet,omitempty"`
+	// Ratio of throughput to the baseline measured in the same rounds;
+	// NsRatio the same for the SUT's CPU ns/packet.
+	Ratio   *Summary `json:"ratio,omitempty"`
+	NsRatio *Summary `json:"ns_ratio,omitempty"`
+	// PDR/NDR (fixed-rate trials); PDRRatio = PDR ÷ the baseline's PDR.
+	PDRPPS   *Summary      `json:"pdr_pps,omitempty"`
+	NDRPPS   *Summary      `json:"ndr_pps,omitempty"`
+	PDRRatio float64       `json:"pdr_ratio,omitempty"`
+	Searches []SearchTrace `json:"searches,omitempty"`
+}
+
+// SearchTrace keeps a search's steps (throughput vs input rate plots).
+type SearchTrace struct {
+	Kind string `json:"kind"` // pdr or ndr
+	SearchResult
+}
+
+// Skip is a behaviour that could not be measured, with the reason.
+type Skip struct {
+	Behavior string `json:"behavior"`
+	Reason   string `json:"reason"`
+}
+
+// Runner runs experiments on a testbed that is already up.
+type Runner struct {
+	Driver   Driver
+	Registry *Registry
+	// Log receives progress lines (nil: discarded).
+	Log io.Writer
+	// Progress is told the total number of steps, then each step done.
+	Progress Progress
+}
+
+// Progress reports progress (a progress bar with ETA in the CLI).
+type Progress interface {
+	Total(n int)
+	Add(n int)
+}
+
+type nopProgress struct{}
+
+func (nopProgress) Total(int) {}
+func (nopProgress) Add(int)   {}
+
+func (r *Runner) logf(f string, a ...any) {
+	if r.Log != nil {
+		fmt.Fprintf(r.Log, f+"\n", a...)
+	}
+}
+
+type arm struct {
+	Arm
+	behavior string
+	rules    int
+}
+
+// Run measures every behaviour of e. It configures the SUT (PrepareSUT
+// and each recipe), then per run and size: the ceilings, the sandwich and
+// the PDR searches as the method says.
+func (r *Runner) Run(e *Experiment) (*Report, error) {
+	if r.Progress == nil {
+		r.Progress = nopProgress{}
+	}
+	rep := &Report{
+		Experiment: e.Name, Description: e.Description, Baseline: e.Baseline, Method: e.Method,
+		Testbed: r.Driver.Name(), Kernel: kernelRelease(), CPUs: runtime.NumCPU(),
+		Started: time.Now().UTC(), Config: *e, Valid: true,
+	}
+	env := r.Driver.Env()
+	if err := PrepareSUT(env); err != nil {
+		return nil, err
+	}
+	ruleCounts := e.Rules
+	if len(ruleCounts) == 0 {
+		ruleCounts = []int{0}
+	}
+	// Estimate the work for the progress bar.
+	nArms := len(e.Behaviors) * len(ruleCounts)
+	steps := 0
+	if e.Method != "pdr" {
+		steps += e.Sandwich.Rounds * (2*(nArms+1) + 1)
+	}
+	if e.Method != "sandwich" {
+		// exponential + binary steps, roughly
+		n := int(math.Log2(e.PDR.MaxPPS/e.PDR.StartPPS)) + int(math.Log2(e.PDR.MaxPPS/e.PDR.EpsilonPPS)) + 1
+		mult := 1
+		if e.PDR.NDR {
+			mult = 2
+		}
+		steps += (nArms + 1) * n * e.PDR.Repeats * e.PDR.Searches * mult
+	}
+	if *e.Ceiling {
+		steps += 2
+	}
+	r.Progress.Total(steps * len(e.Sizes) * e.Runs)
+
+	gen := r.Driver.Generator()
+	k := 0
+	index := map[string]int{}
+	nextK := func(key string) int {
+		if v, ok := index[key]; ok {
+			return v
+		}
+		k++
+		index[key] = k
+		return k
+	}
+	for run := 1; run <= e.Runs; run++ {
+		for _, size := range e.Sizes {
+			p := Params{Size: size}
+			base, err := r.Registry.Get(e.Baseline)
+			if err != nil {
+				return nil, err
+			}
+			frame, err := base.Setup(env, nextK(e.Baseline), p)
+			if err != nil {
+				return nil, fmt.Errorf("baseline: %w", err)
+			}
+			if err := gen.Load(0, frame); err != nil {
+				return nil, err
+			}
+			if err := gen.Load(1, frame); err != nil { // the A/A control
+				return nil, err
+			}
+			ref := Arm{Name: e.Baseline, Slot: 0}
+			arms := []arm{{Arm: Arm{Name: "A/A", Slot: 1}, behavior: e.Baseline}}
+			for _, b := range e.Behaviors {
+				rec, err := r.Registry.Get(b)
+				if err != nil {
+					return nil, err
+				}
+				for _, rules := range ruleCounts {
+					name := b
+					if rules > 0 {
+						name = fmt.Sprintf("%s/%d rules", b, rules)
+					}
+					p.Rules = rules
+					frame, err := rec.Setup(env, nextK(name), p)
+					if err != nil {
+						if IsNotSupported(err) {
+							if run == 1 && size == e.Sizes[0] {
+								rep.Skipped = append(rep.Skipped, Skip{Behavior: name, Reason: err.Error()})
+								r.logf("skip %s: %v", name, err)
+							}
+							continue
+						}
+						return nil, err
+					}
+					slot := len(arms) + 1
+					if slot >= gen.MaxSlots() {
+						return nil, fmt.Errorf("too many behaviours for %d generator slots", gen.MaxSlots())
+					}
+					if err := gen.Load(slot, frame); err != nil {
+						return nil, err
+					}
+					arms = append(arms, arm{Arm: Arm{Name: name, Slot: slot}, behavior: b, rules: rules})
+				}
+			}
+			if *e.Ceiling {
+				c, err := r.ceiling(run, size)
+				if err != nil {
+					return nil, err
+				}
+				rep.Ceilings = append(rep.Ceilings, c)
+				r.logf("run %d, %d B: ceiling xdp-drop %.0f pps, stack-drop %.0f pps", run, size, c.XDPDropPPS, c.StackDropPPS)
+			}
+			results := make([]Result, len(arms)+1)
+			results[0] = Result{Name: e.Baseline, Behavior: e.Baseline, Size: size, Run: run}
+			for i, a := range arms {
+				results[i+1] = Result{Name: a.Name, Behavior: a.behavior, Size: size, Rules: a.rules, Run: run}
+			}
+			if e.Method != "pdr" {
+				if err := r.sandwich(e, rep, ref, arms, results, run, size); err != nil {
+					return nil, err
+				}
+			}
+			if e.Method != "sandwich" {
+				if err := r.pdr(e, ref, arms, results); err != nil {
+					return nil, err
+				}
+			}
+			// results[1] is the A/A control: reported in Controls only.
+			rep.Results = append(rep.Results, results[0])
+			rep.Results = append(rep.Results, results[2:]...)
+		}
+	}
+	rep.Duration = Duration(time.Since(rep.Started).Round(time.Second))
+	return rep, nil
+}
+
+func (r *Runner) sandwich(e *Experiment, rep *Report, ref Arm, arms []arm, results []Result, run, size int) error {
+	plain := make([]Arm, len(arms))
+	for i, a := range arms {
+		plain[i] = a.Arm
+	}
+	cfg := SandwichConfig{
+		Rounds: e.Sandwich.Rounds, Settle: e.Sandwich.Settle.D(), Window: e.Sandwich.Window.D(),
+		Seed: e.Sandwich.Seed + uint64(run)*1000 + uint64(size), Tick: func() { r.Progress.Add(1) },
+	}
+	r.logf("run %d, %d B: sandwich of %d behaviours, %d rounds", run, size, len(arms), cfg.Rounds)
+	refRes, res, err := Sandwich(r.Driver, ref, plain, cfg)
+	if err != nil {
+		return fmt.Errorf("sandwich: %w", err)
+	}
+	set := func(dst *Result, a ArmResult, ratio bool) {
+		tp, ns := Summarize(a.RxPPS), Summarize(a.NsPerPacket)
+		dst.ThroughputPPS, dst.NsPerPacket = &tp, &ns
+		if ratio {
+			rt, nr := Summarize(a.Ratio), Summarize(a.NsRatio)
+			dst.Ratio, dst.NsRatio = &rt, &nr
+		}
+	}
+	set(&results[0], refRes, false)
+	one := Summary{Mean: 1, Median: 1, CI95: [2]float64{1, 1}, Runs: len(refRes.RxPPS)}
+	results[0].Ratio = &one
+	oneNs := one
+	results[0].NsRatio = &oneNs
+	for i, a := range res {
+		set(&results[i+1], a, true)
+	}
+	aa := *results[1].Ratio
+	ok := math.Abs(aa.Median-1) <= e.Sandwich.AALimit
+	rep.Controls = append(rep.Controls, Control{Run: run, Size: size, Ratio: aa, Valid: ok})
+	if !ok {
+		rep.Valid = false
+		r.logf("run %d, %d B: A/A control %.3f is more than %.0f%% from 1: run rejected", run, size, aa.Median, 100*e.Sandwich.AALimit)
+	}
+	return nil
+}
+
+// trial offers rate pps on slot for one trial; the generator is running.
+func (r *Runner) trial(slot int, spec PDRSpec) TrialFunc {
+	return func(rate float64) (Delta, error) {
+		gen := r.Driver.Generator()
+		if err := gen.Select(slot); err != nil {
+			return Delta{}, err
+		}
+		if err := gen.SetRate(uint64(rate)); err != nil {
+			return Delta{}, err
+		}
+		time.Sleep(spec.Warmup.D())
+		s0, err := r.Driver.Sample()
+		if err != nil {
+			return Delta{}, err
+		}
+		time.Sleep(spec.Trial.D())
+		s1, err := r.Driver.Sample()
+		r.Progress.Add(1)
+		return s1.Sub(s0), err
+	}
+}
+
+func (r *Runner) pdr(e *Experiment, ref Arm, arms []arm, results []Result) error {
+	gen := r.Driver.Generator()
+	if err := gen.Start(); err != nil {
+		return err
+	}
+	defer gen.Stop()
+	all := append([]Arm{ref}, func() []Arm {
+		out := []Arm{}
+		for _, a := range arms {
+			out = append(out, a.Arm)
+		}
+		return out
+	}()...)
+	var basePDR float64
+	for i, a := range all {
+		if i == 1 { // the A/A control is a sandwich device
+			continue
+		}
+		kinds := []float64{e.PDR.LossPercent / 100}
+		if e.PDR.NDR {
+			kinds = append(kinds, 0)
+		}
+		for _, loss := range kinds {
+			var vals []float64
+			for s := 0; s < e.PDR.Searches; s++ {
+				res, err := FindPDR(r.trial(a.Slot, e.PDR), SearchConfig{
+					Loss: loss, Start: e.PDR.StartPPS, Max: e.PDR.MaxPPS, Epsilon: e.PDR.EpsilonPPS, Repeats: e.PDR.Repeats,
+				})
+				if err != nil {
+					return fmt.Errorf("%s: %w", a.Name, err)
+				}
+				kind := "pdr"
+				if loss == 0 {
+					kind = "ndr"
+				}
+				results[i].Searches = append(results[i].Searches, SearchTrace{Kind: kind, SearchResult: res})
+				vals = append(vals, res.PDR())
+				r.logf("%s: %s search [%.0f, %.0f] pps", a.Name, kind, res.Low, res.High)
+			}
+			s := Summarize(vals)
+			if loss == 0 {
+				results[i].NDRPPS = &s
+			} else {
+				results[i].PDRPPS = &s
+				if i == 0 {
+					basePDR = s.Mean
+				} else if basePDR > 0 {
+					results[i].PDRRatio = s.Mean / basePDR
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ceiling measures the generator flat out into the XDP drop sink and into
+// the stack drop sink, then restores the forwarding sink.
+func (r *Runner) ceiling(run, size int) (Ceiling, error) {
+	c := Ceiling{Run: run, Size: size}
+	gen := r.Driver.Generator()
+	for _, k := range []SinkKind{SinkXDPDrop, SinkStackDrop} {
+		if err := r.Driver.Sink(k); err != nil {
+			return c, err
+		}
+		if err := gen.Select(0); err != nil {
+			return c, err
+		}
+		if err := gen.SetRate(0); err != nil {
+			return c, err
+		}
+		if err := gen.Start(); err != nil {
+			return c, err
+		}
+		time.Sleep(300 * time.Millisecond)
+		s0, err := r.Driver.Sample()
+		if err == nil {
+			time.Sleep(time.Second)
+			var s1 Sample
+			s1, err = r.Driver.Sample()
+			if k == SinkXDPDrop {
+				c.XDPDropPPS = s1.Sub(s0).RxPPS()
+				c.GenPPS = s1.Sub(s0).TxPPS()
+			} else {
+				c.StackDropPPS = s1.Sub(s0).RxPPS()
+			}
+		}
+		if serr := gen.Stop(); err == nil {
+			err = serr
+		}
+		if err != nil {
+			return c, fmt.Errorf("ceiling %s: %w", k, err)
+		}
+		r.Progress.Add(1)
+	}
+	return c, r.Driver.Sink(SinkForward)
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "unknown"
+	}
+	return strings.TrimRight(string(u.Release[:]), "\x00")
+}

@@ -1,0 +1,93 @@
+package perf
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// fakeDriver is a simulated testbed on a virtual clock: the SUT forwards
+// each slot's capacity × a slowly drifting machine speed (the steal and
+// shared-CPU swings of PERF-METHOD.md), spending ns/packet inversely.
+type fakeDriver struct {
+	capacity map[int]float64 // slot → pps at speed 1
+	drift    func(t time.Duration) float64
+	now      time.Duration
+	active   int
+	rx, tx   float64
+	cpu      float64
+}
+
+func (f *fakeDriver) Name() string           { return "fake" }
+func (f *fakeDriver) Up() error              { return nil }
+func (f *fakeDriver) Down() error            { return nil }
+func (f *fakeDriver) Env() *Env              { return &Env{} }
+func (f *fakeDriver) Generator() Generator   { return fakeGen{f} }
+func (f *fakeDriver) Sink(SinkKind) error    { return nil }
+func (f *fakeDriver) Load(int, []byte) error { return nil }
+func (f *fakeDriver) sleep(d time.Duration) {
+	// integrate in 1 ms steps
+	for step := time.Millisecond; d > 0; d -= step {
+		s := min(step, d)
+		pps := f.capacity[f.active] * f.drift(f.now)
+		f.rx += pps * s.Seconds()
+		f.tx += 8e6 * s.Seconds()
+		f.cpu += s.Seconds() * 1e9 // the SUT CPU is saturated
+		f.now += s
+	}
+}
+
+func (f *fakeDriver) Sample() (Sample, error) {
+	return Sample{At: time.Unix(0, 0).Add(f.now), Tx: uint64(f.tx), Rx: uint64(f.rx), SUTCPU: uint64(f.cpu)}, nil
+}
+
+type fakeGen struct{ f *fakeDriver }
+
+func (g fakeGen) Load(int, []byte) error { return nil }
+func (g fakeGen) MaxSlots() int          { return 32 }
+func (g fakeGen) Select(s int) error     { g.f.active = s; return nil }
+func (g fakeGen) SetRate(uint64) error   { return nil }
+func (g fakeGen) Start() error           { return nil }
+func (g fakeGen) Stop() error            { return nil }
+
+func TestSandwichCancelsDrift(t *testing.T) {
+	tests := []struct {
+		name  string
+		drift func(time.Duration) float64
+	}{
+		{"steady", func(time.Duration) float64 { return 1 }},
+		// ±40% swing with a 7 s period: blocked trials would be useless.
+		{"swinging", func(t time.Duration) float64 { return 1 + 0.4*math.Sin(t.Seconds()*2*math.Pi/7) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeDriver{capacity: map[int]float64{0: 1e6, 1: 1e6, 2: 0.74e6, 3: 0.85e6}, drift: tt.drift}
+			arms := []Arm{{"A/A", 1}, {"End", 2}, {"T.Encaps", 3}}
+			ticks := 0
+			cfg := SandwichConfig{Rounds: 20, Settle: 60 * time.Millisecond, Window: 240 * time.Millisecond, Seed: 3, Sleep: f.sleep, Tick: func() { ticks++ }}
+			_, res, err := Sandwich(f, Arm{"IPv6", 0}, arms, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ticks != cfg.Windows(len(arms)) {
+				t.Errorf("ticks %d, want %d", ticks, cfg.Windows(len(arms)))
+			}
+			for i, want := range []float64{1, 0.74, 0.85} {
+				s := Summarize(res[i].Ratio)
+				if s.Runs != 20 {
+					t.Errorf("%s: %d rounds, want 20", res[i].Name, s.Runs)
+				}
+				if math.Abs(s.Median-want) > 0.02*want {
+					t.Errorf("%s: ratio %.3f, want %.3f ± 2%%", res[i].Name, s.Median, want)
+				}
+				if s.CI95[0] > want*1.02 || s.CI95[1] < want*0.98 {
+					t.Errorf("%s: CI95 %v misses %.3f", res[i].Name, s.CI95, want)
+				}
+				ns := Summarize(res[i].NsRatio)
+				if math.Abs(ns.Median-1/want) > 0.03/want {
+					t.Errorf("%s: ns ratio %.3f, want %.3f", res[i].Name, ns.Median, 1/want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,228 @@
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// xdpGenerator is the XDP live-frames generator: BPF_PROG_TEST_RUN with
+// BPF_F_TEST_XDP_LIVE_FRAMES runs perf_gen over a small pool of pages, which
+// rewrites each frame from the active template and redirects it to the
+// tester's tx port. It runs in the tester namespace on one pinned CPU.
+type xdpGenerator struct {
+	ns      string
+	cpu     int
+	objs    perfGenObjects
+	ctl     perfGenPerfGenCtl
+	lens    [perfTmplSlots]int
+	mu      sync.Mutex
+	running bool
+	stop    chan struct{}
+	done    chan error
+}
+
+const (
+	perfTmplSlots = 32  // PERF_TMPL_SLOTS
+	perfTmplMax   = 512 // PERF_TMPL_MAX
+	// genChunk frames per PROG_TEST_RUN call (≈ 0.1–1 s): between calls the
+	// generator checks for Stop.
+	genChunk = 1 << 20
+	genBatch = 64
+)
+
+func newXDPGenerator(testerNS string, txIfindex, cpu int) (*xdpGenerator, error) {
+	g := &xdpGenerator{ns: testerNS, cpu: cpu}
+	if err := loadPerfGenObjects(&g.objs, nil); err != nil {
+		return nil, fmt.Errorf("load generator: %w", err)
+	}
+	g.ctl.Ifindex = uint32(txIfindex)
+	if err := g.writeCtl(); err != nil {
+		g.objs.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *xdpGenerator) writeCtl() error {
+	c := g.ctl
+	c.EpochNs, c.Credit = 0, 0 // the program restarts its token bucket
+	if err := g.objs.PerfCtl.Update(uint32(0), &c, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("write generator control: %w", err)
+	}
+	return nil
+}
+
+func (g *xdpGenerator) MaxSlots() int { return perfTmplSlots }
+
+func (g *xdpGenerator) Load(slot int, frame []byte) error {
+	if slot < 0 || slot >= perfTmplSlots {
+		return fmt.Errorf("template slot %d out of range 0..%d", slot, perfTmplSlots-1)
+	}
+	if len(frame) < 14 || len(frame) > perfTmplMax {
+		return fmt.Errorf("template of %d bytes: want 14..%d", len(frame), perfTmplMax)
+	}
+	var t perfGenPerfTmpl
+	t.Len = uint32(len(frame))
+	copy(t.Data[:], frame)
+	if err := g.objs.PerfTmpls.Update(uint32(slot), &t, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("load template %d: %w", slot, err)
+	}
+	g.mu.Lock()
+	g.lens[slot] = len(frame)
+	g.mu.Unlock()
+	return nil
+}
+
+func (g *xdpGenerator) Select(slot int) error {
+	if slot < 0 || slot >= perfTmplSlots {
+		return fmt.Errorf("template slot %d out of range", slot)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ctl.Active = uint32(slot)
+	return g.writeCtl()
+}
+
+func (g *xdpGenerator) SetRate(pps uint64) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ctl.RatePps = pps
+	return g.writeCtl()
+}
+
+// Start launches the sending goroutine. Its OS thread enters the tester
+// namespace (live frames are injected there, so the redirect ifindex
+// resolves there) and is pinned to the generator CPU.
+func (g *xdpGenerator) Start() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running {
+		return errors.New("generator already running")
+	}
+	g.ctl.Stop = 0
+	if err := g.writeCtl(); err != nil {
+		return err
+	}
+	// The initial frame only sizes the page; the program rewrites it.
+	data := make([]byte, 64)
+	if n := g.lens[g.ctl.Active]; n > 0 {
+		data = make([]byte, n)
+	}
+	g.stop, g.done = make(chan struct{}), make(chan error, 1)
+	g.running = true
+	stop, done, prog := g.stop, g.done, g.objs.PerfGen
+	go func() {
+		done <- nsutil.Do(g.ns, func() error {
+			var old, set unix.CPUSet
+			if err := unix.SchedGetaffinity(0, &old); err != nil {
+				return fmt.Errorf("get affinity: %w", err)
+			}
+			set.Set(g.cpu)
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				return fmt.Errorf("pin generator to cpu %d: %w", g.cpu, err)
+			}
+			defer unix.SchedSetaffinity(0, &old)
+			runtime.LockOSThread() // paired: nsutil.Do unlocks once
+			defer runtime.UnlockOSThread()
+			for {
+				select {
+				case <-stop:
+					return nil
+				default:
+				}
+				_, err := prog.Run(&ebpf.RunOptions{
+					Data:      data,
+					Repeat:    genChunk,
+					Flags:     unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+					BatchSize: genBatch,
+				})
+				if err != nil {
+					return fmt.Errorf("xdp live frames: %w", err)
+				}
+			}
+		})
+	}()
+	return nil
+}
+
+func (g *xdpGenerator) Stop() error {
+	g.mu.Lock()
+	if !g.running {
+		g.mu.Unlock()
+		return nil
+	}
+	g.running = false
+	g.ctl.Stop = 1
+	werr := g.writeCtl() // the rest of the chunk is dropped at once
+	close(g.stop)
+	done := g.done
+	g.mu.Unlock()
+	err := <-done
+	return errors.Join(werr, err)
+}
+
+// sent sums frames sent over all slots and CPUs.
+func (g *xdpGenerator) sent() (uint64, error) {
+	var n uint64
+	for slot := uint32(0); slot < perfTmplSlots; slot++ {
+		var per []perfGenPerfGenCount
+		if err := g.objs.PerfSent.Lookup(slot, &per); err != nil {
+			return 0, fmt.Errorf("read generator counters: %w", err)
+		}
+		for _, c := range per {
+			n += c.Frames
+		}
+	}
+	return n, nil
+}
+
+// verdicts returns the generator's per-verdict counters (drop reasons).
+func (g *xdpGenerator) verdicts() (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for v := perfGenPerfGenVerdict(0); v < perfGenPerfGenVerdictPERF_GEN_VERDICT_MAX; v++ {
+		var per []uint64
+		if err := g.objs.PerfVerdicts.Lookup(uint32(v), &per); err != nil {
+			return nil, fmt.Errorf("read generator verdicts: %w", err)
+		}
+		var n uint64
+		for _, c := range per {
+			n += c
+		}
+		out[v.String()] = n
+	}
+	return out, nil
+}
+
+func (g *xdpGenerator) Close() error {
+	err := g.Stop()
+	g.objs.Close()
+	return err
+}
+
+// String names a generator verdict (the drop reasons of perf_gen).
+func (v perfGenPerfGenVerdict) String() string {
+	switch v {
+	case perfGenPerfGenVerdictPERF_GEN_SENT:
+		return "sent"
+	case perfGenPerfGenVerdictPERF_GEN_IDLE_STOPPED:
+		return "idle-stopped"
+	case perfGenPerfGenVerdictPERF_GEN_IDLE_RATE:
+		return "idle-rate"
+	case perfGenPerfGenVerdictPERF_GEN_DROP_NO_CTL:
+		return "drop-no-ctl"
+	case perfGenPerfGenVerdictPERF_GEN_DROP_BAD_TMPL:
+		return "drop-bad-template"
+	case perfGenPerfGenVerdictPERF_GEN_DROP_RESIZE:
+		return "drop-resize"
+	case perfGenPerfGenVerdictPERF_GEN_DROP_STORE:
+		return "drop-store"
+	}
+	return fmt.Sprintf("verdict-%d", uint32(v))
+}

@@ -1,0 +1,43 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"sort"
+)
+
+// Render writes the plan in a stable, human-readable form: chains with
+// their SID lists, then every node's desired state. Golden files use it.
+func (p *Plan) Render(w io.Writer) {
+	fmt.Fprintf(w, "domain %s\n", p.Domain)
+	for _, c := range p.Chains {
+		fmt.Fprintf(w, "chain %s: %s at %s table %d match %s\n", c.Name, c.Mode, c.Ingress, c.Table, c.Match)
+		for _, h := range c.Hops {
+			fmt.Fprintf(w, "  %s %s %s %s\n", h.SID, h.Node, h.Service, h.Behavior)
+		}
+	}
+	names := make([]string, 0, len(p.Nodes))
+	for n := range p.Nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		n := p.Nodes[name]
+		fmt.Fprintf(w, "node %s\n", name)
+		if n.TunSrc != "" {
+			fmt.Fprintf(w, "  tunsrc %s\n", n.TunSrc)
+		}
+		for _, s := range n.Sysctls {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+		for _, k := range n.HMACKeys {
+			fmt.Fprintf(w, "  %s\n", k)
+		}
+		for _, r := range n.Routes {
+			fmt.Fprintf(w, "  route %s\n", r)
+		}
+		for _, r := range n.Rules {
+			fmt.Fprintf(w, "  %s\n", r)
+		}
+	}
+}
