@@ -79,17 +79,20 @@ step "status: chains, SID lists and per-SID counters"
 
 step "proof: packets counted at each SID during the traffic above"
 python3 - "$before" "$after" <<'EOF'
-import json, sys
+import ipaddress, json, sys
 b, a = (json.loads(x) for x in sys.argv[1:3])
-def table(st):
-    return {(n["node"], s["sid"]): s for n in st["nodes"] for s in (n.get("sids") or [])}
-tb, ta = table(b), table(a)
+def packets(st, node, sid):
+    """Packets counted by the local SID entry of node that covers sid."""
+    for n in st["nodes"]:
+        for s in n.get("sids") or []:
+            if n["node"] == node and ipaddress.ip_address(sid) in ipaddress.ip_network(s["sid"]):
+                return s.get("packets", 0)
+    return 0
 ok = True
 for ch in a["chains"]:
     print(f"chain {ch['name']} ({ch['mode']}): {ch['match']}")
     for h in ch["hops"]:
-        key = (h["node"], h["sid"] + "/128")
-        d = ta.get(key, {}).get("packets", 0) - tb.get(key, {}).get("packets", 0)
+        d = packets(a, h["node"], h["sid"]) - packets(b, h["node"], h["sid"])
         print(f"   {h['sid']:<24} {h['node']:<8} {h['behavior']:<8} +{d} packets")
         ok &= d > 0
 print("every SID of every chain saw traffic" if ok else "SOME SID SAW NO TRAFFIC")

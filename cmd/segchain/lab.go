@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,19 +57,6 @@ create: 'lab up' refuses when a target namespace already exists.`,
 	return cmd
 }
 
-func checkOutput(o string) error {
-	if o != "table" && o != "json" {
-		return fmt.Errorf("output format %q: want table or json", o)
-	}
-	return nil
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func newLabUpCmd(deps labDeps) *cobra.Command {
 	var file, name, output string
 	cmd := &cobra.Command{
@@ -118,7 +104,7 @@ namespace table, or the lab state with -o json.`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "domain file (default: the built-in default domain)")
 	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name, [a-z0-9-]{1,16}")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
 
@@ -252,7 +238,7 @@ while coming up; 'lab down' cleans it up.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
 
@@ -337,6 +323,6 @@ func newLabAddrCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }

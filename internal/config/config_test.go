@@ -267,3 +267,38 @@ func TestNaturalCompare(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestParseForms(t *testing.T) {
+	src := `
+base: &loc {role: nfv, id: 2, locator: "fc00:2::/64"}
+`
+	if _, err := Parse([]byte(src), "."); err == nil || !strings.Contains(err.Error(), `unknown field "base"`) {
+		t.Errorf("top-level anchor holder accepted: %v", err)
+	}
+	src = `
+nodes:
+  in: {role: ingress, id: 1, locator: "fc00:1::/64"}
+  nfv: &n {role: nfv, id: 2, locator: "fc00:2::/64"}
+  nfv2:
+    <<: *n
+    id: 3
+    locator: "fc00:3::/64"
+services:
+  hex: {node: nfv, behavior: End, function: 0xf1}
+  dec: {node: nfv, behavior: End, function: 242}
+`
+	d, err := Parse([]byte(src), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Nodes["nfv2"]; got.Role != "nfv" || got.ID != 3 {
+		t.Errorf("merge key: nfv2 = %+v", got)
+	}
+	sids, err := d.SIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sids["hex"] != netip.MustParseAddr("fc00:2::f1:0") || sids["dec"] != netip.MustParseAddr("fc00:2::f2:0") {
+		t.Errorf("pinned functions: %v", sids)
+	}
+}

@@ -268,3 +268,48 @@ func TestCanonical(t *testing.T) {
 		t.Errorf("Canonical (-want +got):\n%s", diff)
 	}
 }
+
+func TestFeaturesCheck(t *testing.T) {
+	yes := func(n string) Feature { return Feature{Name: n, Supported: true} }
+	no := func(n string) Feature { return Feature{Name: n, Reason: "missing here"} }
+	f := Features{
+		VRF: no("vrf"), EndDT4: no("End.DT4"), EndDT46: no("End.DT46"), VRFTable: no("vrftable"),
+		Counters: yes("count"), FlavorPSP: yes("flavor psp"), FlavorNextCSID: no("flavor next-csid"),
+		EndBPF: yes("End.BPF"), HMAC: no("seg6 hmac"), L2Encap: yes("mode l2encap"),
+		EncapRed: no("mode encap.red"), L2EncapRed: yes("mode l2encap.red"),
+	}
+	seg := []netip.Addr{netip.MustParseAddr("fc00::1")}
+	tests := []struct {
+		name    string
+		r       nodestate.Route
+		missing string // "" = supported
+	}{
+		{"plain", nodestate.Route{Dst: netip.MustParsePrefix("fc00::/64")}, ""},
+		{"encap", nodestate.Route{Seg6: &nodestate.Seg6Encap{Mode: "encap", Segs: seg}}, ""},
+		{"l2encap", nodestate.Route{Seg6: &nodestate.Seg6Encap{Mode: "l2encap", Segs: seg}}, ""},
+		{"encap.red", nodestate.Route{Seg6: &nodestate.Seg6Encap{Mode: "encap.red", Segs: seg}}, "mode encap.red"},
+		{"hmac", nodestate.Route{Seg6: &nodestate.Seg6Encap{Mode: "encap", Segs: seg, HMACKeyID: 1}}, "seg6 hmac"},
+		{"End count psp", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End", Count: true, Flavors: []string{"psp"}}}, ""},
+		{"End next-csid", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End", Flavors: []string{"next-csid"}}}, "flavor next-csid"},
+		{"End usd", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End", Flavors: []string{"usd"}}}, "flavor usd"},
+		{"End.DT4", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.DT4", VRFTable: 10}}, "End.DT4"},
+		{"End.DT46", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.DT46", VRFTable: 10}}, "End.DT46"},
+		{"End.DT6 table", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.DT6", Table: 10}}, ""},
+		{"End.DT6 vrftable", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.DT6", VRFTable: 10}}, "vrftable"},
+		{"End.B6 hmac", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.B6", Segs: seg, HMAC: 2}}, "seg6 hmac"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := f.Check(tc.r)
+			if tc.missing == "" {
+				if err != nil {
+					t.Errorf("Check = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), tc.missing) {
+				t.Errorf("Check = %v, want ErrNotSupported naming %q", err, tc.missing)
+			}
+		})
+	}
+}

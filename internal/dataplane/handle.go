@@ -21,6 +21,9 @@ type Handle struct {
 	socks  map[int]*nl.SocketHandle // our own sockets, extended ACK enabled
 	mu     sync.Mutex               // guards seg6ID
 	seg6ID uint16                   // genetlink family id of "SEG6", 0 until looked up
+
+	probeOnce sync.Once
+	probed    Features
 }
 
 // Open opens netlink sockets inside the named namespace ("" = the current

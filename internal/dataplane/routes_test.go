@@ -124,8 +124,11 @@ func TestPrivilegedRouteRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.needs.Name != "" && !tc.needs.Supported {
 				// The kernel must refuse it, and we report why.
-				if err := h.ReplaceRoute(tc.route); err == nil {
+				err := h.ReplaceRoute(tc.route)
+				if err == nil {
 					t.Errorf("ReplaceRoute(%s) succeeded although Probe says %s unsupported", tc.route, tc.needs.Name)
+				} else if !errors.Is(err, ErrNotSupported) || !strings.Contains(err.Error(), tc.needs.Reason) {
+					t.Errorf("ReplaceRoute error %q: want ErrNotSupported with the probe's reason %q", err, tc.needs.Reason)
 				}
 				t.Skipf("%s: %s", tc.needs.Name, tc.needs.Reason)
 			}

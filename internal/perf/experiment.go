@@ -59,6 +59,12 @@ type SandwichSpec struct {
 	// AALimit rejects a run whose A/A median is further than this from 1.
 	AALimit float64 `yaml:"aa_limit,omitempty" json:"aa_limit"`
 	Seed    uint64  `yaml:"seed,omitempty" json:"seed"`
+	// MinOverload: windows where the generator offered less than this
+	// multiple of the delivered rate are disturbed (the generator lost its
+	// CPU) and their round is replaced (default 1.1; negative disables).
+	MinOverload float64 `yaml:"min_overload,omitempty" json:"min_overload"`
+	// MaxRounds bounds the rounds including replacements (default 3×rounds).
+	MaxRounds int `yaml:"max_rounds,omitempty" json:"max_rounds"`
 }
 
 // PDRSpec configures the PDR/NDR search (fixed-rate trials).
@@ -132,6 +138,12 @@ func (e *Experiment) Defaults() {
 	}
 	if s.AALimit == 0 {
 		s.AALimit = 0.03
+	}
+	if s.MinOverload == 0 {
+		s.MinOverload = 1.1
+	}
+	if s.MaxRounds == 0 {
+		s.MaxRounds = 3 * s.Rounds
 	}
 	p := &e.PDR
 	if p.LossPercent == 0 {

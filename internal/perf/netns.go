@@ -26,6 +26,9 @@ type NetnsOptions struct {
 	// GenCPU runs the generator, SUTCPU the SUT's NAPI thread. They must
 	// differ so that the SUT's work is isolated and measurable.
 	GenCPU, SUTCPU int
+	// SUTNice is the nice value of the SUT's NAPI thread (0 = leave it;
+	// −20 makes it win its CPU against other work on a shared machine).
+	SUTNice int
 	// Prefix starts the namespace names (default "spf"); a random suffix
 	// makes them unique.
 	Prefix string
@@ -201,6 +204,11 @@ func (d *NetnsDriver) Up() (err error) {
 	d.napiPID = pid
 	if err := pin(pid, d.opt.SUTCPU); err != nil {
 		return fmt.Errorf("pin napi thread %d to cpu %d: %w", pid, d.opt.SUTCPU, err)
+	}
+	if d.opt.SUTNice != 0 {
+		if err := unix.Setpriority(unix.PRIO_PROCESS, pid, d.opt.SUTNice); err != nil {
+			return fmt.Errorf("renice napi thread %d: %w", pid, err)
+		}
 	}
 	sut := d.sut
 	d.env = Env{

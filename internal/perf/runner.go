@@ -67,10 +67,12 @@ type Result struct {
 	Ratio   *Summary `json:"ratio,omitempty"`
 	NsRatio *Summary `json:"ns_ratio,omitempty"`
 	// PDR/NDR (fixed-rate trials); PDRRatio = PDR ÷ the baseline's PDR.
-	PDRPPS   *Summary      `json:"pdr_pps,omitempty"`
-	NDRPPS   *Summary      `json:"ndr_pps,omitempty"`
-	PDRRatio float64       `json:"pdr_ratio,omitempty"`
-	Searches []SearchTrace `json:"searches,omitempty"`
+	PDRPPS   *Summary `json:"pdr_pps,omitempty"`
+	NDRPPS   *Summary `json:"ndr_pps,omitempty"`
+	PDRRatio float64  `json:"pdr_ratio,omitempty"`
+	// DiscardedRounds were replaced because a window was disturbed.
+	DiscardedRounds int           `json:"discarded_rounds,omitempty"`
+	Searches        []SearchTrace `json:"searches,omitempty"`
 }
 
 // SearchTrace keeps a search's steps (throughput vs input rate plots).
@@ -260,6 +262,7 @@ func (r *Runner) sandwich(e *Experiment, rep *Report, ref Arm, arms []arm, resul
 	cfg := SandwichConfig{
 		Rounds: e.Sandwich.Rounds, Settle: e.Sandwich.Settle.D(), Window: e.Sandwich.Window.D(),
 		Seed: e.Sandwich.Seed + uint64(run)*1000 + uint64(size), Tick: func() { r.Progress.Add(1) },
+		MinOverload: max(e.Sandwich.MinOverload, 0), MaxRounds: e.Sandwich.MaxRounds,
 	}
 	r.logf("run %d, %d B: sandwich of %d behaviours, %d rounds", run, size, len(arms), cfg.Rounds)
 	refRes, res, err := Sandwich(r.Driver, ref, plain, cfg)
@@ -281,6 +284,10 @@ func (r *Runner) sandwich(e *Experiment, rep *Report, ref Arm, arms []arm, resul
 	results[0].NsRatio = &oneNs
 	for i, a := range res {
 		set(&results[i+1], a, true)
+		results[i+1].DiscardedRounds = a.Discarded
+		if len(a.Ratio) == 0 {
+			return fmt.Errorf("sandwich: no valid round for %s (the testbed is too disturbed)", a.Name)
+		}
 	}
 	aa := *results[1].Ratio
 	ok := math.Abs(aa.Median-1) <= e.Sandwich.AALimit

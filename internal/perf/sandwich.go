@@ -28,6 +28,13 @@ type SandwichConfig struct {
 	Sleep func(time.Duration)
 	// Tick is called after every measured window (progress bars).
 	Tick func()
+	// MinOverload: a window is valid only if the generator offered at least
+	// this multiple of what the SUT delivered (the SUT was saturated, the
+	// generator was not starved of CPU by other work). 0 disables the check.
+	MinOverload float64
+	// MaxRounds bounds the extra rounds run to replace rounds with invalid
+	// windows (default 3 × Rounds).
+	MaxRounds int
 }
 
 // ArmResult holds one value per round for an arm.
@@ -41,9 +48,13 @@ type ArmResult struct {
 	RxPPS, NsPerPacket []float64
 	// TxPPS is the offered rate per round.
 	TxPPS []float64
+	// Discarded counts rounds whose windows were not valid (see
+	// SandwichConfig.MinOverload); they are not in the slices above.
+	Discarded int
 }
 
-// Windows returns how many windows a sandwich of n arms measures.
+// Windows returns how many windows a sandwich of n arms measures when no
+// round has to be replaced.
 func (c SandwichConfig) Windows(n int) int { return c.Rounds * (2*n + 1) }
 
 // Sandwich measures every arm against ref within one generator run: the
@@ -104,17 +115,32 @@ func sandwichRounds(d Driver, ref Arm, arms []Arm, c SandwichConfig, sleep func(
 	for i, a := range arms {
 		res[i].Name = a.Name
 	}
-	order := make([]int, len(arms))
-	for i := range order {
-		order[i] = i
+	valid := func(d Delta) bool {
+		return d.Rx > 0 && (c.MinOverload == 0 || float64(d.Tx) >= c.MinOverload*float64(d.Rx))
 	}
-	for round := 0; round < c.Rounds; round++ {
+	maxRounds := c.MaxRounds
+	if maxRounds == 0 {
+		maxRounds = 3 * c.Rounds
+	}
+	for round := 0; round < maxRounds; round++ {
+		// Arms still short of valid rounds, in a fresh random order.
+		var order []int
+		for i := range arms {
+			if len(res[i].Ratio) < c.Rounds {
+				order = append(order, i)
+			}
+		}
+		if len(order) == 0 {
+			break
+		}
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		prev, err := measure(ref.Slot)
 		if err != nil {
 			return refRes, res, err
 		}
-		refRes.add(prev, 1, 1)
+		if valid(prev) {
+			refRes.add(prev, 1, 1)
+		}
 		for _, i := range order {
 			x, err := measure(arms[i].Slot)
 			if err != nil {
@@ -124,17 +150,21 @@ func sandwichRounds(d Driver, ref Arm, arms []Arm, c SandwichConfig, sleep func(
 			if err != nil {
 				return refRes, res, err
 			}
-			refRes.add(next, 1, 1)
+			if valid(next) {
+				refRes.add(next, 1, 1)
+			}
+			if !valid(prev) || !valid(x) || !valid(next) {
+				res[i].Discarded++
+				prev = next
+				continue
+			}
 			refPPS := (prev.RxPPS() + next.RxPPS()) / 2
 			refNs := (prev.NsPerPacket() + next.NsPerPacket()) / 2
-			r, nr := 0.0, 0.0
-			if refPPS > 0 {
-				r = x.RxPPS() / refPPS
-			}
+			nr := 0.0
 			if refNs > 0 {
 				nr = x.NsPerPacket() / refNs
 			}
-			res[i].add(x, r, nr)
+			res[i].add(x, x.RxPPS()/refPPS, nr)
 			prev = next
 		}
 	}

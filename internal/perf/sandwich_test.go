@@ -12,10 +12,13 @@ import (
 type fakeDriver struct {
 	capacity map[int]float64 // slot → pps at speed 1
 	drift    func(t time.Duration) float64
-	now      time.Duration
-	active   int
-	rx, tx   float64
-	cpu      float64
+	// starve: the generator gets no CPU, offers only what the SUT takes
+	// at a fraction of its speed.
+	starve func(t time.Duration) bool
+	now    time.Duration
+	active int
+	rx, tx float64
+	cpu    float64
 }
 
 func (f *fakeDriver) Name() string           { return "fake" }
@@ -30,8 +33,14 @@ func (f *fakeDriver) sleep(d time.Duration) {
 	for step := time.Millisecond; d > 0; d -= step {
 		s := min(step, d)
 		pps := f.capacity[f.active] * f.drift(f.now)
-		f.rx += pps * s.Seconds()
-		f.tx += 8e6 * s.Seconds()
+		if f.starve != nil && f.starve(f.now) {
+			pps *= 0.3 // a starved generator: not the SUT's capacity
+			f.rx += pps * s.Seconds()
+			f.tx += pps * s.Seconds()
+		} else {
+			f.rx += pps * s.Seconds()
+			f.tx += 8e6 * s.Seconds()
+		}
 		f.cpu += s.Seconds() * 1e9 // the SUT CPU is saturated
 		f.now += s
 	}
@@ -51,25 +60,39 @@ func (g fakeGen) Start() error           { return nil }
 func (g fakeGen) Stop() error            { return nil }
 
 func TestSandwichCancelsDrift(t *testing.T) {
+	steady := func(time.Duration) float64 { return 1 }
 	tests := []struct {
-		name  string
-		drift func(time.Duration) float64
+		name        string
+		drift       func(time.Duration) float64
+		starve      func(time.Duration) bool
+		wantDiscard bool
 	}{
-		{"steady", func(time.Duration) float64 { return 1 }},
+		{name: "steady", drift: steady},
 		// ±40% swing with a 7 s period: blocked trials would be useless.
-		{"swinging", func(t time.Duration) float64 { return 1 + 0.4*math.Sin(t.Seconds()*2*math.Pi/7) }},
+		{name: "swinging", drift: func(t time.Duration) float64 { return 1 + 0.4*math.Sin(t.Seconds()*2*math.Pi/7) }},
+		// The generator starves 0.5 s of every 4 s: those rounds are
+		// discarded and replaced.
+		{name: "starved", drift: steady, wantDiscard: true,
+			starve: func(t time.Duration) bool { return math.Mod(t.Seconds(), 4) < 0.5 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fakeDriver{capacity: map[int]float64{0: 1e6, 1: 1e6, 2: 0.74e6, 3: 0.85e6}, drift: tt.drift}
+			f := &fakeDriver{capacity: map[int]float64{0: 1e6, 1: 1e6, 2: 0.74e6, 3: 0.85e6}, drift: tt.drift, starve: tt.starve}
 			arms := []Arm{{"A/A", 1}, {"End", 2}, {"T.Encaps", 3}}
 			ticks := 0
-			cfg := SandwichConfig{Rounds: 20, Settle: 60 * time.Millisecond, Window: 240 * time.Millisecond, Seed: 3, Sleep: f.sleep, Tick: func() { ticks++ }}
+			cfg := SandwichConfig{Rounds: 20, Settle: 60 * time.Millisecond, Window: 240 * time.Millisecond, Seed: 3, Sleep: f.sleep, Tick: func() { ticks++ }, MinOverload: 1.1}
 			_, res, err := Sandwich(f, Arm{"IPv6", 0}, arms, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ticks != cfg.Windows(len(arms)) {
+			discarded := 0
+			for _, r := range res {
+				discarded += r.Discarded
+			}
+			if tt.wantDiscard != (discarded > 0) {
+				t.Errorf("%d rounds discarded, want some: %v", discarded, tt.wantDiscard)
+			}
+			if !tt.wantDiscard && ticks != cfg.Windows(len(arms)) {
 				t.Errorf("ticks %d, want %d", ticks, cfg.Windows(len(arms)))
 			}
 			for i, want := range []float64{1, 0.74, 0.85} {

@@ -57,7 +57,6 @@ const (
 	chainTableBase  = 1000
 	chainTableRange = 30000
 	rulePrefBase    = 1000 // below the main table's 32766
-	ipv6Metric      = 1024 // the kernel's default IPv6 route metric
 )
 
 // Build computes the plan of a validated domain.
@@ -162,17 +161,7 @@ func addrOfFamily(ps []netip.Prefix, v4 bool) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-func metricFor(p netip.Prefix) int {
-	if p.Addr().Is4() {
-		return 0
-	}
-	return ipv6Metric
-}
-
 func (b *builder) addRoute(node string, r nodestate.Route) {
-	if r.Metric == 0 {
-		r.Metric = metricFor(r.Dst)
-	}
 	n := b.p.Nodes[node]
 	n.Routes = append(n.Routes, r)
 }
@@ -333,7 +322,7 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func (b *builder) sidPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, 128) }
+func (b *builder) sidPrefix(a netip.Addr) netip.Prefix { return b.d.SIDPrefix(a) }
 
 // endpoint converts a behaviour and its parameters into a seg6local route.
 func (b *builder) endpoint(path, node, owner, behavior string, prm config.Params, sidAddr netip.Addr) (nodestate.Route, error) {
@@ -363,7 +352,7 @@ func (b *builder) endpoint(path, node, owner, behavior string, prm config.Params
 	if (behavior == "End.DT6" || behavior == "End.T") && l.Table == 0 && l.VRFTable == 0 {
 		l.Table = 254
 	}
-	return nodestate.Route{Dst: b.sidPrefix(sidAddr), Dev: "lo", Seg6Local: l, Owner: owner}, nil
+	return nodestate.Route{Dst: b.sidPrefix(sidAddr), Seg6Local: l, Owner: owner}, nil
 }
 
 func (b *builder) resolveSID(s string) (netip.Addr, error) {
@@ -378,7 +367,7 @@ func (b *builder) resolveSID(s string) (netip.Addr, error) {
 }
 
 func (b *builder) addSID(node, service, behavior string, a netip.Addr) {
-	f := b.d.SID
+	f := b.d.Format()
 	b.p.SIDs = append(b.p.SIDs, SIDInfo{SID: b.sidPrefix(a), Node: node, Service: service, Behavior: behavior,
 		LocatorBits: f.LocatorBits, FunctionBits: f.FunctionBits, Args: f.ArgsBits})
 }
@@ -404,10 +393,6 @@ func (b *builder) services() error {
 	}
 	return nil
 }
-
-// Keys of the SID table for the decapsulating segments of a chain.
-func egressKey(chain string) string { return "chains." + chain + ".egress" }
-func returnKey(chain string) string { return "chains." + chain + ".return" }
 
 func (b *builder) chains() error {
 	names := make([]string, 0, len(b.d.Chains))
@@ -438,7 +423,7 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 	services := append([]string(nil), c.Services...)
 	match := c.Match
 	egress := c.Egress
-	egressSIDKey := egressKey(name)
+	egressSIDKey := config.EgressKey(name)
 	if reverse {
 		cname = name + "/reverse"
 		if egress == nil || egress.Node == "" {
@@ -458,7 +443,7 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 			}
 		}
 		egress = &config.Egress{Node: c.Ingress, Behavior: egress.Behavior, SID: egress.SID, Params: egress.Params}
-		egressSIDKey = returnKey(name)
+		egressSIDKey = config.ReturnKey(name)
 	}
 
 	ch := Chain{Name: cname, Ingress: headend, Mode: modeOrDefault(c.Mode), Match: describeMatch(match)}

@@ -51,10 +51,10 @@ type Spec struct {
 	SID      netip.Prefix     `json:"sid"`
 	Behavior string           `json:"behavior"` // End.AS, End.AD, End.EAD or End.AM
 	Inner    Inner            `json:"-"`
-	NH       netip.Addr       `json:"nh,omitzero"` // S-ADDR as an IP next hop ...
+	NH       netip.Addr       `json:"nh,omitzero"`   // S-ADDR as an IP next hop ...
 	MAC      net.HardwareAddr `json:"mac,omitempty"` // ... or as a MAC
-	OIF      string           `json:"oif"` // IFACE-OUT, towards the SF
-	IIF      string           `json:"iif"` // IFACE-IN, from the SF
+	OIF      string           `json:"oif"`           // IFACE-OUT, towards the SF
+	IIF      string           `json:"iif"`           // IFACE-IN, from the SF
 	// End.AS only: the configured CACHE.
 	Src  netip.Addr   `json:"src,omitzero"`
 	Segs []netip.Addr `json:"segs,omitempty"` // path order: Segs[0] is the next SID

@@ -74,17 +74,18 @@ func StartCapture(t testing.TB, ns, iface, filter string, count int) *Capture {
 	case <-ready:
 	case <-time.After(10 * time.Second):
 		c.stop()
-		t.Fatalf("tcpdump in %s on %s did not start listening: %s", ns, iface, c.log())
+		t.Fatalf("tcpdump in %s on %s did not start listening: %s", ns, iface, c.Log())
 	}
 	select {
 	case <-c.done:
-		t.Fatalf("tcpdump in %s on %s exited early: %s", ns, iface, c.log())
+		t.Fatalf("tcpdump in %s on %s exited early: %s", ns, iface, c.Log())
 	default:
 	}
 	return c
 }
 
-func (c *Capture) log() string {
+// Log returns what tcpdump wrote on stderr (its packet statistics once stopped).
+func (c *Capture) Log() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stderr.String()

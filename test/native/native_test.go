@@ -298,9 +298,11 @@ func TestPrivilegedNativeBehaviors(t *testing.T) {
 
 			capt := tp.capture(t, tc.filter, nPkts)
 			l3len := tp.send(t, tc.pkt, nPkts)
-			pkts := testutil.Tshark(t, capt.Wait(captureWait), tsharkFields...)
+			pcap := capt.Wait(captureWait)
+			pkts := testutil.Tshark(t, pcap, tsharkFields...)
 			if len(pkts) != nPkts {
-				t.Fatalf("dst captured %d packets matching %q, want %d", len(pkts), tc.filter, nPkts)
+				t.Fatalf("dst captured %d packets matching %q, want %d\ntcpdump: %s\nSUT: %s", len(pkts), tc.filter, nPkts,
+					capt.Log(), testutil.Exec(t, "", "ip", "-n", tp.sut, "-s", "-d", "-6", "route"))
 			}
 			for i, p := range pkts {
 				got := testutil.Packet{}

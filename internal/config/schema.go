@@ -1,0 +1,314 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// fieldDoc describes every field of the domain file, keyed "Type.key". The
+// JSON Schema and docs/config.md are generated from it.
+var fieldDoc = map[string]string{
+	"Domain":          "An SRv6 domain: nodes, how they are wired, the service functions they host and the chains that steer traffic through them.",
+	"Domain.name":     "Name of the domain (free text, shown by plan and status).",
+	"Domain.sid":      "How SIDs split into LOC:FUNCT:ARGS. Default 64/48/16.",
+	"Domain.nodes":    "The nodes, by name (1..10 characters of a-z, 0-9, '-': names become namespace names).",
+	"Domain.links":    "Point-to-point links (veth pairs in the lab).",
+	"Domain.services": "Service functions, by name: one SID each on one node.",
+	"Domain.chains":   "Service chains, by name.",
+	"Domain.routing":  "How locators and link prefixes are reached.",
+	"Domain.security": "HMAC keys and the nodes that require HMAC.",
+
+	"SIDFormat":               "The SID structure. Absent fields take their default; args_bits: 0 means no ARGS.",
+	"SIDFormat.locator_bits":  "Bits of the locator (default 64, at least 16). Every node locator must be a prefix of exactly this length.",
+	"SIDFormat.function_bits": "Bits of FUNCT after the locator (default 48, at most 64).",
+	"SIDFormat.args_bits":     "Bits of ARGS after FUNCT (default 16, at most 64). locator_bits+function_bits+args_bits ≤ 128.",
+
+	"Node":         "One machine (a network namespace in the lab).",
+	"Node.role":    "host (traffic source/sink outside the SR domain), ingress (classifies, pushes SID lists), egress (decapsulates), router (plain IPv6 transit), nfv (hosts service functions) or edge (ingress and egress).",
+	"Node.id":      "Node number 1..65535, unique; the host part of the node's address on every link.",
+	"Node.locator": "SID prefix of the node (IPv6, exactly sid.locator_bits long, no host bits, unique). Required for every role but host and router; forbidden for hosts.",
+	"Node.netns":   "Network namespace of the node outside a lab (in a lab, the lab names it).",
+	"Node.sysctls": "Extra net.* sysctls for the node.",
+
+	"Link":           "A point-to-point link. Each end's address is the link prefix with the node id as host part (fc00:12::/64 gives node 2 fc00:12::2/64).",
+	"Link.endpoints": "Exactly two \"node:iface\" ends; interface names are 1..15 characters of [A-Za-z0-9._-], unique per node, not lo.",
+	"Link.ipv6":      "IPv6 prefix of the link (required). Node ids must fit its host bits.",
+	"Link.ipv4":      "IPv4 prefix of the link (optional). Node ids must fit its host bits.",
+
+	"Service":          "A function bound to one SID on one node.",
+	"Service.node":     "Node hosting the service; it must have a locator.",
+	"Service.behavior": "Endpoint behaviour, iproute2 spelling.",
+	"Service.sid":      "Pins the SID (inside the node's locator, ARGS zero). Exclusive with function.",
+	"Service.function": "Pins the FUNCT value, hex (0xf1) or decimal. 0 is reserved. Exclusive with sid.",
+
+	"Params.nh4":      "IPv4 next hop (End.DX4).",
+	"Params.nh6":      "IPv6 next hop (End.X, End.DX6).",
+	"Params.oif":      "Outgoing interface: a link interface of the node or lo (End.DX2 required; End.X, End.DX4, End.DX6 optional).",
+	"Params.iif":      "Incoming interface (no native behaviour takes one yet: always an error).",
+	"Params.table":    "Routing table for the lookup (End.T, End.DT6).",
+	"Params.vrftable": "VRF table (End.DT4, End.DT46; needs VRF support in the kernel).",
+	"Params.segs":     "New segment list of a binding SID (End.B6, End.B6.Encaps): service names or IPv6 SIDs, first segment first.",
+	"Params.flavors":  "seg6local flavors (End, End.X, End.T only).",
+	"Params.count":    "Per-SID counters (default true).",
+
+	"Chain":               "Steers the traffic a classifier matches at an ingress node through an ordered list of services.",
+	"Chain.ingress":       "Headend node (role ingress or edge).",
+	"Chain.match":         "The classifier: every field given must match.",
+	"Chain.mode":          "Headend mode as iproute2 spells it: encap (H.Encaps), insert (H.Insert, iproute2 inline), l2encap (H.Encaps.L2), encap.red, l2encap.red. Default encap.",
+	"Chain.services":      "Services in visiting order; each at most once. May be empty when an egress is given.",
+	"Chain.egress":        "The decapsulating last segment: required for the encap modes, forbidden for insert (the packet's own destination is the last segment).",
+	"Chain.bidirectional": "Also build the reverse chain: headend at the egress node (role egress or edge), services in reverse order, decapsulation at the ingress node. Needs match.src.",
+	"Chain.return":        "The reverse chain's egress at the ingress node (only with bidirectional). Default for IPv6 chains: End.DT6 table 254.",
+	"Chain.hmac":          "Name of a security.hmac key to sign the SRH with.",
+
+	"Match":        "Ingress classifier.",
+	"Match.family": "4 or 6; default: the family of dst. Must agree with dst.",
+	"Match.src":    "Source prefix, same family as dst.",
+	"Match.dst":    "Destination prefix (required).",
+	"Match.proto":  "tcp, udp, icmp, ipv6-icmp, sctp or a number 0..255.",
+	"Match.sport":  "Source port N or range N-M (tcp or udp only).",
+	"Match.dport":  "Destination port N or range N-M (tcp or udp only).",
+	"Match.iif":    "Incoming interface on the ingress node.",
+
+	"Egress":          "Where a chain's SRv6 encapsulation is removed. IPv6 chains: End.DX6, End.DT6, End.DT46; IPv4: End.DX4, End.DT4, End.DT46; l2encap: End.DX2.",
+	"Egress.node":     "Decapsulating node (with a locator). For return, the chain's ingress (may be omitted).",
+	"Egress.behavior": "Decapsulating behaviour, iproute2 spelling.",
+	"Egress.sid":      "Pins the SID (inside the node's locator, ARGS zero).",
+
+	"Routing":      "Routing of locators and link prefixes.",
+	"Routing.mode": "static (default): shortest-path static routes computed from the links. frr and gobgp are not supported yet.",
+
+	"Security":              "SRv6 domain security.",
+	"Security.hmac":         "HMAC keys of the kernel's seg6 HMAC table, by name.",
+	"Security.require_hmac": "Nodes that drop SRv6 packets without a valid HMAC (seg6_require_hmac = 1).",
+
+	"HMACKey":             "One HMAC key.",
+	"HMACKey.id":          "Key id 1..4294967295, unique.",
+	"HMACKey.algorithm":   "sha256 (default) or sha1.",
+	"HMACKey.secret_file": "File holding the secret, relative to the domain file; one trailing newline is ignored; 1..64 bytes.",
+}
+
+// schemaEnum lists allowed values per field.
+var schemaEnum = map[string][]any{
+	"Node.role":         strs(Roles),
+	"Service.behavior":  strs(Behaviors),
+	"Egress.behavior":   strs(EgressBehaviors),
+	"Chain.mode":        strs(Modes),
+	"Params.flavors":    strs(Flavors),
+	"HMACKey.algorithm": strs(HMACAlgorithms),
+	"Routing.mode":      {"static"},
+	"Match.family":      {4, 6},
+}
+
+// schemaExtra adds keywords per field.
+var schemaExtra = map[string]map[string]any{
+	"Domain.nodes":            {"propertyNames": map[string]any{"pattern": "^[a-z0-9-]{1,10}$"}, "minProperties": 1},
+	"Node.id":                 {"minimum": 1, "maximum": maxNodeID},
+	"HMACKey.id":              {"minimum": 1, "maximum": maxKeyID},
+	"Link.endpoints":          {"minItems": 2, "maxItems": 2},
+	"Match.sport":             {"pattern": `^[0-9]+(-[0-9]+)?$`},
+	"Match.dport":             {"pattern": `^[0-9]+(-[0-9]+)?$`},
+	"SIDFormat.locator_bits":  {"minimum": 16, "maximum": 128},
+	"SIDFormat.function_bits": {"minimum": 0, "maximum": 64},
+	"SIDFormat.args_bits":     {"minimum": 0, "maximum": 64},
+	"Params.table":            {"minimum": 1},
+	"Params.vrftable":         {"minimum": 1},
+}
+
+// schemaRequired lists the required keys per type.
+var schemaRequired = map[string][]string{
+	"Domain":  {"nodes"},
+	"Node":    {"role", "id"},
+	"Link":    {"endpoints", "ipv6"},
+	"Service": {"node", "behavior"},
+	"Chain":   {"ingress", "match"},
+	"Match":   {"dst"},
+	"Egress":  {"behavior"},
+	"HMACKey": {"id", "secret_file"},
+}
+
+func strs(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// SchemaID is the $id of the published schema.
+const SchemaID = "https://github.com/segchain/segchain/docs/domain.schema.json"
+
+// field is one YAML key of a struct, with the type that declares it (for
+// inline Params, "Params").
+type field struct {
+	key, owner string
+	typ        reflect.Type
+}
+
+func structFields(t reflect.Type) []field {
+	var out []field
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			out = append(out, structFields(f.Type)...)
+			continue
+		}
+		out = append(out, field{key: name, owner: t.Name(), typ: f.Type})
+	}
+	return out
+}
+
+// Schema generates the JSON Schema (draft 2020-12) of the domain file from
+// the Go types, with descriptions, enums and additionalProperties: false.
+func Schema() ([]byte, error) {
+	defs := map[string]any{}
+	root := objectSchema(reflect.TypeOf(Domain{}), defs)
+	root["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+	root["$id"] = SchemaID
+	root["title"] = "segchain domain file"
+	delete(defs, "Domain")
+	root["$defs"] = defs
+	b, err := json.MarshalIndent(root, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("marshal schema: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+func objectSchema(t reflect.Type, defs map[string]any) map[string]any {
+	props := map[string]any{}
+	for _, f := range structFields(t) {
+		key := f.owner + "." + f.key
+		s := typeSchema(f.typ, defs)
+		if d, ok := fieldDoc[key]; ok {
+			s["description"] = d
+		}
+		if e, ok := schemaEnum[key]; ok {
+			if s["type"] == "array" {
+				s["items"] = map[string]any{"enum": e}
+			} else {
+				s["enum"] = e
+			}
+		}
+		for k, v := range schemaExtra[key] {
+			s[k] = v
+		}
+		props[f.key] = s
+	}
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if d, ok := fieldDoc[t.Name()]; ok {
+		s["description"] = d
+	}
+	if r, ok := schemaRequired[t.Name()]; ok {
+		s["required"] = r
+	}
+	return s
+}
+
+func typeSchema(t reflect.Type, defs map[string]any) map[string]any {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Slice:
+		return map[string]any{"type": "array", "items": typeSchema(t.Elem(), defs)}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": typeSchema(t.Elem(), defs)}
+	case reflect.Struct:
+		if _, ok := defs[t.Name()]; !ok {
+			defs[t.Name()] = nil // break cycles
+			defs[t.Name()] = objectSchema(t, defs)
+		}
+		return map[string]any{"$ref": "#/$defs/" + t.Name()}
+	}
+	return map[string]any{}
+}
+
+// Reference renders the field reference of the domain file as Markdown
+// (one table per type), from the same descriptions as the schema.
+func Reference() string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	var walk func(t reflect.Type)
+	var order []reflect.Type
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t.Name()] {
+			return
+		}
+		seen[t.Name()] = true
+		order = append(order, t)
+		for _, f := range structFields(t) {
+			walk(f.typ)
+		}
+	}
+	walk(reflect.TypeOf(Domain{}))
+	for _, t := range order {
+		fmt.Fprintf(&b, "### %s\n\n%s\n\n", t.Name(), fieldDoc[t.Name()])
+		b.WriteString("| key | type | required | description |\n|---|---|---|---|\n")
+		req := map[string]bool{}
+		for _, r := range schemaRequired[t.Name()] {
+			req[r] = true
+		}
+		for _, f := range structFields(t) {
+			key := f.owner + "." + f.key
+			desc := fieldDoc[key]
+			if e, ok := schemaEnum[key]; ok {
+				var vals []string
+				for _, v := range e {
+					vals = append(vals, fmt.Sprintf("`%v`", v))
+				}
+				desc += " One of " + strings.Join(vals, ", ") + "."
+			}
+			r := ""
+			if req[f.key] {
+				r = "yes"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.key, typeName(f.typ), r, strings.ReplaceAll(desc, "|", `\|`))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func typeName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice:
+		return "list of " + typeName(t.Elem())
+	case reflect.Map:
+		return "map of " + typeName(t.Elem())
+	case reflect.Struct:
+		return t.Name()
+	case reflect.Int:
+		return "integer"
+	}
+	return t.Kind().String()
+}
+
+// keysOfDoc is used by tests: every documented key must exist.
+func keysOfDoc() []string {
+	out := make([]string, 0, len(fieldDoc))
+	for k := range fieldDoc {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

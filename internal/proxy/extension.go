@@ -1,0 +1,235 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/segchain/segchain/internal/localsid"
+)
+
+// Extension plugs the proxies into `segchain sid` (localsid.Extension).
+type Extension struct{}
+
+var _ localsid.Extension = Extension{}
+
+// Behaviors implements localsid.Extension.
+func (Extension) Behaviors() []string { return Behaviors }
+
+// Add implements localsid.Extension.
+func (Extension) Add(netns string, sid netip.Prefix, behavior string, params []string) error {
+	s, err := ParseSpec(sid, behavior, params)
+	if err != nil {
+		return err
+	}
+	return withNode(netns, func(n *Node) error { return n.Add(s) })
+}
+
+// Del implements localsid.Extension.
+func (Extension) Del(netns string, sid netip.Prefix) (bool, error) {
+	if !installed(netns) {
+		return false, nil
+	}
+	var found bool
+	err := withNode(netns, func(n *Node) (err error) {
+		found, err = n.Del(sid)
+		return err
+	})
+	return found, err
+}
+
+// Show implements localsid.Extension: counters under "packets", "bytes",
+// "errors" plus in-/out- split, cache updates and "drop-<reason>"; the
+// Extra is the full Status (spec, counters, cache contents).
+func (Extension) Show(netns string) ([]localsid.Entry, error) {
+	if !installed(netns) {
+		return nil, nil
+	}
+	var out []localsid.Entry
+	err := withNode(netns, func(n *Node) error {
+		sts, err := n.Show()
+		for _, st := range sts {
+			out = append(out, EntryOf(st))
+		}
+		return err
+	})
+	return out, err
+}
+
+// EntryOf converts a Status to a `sid show` entry.
+func EntryOf(st Status) localsid.Entry {
+	p := st.Spec.Params()
+	params := map[string]string{}
+	for i := 0; i < len(p); i++ {
+		if p[i] == "flow" {
+			params["flow"] = "true"
+			continue
+		}
+		if i+1 < len(p) {
+			params[p[i]] = p[i+1]
+			i++
+		}
+	}
+	c := st.Counters
+	counters := map[string]uint64{
+		"packets": c.InPackets + c.OutPackets, "bytes": c.InBytes + c.OutBytes,
+		"in-packets": c.InPackets, "in-bytes": c.InBytes, "out-packets": c.OutPackets,
+		"out-bytes": c.OutBytes, "passed": c.Passed, "cache-updates": c.CacheUpdates,
+		"cache-entries": uint64(len(st.Cache)),
+	}
+	var errs uint64
+	for r, v := range c.Drops {
+		counters["drop-"+r] = v
+		errs += v
+	}
+	counters["errors"] = errs
+	return localsid.Entry{SID: st.Spec.SID, Behavior: st.Spec.Behavior, Params: params, Counters: counters, Extra: st}
+}
+
+// Flush implements localsid.Extension.
+func (Extension) Flush(netns string) error {
+	if !installed(netns) {
+		return nil
+	}
+	return withNode(netns, func(n *Node) error { return n.Flush() })
+}
+
+// ClearCounters implements localsid.Extension.
+func (Extension) ClearCounters(netns string, sid *netip.Prefix) error {
+	if !installed(netns) {
+		return nil
+	}
+	return withNode(netns, func(n *Node) error { return n.ClearCounters(sid) })
+}
+
+// installed reports whether netns has pinned proxy state (so read-only
+// verbs do not create any).
+func installed(netns string) bool {
+	ino, err := nsInode(netns)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(PinRoot, fmt.Sprintf("ns-%d", ino), "proxy", "sids_map"))
+	return err == nil
+}
+
+func withNode(netns string, fn func(*Node) error) error {
+	n, err := Open(netns)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	return fn(n)
+}
+
+// Apply makes the proxies of netns exactly specs (the planner's entry
+// point). It is idempotent: unchanged SIDs keep their caches and counters,
+// changed ones are replaced, SIDs not in specs are removed.
+func Apply(netns string, specs []Spec) error {
+	var errs []error
+	for _, s := range specs {
+		if err := s.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(specs) == 0 {
+		return Remove(netns)
+	}
+	return withNode(netns, func(n *Node) error {
+		cur, err := n.Show()
+		if err != nil {
+			return err
+		}
+		want := map[netip.Prefix]Spec{}
+		for _, s := range specs {
+			want[s.SID] = s
+		}
+		// Removing the last SID tears everything down; keep one alive
+		// until the new ones are in by deleting stale SIDs last.
+		var stale []netip.Prefix
+		for _, c := range cur {
+			if w, ok := want[c.Spec.SID]; ok && w.Equal(c.Spec) {
+				delete(want, c.Spec.SID)
+				continue
+			}
+			stale = append(stale, c.Spec.SID)
+		}
+		for _, sid := range stale {
+			if _, ok := want[sid]; ok { // changed: replace in place
+				if _, err := n.Del(sid); err != nil {
+					return err
+				}
+				if n, err = reopen(n); err != nil {
+					return err
+				}
+			}
+		}
+		for _, s := range specs {
+			if _, ok := want[s.SID]; ok {
+				if err := n.Add(s); err != nil {
+					return err
+				}
+			}
+		}
+		for _, sid := range stale {
+			if _, ok := want[sid]; !ok {
+				if _, err := n.Del(sid); err != nil {
+					return err
+				}
+			}
+		}
+		return n.attachAll()
+	})
+}
+
+// reopen re-creates the pins after a Del that tore everything down.
+func reopen(n *Node) (*Node, error) {
+	if _, err := os.Stat(filepath.Join(n.dir, "sids_map")); err == nil {
+		return n, nil
+	}
+	nn, err := Open(n.netns)
+	if err != nil {
+		return nil, err
+	}
+	n.Close()
+	*n = *nn
+	return n, nil
+}
+
+// Remove deletes every proxy of netns (program, links, maps).
+func Remove(netns string) error {
+	if !installed(netns) {
+		return nil
+	}
+	return withNode(netns, func(n *Node) error { return n.Flush() })
+}
+
+// FormatStatus renders a Status as `sid show` text lines.
+func FormatStatus(st Status) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n    in %d pkts %d bytes, out %d pkts %d bytes, passed %d, cache updates %d",
+		st.Spec, st.Counters.InPackets, st.Counters.InBytes, st.Counters.OutPackets,
+		st.Counters.OutBytes, st.Counters.Passed, st.Counters.CacheUpdates)
+	for r, v := range st.Counters.Drops {
+		fmt.Fprintf(&b, ", drop %s %d", r, v)
+	}
+	for _, c := range st.Cache {
+		b.WriteString("\n    cache")
+		if c.Flow != "" {
+			b.WriteString(" [" + c.Flow + "]")
+		}
+		if c.Terminal {
+			fmt.Fprintf(&b, " terminal (last segment), age %s", c.Age)
+			continue
+		}
+		h := c.Header
+		fmt.Fprintf(&b, " src %s da %s sl %d path %v hlim %d len %d age %s", h.Src, h.DA, h.SL, h.Path, h.HopLimit, h.Len, c.Age)
+	}
+	return b.String()
+}

@@ -1,0 +1,395 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"net/netip"
+)
+
+// This file is the pure-Go reference model of the proxy program: the same
+// decisions written for clarity, from the behaviour definitions (DESIGN
+// §3.2), not from the C. Tests run both on the same packets and state.
+
+// Verdict is a tc verdict.
+type Verdict int
+
+// tc verdicts (linux/pkt_cls.h).
+const (
+	VerdictPass     Verdict = 0 // TC_ACT_OK
+	VerdictDrop     Verdict = 2 // TC_ACT_SHOT
+	VerdictRedirect Verdict = 7 // TC_ACT_REDIRECT
+)
+
+// ModelSID is the configuration the model needs of one proxy SID.
+type ModelSID struct {
+	ID       uint32
+	Behavior string
+	Inner    Inner
+	Flow     bool
+	MAC      net.HardwareAddr // S-ADDR as MAC (nil: neighbour resolution)
+	OIFMAC   net.HardwareAddr
+}
+
+// ModelCache is one cache entry of the model.
+type ModelCache struct {
+	Hdr      []byte
+	NhOff    int
+	Terminal bool
+}
+
+// FIBResult is what the model's FIB answers for a destination.
+type FIBResult struct {
+	OK         bool // forwarded (BPF_FIB_LKUP_RET_SUCCESS)
+	MTU        int
+	SMAC, DMAC net.HardwareAddr
+}
+
+// ModelStats mirrors the per-SID counters.
+type ModelStats struct {
+	In, InBytes, Out, OutBytes, Passed, CacheUpdates uint64
+	Drops                                            [numDropReasons]uint64
+}
+
+// Model is the state of one node: SIDs, IFACE-INs, caches, counters.
+type Model struct {
+	SIDs   map[netip.Addr]ModelSID
+	Ifaces map[uint32]ModelSID
+	Cache  map[uint32]ModelCache
+	Flows  map[string]ModelCache
+	Stats  map[uint32]*ModelStats
+	FIB    func(dst netip.Addr) FIBResult
+}
+
+// Result is the model's outcome for one frame.
+type Result struct {
+	Verdict Verdict
+	Out     []byte
+	Reason  DropReason // when Verdict == VerdictDrop
+}
+
+func (m *Model) stats(id uint32) *ModelStats {
+	if m.Stats == nil {
+		m.Stats = map[uint32]*ModelStats{}
+	}
+	if m.Stats[id] == nil {
+		m.Stats[id] = &ModelStats{}
+	}
+	return m.Stats[id]
+}
+
+// Run processes one Ethernet frame received on ifindex iif.
+func (m *Model) Run(iif uint32, frame []byte) Result {
+	pkt := append([]byte(nil), frame...)
+	if cfg, ok := m.Ifaces[iif]; ok {
+		return m.outbound(cfg, pkt)
+	}
+	return m.inbound(pkt)
+}
+
+func drop(st *ModelStats, r DropReason) Result {
+	st.Drops[r]++
+	return Result{Verdict: VerdictDrop, Reason: r}
+}
+
+// walk is the extension-header walk (hop-by-hop, destination options,
+// one SRH) from offset 54 of an Ethernet + IPv6 frame.
+type walk struct {
+	srhOff, nhOff, upperOff int
+	upper, sl               uint8
+	err                     DropReason
+	ok                      bool
+}
+
+func walkExt(p []byte) walk {
+	w := walk{nhOff: 14 + 6}
+	nh, off := p[14+6], 54
+	for range 8 {
+		switch nh {
+		case 0, 60:
+			if off+2 > len(p) {
+				return walk{err: DropTruncated}
+			}
+			w.nhOff = off
+			nh, off = p[off], off+(int(p[off+1])+1)*8
+		case protoRouting:
+			if off+8 > len(p) {
+				return walk{err: DropTruncated}
+			}
+			h := p[off:]
+			if h[2] != srhType || (int(h[4])+1)*2 > int(h[1]) || h[3] > h[4] || w.srhOff != 0 {
+				return walk{err: DropBadSRH}
+			}
+			w.srhOff, w.sl, w.nhOff = off, h[3], off
+			nh, off = h[0], off+(int(h[1])+1)*8
+		case 44:
+			return walk{err: DropFragment}
+		default:
+			if off > len(p) {
+				return walk{err: DropTruncated}
+			}
+			w.upper, w.upperOff, w.ok = nh, off, true
+			return w
+		}
+	}
+	return walk{err: DropBadExt}
+}
+
+func (m *Model) toSF(cfg ModelSID, st *ModelStats, p []byte) Result {
+	st.In++
+	st.InBytes += uint64(len(p))
+	if cfg.MAC != nil && cfg.Inner != InnerEthernet {
+		copy(p[0:6], cfg.MAC)
+		copy(p[6:12], cfg.OIFMAC)
+	}
+	return Result{Verdict: VerdictRedirect, Out: p}
+}
+
+func (m *Model) inbound(p []byte) Result {
+	if len(p) < 54 || binary.BigEndian.Uint16(p[12:]) != 0x86dd {
+		return Result{Verdict: VerdictPass, Out: p}
+	}
+	cfg, ok := m.SIDs[netip.AddrFrom16([16]byte(p[38:54]))]
+	if !ok {
+		return Result{Verdict: VerdictPass, Out: p}
+	}
+	st := m.stats(cfg.ID)
+	hop := p[21]
+	w := walkExt(p)
+	if !w.ok {
+		return drop(st, w.err)
+	}
+	if cfg.Behavior == EndAM {
+		if w.srhOff == 0 {
+			return drop(st, DropNoSRH)
+		}
+		if w.sl == 0 {
+			return drop(st, DropSLZero)
+		}
+		if w.srhOff+8+16 > len(p) {
+			return drop(st, DropTruncated)
+		}
+		copy(p[38:54], p[w.srhOff+8:w.srhOff+24]) // DA <- Segment List[0]
+		return m.toSF(cfg, st, p)
+	}
+	var inner Inner
+	minLeft := 40
+	switch w.upper {
+	case protoIPv6:
+		inner = InnerIPv6
+	case protoIPv4:
+		inner, minLeft = InnerIPv4, 20
+	case protoEthernet:
+		inner, minLeft = InnerEthernet, 20
+	default:
+		return drop(st, DropInnerType)
+	}
+	if inner != cfg.Inner {
+		return drop(st, DropInnerType)
+	}
+	hdrLen := w.upperOff - 14
+	if hdrLen > cacheHdrMax {
+		return drop(st, DropHdrTooLong)
+	}
+	if w.upperOff >= len(p) {
+		return drop(st, DropTruncated)
+	}
+	if cfg.Behavior == EndAD || cfg.Behavior == EndEAD {
+		var c ModelCache
+		fk := ""
+		if cfg.Flow {
+			var err bool
+			if fk, err = flowKeyOf(p[w.upperOff:], inner, cfg.ID); err {
+				return drop(st, DropTruncated)
+			}
+		}
+		if w.srhOff == 0 || w.sl == 0 {
+			if cfg.Behavior != EndEAD {
+				return drop(st, DropSLZero)
+			}
+			c.Terminal = true
+		} else {
+			if hop <= 1 {
+				return drop(st, DropHopLimit)
+			}
+			sl := w.sl - 1
+			segOff := w.srhOff + 8 + 16*int(sl)
+			if segOff+16 > len(p) {
+				return drop(st, DropTruncated)
+			}
+			c.Hdr = append([]byte(nil), p[14:w.upperOff]...)
+			copy(c.Hdr[24:40], p[segOff:segOff+16])
+			c.Hdr[7] = hop - 1
+			c.Hdr[w.srhOff-14+3] = sl
+			c.NhOff = w.nhOff - 14
+		}
+		var old ModelCache
+		var had bool
+		if cfg.Flow {
+			old, had = m.Flows[fk]
+		} else {
+			old, had = m.Cache[cfg.ID]
+		}
+		if !had || old.Terminal != c.Terminal || old.NhOff != c.NhOff || !bytes.Equal(old.Hdr, c.Hdr) {
+			if cfg.Flow {
+				m.Flows[fk] = c
+			} else {
+				m.Cache[cfg.ID] = c
+			}
+			st.CacheUpdates++
+		}
+	}
+	strip := hdrLen
+	var ieth []byte
+	if inner == InnerEthernet {
+		if w.upperOff+14 > len(p) {
+			return drop(st, DropTruncated)
+		}
+		ieth = append([]byte(nil), p[w.upperOff:w.upperOff+14]...)
+		strip += 14
+	}
+	if left := len(p) - 14 - strip; left <= 0 || left < minLeft {
+		return drop(st, DropAdjustRoom)
+	}
+	out := append(append([]byte(nil), p[:14]...), p[14+strip:]...)
+	switch inner {
+	case InnerEthernet:
+		copy(out[0:14], ieth)
+	case InnerIPv4:
+		binary.BigEndian.PutUint16(out[12:], 0x0800)
+	}
+	return m.toSF(cfg, st, out)
+}
+
+// flowKeyOf is the inner 5-tuple (plus SID id) as a map key.
+func flowKeyOf(ip []byte, inner Inner, id uint32) (string, bool) {
+	var proto uint8
+	var src, dst []byte
+	l4 := 0
+	frag := false
+	switch inner {
+	case InnerIPv6:
+		if len(ip) < 40 {
+			return "", true
+		}
+		proto, src, dst, l4 = ip[6], ip[8:24], ip[24:40], 40
+	case InnerIPv4:
+		if len(ip) < 20 {
+			return "", true
+		}
+		proto, src, dst, l4 = ip[9], ip[12:16], ip[16:20], int(ip[0]&0xf)*4
+		frag = binary.BigEndian.Uint16(ip[6:])&0x1fff != 0
+	default:
+		return "", true
+	}
+	var ports []byte
+	if !frag && (proto == 6 || proto == 17 || proto == 132) && l4+4 <= len(ip) {
+		ports = ip[l4 : l4+4]
+	}
+	return string(binary.BigEndian.AppendUint32(nil, id)) + string([]byte{proto}) + string(src) + string(dst) + string(ports), false
+}
+
+func isLocalScope6(a []byte) bool {
+	return (a[0] == 0xfe && a[1]&0xc0 == 0x80) || a[0] == 0xff
+}
+
+func isLocalScope4(a []byte) bool {
+	return (a[0] == 169 && a[1] == 254) || a[0]&0xf0 == 0xe0 || bytes.Equal(a, []byte{255, 255, 255, 255})
+}
+
+func (m *Model) forward(st *ModelStats, p []byte, fib FIBResult) Result {
+	st.Out++
+	st.OutBytes += uint64(len(p))
+	if fib.OK {
+		copy(p[0:6], fib.DMAC)
+		copy(p[6:12], fib.SMAC)
+		return Result{Verdict: VerdictRedirect, Out: p}
+	}
+	return Result{Verdict: VerdictPass, Out: p}
+}
+
+func (m *Model) outbound(cfg ModelSID, p []byte) Result {
+	st := m.stats(cfg.ID)
+	pass := func() Result { st.Passed++; return Result{Verdict: VerdictPass, Out: p} }
+	if len(p) < 14 {
+		return pass()
+	}
+	et := binary.BigEndian.Uint16(p[12:])
+	if cfg.Behavior == EndAM {
+		if et != 0x86dd || len(p) < 54 {
+			return pass()
+		}
+		w := walkExt(p)
+		if !w.ok {
+			return drop(st, w.err)
+		}
+		if w.srhOff == 0 || w.sl == 0 {
+			return pass()
+		}
+		sl := w.sl - 1
+		segOff := w.srhOff + 8 + 16*int(sl)
+		if segOff+16 > len(p) {
+			return drop(st, DropTruncated)
+		}
+		da := netip.AddrFrom16([16]byte(p[segOff:]))
+		fib := m.FIB(da)
+		if fib.OK && len(p)-14 > fib.MTU {
+			fib.OK = false // too big: the stack answers
+		}
+		if fib.OK {
+			if p[21] <= 1 {
+				return drop(st, DropHopLimit)
+			}
+			p[21]--
+		}
+		copy(p[38:54], p[segOff:segOff+16])
+		p[w.srhOff+3] = sl
+		return m.forward(st, p, fib)
+	}
+	var innerNH uint8
+	var inner Inner
+	switch et {
+	case 0x86dd:
+		if len(p) < 54 || isLocalScope6(p[22:38]) || isLocalScope6(p[38:54]) && !(p[38] == 0xff && false) ||
+			bytes.Equal(p[22:38], make([]byte, 16)) {
+			return pass()
+		}
+		innerNH, inner = protoIPv6, InnerIPv6
+	case 0x0800:
+		if len(p) < 34 || isLocalScope4(p[26:30]) || isLocalScope4(p[30:34]) {
+			return pass()
+		}
+		innerNH, inner = protoIPv4, InnerIPv4
+	default:
+		return pass()
+	}
+	var c ModelCache
+	var ok bool
+	if cfg.Flow {
+		fk, bad := flowKeyOf(p[14:], inner, cfg.ID)
+		if bad {
+			return drop(st, DropTruncated)
+		}
+		if c, ok = m.Flows[fk]; !ok {
+			return drop(st, DropFlowMiss)
+		}
+	} else if c, ok = m.Cache[cfg.ID]; !ok {
+		return drop(st, DropCacheEmpty)
+	}
+	if c.Terminal {
+		return pass()
+	}
+	tot := len(p) - 14 + len(c.Hdr)
+	if tot-40 > 0xffff {
+		return drop(st, DropTooBig)
+	}
+	fib := m.FIB(netip.AddrFrom16([16]byte(c.Hdr[24:40])))
+	if fib.OK && tot > fib.MTU {
+		return drop(st, DropMTU)
+	}
+	out := append(append(append([]byte(nil), p[:14]...), c.Hdr...), p[14:]...)
+	binary.BigEndian.PutUint16(out[12:], 0x86dd)
+	binary.BigEndian.PutUint16(out[14+4:], uint16(tot-40))
+	out[14+c.NhOff] = innerNH
+	return m.forward(st, out, fib)
+}

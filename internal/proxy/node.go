@@ -1,0 +1,570 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// PinRoot is where segchain pins its eBPF objects; each network namespace
+// gets ns-<inode>/ below it, and the proxies live in ns-<inode>/proxy.
+const PinRoot = "/sys/fs/bpf/segchain"
+
+// Node is the proxy state of one network namespace: the pinned maps and the
+// loaded program. It is cheap to open; all state lives in bpffs, so it
+// survives the process.
+type Node struct {
+	netns string
+	dir   string
+	objs  proxyTCObjects
+}
+
+// Open loads (or re-opens) the pinned proxy maps of netns ("" = current).
+func Open(netns string) (*Node, error) {
+	if err := ensureBPFFS(); err != nil {
+		return nil, err
+	}
+	ino, err := nsInode(netns)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(PinRoot, fmt.Sprintf("ns-%d", ino), "proxy")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create pin dir: %w", err)
+	}
+	spec, err := loadProxyTC()
+	if err != nil {
+		return nil, fmt.Errorf("load proxy spec: %w", err)
+	}
+	for name, m := range spec.Maps {
+		if !strings.HasPrefix(name, ".") {
+			m.Pinning = ebpf.PinByName
+		}
+	}
+	n := &Node{netns: netns, dir: dir}
+	err = spec.LoadAndAssign(&n.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}})
+	if err != nil {
+		if errors.Is(err, ebpf.ErrMapIncompatible) {
+			return nil, fmt.Errorf("pinned proxy maps in %s are from another segchain version (flush them): %w", dir, err)
+		}
+		return nil, fmt.Errorf("load proxy program: %w", err)
+	}
+	return n, nil
+}
+
+// Close releases the process' handles; pinned state stays.
+func (n *Node) Close() error { return n.objs.Close() }
+
+// Dir is the pin directory of this namespace's proxies.
+func (n *Node) Dir() string { return n.dir }
+
+func ensureBPFFS() error {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/bpf", &st); err != nil {
+		return fmt.Errorf("statfs /sys/fs/bpf: %w", err)
+	}
+	if st.Type == unix.BPF_FS_MAGIC {
+		return nil
+	}
+	if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"); err != nil {
+		return fmt.Errorf("mount bpffs on /sys/fs/bpf: %w", err)
+	}
+	return nil
+}
+
+func nsInode(netns string) (uint64, error) {
+	p := "/proc/self/ns/net"
+	if netns != "" {
+		p = nsutil.Path(netns)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0, fmt.Errorf("netns %q: %w", netns, err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino, nil
+}
+
+// ifaceInfo resolves interface names inside the namespace.
+func (n *Node) ifaces() (map[string]net.Interface, error) {
+	out := map[string]net.Interface{}
+	err := nsutil.Do(n.netns, func() error {
+		l, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		for _, i := range l {
+			out[i.Name] = i
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list interfaces of netns %q: %w", n.netns, err)
+	}
+	return out, nil
+}
+
+// attachAll attaches the program (TCX ingress, link pinned) to every
+// interface but loopback that does not have it yet.
+func (n *Node) attachAll() error {
+	return nsutil.Do(n.netns, func() error {
+		l, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		for _, i := range l {
+			if i.Flags&net.FlagLoopback != 0 {
+				continue
+			}
+			pin := filepath.Join(n.dir, fmt.Sprintf("tcx-%d", i.Index))
+			if _, err := os.Stat(pin); err == nil {
+				continue
+			}
+			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: n.objs.ProxyTc, Attach: ebpf.AttachTCXIngress})
+			if err != nil {
+				if errors.Is(err, ebpf.ErrNotSupported) {
+					return fmt.Errorf("attach to %s: tcx: %w", i.Name, ErrNotSupported)
+				}
+				return fmt.Errorf("attach proxy to %s: %w", i.Name, err)
+			}
+			if err := lk.Pin(pin); err != nil {
+				lk.Close()
+				return fmt.Errorf("pin link on %s: %w", i.Name, err)
+			}
+			lk.Close()
+		}
+		return nil
+	})
+}
+
+// detachAll removes every pinned TCX link (so the program leaves every
+// interface it was attached to).
+func (n *Node) detachAll() error {
+	pins, _ := filepath.Glob(filepath.Join(n.dir, "tcx-*"))
+	var errs []error
+	for _, p := range pins {
+		lk, err := link.LoadPinnedLink(p, nil)
+		if err != nil {
+			// The interface is gone: the link is defunct, drop the pin.
+			errs = append(errs, os.Remove(p))
+			continue
+		}
+		errs = append(errs, lk.Unpin(), lk.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// teardown removes the links and the pinned maps: nothing of the proxies
+// is left in the namespace.
+func (n *Node) teardown() error {
+	if err := n.detachAll(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(n.dir); err != nil {
+		return fmt.Errorf("remove %s: %w", n.dir, err)
+	}
+	_ = os.Remove(filepath.Dir(n.dir)) // ns-<inode>, if nobody else uses it
+	return nil
+}
+
+func sidKey(p netip.Prefix) proxyTCIn6Addr {
+	var k proxyTCIn6Addr
+	k.In6U.U6Addr8 = p.Addr().As16()
+	return k
+}
+
+type entry struct {
+	sid netip.Prefix
+	cfg proxyTCProxySid
+}
+
+func (n *Node) entries() ([]entry, error) {
+	var (
+		k   proxyTCIn6Addr
+		v   proxyTCProxySid
+		out []entry
+	)
+	it := n.objs.SidsMap.Iterate()
+	for it.Next(&k, &v) {
+		out = append(out, entry{netip.PrefixFrom(netip.AddrFrom16(k.In6U.U6Addr8), 128), v})
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("iterate proxy sids: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].sid.Addr().Less(out[j].sid.Addr()) })
+	return out, nil
+}
+
+var behaviorCode = map[string]uint8{
+	EndAS: uint8(proxyTCProxyBehaviorPROXY_AS), EndAD: uint8(proxyTCProxyBehaviorPROXY_AD),
+	EndEAD: uint8(proxyTCProxyBehaviorPROXY_EAD), EndAM: uint8(proxyTCProxyBehaviorPROXY_AM),
+}
+
+func behaviorName(c uint8) string {
+	for k, v := range behaviorCode {
+		if v == c {
+			return k
+		}
+	}
+	return "unknown"
+}
+
+// Add installs one proxy SID. It fails if the SID exists or if the IFACE-IN
+// is taken by another (non-End.AM) proxy.
+func (n *Node) Add(s Spec) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	ents, err := n.entries()
+	if err != nil {
+		return err
+	}
+	ifs, err := n.ifaces()
+	if err != nil {
+		return err
+	}
+	oif, ok := ifs[s.OIF]
+	if !ok {
+		return fmt.Errorf("%s: oif %s: no such interface in netns %q", s.SID, s.OIF, n.netns)
+	}
+	iif, ok := ifs[s.IIF]
+	if !ok {
+		return fmt.Errorf("%s: iif %s: no such interface in netns %q", s.SID, s.IIF, n.netns)
+	}
+	used := map[uint32]bool{}
+	for _, e := range ents {
+		used[e.cfg.Id] = true
+		if e.sid == s.SID {
+			return fmt.Errorf("%s: SID exists (%s): delete it first", s.SID, behaviorName(e.cfg.Behavior))
+		}
+		if e.cfg.Iif == uint32(iif.Index) && !(s.Behavior == EndAM && e.cfg.Behavior == behaviorCode[EndAM]) {
+			return fmt.Errorf("%s: iif %s is already the IFACE-IN of %s (IFACE-IN is exclusive)", s.SID, s.IIF, e.sid)
+		}
+	}
+	var id uint32
+	for used[id] {
+		id++
+	}
+	if id >= uint32(n.objs.StatsMap.MaxEntries()) {
+		return fmt.Errorf("%s: too many proxy SIDs (max %d)", s.SID, n.objs.StatsMap.MaxEntries())
+	}
+	cfg := proxyTCProxySid{
+		Id: id, Behavior: behaviorCode[s.Behavior], Inner: uint8(s.Inner),
+		Oif: uint32(oif.Index), Iif: uint32(iif.Index),
+		FlowTimeoutNs: uint64(s.FlowTimeout),
+	}
+	if s.Flow {
+		cfg.Flags |= uint8(flagFlow)
+	}
+	switch {
+	case s.MAC != nil:
+		cfg.Flags |= uint8(flagMAC)
+		copy(cfg.Dmac[:], s.MAC)
+		copy(cfg.Smac[:], oif.HardwareAddr)
+	case s.NH.Is4():
+		cfg.NhFamily = unix.AF_INET
+		a := s.NH.As4()
+		cfg.Nh[0] = nativeU32(a[:])
+	default:
+		cfg.NhFamily = unix.AF_INET6
+		a := s.NH.As16()
+		for i := range 4 {
+			cfg.Nh[i] = nativeU32(a[4*i:])
+		}
+	}
+	if err := n.zeroStats(id); err != nil {
+		return err
+	}
+	if s.Behavior == EndAS {
+		hdr, nhOff := BuildEncap(s.Src, s.Segs, s.Tag, s.Inner)
+		var c proxyTCProxyCache
+		c.Valid = 1
+		c.Len = uint32(len(hdr))
+		c.NhOff = uint16(nhOff)
+		c.UpdatedNs = monoNow()
+		copy(c.Hdr[:], hdr)
+		if err := n.objs.CacheMap.Put(id, &c); err != nil {
+			return fmt.Errorf("%s: write cache: %w", s.SID, err)
+		}
+	} else {
+		_ = n.objs.CacheMap.Delete(id)
+	}
+	if err := n.objs.IfacesMap.Put(cfg.Iif, &cfg); err != nil {
+		return fmt.Errorf("%s: write iif: %w", s.SID, err)
+	}
+	key := sidKey(s.SID)
+	if err := n.objs.SidsMap.Put(&key, &cfg); err != nil {
+		return fmt.Errorf("%s: write sid: %w", s.SID, err)
+	}
+	return n.attachAll()
+}
+
+const (
+	flagFlow = proxyTCProxyFlag(1)
+	flagMAC  = proxyTCProxyFlag(2)
+)
+
+type proxyTCProxyFlag uint8
+
+func nativeU32(b []byte) uint32 {
+	// The program copies nh[] byte-wise into struct bpf_redir_neigh, so the
+	// words hold the address bytes in memory order (host = little endian).
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func monoNow() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+func (n *Node) zeroStats(id uint32) error {
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	if err := n.objs.StatsMap.Put(id, make([]proxyTCProxyStats, ncpu)); err != nil {
+		return fmt.Errorf("reset counters of proxy %d: %w", id, err)
+	}
+	return nil
+}
+
+// Del removes one proxy SID; false means it was not a proxy SID here. The
+// last SID removed takes the program and maps away with it.
+func (n *Node) Del(sid netip.Prefix) (bool, error) {
+	ents, err := n.entries()
+	if err != nil {
+		return false, err
+	}
+	var me *entry
+	for i := range ents {
+		if ents[i].sid == sid {
+			me = &ents[i]
+		}
+	}
+	if me == nil {
+		return false, nil
+	}
+	key := sidKey(sid)
+	if err := n.objs.SidsMap.Delete(&key); err != nil {
+		return true, fmt.Errorf("delete %s: %w", sid, err)
+	}
+	var cur proxyTCProxySid
+	if err := n.objs.IfacesMap.Lookup(me.cfg.Iif, &cur); err == nil && cur.Id == me.cfg.Id {
+		_ = n.objs.IfacesMap.Delete(me.cfg.Iif)
+		for _, e := range ents { // an End.AM sharing the iif takes it over
+			if e.sid != sid && e.cfg.Iif == me.cfg.Iif {
+				_ = n.objs.IfacesMap.Put(e.cfg.Iif, &e.cfg)
+				break
+			}
+		}
+	}
+	_ = n.objs.CacheMap.Delete(me.cfg.Id)
+	n.deleteFlows(&me.cfg.Id)
+	_ = n.zeroStats(me.cfg.Id)
+	if len(ents) == 1 {
+		return true, n.teardown()
+	}
+	return true, nil
+}
+
+func (n *Node) deleteFlows(id *uint32) {
+	var (
+		k    proxyTCProxyFlowKey
+		v    proxyTCProxyCache
+		keys []proxyTCProxyFlowKey
+	)
+	it := n.objs.FlowsMap.Iterate()
+	for it.Next(&k, &v) {
+		if id == nil || k.Id == *id {
+			keys = append(keys, k)
+		}
+	}
+	for i := range keys {
+		_ = n.objs.FlowsMap.Delete(&keys[i])
+	}
+}
+
+// Flush removes every proxy SID of the namespace, the program and the maps.
+func (n *Node) Flush() error {
+	return n.teardown()
+}
+
+// ClearCounters zeroes the counters of one SID (nil: all).
+func (n *Node) ClearCounters(sid *netip.Prefix) error {
+	ents, err := n.entries()
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if sid == nil || e.sid == *sid {
+			if err := n.zeroStats(e.cfg.Id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Counters are one proxy SID's statistics, summed over CPUs.
+type Counters struct {
+	InPackets    uint64            `json:"in_packets"`
+	InBytes      uint64            `json:"in_bytes"`
+	OutPackets   uint64            `json:"out_packets"`
+	OutBytes     uint64            `json:"out_bytes"`
+	Passed       uint64            `json:"passed"`
+	CacheUpdates uint64            `json:"cache_updates"`
+	Drops        map[string]uint64 `json:"drops,omitempty"`
+}
+
+// Status is one installed proxy SID as Show reports it.
+type Status struct {
+	Spec     Spec         `json:"spec"`
+	ID       uint32       `json:"id"`
+	Counters Counters     `json:"counters"`
+	Cache    []CacheEntry `json:"cache,omitempty"`
+}
+
+// CacheEntry is one cached encapsulation (per SID, or per flow).
+type CacheEntry struct {
+	Flow     string        `json:"flow,omitempty"` // "proto src sport > dst dport"
+	Age      time.Duration `json:"age"`
+	Terminal bool          `json:"terminal,omitempty"`
+	Header   HeaderView    `json:"header,omitzero"`
+}
+
+func (n *Node) counters(id uint32) (Counters, error) {
+	var per []proxyTCProxyStats
+	if err := n.objs.StatsMap.Lookup(id, &per); err != nil {
+		return Counters{}, fmt.Errorf("read counters of proxy %d: %w", id, err)
+	}
+	c := Counters{Drops: map[string]uint64{}}
+	for _, p := range per {
+		c.InPackets += p.InPackets
+		c.InBytes += p.InBytes
+		c.OutPackets += p.OutPackets
+		c.OutBytes += p.OutBytes
+		c.Passed += p.Passed
+		c.CacheUpdates += p.CacheUpdates
+		for r, v := range p.Drops {
+			if v != 0 {
+				c.Drops[DropReason(r).String()] += v
+			}
+		}
+	}
+	return c, nil
+}
+
+// Show lists the proxy SIDs with counters and cache contents.
+func (n *Node) Show() ([]Status, error) {
+	ents, err := n.entries()
+	if err != nil {
+		return nil, err
+	}
+	ifs, err := n.ifaces()
+	if err != nil {
+		return nil, err
+	}
+	names := map[uint32]string{}
+	for name, i := range ifs {
+		names[uint32(i.Index)] = name
+	}
+	now := monoNow()
+	flows := map[uint32][]CacheEntry{}
+	var (
+		fk proxyTCProxyFlowKey
+		fv proxyTCProxyCache
+	)
+	it := n.objs.FlowsMap.Iterate()
+	for it.Next(&fk, &fv) {
+		flows[fk.Id] = append(flows[fk.Id], cacheEntry(&fv, now, flowString(&fk)))
+	}
+	var out []Status
+	for _, e := range ents {
+		st := Status{ID: e.cfg.Id, Spec: specOf(e, names)}
+		if st.Counters, err = n.counters(e.cfg.Id); err != nil {
+			return nil, err
+		}
+		var c proxyTCProxyCache
+		if err := n.objs.CacheMap.Lookup(e.cfg.Id, &c); err == nil && c.Valid != 0 {
+			st.Cache = append(st.Cache, cacheEntry(&c, now, ""))
+			if st.Spec.Behavior == EndAS {
+				hv := st.Cache[0].Header
+				st.Spec.Src, st.Spec.Tag = hv.Src, hv.Tag
+				st.Spec.Segs = hv.Path
+			}
+		}
+		st.Cache = append(st.Cache, flows[e.cfg.Id]...)
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func cacheEntry(c *proxyTCProxyCache, now uint64, flow string) CacheEntry {
+	ce := CacheEntry{Flow: flow, Terminal: c.Terminal != 0}
+	if now > c.UpdatedNs {
+		ce.Age = time.Duration(now - c.UpdatedNs).Truncate(time.Millisecond)
+	}
+	if !ce.Terminal && c.Len <= uint32(len(c.Hdr)) {
+		ce.Header = DecodeHeader(c.Hdr[:c.Len])
+	}
+	return ce
+}
+
+func flowString(k *proxyTCProxyFlowKey) string {
+	var s, d netip.Addr
+	if k.Family == unix.AF_INET {
+		s = netip.AddrFrom4([4]byte(k.Saddr[:4]))
+		d = netip.AddrFrom4([4]byte(k.Daddr[:4]))
+	} else {
+		s = netip.AddrFrom16(k.Saddr)
+		d = netip.AddrFrom16(k.Daddr)
+	}
+	return fmt.Sprintf("proto %d %s:%d > %s:%d", k.Proto, s, ntohs(k.Sport), d, ntohs(k.Dport))
+}
+
+func ntohs(v uint16) uint16 { return v>>8 | v<<8 }
+
+func specOf(e entry, names map[uint32]string) Spec {
+	c := e.cfg
+	s := Spec{SID: e.sid, Behavior: behaviorName(c.Behavior), Inner: Inner(c.Inner),
+		OIF: names[c.Oif], IIF: names[c.Iif],
+		Flow: c.Flags&uint8(flagFlow) != 0, FlowTimeout: time.Duration(c.FlowTimeoutNs)}
+	if s.OIF == "" {
+		s.OIF = fmt.Sprintf("if%d", c.Oif)
+	}
+	if s.IIF == "" {
+		s.IIF = fmt.Sprintf("if%d", c.Iif)
+	}
+	switch {
+	case c.Flags&uint8(flagMAC) != 0:
+		s.MAC = net.HardwareAddr(append([]byte(nil), c.Dmac[:]...))
+	case c.NhFamily == unix.AF_INET:
+		var a [4]byte
+		putNative(a[:], c.Nh[0])
+		s.NH = netip.AddrFrom4(a)
+	default:
+		var a [16]byte
+		for i := range 4 {
+			putNative(a[4*i:], c.Nh[i])
+		}
+		s.NH = netip.AddrFrom16(a)
+	}
+	return s
+}
+
+func putNative(b []byte, v uint32) {
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
