@@ -570,6 +570,14 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 		    ipv6_addr_is_linklocal(&ip6->daddr) || ipv6_addr_is_multicast(&ip6->daddr) ||
 		    ipv6_addr_is_unspecified(&ip6->saddr))
 			return pass(st);
+		/* Neighbour discovery between the node and the SF may use
+		 * global addresses (an NA answering our NS): never encapsulate. */
+		if (ip6->nexthdr == IPPROTO_ICMPV6) {
+			__u8 *type = cursor_pull(&c, 1);
+
+			if (type && *type >= ICMPV6_ND_FIRST && *type <= ICMPV6_ND_LAST)
+				return pass(st);
+		}
 		inner_nh = IPPROTO_IPV6;
 		inner = PROXY_INNER_IPV6;
 	} else if (eth->h_proto == bpf_htons(ETH_P_IP)) {

@@ -30,7 +30,12 @@
  * for our purposes (and keeps the verifier's state count finite). */
 #define IPV6_EXT_MAX 8
 
-#define IPV6_SRH_FIXED_LEN 8 /* sizeof(struct ipv6_sr_hdr) without segments */
+#define IPV6_SRH_FIXED_LEN 8
+
+/* ICMPv6 neighbour discovery types: router solicitation (133) through
+ * redirect (137), RFC 4861. */
+#define ICMPV6_ND_FIRST 133
+#define ICMPV6_ND_LAST 137 /* sizeof(struct ipv6_sr_hdr) without segments */
 
 static __always_inline int ipv6_addr_is_linklocal(const struct in6_addr *a)
 {

@@ -27,8 +27,8 @@ type Interface struct {
 	Link int
 }
 
-// Keys of the SID table (Domain.SIDs) for the decapsulating segments of a
-// chain, next to the service names.
+// EgressKey is the SID table key (Domain.SIDs) of a chain's decapsulating
+// egress segment; service SIDs are keyed by the service name.
 func EgressKey(chain string) string { return "chains." + chain + ".egress" }
 
 // ReturnKey is the SID table key of a bidirectional chain's return egress

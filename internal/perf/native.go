@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -37,13 +38,15 @@ func endFrame(env *Env, k int, p Params, sl int, segs []netip.Addr, v4 bool) ([]
 		if err != nil {
 			return nil, err
 		}
-		return frame6(env, encap6(src6, segs, sl, protoIPv4, in)), nil
+		b, err := encap6(src6, segs, sl, protoIPv4, in)
+		return frame6e(env, b, err)
 	}
 	in, err := plain6(src6, Addr("dst", k, 1), p.Size)
 	if err != nil {
 		return nil, err
 	}
-	return frame6(env, encap6(src6, segs, sl, protoIPv6, in)), nil
+	b, err := encap6(src6, segs, sl, protoIPv6, in)
+	return frame6e(env, b, err)
 }
 
 // transitSRv6 is an End packet: SID active, SL 1, next the final destination.
@@ -142,7 +145,8 @@ func NativeRecipes() []Recipe {
 			}
 			l2 := ether(env.RxMAC, env.OutMAC, etherIPv6, in)
 			segs := []netip.Addr{Addr("far", k, 9), Addr("sid", k, 1)}
-			return frame6(env, encap6(src6, segs, 0, protoEthernet, l2)), nil
+			b, err := encap6(src6, segs, 0, protoEthernet, l2)
+			return frame6e(env, b, err)
 		}},
 		nativeRecipe{"End.DX4", "seg6local End.DX4 nh4 behind a /32 gateway route", func(env *Env, k int, p Params) ([]byte, error) {
 			if err := sidRoute(env, k, "End.DX4", "nh4", farNH4.String()); err != nil {
@@ -191,7 +195,7 @@ func vrfRecipe(action string, v4 bool) func(env *Env, k int, p Params) ([]byte, 
 		dev := fmt.Sprintf("vrfp%d", k)
 		t := strconv.Itoa(300 + k)
 		if out, err := env.Run("ip", "link", "add", dev, "type", "vrf", "table", t); err != nil {
-			return nil, fmt.Errorf("%w: %s needs a VRF device for vrftable and this kernel has none (%s)", ErrNotSupported, action, out)
+			return nil, fmt.Errorf("%w: %s needs a VRF device for vrftable and this kernel has none (%s)", ErrNotSupported, action, strings.TrimSpace(out))
 		}
 		rt := []string{"ip", "-6", "route", "replace", "fc00:100::/32", "via", TesterRx6, "dev", env.Out, "table", t}
 		if v4 {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+
+	"github.com/segchain/segchain/internal/srh"
 )
 
 // Protocol numbers and EtherTypes used by the templates.
@@ -12,9 +14,7 @@ const (
 	protoIPv4     = 4
 	protoUDP      = 17
 	protoIPv6     = 41
-	protoRouting  = 43
 	protoEthernet = 143 // RFC 8986: Ethernet as next header
-	srhType       = 4   // IPV6_SRCRT_TYPE_4
 	etherIPv4     = 0x0800
 	etherIPv6     = 0x86dd
 	udpSport      = 4000
@@ -97,24 +97,6 @@ func ipv4(src, dst netip.Addr, proto byte, payload []byte) []byte {
 	return b
 }
 
-// srh builds a type-4 routing header. segs is in path order (segs[0] is
-// visited first); the wire order is reversed (Segment List[0] is the last
-// segment). sl is Segments Left.
-func srh(next byte, segs []netip.Addr, sl int) []byte {
-	n := len(segs)
-	b := make([]byte, 8+16*n)
-	b[0] = next
-	b[1] = byte(2 * n) // Hdr Ext Len in 8-octet units, first 8 not counted
-	b[2] = srhType
-	b[3] = byte(sl)
-	b[4] = byte(n - 1) // Last Entry
-	for i, s := range segs {
-		a := s.As16()
-		copy(b[8+16*(n-1-i):], a[:])
-	}
-	return b
-}
-
 // ether prepends an Ethernet header.
 func ether(dst, src net.HardwareAddr, typ uint16, payload []byte) []byte {
 	b := make([]byte, 14+len(payload))
@@ -144,24 +126,24 @@ func plain4(src, dst netip.Addr, size int) ([]byte, error) {
 	return ipv4(src, dst, protoUDP, udp(size-28)), nil
 }
 
-// encap6 wraps inner (with next header nh) in an outer IPv6 header and an
-// SRH; segs is in path order, so the active segment (the DA) is
-// segs[len(segs)-1-sl].
-func encap6(src netip.Addr, segs []netip.Addr, sl int, nh byte, inner []byte) []byte {
-	da := segs[len(segs)-1-sl]
-	return ipv6(src, da, protoRouting, append(srh(nh, segs, sl), inner...))
-}
-
-// insert6 builds an IPv6 packet in insert mode: SRH between the IPv6 header
-// and UDP; the final destination is the last segment, and the UDP
-// checksum uses it.
-func insert6(src netip.Addr, segs []netip.Addr, sl, size int) ([]byte, error) {
-	if size < 48 {
-		return nil, fmt.Errorf("IPv6 packet size %d < 48", size)
+// encap6 wraps inner (next header nh) in an outer IPv6 header and an SRH
+// carrying path (visiting order) with Segments Left sl: the destination is
+// the active segment path[len(path)-1-sl]. Built by internal/srh.
+func encap6(src netip.Addr, path []netip.Addr, sl int, nh byte, inner []byte) ([]byte, error) {
+	if sl < 0 || sl >= len(path) {
+		return nil, fmt.Errorf("segments left %d outside a %d-segment path", sl, len(path))
 	}
-	u := udp(size - 48)
-	udpChecksum6(u, src, segs[len(segs)-1])
-	return ipv6(src, segs[len(segs)-1-sl], protoRouting, append(srh(protoUDP, segs, sl), u...)), nil
+	h := srh.NewPath(path...)
+	h.SegmentsLeft = uint8(sl)
+	p := &srh.Packet{
+		HopLimit: 64, Src: src, Dst: path[len(path)-1-sl], SRH: h,
+		InnerKind: srh.KindOf(nh), InnerProto: nh, Inner: inner,
+	}
+	b, err := p.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("build srv6 template: %w", err)
+	}
+	return b, nil
 }
 
 func netipToIPNet(p netip.Prefix) *net.IPNet {

@@ -139,6 +139,13 @@ func PrepareSUT(env *Env) error {
 func frame6(env *Env, l3 []byte) []byte { return ether(env.InMAC, env.TxMAC, etherIPv6, l3) }
 func frame4(env *Env, l3 []byte) []byte { return ether(env.InMAC, env.TxMAC, etherIPv4, l3) }
 
+func frame6e(env *Env, l3 []byte, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return frame6(env, l3), nil
+}
+
 // runAll runs commands on the SUT, mapping a kernel refusal to
 // ErrNotSupported when notSupported matches the output.
 func runAll(env *Env, cmds ...[]string) error {

@@ -81,8 +81,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		hdr := "| Behaviour |"
 		sep := "|---|"
 		if hasSat {
-			hdr += " Throughput (kpps, median) | R_" + r.Baseline + " (median) | 95% CI | ns/packet | ns ratio |"
-			sep += "---:|---:|---|---:|---:|"
+			hdr += " Throughput (kpps, median) | R_" + r.Baseline + " (median) | 95% CI | ns/packet | ns ratio | rounds (replaced) |"
+			sep += "---:|---:|---|---:|---:|---:|"
 		}
 		if hasPDR {
 			hdr += fmt.Sprintf(" PDR@%g%% (kpps) | CV | R_PDR |", r.Config.PDR.LossPercent)
@@ -98,11 +98,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			row := "| " + x.Name + " |"
 			if hasSat {
 				if x.Ratio != nil {
-					row += fmt.Sprintf(" %.0f | %.1f%% | %.1f–%.1f%% | %.0f | %.2f |",
+					row += fmt.Sprintf(" %.0f | %.1f%% | %.1f–%.1f%% | %.0f | %.2f | %d (%d) |",
 						x.ThroughputPPS.Median/1e3, 100*x.Ratio.Median, 100*x.Ratio.CI95[0], 100*x.Ratio.CI95[1],
-						x.NsPerPacket.Median, nz(x.NsRatio))
+						x.NsPerPacket.Median, nz(x.NsRatio), x.Ratio.Runs, x.DiscardedRounds)
 				} else {
-					row += " | | | | |"
+					row += " | | | | | |"
 				}
 			}
 			if hasPDR {

@@ -350,8 +350,15 @@ func (m *Model) outbound(cfg ModelSID, p []byte) Result {
 	var inner Inner
 	switch et {
 	case 0x86dd:
-		if len(p) < 54 || isLocalScope6(p[22:38]) || isLocalScope6(p[38:54]) && !(p[38] == 0xff && false) ||
-			bytes.Equal(p[22:38], make([]byte, 16)) {
+		if len(p) < 54 {
+			return pass()
+		}
+		src, dst := p[22:38], p[38:54]
+		if (src[0] == 0xfe && src[1]&0xc0 == 0x80) || bytes.Equal(src, make([]byte, 16)) ||
+			isLocalScope6(dst) {
+			return pass()
+		}
+		if p[14+6] == 58 && len(p) > 54 && p[54] >= 133 && p[54] <= 137 { // neighbour discovery
 			return pass()
 		}
 		innerNH, inner = protoIPv6, InnerIPv6

@@ -31,10 +31,24 @@ type Capture struct {
 // killed in t.Cleanup if the test never calls Wait.
 func StartCapture(t testing.TB, ns, iface, filter string, count int) *Capture {
 	t.Helper()
+	return startCapture(t, ns, iface, filter, count, nil)
+}
+
+// StartInboundCapture is StartCapture for the packets iface receives only
+// (tcpdump -Q in). Use it rather than the pcap-filter keyword "inbound",
+// which on this libpcap leaves matching packets stuck in the ring buffer.
+func StartInboundCapture(t testing.TB, ns, iface, filter string, count int) *Capture {
+	t.Helper()
+	return startCapture(t, ns, iface, filter, count, []string{"-Q", "in"})
+}
+
+func startCapture(t testing.TB, ns, iface, filter string, count int, extra []string) *Capture {
+	t.Helper()
 	RequireTool(t, "tcpdump")
 	path := filepath.Join(t.TempDir(), UniqueName("cap-")+".pcap")
 	args := []string{"ip", "netns", "exec", ns, "tcpdump", "-Z", "root", "-n", "-U", "--immediate-mode",
 		"-i", iface, "-w", path}
+	args = append(args, extra...)
 	if count > 0 {
 		args = append(args, "-c", fmt.Sprint(count))
 	}

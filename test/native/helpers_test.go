@@ -1,9 +1,11 @@
 package native
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -115,33 +117,73 @@ func ipRouteCounters(t *testing.T, ns, sidPrefix string) (pkts, bytes, errs uint
 	return p, b, e
 }
 
-// scapySend sends n copies of the scapy expression pkt (an L3 packet, or an
-// Ethernet payload when it starts with Ether) from iface in ns, framed with
-// the given MACs, and returns the L3 length of one packet as scapy built it.
-func scapySend(t *testing.T, ns, iface, srcMAC, dstMAC, pkt string, n int) int {
-	t.Helper()
-	script := fmt.Sprintf(`
+// scapyServer is a python3+scapy process living in one namespace: scapy is
+// imported once, then each request line (JSON: pkt expression, count, MACs,
+// interface) is evaluated, sent with sendp and answered with the L3 length
+// of one packet.
+const scapyServer = `
+import json, sys
 from scapy.all import *
 conf.verb = 0
-p = %s
-sendp([Ether(src=%q, dst=%q)/p] * %d, iface=%q)
-print(len(raw(p)))
-`, pkt, srcMAC, dstMAC, n, iface)
-	out, err := exec.Command("ip", "netns", "exec", ns, "python3", "-c", script).Output()
+print("ready", flush=True)
+for line in sys.stdin:
+    req = json.loads(line)
+    try:
+        p = eval(req["pkt"])
+        sendp([Ether(src=req["src"], dst=req["dst"])/p] * req["n"], iface=req["iface"])
+        print(len(raw(p)), flush=True)
+    except Exception as e:
+        print("error " + repr(e).replace("\n", " "), flush=True)
+`
+
+type scapySender struct {
+	ns   string
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Scanner
+	errb *strings.Builder
+}
+
+func startScapy(t *testing.T, ns string) *scapySender {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, "python3", "-u", "-c", scapyServer)
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = string(ee.Stderr)
-		}
-		t.Fatalf("scapy send %s: %v\n%s", pkt, err, stderr)
+		t.Fatal(err)
 	}
-	lines := strings.Fields(string(out))
-	if len(lines) == 0 {
-		t.Fatalf("scapy printed nothing")
-	}
-	l, err := strconv.Atoi(lines[len(lines)-1])
+	outp, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatalf("scapy length %q: %v", out, err)
+		t.Fatal(err)
+	}
+	s := &scapySender{ns: ns, cmd: cmd, in: in, out: bufio.NewScanner(outp), errb: &strings.Builder{}}
+	cmd.Stderr = s.errb
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start scapy in %s: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		in.Close()
+		_ = cmd.Wait()
+	})
+	if !s.out.Scan() || s.out.Text() != "ready" {
+		t.Fatalf("scapy in %s did not start: %q %s", ns, s.out.Text(), s.errb.String())
+	}
+	return s
+}
+
+// send sends n copies of the scapy expression pkt (an L3 packet) from iface
+// framed with the given MACs and returns the L3 length of one packet.
+func (s *scapySender) send(t *testing.T, iface, srcMAC, dstMAC, pkt string, n int) int {
+	t.Helper()
+	req, _ := json.Marshal(map[string]any{"pkt": pkt, "n": n, "src": srcMAC, "dst": dstMAC, "iface": iface})
+	if _, err := fmt.Fprintf(s.in, "%s\n", req); err != nil {
+		t.Fatalf("scapy: %v", err)
+	}
+	if !s.out.Scan() {
+		t.Fatalf("scapy in %s died: %s", s.ns, s.errb.String())
+	}
+	l, err := strconv.Atoi(s.out.Text())
+	if err != nil {
+		t.Fatalf("scapy send %s: %s", pkt, s.out.Text())
 	}
 	return l
 }
@@ -165,6 +207,7 @@ func linkMAC(t *testing.T, ns, dev string) string {
 type topo struct {
 	src, sut, dst                       string
 	srcMAC, sutInMAC, sutOutMAC, dstMAC string
+	scapy                               *scapySender
 }
 
 const (
@@ -204,19 +247,20 @@ func newTopo(t *testing.T) *topo {
 	ex("ip", "-n", tp.sut, "neigh", "replace", dstAddr6, "lladdr", tp.dstMAC, "dev", sutOut, "nud", "permanent")
 	ex("ip", "-n", tp.sut, "neigh", "replace", dstAddr4, "lladdr", tp.dstMAC, "dev", sutOut, "nud", "permanent")
 	ex("ip", "-n", tp.sut, "-6", "route", "add", "fc00:98::/64", "via", dstAddr6, "dev", sutOut, "table", altTable)
+	tp.scapy = startScapy(t, tp.src)
 	return tp
 }
 
 // send sends n packets from src to the SUT's ingress interface.
 func (tp *topo) send(t *testing.T, pkt string, n int) int {
 	t.Helper()
-	return scapySend(t, tp.src, srcIf, tp.srcMAC, tp.sutInMAC, pkt, n)
+	return tp.scapy.send(t, srcIf, tp.srcMAC, tp.sutInMAC, pkt, n)
 }
 
 // capture starts a capture of n packets received by dst matching filter.
 func (tp *topo) capture(t *testing.T, filter string, n int) *testutil.Capture {
 	t.Helper()
-	return testutil.StartCapture(t, tp.dst, dstIf, "inbound and ("+filter+")", n)
+	return testutil.StartInboundCapture(t, tp.dst, dstIf, filter, n)
 }
 
 // captureWait bounds how long a capture may wait for its packets; it is

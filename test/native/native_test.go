@@ -228,7 +228,7 @@ func behaviorCases(tp *topo) []behaviorCase {
 		{
 			// End on the packet (SL 1 -> 0, DA <- fc00:90::1), then H.Encaps.
 			name: "End.B6.Encaps",
-			sid:  []string{"fc00:2::be", "End.B6.Encaps", "segs", dstAddr6},
+			sid:  []string{"fc00:2::be", "End.B6.Encaps", "segs", dstAddr6, "dev", sutOut},
 			pkt: v6("fc00:12::1", "fc00:2::be", 64) + "/" + srh(q("fc00:90::1", "fc00:2::be"), 1, "") + "/" +
 				udp + "/" + payload("end.b6.encaps"),
 			filter: "ip6 dst host " + dstAddr6,

@@ -1,0 +1,286 @@
+package dump
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopacket/gopacket/pcapgo"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// CaptureInfo describes one captured frame.
+type CaptureInfo struct {
+	Time   time.Time
+	CapLen int
+	Len    int
+}
+
+// Source yields captured frames. The data returned by Next is valid until
+// the next call. Next returns io.EOF at the end of a file.
+type Source interface {
+	Next(ctx context.Context) ([]byte, CaptureInfo, error)
+	LinkType() uint32
+	Close() error
+}
+
+// ErrNotAvailable is returned for features this build cannot provide.
+var ErrNotAvailable = errors.New("not available")
+
+// ---- pcap / pcapng files ----
+
+
+type fileSource struct {
+	f      *os.File
+	next   func() ([]byte, CaptureInfo, error)
+	link   uint32
+	filter *bpf.VM
+}
+
+// OpenFile opens a pcap or pcapng file (detected by its magic number).
+// filter, if not nil, is a classic BPF program for the file's link type
+// (see CompileFilter) applied to every frame.
+func OpenFile(path string) (Source, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open capture: %w", err)
+	}
+	br := bufio.NewReaderSize(f, 1<<20)
+	magic, err := br.Peek(4)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read capture %s: %w", path, err)
+	}
+	s := &fileSource{f: f}
+	if bytes.Equal(magic, []byte{0x0a, 0x0d, 0x0d, 0x0a}) {
+		r, err := pcapgo.NewNgReader(br, pcapgo.NgReaderOptions{})
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("read pcapng %s: %w", path, err)
+		}
+		s.link = uint32(r.LinkType())
+		s.next = func() ([]byte, CaptureInfo, error) {
+			d, ci, err := r.ZeroCopyReadPacketData()
+			return d, CaptureInfo{Time: ci.Timestamp, CapLen: ci.CaptureLength, Len: ci.Length}, err
+		}
+	} else {
+		r, err := pcapgo.NewReader(br)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("read pcap %s: %w", path, err)
+		}
+		s.link = uint32(r.LinkType())
+		s.next = func() ([]byte, CaptureInfo, error) {
+			d, ci, err := r.ZeroCopyReadPacketData()
+			return d, CaptureInfo{Time: ci.Timestamp, CapLen: ci.CaptureLength, Len: ci.Length}, err
+		}
+	}
+	return s, nil
+}
+
+// SetFilter installs a classic BPF program run on every frame of a file
+// source (live sources get it in the kernel at open time).
+func SetFilter(src Source, prog []bpf.RawInstruction) error {
+	fs, ok := src.(*fileSource)
+	if !ok || len(prog) == 0 {
+		return nil
+	}
+	insns, ok := bpf.Disassemble(prog)
+	if !ok {
+		return fmt.Errorf("capture filter: cannot disassemble program")
+	}
+	vm, err := bpf.NewVM(insns)
+	if err != nil {
+		return fmt.Errorf("capture filter: %w", err)
+	}
+	fs.filter = vm
+	return nil
+}
+
+func (s *fileSource) Next(ctx context.Context) ([]byte, CaptureInfo, error) {
+	for {
+		d, ci, err := s.next()
+		if err != nil {
+			return nil, ci, err
+		}
+		if s.filter != nil {
+			if n, err := s.filter.Run(d); err != nil || n == 0 {
+				continue
+			}
+		}
+		return d, ci, nil
+	}
+}
+func (s *fileSource) LinkType() uint32 { return s.link }
+func (s *fileSource) Close() error     { return s.f.Close() }
+
+// ---- capture filters ----
+
+var dltNames = map[uint32]string{LinkEthernet: "EN10MB", LinkRaw: "RAW", LinkLinuxSLL: "LINUX_SLL", LinkNull: "NULL",
+	LinkLoop: "LOOP", LinkIPv4: "IPV4", LinkIPv6: "IPV6", LinkSLL2: "LINUX_SLL2"}
+
+// CompileFilter compiles a tcpdump filter expression for link type link
+// with `tcpdump -dd` (tcpdump is a segchain dependency).
+func CompileFilter(expr string, link uint32) ([]bpf.RawInstruction, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, nil
+	}
+	dlt, ok := dltNames[link]
+	if !ok {
+		return nil, fmt.Errorf("compile filter: link type %d: %w", link, ErrNotAvailable)
+	}
+	if _, err := exec.LookPath("tcpdump"); err != nil {
+		return nil, fmt.Errorf("compile filter: tcpdump not installed: %w", ErrNotAvailable)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command("tcpdump", "-dd", "-y", dlt, "--", expr)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("compile filter %q: %v: %s", expr, err, strings.TrimSpace(stderr.String()))
+	}
+	return parseDD(out)
+}
+
+// parseDD parses `tcpdump -dd` output: lines "{ 0x28, 0, 0, 0x0000000c },".
+func parseDD(out []byte) ([]bpf.RawInstruction, error) {
+	var prog []bpf.RawInstruction
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.Trim(strings.TrimSpace(line), "{},")
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, ",")
+		if len(f) != 4 {
+			return nil, fmt.Errorf("parse tcpdump -dd line %q", line)
+		}
+		var v [4]uint64
+		for i := range f {
+			n, err := strconv.ParseUint(strings.TrimSpace(f[i]), 0, 32)
+			if err != nil {
+				return nil, fmt.Errorf("parse tcpdump -dd line %q: %w", line, err)
+			}
+			v[i] = n
+		}
+		prog = append(prog, bpf.RawInstruction{Op: uint16(v[0]), Jt: uint8(v[1]), Jf: uint8(v[2]), K: uint32(v[3])})
+	}
+	if len(prog) == 0 {
+		return nil, fmt.Errorf("tcpdump -dd printed no program")
+	}
+	return prog, nil
+}
+
+// ---- live capture (AF_PACKET) ----
+
+type liveSource struct {
+	fd   int
+	link uint32
+	buf  []byte
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// LiveLinkType returns the pcap link type of iface in namespace netns.
+func LiveLinkType(netns, iface string) (uint32, error) {
+	var link uint32
+	err := nsutil.Do(netns, func() error {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return err
+		}
+		link = LinkRaw
+		if len(ifi.HardwareAddr) == 6 || ifi.Flags&net.FlagLoopback != 0 {
+			link = LinkEthernet
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("interface %s: %w", iface, err)
+	}
+	return link, nil
+}
+
+// OpenLive opens an AF_PACKET capture on iface inside namespace netns (""
+// for the current one); the socket stays in that namespace. prog, if not
+// nil, is attached as the kernel socket filter before any packet is
+// queued. The caller may use LiveLinkType to compile prog.
+func OpenLive(netns, iface string, prog []bpf.RawInstruction) (Source, error) {
+	s := &liveSource{fd: -1, buf: make([]byte, 256<<10)}
+	err := nsutil.Do(netns, func() error {
+		ifi, err := net.InterfaceByName(iface)
+		if err != nil {
+			return err
+		}
+		s.link = LinkRaw
+		if len(ifi.HardwareAddr) == 6 || ifi.Flags&net.FlagLoopback != 0 {
+			s.link = LinkEthernet
+		}
+		// Protocol 0: nothing is queued until bind, so no packet escapes
+		// the filter attached below.
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("socket: %w", err)
+		}
+		s.fd = fd
+		if len(prog) > 0 {
+			f := make([]unix.SockFilter, len(prog))
+			for i, in := range prog {
+				f[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+			}
+			if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
+				&unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}); err != nil {
+				return fmt.Errorf("attach filter: %w", err)
+			}
+		}
+		tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+			return fmt.Errorf("set timeout: %w", err)
+		}
+		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+			return fmt.Errorf("bind: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		if s.fd >= 0 {
+			unix.Close(s.fd)
+		}
+		where := iface
+		if netns != "" {
+			where = netns + ":" + iface
+		}
+		return nil, fmt.Errorf("live capture on %s: %w", where, err)
+	}
+	return s, nil
+}
+
+func (s *liveSource) Next(ctx context.Context) ([]byte, CaptureInfo, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, CaptureInfo{}, err
+		}
+		n, _, err := unix.Recvfrom(s.fd, s.buf, unix.MSG_TRUNC)
+		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, CaptureInfo{}, fmt.Errorf("recv: %w", err)
+		}
+		c := min(n, len(s.buf))
+		return s.buf[:c], CaptureInfo{Time: time.Now(), CapLen: c, Len: n}, nil
+	}
+}
+func (s *liveSource) LinkType() uint32 { return s.link }
+func (s *liveSource) Close() error     { return unix.Close(s.fd) }
+

@@ -1,0 +1,501 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// ---- packet builders (independent of the code under test) ----
+
+var (
+	macNode  = mustMAC("02:00:00:00:00:0a") // the node's uplink (pa)
+	macNext  = mustMAC("02:00:00:00:00:0b") // next hop behind pa
+	macSFOut = mustMAC("02:00:00:00:00:1a") // IFACE-OUT (sfa)
+	macSF    = mustMAC("02:00:00:00:00:1b") // the SF
+	macPeer  = mustMAC("02:00:00:00:00:99") // whoever sent the frame
+)
+
+func mustMAC(s string) net.HardwareAddr {
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func a6(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func eth(dst, src net.HardwareAddr, et uint16, payload []byte) []byte {
+	b := append(append([]byte{}, dst...), src...)
+	b = binary.BigEndian.AppendUint16(b, et)
+	return append(b, payload...)
+}
+
+func ip6(src, dst netip.Addr, nh, hlim uint8, payload []byte) []byte {
+	b := make([]byte, 40)
+	b[0] = 0x60
+	binary.BigEndian.PutUint16(b[4:], uint16(len(payload)))
+	b[6], b[7] = nh, hlim
+	s, d := src.As16(), dst.As16()
+	copy(b[8:], s[:])
+	copy(b[24:], d[:])
+	return append(b, payload...)
+}
+
+// srh builds an SRH; list is Segment List[0..n-1] (list[0] = last segment).
+func srh(nh uint8, list []netip.Addr, sl uint8, tag uint16, tlv []byte, payload []byte) []byte {
+	b := make([]byte, 8)
+	b[0] = nh
+	b[1] = uint8((16*len(list) + len(tlv)) / 8)
+	b[2], b[3], b[4] = 4, sl, uint8(len(list)-1)
+	binary.BigEndian.PutUint16(b[6:], tag)
+	for _, a := range list {
+		x := a.As16()
+		b = append(b, x[:]...)
+	}
+	b = append(b, tlv...)
+	return append(b, payload...)
+}
+
+func ip4(src, dst string, proto uint8, payload []byte) []byte {
+	b := make([]byte, 20)
+	b[0] = 0x45
+	binary.BigEndian.PutUint16(b[2:], uint16(20+len(payload)))
+	b[6] = 0x40 // DF
+	b[8], b[9] = 64, proto
+	s, d := netip.MustParseAddr(src).As4(), netip.MustParseAddr(dst).As4()
+	copy(b[12:], s[:])
+	copy(b[16:], d[:])
+	var sum uint32
+	for i := 0; i < 20; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(b[10:], ^uint16(sum))
+	return append(b, payload...)
+}
+
+func udp(sport, dport uint16, n int) []byte {
+	b := make([]byte, 8+n)
+	binary.BigEndian.PutUint16(b[0:], sport)
+	binary.BigEndian.PutUint16(b[2:], dport)
+	binary.BigEndian.PutUint16(b[4:], uint16(8+n))
+	for i := range n {
+		b[8+i] = byte(i)
+	}
+	return b
+}
+
+// hmacTLV is an RFC 8754 HMAC TLV (type 5, 1-byte length, 40 bytes total).
+func hmacTLV() []byte {
+	b := make([]byte, 40)
+	b[0], b[1] = 5, 38
+	binary.BigEndian.PutUint32(b[4:], 7)
+	for i := 8; i < 40; i++ {
+		b[i] = byte(0xa0 + i)
+	}
+	return b
+}
+
+// ---- test node: a namespace whose FIB the program consults ----
+
+type testNode struct {
+	ns           string
+	pa, sfa, sfb uint32 // ifindexes
+	objs         proxyTCObjects
+}
+
+func newTestNode(t *testing.T) *testNode {
+	t.Helper()
+	testutil.RequireRoot(t)
+	ns := testutil.NewNetns(t, "pxu")
+	x := func(args ...string) { testutil.Exec(t, ns, args...) }
+	x("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+	x("ip", "link", "add", "pa", "address", macNode.String(), "type", "veth", "peer", "pb", "address", macNext.String())
+	x("ip", "link", "add", "sfa", "address", macSFOut.String(), "type", "veth", "peer", "sfb", "address", macSF.String())
+	for _, d := range []string{"pa", "pb", "sfa", "sfb"} {
+		x("ip", "link", "set", d, "up")
+	}
+	x("ip", "-6", "addr", "add", "fc00:99::1/64", "dev", "pa", "nodad")
+	x("ip", "-6", "route", "add", "default", "via", "fc00:99::2", "dev", "pa")
+	x("ip", "-6", "neigh", "replace", "fc00:99::2", "lladdr", macNext.String(), "dev", "pa", "nud", "permanent")
+	n := &testNode{ns: ns}
+	err := nsutil.Do(ns, func() error {
+		for _, p := range []struct {
+			name string
+			idx  *uint32
+		}{{"pa", &n.pa}, {"sfa", &n.sfa}, {"sfb", &n.sfb}} {
+			i, err := net.InterfaceByName(p.name)
+			if err != nil {
+				return err
+			}
+			*p.idx = uint32(i.Index)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loadProxyTCObjects(&n.objs, nil); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	t.Cleanup(func() { n.objs.Close() })
+	return n
+}
+
+// fib is the model's view of the namespace above.
+func (n *testNode) fib(dst netip.Addr) FIBResult {
+	return FIBResult{OK: true, MTU: 1500, SMAC: macNode, DMAC: macNext}
+}
+
+// skbCtx is the head of struct __sk_buff that BPF_PROG_TEST_RUN accepts.
+type skbCtx struct {
+	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTci, VlanProto, Priority uint32
+	IngressIfindex, Ifindex, TcIndex                                                      uint32
+	Cb                                                                                    [5]uint32
+}
+
+func (n *testNode) run(t *testing.T, iif uint32, pkt []byte) (Verdict, []byte) {
+	t.Helper()
+	var ret uint32
+	out := make([]byte, len(pkt)+cacheHdrMax+64)
+	err := nsutil.Do(n.ns, func() error {
+		opts := &ebpf.RunOptions{Data: pkt, DataOut: out, Context: skbCtx{IngressIfindex: iif, Ifindex: iif}}
+		var err error
+		ret, err = n.objs.ProxyTc.Run(opts)
+		out = opts.DataOut
+		return err
+	})
+	if err != nil {
+		t.Fatalf("test run (%d bytes, % x): %v", len(pkt), pkt, err)
+	}
+	return Verdict(ret), out
+}
+
+func (n *testNode) stats(t *testing.T, id uint32) ModelStats {
+	t.Helper()
+	var per []proxyTCProxyStats
+	if err := n.objs.StatsMap.Lookup(id, &per); err != nil {
+		t.Fatal(err)
+	}
+	var s ModelStats
+	for _, p := range per {
+		s.In += p.InPackets
+		s.InBytes += p.InBytes
+		s.Out += p.OutPackets
+		s.OutBytes += p.OutBytes
+		s.Passed += p.Passed
+		s.CacheUpdates += p.CacheUpdates
+		for i, v := range p.Drops {
+			s.Drops[i] += v
+		}
+	}
+	return s
+}
+
+// sidConf is one SID of a fixture's map seed.
+type sidConf struct {
+	sid      string
+	behavior string
+	inner    Inner
+	flow     bool
+	mac      bool // S-ADDR is macSF (else nh6 fc00:5f::2)
+	asSrc    string
+	asSegs   []string
+}
+
+func (n *testNode) seed(t *testing.T, confs []sidConf) *Model {
+	t.Helper()
+	m := &Model{SIDs: map[netip.Addr]ModelSID{}, Ifaces: map[uint32]ModelSID{}, Cache: map[uint32]ModelCache{},
+		Flows: map[string]ModelCache{}, FIB: n.fib}
+	for i, c := range confs {
+		cfg := proxyTCProxySid{Id: uint32(i), Behavior: behaviorCode[c.behavior], Inner: uint8(c.inner),
+			Oif: n.sfa, Iif: n.sfb}
+		if c.flow {
+			cfg.Flags |= uint8(flagFlow)
+		}
+		ms := ModelSID{ID: uint32(i), Behavior: c.behavior, Inner: c.inner, Flow: c.flow, OIFMAC: macSFOut}
+		if c.mac {
+			cfg.Flags |= uint8(flagMAC)
+			copy(cfg.Dmac[:], macSF)
+			copy(cfg.Smac[:], macSFOut)
+			ms.MAC = macSF
+		} else {
+			cfg.NhFamily = 10
+			a := a6("fc00:5f::2").As16()
+			for j := range 4 {
+				cfg.Nh[j] = nativeU32(a[4*j:])
+			}
+		}
+		if c.behavior == EndAS {
+			var segs []netip.Addr
+			for _, s := range c.asSegs {
+				segs = append(segs, a6(s))
+			}
+			hdr, off := BuildEncap(a6(c.asSrc), segs, 0, c.inner)
+			var ce proxyTCProxyCache
+			ce.Valid, ce.Len, ce.NhOff = 1, uint32(len(hdr)), uint16(off)
+			copy(ce.Hdr[:], hdr)
+			if err := n.objs.CacheMap.Put(uint32(i), &ce); err != nil {
+				t.Fatal(err)
+			}
+			m.Cache[uint32(i)] = ModelCache{Hdr: hdr, NhOff: off}
+		}
+		k := sidKey(netip.PrefixFrom(a6(c.sid), 128))
+		if err := n.objs.SidsMap.Put(&k, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.objs.IfacesMap.Put(cfg.Iif, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		m.SIDs[a6(c.sid)] = ms
+		m.Ifaces[cfg.Iif] = ms
+	}
+	return m
+}
+
+// ---- fixtures ----
+
+var (
+	hostS  = a6("fc00:a::1")
+	hostD  = a6("fc00:d::1")
+	sidIn  = a6("fc00:1::1")
+	sidPx  = a6("fc00:2::ad")
+	sidNx  = a6("fc00:3::1")
+	sidEg  = a6("fc00:4::d6")
+	inner6 = ip6(hostS, hostD, 17, 63, udp(1000, 2000, 16))
+	inner4 = ip4("10.0.0.1", "10.9.9.9", 17, udp(1000, 2000, 16))
+)
+
+// srPkt is an encapsulated packet arriving from the network towards sid
+// with list (Segment List order) and sl.
+func srPkt(list []netip.Addr, sl uint8, nh uint8, tlv []byte, inner []byte) []byte {
+	da := list[sl]
+	return eth(macNode, macPeer, 0x86dd, ip6(sidIn, da, 43, 60, srh(nh, list, sl, 0, tlv, inner)))
+}
+
+type step struct {
+	name    string
+	iif     string // "net" (pa) or "sf" (sfb)
+	in      []byte
+	verdict Verdict
+	out     []byte // nil: don't care (drops)
+	reason  *DropReason
+}
+
+func reason(r DropReason) *DropReason { return &r }
+
+func TestProgFixtures(t *testing.T) {
+	list := []netip.Addr{sidEg, sidNx, sidPx, sidIn} // path: In, Px, Nx, Eg
+	// After End at the proxy: SL 2 -> 1, DA = sidNx, hop limit 60 -> 59.
+	cachedOuter := func(nh uint8, tlv []byte, inner []byte) []byte {
+		return ip6(sidIn, sidNx, 43, 59, srh(nh, list, 1, 0, tlv, inner))
+	}
+	tlv := hmacTLV()
+	// End.AS configured path Nx, Eg from src fc00:2::5.
+	asOuter := func(nh uint8, inner []byte) []byte {
+		return ip6(a6("fc00:2::5"), sidNx, 43, 64, srh(nh, []netip.Addr{sidEg, sidNx}, 1, 0, nil, inner))
+	}
+	tests := []struct {
+		name  string
+		confs []sidConf
+		steps []step
+	}{
+		{"End.AD6 round trip keeps HMAC TLV", []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true}}, []step{
+			{"return before any inbound: cache empty", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictDrop, nil, reason(DropCacheEmpty)},
+			{"inbound strips to the SF", "net", srPkt(list, 2, 41, tlv, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
+			{"outbound pushes cache", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(41, tlv, inner6)), nil},
+			{"link-local from SF passes", "sf", eth(macSFOut, macSF, 0x86dd, ip6(a6("fe80::1"), a6("fe80::2"), 58, 255, []byte{135, 0, 0, 0})), VerdictPass, eth(macSFOut, macSF, 0x86dd, ip6(a6("fe80::1"), a6("fe80::2"), 58, 255, []byte{135, 0, 0, 0})), nil},
+			{"NA to a global address passes", "sf", eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{136, 0, 0, 0, 0x60, 0, 0, 0})), VerdictPass, eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{136, 0, 0, 0, 0x60, 0, 0, 0})), nil},
+			{"ARP from SF passes", "sf", eth(macSFOut, macSF, 0x0806, make([]byte, 28)), VerdictPass, eth(macSFOut, macSF, 0x0806, make([]byte, 28)), nil},
+			{"last segment is dropped", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 41, nil, inner6), VerdictDrop, nil, reason(DropSLZero)},
+			{"wrong inner type", "net", srPkt(list, 2, 4, nil, inner4), VerdictDrop, nil, reason(DropInnerType)},
+			{"hop limit 1", "net", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidPx, 43, 1, srh(41, list, 2, 0, nil, inner6))), VerdictDrop, nil, reason(DropHopLimit)},
+			{"truncated SRH", "net", srPkt(list, 2, 41, nil, inner6)[:14+40+20], VerdictDrop, nil, reason(DropTruncated)},
+			{"SL > last entry", "net", func() []byte {
+				b := srPkt(list, 2, 41, nil, inner6)
+				b[14+40+3] = 7
+				return b
+			}(), VerdictDrop, nil, reason(DropBadSRH)},
+			{"fragment header", "net", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidPx, 44, 60, make([]byte, 48))), VerdictDrop, nil, reason(DropFragment)},
+			{"not a proxy SID: untouched", "net", srPkt([]netip.Addr{sidEg, sidNx}, 1, 41, nil, inner6), VerdictPass, srPkt([]netip.Addr{sidEg, sidNx}, 1, 41, nil, inner6), nil},
+		}},
+		{"End.AD4 with neighbour S-ADDR", []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv4}}, []step{
+			{"inbound strips, ethertype IPv4", "net", srPkt(list, 2, 4, nil, inner4), VerdictRedirect, eth(macNode, macPeer, 0x0800, inner4), nil},
+			{"outbound IPv4 pushed", "sf", eth(macSFOut, macSF, 0x0800, inner4), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(4, nil, inner4)), nil},
+			{"IPv4 multicast passes", "sf", eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), VerdictPass, eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), nil},
+			{"too big after encap", "sf", eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "10.9.9.9", 17, udp(1, 2, 1500-20-8-40))), VerdictDrop, nil, reason(DropMTU)},
+		}},
+		{"End.EAD last segment delivers, no re-encap", []sidConf{{sid: sidPx.String(), behavior: EndEAD, inner: InnerIPv6, mac: true}}, []step{
+			{"SL=0 delivered", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
+			{"return passes unencapsulated", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictPass, eth(macSFOut, macSF, 0x86dd, inner6), nil},
+			{"SL>0 learns", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
+			{"return re-encapsulated", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(41, nil, inner6)), nil},
+		}},
+		{"End.AS static", []sidConf{{sid: sidPx.String(), behavior: EndAS, inner: InnerIPv4, mac: true, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}}, []step{
+			{"inbound strips", "net", srPkt(list, 2, 4, tlv, inner4), VerdictRedirect, eth(macSF, macSFOut, 0x0800, inner4), nil},
+			{"inbound with SL=0 also strips", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 4, nil, inner4), VerdictRedirect, eth(macSF, macSFOut, 0x0800, inner4), nil},
+			{"SF-generated packet gets configured CACHE", "sf", eth(macSFOut, macSF, 0x0800, ip4("192.0.2.7", "10.9.9.9", 6, make([]byte, 20))), VerdictRedirect, eth(macNext, macNode, 0x86dd, asOuter(4, ip4("192.0.2.7", "10.9.9.9", 6, make([]byte, 20)))), nil},
+		}},
+		{"End.AM masquerade", []sidConf{{sid: sidPx.String(), behavior: EndAM, inner: InnerIPv6, mac: true}}, []step{
+			{"inbound: DA <- SegList[0], SRH kept", "net", srPkt(list, 2, 17, nil, udp(1, 2, 8)), VerdictRedirect,
+				eth(macSF, macSFOut, 0x86dd, ip6(sidIn, sidEg, 43, 60, srh(17, list, 2, 0, nil, udp(1, 2, 8)))), nil},
+			{"outbound: SL--, DA <- SegList[SL]", "sf", eth(macSFOut, macSF, 0x86dd, ip6(sidIn, sidEg, 43, 59, srh(17, list, 2, 0, tlv, udp(1, 2, 8)))), VerdictRedirect,
+				eth(macNext, macNode, 0x86dd, ip6(sidIn, sidNx, 43, 58, srh(17, list, 1, 0, tlv, udp(1, 2, 8)))), nil},
+			{"outbound without SRH passes", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictPass, eth(macSFOut, macSF, 0x86dd, inner6), nil},
+			{"inbound without SRH dropped", "net", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidPx, 17, 60, udp(1, 2, 8))), VerdictDrop, nil, reason(DropNoSRH)},
+			{"inbound SL=0 dropped", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 17, nil, udp(1, 2, 8)), VerdictDrop, nil, reason(DropSLZero)},
+		}},
+		{"per-flow End.AD", []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true}}, []step{
+			{"unknown flow back from SF", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictDrop, nil, reason(DropFlowMiss)},
+			{"flow learnt", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
+			{"same flow re-encapsulated", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(41, nil, inner6)), nil},
+			{"other flow misses", "sf", eth(macSFOut, macSF, 0x86dd, ip6(hostS, hostD, 17, 63, udp(1001, 2000, 16))), VerdictDrop, nil, reason(DropFlowMiss)},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNode(t)
+			n.seed(t, tc.confs)
+			for _, s := range tc.steps {
+				iif := n.pa
+				if s.iif == "sf" {
+					iif = n.sfb
+				}
+				before := n.stats(t, 0)
+				v, out := n.run(t, iif, s.in)
+				after := n.stats(t, 0)
+				if v != s.verdict {
+					t.Errorf("%s: verdict %d, want %d (drops %v)", s.name, v, s.verdict, after.Drops)
+					continue
+				}
+				if s.out != nil {
+					if diff := cmp.Diff(s.out, out); diff != "" {
+						t.Errorf("%s: output (-want +got):\n%s", s.name, diff)
+					}
+				}
+				if s.reason != nil && after.Drops[*s.reason] != before.Drops[*s.reason]+1 {
+					t.Errorf("%s: drop counter %s did not increase: %v -> %v", s.name, *s.reason, before.Drops, after.Drops)
+				}
+			}
+		})
+	}
+}
+
+// ---- differential test: program vs model on random packets ----
+
+func randomFrame(r *rand.Rand) (iif string, frame []byte) {
+	sids := []netip.Addr{sidPx, sidPx, sidPx, sidPx, a6("fc00:2::a5"), sidNx}
+	n := 1 + r.IntN(4)
+	list := make([]netip.Addr, n)
+	for i := range list {
+		list[i] = a6(fmt.Sprintf("fc00:%x::%x", 3+r.IntN(3), 1+r.IntN(3)))
+	}
+	sl := uint8(r.IntN(n))
+	list[sl] = sids[r.IntN(len(sids))]
+	var inner []byte
+	var nh uint8
+	switch r.IntN(4) {
+	case 0:
+		inner, nh = ip4(fmt.Sprintf("10.0.0.%d", r.IntN(3)), "10.9.9.9", 17, udp(uint16(1000+r.IntN(2)), 53, r.IntN(64))), 4
+	case 3:
+		inner, nh = udp(5, 6, r.IntN(30)), 17
+	default:
+		inner, nh = ip6(hostS, hostD, 17, uint8(r.IntN(3)), udp(uint16(1000+r.IntN(2)), 53, r.IntN(64))), 41
+	}
+	var tlv []byte
+	if r.IntN(3) == 0 {
+		tlv = hmacTLV()
+	}
+	hop := uint8(r.IntN(4))
+	var payload []byte
+	if r.IntN(6) == 0 {
+		payload = inner
+	} else {
+		payload = srh(nh, list, sl, uint16(r.IntN(2)), tlv, inner)
+		if r.IntN(8) == 0 {
+			payload[3] = uint8(r.IntN(8)) // maybe SL > last entry
+		}
+		nh = 43
+		if r.IntN(6) == 0 { // a destination options header first
+			payload = append([]byte{43, 0, 1, 4, 0, 0, 0, 0}, payload...)
+			nh = 60
+		}
+	}
+	p := eth(macNode, macPeer, 0x86dd, ip6(sidIn, list[sl], nh, hop, payload))
+	if r.IntN(10) == 0 {
+		p = p[:54+r.IntN(len(p)-54)] // test_run needs the Ethernet + IPv6 headers
+	}
+	if r.IntN(3) == 0 { // something coming back from the SF
+		var in []byte
+		switch r.IntN(5) {
+		case 0:
+			in = eth(macSFOut, macSF, 0x0800, inner4)
+		case 1:
+			in = eth(macSFOut, macSF, 0x86dd, ip6(sidIn, list[sl], 43, hop, srh(17, list, sl, 0, tlv, udp(1, 2, 4))))
+		case 2:
+			in = eth(macSFOut, macSF, 0x86dd, ip6(hostS, hostD, 17, 63, udp(uint16(1000+r.IntN(2)), 53, r.IntN(64))))
+		case 3:
+			in = eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{uint8(128 + r.IntN(12)), 0, 0, 0}))
+		default:
+			in = eth(macSFOut, macSF, 0x86dd, ip6(a6("fe80::1"), hostD, 17, 63, udp(1, 2, 3)))
+		}
+		return "sf", in
+	}
+	return "net", p
+}
+
+func TestProgDifferential(t *testing.T) {
+	configs := map[string][]sidConf{
+		"AD6":   {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true}},
+		"EAD4":  {{sid: sidPx.String(), behavior: EndEAD, inner: InnerIPv4, mac: true}},
+		"AD6f":  {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true}},
+		"AS6":   {{sid: sidPx.String(), behavior: EndAS, inner: InnerIPv6, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}},
+		"AM":    {{sid: sidPx.String(), behavior: EndAM, inner: InnerIPv6, mac: true}},
+		"AD4nh": {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv4}},
+	}
+	const perConfig = 400
+	for name, confs := range configs {
+		t.Run(name, func(t *testing.T) {
+			n := newTestNode(t)
+			m := n.seed(t, confs)
+			r := rand.New(rand.NewPCG(42, uint64(len(name))))
+			verdicts := map[Verdict]int{}
+			defer func() { t.Logf("verdicts %v, counters %+v", verdicts, *m.stats(0)) }()
+			for i := range perConfig {
+				where, frame := randomFrame(r)
+				iif := n.pa
+				if where == "sf" {
+					iif = n.sfb
+				}
+				want := m.Run(iif, frame)
+				v, out := n.run(t, iif, frame)
+				verdicts[v]++
+				if v != want.Verdict {
+					t.Fatalf("packet %d (%s, % x): verdict %d, model %d (model reason %s)", i, where, frame, v, want.Verdict, want.Reason)
+				}
+				if v != VerdictDrop {
+					if diff := cmp.Diff(want.Out, out); diff != "" {
+						t.Fatalf("packet %d (%s, % x): output (-model +prog):\n%s", i, where, frame, diff)
+					}
+				}
+				got := n.stats(t, 0)
+				if diff := cmp.Diff(*m.stats(0), got); diff != "" {
+					t.Fatalf("packet %d (%s, % x): counters (-model +prog):\n%s", i, where, frame, diff)
+				}
+			}
+		})
+	}
+}

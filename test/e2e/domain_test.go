@@ -1,0 +1,382 @@
+// Package e2e runs whole domains from YAML in namespace labs: apply through
+// the controller, real traffic, and checks with oracles segchain did not
+// write (tshark dissections of tcpdump captures, scapy-crafted packets,
+// iproute2 listings).
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/plan"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+type env struct {
+	t   *testing.T
+	d   *config.Domain
+	lab *lab.Lab
+	ctl *controller.Controller
+}
+
+// setup brings up a lab for the domain file under a unique name (removed
+// when the test ends, even on failure) and builds its controller.
+func setup(t *testing.T, file string) *env {
+	t.Helper()
+	testutil.RequireRoot(t)
+	d, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := lab.FromDomain(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.Name = testutil.UniqueName("e2e")
+	t.Cleanup(func() {
+		if err := lab.Down(topo.Name); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	l, err := lab.Up(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, d: d, lab: l}
+	e.ctl = e.controllerFor(d)
+	t.Cleanup(func() {
+		for _, n := range l.NodeNames() {
+			ns, _ := l.Netns(n)
+			_ = agent.NewLocal(n, ns).Forget(context.Background())
+		}
+	})
+	return e
+}
+
+func (e *env) controllerFor(d *config.Domain) *controller.Controller {
+	e.t.Helper()
+	p, err := plan.Build(d)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	agents := map[string]agent.Agent{}
+	for n := range p.Nodes {
+		agents[n] = agent.NewLocal(n, e.ns(n))
+	}
+	return &controller.Controller{Plan: p, Agents: agents}
+}
+
+func (e *env) ns(node string) string {
+	e.t.Helper()
+	ns, err := e.lab.Netns(node)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ns
+}
+
+func (e *env) apply() *controller.Result {
+	e.t.Helper()
+	res, err := e.ctl.Apply(context.Background(), false)
+	if err != nil {
+		e.t.Fatalf("apply: %v", err)
+	}
+	return res
+}
+
+func (e *env) sid(name string) netip.Addr {
+	e.t.Helper()
+	sids, err := e.d.SIDs()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	a, ok := sids[name]
+	if !ok {
+		e.t.Fatalf("no SID named %s", name)
+	}
+	return a
+}
+
+// counters returns the counters of the local SID entry covering sid.
+func (e *env) counters(node string, sid netip.Addr) agent.SIDCounters {
+	e.t.Helper()
+	cs, err := agent.NewLocal(node, e.ns(node)).Counters(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.SID.Contains(sid) {
+			return c
+		}
+	}
+	e.t.Fatalf("node %s has no local SID covering %s", node, sid)
+	return agent.SIDCounters{}
+}
+
+func (e *env) ping(from string, dst string) error {
+	return testutil.Ping(e.ns(from), netip.MustParseAddr(dst), 3*time.Second)
+}
+
+func TestDefaultDomainEndToEnd(t *testing.T) {
+	e := setup(t, "../../examples/default.yaml")
+	res := e.apply()
+	if res.Changes() == 0 {
+		t.Fatal("first apply changed nothing")
+	}
+	t.Run("second apply changes nothing", func(t *testing.T) {
+		if res := e.apply(); res.Changes() != 0 {
+			t.Errorf("second apply made %d changes: %+v", res.Changes(), res.Diffs)
+		}
+	})
+
+	end1, end2, dx6 := e.sid("nfv1-end"), e.sid("nfv2-end"), e.sid(config.EgressKey("web"))
+
+	t.Run("H.Encaps chain web: SRH seen by tshark at nfv1, counters move", func(t *testing.T) {
+		before := e.counters("egress", dx6).Packets
+		c := testutil.StartCapture(t, e.ns("nfv1"), "eth-r1", "ip6 proto 43", 1)
+		if err := e.ping("s", "fc00:4d::d"); err != nil {
+			t.Fatalf("ping s -> d through the chain: %v", err)
+		}
+		pkts := testutil.Tshark(t, c.Wait(5*time.Second), "ipv6.src", "ipv6.dst", "ipv6.routing.type",
+			"ipv6.routing.segleft", "ipv6.routing.srh.addr", "icmpv6.type")
+		if len(pkts) == 0 {
+			t.Fatal("no SRv6 packet captured on nfv1")
+		}
+		p := pkts[0]
+		wantSegs := strings.Join([]string{dx6.String(), end2.String(), end1.String()}, "|")
+		checks := map[string]string{
+			"ipv6.src":              "fc00:1::1", // the ingress' tunnel source
+			"ipv6.routing.type":     "4",
+			"ipv6.routing.segleft":  "2",
+			"ipv6.routing.srh.addr": wantSegs,
+		}
+		for f, want := range checks {
+			got := p.First(f)
+			if f == "ipv6.routing.srh.addr" {
+				got = strings.Join(p[f], "|")
+			}
+			if got != want {
+				t.Errorf("%s = %q, want %q", f, got, want)
+			}
+		}
+		if got := p["ipv6.dst"]; len(got) < 2 || got[0] != end1.String() || got[1] != "fc00:4d::d" {
+			t.Errorf("outer/inner dst = %v, want [%s fc00:4d::d]", got, end1)
+		}
+		if after := e.counters("egress", dx6).Packets; after <= before {
+			t.Errorf("End.DX6 counter did not move: %d -> %d", before, after)
+		}
+	})
+
+	t.Run("classifier: UDP 5000-5999 takes insert6 (SRH inserted, no encap)", func(t *testing.T) {
+		c := testutil.StartCapture(t, e.ns("d"), "eth-egress", "ip6 proto 43", 1) // UDP behind the SRH
+		testutil.RunScapyIn(t, e.ns("s"), `
+send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=4000, dport=5555)/b"insert-mode", verbose=0)
+`)
+		pkts := testutil.Tshark(t, c.Wait(5*time.Second), "ipv6.src", "ipv6.dst", "ipv6.routing.segleft",
+			"ipv6.routing.srh.addr", "udp.dstport")
+		if len(pkts) != 1 {
+			t.Fatalf("d captured %d UDP packets, want 1", len(pkts))
+		}
+		p := pkts[0]
+		if got := p["ipv6.dst"]; len(got) != 1 || got[0] != "fc00:4d::d" {
+			t.Errorf("dst = %v: want one IPv6 header (insert mode, no encapsulation)", got)
+		}
+		if p.First("ipv6.src") != "fc00:1a::a" || p.First("ipv6.routing.segleft") != "0" {
+			t.Errorf("src %s SL %s, want the original source and SL 0", p.First("ipv6.src"), p.First("ipv6.routing.segleft"))
+		}
+		wantSegs := strings.Join([]string{"fc00:4d::d", end2.String(), end1.String()}, "|")
+		if got := strings.Join(p["ipv6.routing.srh.addr"], "|"); got != wantSegs {
+			t.Errorf("segment list = %s, want %s", got, wantSegs)
+		}
+	})
+
+	t.Run("classifier: UDP outside 5000-5999 takes web (encap, decapsulated at egress)", func(t *testing.T) {
+		before := e.counters("egress", dx6).Packets
+		c := testutil.StartCapture(t, e.ns("d"), "eth-egress", "udp", 1)
+		testutil.RunScapyIn(t, e.ns("s"), `
+send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=4000, dport=7000)/b"encap-mode", verbose=0)
+`)
+		pkts := testutil.Tshark(t, c.Wait(5*time.Second), "ipv6.dst", "ipv6.routing.type", "udp.dstport")
+		if len(pkts) != 1 {
+			t.Fatalf("d captured %d UDP packets, want 1", len(pkts))
+		}
+		if pkts[0].First("ipv6.routing.type") != "" {
+			t.Errorf("packet reached d with a routing header: %v", pkts[0])
+		}
+		if after := e.counters("egress", dx6).Packets; after != before+1 {
+			t.Errorf("End.DX6 counter %d -> %d, want +1", before, after)
+		}
+	})
+
+	t.Run("IPv4 chain legacy4: End.DX4 delivers", func(t *testing.T) {
+		dx4 := e.sid(config.EgressKey("legacy4"))
+		before := e.counters("egress", dx4).Packets
+		if err := e.ping("s", "198.18.4.13"); err != nil {
+			t.Fatalf("ping 198.18.4.13: %v", err)
+		}
+		if after := e.counters("egress", dx4).Packets; after <= before {
+			t.Errorf("End.DX4 counter did not move: %d -> %d", before, after)
+		}
+	})
+}
+
+func TestFailedApplyRollsBack(t *testing.T) {
+	e := setup(t, "../../examples/default.yaml")
+	e.apply()
+	observe := func(c *controller.Controller) map[string]string {
+		out := map[string]string{}
+		for n, a := range c.Agents {
+			got, err := a.Observe(context.Background(), c.Plan.Nodes[n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[n] = fmt.Sprintf("%+v", *got)
+		}
+		return out
+	}
+
+	// A second domain adds an End SID on nfv1 and an End.DT4 on nfv2. The End
+	// installs fine; End.DT4 needs a VRF device, which this kernel lacks, so
+	// the apply fails part-way and must undo the End too.
+	d2, err := config.Load("../../examples/default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2.Services["extra-end"] = &config.Service{Node: "nfv1", Behavior: "End"}
+	d2.Services["bad-dt4"] = &config.Service{Node: "nfv2", Behavior: "End.DT4", Params: config.Params{VRFTable: 4242}}
+	c2 := e.controllerFor(d2)
+	before := observe(c2)
+	res, err := c2.Apply(context.Background(), false)
+	if err == nil {
+		t.Skip("End.DT4 installed: this kernel has VRF, so the injected failure does not fail")
+	}
+	t.Logf("apply failed as intended: %v", err)
+	if !res.RolledBack {
+		t.Errorf("result not marked rolled back: %+v", res.Errors)
+	}
+	if diff := cmpMaps(before, observe(c2)); diff != "" {
+		t.Errorf("state after the failed apply differs from before:\n%s", diff)
+	}
+	if res := e.apply(); res.Changes() != 0 {
+		t.Errorf("original domain no longer applied after rollback: %d changes", res.Changes())
+	}
+}
+
+func cmpMaps(a, b map[string]string) string {
+	var out []string
+	for k := range a {
+		if a[k] != b[k] {
+			out = append(out, fmt.Sprintf("node %s:\n  before %s\n  after  %s", k, a[k], b[k]))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestDestroyRemovesOnlyOwnState(t *testing.T) {
+	e := setup(t, "../../examples/default.yaml")
+	ns := e.ns("nfv1")
+	fwdBefore := strings.TrimSpace(testutil.Exec(t, ns, "sysctl", "-n", "net.ipv6.conf.all.forwarding"))
+	e.apply()
+	// Someone else's route and rule on the same node must survive destroy.
+	testutil.Exec(t, ns, "ip", "-6", "route", "add", "fc00:99::/64", "via", "fc00:25::5", "dev", "eth-r1")
+	testutil.Exec(t, ns, "ip", "-6", "rule", "add", "to", "fc00:98::/64", "lookup", "main", "pref", "777")
+	if _, err := e.ctl.Destroy(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	routes := testutil.Exec(t, ns, "ip", "-6", "route", "show", "table", "all", "proto", "197")
+	if strings.TrimSpace(routes) != "" {
+		t.Errorf("segchain routes left after destroy:\n%s", routes)
+	}
+	if out := testutil.Exec(t, ns, "ip", "-6", "route", "show", "fc00:99::/64"); !strings.Contains(out, "fc00:99::/64") {
+		t.Error("destroy removed a route segchain did not install")
+	}
+	if out := testutil.Exec(t, ns, "ip", "-6", "rule", "show"); !strings.Contains(out, "777:") {
+		t.Error("destroy removed a rule segchain did not install")
+	}
+	ing := testutil.Exec(t, e.ns("ingress"), "ip", "-6", "rule", "show")
+	if strings.Contains(ing, "lookup 8825") {
+		t.Errorf("chain rule left on ingress:\n%s", ing)
+	}
+	if got := strings.TrimSpace(testutil.Exec(t, ns, "sysctl", "-n", "net.ipv6.conf.all.forwarding")); got != fwdBefore {
+		t.Errorf("forwarding = %s after destroy, want the original %s", got, fwdBefore)
+	}
+}
+
+func TestBidirectionalChain(t *testing.T) {
+	e := setup(t, "../../examples/bidirectional.yaml")
+	e.apply()
+	fwd, ret := e.sid(config.EgressKey("ab")), e.sid(config.ReturnKey("ab"))
+	end := e.sid("nfv1-end")
+	b1, b2, b3 := e.counters("edge2", fwd).Packets, e.counters("edge1", ret).Packets, e.counters("nfv1", end).Packets
+	if err := e.ping("a", "fc00:3b::b"); err != nil {
+		t.Fatalf("ping a -> b: %v", err)
+	}
+	// The request takes ab (decapsulated at edge2), the reply ab/reverse
+	// (decapsulated at edge1); both cross nfv1's End.
+	if a := e.counters("edge2", fwd).Packets; a <= b1 {
+		t.Errorf("forward egress counter did not move (%d -> %d)", b1, a)
+	}
+	if a := e.counters("edge1", ret).Packets; a <= b2 {
+		t.Errorf("reverse egress counter did not move (%d -> %d): the reply did not take the reverse chain", b2, a)
+	}
+	if a := e.counters("nfv1", end).Packets; a < b3+2 {
+		t.Errorf("nfv1 End saw %d packets, want request and reply", a-b3)
+	}
+}
+
+func TestHMACRequiredDropsUnsignedAndWrongKey(t *testing.T) {
+	e := setup(t, "../../examples/hmac.yaml")
+	e.apply()
+	end := e.sid("nfv1-end")
+	dx6 := e.sid(config.EgressKey("signed"))
+
+	t.Run("signed chain delivers", func(t *testing.T) {
+		c := testutil.StartCapture(t, e.ns("nfv1"), "eth-ingress", "ip6 proto 43", 1)
+		if err := e.ping("s", "fc00:4d::d"); err != nil {
+			t.Fatalf("ping through the signed chain: %v", err)
+		}
+		pcap := c.Wait(5 * time.Second)
+		// tshark does not decode SRH TLVs: read the raw routing header length
+		// (3 segments would be hdr-len 6; the 40-byte HMAC TLV adds 5).
+		pkts := testutil.Tshark(t, pcap, "ipv6.routing.len")
+		if len(pkts) == 0 || pkts[0].First("ipv6.routing.len") != "9" {
+			t.Errorf("routing header len = %v, want 9 (2 segments + HMAC TLV)", pkts)
+		}
+	})
+
+	for _, tc := range []struct{ name, tlv string }{
+		{"no HMAC TLV", ""},
+		{"wrong HMAC", `, tlv_objects=[SRHHMAC(keyid=1001, hmac=b"\x01"*32)]`},
+		{"unknown key id", `, tlv_objects=[SRHHMAC(keyid=4242, hmac=b"\x01"*32)]`},
+	} {
+		t.Run("dropped at nfv1: "+tc.name, func(t *testing.T) {
+			before := e.counters("nfv1", end)
+			dxBefore := e.counters("egress", dx6).Packets
+			testutil.RunScapyIn(t, e.ns("ingress"), fmt.Sprintf(`
+srh = IPv6ExtHdrSegmentRouting(addresses=["%s", "%s"], segleft=1, lastentry=1%s)
+p = IPv6(src="fc00:1::1", dst="%s")/srh/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/ICMPv6EchoRequest()
+send(p, count=3, verbose=0)
+`, dx6, end, tc.tlv, end))
+			after := e.counters("nfv1", end)
+			if after.Errors < before.Errors+3 {
+				t.Errorf("nfv1 End errors %d -> %d, want +3 (dropped by HMAC validation)", before.Errors, after.Errors)
+			}
+			if got := e.counters("egress", dx6).Packets; got != dxBefore {
+				t.Errorf("a packet reached the egress (%d -> %d)", dxBefore, got)
+			}
+		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(m.Run())
+}
