@@ -24,6 +24,7 @@
 #include "lib/cursor.h"
 #include "lib/ipv6.h"
 #include "lib/drop.h"
+#include "lib/icmp6.h"
 
 #define PROXY_MAX_SIDS 256
 #define PROXY_HDR_MAX 512 /* outer IPv6 + extension headers a cache can hold */
@@ -115,6 +116,7 @@ struct proxy_stats {
 	__u64 out_bytes;
 	__u64 passed; /* outbound: left alone (link-local, non-IP, no SRH, EAD terminal) */
 	__u64 cache_updates;
+	__u64 icmp_errors; /* Packet Too Big sent instead of an oversize encapsulation */
 	__u64 drops[PROXY_DROP_MAX];
 };
 
@@ -627,8 +629,24 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 	__builtin_memcpy(f.ipv6_src, &ce->hdr[offsetof(struct ipv6hdr, saddr)], 16);
 	__builtin_memcpy(f.ipv6_dst, &ce->hdr[offsetof(struct ipv6hdr, daddr)], 16);
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
-	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
-		return drop(st, PROXY_DROP_MTU);
+	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
+		/* What Linux does for a too-big packet entering a seg6 encap
+		 * route: Packet Too Big to the inner source, MTU less the
+		 * encapsulation. IPv4 inner packets are dropped (see docs). */
+		__u32 zero = 0, mtu = f.mtu_result;
+		struct proxy_cache *s = bpf_map_lookup_elem(&scratch_map, &zero);
+		int oif;
+
+		if (inner != PROXY_INNER_IPV6 || !s)
+			return drop(st, PROXY_DROP_MTU);
+		mtu = mtu > len + IPV6_MIN_MTU ? mtu - len : IPV6_MIN_MTU;
+		oif = icmp6_ptb(skb, mtu, s->hdr);
+		if (oif <= 0)
+			return drop(st, PROXY_DROP_MTU);
+		if (st)
+			st->icmp_errors++;
+		return bpf_redirect(oif, 0);
+	}
 
 	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6) < 0)
 		return drop(st, PROXY_DROP_ADJUST_ROOM);

@@ -79,7 +79,7 @@ func newPerfRunCmd() *cobra.Command {
 	var (
 		file, out, output string
 		genCPU, sutCPU    int
-		sutNice           int
+		sutNice, genNice  int
 		rounds, runs      int
 		quiet             bool
 	)
@@ -116,7 +116,7 @@ Results: a Markdown table on stdout (or the JSON report with -o json); with
 					return err
 				}
 			}
-			drv := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: genCPU, SUTCPU: sutCPU, SUTNice: sutNice})
+			drv := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: genCPU, SUTCPU: sutCPU, SUTNice: sutNice, GenNice: genNice})
 			// Tear down on Ctrl-C / SIGTERM too.
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -173,6 +173,7 @@ Results: a Markdown table on stdout (or the JSON report with -o json); with
 	cmd.Flags().IntVar(&genCPU, "gen-cpu", 0, "CPU of the generator")
 	cmd.Flags().IntVar(&sutCPU, "sut-cpu", 1, "CPU of the SUT's NAPI thread")
 	cmd.Flags().IntVar(&sutNice, "sut-nice", 0, "nice value of the SUT's NAPI thread (-20: win the CPU on a shared machine)")
+	cmd.Flags().IntVar(&genNice, "gen-nice", 0, "nice value of the generator thread while it sends")
 	cmd.Flags().IntVar(&rounds, "rounds", 0, "override sandwich.rounds")
 	cmd.Flags().IntVar(&runs, "runs", 0, "override runs")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar or log on stderr")

@@ -82,11 +82,13 @@ feature. See docs/sid.md and docs/behaviors.md.`,
 		Use:   "add SID[/LEN] BEHAVIOR [PARAMS...]",
 		Short: "Install a local SID (fails if the SID exists)",
 		Args:  cobra.MinimumNArgs(2),
-		RunE:  func(cmd *cobra.Command, args []string) error { return s.add(cmd.OutOrStdout(), args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return s.add(cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
+		},
 	}
 	del := &cobra.Command{
 		Use:   "del SID[/LEN]",
-		Short: "Remove a local SID",
+		Short: "Remove a local SID installed by segchain",
 		Args:  cobra.ExactArgs(1),
 		RunE:  func(cmd *cobra.Command, args []string) error { return s.del(cmd.OutOrStdout(), args[0]) },
 	}
@@ -109,13 +111,13 @@ not installed by segchain are marked with their route protocol.`,
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return s.flush(cmd.OutOrStdout()) },
 	}
-	clear := &cobra.Command{
+	clearCmd := &cobra.Command{
 		Use:   "clear-counters [SID[/LEN]]",
 		Short: "Reset the counters of one local SID or of all",
 		Args:  cobra.MaximumNArgs(1),
 		RunE:  func(cmd *cobra.Command, args []string) error { return s.clearCounters(cmd.OutOrStdout(), args) },
 	}
-	cmd.AddCommand(add, del, show, flush, clear)
+	cmd.AddCommand(add, del, show, flush, clearCmd)
 	return cmd
 }
 
@@ -139,7 +141,7 @@ func (s *sidCLI) nsName() string {
 	return s.netns
 }
 
-func (s *sidCLI) add(w io.Writer, args []string) error {
+func (s *sidCLI) add(w, ew io.Writer, args []string) error {
 	if ext, canon := localsid.FindExtension(s.exts, args[1]); ext != nil {
 		sid, err := localsid.ParseSID(args[0])
 		if err != nil {
@@ -182,7 +184,7 @@ func (s *sidCLI) add(w io.Writer, args []string) error {
 	}
 	fmt.Fprintf(w, "added %s\n", localsid.Format(r, nil))
 	if v, err := h.Sysctl("net.ipv6.conf.all.forwarding"); err == nil && strings.TrimSpace(v) == "0" {
-		fmt.Fprintln(w, "warning: net.ipv6.conf.all.forwarding is 0 in this namespace: SRv6 packets will not be forwarded")
+		fmt.Fprintln(ew, "warning: net.ipv6.conf.all.forwarding is 0 in this namespace: SRv6 packets will not be forwarded")
 	}
 	return nil
 }
@@ -263,6 +265,9 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 	for _, l := range sids {
 		if l.Route.Dst != sid {
 			continue
+		}
+		if l.Protocol != nodestate.Proto {
+			return fmt.Errorf("sid %s was not installed by segchain (route protocol %s): remove it with ip -6 route del", sid, protoName(l.Protocol))
 		}
 		if err := h.DeleteRoute(l.Route); err != nil {
 			return fmt.Errorf("del %s: %w", sid, err)

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/localsid"
+	"github.com/segchain/segchain/internal/testutil"
 )
 
 func TestSidCheckFeatures(t *testing.T) {
@@ -55,5 +60,97 @@ func TestSidCheckFeatures(t *testing.T) {
 				t.Errorf("probed = %v, want %v", probed, tt.wantProbe)
 			}
 		})
+	}
+}
+
+// fakeExt is an Extension keeping its SIDs in memory.
+type fakeExt struct {
+	sids    map[netip.Prefix]localsid.Entry
+	cleared []string
+}
+
+func (f *fakeExt) Behaviors() []string { return []string{"End.AS", "End.AD"} }
+
+func (f *fakeExt) Add(netns string, sid netip.Prefix, behavior string, params []string) error {
+	m := map[string]string{}
+	for i := 0; i+1 < len(params); i += 2 {
+		m[params[i]] = params[i+1]
+	}
+	f.sids[sid] = localsid.Entry{SID: sid, Behavior: behavior, Params: m, Counters: map[string]uint64{"packets": 7}}
+	return nil
+}
+
+func (f *fakeExt) Del(netns string, sid netip.Prefix) (bool, error) {
+	_, ok := f.sids[sid]
+	delete(f.sids, sid)
+	return ok, nil
+}
+
+func (f *fakeExt) Show(netns string) ([]localsid.Entry, error) {
+	var es []localsid.Entry
+	for _, e := range f.sids {
+		es = append(es, e)
+	}
+	return es, nil
+}
+
+func (f *fakeExt) Flush(netns string) error {
+	f.sids = map[netip.Prefix]localsid.Entry{}
+	return nil
+}
+
+func (f *fakeExt) ClearCounters(netns string, sid *netip.Prefix) error {
+	s := "all"
+	if sid != nil {
+		s = sid.String()
+	}
+	f.cleared = append(f.cleared, s)
+	return nil
+}
+
+// TestPrivilegedSidExtension checks that behaviours an extension claims go
+// to it, and that show/del/flush/clear-counters merge its SIDs with the
+// kernel's.
+func TestPrivilegedSidExtension(t *testing.T) {
+	ns := testutil.NewNetns(t, "sidx")
+	testutil.Exec(t, ns, "ip", "link", "add", "xa", "type", "veth", "peer", "name", "xb")
+	testutil.Exec(t, ns, "ip", "link", "set", "xa", "up")
+	ext := &fakeExt{sids: map[netip.Prefix]localsid.Entry{}}
+	run := func(args ...string) (string, error) {
+		cmd := newSidCmd(ext)
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"--netns", ns}, args...))
+		err := cmd.Execute()
+		return out.String(), err
+	}
+	steps := []struct {
+		args    string
+		want    string
+		wantErr bool
+	}{
+		{"add fc00:5::1 end.as oif xa iif xb nh4 10.0.0.2", "added fc00:5::1/128 End.AS", false},
+		{"add fc00:5::2 End", "added fc00:5::2 End dev xa", false},
+		{"show", "fc00:5::1 End.AS nh4 10.0.0.2 iif xb oif xa packets 7\nfc00:5::2 End dev xa packets 0 bytes 0 errors 0\n", false},
+		{"show fc00:5::1 -o json", `"behavior": "End.AS"`, false},
+		{"clear-counters fc00:5::1", "cleared counters of fc00:5::1/128", false},
+		{"del fc00:5::1", "deleted fc00:5::1/128", false},
+		{"del fc00:5::1", "", true},
+		{"add fc00:5::3 End.AD oif xa", "added fc00:5::3/128 End.AD", false},
+		{"flush", "flushed 2 local SID(s)", false},
+		{"show", "", false},
+	}
+	for _, s := range steps {
+		out, err := run(strings.Fields(s.args)...)
+		if (err != nil) != s.wantErr {
+			t.Fatalf("sid %s: err = %v, want error %v (%s)", s.args, err, s.wantErr, out)
+		}
+		if !strings.Contains(out, s.want) || (s.args == "show" && s.want == "" && out != "") {
+			t.Errorf("sid %s: output %q, want it to contain %q", s.args, out, s.want)
+		}
+	}
+	if diff := cmp.Diff([]string{"fc00:5::1/128"}, ext.cleared); diff != "" {
+		t.Errorf("extension ClearCounters calls (-want +got):\n%s", diff)
 	}
 }

@@ -297,6 +297,9 @@ func TestFeaturesCheck(t *testing.T) {
 		{"End.DT6 table", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.DT6", Table: 10}}, ""},
 		{"End.DT6 vrftable", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.DT6", VRFTable: 10}}, "vrftable"},
 		{"End.B6 hmac", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.B6", Segs: seg, HMAC: 2}}, "seg6 hmac"},
+		{"End.X next-csid", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.X", Flavors: []string{"next-csid"}}}, "flavor next-csid"},
+		{"End.X psp", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.X", Flavors: []string{"psp"}}}, "only for End"},
+		{"End.T psp ignored by kernel", nodestate.Route{Seg6Local: &nodestate.Seg6Local{Action: "End.T", Table: 1, Flavors: []string{"psp"}}}, "psp on End.T"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -123,3 +123,84 @@ func TestPrivilegedCountersTraffic(t *testing.T) {
 		t.Errorf("ClearCounters of a missing SID: %v, want ESRCH", err)
 	}
 }
+
+// TestPrivilegedDecapSIDDelivers proves a device-less SID (installed as a
+// local route on lo) runs a decapsulating behaviour: A encapsulates UDP
+// towards B's End.DX6 SID, B decapsulates and cross-connects to C, where a
+// socket receives the payload.
+func TestPrivilegedDecapSIDDelivers(t *testing.T) {
+	testutil.RequireRoot(t)
+	nsA := testutil.NewNetns(t, "dpxa")
+	nsB := testutil.NewNetns(t, "dpxb")
+	nsC := testutil.NewNetns(t, "dpxc")
+	for _, c := range []struct {
+		ns   string
+		args []string
+	}{
+		{nsA, []string{"ip", "link", "add", "a0", "type", "veth", "peer", "name", "b0", "netns", nsB}},
+		{nsB, []string{"ip", "link", "add", "b1", "type", "veth", "peer", "name", "c0", "netns", nsC}},
+		{nsA, []string{"ip", "addr", "add", "fc00:ab::1/64", "dev", "a0", "nodad"}},
+		{nsB, []string{"ip", "addr", "add", "fc00:ab::2/64", "dev", "b0", "nodad"}},
+		{nsB, []string{"ip", "addr", "add", "fc00:bc::1/64", "dev", "b1", "nodad"}},
+		{nsC, []string{"ip", "addr", "add", "fc00:bc::2/64", "dev", "c0", "nodad"}},
+		{nsC, []string{"ip", "addr", "add", "fc00:c::1/64", "dev", "c0", "nodad"}},
+		{nsA, []string{"ip", "link", "set", "a0", "up"}},
+		{nsB, []string{"ip", "link", "set", "b0", "up"}},
+		{nsB, []string{"ip", "link", "set", "b1", "up"}},
+		{nsC, []string{"ip", "link", "set", "c0", "up"}},
+	} {
+		testutil.Exec(t, c.ns, c.args...)
+	}
+	a, b, c := openT(t, nsA), openT(t, nsB), openT(t, nsC)
+	if err := b.SetSysctl("net.ipv6.conf.all.forwarding", "1"); err != nil {
+		t.Fatal(err)
+	}
+	sid := nodestate.Route{Dst: pfx("fc00:b::6/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.DX6", Nh6: ip("fc00:bc::2"), Count: true}}
+	for _, x := range []struct {
+		h *Handle
+		r nodestate.Route
+	}{
+		{b, sid},
+		{a, nodestate.Route{Dst: pfx("fc00:b::/64"), Via: ip("fc00:ab::2"), Dev: "a0"}},
+		{a, nodestate.Route{Dst: pfx("fc00:c::/64"), Dev: "a0", Seg6: &nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{ip("fc00:b::6")}}}},
+		{c, nodestate.Route{Dst: pfx("fc00:ab::/64"), Via: ip("fc00:bc::1"), Dev: "c0"}},
+	} {
+		if err := x.h.ReplaceRoute(x.r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var conn net.PacketConn
+	if err := nsutil.Do(nsC, func() (err error) {
+		conn, err = net.ListenPacket("udp6", "[fc00:c::1]:9999")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	msg := []byte("through End.DX6")
+	if err := nsutil.Do(nsA, func() error {
+		s, err := net.Dial("udp6", "[fc00:c::1]:9999")
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		_, err = s.Write(msg)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A read deadline bounds the wait; the assertion is on the content.
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 100)
+	n, from, err := conn.ReadFrom(buf)
+	if err != nil {
+		t.Fatalf("C received nothing: %v", err)
+	}
+	if string(buf[:n]) != string(msg) || from.(*net.UDPAddr).IP.String() != "fc00:ab::1" {
+		t.Errorf("C received %q from %s, want %q from fc00:ab::1", buf[:n], from, msg)
+	}
+	sids, err := b.LocalSIDs()
+	if err != nil || len(sids) != 1 || sids[0].Counters == nil || sids[0].Counters.Packets != 1 {
+		t.Errorf("B's SID counters: %+v, %v; want 1 packet", sids, err)
+	}
+}

@@ -24,6 +24,7 @@ type Handle struct {
 
 	probeOnce sync.Once
 	probed    Features
+	isProbe   bool // the throwaway handle Probe works in: never probes itself
 }
 
 // Open opens netlink sockets inside the named namespace ("" = the current

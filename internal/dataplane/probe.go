@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -73,6 +75,9 @@ func (f Features) Check(r nodestate.Route) error {
 		if l.HMAC != 0 {
 			need = append(need, f.HMAC)
 		}
+		if err := checkFlavors(l); err != nil {
+			return err
+		}
 		for _, fl := range l.Flavors {
 			switch fl {
 			case "psp":
@@ -88,6 +93,31 @@ func (f Features) Check(r nodestate.Route) error {
 	for _, n := range need {
 		if err := n.Require(); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// flavorActions lists, per flavor, the behaviours whose kernel
+// implementation takes SEG6_LOCAL_FLAVORS (net/ipv6/seg6_local.c: only End
+// and End.X list it in their optional attributes; any other behaviour
+// accepts the attribute and silently drops it, End.X rejects psp).
+var flavorActions = map[string][]string{
+	"psp":       {"End"},
+	"next-csid": {"End", "End.X"},
+}
+
+// checkFlavors rejects flavor/behaviour pairs the kernel would refuse or
+// silently ignore (an ignored flavor would also make every apply see a diff).
+func checkFlavors(l *nodestate.Seg6Local) error {
+	for _, fl := range l.Flavors {
+		acts, ok := flavorActions[fl]
+		if !ok {
+			return fmt.Errorf("flavor %s: no seg6local behaviour implements it: %w", fl, ErrNotSupported)
+		}
+		if !slices.Contains(acts, l.Action) {
+			return fmt.Errorf("flavor %s on %s: the kernel implements it only for %s: %w",
+				fl, l.Action, strings.Join(acts, ", "), ErrNotSupported)
 		}
 	}
 	return nil
@@ -125,6 +155,7 @@ func (h *Handle) probe() Features {
 		return all("cannot open the probe namespace: " + err.Error())
 	}
 	defer p.Close()
+	p.isProbe = true
 	if lo, err := p.nh.LinkByName("lo"); err == nil {
 		_ = p.nh.LinkSetUp(lo)
 	}
@@ -133,7 +164,7 @@ func (h *Handle) probe() Features {
 	try := func(ft *Feature, r nodestate.Route) bool {
 		sid++
 		r.Dst = netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfc, 0, 0xff, 0xff, 14: byte(sid >> 8), 15: byte(sid)}), 128)
-		if err := p.ReplaceRoute(r); err != nil {
+		if err := p.replaceRoute(r, nodestate.Proto); err != nil { // not ReplaceRoute: it would Probe again
 			ft.Reason = "kernel rejected " + r.String() + ": " + errors.Unwrap(err).Error()
 			return false
 		}
@@ -160,9 +191,15 @@ func (h *Handle) probe() Features {
 		{&f.EndDT46, nodestate.Seg6Local{Action: "End.DT46", VRFTable: probeVRFTable}},
 		{&f.VRFTable, nodestate.Seg6Local{Action: "End.DT6", VRFTable: probeVRFTable}},
 	} {
-		if try(c.ft, local(c.l)) && !f.VRF.Supported {
+		accepted := try(c.ft, local(c.l))
+		if f.VRF.Supported {
+			continue
+		}
+		if accepted {
 			c.ft.Supported = false
-			c.ft.Reason = "the route is accepted but needs a vrf device bound to the table, and " + f.VRF.Reason
+			c.ft.Reason = "the route is accepted but packets need a vrf device bound to the table, and " + f.VRF.Reason
+		} else {
+			c.ft.Reason = "needs a vrf device bound to the table: " + f.VRF.Reason + "; " + c.ft.Reason
 		}
 	}
 

@@ -1,7 +1,11 @@
 package dataplane
 
 import (
+	"net/netip"
+	"strings"
 	"testing"
+
+	"github.com/segchain/segchain/internal/nodestate"
 
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -42,4 +46,29 @@ func openT(t *testing.T, ns string) *Handle {
 	}
 	t.Cleanup(h.Close)
 	return h
+}
+
+func TestPrivilegedOpen(t *testing.T) {
+	testutil.RequireRoot(t)
+	ns := testutil.NewNetns(t, "dpo")
+	h := openT(t, ns)
+	if h.Netns() != ns {
+		t.Errorf("Netns() = %q, want %q", h.Netns(), ns)
+	}
+	// Sockets belong to the namespace: a route added through the handle is
+	// visible to ip in that namespace only.
+	testutil.Exec(t, ns, "ip", "link", "add", "o0", "type", "veth", "peer", "name", "o1")
+	testutil.Exec(t, ns, "ip", "link", "set", "o0", "up")
+	r := nodestate.Route{Dst: netip.MustParsePrefix("fc00:42::/64"), Dev: "o0"}
+	if err := h.ReplaceRoute(r); err != nil {
+		t.Fatal(err)
+	}
+	if out := testutil.Exec(t, ns, "ip", "-6", "route", "show", "fc00:42::/64"); !strings.Contains(out, "dev o0 proto 197") {
+		t.Errorf("route not in %s: %q", ns, out)
+	}
+	if _, err := Open("sct-does-not-exist-42"); err == nil {
+		t.Error("Open of a missing namespace succeeded")
+	}
+	h.Close()
+	h.Close() // idempotent
 }

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 
@@ -222,8 +223,13 @@ func (h *Handle) LocalSIDs() ([]LocalSID, error) {
 // (or "lo") it is installed as a route of type local on lo, because the
 // kernel rejects traffic matching a unicast route via loopback.
 func (h *Handle) ReplaceRoute(r nodestate.Route) error {
+	if r.Seg6Local != nil {
+		if err := checkFlavors(r.Seg6Local); err != nil {
+			return fmt.Errorf("replace route %s in netns %q: %w", r, h.netns, err)
+		}
+	}
 	err := h.replaceRoute(r, nodestate.Proto)
-	if err != nil {
+	if err != nil && !h.isProbe {
 		// Explain a rejection caused by a missing kernel feature.
 		if ferr := h.Probe().Check(r); ferr != nil {
 			return fmt.Errorf("replace route %s in netns %q: %w (kernel said: %v)", r, h.netns, ferr, errors.Unwrap(err))
@@ -341,6 +347,13 @@ func (h *Handle) writeRouteFd(msgType, flags int, r nodestate.Route, proto int, 
 		dev = seg6LocalDevDef
 		msg.Type = unix.RTN_LOCAL
 		msg.Scope = unix.RT_SCOPE_HOST
+		// The kernel refuses a nexthop on a down device; lo is down in a
+		// brand-new namespace.
+		if lo, err := h.nh.LinkByName(seg6LocalDevDef); err == nil && lo.Attrs().Flags&net.FlagUp == 0 {
+			if err := h.nh.LinkSetUp(lo); err != nil {
+				return fmt.Errorf("set lo up: %w", err)
+			}
+		}
 	}
 	if dev != "" {
 		idx, err := h.linkIndex(dev)

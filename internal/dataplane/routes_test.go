@@ -209,6 +209,10 @@ func TestPrivilegedRouteErrors(t *testing.T) {
 		{"inline on ipv4", nodestate.Route{Dst: pfx("10.7.0.0/16"), Dev: "dp0", Seg6: &nodestate.Seg6Encap{Mode: "inline", Segs: []netip.Addr{ip("fc00::1")}}}},
 		{"End.BPF missing pin", nodestate.Route{Dst: pfx("fc00:9::2/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.BPF", BPF: "/nonexistent/pin"}}},
 		{"via family mismatch", nodestate.Route{Dst: pfx("fc00:9::/64"), Via: ip("10.0.0.2")}},
+		// The kernel would silently drop these flavors: refused up front.
+		{"End.T psp", nodestate.Route{Dst: pfx("fc00:9::3/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.T", Table: 100, Flavors: []string{"psp"}}}},
+		{"End.DT6 next-csid", nodestate.Route{Dst: pfx("fc00:9::4/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.DT6", Table: 100, Flavors: []string{"next-csid"}}}},
+		{"End.X psp", nodestate.Route{Dst: pfx("fc00:9::5/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.X", Nh6: ip("fc00:12::2"), Flavors: []string{"psp"}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -223,5 +227,26 @@ func TestPrivilegedRouteErrors(t *testing.T) {
 	}
 	if rs, _ := h.Routes(); len(rs) != 0 {
 		t.Errorf("failed installs left routes: %v", rs)
+	}
+}
+
+// A SID without a device lands on lo as a local route; lo is brought up
+// when a fresh namespace still has it down.
+func TestPrivilegedSIDOnDownLoopback(t *testing.T) {
+	testutil.RequireRoot(t)
+	ns := testutil.NewNetns(t, "dplo")
+	testutil.Exec(t, ns, "ip", "link", "set", "lo", "down")
+	h := openT(t, ns)
+	sid := nodestate.Route{Dst: pfx("fc00:1::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End"}}
+	if err := h.ReplaceRoute(sid); err != nil {
+		t.Fatal(err)
+	}
+	// iproute2 hides local-type routes of table main unless asked for "table all".
+	out := testutil.Exec(t, ns, "ip", "-6", "route", "show", "table", "all", "fc00:1::1")
+	if !strings.HasPrefix(out, "local fc00:1::1 ") || !strings.Contains(out, "dev lo") {
+		t.Errorf("ip -6 route show = %q, want a local route on lo", out)
+	}
+	if out := testutil.Exec(t, ns, "ip", "link", "show", "lo"); !strings.Contains(out, ",UP") {
+		t.Errorf("lo not up: %s", out)
 	}
 }

@@ -51,7 +51,7 @@ func jkey(b []byte, key string) []byte {
 }
 
 func jU(b []byte, key string, v uint64) []byte { return appendU(jkey(b, key), v) }
-func jS(b []byte, key, v string) []byte     { return appendJSONString(jkey(b, key), v) }
+func jS(b []byte, key, v string) []byte        { return appendJSONString(jkey(b, key), v) }
 func jB(b []byte, key string, v bool) []byte {
 	b = jkey(b, key)
 	if v {

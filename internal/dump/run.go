@@ -51,6 +51,7 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 		}
 	}
 	link := cfg.Source.LinkType()
+	_, live := cfg.Source.(*liveSource) // live: show each packet as it comes
 	var r Record
 	buf := make([]byte, 0, 64<<10)
 	for cfg.Count <= 0 || st.Matched < cfg.Count {
@@ -80,6 +81,11 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 			buf = cfg.Printer.Append(buf[:0], &r)
 			if _, err := out.Write(buf); err != nil {
 				return st, fmt.Errorf("write output: %w", err)
+			}
+			if live {
+				if err := out.Flush(); err != nil {
+					return st, fmt.Errorf("write output: %w", err)
+				}
 			}
 		}
 	}

@@ -40,17 +40,16 @@ var ErrNotAvailable = errors.New("not available")
 
 // ---- pcap / pcapng files ----
 
-
 type fileSource struct {
 	f      *os.File
 	next   func() ([]byte, CaptureInfo, error)
 	link   uint32
 	filter *bpf.VM
+	n      uint
 }
 
 // OpenFile opens a pcap or pcapng file (detected by its magic number).
-// filter, if not nil, is a classic BPF program for the file's link type
-// (see CompileFilter) applied to every frame.
+// SetFilter adds a capture filter.
 func OpenFile(path string) (Source, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -110,6 +109,9 @@ func SetFilter(src Source, prog []bpf.RawInstruction) error {
 
 func (s *fileSource) Next(ctx context.Context) ([]byte, CaptureInfo, error) {
 	for {
+		if s.n++; s.n%1024 == 0 && ctx.Err() != nil {
+			return nil, CaptureInfo{}, ctx.Err()
+		}
 		d, ci, err := s.next()
 		if err != nil {
 			return nil, ci, err
@@ -283,4 +285,3 @@ func (s *liveSource) Next(ctx context.Context) ([]byte, CaptureInfo, error) {
 }
 func (s *liveSource) LinkType() uint32 { return s.link }
 func (s *liveSource) Close() error     { return unix.Close(s.fd) }
-

@@ -58,12 +58,14 @@ type SandwichSpec struct {
 	Window Duration `yaml:"window,omitempty" json:"window"`
 	// AALimit rejects a run whose A/A median is further than this from 1.
 	AALimit float64 `yaml:"aa_limit,omitempty" json:"aa_limit"`
-	Seed    uint64  `yaml:"seed,omitempty" json:"seed"`
+	// AAMetric: which A/A control decides: throughput, cpu or both [both].
+	AAMetric string `yaml:"aa_metric,omitempty" json:"aa_metric"`
+	Seed     uint64 `yaml:"seed,omitempty" json:"seed"`
 	// MinOverload: windows where the generator offered less than this
 	// multiple of the delivered rate are disturbed (the generator lost its
 	// CPU) and their round is replaced (default 1.1; negative disables).
 	MinOverload float64 `yaml:"min_overload,omitempty" json:"min_overload"`
-	// MaxRounds bounds the rounds including replacements (default 3×rounds).
+	// MaxRounds bounds the rounds including replacements (0: 3×rounds).
 	MaxRounds int `yaml:"max_rounds,omitempty" json:"max_rounds"`
 }
 
@@ -139,11 +141,11 @@ func (e *Experiment) Defaults() {
 	if s.AALimit == 0 {
 		s.AALimit = 0.03
 	}
+	if s.AAMetric == "" {
+		s.AAMetric = "both"
+	}
 	if s.MinOverload == 0 {
 		s.MinOverload = 1.1
-	}
-	if s.MaxRounds == 0 {
-		s.MaxRounds = 3 * s.Rounds
 	}
 	p := &e.PDR
 	if p.LossPercent == 0 {
@@ -201,6 +203,11 @@ func (e *Experiment) Validate() error {
 	case "sandwich", "pdr", "both":
 	default:
 		bad("method", "%q: want sandwich, pdr or both", e.Method)
+	}
+	switch e.Sandwich.AAMetric {
+	case "both", "throughput", "cpu":
+	default:
+		bad("sandwich.aa_metric", "%q: want both, throughput or cpu", e.Sandwich.AAMetric)
 	}
 	if e.Sandwich.Rounds < 1 {
 		bad("sandwich.rounds", "must be ≥ 1")

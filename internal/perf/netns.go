@@ -29,6 +29,8 @@ type NetnsOptions struct {
 	// SUTNice is the nice value of the SUT's NAPI thread (0 = leave it;
 	// −20 makes it win its CPU against other work on a shared machine).
 	SUTNice int
+	// GenNice is the nice value of the generator's thread while it sends.
+	GenNice int
 	// Prefix starts the namespace names (default "spf"); a random suffix
 	// makes them unique.
 	Prefix string
@@ -193,22 +195,11 @@ func (d *NetnsDriver) Up() (err error) {
 		// GRO gives the veth a NAPI ring; threaded NAPI moves the SUT's
 		// work into a kernel thread we can pin and account.
 		{"ethtool", "-K", d.in, "gro", "on"},
-		{"sh", "-c", "echo 1 > /sys/class/net/" + d.in + "/threaded"},
 	}); err != nil {
 		return err
 	}
-	pid, err := findNAPIThread(d.in)
-	if err != nil {
+	if err := d.setThreaded(true); err != nil {
 		return err
-	}
-	d.napiPID = pid
-	if err := pin(pid, d.opt.SUTCPU); err != nil {
-		return fmt.Errorf("pin napi thread %d to cpu %d: %w", pid, d.opt.SUTCPU, err)
-	}
-	if d.opt.SUTNice != 0 {
-		if err := unix.Setpriority(unix.PRIO_PROCESS, pid, d.opt.SUTNice); err != nil {
-			return fmt.Errorf("renice napi thread %d: %w", pid, err)
-		}
 	}
 	sut := d.sut
 	d.env = Env{
@@ -226,7 +217,7 @@ func (d *NetnsDriver) Up() (err error) {
 	if err := d.Sink(SinkForward); err != nil {
 		return err
 	}
-	d.gen, err = newXDPGenerator(d.tester, d.txIfindex, d.opt.GenCPU)
+	d.gen, err = newXDPGenerator(d.tester, d.txIfindex, d.opt.GenCPU, d.opt.GenNice)
 	return err
 }
 
@@ -275,11 +266,46 @@ func schedRuntime(pid int) (uint64, error) {
 	return strconv.ParseUint(f[0], 10, 64)
 }
 
+// setThreaded switches threaded NAPI on the SUT's input port. On, the NAPI
+// thread is (re)found, pinned to the SUT CPU and reniced.
+func (d *NetnsDriver) setThreaded(on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	if _, err := nsRun(d.sut, "sh", "-c", "echo "+v+" > /sys/class/net/"+d.in+"/threaded"); err != nil {
+		return fmt.Errorf("threaded napi: %w", err)
+	}
+	if !on {
+		d.napiPID = 0 // the kernel stops the thread
+		return nil
+	}
+	pid, err := findNAPIThread(d.in)
+	if err != nil {
+		return err
+	}
+	d.napiPID = pid
+	if err := pin(pid, d.opt.SUTCPU); err != nil {
+		return fmt.Errorf("pin napi thread %d to cpu %d: %w", pid, d.opt.SUTCPU, err)
+	}
+	if d.opt.SUTNice != 0 {
+		if err := unix.Setpriority(unix.PRIO_PROCESS, pid, d.opt.SUTNice); err != nil {
+			return fmt.Errorf("renice napi thread %d: %w", pid, err)
+		}
+	}
+	return nil
+}
+
 // Sink moves the rx counter. Only one sink is attached at a time: stray
-// programs tax every packet.
+// programs tax every packet. SinkXDPDrop also turns threaded NAPI off, so
+// that the drop runs right after each generator batch on the generator's
+// CPU: it measures the generator and the veth, not a contended SUT CPU.
 func (d *NetnsDriver) Sink(k SinkKind) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if err := d.setThreaded(k != SinkXDPDrop); err != nil {
+		return err
+	}
 	if d.sinkLink != nil {
 		if err := d.sinkLink.Close(); err != nil {
 			return fmt.Errorf("detach %s sink: %w", d.sinkKind, err)
@@ -334,8 +360,10 @@ func (d *NetnsDriver) Sample() (Sample, error) {
 	if s.Rx, err = sinkPackets(d.sinkMap); err != nil {
 		return s, err
 	}
-	if s.SUTCPU, err = schedRuntime(d.napiPID); err != nil {
-		return s, fmt.Errorf("napi thread: %w", err)
+	if d.napiPID != 0 {
+		if s.SUTCPU, err = schedRuntime(d.napiPID); err != nil {
+			return s, fmt.Errorf("napi thread: %w", err)
+		}
 	}
 	return s, nil
 }

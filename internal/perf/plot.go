@@ -38,44 +38,52 @@ func (r *Report) WritePlots(dir string) ([]string, error) {
 		groups[k] = append(groups[k], x)
 	}
 	for _, k := range keys {
-		var names []string
-		var vals plotter.Values
-		var errs plotter.YErrors
-		for _, x := range groups[k] {
-			if x.Ratio == nil || x.Rules > 0 {
+		for _, m := range []struct {
+			file, title string
+			get         func(Result) *Summary
+		}{
+			{"ratios", "throughput ratio to " + r.Baseline, func(x Result) *Summary { return x.Ratio }},
+			{"cpu-ratios", "CPU-cost ratio to " + r.Baseline + " (ns/packet of " + r.Baseline + " ÷ own)", func(x Result) *Summary { return x.CPURatio }},
+		} {
+			var names []string
+			var vals plotter.Values
+			var errs plotter.YErrors
+			for _, x := range groups[k] {
+				s := m.get(x)
+				if s == nil || x.Rules > 0 {
+					continue
+				}
+				names = append(names, x.Name)
+				vals = append(vals, s.Median)
+				errs = append(errs, struct{ Low, High float64 }{s.Median - s.CI95[0], s.CI95[1] - s.Median})
+			}
+			if len(vals) == 0 {
 				continue
 			}
-			names = append(names, x.Name)
-			vals = append(vals, x.Ratio.Median)
-			errs = append(errs, struct{ Low, High float64 }{x.Ratio.Median - x.Ratio.CI95[0], x.Ratio.CI95[1] - x.Ratio.Median})
-		}
-		if len(vals) == 0 {
-			continue
-		}
-		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s: throughput ratio to %s (%d B, run %d), median and 95%% CI", r.Experiment, r.Baseline, k.size, k.run)
-		p.Y.Label.Text = "ratio to " + r.Baseline
-		p.Y.Min = 0
-		bars, err := plotter.NewBarChart(vals, vg.Points(18))
-		if err != nil {
-			return files, err
-		}
-		bars.Color = color.RGBA{R: 70, G: 110, B: 180, A: 255}
-		bars.LineStyle.Width = 0
-		p.Add(bars)
-		whisk := &errorBars{vals: vals, errs: errs}
-		eb, err := plotter.NewYErrorBars(whisk)
-		if err != nil {
-			return files, err
-		}
-		p.Add(eb)
-		p.NominalX(names...)
-		p.X.Tick.Label.Rotation = 0.8
-		p.X.Tick.Label.XAlign = -0.9
-		p.X.Tick.Label.YAlign = -0.3
-		w := vg.Length(len(names))*0.5*vg.Inch + 1.5*vg.Inch
-		if err := save(p, fmt.Sprintf("ratios-run%d-%dB", k.run, k.size), w); err != nil {
-			return files, err
+			p := plot.New()
+			p.Title.Text = fmt.Sprintf("%s, %d B, run %d\n%s (median, 95%% CI)", r.Experiment, k.size, k.run, m.title)
+			p.Y.Label.Text = "ratio to " + r.Baseline
+			p.Y.Min = 0
+			bars, err := plotter.NewBarChart(vals, vg.Points(18))
+			if err != nil {
+				return files, err
+			}
+			bars.Color = color.RGBA{R: 70, G: 110, B: 180, A: 255}
+			bars.LineStyle.Width = 0
+			p.Add(bars)
+			eb, err := plotter.NewYErrorBars(&errorBars{vals: vals, errs: errs})
+			if err != nil {
+				return files, err
+			}
+			p.Add(eb)
+			p.NominalX(names...)
+			p.X.Tick.Label.Rotation = 0.8
+			p.X.Tick.Label.XAlign = -0.9
+			p.X.Tick.Label.YAlign = -0.3
+			w := max(vg.Length(len(names))*0.5*vg.Inch+1.5*vg.Inch, 6*vg.Inch)
+			if err := save(p, fmt.Sprintf("%s-run%d-%dB", m.file, k.run, k.size), w); err != nil {
+				return files, err
+			}
 		}
 	}
 	// Throughput vs offered rate, from the search steps.

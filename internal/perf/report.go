@@ -30,7 +30,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"run", "size", "name", "behavior", "rules",
 		"throughput_pps_median", "throughput_pps_cv", "ns_per_packet_median",
-		"ratio_median", "ratio_ci95_lo", "ratio_ci95_hi", "ns_ratio_median",
+		"ratio_median", "ratio_ci95_lo", "ratio_ci95_hi", "cpu_ratio_median", "cpu_ratio_ci95_lo", "cpu_ratio_ci95_hi",
 		"pdr_pps_mean", "pdr_pps_cv", "ndr_pps_mean", "pdr_ratio"})
 	med := func(s *Summary) float64 { return s.Median }
 	mean := func(s *Summary) float64 { return s.Mean }
@@ -44,7 +44,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		}
 		_ = cw.Write([]string{strconv.Itoa(x.Run), strconv.Itoa(x.Size), x.Name, x.Behavior, strconv.Itoa(x.Rules),
 			f0(x.ThroughputPPS, med), f0(x.ThroughputPPS, cv), f0(x.NsPerPacket, med),
-			f0(x.Ratio, med), f0(x.Ratio, lo), f0(x.Ratio, hi), f0(x.NsRatio, med),
+			f0(x.Ratio, med), f0(x.Ratio, lo), f0(x.Ratio, hi), f0(x.CPURatio, med), f0(x.CPURatio, lo), f0(x.CPURatio, hi),
 			f0(x.PDRPPS, mean), f0(x.PDRPPS, cv), f0(x.NDRPPS, mean), pr})
 	}
 	cw.Flush()
@@ -81,8 +81,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		hdr := "| Behaviour |"
 		sep := "|---|"
 		if hasSat {
-			hdr += " Throughput (kpps, median) | R_" + r.Baseline + " (median) | 95% CI | ns/packet | ns ratio | rounds (replaced) |"
-			sep += "---:|---:|---|---:|---:|---:|"
+			hdr += " Throughput (kpps) | R_" + r.Baseline + " | 95% CI | SUT ns/packet | R_cpu | 95% CI | rounds (replaced) |"
+			sep += "---:|---:|---|---:|---:|---|---:|"
 		}
 		if hasPDR {
 			hdr += fmt.Sprintf(" PDR@%g%% (kpps) | CV | R_PDR |", r.Config.PDR.LossPercent)
@@ -98,11 +98,15 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			row := "| " + x.Name + " |"
 			if hasSat {
 				if x.Ratio != nil {
-					row += fmt.Sprintf(" %.0f | %.1f%% | %.1f–%.1f%% | %.0f | %.2f | %d (%d) |",
+					cr := x.CPURatio
+					if cr == nil {
+						cr = &Summary{}
+					}
+					row += fmt.Sprintf(" %.0f | %.1f%% | %.1f–%.1f%% | %.0f | %.1f%% | %.1f–%.1f%% | %d (%d) |",
 						x.ThroughputPPS.Median/1e3, 100*x.Ratio.Median, 100*x.Ratio.CI95[0], 100*x.Ratio.CI95[1],
-						x.NsPerPacket.Median, nz(x.NsRatio), x.Ratio.Runs, x.DiscardedRounds)
+						x.NsPerPacket.Median, 100*cr.Median, 100*cr.CI95[0], 100*cr.CI95[1], x.Ratio.Runs, x.DiscardedRounds)
 				} else {
-					row += " | | | | | |"
+					row += " | | | | | | |"
 				}
 			}
 			if hasPDR {
@@ -132,10 +136,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	if len(r.Controls) > 0 {
-		fmt.Fprintln(w, "| Run | Size | A/A control (median) | 95% CI | valid |")
-		fmt.Fprintln(w, "|---:|---:|---:|---|---|")
+		fmt.Fprintf(w, "| Run | Size | A/A throughput | 95%% CI | within %.0f%% | A/A cpu | 95%% CI | within %.0f%% |\n",
+			100*r.Config.Sandwich.AALimit, 100*r.Config.Sandwich.AALimit)
+		fmt.Fprintln(w, "|---:|---:|---:|---|---|---:|---|---|")
 		for _, c := range r.Controls {
-			fmt.Fprintf(w, "| %d | %d | %.3f | %.3f–%.3f | %v |\n", c.Run, c.Size, c.Ratio.Median, c.Ratio.CI95[0], c.Ratio.CI95[1], c.Valid)
+			fmt.Fprintf(w, "| %d | %d | %.3f | %.3f–%.3f | %v | %.3f | %.3f–%.3f | %v |\n", c.Run, c.Size,
+				c.Ratio.Median, c.Ratio.CI95[0], c.Ratio.CI95[1], c.Valid,
+				c.CPURatio.Median, c.CPURatio.CI95[0], c.CPURatio.CI95[1], c.CPUValid)
 		}
 		fmt.Fprintln(w)
 	}
@@ -143,13 +150,6 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(w, "* skipped %s: %s\n", s.Behavior, s.Reason)
 	}
 	return nil
-}
-
-func nz(s *Summary) float64 {
-	if s == nil {
-		return 0
-	}
-	return s.Median
 }
 
 func pct(v float64, base bool) string {

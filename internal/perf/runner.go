@@ -46,10 +46,13 @@ type Ceiling struct {
 
 // Control is an A/A control (baseline vs itself).
 type Control struct {
-	Run   int     `json:"run"`
-	Size  int     `json:"size"`
-	Ratio Summary `json:"ratio"`
-	Valid bool    `json:"valid"`
+	Run      int     `json:"run"`
+	Size     int     `json:"size"`
+	Ratio    Summary `json:"ratio"`
+	CPURatio Summary `json:"cpu_ratio"`
+	// Valid / CPUValid: the median is within aa_limit of 1.
+	Valid    bool `json:"valid"`
+	CPUValid bool `json:"cpu_valid"`
 }
 
 // Result is one behaviour at one size (and rule count) in one run.
@@ -63,9 +66,10 @@ type Result struct {
 	ThroughputPPS *Summary `json:"throughput_pps,omitempty"`
 	NsPerPacket   *Summary `json:"ns_per_packet,omitempty"`
 	// Ratio of throughput to the baseline measured in the same rounds;
-	// NsRatio the same for the SUT's CPU ns/packet.
-	Ratio   *Summary `json:"ratio,omitempty"`
-	NsRatio *Summary `json:"ns_ratio,omitempty"`
+	// CPURatio is the baseline's CPU ns/packet ÷ this one's, per round: the
+	// throughput ratio with the SUT's CPU to itself.
+	Ratio    *Summary `json:"ratio,omitempty"`
+	CPURatio *Summary `json:"cpu_ratio,omitempty"`
 	// PDR/NDR (fixed-rate trials); PDRRatio = PDR ÷ the baseline's PDR.
 	PDRPPS   *Summary `json:"pdr_pps,omitempty"`
 	NDRPPS   *Summary `json:"ndr_pps,omitempty"`
@@ -273,15 +277,15 @@ func (r *Runner) sandwich(e *Experiment, rep *Report, ref Arm, arms []arm, resul
 		tp, ns := Summarize(a.RxPPS), Summarize(a.NsPerPacket)
 		dst.ThroughputPPS, dst.NsPerPacket = &tp, &ns
 		if ratio {
-			rt, nr := Summarize(a.Ratio), Summarize(a.NsRatio)
-			dst.Ratio, dst.NsRatio = &rt, &nr
+			rt, cr := Summarize(a.Ratio), Summarize(a.CPURatio)
+			dst.Ratio, dst.CPURatio = &rt, &cr
 		}
 	}
 	set(&results[0], refRes, false)
 	one := Summary{Mean: 1, Median: 1, CI95: [2]float64{1, 1}, Runs: len(refRes.RxPPS)}
 	results[0].Ratio = &one
 	oneNs := one
-	results[0].NsRatio = &oneNs
+	results[0].CPURatio = &oneNs
 	for i, a := range res {
 		set(&results[i+1], a, true)
 		results[i+1].DiscardedRounds = a.Discarded
@@ -289,12 +293,22 @@ func (r *Runner) sandwich(e *Experiment, rep *Report, ref Arm, arms []arm, resul
 			return fmt.Errorf("sandwich: no valid round for %s (the testbed is too disturbed)", a.Name)
 		}
 	}
-	aa := *results[1].Ratio
-	ok := math.Abs(aa.Median-1) <= e.Sandwich.AALimit
-	rep.Controls = append(rep.Controls, Control{Run: run, Size: size, Ratio: aa, Valid: ok})
+	aa, aaCPU := *results[1].Ratio, *results[1].CPURatio
+	c := Control{Run: run, Size: size, Ratio: aa, CPURatio: aaCPU,
+		Valid:    math.Abs(aa.Median-1) <= e.Sandwich.AALimit,
+		CPUValid: math.Abs(aaCPU.Median-1) <= e.Sandwich.AALimit}
+	rep.Controls = append(rep.Controls, c)
+	ok := c.Valid && c.CPUValid
+	switch e.Sandwich.AAMetric {
+	case "throughput":
+		ok = c.Valid
+	case "cpu":
+		ok = c.CPUValid
+	}
 	if !ok {
 		rep.Valid = false
-		r.logf("run %d, %d B: A/A control %.3f is more than %.0f%% from 1: run rejected", run, size, aa.Median, 100*e.Sandwich.AALimit)
+		r.logf("run %d, %d B: A/A control (throughput %.3f, cpu %.3f) is more than %.0f%% from 1: run rejected",
+			run, size, aa.Median, aaCPU.Median, 100*e.Sandwich.AALimit)
 	}
 	return nil
 }

@@ -42,8 +42,10 @@ type ArmResult struct {
 	Name string
 	// Ratio: the arm's throughput ÷ the mean of its two REF neighbours.
 	Ratio []float64
-	// NsRatio: the same for the SUT's CPU ns/packet.
-	NsRatio []float64
+	// CPURatio: the mean of its REF neighbours' SUT CPU ns/packet ÷ the
+	// arm's: the throughput ratio the SUT would show with its CPU to itself.
+	// It does not depend on how much CPU other work left the SUT.
+	CPURatio []float64
 	// RxPPS and NsPerPacket are the arm's absolute figures per round.
 	RxPPS, NsPerPacket []float64
 	// TxPPS is the offered rate per round.
@@ -160,20 +162,20 @@ func sandwichRounds(d Driver, ref Arm, arms []Arm, c SandwichConfig, sleep func(
 			}
 			refPPS := (prev.RxPPS() + next.RxPPS()) / 2
 			refNs := (prev.NsPerPacket() + next.NsPerPacket()) / 2
-			nr := 0.0
-			if refNs > 0 {
-				nr = x.NsPerPacket() / refNs
+			cr := 0.0
+			if xn := x.NsPerPacket(); xn > 0 {
+				cr = refNs / xn
 			}
-			res[i].add(x, x.RxPPS()/refPPS, nr)
+			res[i].add(x, x.RxPPS()/refPPS, cr)
 			prev = next
 		}
 	}
 	return refRes, res, nil
 }
 
-func (a *ArmResult) add(d Delta, ratio, nsRatio float64) {
+func (a *ArmResult) add(d Delta, ratio, cpuRatio float64) {
 	a.Ratio = append(a.Ratio, ratio)
-	a.NsRatio = append(a.NsRatio, nsRatio)
+	a.CPURatio = append(a.CPURatio, cpuRatio)
 	a.RxPPS = append(a.RxPPS, d.RxPPS())
 	a.TxPPS = append(a.TxPPS, d.TxPPS())
 	a.NsPerPacket = append(a.NsPerPacket, d.NsPerPacket())

@@ -106,9 +106,9 @@ func TestSandwichCancelsDrift(t *testing.T) {
 				if s.CI95[0] > want*1.02 || s.CI95[1] < want*0.98 {
 					t.Errorf("%s: CI95 %v misses %.3f", res[i].Name, s.CI95, want)
 				}
-				ns := Summarize(res[i].NsRatio)
-				if math.Abs(ns.Median-1/want) > 0.03/want {
-					t.Errorf("%s: ns ratio %.3f, want %.3f", res[i].Name, ns.Median, 1/want)
+				cpu := Summarize(res[i].CPURatio)
+				if math.Abs(cpu.Median-want) > 0.02*want {
+					t.Errorf("%s: cpu ratio %.3f, want %.3f", res[i].Name, cpu.Median, want)
 				}
 			}
 		})

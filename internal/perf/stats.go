@@ -13,6 +13,8 @@ type Summary struct {
 	CV     float64    `json:"cv"`   // stddev / mean
 	CI95   [2]float64 `json:"ci95"` // bootstrap 95% CI of the median
 	Runs   int        `json:"runs"`
+	// Values are the measurements themselves, in order.
+	Values []float64 `json:"values,omitempty"`
 }
 
 // Summarize computes mean, median, CV and a bootstrap 95% confidence
@@ -22,7 +24,7 @@ func Summarize(xs []float64) Summary {
 	if n == 0 {
 		return Summary{}
 	}
-	s := Summary{Mean: Mean(xs), Median: Median(xs), Runs: n}
+	s := Summary{Mean: Mean(xs), Median: Median(xs), Runs: n, Values: append([]float64(nil), xs...)}
 	if s.Mean != 0 {
 		s.CV = Stddev(xs) / math.Abs(s.Mean)
 	}

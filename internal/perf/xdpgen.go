@@ -19,6 +19,7 @@ import (
 type xdpGenerator struct {
 	ns      string
 	cpu     int
+	nice    int
 	objs    perfGenObjects
 	ctl     perfGenPerfGenCtl
 	lens    [perfTmplSlots]int
@@ -37,8 +38,8 @@ const (
 	genBatch = 64
 )
 
-func newXDPGenerator(testerNS string, txIfindex, cpu int) (*xdpGenerator, error) {
-	g := &xdpGenerator{ns: testerNS, cpu: cpu}
+func newXDPGenerator(testerNS string, txIfindex, cpu, nice int) (*xdpGenerator, error) {
+	g := &xdpGenerator{ns: testerNS, cpu: cpu, nice: nice}
 	if err := loadPerfGenObjects(&g.objs, nil); err != nil {
 		return nil, fmt.Errorf("load generator: %w", err)
 	}
@@ -129,6 +130,13 @@ func (g *xdpGenerator) Start() error {
 				return fmt.Errorf("pin generator to cpu %d: %w", g.cpu, err)
 			}
 			defer unix.SchedSetaffinity(0, &old)
+			if g.nice != 0 {
+				// who = 0 is the calling thread on Linux.
+				if err := unix.Setpriority(unix.PRIO_PROCESS, 0, g.nice); err != nil {
+					return fmt.Errorf("renice generator: %w", err)
+				}
+				defer unix.Setpriority(unix.PRIO_PROCESS, 0, 0)
+			}
 			runtime.LockOSThread() // paired: nsutil.Do unlocks once
 			defer runtime.UnlockOSThread()
 			for {

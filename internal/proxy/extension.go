@@ -77,7 +77,7 @@ func EntryOf(st Status) localsid.Entry {
 	counters := map[string]uint64{
 		"packets": c.InPackets + c.OutPackets, "bytes": c.InBytes + c.OutBytes,
 		"in-packets": c.InPackets, "in-bytes": c.InBytes, "out-packets": c.OutPackets,
-		"out-bytes": c.OutBytes, "passed": c.Passed, "cache-updates": c.CacheUpdates,
+		"out-bytes": c.OutBytes, "passed": c.Passed, "cache-updates": c.CacheUpdates, "icmp-errors": c.ICMPErrors,
 		"cache-entries": uint64(len(st.Cache)),
 	}
 	var errs uint64
@@ -213,9 +213,9 @@ func Remove(netns string) error {
 // FormatStatus renders a Status as `sid show` text lines.
 func FormatStatus(st Status) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n    in %d pkts %d bytes, out %d pkts %d bytes, passed %d, cache updates %d",
+	fmt.Fprintf(&b, "%s\n    in %d pkts %d bytes, out %d pkts %d bytes, passed %d, cache updates %d, packet-too-big sent %d",
 		st.Spec, st.Counters.InPackets, st.Counters.InBytes, st.Counters.OutPackets,
-		st.Counters.OutBytes, st.Counters.Passed, st.Counters.CacheUpdates)
+		st.Counters.OutBytes, st.Counters.Passed, st.Counters.CacheUpdates, st.Counters.ICMPErrors)
 	for r, v := range st.Counters.Drops {
 		fmt.Fprintf(&b, ", drop %s %d", r, v)
 	}

@@ -42,12 +42,13 @@ type ModelCache struct {
 type FIBResult struct {
 	OK         bool // forwarded (BPF_FIB_LKUP_RET_SUCCESS)
 	MTU        int
+	Src        netip.Addr // the source address the FIB selects
 	SMAC, DMAC net.HardwareAddr
 }
 
 // ModelStats mirrors the per-SID counters.
 type ModelStats struct {
-	In, InBytes, Out, OutBytes, Passed, CacheUpdates uint64
+	In, InBytes, Out, OutBytes, Passed, CacheUpdates, ICMPErrors uint64
 	Drops                                            [numDropReasons]uint64
 }
 
@@ -392,11 +393,71 @@ func (m *Model) outbound(cfg ModelSID, p []byte) Result {
 	}
 	fib := m.FIB(netip.AddrFrom16([16]byte(c.Hdr[24:40])))
 	if fib.OK && tot > fib.MTU {
-		return drop(st, DropMTU)
+		return m.packetTooBig(st, p, inner, fib.MTU, len(c.Hdr))
 	}
 	out := append(append(append([]byte(nil), p[:14]...), c.Hdr...), p[14:]...)
 	binary.BigEndian.PutUint16(out[12:], 0x86dd)
 	binary.BigEndian.PutUint16(out[14+4:], uint16(tot-40))
 	out[14+c.NhOff] = innerNH
 	return m.forward(st, out, fib)
+}
+
+// packetTooBig is what Linux does when a packet does not fit its seg6
+// encapsulation: an ICMPv6 Packet Too Big to the inner source announcing the
+// MTU less the encapsulation (never below 1280), quoting the packet (cut to
+// 1232 bytes, and to a multiple of 4 by the program's checksum helper).
+func (m *Model) packetTooBig(st *ModelStats, p []byte, inner Inner, mtu, encap int) Result {
+	if inner != InnerIPv6 {
+		return drop(st, DropMTU)
+	}
+	src := p[22:38]
+	if src[0] == 0xff || bytes.Equal(src, make([]byte, 16)) || (p[20] == 58 && (len(p) < 55 || p[54] < 128)) {
+		return drop(st, DropMTU)
+	}
+	back := m.FIB(netip.AddrFrom16([16]byte(src)))
+	if !back.OK {
+		return drop(st, DropMTU)
+	}
+	report := 1280
+	if mtu > encap+1280 {
+		report = mtu - encap
+	}
+	quoted := min(len(p)-14, 1280-48) &^ 3
+	msg := make([]byte, 8, 8+quoted)
+	msg[0] = 2
+	binary.BigEndian.PutUint32(msg[4:], uint32(report))
+	msg = append(msg, p[14:14+quoted]...)
+	s16 := back.Src.As16()
+	binary.BigEndian.PutUint16(msg[2:], icmp6Checksum(s16[:], src, msg))
+	ip := make([]byte, 40, 40+len(msg))
+	ip[0] = 0x60
+	binary.BigEndian.PutUint16(ip[4:], uint16(len(msg)))
+	ip[6], ip[7] = 58, 64
+	copy(ip[8:], s16[:])
+	copy(ip[24:], src)
+	out := append(append(append(append([]byte{}, back.DMAC...), back.SMAC...), 0x86, 0xdd), append(ip, msg...)...)
+	st.ICMPErrors++
+	return Result{Verdict: VerdictRedirect, Out: out}
+}
+
+// icmp6Checksum is the RFC 4443 checksum over the pseudo-header and msg.
+func icmp6Checksum(src, dst, msg []byte) uint16 {
+	var sum uint32
+	add := func(b []byte) {
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(binary.BigEndian.Uint16(b[i:]))
+		}
+		if len(b)%2 == 1 {
+			sum += uint32(b[len(b)-1]) << 8
+		}
+	}
+	add(src)
+	add(dst)
+	add(binary.BigEndian.AppendUint32(nil, uint32(len(msg))))
+	add([]byte{0, 0, 0, 58})
+	add(msg)
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
 }

@@ -426,6 +426,7 @@ type Counters struct {
 	OutBytes     uint64            `json:"out_bytes"`
 	Passed       uint64            `json:"passed"`
 	CacheUpdates uint64            `json:"cache_updates"`
+	ICMPErrors   uint64            `json:"icmp_errors"` // Packet Too Big sent
 	Drops        map[string]uint64 `json:"drops,omitempty"`
 }
 
@@ -458,6 +459,7 @@ func (n *Node) counters(id uint32) (Counters, error) {
 		c.OutBytes += p.OutBytes
 		c.Passed += p.Passed
 		c.CacheUpdates += p.CacheUpdates
+		c.ICMPErrors += p.IcmpErrors
 		for r, v := range p.Drops {
 			if v != 0 {
 				c.Drops[DropReason(r).String()] += v

@@ -157,7 +157,7 @@ func newTestNode(t *testing.T) *testNode {
 
 // fib is the model's view of the namespace above.
 func (n *testNode) fib(dst netip.Addr) FIBResult {
-	return FIBResult{OK: true, MTU: 1500, SMAC: macNode, DMAC: macNext}
+	return FIBResult{OK: true, MTU: 1500, SMAC: macNode, DMAC: macNext, Src: a6("fc00:99::1")}
 }
 
 // skbCtx is the head of struct __sk_buff that BPF_PROG_TEST_RUN accepts.
@@ -198,6 +198,7 @@ func (n *testNode) stats(t *testing.T, id uint32) ModelStats {
 		s.OutBytes += p.OutBytes
 		s.Passed += p.Passed
 		s.CacheUpdates += p.CacheUpdates
+		s.ICMPErrors += p.IcmpErrors
 		for i, v := range p.Drops {
 			s.Drops[i] += v
 		}
@@ -279,6 +280,30 @@ var (
 	inner4 = ip4("10.0.0.1", "10.9.9.9", 17, udp(1000, 2000, 16))
 )
 
+// big6 fills a 1500-byte MTU by itself.
+var big6 = ip6(hostS, hostD, 17, 63, udp(1000, 2000, 1500-40-8))
+
+// ptb is the ICMPv6 Packet Too Big the node (fc00:99::1) owes the source of
+// pkt: RFC 4443 3.2, quoting 1232 bytes.
+func ptb(pkt []byte, mtu uint32) []byte {
+	msg := []byte{2, 0, 0, 0}
+	msg = binary.BigEndian.AppendUint32(msg, mtu)
+	msg = append(msg, pkt[:1232]...)
+	src, dst := a6("fc00:99::1").As16(), netip.AddrFrom16([16]byte(pkt[8:24])).As16()
+	pseudo := append(append(append([]byte{}, src[:]...), dst[:]...), 0, 0, byte(len(msg)>>8), byte(len(msg)), 0, 0, 0, 58)
+	var sum uint64
+	for _, b := range [][]byte{pseudo, msg} {
+		for i := 0; i < len(b); i += 2 {
+			sum += uint64(b[i])<<8 | uint64(b[i+1])
+		}
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	binary.BigEndian.PutUint16(msg[2:], ^uint16(sum))
+	return ip6(a6("fc00:99::1"), netip.AddrFrom16([16]byte(pkt[8:24])), 58, 64, msg)
+}
+
 // srPkt is an encapsulated packet arriving from the network towards sid
 // with list (Segment List order) and sl.
 func srPkt(list []netip.Addr, sl uint8, nh uint8, tlv []byte, inner []byte) []byte {
@@ -336,7 +361,11 @@ func TestProgFixtures(t *testing.T) {
 			{"inbound strips, ethertype IPv4", "net", srPkt(list, 2, 4, nil, inner4), VerdictRedirect, eth(macNode, macPeer, 0x0800, inner4), nil},
 			{"outbound IPv4 pushed", "sf", eth(macSFOut, macSF, 0x0800, inner4), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(4, nil, inner4)), nil},
 			{"IPv4 multicast passes", "sf", eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), VerdictPass, eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), nil},
-			{"too big after encap", "sf", eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "10.9.9.9", 17, udp(1, 2, 1500-20-8-40))), VerdictDrop, nil, reason(DropMTU)},
+			{"too big after encap, IPv4: dropped", "sf", eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "10.9.9.9", 17, udp(1, 2, 1500-20-8-40))), VerdictDrop, nil, reason(DropMTU)},
+		}},
+		{"End.AD6 too big after encap: Packet Too Big to the inner source", []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true}}, []step{
+			{"inbound", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
+			{"1500-byte packet from the SF", "sf", eth(macSFOut, macSF, 0x86dd, big6), VerdictRedirect, eth(macNext, macNode, 0x86dd, ptb(big6, 1500-(40+8+64))), nil},
 		}},
 		{"End.EAD last segment delivers, no re-encap", []sidConf{{sid: sidPx.String(), behavior: EndEAD, inner: InnerIPv6, mac: true}}, []step{
 			{"SL=0 delivered", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},

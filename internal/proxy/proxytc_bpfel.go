@@ -108,6 +108,7 @@ type proxyTCProxyStats struct {
 	OutBytes     uint64
 	Passed       uint64
 	CacheUpdates uint64
+	IcmpErrors   uint64
 	Drops        [17]uint64
 }
 

@@ -85,15 +85,15 @@ case("flags-tag", IPv6(src=S, dst=P0)/SRH(nh=41, addresses=[P1, P0], tag=0xffff,
 `
 
 type scapyCase struct {
-	Name      string `json:"name"`
-	Hex       string `json:"hex"`
-	Src, Dst  string
-	Hlim      uint8  `json:"hlim"`
-	TC        uint8  `json:"tc"`
-	FL        uint32 `json:"fl"`
-	Plen      uint16 `json:"plen"`
-	NH        uint8  `json:"nh"`
-	SRH       *struct {
+	Name     string `json:"name"`
+	Hex      string `json:"hex"`
+	Src, Dst string
+	Hlim     uint8  `json:"hlim"`
+	TC       uint8  `json:"tc"`
+	FL       uint32 `json:"fl"`
+	Plen     uint16 `json:"plen"`
+	NH       uint8  `json:"nh"`
+	SRH      *struct {
 		NH, Len, Type, SL, LE, Flags uint8
 		Tag                          uint16
 		Segs                         []string
@@ -209,7 +209,16 @@ func TestScapyOracle(t *testing.T) {
 			for i, a := range c.Build.Path {
 				path[i] = netip.MustParseAddr(a)
 			}
-			opts := Options{Tag: c.Build.Tag, Flags: c.Build.Flags, Reduced: c.Build.Reduced, TLVs: wantTLVs}
+			// HMAC TLVs are re-encoded through our typed constructor so that
+			// NewHMACTLV's layout is checked against scapy's bytes too.
+			buildTLVs := make([]TLV, len(wantTLVs))
+			for i, tlv := range wantTLVs {
+				buildTLVs[i] = tlv
+				if h, ok := tlv.HMAC(); ok {
+					buildTLVs[i] = NewHMACTLV(h.D, h.KeyID, h.HMAC)
+				}
+			}
+			opts := Options{Tag: c.Build.Tag, Flags: c.Build.Flags, Reduced: c.Build.Reduced, TLVs: buildTLVs}
 			var built []byte
 			switch c.Build.Mode {
 			case "encap":
@@ -254,7 +263,9 @@ func TestTsharkOracle(t *testing.T) {
 		{"red", func() ([]byte, error) {
 			return BuildEncap(src, addrs("fc00:1::1", "fc00:2::2", "fc00:3::3"), inner, ProtoIPv6, Options{Reduced: true, Tag: 77})
 		}},
-		{"l2", func() ([]byte, error) { return BuildL2Encap(src, addrs("fc00:5::5", "fc00:6::6"), make([]byte, 60), Options{}) }},
+		{"l2", func() ([]byte, error) {
+			return BuildL2Encap(src, addrs("fc00:5::5", "fc00:6::6"), make([]byte, 60), Options{})
+		}},
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "srh.pcap")

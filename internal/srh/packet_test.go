@@ -56,7 +56,7 @@ func TestBuildDecode(t *testing.T) {
 					Options{HopLimit: 7, TrafficClass: 0xb8, FlowLabel: 0x12345, TLVs: []TLV{NewHMACTLV(true, 5, mac)}})
 			},
 			want: Packet{HopLimit: 7, TrafficClass: 0xb8, FlowLabel: 0x12345, NextHeader: ProtoRouting, PayloadLen: 64 + 4, Src: src, Dst: path[0],
-				SRH: &SRH{NextHeader: ProtoIPv4, HdrExtLen: 7, RoutingType: 4, Segments: path[:1], TLVs: []TLV{NewHMACTLV(true, 5, mac)}},
+				SRH:       &SRH{NextHeader: ProtoIPv4, HdrExtLen: 7, RoutingType: 4, Segments: path[:1], TLVs: []TLV{NewHMACTLV(true, 5, mac)}},
 				SRHOffset: 40, InnerKind: InnerIPv4, InnerProto: ProtoIPv4, InnerOffset: 104, Inner: []byte{0x45, 1, 2, 3}},
 			path: path[:1],
 		},
@@ -163,7 +163,10 @@ func TestBuildErrors(t *testing.T) {
 	}{
 		{"empty-path", func() error { _, err := BuildEncap(src, nil, nil, ProtoIPv6, Options{}); return err }, ErrInvalid},
 		{"v4-sid", func() error { _, err := BuildEncap(src, addrs("10.0.0.1"), nil, ProtoIPv6, Options{}); return err }, ErrInvalid},
-		{"v4-src", func() error { _, err := BuildEncap(netip.MustParseAddr("10.0.0.1"), addrs("fc00::1"), nil, 41, Options{}); return err }, ErrInvalid},
+		{"v4-src", func() error {
+			_, err := BuildEncap(netip.MustParseAddr("10.0.0.1"), addrs("fc00::1"), nil, 41, Options{})
+			return err
+		}, ErrInvalid},
 		{"insert-not-ipv6", func() error { _, err := BuildInsert([]byte{0x45}, addrs("fc00::1"), Options{}); return err }, ErrTruncated},
 		{"insert-twice", func() error { _, err := BuildInsert(withSRH, addrs("fc00::2"), Options{}); return err }, ErrInvalid},
 	}

@@ -93,7 +93,7 @@ func TestMarshalTLVs(t *testing.T) {
 				t.Fatal(err)
 			}
 			area := unhex(t, tt.want)
-			hel := uint8((8 + 16 + len(area)) / 8 - 1)
+			hel := uint8((8+16+len(area))/8 - 1)
 			want := append(unhex(t, "29"), hel)
 			want = append(want, unhex(t, "04 00 00 00 0000"+seg1)...)
 			want = append(want, area...)

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -87,7 +88,22 @@ func newTopo(t *testing.T) *topo {
 		// veth offloads would hand the proxy 64 KB TSO frames; an SF on a
 		// real NIC segments before the wire.
 		"ethtool -K p0 tso off gso off gro off")
+	tp.diag(t)
 	return tp
+}
+
+// diag logs the interface counters and routes of every namespace when the
+// test failed.
+func (tp *topo) diag(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, ns := range []string{tp.cl, tp.edge, tp.nfv, tp.sf, tp.eg, tp.srv} {
+			out, _ := testutil.ExecErr(ns, "sh", "-c", "ip -s -br link; ip -6 route; ip -6 neigh; nstat -az | grep -Ei 'discard|drop|err|noroute|seg6' | grep -v ' 0 '")
+			t.Logf("--- %s\n%s", ns, out)
+		}
+	})
 }
 
 // capture is a tcpdump writing a pcap in a namespace.
@@ -97,26 +113,63 @@ type capture struct {
 	file string
 }
 
+// startCapture captures packets received on dev (tcpdump -Q in).
 func startCapture(t *testing.T, ns, dev, filter string) *capture {
+	return startCaptureDir(t, ns, dev, filter, true)
+}
+
+// startCaptureAll captures both directions on dev.
+func startCaptureAll(t *testing.T, ns, dev, filter string) *capture {
+	return startCaptureDir(t, ns, dev, filter, false)
+}
+
+func startCaptureDir(t *testing.T, ns, dev, filter string, in bool) *capture {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%s.pcap", ns, dev))
-	args := []string{"netns", "exec", ns, "tcpdump", "-U", "-n", "-i", dev, "-w", file}
+	args := []string{"netns", "exec", ns, "tcpdump", "--immediate-mode", "-U", "-n", "-i", dev, "-w", file}
+	if in {
+		args = append(args, "-Q", "in")
+	}
 	if filter != "" {
 		args = append(args, strings.Fields(filter)...)
 	}
 	cmd := exec.Command("ip", args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("tcpdump: %v", err)
 	}
 	c := &capture{t: t, cmd: cmd, file: file}
 	t.Cleanup(c.stop)
-	// tcpdump creates the file once it listens.
-	for i := 0; i < 100; i++ {
-		if st, err := os.Stat(file); err == nil && st.Size() > 0 {
-			break
+	// tcpdump says "listening on" once the capture is active (the pcap
+	// header is written earlier, so the file's existence is not enough).
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		once := false
+		for sc.Scan() {
+			if os.Getenv("PXDEBUG") != "" {
+				t.Logf("tcpdump %s/%s: %s", ns, dev, sc.Text())
+			}
+			if !once && strings.Contains(sc.Text(), "listening on") {
+				close(ready)
+				once = true
+			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		if !once {
+			if os.Getenv("PXDEBUG") != "" {
+				t.Logf("tcpdump %s/%s: stderr closed: %v", ns, dev, sc.Err())
+			}
+			close(ready)
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("tcpdump on %s/%s did not start", ns, dev)
 	}
 	return c
 }
@@ -126,14 +179,17 @@ func (c *capture) stop() {
 		return
 	}
 	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGINT)
-	_ = c.cmd.Wait()
+	err := c.cmd.Wait()
+	if os.Getenv("PXDEBUG") != "" {
+		c.t.Logf("tcpdump %s exit: %v", c.file, err)
+	}
 }
 
 // fields stops the capture and returns tshark's fields of every packet
 // matching the display filter, one line per packet.
 func (c *capture) fields(filter string, fields ...string) []string {
 	c.t.Helper()
-	time.Sleep(200 * time.Millisecond) // let in-flight packets land in the pcap
+	time.Sleep(100 * time.Millisecond) // let in-flight packets land in the pcap
 	c.stop()
 	args := []string{"-r", c.file, "-T", "fields", "-E", "separator=|"}
 	if filter != "" {
@@ -142,7 +198,7 @@ func (c *capture) fields(filter string, fields ...string) []string {
 	for _, f := range fields {
 		args = append(args, "-e", f)
 	}
-	out, err := exec.Command("tshark", args...).CombinedOutput()
+	out, err := exec.Command("tshark", args...).Output() // stderr: root warning
 	if err != nil {
 		c.t.Fatalf("tshark %v: %v\n%s", args, err, out)
 	}

@@ -1,0 +1,7 @@
+package dump
+
+import (
+	"net/netip"
+)
+
+func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }

@@ -1,0 +1,103 @@
+package perf
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func sampleReport() *Report {
+	e := &Experiment{Name: "t", Behaviors: []string{"End"}, Method: "both", Rules: []int{1, 10}}
+	e.Defaults()
+	e.PDR.NDR = true
+	s := func(m float64) *Summary { v := Summarize([]float64{m * 0.99, m, m * 1.01}); return &v }
+	step := []SearchTrace{{Kind: "pdr", SearchResult: SearchResult{Low: 6e5, High: 6.2e5,
+		Steps: []Step{{1e5, 1, true}, {2e5, 1, true}, {8e5, 0.8, false}, {6e5, 0.99, true}}}}}
+	return &Report{Experiment: "t", Baseline: "IPv6", Method: "both", Testbed: "fake", Config: *e, Valid: true,
+		Results: []Result{
+			{Name: "IPv6", Behavior: "IPv6", Size: 64, Run: 1, ThroughputPPS: s(7e5), NsPerPacket: s(1300), Ratio: s(1), CPURatio: s(1), PDRPPS: s(6.5e5), NDRPPS: s(5e5), Searches: step},
+			{Name: "End", Behavior: "End", Size: 64, Run: 1, ThroughputPPS: s(5e5), NsPerPacket: s(1900), Ratio: s(0.74), CPURatio: s(0.7), PDRPPS: s(4.9e5), NDRPPS: s(4e5), PDRRatio: 0.75, Searches: step},
+			{Name: "fw/1 rules", Behavior: "fw", Rules: 1, Size: 64, Run: 1, ThroughputPPS: s(5e5), NsPerPacket: s(1900), Ratio: s(0.7), CPURatio: s(0.7)},
+			{Name: "fw/10 rules", Behavior: "fw", Rules: 10, Size: 64, Run: 1, ThroughputPPS: s(4e5), NsPerPacket: s(2000), Ratio: s(0.6), CPURatio: s(0.6)},
+		},
+		Ceilings: []Ceiling{{Run: 1, Size: 64, GenPPS: 4e6, XDPDropPPS: 3.5e6, StackDropPPS: 1.5e6}},
+		Controls: []Control{{Run: 1, Size: 64, Ratio: *s(1), CPURatio: *s(1), Valid: true, CPUValid: true}},
+		Skipped:  []Skip{{"End.DT4", "no VRF"}},
+	}
+}
+
+func TestReportJSONSchema(t *testing.T) {
+	var b bytes.Buffer
+	if err := sampleReport().WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results []map[string]json.RawMessage `json:"results"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// The keys issue 6 asks for in every result.
+	for _, k := range []string{"name", "behavior", "pdr_pps", "ndr_pps", "ratio"} {
+		if _, ok := doc.Results[1][k]; !ok {
+			t.Errorf("result lacks %q: %s", k, b.String())
+		}
+	}
+	var pdr Summary
+	if err := json.Unmarshal(doc.Results[1]["pdr_pps"], &pdr); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(3, pdr.Runs); diff != "" {
+		t.Errorf("pdr_pps.runs (-want +got)\n%s", diff)
+	}
+}
+
+func TestReportTextFormats(t *testing.T) {
+	r := sampleReport()
+	var md, csv bytes.Buffer
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| End | 500 | 74.0%", "| 70.0%", "PDR@2%", "| 490 |", "skipped End.DT4: no VRF", "| 4000 | 3500 | 1500 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	if err := r.WriteCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+	if len(lines) != 1+len(r.Results) {
+		t.Errorf("csv has %d lines, want %d", len(lines), 1+len(r.Results))
+	}
+	if !strings.HasPrefix(lines[2], "1,64,End,End,0,500000.0000,") {
+		t.Errorf("csv row: %s", lines[2])
+	}
+}
+
+func TestReportPlots(t *testing.T) {
+	dir := t.TempDir()
+	files, err := sampleReport().WriteAll(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, base := range []string{"ratios-run1-64B", "cpu-ratios-run1-64B", "throughput-vs-rate", "throughput-vs-rules"} {
+		want[dir+"/"+base+".png"] = true
+		want[dir+"/"+base+".svg"] = true
+	}
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil || st.Size() == 0 {
+			t.Errorf("%s missing or empty", f)
+		}
+		delete(want, f)
+	}
+	if len(want) > 0 {
+		t.Errorf("plots not written: %v", want)
+	}
+}
