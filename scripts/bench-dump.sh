@@ -53,19 +53,21 @@ with open(out, "wb") as f:
 PY
 ls -l "$PCAP" >&2
 
-run() { # name, command...
+run() { # name, command...: wall time and CPU time (user+sys) of the command
   local name=$1; shift
-  local t0 t1
-  t0=$(date +%s.%N)
-  "$@" > /dev/null 2>&1
-  t1=$(date +%s.%N)
-  python3 -c "import sys; n,a,b=int(sys.argv[1]),float(sys.argv[2]),float(sys.argv[3]); print(f'| {sys.argv[4]} | {b-a:.2f} | {n/(b-a):,.0f} |')" "$N" "$t0" "$t1" "$name"
+  /usr/bin/time -o "$WORK/time" -f "%e %U %S" "$@" > /dev/null 2>/dev/null || true
+  python3 - "$N" "$name" "$WORK/time" <<'PY'
+import sys
+n, name = int(sys.argv[1]), sys.argv[2]
+e, u, s = (float(x) for x in open(sys.argv[3]).read().split()[-3:])
+print(f"| {name} | {e:.2f} | {n/e:,.0f} | {u+s:.2f} | {n/(u+s):,.0f} |")
+PY
 }
-echo "| tool | seconds | packets/s |"
-echo "|---|---:|---:|"
+echo "| tool | wall s | packets/s (wall) | CPU s | packets/s (CPU) |"
+echo "|---|---:|---:|---:|---:|"
 run "segchain dump -r (text)" "$WORK/segchain" dump -r "$PCAP"
 run "segchain dump -r -o json" "$WORK/segchain" dump -r "$PCAP" -o json
 run "segchain dump -r -v (tree)" "$WORK/segchain" dump -r "$PCAP" -v
 run "tcpdump -n -r" tcpdump -n -r "$PCAP"
 run "tcpdump -n -v -r" tcpdump -n -v -r "$PCAP"
-run "tshark -r" tshark -n -r "$PCAP"
+run "tshark -n -r" tshark -n -r "$PCAP"

@@ -73,16 +73,18 @@ static __always_inline int icmp6_ptb(struct __sk_buff *skb, __u32 mtu, __u8 *buf
 	    (bpf_skb_load_bytes(skb, ETH_HLEN + sizeof(orig), &type, 1) < 0 || type < 128))
 		return -1;
 
-	f.family = AF_INET6;
-	f.ifindex = skb->ingress_ifindex;
-	__builtin_memcpy(f.ipv6_dst, &orig.saddr, sizeof(orig.saddr));
-	if (bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SRC) != BPF_FIB_LKUP_RET_SUCCESS)
-		return -1;
-
 	quoted = skb->len - ETH_HLEN;
 	if (quoted > ICMP6_QUOTE_MAX)
 		quoted = ICMP6_QUOTE_MAX;
 	quoted &= ~3U; /* bpf_csum_diff works on 4-byte multiples */
+
+	f.family = AF_INET6;
+	f.ifindex = skb->ingress_ifindex;
+	/* The size of the error, not of the skb (tot_len 0 means "check skb"). */
+	f.tot_len = sizeof(h) + quoted;
+	__builtin_memcpy(f.ipv6_dst, &orig.saddr, sizeof(orig.saddr));
+	if (bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SRC) != BPF_FIB_LKUP_RET_SUCCESS)
+		return -1;
 	if (bpf_skb_change_tail(skb, ETH_HLEN + quoted, 0) < 0)
 		return -1;
 	if (bpf_skb_adjust_room(skb, sizeof(h), BPF_ADJ_ROOM_MAC, 0) < 0)

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/proxy"
 )
 
 func main() {
@@ -38,8 +40,9 @@ Typical session:
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(),
-		newSidCmd(),
+		newSidCmd(proxy.Extension{}),
 		newDumpCmd(),
+		newPerfCmd(),
 		newValidateCmd(),
 	)
 	return root

@@ -16,7 +16,7 @@ import (
 // perfRegistry lists every recipe segchain knows. Other areas add their
 // recipes here by passing their constructors' results.
 func perfRegistry() (*perf.Registry, error) {
-	return perf.NewRegistry(perf.NativeRecipes()...)
+	return perf.NewRegistry(append(perf.NativeRecipes(), perf.BaselineRecipes()...)...)
 }
 
 func newPerfCmd() *cobra.Command {

@@ -20,10 +20,10 @@ func TestParseExperiment(t *testing.T) {
 			if diff := cmp.Diff([]int{64}, e.Sizes); diff != "" {
 				t.Errorf("sizes (-want +got)\n%s", diff)
 			}
-			if e.Baseline != "IPv6" || e.Method != "sandwich" || e.Sandwich.Rounds != 20 || e.Sandwich.AALimit != 0.03 {
+			if e.Baseline != "IPv6" || e.Method != "sandwich" || e.Sandwich.Rounds != 40 || e.Sandwich.AALimit != 0.03 {
 				t.Errorf("defaults not applied: %+v", e)
 			}
-			if e.Sandwich.Window.D() != 240*time.Millisecond || e.PDR.LossPercent != 2 {
+			if e.Sandwich.Window.D() != 100*time.Millisecond || e.PDR.LossPercent != 2 {
 				t.Errorf("defaults not applied: %+v", e)
 			}
 		}},
@@ -66,7 +66,7 @@ func TestExamplesParse(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples: %v", err)
 	}
-	reg, err := NewRegistry(NativeRecipes()...)
+	reg, err := NewRegistry(append(NativeRecipes(), BaselineRecipes()...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

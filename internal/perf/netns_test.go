@@ -43,7 +43,7 @@ func upTestbed(t *testing.T) *NetnsDriver {
 // checks plumbing, never speed.
 func TestNetnsPlumbing(t *testing.T) {
 	d := upTestbed(t)
-	reg, err := NewRegistry(NativeRecipes()...)
+	reg, err := NewRegistry(append(NativeRecipes(), BaselineRecipes()...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestNetnsPlumbing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		frame, err := r.Setup(d.Env(), i+1, Params{Size: 64})
+		frame, err := r.Setup(d.Env(), i+1, Params{Size: 64, Rules: 10})
 		if IsNotSupported(err) {
 			t.Logf("skip %s: %v", name, err)
 			continue

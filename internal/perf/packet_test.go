@@ -87,7 +87,9 @@ func TestTemplatesScapy(t *testing.T) {
 	decap6 := srv6("fc00:a:1::1", 0, []string{"fc00:a:1::1", "fc00:b00:1::9"}, 41, 6, "fc00:100:1::1")
 	decap4 := srv6("fc00:a:1::1", 0, []string{"fc00:a:1::1", "fc00:b00:1::9"}, 4, 4, "10.100.1.1")
 	want := map[string]decoded{
-		"IPv6": plain6("fc00:100:1::1"),
+		"IPv6":      plain6("fc00:100:1::1"),
+		"ip6tables": plain6("fc00:100:1::1"),
+		"nftables":  plain6("fc00:100:1::1"),
 		"IPv4": {FrameLen: 78, EthType: 0x0800, OuterFamily: 4, OuterSrc: "10.1.0.2", OuterDst: "10.100.1.1", OuterLen: 64,
 			OuterCsumOK: yes(), UDPDport: 5000, UDPLen: 44},
 		"SRv6-transit":    srv6("fc00:b00:1::1", 1, []string{"fc00:100:1::1", "fc00:b00:1::1"}, 41, 6, "fc00:100:1::1"),
@@ -102,7 +104,7 @@ func TestTemplatesScapy(t *testing.T) {
 		"End.DX4": decap4, "End.DT4": decap4,
 		"End.DX6": decap6, "End.DT6": decap6, "End.DT46": decap6,
 	}
-	reg, err := NewRegistry(NativeRecipes()...)
+	reg, err := NewRegistry(append(NativeRecipes(), BaselineRecipes()...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

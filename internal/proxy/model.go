@@ -49,7 +49,7 @@ type FIBResult struct {
 // ModelStats mirrors the per-SID counters.
 type ModelStats struct {
 	In, InBytes, Out, OutBytes, Passed, CacheUpdates, ICMPErrors uint64
-	Drops                                            [numDropReasons]uint64
+	Drops                                                        [numDropReasons]uint64
 }
 
 // Model is the state of one node: SIDs, IFACE-INs, caches, counters.

@@ -469,13 +469,15 @@ func randomFrame(r *rand.Rand) (iif string, frame []byte) {
 	}
 	if r.IntN(3) == 0 { // something coming back from the SF
 		var in []byte
-		switch r.IntN(5) {
+		switch r.IntN(6) {
 		case 0:
 			in = eth(macSFOut, macSF, 0x0800, inner4)
 		case 1:
 			in = eth(macSFOut, macSF, 0x86dd, ip6(sidIn, list[sl], 43, hop, srh(17, list, sl, 0, tlv, udp(1, 2, 4))))
 		case 2:
 			in = eth(macSFOut, macSF, 0x86dd, ip6(hostS, hostD, 17, 63, udp(uint16(1000+r.IntN(2)), 53, r.IntN(64))))
+		case 4:
+			in = eth(macSFOut, macSF, 0x86dd, ip6(hostS, hostD, 17, 63, udp(uint16(1000+r.IntN(2)), 53, 1300+r.IntN(200))))
 		case 3:
 			in = eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{uint8(128 + r.IntN(12)), 0, 0, 0}))
 		default:
@@ -513,7 +515,7 @@ func TestProgDifferential(t *testing.T) {
 				v, out := n.run(t, iif, frame)
 				verdicts[v]++
 				if v != want.Verdict {
-					t.Fatalf("packet %d (%s, % x): verdict %d, model %d (model reason %s)", i, where, frame, v, want.Verdict, want.Reason)
+					t.Fatalf("packet %d (%s, %d bytes): verdict %d, model %d (model reason %s), prog drops %v passed %d", i, where, len(frame), v, want.Verdict, want.Reason, n.stats(t, 0).Drops, n.stats(t, 0).Passed)
 				}
 				if v != VerdictDrop {
 					if diff := cmp.Diff(want.Out, out); diff != "" {

@@ -151,18 +151,12 @@ func startCaptureDir(t *testing.T, ns, dev, filter string, in bool) *capture {
 		sc := bufio.NewScanner(stderr)
 		once := false
 		for sc.Scan() {
-			if os.Getenv("PXDEBUG") != "" {
-				t.Logf("tcpdump %s/%s: %s", ns, dev, sc.Text())
-			}
 			if !once && strings.Contains(sc.Text(), "listening on") {
 				close(ready)
 				once = true
 			}
 		}
 		if !once {
-			if os.Getenv("PXDEBUG") != "" {
-				t.Logf("tcpdump %s/%s: stderr closed: %v", ns, dev, sc.Err())
-			}
 			close(ready)
 		}
 	}()
@@ -179,10 +173,7 @@ func (c *capture) stop() {
 		return
 	}
 	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGINT)
-	err := c.cmd.Wait()
-	if os.Getenv("PXDEBUG") != "" {
-		c.t.Logf("tcpdump %s exit: %v", c.file, err)
-	}
+	_ = c.cmd.Wait()
 }
 
 // fields stops the capture and returns tshark's fields of every packet
