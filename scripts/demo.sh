@@ -36,13 +36,26 @@ step "apply"
 step "apply again: idempotent"
 "$SC" apply --lab "$LAB" | tail -n 1
 
+# veth leaves transport checksums to "hardware" that never computes them;
+# make the hosts compute them so captures show real checksums.
+"$SC" lab exec --name "$LAB" s -- ethtool -K eth-ingress tx off >/dev/null
+"$SC" lab exec --name "$LAB" d -- ethtool -K eth-egress tx off >/dev/null
+
 counters() { "$SC" status --lab "$LAB" -o json; }
 before=$(counters)
 
 D6=fc00:4d::d
 D4=198.18.4.13
 step "traffic S -> D: ping6 (chain web, encap), TCP (web), UDP 5000-5999 (chain insert6, insert mode), ping IPv4 (chain legacy4)"
+# segchain dump shows the chain on the wire: one encapsulated echo request
+# as nfv1 receives it, annotated with the domain's SIDs.
+"$SC" dump --lab "$LAB" -i nfv1:eth-r1 -c 1 -v --domain examples/default.yaml ip6 proto 43 > /tmp/segchain-demo-dump1.txt 2>&1 &
+dump1=$!
+sleep 0.5
 "$SC" lab exec --name "$LAB" s -- ping -6 -c 5 -i 0.2 -W 2 "$D6"
+wait "$dump1" || true
+step "segchain dump at nfv1 (eth-r1): the H.Encaps packet of chain web"
+cat /tmp/segchain-demo-dump1.txt
 "$SC" lab exec --name "$LAB" d -- python3 -c '
 import socket,threading
 s=socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -63,6 +76,8 @@ for i in range(3):
     data,addr=s.recvfrom(100); print("UDP received at D:", data.decode(), "from", addr[0])
 ' &
 srv=$!
+"$SC" dump --lab "$LAB" -i d:eth-egress -c 1 --domain examples/default.yaml ip6 proto 43 > /tmp/segchain-demo-dump2.txt 2>&1 &
+dump2=$!
 sleep 0.5
 "$SC" lab exec --name "$LAB" s -- python3 -c '
 import socket
@@ -70,6 +85,9 @@ s=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 for i in range(3): s.sendto(b"datagram %d" % i, ("'"$D6"'",5001))
 '
 wait "$srv"
+wait "$dump2" || true
+echo "segchain dump at d: insert mode, the SRH arrives with SL 0 and d as Segment List[0]:"
+cat /tmp/segchain-demo-dump2.txt
 "$SC" lab exec --name "$LAB" s -- ping -4 -c 3 -i 0.2 -W 2 "$D4"
 
 after=$(counters)

@@ -145,7 +145,7 @@ diffs are printed.`,
 			}
 			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), struct {
-					Plan  *plan.Plan         `json:"plan"`
+					Plan  *plan.Plan        `json:"plan"`
 					Diffs []controller.Diff `json:"diffs"`
 				}{c.Plan, res.Diffs})
 			}

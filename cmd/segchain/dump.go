@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/dump"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/plan"
@@ -50,7 +49,8 @@ Output: one line per packet, -v a tree, -o json one object per line.
 -w FILE.pcap writes the matching frames (and prints nothing unless --print).
 
 Annotation: --domain FILE annotates each SID with node, service, behaviour and
-its LOC:FUNCT:ARGS structure.
+its LOC:FUNCT:ARGS structure; with --lab the lab's own domain file (or the
+built-in default) is used unless --domain is given.
 
 Examples:
   segchain dump -r trace.pcap -v
@@ -117,6 +117,18 @@ func runDump(cmd *cobra.Command, f dumpFlags, bpfExpr string) error {
 			return fmt.Errorf("dump: --domain: %w", err)
 		}
 		pr.Resolver = res
+	} else if f.labName != "" {
+		// A running lab: annotate with the domain it was brought up from
+		// (the built-in default when it has no file). Capture anyway if
+		// that fails.
+		if l, err := lab.Get(f.labName); err == nil {
+			res, err := resolverFromDomain(l.File)
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "segchain: dump: no SID annotation for lab %s: %v\n", f.labName, err)
+			} else {
+				pr.Resolver = res
+			}
+		}
 	}
 
 	var src dump.Source
@@ -201,11 +213,12 @@ func liveTarget(f dumpFlags) (ns, iface string, err error) {
 	return ns, ifc, nil
 }
 
-// resolverFromDomain builds the SID annotation table of a domain file.
-// LEAD: this wires config.Load + plan.Build (both exist now); adjust here if
+// resolverFromDomain builds the SID annotation table of a domain file (""
+// is the built-in default domain, as for the other verbs).
+// LEAD: this wires loadDomain + plan.Build (both exist now); adjust here if
 // the plan's SIDInfo changes.
 func resolverFromDomain(path string) (dump.SIDResolver, error) {
-	d, err := config.Load(path)
+	d, err := loadDomain(path)
 	if err != nil {
 		return nil, err
 	}

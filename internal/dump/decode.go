@@ -238,6 +238,9 @@ func decodeIPv6(in *Inner, b []byte) {
 			in.Frag = true
 			in.L4.Proto = nh
 			return
+		case srh.ProtoNoNext:
+			in.L4.Proto = nh
+			return
 		}
 		break
 	}

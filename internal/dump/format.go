@@ -330,6 +330,9 @@ func appendInnerL3L4(b []byte, in *Inner) []byte {
 		b = append(b, " ip-cksum bad"...)
 	}
 	b = append(b, ' ')
+	if !in.HasL4 && !in.Frag {
+		return appendProto(b, in.L4.Proto) // no transport: "none" (59)
+	}
 	return appendL4(b, in, false)
 }
 

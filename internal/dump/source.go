@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopacket/gopacket/afpacket"
 	"github.com/gopacket/gopacket/pcapgo"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -186,9 +187,8 @@ func parseDD(out []byte) ([]bpf.RawInstruction, error) {
 // ---- live capture (AF_PACKET) ----
 
 type liveSource struct {
-	fd   int
 	link uint32
-	buf  []byte
+	tp   *afpacket.TPacket
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -215,48 +215,38 @@ func LiveLinkType(netns, iface string) (uint32, error) {
 
 // OpenLive opens an AF_PACKET capture on iface inside namespace netns (""
 // for the current one); the socket stays in that namespace. prog, if not
-// nil, is attached as the kernel socket filter before any packet is
-// queued. The caller may use LiveLinkType to compile prog.
+// nil, is attached as the kernel socket filter. The caller may use
+// LiveLinkType to compile prog.
+//
+// The capture uses a TPACKET ring, so the kernel copies each frame when it
+// is captured. A plain recvfrom socket is not enough on an SRv6 node: its
+// queued skb shares data with the packet the stack goes on processing, and
+// seg6local rewrites the destination address and Segments Left in place, so
+// the capture would show the packet after the behaviour ran.
 func OpenLive(netns, iface string, prog []bpf.RawInstruction) (Source, error) {
-	s := &liveSource{fd: -1, buf: make([]byte, 256<<10)}
+	s := &liveSource{}
 	err := nsutil.Do(netns, func() error {
-		ifi, err := net.InterfaceByName(iface)
+		link, err := LiveLinkType("", iface)
 		if err != nil {
 			return err
 		}
-		s.link = LinkRaw
-		if len(ifi.HardwareAddr) == 6 || ifi.Flags&net.FlagLoopback != 0 {
-			s.link = LinkEthernet
-		}
-		// Protocol 0: nothing is queued until bind, so no packet escapes
-		// the filter attached below.
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		s.link = link
+		tp, err := afpacket.NewTPacket(afpacket.OptInterface(iface), afpacket.TPacketVersion2,
+			afpacket.OptPollTimeout(100*time.Millisecond))
 		if err != nil {
-			return fmt.Errorf("socket: %w", err)
+			return fmt.Errorf("open packet ring: %w", err)
 		}
-		s.fd = fd
+		s.tp = tp
 		if len(prog) > 0 {
-			f := make([]unix.SockFilter, len(prog))
-			for i, in := range prog {
-				f[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
-			}
-			if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER,
-				&unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}); err != nil {
+			if err := tp.SetBPF(prog); err != nil {
 				return fmt.Errorf("attach filter: %w", err)
 			}
-		}
-		tv := unix.NsecToTimeval((100 * time.Millisecond).Nanoseconds())
-		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-			return fmt.Errorf("set timeout: %w", err)
-		}
-		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
-			return fmt.Errorf("bind: %w", err)
 		}
 		return nil
 	})
 	if err != nil {
-		if s.fd >= 0 {
-			unix.Close(s.fd)
+		if s.tp != nil {
+			s.tp.Close()
 		}
 		where := iface
 		if netns != "" {
@@ -272,16 +262,15 @@ func (s *liveSource) Next(ctx context.Context) ([]byte, CaptureInfo, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, CaptureInfo{}, err
 		}
-		n, _, err := unix.Recvfrom(s.fd, s.buf, unix.MSG_TRUNC)
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+		data, ci, err := s.tp.ZeroCopyReadPacketData()
+		if errors.Is(err, afpacket.ErrTimeout) || errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
 			return nil, CaptureInfo{}, fmt.Errorf("recv: %w", err)
 		}
-		c := min(n, len(s.buf))
-		return s.buf[:c], CaptureInfo{Time: time.Now(), CapLen: c, Len: n}, nil
+		return data, CaptureInfo{Time: ci.Timestamp, CapLen: ci.CaptureLength, Len: ci.Length}, nil
 	}
 }
 func (s *liveSource) LinkType() uint32 { return s.link }
-func (s *liveSource) Close() error     { return unix.Close(s.fd) }
+func (s *liveSource) Close() error     { s.tp.Close(); return nil }

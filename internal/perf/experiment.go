@@ -194,8 +194,13 @@ func (e *Experiment) Validate() error {
 		}
 		seen[b] = true
 	}
-	if len(e.Behaviors)+2 > perfTmplSlots {
-		bad("behaviors", "at most %d behaviours per experiment", perfTmplSlots-2)
+	if arms := len(e.Behaviors) * max(1, len(e.Rules)); arms+2 > perfTmplSlots {
+		bad("behaviors", "%d behaviour × rule-count combinations, at most %d per experiment (generator slots)", arms, perfTmplSlots-2)
+	}
+	for i, n := range e.Rules {
+		if n < 1 {
+			bad(fmt.Sprintf("rules[%d]", i), "%d: want ≥ 1", n)
+		}
 	}
 	for i, s := range e.Sizes {
 		if s < 48 || s > 400 {

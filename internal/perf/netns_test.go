@@ -273,3 +273,39 @@ func TestNetnsTeardown(t *testing.T) {
 		}
 	})
 }
+
+// TestBaselineRulesInstalled checks with the real tools that the rule
+// baselines install the number of rules asked for, in their own chains.
+func TestBaselineRulesInstalled(t *testing.T) {
+	d := upTestbed(t)
+	reg, err := NewRegistry(BaselineRecipes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		recipe string
+		rules  int
+		count  []string // command printing the chain's rules
+		want   func(out string) int
+	}{
+		{"ip6tables", 100, []string{"ip6tables", "-S", "SEGPERF1"}, func(out string) int { return strings.Count(out, "-A SEGPERF1 ") }},
+		{"nftables", 250, []string{"nft", "list", "chain", "ip6", "segperf", "r2"}, func(out string) int { return strings.Count(out, " drop") }},
+	} {
+		t.Run(tc.recipe, func(t *testing.T) {
+			r, err := reg.Get(tc.recipe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Setup(d.Env(), i+1, Params{Size: 64, Rules: tc.rules}); err != nil {
+				t.Fatal(err)
+			}
+			out, err := d.Env().Run(tc.count...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.want(out); got != tc.rules {
+				t.Errorf("%d rules installed, want %d:\n%s", got, tc.rules, out)
+			}
+		})
+	}
+}

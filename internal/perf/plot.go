@@ -113,24 +113,33 @@ func (r *Report) WritePlots(dir string) ([]string, error) {
 			return files, err
 		}
 	}
-	// Throughput vs rule count.
+	// Throughput (as ratios to the baseline) vs rule count.
 	byBeh := map[string]plotter.XYs{}
 	var behs []string
 	for _, x := range r.Results {
-		if x.Rules == 0 || x.ThroughputPPS == nil {
+		if x.Rules == 0 || x.Ratio == nil {
 			continue
 		}
-		b := fmt.Sprintf("%s %dB", x.Behavior, x.Size)
-		if _, ok := byBeh[b]; !ok {
-			behs = append(behs, b)
+		for _, m := range []struct {
+			label string
+			s     *Summary
+		}{{"throughput", x.Ratio}, {"cpu", x.CPURatio}} {
+			if m.s == nil {
+				continue
+			}
+			b := fmt.Sprintf("%s %dB (%s ratio)", x.Behavior, x.Size, m.label)
+			if _, ok := byBeh[b]; !ok {
+				behs = append(behs, b)
+			}
+			byBeh[b] = append(byBeh[b], plotter.XY{X: float64(x.Rules), Y: m.s.Median})
 		}
-		byBeh[b] = append(byBeh[b], plotter.XY{X: float64(x.Rules), Y: x.ThroughputPPS.Median / 1e3})
 	}
 	if len(behs) > 0 {
 		p := plot.New()
-		p.Title.Text = r.Experiment + ": throughput vs number of rules"
+		p.Title.Text = r.Experiment + ": throughput vs number of rules (ratio to " + r.Baseline + ", median)"
 		p.X.Label.Text = "rules"
-		p.Y.Label.Text = "throughput (kpps, median)"
+		p.Y.Label.Text = "ratio to " + r.Baseline
+		p.Y.Min = 0
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{}
 		var l []any

@@ -108,11 +108,11 @@ func (Extension) ClearCounters(netns string, sid *netip.Prefix) error {
 // installed reports whether netns has pinned proxy state (so read-only
 // verbs do not create any).
 func installed(netns string) bool {
-	ino, err := nsInode(netns)
+	dir, err := pinDir(netns, false)
 	if err != nil {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(PinRoot, fmt.Sprintf("ns-%d", ino), "proxy", "sids_map"))
+	_, err = os.Stat(filepath.Join(dir, "sids_map"))
 	return err == nil
 }
 

@@ -32,16 +32,16 @@ type Node struct {
 	objs  proxyTCObjects
 }
 
-// Open loads (or re-opens) the pinned proxy maps of netns ("" = current).
+// Open loads (or re-opens) the pinned proxy maps of netns ("" = the
+// calling thread's namespace).
 func Open(netns string) (*Node, error) {
 	if err := ensureBPFFS(); err != nil {
 		return nil, err
 	}
-	ino, err := nsInode(netns)
+	dir, err := pinDir(netns, true)
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(PinRoot, fmt.Sprintf("ns-%d", ino), "proxy")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pin dir: %w", err)
 	}
@@ -65,6 +65,46 @@ func Open(netns string) (*Node, error) {
 	return n, nil
 }
 
+// pinDir is PinRoot/ns-<inode>-<cookie>/proxy. The inode names the
+// namespace for humans; the netns cookie (never reused, unlike inodes)
+// tells this namespace from a deleted one whose inode it inherited. With
+// clean, state left by such a dead namespace is removed.
+func pinDir(netns string, clean bool) (string, error) {
+	var ino, cookie uint64
+	err := nsutil.Do(netns, func() error {
+		fi, err := os.Stat("/proc/thread-self/ns/net")
+		if err != nil {
+			return err
+		}
+		ino = fi.Sys().(*syscall.Stat_t).Ino
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, soNetnsCookie)
+		cookie = c
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("identify netns %q: %w", netns, err)
+	}
+	name := fmt.Sprintf("ns-%d-%d", ino, cookie)
+	if clean {
+		stale, _ := filepath.Glob(filepath.Join(PinRoot, fmt.Sprintf("ns-%d-*", ino)))
+		for _, d := range stale {
+			if filepath.Base(d) != name {
+				old := &Node{dir: filepath.Join(d, "proxy")}
+				_ = old.teardown()
+			}
+		}
+	}
+	return filepath.Join(PinRoot, name, "proxy"), nil
+}
+
+// soNetnsCookie is SO_NETNS_COOKIE (Linux >= 5.14, asm-generic value).
+const soNetnsCookie = 71
+
 // Close releases the process' handles; pinned state stays.
 func (n *Node) Close() error { return n.objs.Close() }
 
@@ -83,18 +123,6 @@ func ensureBPFFS() error {
 		return fmt.Errorf("mount bpffs on /sys/fs/bpf: %w", err)
 	}
 	return nil
-}
-
-func nsInode(netns string) (uint64, error) {
-	p := "/proc/self/ns/net"
-	if netns != "" {
-		p = nsutil.Path(netns)
-	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		return 0, fmt.Errorf("netns %q: %w", netns, err)
-	}
-	return fi.Sys().(*syscall.Stat_t).Ino, nil
 }
 
 // ifaceInfo resolves interface names inside the namespace.

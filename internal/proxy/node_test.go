@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -44,8 +43,10 @@ func TestNodeLifecycle(t *testing.T) {
 	if err := ext.Add(ns, ad, "End.AD6", strings.Fields("nh6 fc00:5f::2 oif up0 iif up0")); err == nil {
 		t.Fatal("duplicate SID accepted")
 	}
-	ino, _ := nsInode(ns)
-	dir := filepath.Join(PinRoot, "ns-"+strconv.FormatUint(ino, 10), "proxy")
+	dir, err := pinDir(ns, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n := tcxCount(t, ns, "up1"); n != 1 {
 		t.Errorf("%d programs attached to up1, want 1", n)
 	}

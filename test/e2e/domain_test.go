@@ -16,8 +16,10 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/dump"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/plan"
+	"github.com/segchain/segchain/internal/srh"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -173,6 +175,43 @@ func TestDefaultDomainEndToEnd(t *testing.T) {
 		}
 		if after := e.counters("egress", dx6).Packets; after <= before {
 			t.Errorf("End.DX6 counter did not move: %d -> %d", before, after)
+		}
+	})
+
+	t.Run("dump at an SRv6 node shows the packet as it arrived, not after End ran", func(t *testing.T) {
+		src, err := dump.OpenLive(e.ns("nfv1"), "eth-r1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer src.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		got := make(chan *srh.Packet, 1)
+		go func() {
+			for {
+				frame, _, err := src.Next(ctx)
+				if err != nil {
+					close(got)
+					return
+				}
+				if len(frame) > 14 {
+					if p, err := srh.DecodePacket(frame[14:]); err == nil && p.SRH != nil {
+						got <- p
+						return
+					}
+				}
+			}
+		}()
+		time.Sleep(200 * time.Millisecond)
+		if err := e.ping("s", "fc00:4d::d"); err != nil {
+			t.Fatal(err)
+		}
+		p, ok := <-got
+		if !ok {
+			t.Fatal("no SRv6 packet captured")
+		}
+		if p.SRH.SegmentsLeft != 2 || p.Dst != end1 {
+			t.Errorf("captured SL %d dst %s, want SL 2 dst %s (as received from r1)", p.SRH.SegmentsLeft, p.Dst, end1)
 		}
 	})
 
