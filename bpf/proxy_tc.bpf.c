@@ -25,6 +25,7 @@
 #include "lib/ipv6.h"
 #include "lib/drop.h"
 #include "lib/icmp6.h"
+#include "lib/icmp4.h"
 
 #define PROXY_MAX_SIDS 256
 #define PROXY_HDR_MAX 512 /* outer IPv6 + extension headers a cache can hold */
@@ -631,16 +632,23 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
 	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED) {
 		/* What Linux does for a too-big packet entering a seg6 encap
-		 * route: Packet Too Big to the inner source, MTU less the
-		 * encapsulation. IPv4 inner packets are dropped (see docs). */
+		 * route: an ICMP error to the inner source announcing the MTU
+		 * less the encapsulation (IPv6: Packet Too Big; IPv4 with DF:
+		 * Fragmentation Needed). IPv4 without DF would be fragmented by
+		 * Linux; we cannot, so it is dropped and counted. */
 		__u32 zero = 0, mtu = f.mtu_result;
 		struct proxy_cache *s = bpf_map_lookup_elem(&scratch_map, &zero);
 		int oif;
 
-		if (inner != PROXY_INNER_IPV6 || !s)
+		if (!s)
 			return drop(st, PROXY_DROP_MTU);
-		mtu = mtu > len + IPV6_MIN_MTU ? mtu - len : IPV6_MIN_MTU;
-		oif = icmp6_ptb(skb, mtu, s->hdr);
+		if (inner == PROXY_INNER_IPV6) {
+			mtu = mtu > len + IPV6_MIN_MTU ? mtu - len : IPV6_MIN_MTU;
+			oif = icmp6_ptb(skb, mtu, s->hdr);
+		} else {
+			mtu = mtu > len + 68 ? mtu - len : 68; /* RFC 791 minimum */
+			oif = icmp4_frag_needed(skb, mtu, s->hdr);
+		}
 		if (oif <= 0)
 			return drop(st, PROXY_DROP_MTU);
 		if (st)

@@ -8,6 +8,8 @@
 /* Largest frame template (bytes): an Ethernet frame with outer IPv6, an SRH
  * of up to 16 SIDs and a 64-byte inner packet fits with room to spare. */
 #define PERF_TMPL_MAX 512
+/* Largest burst of a rate-limited generator (frames). */
+#define PERF_GEN_BURST 32
 /* Number of template slots; the active one is chosen at run time. */
 #define PERF_TMPL_SLOTS 32
 

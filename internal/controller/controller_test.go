@@ -125,7 +125,7 @@ func removeSysctl(xs []nodestate.Sysctl, key string) []nodestate.Sysctl {
 }
 
 func (f *fakeAgent) Counters(context.Context) ([]agent.SIDCounters, error) { return nil, nil }
-func (f *fakeAgent) Forget(context.Context) error                        { f.orig = map[string]string{}; return nil }
+func (f *fakeAgent) Forget(context.Context) error                          { f.orig = map[string]string{}; return nil }
 func (f *fakeAgent) Originals(context.Context) (map[string]string, error) {
 	return f.orig, nil
 }

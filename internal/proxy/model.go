@@ -408,7 +408,7 @@ func (m *Model) outbound(cfg ModelSID, p []byte) Result {
 // 1232 bytes, and to a multiple of 4 by the program's checksum helper).
 func (m *Model) packetTooBig(st *ModelStats, p []byte, inner Inner, mtu, encap int) Result {
 	if inner != InnerIPv6 {
-		return drop(st, DropMTU)
+		return m.fragNeeded(st, p, mtu, encap)
 	}
 	src := p[22:38]
 	if src[0] == 0xff || bytes.Equal(src, make([]byte, 16)) || (p[20] == 58 && (len(p) < 55 || p[54] < 128)) {
@@ -456,6 +456,70 @@ func icmp6Checksum(src, dst, msg []byte) uint16 {
 	add(binary.BigEndian.AppendUint32(nil, uint32(len(msg))))
 	add([]byte{0, 0, 0, 58})
 	add(msg)
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+// fragNeeded is the IPv4 counterpart (RFC 1191): for a DF packet, ICMP
+// Destination Unreachable / Fragmentation Needed to the source with the MTU
+// less the encapsulation (at least 68), quoting up to 548 bytes (576 in
+// total, cut to a multiple of 4). Without DF Linux would fragment: dropped.
+func (m *Model) fragNeeded(st *ModelStats, p []byte, mtu, encap int) Result {
+	ip := p[14:]
+	src := netip.AddrFrom4([4]byte(ip[12:16]))
+	frag := binary.BigEndian.Uint16(ip[6:])
+	if frag&0x4000 == 0 || frag&0x1fff != 0 || isLocalScope4(ip[12:16]) || src.IsUnspecified() {
+		return drop(st, DropMTU)
+	}
+	if ip[9] == 1 {
+		l4 := int(ip[0]&0xf) * 4
+		if l4 >= len(ip) {
+			return drop(st, DropMTU)
+		}
+		switch ip[l4] {
+		case 0, 8, 13, 14, 15, 16:
+		default:
+			return drop(st, DropMTU)
+		}
+	}
+	back := m.FIB(src)
+	if !back.OK {
+		return drop(st, DropMTU)
+	}
+	report := 68
+	if mtu > encap+68 {
+		report = mtu - encap
+	}
+	quoted := min(len(ip), 576-28) &^ 3
+	msg := make([]byte, 8, 8+quoted)
+	msg[0], msg[1] = 3, 4
+	binary.BigEndian.PutUint16(msg[6:], uint16(min(report, 0xffff)))
+	msg = append(msg, ip[:quoted]...)
+	binary.BigEndian.PutUint16(msg[2:], inetChecksum(msg))
+	hdr := make([]byte, 20)
+	hdr[0] = 0x45
+	binary.BigEndian.PutUint16(hdr[2:], uint16(20+len(msg)))
+	hdr[8], hdr[9] = 64, 1
+	s4 := back.Src.As4()
+	copy(hdr[12:], s4[:])
+	copy(hdr[16:], ip[12:16])
+	binary.BigEndian.PutUint16(hdr[10:], inetChecksum(hdr))
+	out := append(append(append(append([]byte{}, back.DMAC...), back.SMAC...), 0x08, 0x00), append(hdr, msg...)...)
+	st.ICMPErrors++
+	return Result{Verdict: VerdictRedirect, Out: out}
+}
+
+// inetChecksum is the RFC 1071 checksum of b.
+func inetChecksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
 	for sum > 0xffff {
 		sum = sum&0xffff + sum>>16
 	}

@@ -131,6 +131,10 @@ func newTestNode(t *testing.T) *testNode {
 	x("ip", "-6", "addr", "add", "fc00:99::1/64", "dev", "pa", "nodad")
 	x("ip", "-6", "route", "add", "default", "via", "fc00:99::2", "dev", "pa")
 	x("ip", "-6", "neigh", "replace", "fc00:99::2", "lladdr", macNext.String(), "dev", "pa", "nud", "permanent")
+	x("sysctl", "-qw", "net.ipv4.ip_forward=1")
+	x("ip", "addr", "add", "10.99.0.1/24", "dev", "pa")
+	x("ip", "route", "add", "default", "via", "10.99.0.2", "dev", "pa")
+	x("ip", "neigh", "replace", "10.99.0.2", "lladdr", macNext.String(), "dev", "pa", "nud", "permanent")
 	n := &testNode{ns: ns}
 	err := nsutil.Do(ns, func() error {
 		for _, p := range []struct {
@@ -157,7 +161,11 @@ func newTestNode(t *testing.T) *testNode {
 
 // fib is the model's view of the namespace above.
 func (n *testNode) fib(dst netip.Addr) FIBResult {
-	return FIBResult{OK: true, MTU: 1500, SMAC: macNode, DMAC: macNext, Src: a6("fc00:99::1")}
+	src := a6("fc00:99::1")
+	if dst.Is4() {
+		src = netip.MustParseAddr("10.99.0.1")
+	}
+	return FIBResult{OK: true, MTU: 1500, SMAC: macNode, DMAC: macNext, Src: src}
 }
 
 // skbCtx is the head of struct __sk_buff that BPF_PROG_TEST_RUN accepts.
@@ -280,6 +288,43 @@ var (
 	inner4 = ip4("10.0.0.1", "10.9.9.9", 17, udp(1000, 2000, 16))
 )
 
+// big4 fills a 1500-byte MTU by itself (DF set).
+var big4 = ip4("10.0.0.1", "10.9.9.9", 17, udp(1, 2, 1500-20-8))
+
+// noDF clears DF (and fixes the header checksum).
+func noDF(p []byte) []byte {
+	q := append([]byte{}, p...)
+	q[6] = 0
+	q[10], q[11] = 0, 0
+	binary.BigEndian.PutUint16(q[10:], ^uint16(sum16(q[:20])))
+	return q
+}
+
+func sum16(b []byte) uint32 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return s
+}
+
+// fragNeeded is the ICMP error the node (10.99.0.1) owes the source of pkt:
+// type 3 code 4 with the next-hop MTU, quoting 548 bytes (RFC 1191/1812).
+func fragNeeded(pkt []byte, mtu uint16) []byte {
+	msg := []byte{3, 4, 0, 0, 0, 0, byte(mtu >> 8), byte(mtu)}
+	msg = append(msg, pkt[:548]...)
+	binary.BigEndian.PutUint16(msg[2:], ^uint16(sum16(msg)))
+	return ip4cs("10.99.0.1", netip.AddrFrom4([4]byte(pkt[12:16])).String(), 1, msg)
+}
+
+// ip4cs is ip4 without DF (what an ICMP error carries).
+func ip4cs(src, dst string, proto uint8, payload []byte) []byte {
+	return noDF(ip4(src, dst, proto, payload))
+}
+
 // big6 fills a 1500-byte MTU by itself.
 var big6 = ip6(hostS, hostD, 17, 63, udp(1000, 2000, 1500-40-8))
 
@@ -361,7 +406,9 @@ func TestProgFixtures(t *testing.T) {
 			{"inbound strips, ethertype IPv4", "net", srPkt(list, 2, 4, nil, inner4), VerdictRedirect, eth(macNode, macPeer, 0x0800, inner4), nil},
 			{"outbound IPv4 pushed", "sf", eth(macSFOut, macSF, 0x0800, inner4), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(4, nil, inner4)), nil},
 			{"IPv4 multicast passes", "sf", eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), VerdictPass, eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), nil},
-			{"too big after encap, IPv4: dropped", "sf", eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "10.9.9.9", 17, udp(1, 2, 1500-20-8-40))), VerdictDrop, nil, reason(DropMTU)},
+			{"too big after encap, IPv4 DF: fragmentation needed", "sf", eth(macSFOut, macSF, 0x0800, big4), VerdictRedirect,
+				eth(macNext, macNode, 0x0800, fragNeeded(big4, 1500-(40+8+64))), nil},
+			{"too big after encap, IPv4 without DF: dropped", "sf", eth(macSFOut, macSF, 0x0800, noDF(big4)), VerdictDrop, nil, reason(DropMTU)},
 		}},
 		{"End.AD6 too big after encap: Packet Too Big to the inner source", []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true}}, []step{
 			{"inbound", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
@@ -469,7 +516,7 @@ func randomFrame(r *rand.Rand) (iif string, frame []byte) {
 	}
 	if r.IntN(3) == 0 { // something coming back from the SF
 		var in []byte
-		switch r.IntN(6) {
+		switch r.IntN(7) {
 		case 0:
 			in = eth(macSFOut, macSF, 0x0800, inner4)
 		case 1:
@@ -478,6 +525,12 @@ func randomFrame(r *rand.Rand) (iif string, frame []byte) {
 			in = eth(macSFOut, macSF, 0x86dd, ip6(hostS, hostD, 17, 63, udp(uint16(1000+r.IntN(2)), 53, r.IntN(64))))
 		case 4:
 			in = eth(macSFOut, macSF, 0x86dd, ip6(hostS, hostD, 17, 63, udp(uint16(1000+r.IntN(2)), 53, 1300+r.IntN(200))))
+		case 5:
+			p4 := ip4("10.0.0.1", "10.9.9.9", 17, udp(1000, 53, 1380+r.IntN(90)))
+			if r.IntN(3) == 0 {
+				p4 = noDF(p4)
+			}
+			in = eth(macSFOut, macSF, 0x0800, p4)
 		case 3:
 			in = eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{uint8(128 + r.IntN(12)), 0, 0, 0}))
 		default:

@@ -204,6 +204,10 @@ func ParseSpec(sid netip.Prefix, behavior string, params []string) (Spec, error)
 				return Spec{}, fmt.Errorf("%s: tag %q: %w", c.name, v, err)
 			}
 			s.Tag = uint16(t)
+		case "max":
+			// The per-flow caches of all SIDs share one LRU of 65536
+			// entries; a per-SID bound needs a map per SID (map-in-map).
+			return Spec{}, fmt.Errorf("%s: flow max: a per-SID flow limit: %w (flows share a node-wide LRU of %d entries)", c.name, ErrNotSupported, flowsMax)
 		case "timeout":
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil || n == 0 {
@@ -263,6 +267,9 @@ func (s Spec) Validate() error {
 	}
 	return nil
 }
+
+// flowsMax is the size of the node-wide per-flow cache (PROXY_FLOWS_MAX).
+const flowsMax = 65536
 
 // maxSegs keeps a configured End.AS header within the program's cache.
 const maxSegs = (cacheHdrMax - 40 - 8) / 16

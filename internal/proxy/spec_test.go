@@ -54,6 +54,7 @@ func TestParseSpec(t *testing.T) {
 		{"AM with nh4", "End.AM", "nh4 10.0.0.1 oif a iif b", Spec{}, "IPv6 only"},
 		{"flow on AM", "End.AM", "nh6 fc00::2 oif a iif b flow", Spec{}, "flow belongs"},
 		{"unknown keyword", "End.AD6", "nh6 fc00::2 oif a iif b color red", Spec{}, "unknown parameter"},
+		{"flow max unsupported", "End.AD6", "nh6 fc00::2 oif a iif b flow max 10", Spec{}, "not supported"},
 		{"ethernet unsupported", "End.AD", "inner ethernet mac 02:00:00:00:00:01 oif a iif b", Spec{}, "not supported"},
 		{"not a proxy", "End.DX6", "nh6 fc00::2", Spec{}, "not an SR proxy"},
 	}

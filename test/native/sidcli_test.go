@@ -87,7 +87,7 @@ func TestPrivilegedSidCLI(t *testing.T) {
 		{"add existing fails", false, "add fc00:2::1 End", "already exists", true},
 		{"missing param", false, "add fc00:2::5 End.DX6", "End.DX6 requires nh6", true},
 		{"param of another behaviour", false, "add fc00:2::5 End.X nh6 fc00::1 table 5", "table is not a parameter of End.X", true},
-		{"unknown behaviour", false, "add fc00:2::5 End.AS", "unknown behaviour", true},
+		{"unknown behaviour", false, "add fc00:2::5 End.NOPE", "unknown behaviour", true},
 		{"show marks foreign SIDs", false, "show", "fc00:9::1 End dev va  [proto static: not installed by segchain]", false},
 		{"show one SID", true, "show fc00:2::2", "fc00:2::2 End.X nh6 fc00::9 oif vb dev " + def + " packets 0 bytes 0 errors 0", false},
 		{"show unknown SID", false, "show fc00:2::99", "not found", true},

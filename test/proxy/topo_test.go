@@ -180,7 +180,19 @@ func (c *capture) stop() {
 // matching the display filter, one line per packet.
 func (c *capture) fields(filter string, fields ...string) []string {
 	c.t.Helper()
-	time.Sleep(100 * time.Millisecond) // let in-flight packets land in the pcap
+	// Let in-flight packets land: wait until the pcap stops growing (the
+	// machine may be loaded; this is a settle time, not an assertion).
+	last := int64(-1)
+	for i := 0; i < 30; i++ {
+		time.Sleep(100 * time.Millisecond)
+		st, err := os.Stat(c.file)
+		if err == nil && st.Size() == last && i >= 2 {
+			break
+		}
+		if err == nil {
+			last = st.Size()
+		}
+	}
 	c.stop()
 	args := []string{"-r", c.file, "-T", "fields", "-E", "separator=|"}
 	if filter != "" {

@@ -39,6 +39,16 @@ func setupSF(env *perf.Env, k int) (sfInfo, error) {
 	pxMAC := net.HardwareAddr{0x02, 0x5f, 0, 0, byte(k), 1}
 	sfMAC := net.HardwareAddr{0x02, 0x5f, 0, 0, byte(k), 2}
 	tbl := fmt.Sprint(1000 + k)
+	// Recipes are set up again for every run: start from scratch.
+	for _, c := range [][]string{
+		{"ip", "link", "del", px},
+		{"ip", "-6", "rule", "del", "priority", fmt.Sprint(100 + k)},
+		{"ip", "-6", "rule", "del", "priority", fmt.Sprint(100 + k)},
+		{"ip", "-6", "route", "flush", "table", tbl},
+		{"ip", "-6", "route", "flush", "table", fmt.Sprint(2000 + k)},
+	} {
+		_, _ = env.Run(c...)
+	}
 	cmds := [][]string{
 		{"ip", "link", "add", px, "address", pxMAC.String(), "type", "veth", "peer", sf, "address", sfMAC.String()},
 		{"sysctl", "-qw", "net.ipv6.conf." + px + ".forwarding=1"},
@@ -122,6 +132,16 @@ func proxyRecipe(env *perf.Env, k int, p perf.Params, behavior, extra string) ([
 	err = env.Do(func() error {
 		n, err := proxy.Open("")
 		if err != nil {
+			return err
+		}
+		// A previous run's instance: removing the last SID tears the
+		// pins down, so reopen before adding.
+		if _, err := n.Del(sid); err != nil {
+			n.Close()
+			return err
+		}
+		n.Close()
+		if n, err = proxy.Open(""); err != nil {
 			return err
 		}
 		defer n.Close()
