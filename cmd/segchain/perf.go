@@ -11,12 +11,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/segchain/segchain/internal/perf"
+	"github.com/segchain/segchain/internal/proxy/proxyperf"
 )
 
 // perfRegistry lists every recipe segchain knows. Other areas add their
 // recipes here by passing their constructors' results.
 func perfRegistry() (*perf.Registry, error) {
-	return perf.NewRegistry(append(perf.NativeRecipes(), perf.BaselineRecipes()...)...)
+	recipes := append(perf.NativeRecipes(), perf.BaselineRecipes()...)
+	recipes = append(recipes, proxyperf.Recipes()...)
+	return perf.NewRegistry(recipes...)
 }
 
 func newPerfCmd() *cobra.Command {
