@@ -34,6 +34,21 @@ const (
 	RoleRouter  = "router"  // plain IPv6 transit
 	RoleNFV     = "nfv"     // hosts service functions
 	RoleEdge    = "edge"    // both ingress and egress (bidirectional chains)
+	RoleSF      = "sf"      // runs an SR-unaware service function: a leaf that forwards
+)
+
+// Service kinds.
+const (
+	KindNative    = "native"     // a seg6local (or End.BPF) behaviour; the default
+	KindSRUnaware = "sr-unaware" // an SR-unaware SF behind an SR proxy on the node
+)
+
+// SR proxy types of sr-unaware services (RFC 8986 section 4 / the SR proxy draft).
+const (
+	ProxyStatic       = "static"       // End.AS
+	ProxyDynamic      = "dynamic"      // End.AD
+	ProxyDynamicFlow  = "dynamic-flow" // End.AD with a per-flow cache
+	ProxyMasquerading = "masquerading" // End.AM
 )
 
 // Node is one machine (a network namespace in the lab).
@@ -70,6 +85,55 @@ type Service struct {
 	// Function pins the FUNCT value (hex or decimal) instead of the whole SID.
 	Function string `yaml:"function,omitempty" json:"function,omitempty"`
 	Params   `yaml:",inline" json:",inline"`
+
+	// Kind is native (default: Behavior is a seg6local behaviour) or
+	// sr-unaware (an SR proxy on Node hands the inner packet to an SF).
+	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
+	// Proxy is the proxy type of an sr-unaware service: static, dynamic,
+	// dynamic-flow or masquerading.
+	Proxy string `yaml:"proxy,omitempty" json:"proxy,omitempty"`
+	// Inner is the packet type handed to the SF: ipv4 or ipv6 (not for
+	// masquerading, which is IPv6 only).
+	Inner string `yaml:"inner,omitempty" json:"inner,omitempty"`
+	// SFNh6, SFNh4 and SFMac address the SF; exactly one is given.
+	SFNh6 string `yaml:"sf_nh6,omitempty" json:"sf_nh6,omitempty"`
+	SFNh4 string `yaml:"sf_nh4,omitempty" json:"sf_nh4,omitempty"`
+	SFMac string `yaml:"sf_mac,omitempty" json:"sf_mac,omitempty"`
+	// IfaceOut (towards the SF) and IfaceIn (from the SF) are interfaces
+	// of Node; they may be the same.
+	IfaceOut string `yaml:"iface_out,omitempty" json:"iface_out,omitempty"`
+	IfaceIn  string `yaml:"iface_in,omitempty" json:"iface_in,omitempty"`
+	// FlowTimeout is the idle timeout in seconds of a dynamic-flow proxy's
+	// per-flow cache entries (0: the proxy's default).
+	FlowTimeout int `yaml:"flow_timeout,omitempty" json:"flow_timeout,omitempty"`
+}
+
+// SRUnaware reports whether the service is an SF behind an SR proxy.
+func (s *Service) SRUnaware() bool { return s.Kind == KindSRUnaware }
+
+// ProxyBehavior is the proxy behaviour an sr-unaware service derives from
+// its proxy type ("" for native services or unknown types).
+func (s *Service) ProxyBehavior() string {
+	if !s.SRUnaware() {
+		return ""
+	}
+	switch s.Proxy {
+	case ProxyStatic:
+		return "End.AS"
+	case ProxyDynamic, ProxyDynamicFlow:
+		return "End.AD"
+	case ProxyMasquerading:
+		return "End.AM"
+	}
+	return ""
+}
+
+// EffectiveBehavior is Behavior, or the derived proxy behaviour.
+func (s *Service) EffectiveBehavior() string {
+	if s.SRUnaware() {
+		return s.ProxyBehavior()
+	}
+	return s.Behavior
 }
 
 // Params are the iproute2 seg6local parameters of a behaviour.

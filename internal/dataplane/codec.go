@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/srh"
 )
 
 // ErrMalformed is wrapped by decoders when kernel bytes are inconsistent.
@@ -29,39 +29,26 @@ func EncodeSRH(segs []netip.Addr, reserveDA bool, hmacKeyID uint32) ([]byte, err
 	if len(segs) == 0 {
 		return nil, errors.New("srh: empty segment list")
 	}
-	n := len(segs)
+	path := segs
 	if reserveDA {
-		n++
+		path = append(append([]netip.Addr(nil), segs...), netip.IPv6Unspecified())
 	}
-	size := srhFixedHdrSize + 16*n
-	if hmacKeyID != 0 {
-		size += hmacTLVLen
+	for _, a := range segs {
+		if !a.Is6() || a.Is4In6() {
+			return nil, fmt.Errorf("srh: segment %s is not an IPv6 address", a)
+		}
 	}
-	if n > 255 || size/8-1 > 255 {
+	if len(path) > srh.MaxSegments {
 		return nil, fmt.Errorf("srh: %d segments do not fit", len(segs))
 	}
-	b := make([]byte, size)
-	b[0] = 0                // next header: set by the kernel
-	b[1] = byte(size/8 - 1) // hdr ext len in 8-octet units, minus the first 8
-	b[2] = srhRoutingType   // routing type 4
-	b[3] = byte(n - 1)      // segments left
-	b[4] = byte(n - 1)      // last entry
+	h := srh.NewPath(path...) // next header 0: the kernel fills it
 	if hmacKeyID != 0 {
-		b[5] = sr6Flag1HMAC
+		h.Flags = sr6Flag1HMAC
+		h.TLVs = []srh.TLV{srh.NewHMACTLV(false, hmacKeyID, make([]byte, hmacFieldLen))}
 	}
-	for i, s := range segs {
-		if !s.Is6() || s.Is4In6() {
-			return nil, fmt.Errorf("srh: segment %s is not an IPv6 address", s)
-		}
-		a := s.As16()
-		copy(b[srhFixedHdrSize+16*(n-1-i):], a[:])
-	}
-	if hmacKeyID != 0 {
-		t := b[size-hmacTLVLen:]
-		t[0] = sr6TLVHMAC
-		t[1] = hmacTLVLen - 2
-		// t[2:4] reserved (D bit clear), then the key id, then 32 zero bytes.
-		binary.BigEndian.PutUint32(t[4:8], hmacKeyID)
+	b, err := h.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("srh: %w", err)
 	}
 	return b, nil
 }
@@ -70,42 +57,18 @@ func EncodeSRH(segs []netip.Addr, reserveDA bool, hmacKeyID uint32) ([]byte, err
 // list in path order (dropping Segment List[0] when reservedDA) and the HMAC
 // key id of an HMAC TLV, if any.
 func DecodeSRH(b []byte, reservedDA bool) (segs []netip.Addr, hmacKeyID uint32, err error) {
-	if len(b) < srhFixedHdrSize {
-		return nil, 0, fmt.Errorf("srh: %d bytes: %w", len(b), ErrMalformed)
+	h, err := srh.ParseSRH(b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("srh: %v: %w", err, ErrMalformed)
 	}
-	total := (int(b[1]) + 1) * 8
-	if total > len(b) {
-		return nil, 0, fmt.Errorf("srh: hdr len %d exceeds %d bytes: %w", total, len(b), ErrMalformed)
+	segs = h.Path()
+	if reservedDA && len(segs) > 0 {
+		segs = segs[:len(segs)-1]
 	}
-	if b[2] != srhRoutingType {
-		return nil, 0, fmt.Errorf("srh: routing type %d: %w", b[2], ErrMalformed)
-	}
-	last := int(b[4])
-	end := srhFixedHdrSize + 16*(last+1)
-	if end > total {
-		return nil, 0, fmt.Errorf("srh: last entry %d overflows header: %w", last, ErrMalformed)
-	}
-	low := 0
-	if reservedDA {
-		low = 1
-	}
-	for i := last; i >= low; i-- {
-		var a [16]byte
-		copy(a[:], b[srhFixedHdrSize+16*i:])
-		segs = append(segs, netip.AddrFrom16(a))
-	}
-	for off := end; off < total; {
-		if b[off] == sr6TLVPad1 {
-			off++
-			continue
+	for _, t := range h.TLVs {
+		if m, ok := t.HMAC(); ok {
+			hmacKeyID = m.KeyID
 		}
-		if off+2 > total || off+2+int(b[off+1]) > total {
-			return nil, 0, fmt.Errorf("srh: tlv at %d overflows header: %w", off, ErrMalformed)
-		}
-		if b[off] == sr6TLVHMAC && b[off+1] >= 6 {
-			hmacKeyID = binary.BigEndian.Uint32(b[off+4 : off+8])
-		}
-		off += 2 + int(b[off+1])
 	}
 	return segs, hmacKeyID, nil
 }

@@ -75,16 +75,12 @@ var seg6LocalFlavorOps = []struct {
 
 // include/uapi/linux/seg6.h and seg6_hmac.h
 const (
-	srhRoutingType  = 4      // IPV6_SRCRT_TYPE_4
-	sr6Flag1HMAC    = 1 << 3 // SR6_FLAG1_HMAC
-	sr6TLVPad1      = 0      // RFC 8754 Pad1
-	sr6TLVHMAC      = 5      // SR6_TLV_HMAC
-	hmacTLVLen      = 40     // sizeof(struct sr6_tlv_hmac)
-	hmacFieldLen    = 32     // SEG6_HMAC_FIELD_LEN
-	hmacSecretMax   = 64     // SEG6_HMAC_SECRET_LEN
-	hmacAlgoSHA1    = 1      // SEG6_HMAC_ALGO_SHA1
-	hmacAlgoSHA256  = 2      // SEG6_HMAC_ALGO_SHA256
-	srhFixedHdrSize = 8
+	sr6Flag1HMAC   = 1 << 3 // SR6_FLAG1_HMAC
+	hmacTLVLen     = 40     // sizeof(struct sr6_tlv_hmac)
+	hmacFieldLen   = 32     // SEG6_HMAC_FIELD_LEN
+	hmacSecretMax  = 64     // SEG6_HMAC_SECRET_LEN
+	hmacAlgoSHA1   = 1      // SEG6_HMAC_ALGO_SHA1
+	hmacAlgoSHA256 = 2      // SEG6_HMAC_ALGO_SHA256
 )
 
 // include/uapi/linux/seg6_genl.h

@@ -19,6 +19,23 @@ type Node struct {
 	HMACKeys []HMACKey `json:"hmac_keys,omitempty"`
 	Routes   []Route   `json:"routes,omitempty"`
 	Rules    []Rule    `json:"rules,omitempty"`
+	// Proxies are the node's SR proxy SIDs (End.AS/End.AD/End.AM), served by
+	// internal/proxy's tc program rather than by seg6local routes.
+	Proxies []Proxy `json:"proxies,omitempty"`
+}
+
+// Proxy is one SR proxy SID in the `segchain sid add` syntax: SID is the
+// /128 the proxy matches, Params the keyword parameters after the behaviour
+// (as proxy.ParseSpec accepts them).
+type Proxy struct {
+	SID      netip.Prefix `json:"sid"`
+	Behavior string       `json:"behavior"`
+	Params   []string     `json:"params,omitempty"`
+}
+
+// String is the proxy as one `sid add` line.
+func (p Proxy) String() string {
+	return strings.TrimSpace("proxy " + p.SID.String() + " " + p.Behavior + " " + strings.Join(p.Params, " "))
 }
 
 // Sysctl is one /proc/sys/net value, Key written with dots
@@ -243,6 +260,7 @@ func (r Rule) String() string {
 func (n *Node) Sort() {
 	sort.Slice(n.Sysctls, func(i, j int) bool { return n.Sysctls[i].Key < n.Sysctls[j].Key })
 	sort.Slice(n.HMACKeys, func(i, j int) bool { return n.HMACKeys[i].ID < n.HMACKeys[j].ID })
+	sort.Slice(n.Proxies, func(i, j int) bool { return n.Proxies[i].SID.Addr().Less(n.Proxies[j].SID.Addr()) })
 	sort.SliceStable(n.Routes, func(i, j int) bool { return n.Routes[i].Key() < n.Routes[j].Key() })
 	sort.Slice(n.Rules, func(i, j int) bool {
 		if n.Rules[i].Priority != n.Rules[j].Priority {
