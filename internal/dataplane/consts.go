@@ -76,7 +76,6 @@ var seg6LocalFlavorOps = []struct {
 // include/uapi/linux/seg6.h and seg6_hmac.h
 const (
 	sr6Flag1HMAC   = 1 << 3 // SR6_FLAG1_HMAC
-	hmacTLVLen     = 40     // sizeof(struct sr6_tlv_hmac)
 	hmacFieldLen   = 32     // SEG6_HMAC_FIELD_LEN
 	hmacSecretMax  = 64     // SEG6_HMAC_SECRET_LEN
 	hmacAlgoSHA1   = 1      // SEG6_HMAC_ALGO_SHA1
