@@ -656,7 +656,12 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 		return bpf_redirect(oif, 0);
 	}
 
-	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6) < 0)
+	/* The ENCAP flag refuses (-EALREADY) an skb whose encapsulation bit is
+	 * still set from the SRv6 encapsulation the inbound half removed (the
+	 * bit survives the trip through the SF over veth). The flag only sets
+	 * GSO inner-header metadata, so a non-GSO packet can grow without it. */
+	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6) < 0 &&
+	    (skb->gso_size || bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, 0) < 0))
 		return drop(st, PROXY_DROP_ADJUST_ROOM);
 	plen = bpf_htons(tot - sizeof(struct ipv6hdr));
 	{

@@ -13,6 +13,8 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 cleanup() {
 	if [ "${KEEP:-0}" != 1 ]; then
 		step "lab down"
+		# destroy first: it also removes the SR proxy's pinned eBPF state.
+		"$SC" destroy --lab "$LAB" >/dev/null || true
 		"$SC" lab down --name "$LAB" || true
 	else
 		echo; echo "KEEP=1: lab '$LAB' left up. Try: $SC status --lab $LAB; $SC lab down --name $LAB"
@@ -29,7 +31,7 @@ step "lab up: the thesis' Figure 3.1 network (S, ingress, R1, NFV1, R2, NFV2, eg
 trap cleanup EXIT
 
 step "plan: what apply will install on every node"
-"$SC" plan --lab "$LAB" | sed -n '1,400p' | grep -E '^node|route .*seg6|rule' || true
+"$SC" plan --lab "$LAB" | sed -n '1,400p' | grep -E '^node|route .*seg6|rule|prox' || true
 
 step "apply"
 "$SC" apply --lab "$LAB" | tail -n 1
@@ -41,12 +43,25 @@ step "apply again: idempotent"
 "$SC" lab exec --name "$LAB" s -- ethtool -K eth-ingress tx off >/dev/null
 "$SC" lab exec --name "$LAB" d -- ethtool -K eth-egress tx off >/dev/null
 
+step "sf1: an SR-unaware firewall (nftables) behind nfv1's dynamic proxy (End.AD)"
+"$SC" lab exec --name "$LAB" sf1 -- nft -f - <<'EOF'
+table inet sf {
+	counter fw8080 {}
+	chain forward {
+		type filter hook forward priority 0; policy accept;
+		tcp dport 8080 counter name fw8080 accept
+		tcp dport 8081 counter drop
+	}
+}
+EOF
+"$SC" lab exec --name "$LAB" sf1 -- nft list table inet sf
+
 counters() { "$SC" status --lab "$LAB" -o json; }
 before=$(counters)
 
 D6=fc00:4d::d
 D4=198.18.4.13
-step "traffic S -> D: ping6 (chain web, encap), TCP (web), UDP 5000-5999 (chain insert6, insert mode), ping IPv4 (chain legacy4)"
+step "traffic S -> D: ping6 (chain web, encap), TCP 8080 (chain firewalled, through sf1), UDP 5000-5999 (chain insert6, insert mode), ping IPv4 (chain legacy4)"
 # segchain dump shows the chain on the wire: one encapsulated echo request
 # as nfv1 receives it, annotated with the domain's SIDs.
 "$SC" dump --lab "$LAB" -i nfv1:eth-r1 -c 1 -v --domain examples/default.yaml ip6 proto 43 > /tmp/segchain-demo-dump1.txt 2>&1 &
@@ -69,6 +84,9 @@ import socket
 c=socket.create_connection(("'"$D6"'",8080),timeout=5); c.sendall(b"hello over SRv6"); print("TCP reply:", c.recv(100).decode())
 '
 wait "$srv"
+step "the TCP exchange went through sf1: the proxy's counters and the firewall's"
+"$SC" sid --netns "sc-$LAB-nfv1" show
+"$SC" lab exec --name "$LAB" sf1 -- nft list counter inet sf fw8080
 "$SC" lab exec --name "$LAB" d -- python3 -c '
 import socket
 s=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::",5001)); s.settimeout(5)

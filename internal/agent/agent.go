@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/segchain/segchain/internal/nodestate"
 )
@@ -19,6 +20,8 @@ const (
 	KindTunSrc Kind = "tunsrc"
 	KindRoute  Kind = "route"
 	KindRule   Kind = "rule"
+	// KindProxies sets the node's whole list of SR proxies at once.
+	KindProxies Kind = "proxies"
 )
 
 // Action says what an Op does to its object.
@@ -49,6 +52,10 @@ type Op struct {
 	OldHMAC  *nodestate.HMACKey `json:"old_hmac,omitempty"`
 	TunSrc   string             `json:"tunsrc,omitempty"`
 	OldTun   string             `json:"old_tunsrc,omitempty"`
+	// Proxies is the node's complete desired proxy list (KindProxies, with
+	// ActSet; empty removes every proxy), OldProxies the list it replaces.
+	Proxies    []nodestate.Proxy `json:"proxies,omitempty"`
+	OldProxies []nodestate.Proxy `json:"old_proxies,omitempty"`
 }
 
 // String renders the op the way plan prints it: "+" adds, "-" removes, "~"
@@ -81,6 +88,26 @@ func (o Op) String() string {
 			return "- " + o.Rule.String()
 		}
 		return "+ " + o.Rule.String()
+	case KindProxies:
+		var b strings.Builder
+		fmt.Fprintf(&b, "~ proxies: %d -> %d", len(o.OldProxies), len(o.Proxies))
+		old := map[string]bool{}
+		for _, p := range o.OldProxies {
+			old[p.String()] = true
+		}
+		now := map[string]bool{}
+		for _, p := range o.Proxies {
+			now[p.String()] = true
+			if !old[p.String()] {
+				b.WriteString("\n    + " + p.String())
+			}
+		}
+		for _, p := range o.OldProxies {
+			if !now[p.String()] {
+				b.WriteString("\n    - " + p.String())
+			}
+		}
+		return b.String()
 	}
 	return "? " + string(o.Kind)
 }
@@ -118,6 +145,8 @@ func (o Op) Inverse() Op {
 			return Op{Kind: KindRule, Action: ActAdd, Rule: o.Rule}
 		}
 		return Op{Kind: KindRule, Action: ActDelete, Rule: o.Rule}
+	case KindProxies:
+		return Op{Kind: KindProxies, Action: ActSet, Proxies: o.OldProxies, OldProxies: o.Proxies}
 	}
 	return o
 }
@@ -129,13 +158,14 @@ type Agent interface {
 	// Node is the domain's name of the node.
 	Node() string
 	// Observe returns what segchain manages on the node now: its routes and
-	// rules, the HMAC keys, the tunnel source, and the current values of the
-	// sysctl keys that want names.
+	// rules, the HMAC keys, the tunnel source, the SR proxies, and the
+	// current values of the sysctl keys that want names.
 	Observe(ctx context.Context, want *nodestate.Node) (*nodestate.Node, error)
 	// Execute runs ops in order and stops at the first failure, returning
 	// how many succeeded.
 	Execute(ctx context.Context, ops []Op) (int, error)
-	// Counters returns every local SID of the node with its counters.
+	// Counters returns every local SID of the node with its counters,
+	// SR proxy SIDs included.
 	Counters(ctx context.Context) ([]SIDCounters, error)
 	// Forget drops what the agent remembers about the node (saved original
 	// sysctl values) once the node has been destroyed.

@@ -11,7 +11,55 @@ import (
 
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/proxy"
 )
+
+// ObserveProxies reads the SR proxies of netns without creating any proxy
+// state, in the canonical `sid add` form (proxy.Spec.Params).
+func ObserveProxies(netns string) ([]nodestate.Proxy, error) {
+	ents, err := proxy.Extension{}.Show(netns)
+	if err != nil {
+		return nil, err
+	}
+	var out []nodestate.Proxy
+	for _, e := range ents {
+		st, ok := e.Extra.(proxy.Status)
+		if !ok {
+			return nil, fmt.Errorf("proxy %s: no status", e.SID)
+		}
+		out = append(out, ProxyOf(st.Spec))
+	}
+	return out, nil
+}
+
+// ProxyOf converts a proxy spec to its plain-data form.
+func ProxyOf(s proxy.Spec) nodestate.Proxy {
+	return nodestate.Proxy{SID: s.SID, Behavior: s.Behavior, Params: s.Params()}
+}
+
+// ProxySpecs parses a node's proxies with proxy.ParseSpec.
+func ProxySpecs(ps []nodestate.Proxy) ([]proxy.Spec, error) {
+	specs := make([]proxy.Spec, 0, len(ps))
+	for _, p := range ps {
+		s, err := proxy.ParseSpec(p.SID, p.Behavior, p.Params)
+		if err != nil {
+			return nil, fmt.Errorf("proxy %s: %w", p.SID, err)
+		}
+		specs = append(specs, s)
+	}
+	return specs, nil
+}
+
+// CanonicalProxy is the proxy's `sid add` line with its parameters in the
+// canonical order (the line as given if it does not parse), so that
+// differently spelled but equal proxies compare equal.
+func CanonicalProxy(p nodestate.Proxy) string {
+	s, err := proxy.ParseSpec(p.SID, p.Behavior, p.Params)
+	if err != nil {
+		return p.String()
+	}
+	return ProxyOf(s).String()
+}
 
 // StateDir keeps what the kernel cannot tell us back: the sysctl values a
 // node had before segchain changed them, so destroy can restore them.
@@ -57,6 +105,9 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	}
 	if got.HMACKeys, err = h.HMACKeys(); err != nil && !errors.Is(err, dataplane.ErrNotSupported) {
 		return nil, fmt.Errorf("node %s: read hmac keys: %w", l.name, err)
+	}
+	if got.Proxies, err = ObserveProxies(l.netns); err != nil {
+		return nil, fmt.Errorf("node %s: read proxies: %w", l.name, err)
 	}
 	if ts, err := h.TunSrc(); err == nil && ts.IsValid() && !ts.IsUnspecified() {
 		got.TunSrc = ts.String()
@@ -127,6 +178,15 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 			return h.DeleteRule(*op.Rule)
 		}
 		return h.AddRule(*op.Rule)
+	case KindProxies:
+		specs, err := ProxySpecs(op.Proxies)
+		if err != nil {
+			return err
+		}
+		if len(specs) == 0 {
+			return proxy.Remove(l.netns)
+		}
+		return proxy.Apply(l.netns, specs)
 	}
 	return fmt.Errorf("unknown op kind %q", op.Kind)
 }
@@ -143,6 +203,15 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 		return nil, fmt.Errorf("node %s: read local SIDs: %w", l.name, err)
 	}
 	out := make([]SIDCounters, 0, len(sids))
+	prx, err := proxy.Extension{}.Show(l.netns)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: read proxies: %w", l.name, err)
+	}
+	for _, e := range prx {
+		st, _ := e.Extra.(proxy.Status)
+		out = append(out, SIDCounters{SID: e.SID, Behavior: e.Behavior, Route: st.Spec.String(), Owned: true, Counted: true,
+			Packets: e.Counters["packets"], Bytes: e.Counters["bytes"], Errors: e.Counters["errors"]})
+	}
 	for _, s := range sids {
 		c := SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto}
 		if s.Route.Seg6Local != nil {

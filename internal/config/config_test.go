@@ -161,8 +161,8 @@ func TestResolvedDefault(t *testing.T) {
 	for _, i := range ifs {
 		byEnd[i.Node+":"+i.Name] = i
 	}
-	if len(byEnd) != 14 || len(ifs) != 14 {
-		t.Fatalf("%d interfaces (%d distinct), want 14", len(ifs), len(byEnd))
+	if len(byEnd) != 16 || len(ifs) != 16 {
+		t.Fatalf("%d interfaces (%d distinct), want 16", len(ifs), len(byEnd))
 	}
 	pp := netip.MustParsePrefix
 	for _, tt := range []struct {
@@ -199,13 +199,13 @@ func TestResolvedDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantKeys := []string{"chains.legacy4.egress", "chains.web.egress", "nfv1-end", "nfv2-end"}
+	wantKeys := []string{"chains.firewalled.egress", "chains.legacy4.egress", "chains.web.egress", "nfv1-end", "nfv1-fw", "nfv2-end"}
 	gotKeys := sortedKeys(sids)
 	if diff := cmp.Diff(wantKeys, gotKeys); diff != "" {
 		t.Errorf("SID keys (-want +got):\n%s", diff)
 	}
 	for k, a := range sids {
-		node := map[string]string{"nfv1-end": "nfv1", "nfv2-end": "nfv2"}[k]
+		node := map[string]string{"nfv1-end": "nfv1", "nfv1-fw": "nfv1", "nfv2-end": "nfv2"}[k]
 		if node == "" {
 			node = "egress"
 		}

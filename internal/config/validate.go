@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"regexp"
 	"sort"
@@ -12,7 +13,13 @@ import (
 )
 
 // Roles lists the valid node roles.
-var Roles = []string{RoleHost, RoleIngress, RoleEgress, RoleRouter, RoleNFV, RoleEdge}
+var Roles = []string{RoleHost, RoleIngress, RoleEgress, RoleRouter, RoleNFV, RoleEdge, RoleSF}
+
+// Kinds lists the valid service kinds.
+var Kinds = []string{KindNative, KindSRUnaware}
+
+// Proxies lists the SR proxy types of sr-unaware services.
+var Proxies = []string{ProxyStatic, ProxyDynamic, ProxyDynamicFlow, ProxyMasquerading}
 
 // Modes lists the valid chain modes.
 var Modes = []string{ModeEncap, ModeInsert, ModeL2Encap, ModeEncapRed, ModeL2EncapRed}
@@ -113,6 +120,7 @@ func validate(d *Domain, pos positions) errorAcc {
 	v.links()
 	v.services(fmtOK)
 	v.chains()
+	v.proxyUse()
 	v.security()
 	v.routing()
 	if len(v.errs) == 0 {
@@ -153,10 +161,12 @@ func (v *validator) nodes(fmtOK bool) {
 			ids[n.ID] = name
 		}
 		switch {
-		case n.Locator == "" && n.Role != RoleHost && n.Role != RoleRouter && contains(Roles, n.Role):
+		case n.Locator == "" && n.Role != RoleHost && n.Role != RoleRouter && n.Role != RoleSF && contains(Roles, n.Role):
 			v.errf(p+".locator", "required for role %s", n.Role)
 		case n.Locator != "" && n.Role == RoleHost:
 			v.errf(p+".locator", "a host is outside the SR domain and has no locator")
+		case n.Locator != "" && n.Role == RoleSF:
+			v.errf(p+".locator", "an SR-unaware service function node has no locator")
 		case n.Locator != "":
 			loc, err := netip.ParsePrefix(n.Locator)
 			switch {
@@ -296,7 +306,15 @@ func (v *validator) services(fmtOK bool) {
 			v.errf(p, "service name %q looks like an address; segs could not tell them apart", name)
 		}
 		loc, hasLoc := v.nodeLocator(p+".node", s.Node)
-		v.behavior(p, s.Node, s.Behavior, s.Params, Behaviors)
+		switch s.Kind {
+		case "", KindNative:
+			v.behavior(p, s.Node, s.Behavior, s.Params, Behaviors)
+			v.noProxyFields(p, s)
+		case KindSRUnaware:
+			v.proxyService(p, s)
+		default:
+			v.errf(p+".kind", "unknown kind %q (one of %s)", s.Kind, strings.Join(Kinds, ", "))
+		}
 		if s.SID != "" && s.Function != "" {
 			v.errf(p, "sid and function are exclusive")
 			continue
@@ -344,6 +362,175 @@ func (v *validator) services(fmtOK bool) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// noProxyFields reports proxy fields on a native service.
+func (v *validator) noProxyFields(p string, s *Service) {
+	for _, f := range []struct {
+		key string
+		set bool
+	}{{"proxy", s.Proxy != ""}, {"inner", s.Inner != ""}, {"sf_nh6", s.SFNh6 != ""}, {"sf_nh4", s.SFNh4 != ""},
+		{"sf_mac", s.SFMac != ""}, {"iface_out", s.IfaceOut != ""}, {"iface_in", s.IfaceIn != ""},
+		{"flow_timeout", s.FlowTimeout != 0}} {
+		if f.set {
+			v.errf(p+"."+f.key, "only for kind %s", KindSRUnaware)
+		}
+	}
+}
+
+// proxyService checks an sr-unaware service: the proxy type, the inner
+// type, the SF's address and the interfaces towards and from it.
+func (v *validator) proxyService(p string, s *Service) {
+	if s.Behavior != "" {
+		v.errf(p+".behavior", "must be empty for kind %s (derived from proxy)", KindSRUnaware)
+	}
+	prm := s.Params
+	prm.Count = nil
+	for _, f := range []struct {
+		key string
+		set bool
+	}{{"nh4", prm.Nh4 != ""}, {"nh6", prm.Nh6 != ""}, {"oif", prm.Oif != ""}, {"iif", prm.Iif != ""},
+		{"table", prm.Table != 0}, {"vrftable", prm.VRFTable != 0}, {"segs", len(prm.Segs) > 0},
+		{"flavors", len(prm.Flavors) > 0}} {
+		if f.set {
+			v.errf(p+"."+f.key, "does not apply to kind %s (use sf_nh6, sf_nh4, sf_mac, iface_out, iface_in)", KindSRUnaware)
+		}
+	}
+	switch {
+	case s.Proxy == "":
+		v.errf(p+".proxy", "required for kind %s (one of %s)", KindSRUnaware, strings.Join(Proxies, ", "))
+	case !contains(Proxies, s.Proxy):
+		v.errf(p+".proxy", "unknown proxy %q (one of %s)", s.Proxy, strings.Join(Proxies, ", "))
+	}
+	masq := s.Proxy == ProxyMasquerading
+	switch {
+	case masq && s.Inner != "":
+		v.errf(p+".inner", "not for masquerading (it serves IPv6 only)")
+	case !masq && s.Inner == "":
+		v.errf(p+".inner", "required (ipv4 or ipv6)")
+	case !masq && s.Inner != "ipv4" && s.Inner != "ipv6":
+		v.errf(p+".inner", "unknown inner %q (ipv4 or ipv6)", s.Inner)
+	}
+	n := 0
+	for _, set := range []bool{s.SFNh6 != "", s.SFNh4 != "", s.SFMac != ""} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		v.errf(p, "give exactly one of sf_nh6, sf_nh4, sf_mac (the SF's address)")
+	}
+	if s.SFNh6 != "" {
+		if a, err := netip.ParseAddr(s.SFNh6); err != nil || !a.Is6() || a.Is4In6() {
+			v.errf(p+".sf_nh6", "not an IPv6 address: %q", s.SFNh6)
+		}
+	}
+	if s.SFNh4 != "" {
+		switch a, err := netip.ParseAddr(s.SFNh4); {
+		case err != nil || !a.Is4():
+			v.errf(p+".sf_nh4", "not an IPv4 address: %q", s.SFNh4)
+		case masq || s.Inner == "ipv6":
+			v.errf(p+".sf_nh4", "an IPv6 inner packet needs sf_nh6 or sf_mac")
+		}
+	}
+	if s.SFMac != "" {
+		if m, err := net.ParseMAC(s.SFMac); err != nil || len(m) != 6 {
+			v.errf(p+".sf_mac", "not an Ethernet address: %q", s.SFMac)
+		}
+	}
+	for _, f := range []struct{ key, iface string }{{"iface_out", s.IfaceOut}, {"iface_in", s.IfaceIn}} {
+		switch {
+		case f.iface == "":
+			v.errf(p+"."+f.key, "required for kind %s", KindSRUnaware)
+		case f.iface == "lo":
+			v.errf(p+"."+f.key, "must be a link interface of node %s", s.Node)
+		case s.Node != "" && v.d.Nodes[s.Node] != nil && !v.hasIface(s.Node, f.iface):
+			v.errf(p+"."+f.key, "node %s has no interface %q", s.Node, f.iface)
+		}
+	}
+	switch {
+	case s.FlowTimeout != 0 && s.Proxy != ProxyDynamicFlow:
+		v.errf(p+".flow_timeout", "only for proxy %s", ProxyDynamicFlow)
+	case s.FlowTimeout < 0:
+		v.errf(p+".flow_timeout", "%d must be positive (seconds)", s.FlowTimeout)
+	}
+}
+
+// proxyUse checks what proxies require of the chains that use them: every
+// iface_in serves one proxy per node (masquerading proxies may share one),
+// a static or dynamic proxy serves one chain direction (its cache holds one
+// SID list), and a static proxy is in a chain (its segs are that chain's).
+func (v *validator) proxyUse() {
+	ifaceIn := map[string]string{} // node:iface → first service
+	for _, name := range sortedKeys(v.d.Services) {
+		s := v.d.Services[name]
+		if s == nil || !s.SRUnaware() || s.IfaceIn == "" {
+			continue
+		}
+		k := s.Node + ":" + s.IfaceIn
+		other, dup := ifaceIn[k]
+		if !dup {
+			ifaceIn[k] = name
+			continue
+		}
+		if s.Proxy != ProxyMasquerading || v.d.Services[other].Proxy != ProxyMasquerading {
+			v.errf("services."+name+".iface_in", "interface %s of node %s is already the iface_in of service %s (only masquerading proxies may share one)", s.IfaceIn, s.Node, other)
+		}
+	}
+	uses := map[string][]string{} // service → chain directions
+	for _, cn := range sortedKeys(v.d.Chains) {
+		c := v.d.Chains[cn]
+		if c == nil {
+			continue
+		}
+		for _, sn := range c.Services {
+			if s := v.d.Services[sn]; s != nil && s.SRUnaware() {
+				uses[sn] = append(uses[sn], cn)
+				if c.Bidirectional {
+					uses[sn] = append(uses[sn], cn+"/reverse")
+				}
+			}
+		}
+	}
+	for _, name := range sortedKeys(v.d.Services) {
+		s := v.d.Services[name]
+		if s == nil || !s.SRUnaware() {
+			continue
+		}
+		p := "services." + name
+		if (s.Proxy == ProxyStatic || s.Proxy == ProxyDynamic) && len(uses[name]) > 1 {
+			v.errf(p, "a %s proxy serves one chain direction, used by %s (give each chain its own service, or use dynamic-flow)", s.Proxy, strings.Join(uses[name], ", "))
+		}
+		if s.Proxy == ProxyStatic && len(uses[name]) == 0 {
+			v.errf(p, "a static proxy needs the chain it serves (its segs are the rest of that chain)")
+		}
+	}
+}
+
+// chainProxies checks the sr-unaware services of one chain against the
+// chain's mode and address family.
+func (v *validator) chainProxies(p string, c *Chain, fam int) {
+	for i, sn := range c.Services {
+		s := v.d.Services[sn]
+		if s == nil || !s.SRUnaware() {
+			continue
+		}
+		sp := fmt.Sprintf("%s.services[%d]", p, i)
+		switch {
+		case c.Mode == ModeInsert && i == len(c.Services)-1:
+			v.errf(sp, "proxy service %s cannot be the last segment of an insert-mode chain: the proxy needs a next segment (use an egress: encap mode)", sn)
+		case c.Mode == ModeInsert && s.Proxy != ProxyMasquerading:
+			v.errf(sp, "proxy service %s needs an encapsulated inner packet (only masquerading works in insert mode): use encap mode with an egress", sn)
+		case c.Mode == ModeL2Encap || c.Mode == ModeL2EncapRed:
+			v.errf(sp, "proxy service %s: proxies hand IPv4 or IPv6 to the SF, not Ethernet frames (%s)", sn, c.Mode)
+		case s.Proxy == ProxyMasquerading && fam == 4:
+			v.errf(sp, "masquerading proxy %s serves IPv6 chains only", sn)
+		case fam != 0 && (s.Inner == "ipv4" || s.Inner == "ipv6") && s.Inner != fmt.Sprintf("ipv%d", fam) && c.Mode != ModeInsert:
+			v.errf(sp, "proxy service %s has inner %s but the chain carries IPv%d", sn, s.Inner, fam)
+		case c.Mode == ModeInsert && s.Inner == "ipv4":
+			v.errf(sp, "proxy service %s has inner ipv4 but an insert-mode chain carries IPv6", sn)
 		}
 	}
 }
@@ -529,6 +716,7 @@ func (v *validator) chain(p string, c *Chain) {
 	}
 	// Match.
 	fam := v.match(p+".match", c)
+	v.chainProxies(p, c, fam)
 	// Egress.
 	switch {
 	case c.Mode == ModeInsert && c.Egress != nil:

@@ -32,6 +32,7 @@ func (f *fakeAgent) Observe(_ context.Context, want *nodestate.Node) (*nodestate
 	got.Routes = append(got.Routes, f.state.Routes...)
 	got.Rules = append(got.Rules, f.state.Rules...)
 	got.HMACKeys = append(got.HMACKeys, f.state.HMACKeys...)
+	got.Proxies = append(got.Proxies, f.state.Proxies...)
 	vals := map[string]string{}
 	for _, s := range f.state.Sysctls {
 		vals[s.Key] = s.Value
@@ -110,6 +111,8 @@ func (f *fakeAgent) apply(op agent.Op) {
 			keep = append(keep, r)
 		}
 		st.Rules = keep
+	case agent.KindProxies:
+		st.Proxies = append([]nodestate.Proxy(nil), op.Proxies...)
 	}
 	st.Sort()
 }

@@ -80,6 +80,19 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		}
 	}
 	d.Adds = append(d.Adds, endpointAdds...)
+	// Proxies are endpoints too: in place before the policies steer
+	// traffic into them. Removing them all is a delete (after the
+	// policies are gone).
+	var proxyDel *agent.Op
+	if !sameProxies(observed.Proxies, desired.Proxies) {
+		op := agent.Op{Kind: agent.KindProxies, Action: agent.ActSet,
+			Proxies: append([]nodestate.Proxy(nil), desired.Proxies...), OldProxies: append([]nodestate.Proxy(nil), observed.Proxies...)}
+		if len(desired.Proxies) == 0 {
+			proxyDel = &op
+		} else {
+			d.Adds = append(d.Adds, op)
+		}
+	}
 	d.Adds = append(d.Adds, policyAdds...)
 
 	obsRules := map[string]bool{}
@@ -115,8 +128,31 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		}
 	}
 	d.Deletes = append(d.Deletes, policyDels...)
+	if proxyDel != nil {
+		d.Deletes = append(d.Deletes, *proxyDel)
+	}
 	d.Deletes = append(d.Deletes, endpointDels...)
 	return d
+}
+
+// sameProxies compares two proxy lists by canonical `sid add` line,
+// ignoring order.
+func sameProxies(a, b []nodestate.Proxy) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	count := map[string]int{}
+	for _, p := range a {
+		count[agent.CanonicalProxy(p)]++
+	}
+	for _, p := range b {
+		k := agent.CanonicalProxy(p)
+		if count[k] == 0 {
+			return false
+		}
+		count[k]--
+	}
+	return true
 }
 
 // Teardown is the diff that removes everything segchain installed on a node:

@@ -23,14 +23,15 @@ func defaultTopology(t *testing.T) Topology {
 }
 
 // TestDefaultDomainTopology checks the built-in domain maps onto a valid lab:
-// the thesis' Figure 3.1 chain of eight nodes, hosts not forwarding.
+// the thesis' Figure 3.1 chain of eight nodes plus the SF sf1 behind nfv1,
+// hosts not forwarding (sf1 forwards).
 func TestDefaultDomainTopology(t *testing.T) {
 	topo := defaultTopology(t)
 	if err := topo.Validate(); err != nil {
 		t.Fatalf("default topology does not validate: %v", err)
 	}
-	if len(topo.Nodes) != 8 || len(topo.Links) != 7 {
-		t.Errorf("default topology: %d nodes, %d links; want 8, 7", len(topo.Nodes), len(topo.Links))
+	if len(topo.Nodes) != 9 || len(topo.Links) != 8 {
+		t.Errorf("default topology: %d nodes, %d links; want 9, 8", len(topo.Nodes), len(topo.Links))
 	}
 	for _, n := range topo.Nodes {
 		host := n.Name == "s" || n.Name == "d"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/proxy"
 )
 
 // StateDir holds one JSON state file per lab.
@@ -176,6 +177,11 @@ func (l *Lab) down() error {
 	for _, ns := range l.Namespaces {
 		if !nsutil.Exists(ns) {
 			continue
+		}
+		// eBPF proxy state is pinned in bpffs, outside the namespace: it
+		// would outlive the namespace if not removed first.
+		if err := proxy.Remove(ns); err != nil {
+			errs = append(errs, fmt.Errorf("remove proxies of %s: %w", ns, err))
 		}
 		if err := nsutil.Delete(ns); err != nil {
 			errs = append(errs, err)

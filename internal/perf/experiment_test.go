@@ -1,7 +1,6 @@
 package perf
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,30 +60,6 @@ func TestParseExperiment(t *testing.T) {
 
 // TestExamplesParse: every shipped experiment parses and names only
 // registered recipes.
-func TestExamplesParse(t *testing.T) {
-	files, err := filepath.Glob("../../examples/perf/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no examples: %v", err)
-	}
-	reg, err := NewRegistry(append(NativeRecipes(), BaselineRecipes()...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			e, err := LoadExperiment(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, b := range append([]string{e.Baseline}, e.Behaviors...) {
-				if _, err := reg.Get(b); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-}
-
 func TestRegistry(t *testing.T) {
 	extra := nativeRecipe{name: "End.AS", desc: "from another package"}
 	reg, err := NewRegistry(NativeRecipes()...)

@@ -81,6 +81,9 @@ func Build(d *config.Domain) (*Plan, error) {
 	if err := b.chains(); err != nil {
 		return nil, err
 	}
+	if err := b.proxies(); err != nil {
+		return nil, err
+	}
 	for _, n := range b.p.Nodes {
 		n.Sort()
 	}
@@ -102,11 +105,21 @@ type builder struct {
 	ifs   []config.Interface
 	first map[string]map[string]edge // src → dst node → first-hop edge
 	dist  map[string]map[string]int
+	// staticSegs is, per static proxy service, the rest of its chain's SID
+	// list after it (End.AS re-encapsulates with it).
+	staticSegs map[string][]netip.Addr
 }
 
 func (b *builder) role(n string) string { return b.d.Nodes[n].Role }
 
-func (b *builder) isSR(n string) bool { return b.role(n) != config.RoleHost }
+// isSR reports whether n is inside the SR domain. Hosts and SR-unaware
+// service functions (role sf) are leaves with default routes.
+func (b *builder) isSR(n string) bool {
+	return b.role(n) != config.RoleHost && b.role(n) != config.RoleSF
+}
+
+// forwards reports whether n forwards packets: SR nodes and SFs.
+func (b *builder) forwards(n string) bool { return b.isSR(n) || b.role(n) == config.RoleSF }
 
 // graph builds adjacency and BFS first hops from every node.
 func (b *builder) graph() {
@@ -184,7 +197,7 @@ func (b *builder) sysctls() {
 		for _, ifc := range ifsByNode[name] {
 			set("net.ipv6.conf."+ifc+".seg6_enabled", "1")
 		}
-		if b.isSR(name) {
+		if b.forwards(name) {
 			set("net.ipv6.conf.all.forwarding", "1")
 			set("net.ipv4.conf.all.forwarding", "1")
 		}
@@ -384,6 +397,14 @@ func (b *builder) services() error {
 		if !ok {
 			return fmt.Errorf("services.%s: no SID allocated", name)
 		}
+		if s.SRUnaware() {
+			// Served by the proxy's tc program, which matches the SID
+			// exactly: no seg6local route (see proxies).
+			f := b.d.Format()
+			b.p.SIDs = append(b.p.SIDs, SIDInfo{SID: netip.PrefixFrom(a, 128), Node: s.Node, Service: name,
+				Behavior: s.EffectiveBehavior(), LocatorBits: f.LocatorBits, FunctionBits: f.FunctionBits, Args: f.ArgsBits})
+			continue
+		}
 		r, err := b.endpoint("services."+name, s.Node, "service "+name, s.Behavior, s.Params, a)
 		if err != nil {
 			return err
@@ -451,7 +472,7 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 	for _, s := range services {
 		a := b.sids[s]
 		segs = append(segs, a)
-		ch.Hops = append(ch.Hops, Hop{SID: a, Node: b.d.Services[s].Node, Service: s, Behavior: b.d.Services[s].Behavior})
+		ch.Hops = append(ch.Hops, Hop{SID: a, Node: b.d.Services[s].Node, Service: s, Behavior: b.d.Services[s].EffectiveBehavior()})
 	}
 	if egress != nil {
 		a, ok := b.sids[egressSIDKey]
@@ -469,6 +490,14 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 	}
 	if len(segs) == 0 {
 		return fmt.Errorf("%s: empty SID list", path)
+	}
+	for i, h := range ch.Hops {
+		if sv := b.d.Services[h.Service]; sv != nil && sv.SRUnaware() && sv.Proxy == config.ProxyStatic {
+			if b.staticSegs == nil {
+				b.staticSegs = map[string][]netip.Addr{}
+			}
+			b.staticSegs[h.Service] = append([]netip.Addr(nil), segs[i+1:]...)
+		}
 	}
 
 	dst, err := netip.ParsePrefix(match.Dst)
@@ -620,4 +649,55 @@ func describeMatch(m config.Match) string {
 	add("dport", m.Dport)
 	add("iif", m.Iif)
 	return strings.Join(parts, " ")
+}
+
+// proxies emits the SR proxy of every sr-unaware service on its node, in the
+// canonical parameter order of `segchain sid add` (proxy.Spec.Params).
+func (b *builder) proxies() error {
+	names := make([]string, 0, len(b.d.Services))
+	for n := range b.d.Services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, name := range names {
+		s := b.d.Services[name]
+		if !s.SRUnaware() {
+			continue
+		}
+		var prm []string
+		if s.Proxy != config.ProxyMasquerading {
+			prm = append(prm, "inner", s.Inner)
+		}
+		switch {
+		case s.SFMac != "":
+			prm = append(prm, "mac", strings.ToLower(s.SFMac))
+		case s.SFNh4 != "":
+			prm = append(prm, "nh4", s.SFNh4)
+		default:
+			prm = append(prm, "nh6", s.SFNh6)
+		}
+		prm = append(prm, "oif", s.IfaceOut, "iif", s.IfaceIn)
+		switch s.Proxy {
+		case config.ProxyStatic:
+			segs, ok := b.staticSegs[name]
+			if !ok || len(segs) == 0 {
+				errs = append(errs, fmt.Errorf("services.%s: a static proxy needs a chain with segments after it", name))
+				continue
+			}
+			ss := make([]string, len(segs))
+			for i, a := range segs {
+				ss[i] = a.String()
+			}
+			prm = append(prm, "src", b.d.NodeAddr(s.Node).String(), "segs", strings.Join(ss, ","))
+		case config.ProxyDynamicFlow:
+			prm = append(prm, "flow")
+			if s.FlowTimeout > 0 {
+				prm = append(prm, "timeout", strconv.Itoa(s.FlowTimeout))
+			}
+		}
+		n := b.p.Nodes[s.Node]
+		n.Proxies = append(n.Proxies, nodestate.Proxy{SID: netip.PrefixFrom(b.sids[name], 128), Behavior: s.EffectiveBehavior(), Params: prm})
+	}
+	return errors.Join(errs...)
 }

@@ -39,5 +39,8 @@ func (p *Plan) Render(w io.Writer) {
 		for _, r := range n.Rules {
 			fmt.Fprintf(w, "  %s\n", r)
 		}
+		for _, x := range n.Proxies {
+			fmt.Fprintf(w, "  %s\n", x)
+		}
 	}
 }
