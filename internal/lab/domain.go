@@ -63,10 +63,28 @@ func FromDomain(d *config.Domain) (Topology, error) {
 			}
 			eps[j] = Endpoint{Node: e.Node, Iface: e.Name, Addrs: e.Addrs}
 		}
-		t.Links = append(t.Links, Link{A: eps[0], B: eps[1]})
+		lk := Link{A: eps[0], B: eps[1]}
+		if fabric(d, lk.A.Node) && fabric(d, lk.B.Node) {
+			lk.MTU = FabricMTU
+		}
+		t.Links = append(t.Links, lk)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Topology{}, fmt.Errorf("lab from domain: %w", err)
 	}
 	return t, nil
+}
+
+// FabricMTU is the MTU of links between two SRv6-domain nodes. As on a real
+// SR fabric, it leaves room for the SRv6 headers a headend or proxy adds to a
+// full-size packet from a host link (1500): the kernel neither fragments a
+// forwarded packet after seg6 encapsulation nor sends the host a Packet Too
+// Big for it, so with equal MTUs bulk TCP through a chain stalls.
+const FabricMTU = 9000
+
+// fabric reports whether a domain node is inside the SRv6 domain (not a
+// host or a service function).
+func fabric(d *config.Domain, node string) bool {
+	n := d.Nodes[node]
+	return n != nil && n.Role != config.RoleHost && n.Role != config.RoleSF
 }

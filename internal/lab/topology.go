@@ -37,6 +37,8 @@ type Node struct {
 // Link is a veth pair between two endpoints.
 type Link struct {
 	A, B Endpoint
+	// MTU of both ends; 0 keeps the veth default (1500).
+	MTU int
 }
 
 // Endpoint is one end of a link: an interface in a node with its addresses

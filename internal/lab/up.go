@@ -240,7 +240,7 @@ func (b *builder) addNode(n Node) error {
 func (b *builder) addLink(lk Link) (ifaceInfo, ifaceInfo, error) {
 	ha, hb := b.h[lk.A.Node], b.h[lk.B.Node]
 	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: lk.A.Iface},
+		LinkAttrs:     netlink.LinkAttrs{Name: lk.A.Iface, MTU: lk.MTU},
 		PeerName:      lk.B.Iface,
 		PeerNamespace: netlink.NsFd(b.ns[lk.B.Node]),
 	}

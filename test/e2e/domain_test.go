@@ -5,10 +5,12 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -253,6 +255,45 @@ send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=4000, dport=7000)/b"enca
 		}
 		if after := e.counters("egress", dx6).Packets; after != before+1 {
 			t.Errorf("End.DX6 counter %d -> %d, want +1", before, after)
+		}
+	})
+
+	t.Run("bulk TCP through chain web: full-size packets fit the fabric MTU", func(t *testing.T) {
+		before := e.counters("egress", dx6).Packets
+		srv := exec.Command("ip", "netns", "exec", e.ns("d"), "timeout", "20", "python3", "-c", `
+import socket
+s=socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", 9000)); s.listen(1); print("ready", flush=True)
+c,_=s.accept(); n=0
+while True:
+    d=c.recv(65536)
+    if not d: break
+    n+=len(d)
+print(n)
+`)
+		out, err := srv.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Wait()
+		sc := bufio.NewScanner(out)
+		if !sc.Scan() {
+			t.Fatal("server in d did not start")
+		}
+		if msg, err := testutil.ExecErr(e.ns("s"), "timeout", "15", "python3", "-c", `
+import socket
+c=socket.create_connection(("fc00:4d::d", 9000), timeout=10); c.sendall(b"x"*2000000); c.close()
+`); err != nil {
+			t.Fatalf("send 2 MB from s: %v\n%s", err, msg)
+		}
+		if !sc.Scan() || sc.Text() != "2000000" {
+			t.Errorf("d received %q bytes, want 2000000", sc.Text())
+		}
+		if after := e.counters("egress", dx6).Packets; after <= before {
+			t.Errorf("the transfer did not take chain web (End.DX6 %d -> %d)", before, after)
 		}
 	})
 
