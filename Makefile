@@ -4,7 +4,7 @@ BIN      := bin/segchain
 GOFLAGS  ?=
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all deps build generate test unit demo clean
+.PHONY: all deps build generate check-generated test unit demo clean
 
 all: build
 
@@ -13,6 +13,15 @@ deps:
 
 build:
 	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/segchain
+
+# Regenerate the committed eBPF objects and Go bindings (bpf2go; needs clang).
+generate:
+	$(GO) generate ./...
+
+# CI: the committed generated files must be what the C sources produce.
+check-generated: generate
+	@git diff --exit-code --stat -- '*_bpfel.go' '*_bpfel.o' || \
+		{ echo "generated eBPF files are stale: run make generate and commit" >&2; exit 1; }
 
 # Unprivileged tests only (no namespaces): quick feedback while editing.
 unit:
