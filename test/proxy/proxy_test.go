@@ -82,7 +82,7 @@ func TestDynamicProxyFirewall(t *testing.T) {
 		"segs", "fc00:2::ad,fc00:4::d6", "dev", "n0")
 
 	atSF := startCapture(t, tp.sf, "p0", "udp or ip6")
-	towardsEg := startCapture(t, tp.eg, "n0", "ip6")
+	towardsEg := startCapture(t, tp.eg, "n0", "ip6 proto 43") // SRv6 only: ND/MLD noise would end the settle wait early
 	atSrv := startCapture(t, tp.srv, "e0", "udp")
 	scapy(t, tp.cl, rawSockets+`
 for port in (1000, 2000):
@@ -145,7 +145,7 @@ func TestStaticProxyNAT(t *testing.T) {
 	addProxy(t, tp.nfv, "fc00:2::a5 End.AS inner ipv4 nh4 10.95.0.2 oif sf0 iif sf0 src fc00:2::5 segs fc00:4::d4 tag 77")
 	testutil.Exec(t, tp.edge, "ip", "route", "add", "10.5.0.0/24", "encap", "seg6", "mode", "encap",
 		"segs", "fc00:2::a5", "dev", "n0")
-	towardsEg := startCapture(t, tp.eg, "n0", "ip6")
+	towardsEg := startCapture(t, tp.eg, "n0", "ip6 proto 43")
 	atSrv := startCapture(t, tp.srv, "e0", "udp")
 	scapy(t, tp.cl, rawSockets4+`
 send(IP(src="10.1.0.2", dst="10.5.0.2")/UDP(sport=4444, dport=3000)/Raw(b"nat me"), count=3)

@@ -180,18 +180,24 @@ func (c *capture) stop() {
 // matching the display filter, one line per packet.
 func (c *capture) fields(filter string, fields ...string) []string {
 	c.t.Helper()
-	// Let in-flight packets land: wait until the pcap stops growing (the
-	// machine may be loaded; this is a settle time, not an assertion).
-	last := int64(-1)
-	for i := 0; i < 30; i++ {
+	// Let in-flight packets land: wait until the pcap has packets and has
+	// not grown for 1 s, for at most 5 s (the first packets of a fresh path
+	// may wait for neighbour resolution, and ND/MLD chatter also grows the
+	// file; this is a settle time, not an assertion).
+	const pcapHeader = 24
+	last, still := int64(-1), 0
+	for i := 0; i < 50 && still < 10; i++ {
 		time.Sleep(100 * time.Millisecond)
 		st, err := os.Stat(c.file)
-		if err == nil && st.Size() == last && i >= 2 {
-			break
+		if err != nil {
+			continue
 		}
-		if err == nil {
-			last = st.Size()
+		if st.Size() == last && st.Size() > pcapHeader {
+			still++
+		} else {
+			still = 0
 		}
+		last = st.Size()
 	}
 	c.stop()
 	args := []string{"-r", c.file, "-T", "fields", "-E", "separator=|"}
