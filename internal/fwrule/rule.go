@@ -84,10 +84,10 @@ type Rule struct {
 	DPort    *PortRange
 	ICMP     *ICMP
 
-	SRH       bool     // -m srh present: advanced rule
-	InnerSrc  *Prefix  // --inner-src: the original source
-	InnerDst  *Prefix  // --inner-dst: the original destination
-	NextHdr   *Value8  // --srh-next-hdr
+	SRH       bool      // -m srh present: advanced rule
+	InnerSrc  *Prefix   // --inner-src: the original source
+	InnerDst  *Prefix   // --inner-dst: the original destination
+	NextHdr   *Value8   // --srh-next-hdr
 	HdrLen    *Compare8 // --srh-len-eq|gt|lt
 	SegsLeft  *Compare8 // --srh-segs-eq|gt|lt
 	LastEntry *Compare8 // --srh-last-eq|gt|lt
