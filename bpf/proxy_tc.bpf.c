@@ -9,7 +9,10 @@
  *  - elsewhere it runs the inbound half for packets whose IPv6 DA is in
  *    proxy_sids: strip the outer headers (AS/AD/EAD, caching them for AD) or
  *    masquerade (AM), then redirect on IFACE-OUT towards the SF.
- * Everything else is passed to the stack untouched (TC_ACT_OK). */
+ * Everything else is left untouched with TC_ACT_UNSPEC (TCX_NEXT): the next
+ * program of the TCX chain (e.g. the SR-aware firewall) runs, and at the end
+ * of the chain the packet goes to the stack. Packets the proxy rewrote and
+ * hands to the stack itself return TC_ACT_OK (they are its own output). */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <linux/if_ether.h>
@@ -181,11 +184,15 @@ static __always_inline int drop(struct proxy_stats *st, __u32 reason)
 	return TC_ACT_SHOT;
 }
 
+/* Not the proxy's packet (or one it leaves alone): let the next TCX
+ * program see it; TCX_NEXT after the last program means pass. */
+#define PROXY_NEXT TC_ACT_UNSPEC
+
 static __always_inline int pass(struct proxy_stats *st)
 {
 	if (st)
 		st->passed++;
-	return TC_ACT_OK;
+	return PROXY_NEXT;
 }
 
 static __always_inline int walk_error(const struct ipv6_walk *w)
@@ -453,13 +460,13 @@ static __always_inline int proxy_inbound(struct __sk_buff *skb)
 	cursor_init_skb(&c, skb);
 	eth = cursor_eth(&c);
 	if (!eth || eth->h_proto != bpf_htons(ETH_P_IPV6))
-		return TC_ACT_OK;
+		return PROXY_NEXT;
 	ip6 = cursor_ipv6(&c);
 	if (!ip6)
-		return TC_ACT_OK;
+		return PROXY_NEXT;
 	cfg = bpf_map_lookup_elem(&sids_map, &ip6->daddr);
 	if (!cfg)
-		return TC_ACT_OK;
+		return PROXY_NEXT;
 	hop = ip6->hop_limit;
 	nexthdr = ip6->nexthdr;
 	st = bpf_map_lookup_elem(&stats_map, &cfg->id);
@@ -491,7 +498,7 @@ static __always_inline int forward(struct __sk_buff *skb, struct proxy_stats *st
 	}
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
 		return bpf_redirect_neigh(f->ifindex, 0, 0, 0);
-	return TC_ACT_OK;
+	return TC_ACT_OK; /* rewritten by us: straight to the stack */
 }
 
 static __always_inline int outbound_am(struct __sk_buff *skb, struct proxy_stats *st)

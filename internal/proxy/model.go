@@ -16,7 +16,8 @@ type Verdict int
 
 // tc verdicts (linux/pkt_cls.h).
 const (
-	VerdictPass     Verdict = 0 // TC_ACT_OK
+	VerdictNext     Verdict = -1 // TC_ACT_UNSPEC = TCX_NEXT: not ours, the next TCX program decides
+	VerdictPass     Verdict = 0  // TC_ACT_OK: rewritten by the proxy, handed to the stack
 	VerdictDrop     Verdict = 2 // TC_ACT_SHOT
 	VerdictRedirect Verdict = 7 // TC_ACT_REDIRECT
 )
@@ -148,11 +149,11 @@ func (m *Model) toSF(cfg ModelSID, st *ModelStats, p []byte) Result {
 
 func (m *Model) inbound(p []byte) Result {
 	if len(p) < 54 || binary.BigEndian.Uint16(p[12:]) != 0x86dd {
-		return Result{Verdict: VerdictPass, Out: p}
+		return Result{Verdict: VerdictNext, Out: p}
 	}
 	cfg, ok := m.SIDs[netip.AddrFrom16([16]byte(p[38:54]))]
 	if !ok {
-		return Result{Verdict: VerdictPass, Out: p}
+		return Result{Verdict: VerdictNext, Out: p}
 	}
 	st := m.stats(cfg.ID)
 	hop := p[21]
@@ -311,7 +312,7 @@ func (m *Model) forward(st *ModelStats, p []byte, fib FIBResult) Result {
 
 func (m *Model) outbound(cfg ModelSID, p []byte) Result {
 	st := m.stats(cfg.ID)
-	pass := func() Result { st.Passed++; return Result{Verdict: VerdictPass, Out: p} }
+	pass := func() Result { st.Passed++; return Result{Verdict: VerdictNext, Out: p} }
 	if len(p) < 14 {
 		return pass()
 	}

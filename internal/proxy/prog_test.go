@@ -189,7 +189,7 @@ func (n *testNode) run(t *testing.T, iif uint32, pkt []byte) (Verdict, []byte) {
 	if err != nil {
 		t.Fatalf("test run (%d bytes, % x): %v", len(pkt), pkt, err)
 	}
-	return Verdict(ret), out
+	return Verdict(int32(ret)), out
 }
 
 func (n *testNode) stats(t *testing.T, id uint32) ModelStats {
@@ -387,9 +387,9 @@ func TestProgFixtures(t *testing.T) {
 			{"return before any inbound: cache empty", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictDrop, nil, reason(DropCacheEmpty)},
 			{"inbound strips to the SF", "net", srPkt(list, 2, 41, tlv, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
 			{"outbound pushes cache", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(41, tlv, inner6)), nil},
-			{"link-local from SF passes", "sf", eth(macSFOut, macSF, 0x86dd, ip6(a6("fe80::1"), a6("fe80::2"), 58, 255, []byte{135, 0, 0, 0})), VerdictPass, eth(macSFOut, macSF, 0x86dd, ip6(a6("fe80::1"), a6("fe80::2"), 58, 255, []byte{135, 0, 0, 0})), nil},
-			{"NA to a global address passes", "sf", eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{136, 0, 0, 0, 0x60, 0, 0, 0})), VerdictPass, eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{136, 0, 0, 0, 0x60, 0, 0, 0})), nil},
-			{"ARP from SF passes", "sf", eth(macSFOut, macSF, 0x0806, make([]byte, 28)), VerdictPass, eth(macSFOut, macSF, 0x0806, make([]byte, 28)), nil},
+			{"link-local from SF passes", "sf", eth(macSFOut, macSF, 0x86dd, ip6(a6("fe80::1"), a6("fe80::2"), 58, 255, []byte{135, 0, 0, 0})), VerdictNext, eth(macSFOut, macSF, 0x86dd, ip6(a6("fe80::1"), a6("fe80::2"), 58, 255, []byte{135, 0, 0, 0})), nil},
+			{"NA to a global address passes", "sf", eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{136, 0, 0, 0, 0x60, 0, 0, 0})), VerdictNext, eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{136, 0, 0, 0, 0x60, 0, 0, 0})), nil},
+			{"ARP from SF passes", "sf", eth(macSFOut, macSF, 0x0806, make([]byte, 28)), VerdictNext, eth(macSFOut, macSF, 0x0806, make([]byte, 28)), nil},
 			{"last segment is dropped", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 41, nil, inner6), VerdictDrop, nil, reason(DropSLZero)},
 			{"wrong inner type", "net", srPkt(list, 2, 4, nil, inner4), VerdictDrop, nil, reason(DropInnerType)},
 			{"hop limit 1", "net", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidPx, 43, 1, srh(41, list, 2, 0, nil, inner6))), VerdictDrop, nil, reason(DropHopLimit)},
@@ -400,12 +400,12 @@ func TestProgFixtures(t *testing.T) {
 				return b
 			}(), VerdictDrop, nil, reason(DropBadSRH)},
 			{"fragment header", "net", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidPx, 44, 60, make([]byte, 48))), VerdictDrop, nil, reason(DropFragment)},
-			{"not a proxy SID: untouched", "net", srPkt([]netip.Addr{sidEg, sidNx}, 1, 41, nil, inner6), VerdictPass, srPkt([]netip.Addr{sidEg, sidNx}, 1, 41, nil, inner6), nil},
+			{"not a proxy SID: untouched", "net", srPkt([]netip.Addr{sidEg, sidNx}, 1, 41, nil, inner6), VerdictNext, srPkt([]netip.Addr{sidEg, sidNx}, 1, 41, nil, inner6), nil},
 		}},
 		{"End.AD4 with neighbour S-ADDR", []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv4}}, []step{
 			{"inbound strips, ethertype IPv4", "net", srPkt(list, 2, 4, nil, inner4), VerdictRedirect, eth(macNode, macPeer, 0x0800, inner4), nil},
 			{"outbound IPv4 pushed", "sf", eth(macSFOut, macSF, 0x0800, inner4), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(4, nil, inner4)), nil},
-			{"IPv4 multicast passes", "sf", eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), VerdictPass, eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), nil},
+			{"IPv4 multicast passes", "sf", eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), VerdictNext, eth(macSFOut, macSF, 0x0800, ip4("10.0.0.1", "224.0.0.5", 89, make([]byte, 8))), nil},
 			{"too big after encap, IPv4 DF: fragmentation needed", "sf", eth(macSFOut, macSF, 0x0800, big4), VerdictRedirect,
 				eth(macNext, macNode, 0x0800, fragNeeded(big4, 1500-(40+8+64))), nil},
 			{"too big after encap, IPv4 without DF: dropped", "sf", eth(macSFOut, macSF, 0x0800, noDF(big4)), VerdictDrop, nil, reason(DropMTU)},
@@ -416,7 +416,7 @@ func TestProgFixtures(t *testing.T) {
 		}},
 		{"End.EAD last segment delivers, no re-encap", []sidConf{{sid: sidPx.String(), behavior: EndEAD, inner: InnerIPv6, mac: true}}, []step{
 			{"SL=0 delivered", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
-			{"return passes unencapsulated", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictPass, eth(macSFOut, macSF, 0x86dd, inner6), nil},
+			{"return passes unencapsulated", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictNext, eth(macSFOut, macSF, 0x86dd, inner6), nil},
 			{"SL>0 learns", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
 			{"return re-encapsulated", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(41, nil, inner6)), nil},
 		}},
@@ -430,7 +430,7 @@ func TestProgFixtures(t *testing.T) {
 				eth(macSF, macSFOut, 0x86dd, ip6(sidIn, sidEg, 43, 60, srh(17, list, 2, 0, nil, udp(1, 2, 8)))), nil},
 			{"outbound: SL--, DA <- SegList[SL]", "sf", eth(macSFOut, macSF, 0x86dd, ip6(sidIn, sidEg, 43, 59, srh(17, list, 2, 0, tlv, udp(1, 2, 8)))), VerdictRedirect,
 				eth(macNext, macNode, 0x86dd, ip6(sidIn, sidNx, 43, 58, srh(17, list, 1, 0, tlv, udp(1, 2, 8)))), nil},
-			{"outbound without SRH passes", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictPass, eth(macSFOut, macSF, 0x86dd, inner6), nil},
+			{"outbound without SRH passes", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictNext, eth(macSFOut, macSF, 0x86dd, inner6), nil},
 			{"inbound without SRH dropped", "net", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidPx, 17, 60, udp(1, 2, 8))), VerdictDrop, nil, reason(DropNoSRH)},
 			{"inbound SL=0 dropped", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 17, nil, udp(1, 2, 8)), VerdictDrop, nil, reason(DropSLZero)},
 		}},
