@@ -18,8 +18,8 @@ type Verdict int
 const (
 	VerdictNext     Verdict = -1 // TC_ACT_UNSPEC = TCX_NEXT: not ours, the next TCX program decides
 	VerdictPass     Verdict = 0  // TC_ACT_OK: rewritten by the proxy, handed to the stack
-	VerdictDrop     Verdict = 2 // TC_ACT_SHOT
-	VerdictRedirect Verdict = 7 // TC_ACT_REDIRECT
+	VerdictDrop     Verdict = 2  // TC_ACT_SHOT
+	VerdictRedirect Verdict = 7  // TC_ACT_REDIRECT
 )
 
 // ModelSID is the configuration the model needs of one proxy SID.
