@@ -96,6 +96,9 @@ type Rule struct {
 	NSID      *Prefix   // --srh-nsid: Segment List[SL-1]
 	LSID      *Prefix   // --srh-lsid: Segment List[0]
 
+	// Comment is the text of `-m comment --comment X`; no semantics.
+	Comment string
+
 	Target Target
 }
 
