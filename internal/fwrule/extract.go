@@ -188,12 +188,16 @@ func srh(pkt []byte, off int, p *Packet) (next uint8, end int, err error) {
 // inner reads the encapsulated original packet.
 func inner(pkt []byte, off int, proto uint8, p *Packet) error {
 	b := pkt[off:]
+	wantVer := uint8(6)
+	if proto == ProtoIPv4 {
+		wantVer = 4
+	}
+	if len(b) > 0 && b[0]>>4 != wantVer {
+		return bad(ErrBadInner, off, "next header %d but IP version %d", proto, b[0]>>4)
+	}
 	if proto == ProtoIPv4 {
 		if len(b) < 20 {
 			return bad(ErrTruncated, off, "inner IPv4 header needs 20 bytes, have %d", len(b))
-		}
-		if b[0]>>4 != 4 {
-			return bad(ErrBadInner, off, "next header 4 but IP version %d", b[0]>>4)
 		}
 		ihl := int(b[0]&0xf) * 4
 		if ihl < 20 {
@@ -214,9 +218,6 @@ func inner(pkt []byte, off int, proto uint8, p *Packet) error {
 	}
 	if len(b) < 40 {
 		return bad(ErrTruncated, off, "inner IPv6 header needs 40 bytes, have %d", len(b))
-	}
-	if b[0]>>4 != 6 {
-		return bad(ErrBadInner, off, "next header 41 but IP version %d", b[0]>>4)
 	}
 	plen := int(binary.BigEndian.Uint16(b[4:6]))
 	if 40+plen > len(b) {

@@ -859,11 +859,12 @@ func quote(w string) string {
 	}
 	var b strings.Builder
 	b.WriteByte('"')
-	for _, c := range w {
+	for i := 0; i < len(w); i++ {
+		c := w[i]
 		if c == '"' || c == '\\' || c == '$' || c == '`' {
 			b.WriteByte('\\')
 		}
-		b.WriteRune(c)
+		b.WriteByte(c)
 	}
 	b.WriteByte('"')
 	return b.String()
