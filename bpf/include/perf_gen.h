@@ -21,12 +21,22 @@ struct perf_tmpl {
 	__u8 data[PERF_TMPL_MAX];
 };
 
+/* perf_gen_ctl.flags */
+enum perf_gen_flags {
+	/* The frames come back unmodified and already hold the active
+	 * template: skip the per-frame rewrite. User space sets it only while
+	 * the sink cannot touch a frame (the native XDP_DROP of the physical
+	 * limit) and the active slot is the one the run's pages were
+	 * initialised with; any template switch clears it. */
+	PERF_GEN_F_PRISTINE = 1 << 0,
+};
+
 /* Generator control, written by user space while the generator runs. */
 struct perf_gen_ctl {
 	__u32 active;   /* template slot in use */
 	__u32 stop;     /* non-zero: drop every frame without sending */
 	__u32 ifindex;  /* tester tx interface frames are redirected to */
-	__u32 pad;
+	__u32 flags;    /* enum perf_gen_flags */
 	__u64 rate_pps; /* 0 = flat out, else token bucket */
 	__u64 epoch_ns; /* token bucket origin (bpf_ktime_get_ns), set by the program */
 	__u64 credit;   /* frames sent since epoch_ns */
@@ -34,7 +44,7 @@ struct perf_gen_ctl {
 
 /* Why the generator did not send a frame. */
 enum perf_gen_verdict {
-	PERF_GEN_SENT = 0,
+	PERF_GEN_SENT = 0,     /* not counted per frame: perf_sent has it */
 	PERF_GEN_IDLE_STOPPED, /* stop flag set */
 	PERF_GEN_IDLE_RATE,    /* ahead of the configured rate */
 	PERF_GEN_DROP_NO_CTL,  /* control map lookup failed */

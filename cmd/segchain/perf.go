@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -39,7 +40,134 @@ that rejects a drifting run. PDR/NDR searches (exponential then binary) are
 available for NIC testbeds; on veth use a relaxed loss threshold (≥ 2%).
 See docs/benchmarks.md.`,
 	}
-	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd())
+	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd())
+	return cmd
+}
+
+// testbedFlags are the built-in testbed's options shared by run and limit.
+type testbedFlags struct {
+	genCPU, sutCPU   int
+	sutNice, genNice int
+}
+
+func (f *testbedFlags) register(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&f.genCPU, "gen-cpu", 0, "CPU of the generator")
+	cmd.Flags().IntVar(&f.sutCPU, "sut-cpu", 1, "CPU of the SUT's NAPI thread")
+	cmd.Flags().IntVar(&f.sutNice, "sut-nice", 0, "nice value of the SUT's NAPI thread (-20: win the CPU on a shared machine)")
+	cmd.Flags().IntVar(&f.genNice, "gen-nice", 0, "nice value of the generator thread while it sends")
+}
+
+// upTestbed builds the netns testbed and tears it down on Ctrl-C/SIGTERM
+// too; the caller defers the returned down function.
+func (f *testbedFlags) up() (*perf.NetnsDriver, func(), error) {
+	drv := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: f.genCPU, SUTCPU: f.sutCPU, SUTNice: f.sutNice, GenNice: f.genNice})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sig; ok {
+			_ = drv.Down()
+			os.Exit(130)
+		}
+	}()
+	down := func() {
+		signal.Stop(sig)
+		_ = drv.Down()
+	}
+	if err := drv.Up(); err != nil {
+		down()
+		return nil, nil, fmt.Errorf("testbed: %w", err)
+	}
+	return drv, down, nil
+}
+
+func newPerfLimitCmd() *cobra.Command {
+	var (
+		tb           testbedFlags
+		output       string
+		size, repeat int
+		window       time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "limit [--repeat N] [--window 1s] [--size 64] [-o json]",
+		Short: "Measure the testbed's physical limit and stack ceiling (no SUT behaviour)",
+		Long: `Measure the built-in testbed's own limits, the figures every "perf run" also
+measures once per run and size before its trials (report "ceilings"):
+
+  physical limit   the generator flat out into a native XDP_DROP on the SUT's
+                   input port, run by the SUT port's threaded NAPI thread on
+                   the SUT CPU; nothing touches the frames on this path, so
+                   the generator skips its per-frame template rewrite
+  with rewrite     the same, the generator rewriting every frame from its
+                   template as it must for any stack SUT: the generator's
+                   limit as used in trials
+  stack ceiling    the generator into the SUT's stack (skb + GRO) and a tc
+                   ingress drop: the most any stack-based SUT can forward
+
+The frame is plain IPv6 (the baseline's) with a --size-byte IP packet. Each
+figure is the median of 5 slices of --window after a 300 ms warm-up;
+--repeat N measures N times and also prints the median over repeats. See
+docs/benchmarks.md ("Ceilings").`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if repeat < 1 || window <= 0 {
+				return fmt.Errorf("need --repeat ≥ 1 and --window > 0")
+			}
+			reg, err := perfRegistry()
+			if err != nil {
+				return err
+			}
+			base, err := reg.Get("IPv6")
+			if err != nil {
+				return err
+			}
+			drv, down, err := tb.up()
+			if err != nil {
+				return err
+			}
+			defer down()
+			env := drv.Env()
+			if err := perf.PrepareSUT(env); err != nil {
+				return err
+			}
+			frame, err := base.Setup(env, 1, perf.Params{Size: size})
+			if err != nil {
+				return err
+			}
+			if err := drv.Generator().Load(0, frame); err != nil {
+				return err
+			}
+			var cs []perf.Ceiling
+			for i := 1; i <= repeat; i++ {
+				c, err := perf.MeasureCeiling(drv, i, size, 300*time.Millisecond, window, nil)
+				if err != nil {
+					return err
+				}
+				cs = append(cs, c)
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(cs)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "| Repeat | Generator sent (kpps) | Physical limit: → XDP_DROP (kpps) | with rewrite (kpps) | → stack + tc drop (kpps) |\n")
+			fmt.Fprintf(w, "|---:|---:|---:|---:|---:|\n")
+			var gen, lim, rw, st []float64
+			for _, c := range cs {
+				fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f | %.0f |\n", c.Run, c.GenPPS/1e3, c.XDPDropPPS/1e3, c.XDPDropRewritePPS/1e3, c.StackDropPPS/1e3)
+				gen, lim, rw, st = append(gen, c.GenPPS), append(lim, c.XDPDropPPS), append(rw, c.XDPDropRewritePPS), append(st, c.StackDropPPS)
+			}
+			if len(cs) > 1 {
+				fmt.Fprintf(w, "| median | %.0f | %.0f | %.0f | %.0f |\n", perf.Median(gen)/1e3, perf.Median(lim)/1e3, perf.Median(rw)/1e3, perf.Median(st)/1e3)
+			}
+			return nil
+		},
+	}
+	tb.register(cmd)
+	cmd.Flags().IntVar(&size, "size", 64, "bytes of the IP packet (48..400)")
+	cmd.Flags().IntVar(&repeat, "repeat", 3, "measurements")
+	cmd.Flags().DurationVar(&window, "window", time.Second, "measured time per figure (after a 300 ms warm-up)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table (Markdown) or json")
 	return cmd
 }
 
@@ -81,8 +209,7 @@ func newPerfLsCmd() *cobra.Command {
 func newPerfRunCmd() *cobra.Command {
 	var (
 		file, out, output string
-		genCPU, sutCPU    int
-		sutNice, genNice  int
+		tb                testbedFlags
 		rounds, runs      int
 		quiet             bool
 	)
@@ -119,21 +246,11 @@ Results: a Markdown table on stdout (or the JSON report with -o json); with
 					return err
 				}
 			}
-			drv := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: genCPU, SUTCPU: sutCPU, SUTNice: sutNice, GenNice: genNice})
-			// Tear down on Ctrl-C / SIGTERM too.
-			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-			defer signal.Stop(sig)
-			go func() {
-				if _, ok := <-sig; ok {
-					_ = drv.Down()
-					os.Exit(130)
-				}
-			}()
-			if err := drv.Up(); err != nil {
-				return fmt.Errorf("testbed: %w", err)
+			drv, down, err := tb.up()
+			if err != nil {
+				return err
 			}
-			defer drv.Down()
+			defer down()
 			stderr := cmd.ErrOrStderr()
 			bar := &perf.Bar{W: stderr}
 			runner := &perf.Runner{Driver: drv, Registry: reg, Log: stderr, Progress: bar}
@@ -173,10 +290,7 @@ Results: a Markdown table on stdout (or the JSON report with -o json); with
 	cmd.Flags().StringVarP(&file, "file", "f", "", "experiment file (YAML)")
 	cmd.Flags().StringVar(&out, "out", "", "directory for report.json, results.csv, table.md and plots")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "stdout format: table (Markdown) or json")
-	cmd.Flags().IntVar(&genCPU, "gen-cpu", 0, "CPU of the generator")
-	cmd.Flags().IntVar(&sutCPU, "sut-cpu", 1, "CPU of the SUT's NAPI thread")
-	cmd.Flags().IntVar(&sutNice, "sut-nice", 0, "nice value of the SUT's NAPI thread (-20: win the CPU on a shared machine)")
-	cmd.Flags().IntVar(&genNice, "gen-nice", 0, "nice value of the generator thread while it sends")
+	tb.register(cmd)
 	cmd.Flags().IntVar(&rounds, "rounds", 0, "override sandwich.rounds")
 	cmd.Flags().IntVar(&runs, "runs", 0, "override runs")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar or log on stderr")

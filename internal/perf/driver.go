@@ -80,6 +80,18 @@ type Generator interface {
 	Stop() error
 }
 
+// PristineGenerator is a Generator that can skip its per-frame template
+// rewrite while the sink provably leaves frames untouched (a native
+// XDP_DROP): the physical limit then measures the testbed, not the
+// rewrite. With any stack on the path, frames are modified in place and
+// the rewrite is required (the default).
+type PristineGenerator interface {
+	Generator
+	// SetPristine takes effect at the next Start; any template switch or
+	// reload during a run turns the rewrite back on until the next Start.
+	SetPristine(on bool) error
+}
+
 // Env is what a recipe needs to configure the SUT and build its packets:
 // the SUT's ports and the addresses and MACs on both sides.
 type Env struct {

@@ -309,3 +309,80 @@ func TestBaselineRulesInstalled(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneratorPristine checks when the generator skips its per-frame
+// rewrite: only while pristine was asked for and nothing since Start can
+// have put another template into a page (a switch, even back, or a reload
+// of the start slot). Frames reach the XDP_DROP sink either way.
+func TestGeneratorPristine(t *testing.T) {
+	d := upTestbed(t)
+	reg, err := NewRegistry(NativeRecipes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := d.gen
+	var frames [][]byte
+	for i, name := range []string{"IPv6", "End"} {
+		r, _ := reg.Get(name)
+		f, err := r.Setup(d.Env(), i+1, Params{Size: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Load(i, f); err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+	}
+	if err := d.Sink(SinkXDPDrop); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetRate(20000); err != nil {
+		t.Fatal(err)
+	}
+	flag := func() bool {
+		t.Helper()
+		var c perfGenPerfGenCtl
+		if err := g.objs.PerfCtl.Lookup(uint32(0), &c); err != nil {
+			t.Fatal(err)
+		}
+		return c.Flags&uint32(perfGenPerfGenFlagsPERF_GEN_F_PRISTINE) != 0
+	}
+	step := func(what string, fn func() error, want bool) {
+		t.Helper()
+		if err := fn(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := flag(); got != want {
+			t.Errorf("after %s: pristine %v, want %v", what, got, want)
+		}
+	}
+	step("SetPristine(true)", func() error { return g.SetPristine(true) }, false) // not running
+	step("Select(0)", func() error { return g.Select(0) }, false)
+	before, err := d.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	step("Start", g.Start, true)
+	time.Sleep(100 * time.Millisecond)
+	step("Select(1)", func() error { return g.Select(1) }, false)
+	step("Select(0) again", func() error { return g.Select(0) }, false)
+	step("Stop", g.Stop, false)
+	step("Start", g.Start, true)
+	step("Load(0)", func() error { return g.Load(0, frames[0]) }, false)
+	step("Stop", g.Stop, false)
+	step("SetPristine(false)", func() error { return g.SetPristine(false) }, false)
+	step("Start", g.Start, false)
+	step("Stop", g.Stop, false)
+	after := drained(t, d)
+	if dl := after.Sub(before); dl.Rx == 0 || dl.Rx > dl.Tx {
+		t.Errorf("xdp-drop sink counted %d of %d frames", dl.Rx, dl.Tx)
+	}
+	if err := d.Sink(SinkForward); err != nil {
+		t.Fatal(err)
+	}
+	// Attaching and detaching the XDP sink keeps the NAPI thread whose
+	// runtime the SUT's CPU cost is read from.
+	if pid, err := findNAPIThread(d.in); err != nil || pid != d.napiPID {
+		t.Errorf("napi thread after the xdp sink: %d (%v), driver reads %d", pid, err, d.napiPID)
+	}
+}

@@ -24,11 +24,17 @@ type perfGenPerfGenCtl struct {
 	Active  uint32
 	Stop    uint32
 	Ifindex uint32
-	Pad     uint32
+	Flags   uint32
 	RatePps uint64
 	EpochNs uint64
 	Credit  uint64
 }
+
+type perfGenPerfGenFlags uint32
+
+const (
+	perfGenPerfGenFlagsPERF_GEN_F_PRISTINE perfGenPerfGenFlags = 1
+)
 
 type perfGenPerfGenVerdict uint32
 
@@ -60,6 +66,7 @@ const (
 	perfGenMapPerfTmpls            = "perf_tmpls"
 	perfGenMapPerfVerdicts         = "perf_verdicts"
 	perfGenProgPerfGen             = "perf_gen"
+	perfGenVarUnusedPerfGenFlags   = "unused_perf_gen_flags"
 	perfGenVarUnusedPerfGenVerdict = "unused_perf_gen_verdict"
 )
 
@@ -122,6 +129,7 @@ type perfGenMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type perfGenVariableSpecs struct {
+	UnusedPerfGenFlags   *ebpf.VariableSpec `ebpf:"unused_perf_gen_flags"`
 	UnusedPerfGenVerdict *ebpf.VariableSpec `ebpf:"unused_perf_gen_verdict"`
 }
 
@@ -164,6 +172,7 @@ func (m *perfGenMaps) Close() error {
 //
 // It can be passed to loadPerfGenObjects or ebpf.CollectionSpec.LoadAndAssign.
 type perfGenVariables struct {
+	UnusedPerfGenFlags   *ebpf.Variable `ebpf:"unused_perf_gen_flags"`
 	UnusedPerfGenVerdict *ebpf.Variable `ebpf:"unused_perf_gen_verdict"`
 }
 

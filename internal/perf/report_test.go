@@ -24,7 +24,7 @@ func sampleReport() *Report {
 			{Name: "fw/1 rules", Behavior: "fw", Rules: 1, Size: 64, Run: 1, ThroughputPPS: s(5e5), NsPerPacket: s(1900), Ratio: s(0.7), CPURatio: s(0.7)},
 			{Name: "fw/10 rules", Behavior: "fw", Rules: 10, Size: 64, Run: 1, ThroughputPPS: s(4e5), NsPerPacket: s(2000), Ratio: s(0.6), CPURatio: s(0.6)},
 		},
-		Ceilings: []Ceiling{{Run: 1, Size: 64, GenPPS: 4e6, XDPDropPPS: 3.5e6, StackDropPPS: 1.5e6}},
+		Ceilings: []Ceiling{{Run: 1, Size: 64, GenPPS: 4e6, XDPDropPPS: 3.5e6, XDPDropRewritePPS: 3e6, StackDropPPS: 1.5e6}},
 		Controls: []Control{{Run: 1, Size: 64, Ratio: *s(1), CPURatio: *s(1), Valid: true, CPUValid: true}},
 		Skipped:  []Skip{{"End.DT4", "no VRF"}},
 	}
@@ -62,7 +62,7 @@ func TestReportTextFormats(t *testing.T) {
 	if err := r.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| End | 500 | 74.0%", "| 70.0%", "PDR@2%", "| 490 |", "skipped End.DT4: no VRF", "| 4000 | 3500 | 1500 |"} {
+	for _, want := range []string{"| End | 500 | 74.0%", "| 70.0%", "PDR@2%", "| 490 |", "skipped End.DT4: no VRF", "| 4000 | 3500 | 3000 | 1500 |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

@@ -17,16 +17,23 @@ import (
 // rewrites each frame from the active template and redirects it to the
 // tester's tx port. It runs in the tester namespace on one pinned CPU.
 type xdpGenerator struct {
-	ns      string
-	cpu     int
-	nice    int
-	objs    perfGenObjects
-	ctl     perfGenPerfGenCtl
-	lens    [perfTmplSlots]int
-	mu      sync.Mutex
-	running bool
-	stop    chan struct{}
-	done    chan error
+	ns     string
+	cpu    int
+	nice   int
+	objs   perfGenObjects
+	ctl    perfGenPerfGenCtl
+	frames [perfTmplSlots][]byte
+	// pristine: the sink never modifies a frame (see SetPristine);
+	// startSlot is the template the running generator's pages were
+	// initialised with; dirty: since Start, a frame may have been written
+	// with another template (a switch, a reload), so the run rewrites.
+	pristine  bool
+	startSlot int
+	dirty     bool
+	mu        sync.Mutex
+	running   bool
+	stop      chan struct{}
+	done      chan error
 }
 
 const (
@@ -35,7 +42,10 @@ const (
 	// genChunk frames per PROG_TEST_RUN call (≈ 0.1–1 s): between calls the
 	// generator checks for Stop.
 	genChunk = 1 << 20
-	genBatch = 64
+	// genBatch frames per batch of the live-frames loop (the kernel's
+	// maximum, TEST_XDP_MAX_BATCH): fewer bh-disable/flush rounds per
+	// frame. The veth ring is fed in devmap bulks of 16 whatever the batch.
+	genBatch = 256
 )
 
 func newXDPGenerator(testerNS string, txIfindex, cpu, nice int) (*xdpGenerator, error) {
@@ -51,7 +61,17 @@ func newXDPGenerator(testerNS string, txIfindex, cpu, nice int) (*xdpGenerator, 
 	return g, nil
 }
 
+// writeCtl publishes the control block. The rewrite is skipped only
+// while frames come back untouched and the active template is the one the
+// pages were initialised with.
 func (g *xdpGenerator) writeCtl() error {
+	g.ctl.Flags &^= uint32(perfGenPerfGenFlagsPERF_GEN_F_PRISTINE)
+	if g.running && int(g.ctl.Active) != g.startSlot {
+		g.dirty = true // sticky until the next Start
+	}
+	if g.pristine && g.running && !g.dirty {
+		g.ctl.Flags |= uint32(perfGenPerfGenFlagsPERF_GEN_F_PRISTINE)
+	}
 	c := g.ctl
 	c.EpochNs, c.Credit = 0, 0 // the program restarts its token bucket
 	if err := g.objs.PerfCtl.Update(uint32(0), &c, ebpf.UpdateAny); err != nil {
@@ -72,13 +92,37 @@ func (g *xdpGenerator) Load(slot int, frame []byte) error {
 	var t perfGenPerfTmpl
 	t.Len = uint32(len(frame))
 	copy(t.Data[:], frame)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running && slot == g.startSlot && !g.dirty {
+		// The pages hold the old template: rewrite from now on.
+		g.dirty = true
+		if err := g.writeCtl(); err != nil {
+			return err
+		}
+	}
 	if err := g.objs.PerfTmpls.Update(uint32(slot), &t, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("load template %d: %w", slot, err)
 	}
-	g.mu.Lock()
-	g.lens[slot] = len(frame)
-	g.mu.Unlock()
+	g.frames[slot] = append([]byte(nil), frame...)
 	return nil
+}
+
+// SetPristine declares whether the sink leaves frames untouched (a native
+// XDP_DROP on the peer). While it does, and while the active template is
+// the one the run started with, the generator skips its per-frame
+// rewrite: the pages were initialised with that template and nothing
+// writes to them. Any stack on the path (a SUT) modifies frames in place,
+// so SetPristine(false) is the default and the only safe setting there.
+// It takes effect at the next Start.
+func (g *xdpGenerator) SetPristine(on bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running && on {
+		return errors.New("set pristine while the generator runs")
+	}
+	g.pristine = on
+	return g.writeCtl()
 }
 
 func (g *xdpGenerator) Select(slot int) error {
@@ -107,17 +151,20 @@ func (g *xdpGenerator) Start() error {
 	if g.running {
 		return errors.New("generator already running")
 	}
+	// The initial frame is the active template: it sizes the pages, and
+	// it is what a pristine run sends without rewriting.
+	data := append([]byte(nil), g.frames[g.ctl.Active]...)
+	if len(data) == 0 {
+		data = make([]byte, 64)
+	}
+	g.startSlot, g.dirty = int(g.ctl.Active), false
+	g.running = true
 	g.ctl.Stop = 0
 	if err := g.writeCtl(); err != nil {
+		g.running = false
 		return err
 	}
-	// The initial frame only sizes the page; the program rewrites it.
-	data := make([]byte, 64)
-	if n := g.lens[g.ctl.Active]; n > 0 {
-		data = make([]byte, n)
-	}
 	g.stop, g.done = make(chan struct{}), make(chan error, 1)
-	g.running = true
 	stop, done, prog := g.stop, g.done, g.objs.PerfGen
 	go func() {
 		done <- nsutil.Do(g.ns, func() error {
@@ -191,7 +238,8 @@ func (g *xdpGenerator) sent() (uint64, error) {
 	return n, nil
 }
 
-// verdicts returns the generator's per-verdict counters (drop reasons).
+// verdicts returns the generator's per-verdict counters (drop reasons;
+// "sent" from the per-slot counters, the program does not count it twice).
 func (g *xdpGenerator) verdicts() (map[string]uint64, error) {
 	out := map[string]uint64{}
 	for v := perfGenPerfGenVerdict(0); v < perfGenPerfGenVerdictPERF_GEN_VERDICT_MAX; v++ {
@@ -205,6 +253,11 @@ func (g *xdpGenerator) verdicts() (map[string]uint64, error) {
 		}
 		out[v.String()] = n
 	}
+	sent, err := g.sent()
+	if err != nil {
+		return nil, err
+	}
+	out[perfGenPerfGenVerdictPERF_GEN_SENT.String()] = sent
 	return out, nil
 }
 
