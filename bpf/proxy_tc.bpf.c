@@ -15,6 +15,7 @@
  * hands to the stack itself return TC_ACT_OK (they are its own output). */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
+#include <linux/errno.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/in6.h>
@@ -414,6 +415,11 @@ static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid
 					       &s->hdr[offsetof(struct ipv6hdr, daddr)], 16) < 0)
 				return drop(st, PROXY_DROP_TRUNCATED);
 			s->hdr[offsetof(struct ipv6hdr, hop_limit)] = hop - 1;
+			/* The payload length is set per packet on the way out;
+			 * cached as 0 so that packets of different sizes do not
+			 * rewrite the cache (one map update per packet). */
+			s->hdr[offsetof(struct ipv6hdr, payload_len)] = 0;
+			s->hdr[offsetof(struct ipv6hdr, payload_len) + 1] = 0;
 			s->hdr[(srh_rel + offsetof(struct ipv6_sr_hdr, segments_left)) &
 			       (PROXY_HDR_MAX - 1)] = sl;
 			s->len = hdr_len;
@@ -431,7 +437,14 @@ static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid
 			return drop(st, PROXY_DROP_TRUNCATED);
 		strip += ETH_HLEN;
 	}
-	if (bpf_skb_adjust_room(skb, -(__s32)strip, BPF_ADJ_ROOM_MAC, flags) < 0)
+	/* FIXED_GSO: gso_size is the inner TCP payload per segment, which
+	 * removing outer headers does not change (without it the kernel adds
+	 * the stripped length to the MSS and the SF's segments outgrow its
+	 * link). Note that no flag of this kernel clears skb->encapsulation or
+	 * SKB_GSO_IPXIP6 here (iptunnel_pull_offloads does, for native
+	 * decapsulation): the outbound half copes with that state. */
+	if (bpf_skb_adjust_room(skb, -(__s32)strip, BPF_ADJ_ROOM_MAC,
+				flags | BPF_F_ADJ_ROOM_FIXED_GSO) < 0)
 		return drop(st, PROXY_DROP_ADJUST_ROOM);
 	if (inner == PROXY_INNER_ETH) {
 		if (bpf_skb_store_bytes(skb, 0, &ieth, sizeof(ieth), 0) < 0)
@@ -537,8 +550,11 @@ static __always_inline int outbound_am(struct __sk_buff *skb, struct proxy_stats
 	f.tot_len = skb->len - ETH_HLEN;
 	__builtin_memcpy(f.ipv6_dst, &da, 16);
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
+	/* Too big (always the case for a GSO packet, checked by its total
+	 * length): the stack forwards it after the rewrite below, checking
+	 * the segments and answering Packet Too Big itself. */
 	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
-		rc = -1; /* same size as it came from the SF: let the stack answer */
+		rc = -1;
 	else if (rc == BPF_FIB_LKUP_RET_SUCCESS || rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
 		/* We forward: the hop limit is ours to decrement. */
 		if (hop <= 1)
@@ -567,6 +583,7 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 	__u64 len; /* 64-bit so the bound checked is the one passed to helpers */
 	__u32 inner_len, tot, nh_off;
 	__be16 plen;
+	long rc2;
 	int rc;
 
 	cursor_init_skb(&c, skb);
@@ -633,7 +650,11 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 
 	f.family = AF_INET6;
 	f.ifindex = skb->ingress_ifindex;
-	f.tot_len = tot;
+	/* A GSO packet's segments keep the size the SF gave them (growing
+	 * lowers gso_size by the encapsulation, below): no tot_len, so the
+	 * FIB only checks the skb with is_skb_forwardable(), which lets GSO
+	 * through. A non-GSO packet is checked at its encapsulated size. */
+	f.tot_len = skb->gso_size ? 0 : tot;
 	__builtin_memcpy(f.ipv6_src, &ce->hdr[offsetof(struct ipv6hdr, saddr)], 16);
 	__builtin_memcpy(f.ipv6_dst, &ce->hdr[offsetof(struct ipv6hdr, daddr)], 16);
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
@@ -663,12 +684,22 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 		return bpf_redirect(oif, 0);
 	}
 
-	/* The ENCAP flag refuses (-EALREADY) an skb whose encapsulation bit is
-	 * still set from the SRv6 encapsulation the inbound half removed (the
-	 * bit survives the trip through the SF over veth). The flag only sets
-	 * GSO inner-header metadata, so a non-GSO packet can grow without it. */
-	if (bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6) < 0 &&
-	    (skb->gso_size || bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, 0) < 0))
+	/* ENCAP_L3_IPV6 records the tunnel for GSO: encapsulation = 1, inner
+	 * headers = the SF's packet, gso_type |= SKB_GSO_IPXIP6. It refuses
+	 * (-EALREADY) an skb whose encapsulation bit is already set: that is
+	 * the state the inbound half left (bpf_skb_net_shrink clears neither
+	 * the bit nor SKB_GSO_IPXIP6), carried through the forwarding SF. In
+	 * that state the inner_* offsets still point at the headers of the
+	 * packet in front of which we push (the inbound half removed only
+	 * what preceded them and the SF forwarded the skb in place) and
+	 * gso_type still has SKB_GSO_IPXIP6 from the original SRv6
+	 * encapsulation: exactly what the flag would set. So grow without it;
+	 * gso_size is still lowered by len so each segment stays as large as
+	 * the SF made it. */
+	rc2 = bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6);
+	if (rc2 == -EALREADY)
+		rc2 = bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, 0);
+	if (rc2 < 0)
 		return drop(st, PROXY_DROP_ADJUST_ROOM);
 	plen = bpf_htons(tot - sizeof(struct ipv6hdr));
 	{

@@ -222,6 +222,7 @@ func (m *Model) inbound(p []byte) Result {
 			c.Hdr = append([]byte(nil), p[14:w.upperOff]...)
 			copy(c.Hdr[24:40], p[segOff:segOff+16])
 			c.Hdr[7] = hop - 1
+			c.Hdr[4], c.Hdr[5] = 0, 0 // payload length: set per packet on the way out
 			c.Hdr[w.srhOff-14+3] = sl
 			c.NhOff = w.nhOff - 14
 		}

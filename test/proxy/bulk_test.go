@@ -1,0 +1,163 @@
+package proxy_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// bulkSize is large enough for TCP to build 64 KB GSO/GRO packets on veth.
+const bulkSize = 4 << 20
+
+// bulkTopo is the proxy topology with the offloads a Linux host has by
+// default on veth (TSO/GSO on, GRO on where asked) and fabric links of MTU
+// 9000, so that full-size segments still fit once encapsulated (as in the
+// lab). The SF forwards.
+func bulkTopo(t *testing.T) *topo {
+	tp := newTopo(t)
+	// newTopo turns the SF's offloads off; bulk tests want them back.
+	testutil.Exec(t, tp.sf, "ethtool", "-K", "p0", "tso", "on", "gso", "on", "gro", "on")
+	// The SF link too: End.AM hands the SF the whole SRv6 packet.
+	for _, l := range [][2]string{{tp.edge, "n0"}, {tp.nfv, "e0"}, {tp.nfv, "g0"}, {tp.eg, "n0"}, {tp.nfv, "sf0"}, {tp.sf, "p0"}} {
+		testutil.Exec(t, l[0], "ip", "link", "set", l[1], "mtu", "9000")
+	}
+	// GRO on the NFV node's uplink and on the SF's side (veth GRO needs
+	// NAPI, which `gro on` enables): the proxy then sees aggregated SRv6
+	// packets, the hardest case.
+	testutil.Exec(t, tp.nfv, "ethtool", "-K", "e0", "gro", "on")
+	testutil.Exec(t, tp.nfv, "ethtool", "-K", "sf0", "gro", "on")
+	// The proxy's output is segmented and checksummed in software on the
+	// way out of the NFV node (as for a NIC without tunnel TSO), so the
+	// GSO metadata the proxy leaves is exercised, and the server's TCP
+	// verifies every checksum.
+	testutil.Exec(t, tp.nfv, "ethtool", "-K", "g0", "tso", "off", "gso", "off", "tx", "off")
+	return tp
+}
+
+// bulkTransfer sends n bytes over TCP from the client namespace to
+// addr:port in the server namespace and checks the server received them
+// intact (SHA-256), within timeout.
+func bulkTransfer(t *testing.T, cl, srv, addr string, n int, timeout time.Duration) error {
+	t.Helper()
+	var ln net.Listener
+	err := nsutil.Do(srv, func() error {
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(addr, "0"))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("listen in %s: %v", srv, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	payload := bytes.Repeat([]byte("segchain bulk 0123456789abcdef\n"), n/31+1)[:n]
+	want := sha256.Sum256(payload)
+	type result struct {
+		n   int64
+		sum [32]byte
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		h := sha256.New()
+		m, err := io.Copy(h, c)
+		var r result
+		r.n, r.err = m, err
+		copy(r.sum[:], h.Sum(nil))
+		got <- r
+	}()
+	start := time.Now()
+	var sendErr error
+	err = nsutil.Do(cl, func() error {
+		d := net.Dialer{Timeout: 5 * time.Second}
+		c, err := d.Dial("tcp", net.JoinHostPort(addr, fmt.Sprint(port)))
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(timeout))
+			_, sendErr = c.Write(payload)
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.CloseWrite()
+			}
+		}()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("dial from %s: %w", cl, err)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil || r.n != int64(n) || r.sum != want {
+			return fmt.Errorf("bulk TCP: server got %d of %d bytes (intact: %v) in %v, err %v, sender err %v",
+				r.n, n, r.sum == want, time.Since(start).Round(time.Millisecond), r.err, sendErr)
+		}
+		t.Logf("bulk TCP: %d bytes intact in %v", n, time.Since(start).Round(time.Millisecond))
+		return nil
+	case <-time.After(timeout + 2*time.Second):
+		return fmt.Errorf("bulk TCP: no result after %v", timeout)
+	}
+}
+
+func TestBulkTCP(t *testing.T) {
+	testutil.RequireTool(t, "ethtool")
+	cases := []struct {
+		name, sid, spec, route string
+		setup                  func(t *testing.T, tp *topo)
+	}{
+		{name: "End.AD6", sid: "fc00:2::ad", spec: "fc00:2::ad End.AD6 nh6 fc00:5f::2 oif sf0 iif sf0",
+			route: "encap seg6 mode encap segs fc00:2::ad,fc00:4::d6"},
+		{name: "End.AS", sid: "fc00:2::a6", spec: "fc00:2::a6 End.AS inner ipv6 nh6 fc00:5f::2 oif sf0 iif sf0 src fc00:2::6 segs fc00:4::d6",
+			route: "encap seg6 mode encap segs fc00:2::a6"},
+		{name: "End.AD6 flow", sid: "fc00:2::af", spec: "fc00:2::af End.AD6 nh6 fc00:5f::2 oif sf0 iif sf0 flow timeout 30",
+			route: "encap seg6 mode encap segs fc00:2::af,fc00:4::d6"},
+		{name: "End.AM", sid: "fc00:2::a3", spec: "fc00:2::a3 End.AM nh6 fc00:5f::2 oif sf0 iif sf0",
+			route: "encap seg6 mode inline segs fc00:2::a3", setup: func(t *testing.T, tp *topo) {
+				testutil.Exec(t, tp.srv, "sysctl", "-qw", "net.ipv6.conf.all.seg6_enabled=1")
+				testutil.Exec(t, tp.srv, "sysctl", "-qw", "net.ipv6.conf.e0.seg6_enabled=1")
+				// Insert mode: the SRH the edge inserts travels to the
+				// server, 40 bytes more than the client's 1500.
+				testutil.Exec(t, tp.eg, "ip", "link", "set", "s0", "mtu", "9000")
+				testutil.Exec(t, tp.srv, "ip", "link", "set", "e0", "mtu", "9000")
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			tp := bulkTopo(t)
+			if tc.setup != nil {
+				tc.setup(t, tp)
+			}
+			addProxy(t, tp.nfv, tc.spec)
+			testutil.Exec(t, tp.edge, append([]string{"ip", "-6", "route", "add", "fc00:5::/64"},
+				append(strings.Fields(tc.route), "dev", "n0")...)...)
+			err := bulkTransfer(t, tp.cl, tp.srv, "fc00:5::2", bulkSize, 20*time.Second)
+			st := status(t, tp.nfv, tc.sid)
+			t.Logf("%s counters %+v", tc.sid, st.Counters)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Counters.Drops) != 0 {
+				t.Errorf("proxy dropped packets: %v", st.Counters.Drops)
+			}
+			if st.Counters.OutPackets == 0 {
+				t.Errorf("proxy counters %+v: nothing went through it", st.Counters)
+			}
+		})
+	}
+}
