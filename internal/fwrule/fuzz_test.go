@@ -35,7 +35,7 @@ func FuzzParseLine(f *testing.F) {
 			return
 		}
 		s := r.String()
-		back, err := ParseLine(s, fam)
+		back, err := ParseLine(s, IPv6)
 		if err != nil {
 			t.Fatalf("ParseLine(%q) ok but its String %q does not parse: %v", line, s, err)
 		}
@@ -43,7 +43,7 @@ func FuzzParseLine(f *testing.F) {
 			t.Fatalf("round trip of %q via %q:\n got %#v\nwant %#v", line, s, back, r)
 		}
 		// Parse on the words gives the same rule as ParseLine.
-		if again, err := Parse(r.Args(), fam); err != nil || !reflect.DeepEqual(again, r) {
+		if again, err := Parse(r.Args(), IPv6); err != nil || !reflect.DeepEqual(again, r) {
 			t.Fatalf("Parse(Args()) = %#v, %v", again, err)
 		}
 	})

@@ -63,7 +63,7 @@ func TestImportIPTablesCounters(t *testing.T) {
 	if res.Family != IPv4 || res.Policy == nil || *res.Policy != Accept || len(res.Rules) != 5 {
 		t.Fatalf("Import = family %d policy %v %d rules", res.Family, res.Policy, len(res.Rules))
 	}
-	if s := res.Rules[3].String(); s != "-p udp ! --dport 1024:65535 -j REJECT --reject-with icmp-host-prohibited" {
+	if s := res.Rules[3].String(); s != "-4 -p udp ! --dport 1024:65535 -j REJECT --reject-with icmp-host-prohibited" {
 		t.Errorf("rule 3 = %s", s)
 	}
 	if r := res.Rules[2]; r.ICMP == nil || r.ICMP.Type != 3 || r.ICMP.Code != 3 || r.ICMP.AnyCode {

@@ -161,12 +161,34 @@ func SplitWords(line string) ([]string, error) {
 var ignoredModules = map[string]bool{"tcp": true, "udp": true, "icmp": true, "icmp6": true, "icmpv6": true, "ipv6-icmp": true, "sctp": true, "udplite": true}
 
 // Parse reads one rule in ip6tables (fam IPv6) or iptables (fam IPv4)
-// syntax. The chain prefix `-A FORWARD` / `--append FORWARD` is accepted
+// syntax; a -4 or -6 word (as iptables-restore accepts) overrides fam. The chain prefix `-A FORWARD` / `--append FORWARD` is accepted
 // and ignored, as are the -m modules that -p implies and `-m comment
 // --comment X` (kept in Rule.Comment). Errors name the offending token.
 func Parse(args []string, fam Family) (Rule, error) {
 	if fam != IPv4 && fam != IPv6 {
 		return Rule{}, perr("", "unknown family %d", fam)
+	}
+	// -4/-6 (iptables-restore's family flags) choose the family of this
+	// rule whatever fam says, so one list can mix IPv4 and IPv6 rules.
+	var rest []string
+	famTok := ""
+	for _, a := range args {
+		switch a {
+		case "-4", "--ipv4", "-6", "--ipv6":
+			if famTok != "" {
+				return Rule{}, perr(a, "family given twice (after %s)", famTok)
+			}
+			famTok = a
+			fam = IPv6
+			if a == "-4" || a == "--ipv4" {
+				fam = IPv4
+			}
+			continue
+		}
+		rest = append(rest, a)
+	}
+	if famTok != "" {
+		args = rest
 	}
 	p := parser{args: args, r: Rule{Family: fam}}
 	if err := p.parse(); err != nil {
@@ -753,6 +775,9 @@ func parseICMP(v string, fam Family) (ICMP, error) {
 // Args are the rule's words in canonical order, the inverse of Parse.
 func (r Rule) Args() []string {
 	var a []string
+	if r.Family == IPv4 {
+		a = append(a, "-4")
+	}
 	neg := func(n bool) {
 		if n {
 			a = append(a, "!")
@@ -844,7 +869,9 @@ func (r Rule) Args() []string {
 }
 
 // String is the rule in canonical ip6tables/iptables syntax (words that
-// need it are double-quoted); ParseLine reads it back to an equal rule.
+// need it are double-quoted; IPv4 rules start with -4, so ParseLine reads
+// the String of any rule back to an equal rule when given IPv6, the
+// default family).
 func (r Rule) String() string {
 	a := r.Args()
 	for i, w := range a {

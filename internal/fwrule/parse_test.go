@@ -42,19 +42,19 @@ func TestParseGood(t *testing.T) {
 			"-p ipv6-icmp ! --icmpv6-type 1/4 -j DROP"},
 		{"icmp numeric type/code", IPv4, "-p icmp --icmp-type 3/3 -j DROP",
 			Rule{Family: IPv4, Proto: &Value8{Value: 1}, ICMP: &ICMP{Type: 3, Code: 3}, Target: Target{Kind: Drop}},
-			"-p icmp --icmp-type 3/3 -j DROP"},
+			"-4 -p icmp --icmp-type 3/3 -j DROP"},
 		{"icmp name", IPv4, "-s 10.1.2.3/8 -p icmp --icmp-type destination-unreachable -j REJECT --reject-with host-prohib",
 			Rule{Family: IPv4, Src: pfx("10.0.0.0/8", false), Proto: &Value8{Value: 1}, ICMP: &ICMP{Type: 3, AnyCode: true},
 				Target: Target{Kind: Reject, RejectWith: "icmp-host-prohibited"}},
-			"-s 10.0.0.0/8 -p icmp --icmp-type 3 -j REJECT --reject-with icmp-host-prohibited"},
+			"-4 -s 10.0.0.0/8 -p icmp --icmp-type 3 -j REJECT --reject-with icmp-host-prohibited"},
 		{"ipv4 mask notation", IPv4, "-d 192.168.0.0/255.255.0.0 -j DROP",
-			Rule{Family: IPv4, Dst: pfx("192.168.0.0/16", false), Target: Target{Kind: Drop}}, "-d 192.168.0.0/16 -j DROP"},
+			Rule{Family: IPv4, Dst: pfx("192.168.0.0/16", false), Target: Target{Kind: Drop}}, "-4 -d 192.168.0.0/16 -j DROP"},
 		{"reject default", IPv6, "-p tcp -j REJECT",
 			Rule{Family: IPv6, Proto: &Value8{Value: 6}, Target: Target{Kind: Reject, RejectWith: "icmp6-port-unreachable"}},
 			"-p tcp -j REJECT --reject-with icmp6-port-unreachable"},
 		{"reject default v4", IPv4, "-j REJECT",
 			Rule{Family: IPv4, Target: Target{Kind: Reject, RejectWith: "icmp-port-unreachable"}},
-			"-j REJECT --reject-with icmp-port-unreachable"},
+			"-4 -j REJECT --reject-with icmp-port-unreachable"},
 		{"reject tcp-reset", IPv6, "-p tcp -j REJECT --reject-with tcp-reset",
 			Rule{Family: IPv6, Proto: &Value8{Value: 6}, Target: Target{Kind: Reject, RejectWith: "tcp-reset"}},
 			"-p tcp -j REJECT --reject-with tcp-reset"},
@@ -82,6 +82,10 @@ func TestParseGood(t *testing.T) {
 			"-p udp --dport 53 -m srh --inner-src 10.0.0.0/8 -j SEG6 --seg6-action go-last"},
 		{"srh next-hdr by name", IPv6, "-m srh --srh-next-hdr ipv6 -j ACCEPT",
 			Rule{Family: IPv6, SRH: true, NextHdr: &Value8{Value: 41}, Target: Target{Kind: Accept}}, "-m srh --srh-next-hdr 41 -j ACCEPT"},
+		{"-4 overrides the family", IPv6, "-4 -s 10.0.0.0/8 -j DROP",
+			Rule{Family: IPv4, Src: pfx("10.0.0.0/8", false), Target: Target{Kind: Drop}}, "-4 -s 10.0.0.0/8 -j DROP"},
+		{"-6 overrides the family", IPv4, "-d fc00::/16 --ipv6 -j DROP",
+			Rule{Family: IPv6, Dst: pfx("fc00::/16", false), Target: Target{Kind: Drop}}, "-d fc00::/16 -j DROP"},
 		{"protocol all", IPv6, "-p all -j ACCEPT", Rule{Family: IPv6, Target: Target{Kind: Accept}}, "-j ACCEPT"},
 		{"comment with quotes", IPv6, `-m comment --comment 'it''s "x" $y' -j ACCEPT`,
 			Rule{Family: IPv6, Comment: `its "x" $y`, Target: Target{Kind: Accept}}, `-m comment --comment "its \"x\" \$y" -j ACCEPT`},
@@ -98,7 +102,7 @@ func TestParseGood(t *testing.T) {
 			if s := got.String(); s != tt.canon {
 				t.Errorf("String() (-want +got):\n-%s\n+%s", tt.canon, s)
 			}
-			back, err := ParseLine(got.String(), tt.fam)
+			back, err := ParseLine(got.String(), got.Family)
 			if err != nil {
 				t.Fatalf("re-parse %q: %v", got.String(), err)
 			}
@@ -115,6 +119,8 @@ func TestParseErrors(t *testing.T) {
 		line string
 		want string
 	}{
+		{IPv6, "-4 -6 -j DROP", `"-6": family given twice (after -4)`},
+		{IPv6, "-4 -m srh -j DROP", `"srh": the srh match is IPv6 only (ip6tables)`},
 		{IPv6, "-s fc00::1", "missing -j target (ACCEPT, DROP, REJECT or SEG6)"},
 		{IPv6, "", "missing -j target (ACCEPT, DROP, REJECT or SEG6)"},
 		{IPv6, "-s ! fc00::1 -j DROP", `"-s !": write the negation before the option: ! -s VALUE`},
