@@ -43,7 +43,7 @@ var fieldDoc = map[string]string{
 	"Service.behavior":     "Endpoint behaviour, iproute2 spelling (required for native services, empty for sr-unaware ones).",
 	"Service.sid":          "Pins the SID (inside the node's locator, ARGS zero). Exclusive with function.",
 	"Service.function":     "Pins the FUNCT value, hex (0xf1) or decimal. 0 is reserved. Exclusive with sid.",
-	"Service.kind":         "native (default): behavior is a kernel endpoint behaviour. sr-unaware: an SR-unaware service function behind an SR proxy on node (behavior must be empty; it is derived from proxy).",
+	"Service.kind":         "native (default): behavior is a kernel endpoint behaviour. sr-unaware: an SR-unaware service function behind an SR proxy on node (behavior must be empty; it is derived from proxy). firewall: the SR-aware firewall End.AN.FW on node, configured by firewall (behavior must be empty).",
 	"Service.proxy":        "sr-unaware only, required: static (End.AS), dynamic (End.AD), dynamic-flow (End.AD with a per-flow cache) or masquerading (End.AM, IPv6 chains only). A static or dynamic proxy serves one chain direction; a static proxy needs its chain.",
 	"Service.inner":        "sr-unaware only: the packet handed to the SF, ipv4 or ipv6 (required; not for masquerading). Must agree with the family of the chains using the service.",
 	"Service.sf_nh6":       "sr-unaware only: IPv6 address of the SF on iface_out. Exactly one of sf_nh6, sf_nh4, sf_mac.",
@@ -52,6 +52,13 @@ var fieldDoc = map[string]string{
 	"Service.iface_out":    "sr-unaware only, required: interface of node towards the SF.",
 	"Service.iface_in":     "sr-unaware only, required: interface of node the SF returns packets on (may equal iface_out). One proxy per interface and node, except that masquerading proxies may share one.",
 	"Service.flow_timeout": "dynamic-flow only: idle timeout of a flow's cache entry in seconds.",
+	"Service.firewall":     "firewall only, required: the SR-aware firewall's rules, policy and eval-args table.",
+
+	"Firewall":            "The SR-aware firewall End.AN.FW (after SERA). Rules without -m srh match the original packet (the inner packet in encap mode; the source, Segment List[0] and the transport header in insert mode); -m srh rules match the outer header and the SRH. The SID gets sid.args_bits ARGS bits for eval-args.",
+	"Firewall.policy":     "What happens to packets no rule matches: accept (go to the next segment) or drop. Default: the rules_file's FORWARD policy, else accept.",
+	"Firewall.rules":      "Rules in ip6tables syntax (-s -d -p --sport --dport --icmpv6-type, ! negation, -m srh --srh-…, -j ACCEPT|DROP|REJECT|SEG6 --seg6-action go-next|skip-next|go-last|eval-args); iptables syntax after -4. First match wins; they come after the rules_file's.",
+	"Firewall.rules_file": "ip6tables-save or iptables-save output, relative to the domain file: its filter table's FORWARD chain, in order. Unsupported lines are errors naming the line.",
+	"Firewall.args":       "eval-args table: ARGS value (a number that fits sid.args_bits) → action (go-next, skip-next, go-last, accept, drop, reject). Default 0 go-next, 1 drop, 2 skip-next, 3 go-last; an ARGS value not in the table is answered with ICMPv6 Parameter Problem.",
 
 	"Params.nh4":      "IPv4 next hop (End.DX4).",
 	"Params.nh6":      "IPv6 next hop (End.X, End.DX6).",
@@ -113,6 +120,7 @@ var schemaEnum = map[string][]any{
 	"HMACKey.algorithm": strs(HMACAlgorithms),
 	"Routing.mode":      {"static"},
 	"Match.family":      {4, 6},
+	"Firewall.policy":   {PolicyAccept, PolicyDrop},
 }
 
 // schemaExtra adds keywords per field.
@@ -129,6 +137,8 @@ var schemaExtra = map[string]map[string]any{
 	"Params.table":            {"minimum": 1},
 	"Service.flow_timeout":    {"minimum": 1},
 	"Params.vrftable":         {"minimum": 1},
+	"Firewall.args": {"propertyNames": map[string]any{"pattern": "^(0x[0-9a-fA-F]+|[0-9]+)$"},
+		"additionalProperties": map[string]any{"type": "string", "enum": []any{"go-next", "skip-next", "go-last", "accept", "drop", "reject"}}},
 }
 
 // schemaRequired lists the required keys per type.

@@ -41,6 +41,7 @@ const (
 const (
 	KindNative    = "native"     // a seg6local (or End.BPF) behaviour; the default
 	KindSRUnaware = "sr-unaware" // an SR-unaware SF behind an SR proxy on the node
+	KindFirewall  = "firewall"   // the SR-aware firewall End.AN.FW (eBPF) on the node
 )
 
 // SR proxy types of sr-unaware services (RFC 8986 section 4 / the SR proxy draft).
@@ -106,6 +107,9 @@ type Service struct {
 	// FlowTimeout is the idle timeout in seconds of a dynamic-flow proxy's
 	// per-flow cache entries (0: the proxy's default).
 	FlowTimeout int `yaml:"flow_timeout,omitempty" json:"flow_timeout,omitempty"`
+
+	// Firewall configures a kind: firewall service (End.AN.FW).
+	Firewall *Firewall `yaml:"firewall,omitempty" json:"firewall,omitempty"`
 }
 
 // SRUnaware reports whether the service is an SF behind an SR proxy.
@@ -128,10 +132,14 @@ func (s *Service) ProxyBehavior() string {
 	return ""
 }
 
-// EffectiveBehavior is Behavior, or the derived proxy behaviour.
+// EffectiveBehavior is Behavior, or the derived proxy behaviour, or
+// End.AN.FW for a firewall.
 func (s *Service) EffectiveBehavior() string {
 	if s.SRUnaware() {
 		return s.ProxyBehavior()
+	}
+	if s.Kind == KindFirewall {
+		return BehaviorFirewall
 	}
 	return s.Behavior
 }

@@ -16,7 +16,7 @@ import (
 var Roles = []string{RoleHost, RoleIngress, RoleEgress, RoleRouter, RoleNFV, RoleEdge, RoleSF}
 
 // Kinds lists the valid service kinds.
-var Kinds = []string{KindNative, KindSRUnaware}
+var Kinds = []string{KindNative, KindSRUnaware, KindFirewall}
 
 // Proxies lists the SR proxy types of sr-unaware services.
 var Proxies = []string{ProxyStatic, ProxyDynamic, ProxyDynamicFlow, ProxyMasquerading}
@@ -306,12 +306,17 @@ func (v *validator) services(fmtOK bool) {
 			v.errf(p, "service name %q looks like an address; segs could not tell them apart", name)
 		}
 		loc, hasLoc := v.nodeLocator(p+".node", s.Node)
+		if s.Firewall != nil && s.Kind != KindFirewall {
+			v.errf(p+".firewall", "only for kind %s", KindFirewall)
+		}
 		switch s.Kind {
 		case "", KindNative:
 			v.behavior(p, s.Node, s.Behavior, s.Params, Behaviors)
 			v.noProxyFields(p, s)
 		case KindSRUnaware:
 			v.proxyService(p, s)
+		case KindFirewall:
+			v.firewallService(p, s)
 		default:
 			v.errf(p+".kind", "unknown kind %q (one of %s)", s.Kind, strings.Join(Kinds, ", "))
 		}
