@@ -22,6 +22,9 @@ type Node struct {
 	// Proxies are the node's SR proxy SIDs (End.AS/End.AD/End.AM), served by
 	// internal/proxy's tc program rather than by seg6local routes.
 	Proxies []Proxy `json:"proxies,omitempty"`
+	// Firewalls are the node's SR-aware firewall instances (End.AN.FW),
+	// served by internal/fw's tc program.
+	Firewalls []Firewall `json:"firewalls,omitempty"`
 }
 
 // Proxy is one SR proxy SID in the `segchain sid add` syntax: SID is the
@@ -261,6 +264,7 @@ func (n *Node) Sort() {
 	sort.Slice(n.Sysctls, func(i, j int) bool { return n.Sysctls[i].Key < n.Sysctls[j].Key })
 	sort.Slice(n.HMACKeys, func(i, j int) bool { return n.HMACKeys[i].ID < n.HMACKeys[j].ID })
 	sort.Slice(n.Proxies, func(i, j int) bool { return n.Proxies[i].SID.Addr().Less(n.Proxies[j].SID.Addr()) })
+	sort.Slice(n.Firewalls, func(i, j int) bool { return n.Firewalls[i].SID.Addr().Less(n.Firewalls[j].SID.Addr()) })
 	sort.SliceStable(n.Routes, func(i, j int) bool { return n.Routes[i].Key() < n.Routes[j].Key() })
 	sort.Slice(n.Rules, func(i, j int) bool {
 		if n.Rules[i].Priority != n.Rules[j].Priority {

@@ -84,6 +84,9 @@ func Build(d *config.Domain) (*Plan, error) {
 	if err := b.proxies(); err != nil {
 		return nil, err
 	}
+	if err := b.firewalls(); err != nil {
+		return nil, err
+	}
 	for _, n := range b.p.Nodes {
 		n.Sort()
 	}
@@ -403,6 +406,10 @@ func (b *builder) services() error {
 			f := b.d.Format()
 			b.p.SIDs = append(b.p.SIDs, SIDInfo{SID: netip.PrefixFrom(a, 128), Node: s.Node, Service: name,
 				Behavior: s.EffectiveBehavior(), LocatorBits: f.LocatorBits, FunctionBits: f.FunctionBits, Args: f.ArgsBits})
+			continue
+		}
+		if s.Kind == config.KindFirewall {
+			b.firewallSID(name, s, a) // served by internal/fw's tc program (see firewalls)
 			continue
 		}
 		r, err := b.endpoint("services."+name, s.Node, "service "+name, s.Behavior, s.Params, a)

@@ -42,5 +42,10 @@ func (p *Plan) Render(w io.Writer) {
 		for _, x := range n.Proxies {
 			fmt.Fprintf(w, "  %s\n", x)
 		}
+		for _, x := range n.Firewalls {
+			for _, l := range x.Lines() {
+				fmt.Fprintf(w, "  %s\n", l)
+			}
+		}
 	}
 }
