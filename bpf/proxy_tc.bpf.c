@@ -72,6 +72,8 @@ enum proxy_drop_reason {
 	PROXY_DROP_MTU,
 	PROXY_DROP_TOO_BIG,
 	PROXY_DROP_INTERNAL,
+	PROXY_DROP_GSO_L2,  /* a GSO frame for an Ethernet payload */
+	PROXY_DROP_NO_FIB,  /* an Ethernet payload the FIB cannot forward */
 	PROXY_DROP_MAX,
 };
 
@@ -717,12 +719,101 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 	return forward(skb, st, &f, rc);
 }
 
+/* outbound_push_eth: End.AS / End.AD with inner ethernet. Every frame from
+ * the SF (an L2 segment: ARP, ND, anything) becomes the payload of the
+ * cached outer headers (Next Header 143) behind a new Ethernet header.
+ *
+ * bpf_skb_change_head pushes the room in front of the whole frame for any
+ * frame type (bpf_skb_adjust_room only takes IPv4/IPv6 skbs, and its ENCAP
+ * flags refuse the encapsulation bit the inbound half leaves). It leaves
+ * skb->protocol and the network header on the inner frame, which only a
+ * direct bpf_redirect with the MACs from the FIB ignores; so:
+ *  - the FIB must resolve the next hop's MAC; without a neighbour entry an
+ *    IPv6 frame (skb->protocol IPv6, as bpf_redirect_neigh needs) goes
+ *    through bpf_redirect_neigh, which resolves it; other frames, and
+ *    anything the FIB cannot forward itself (local next SID, lwt route),
+ *    are dropped and counted (no-fib): they cannot go to the stack;
+ *  - GSO frames are dropped and counted (gso-ethernet): Linux has no GSO
+ *    for an Ethernet payload in IPv6 (next header 143), so nothing could
+ *    segment them after the encapsulation. */
+static __always_inline int outbound_push_eth(struct __sk_buff *skb, struct proxy_sid *cfg,
+					     struct proxy_stats *st)
+{
+	struct proxy_cache *ce;
+	struct bpf_fib_lookup f = {};
+	__u8 inner_nh = IPPROTO_ETHERNET;
+	__u64 len;
+	__u32 tot, nh_off, frame_len = skb->len;
+	__be16 plen;
+	int rc;
+
+	if (frame_len < ETH_HLEN)
+		return pass(st);
+	ce = bpf_map_lookup_elem(&cache_map, &cfg->id);
+	if (!ce || !ce->valid)
+		return drop(st, PROXY_DROP_CACHE_EMPTY);
+	if (ce->terminal)
+		return pass(st); /* End.EAD, SF was the last segment */
+	len = ce->len;
+	nh_off = ce->nh_off;
+	/* Verifier: bound len for bpf_skb_store_bytes from the map value. */
+	barrier_var(len);
+	if (len < sizeof(struct ipv6hdr) || len > PROXY_HDR_MAX || nh_off >= len)
+		return drop(st, PROXY_DROP_INTERNAL);
+	tot = frame_len + len; /* the outer IPv6 packet: headers + the whole frame */
+	if (tot - sizeof(struct ipv6hdr) > 0xffff)
+		return drop(st, PROXY_DROP_TOO_BIG);
+	if (skb->gso_size)
+		return drop(st, PROXY_DROP_GSO_L2);
+
+	f.family = AF_INET6;
+	f.ifindex = skb->ingress_ifindex;
+	f.tot_len = tot;
+	__builtin_memcpy(f.ipv6_src, &ce->hdr[offsetof(struct ipv6hdr, saddr)], 16);
+	__builtin_memcpy(f.ipv6_dst, &ce->hdr[offsetof(struct ipv6hdr, daddr)], 16);
+	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
+	if (rc == BPF_FIB_LKUP_RET_FRAG_NEEDED)
+		return drop(st, PROXY_DROP_MTU); /* no ICMP error for a frame */
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS &&
+	    !(rc == BPF_FIB_LKUP_RET_NO_NEIGH && skb->protocol == bpf_htons(ETH_P_IPV6)))
+		return drop(st, PROXY_DROP_NO_FIB);
+
+	if (bpf_skb_change_head(skb, (__u32)len + ETH_HLEN, 0) < 0)
+		return drop(st, PROXY_DROP_ADJUST_ROOM);
+	plen = bpf_htons(tot - sizeof(struct ipv6hdr));
+	{
+		__be16 proto = bpf_htons(ETH_P_IPV6);
+
+		if (bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto,
+					sizeof(proto), 0) < 0)
+			return drop(st, PROXY_DROP_INTERNAL);
+	}
+	if (bpf_skb_store_bytes(skb, ETH_HLEN, ce->hdr, len, 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, payload_len), &plen,
+				sizeof(plen), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + nh_off, &inner_nh, 1, 0) < 0)
+		return drop(st, PROXY_DROP_INTERNAL);
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
+		struct bpf_redir_neigh nh = { .nh_family = AF_INET6 };
+
+		if (st) {
+			st->out_packets++;
+			st->out_bytes += skb->len;
+		}
+		__builtin_memcpy(nh.ipv6_nh, f.ipv6_dst, sizeof(nh.ipv6_nh));
+		return bpf_redirect_neigh(f.ifindex, &nh, sizeof(nh), 0);
+	}
+	return forward(skb, st, &f, rc);
+}
+
 static __always_inline int proxy_outbound(struct __sk_buff *skb, struct proxy_sid *cfg)
 {
 	struct proxy_stats *st = bpf_map_lookup_elem(&stats_map, &cfg->id);
 
 	if (cfg->behavior == PROXY_AM)
 		return outbound_am(skb, st);
+	if (cfg->inner == PROXY_INNER_ETH)
+		return outbound_push_eth(skb, cfg, st);
 	return outbound_push(skb, cfg, st);
 }
 

@@ -23,6 +23,8 @@ const (
 	DropMTU         = DropReason(proxyTCProxyDropReasonPROXY_DROP_MTU)
 	DropTooBig      = DropReason(proxyTCProxyDropReasonPROXY_DROP_TOO_BIG)
 	DropInternal    = DropReason(proxyTCProxyDropReasonPROXY_DROP_INTERNAL)
+	DropGSOL2       = DropReason(proxyTCProxyDropReasonPROXY_DROP_GSO_L2)
+	DropNoFIB       = DropReason(proxyTCProxyDropReasonPROXY_DROP_NO_FIB)
 	numDropReasons  = int(proxyTCProxyDropReasonPROXY_DROP_MAX)
 )
 
@@ -44,6 +46,8 @@ var dropNames = [...]string{
 	DropMTU:         "mtu",
 	DropTooBig:      "too-big",
 	DropInternal:    "internal",
+	DropGSOL2:       "gso-ethernet",
+	DropNoFIB:       "no-fib",
 }
 
 // String is the reason's name as counters and JSON show it.

@@ -349,6 +349,9 @@ func (m *Model) outbound(cfg ModelSID, p []byte) Result {
 		p[w.srhOff+3] = sl
 		return m.forward(st, p, fib)
 	}
+	if cfg.Inner == InnerEthernet {
+		return m.outboundEthernet(cfg, st, p)
+	}
 	var innerNH uint8
 	var inner Inner
 	switch et {
@@ -526,4 +529,36 @@ func inetChecksum(b []byte) uint16 {
 		sum = sum&0xffff + sum>>16
 	}
 	return ^uint16(sum)
+}
+
+// outboundEthernet: End.AS/End.AD with inner ethernet. Every frame from the
+// SF, whatever it carries, becomes the payload (Next Header 143) of the
+// cached outer headers behind a new Ethernet header. A frame cannot be
+// answered with an ICMP error nor handed to the stack: too big or not
+// forwardable by the FIB, it is dropped.
+func (m *Model) outboundEthernet(cfg ModelSID, st *ModelStats, p []byte) Result {
+	c, ok := m.Cache[cfg.ID]
+	if !ok {
+		return drop(st, DropCacheEmpty)
+	}
+	if c.Terminal {
+		st.Passed++
+		return Result{Verdict: VerdictNext, Out: p}
+	}
+	tot := len(p) + len(c.Hdr)
+	if tot-40 > 0xffff {
+		return drop(st, DropTooBig)
+	}
+	fib := m.FIB(netip.AddrFrom16([16]byte(c.Hdr[24:40])))
+	if fib.OK && tot > fib.MTU {
+		return drop(st, DropMTU)
+	}
+	if !fib.OK {
+		return drop(st, DropNoFIB)
+	}
+	out := append(append(append([]byte(nil), p[:14]...), c.Hdr...), p...)
+	binary.BigEndian.PutUint16(out[12:], 0x86dd)
+	binary.BigEndian.PutUint16(out[14+4:], uint16(tot-40))
+	out[14+c.NhOff] = protoEthernet
+	return m.forward(st, out, fib)
 }

@@ -297,6 +297,8 @@ func (n *Node) Add(s Spec) error {
 		cfg.Flags |= uint8(flagFlow)
 	}
 	switch {
+	case s.Inner == InnerEthernet:
+		// No S-ADDR: frames leave on IFACE-OUT unchanged.
 	case s.MAC != nil:
 		cfg.Flags |= uint8(flagMAC)
 		copy(cfg.Dmac[:], s.MAC)
@@ -579,6 +581,7 @@ func specOf(e entry, names map[uint32]string) Spec {
 		s.IIF = fmt.Sprintf("if%d", c.Iif)
 	}
 	switch {
+	case s.Inner == InnerEthernet:
 	case c.Flags&uint8(flagMAC) != 0:
 		s.MAC = net.HardwareAddr(append([]byte(nil), c.Dmac[:]...))
 	case c.NhFamily == unix.AF_INET:

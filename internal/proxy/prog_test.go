@@ -325,6 +325,15 @@ func ip4cs(src, dst string, proto uint8, payload []byte) []byte {
 	return noDF(ip4(src, dst, proto, payload))
 }
 
+// Frames of an L2 service (inner ethernet): from a client (macCl) to the
+// edge's MAC (macEdge), as H.Encaps.L2 carries them.
+var (
+	macCl    = mustMAC("02:00:00:00:00:c1")
+	macEdge  = mustMAC("02:00:00:00:00:e1")
+	frameIn  = eth(macEdge, macCl, 0x86dd, ip6(hostS, hostD, 17, 64, udp(1000, 2000, 16)))
+	arpFrame = eth(mustMAC("ff:ff:ff:ff:ff:ff"), macCl, 0x0806, make([]byte, 28))
+)
+
 // big6 fills a 1500-byte MTU by itself.
 var big6 = ip6(hostS, hostD, 17, 63, udp(1000, 2000, 1500-40-8))
 
@@ -434,6 +443,21 @@ func TestProgFixtures(t *testing.T) {
 			{"inbound without SRH dropped", "net", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidPx, 17, 60, udp(1, 2, 8))), VerdictDrop, nil, reason(DropNoSRH)},
 			{"inbound SL=0 dropped", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 17, nil, udp(1, 2, 8)), VerdictDrop, nil, reason(DropSLZero)},
 		}},
+		{"End.AD inner ethernet", []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerEthernet}}, []step{
+			{"frame before any inbound: cache empty", "sf", frameIn, VerdictDrop, nil, reason(DropCacheEmpty)},
+			{"inbound: the inner frame, untouched, to the SF", "net", srPkt(list, 2, 143, tlv, frameIn), VerdictRedirect, frameIn, nil},
+			{"inbound: a short inner frame (ARP)", "net", srPkt(list, 2, 143, tlv, arpFrame), VerdictRedirect, arpFrame, nil},
+			{"outbound: the whole frame encapsulated", "sf", frameIn, VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(143, tlv, frameIn)), nil},
+			{"outbound: ARP encapsulated too", "sf", arpFrame, VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(143, tlv, arpFrame)), nil},
+			{"outbound: link-local IPv6 encapsulated too", "sf", eth(macCl, macSF, 0x86dd, ip6(a6("fe80::1"), a6("ff02::1"), 58, 255, []byte{134, 0, 0, 0})), VerdictRedirect,
+				eth(macNext, macNode, 0x86dd, cachedOuter(143, tlv, eth(macCl, macSF, 0x86dd, ip6(a6("fe80::1"), a6("ff02::1"), 58, 255, []byte{134, 0, 0, 0})))), nil},
+			{"outbound: too big for the uplink", "sf", eth(macCl, macSF, 0x86dd, big6), VerdictDrop, nil, reason(DropMTU)},
+			{"inbound: IPv6 inner refused", "net", srPkt(list, 2, 41, nil, inner6), VerdictDrop, nil, reason(DropInnerType)},
+		}},
+		{"End.AS inner ethernet", []sidConf{{sid: sidPx.String(), behavior: EndAS, inner: InnerEthernet, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}}, []step{
+			{"inbound strips to the frame", "net", srPkt(list, 2, 143, nil, frameIn), VerdictRedirect, frameIn, nil},
+			{"SF frame gets the configured CACHE", "sf", arpFrame, VerdictRedirect, eth(macNext, macNode, 0x86dd, asOuter(143, arpFrame)), nil},
+		}},
 		{"per-flow End.AD", []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true}}, []step{
 			{"unknown flow back from SF", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictDrop, nil, reason(DropFlowMiss)},
 			{"flow learnt", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil},
@@ -483,9 +507,14 @@ func randomFrame(r *rand.Rand) (iif string, frame []byte) {
 	list[sl] = sids[r.IntN(len(sids))]
 	var inner []byte
 	var nh uint8
-	switch r.IntN(4) {
+	switch r.IntN(5) {
 	case 0:
 		inner, nh = ip4(fmt.Sprintf("10.0.0.%d", r.IntN(3)), "10.9.9.9", 17, udp(uint16(1000+r.IntN(2)), 53, r.IntN(64))), 4
+	case 4:
+		inner, nh = eth(macEdge, macCl, 0x86dd, ip6(hostS, hostD, 17, 64, udp(1, 2, r.IntN(64)))), 143
+		if r.IntN(3) == 0 {
+			inner = arpFrame
+		}
 	case 3:
 		inner, nh = udp(5, 6, r.IntN(30)), 17
 	default:
@@ -516,7 +545,11 @@ func randomFrame(r *rand.Rand) (iif string, frame []byte) {
 	}
 	if r.IntN(3) == 0 { // something coming back from the SF
 		var in []byte
-		switch r.IntN(7) {
+		switch r.IntN(9) {
+		case 6:
+			in = arpFrame
+		case 7:
+			in = eth(macCl, macSF, 0x86dd, ip6(hostS, hostD, 17, 63, udp(1, 2, 1380+r.IntN(200))))
 		case 0:
 			in = eth(macSFOut, macSF, 0x0800, inner4)
 		case 1:
@@ -549,6 +582,8 @@ func TestProgDifferential(t *testing.T) {
 		"AS6":   {{sid: sidPx.String(), behavior: EndAS, inner: InnerIPv6, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}},
 		"AM":    {{sid: sidPx.String(), behavior: EndAM, inner: InnerIPv6, mac: true}},
 		"AD4nh": {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv4}},
+		"ADeth": {{sid: sidPx.String(), behavior: EndAD, inner: InnerEthernet}},
+		"ASeth": {{sid: sidPx.String(), behavior: EndAS, inner: InnerEthernet, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}},
 	}
 	const perConfig = 400
 	for name, confs := range configs {

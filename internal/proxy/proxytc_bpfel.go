@@ -60,7 +60,9 @@ const (
 	proxyTCProxyDropReasonPROXY_DROP_MTU          proxyTCProxyDropReason = 14
 	proxyTCProxyDropReasonPROXY_DROP_TOO_BIG      proxyTCProxyDropReason = 15
 	proxyTCProxyDropReasonPROXY_DROP_INTERNAL     proxyTCProxyDropReason = 16
-	proxyTCProxyDropReasonPROXY_DROP_MAX          proxyTCProxyDropReason = 17
+	proxyTCProxyDropReasonPROXY_DROP_GSO_L2       proxyTCProxyDropReason = 17
+	proxyTCProxyDropReasonPROXY_DROP_NO_FIB       proxyTCProxyDropReason = 18
+	proxyTCProxyDropReasonPROXY_DROP_MAX          proxyTCProxyDropReason = 19
 )
 
 type proxyTCProxyFlowKey struct {
@@ -109,7 +111,7 @@ type proxyTCProxyStats struct {
 	Passed       uint64
 	CacheUpdates uint64
 	IcmpErrors   uint64
-	Drops        [17]uint64
+	Drops        [19]uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -232,11 +232,13 @@ func (s Spec) Validate() error {
 	}
 	switch {
 	case s.Inner == InnerEthernet:
-		if s.NH.IsValid() {
-			errs = append(errs, errors.New("inner ethernet takes no nh4/nh6 (the frame keeps its own L2)"))
+		// The frame goes to the SF as it arrived, its own MACs included.
+		if s.NH.IsValid() || s.MAC != nil {
+			errs = append(errs, errors.New("inner ethernet takes no S-ADDR (nh4/nh6/mac): the frame keeps its own L2 header"))
 		}
-		// The outbound half would have to encapsulate whole frames.
-		errs = append(errs, fmt.Errorf("inner ethernet: %w", ErrNotSupported))
+		if s.Flow {
+			errs = append(errs, errors.New("inner ethernet: flow keys on the inner IP 5-tuple; not for frames"))
+		}
 	case !s.NH.IsValid() && s.MAC == nil:
 		errs = append(errs, errors.New("an S-ADDR (nh6 ADDR, nh4 ADDR or mac MAC) is required"))
 	case s.Behavior == EndAM && s.NH.Is4():

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -55,7 +54,13 @@ func TestParseSpec(t *testing.T) {
 		{"flow on AM", "End.AM", "nh6 fc00::2 oif a iif b flow", Spec{}, "flow belongs"},
 		{"unknown keyword", "End.AD6", "nh6 fc00::2 oif a iif b color red", Spec{}, "unknown parameter"},
 		{"flow max unsupported", "End.AD6", "nh6 fc00::2 oif a iif b flow max 10", Spec{}, "not supported"},
-		{"ethernet unsupported", "End.AD", "inner ethernet mac 02:00:00:00:00:01 oif a iif b", Spec{}, "not supported"},
+		{"AD ethernet", "End.AD", "inner ethernet oif sf0 iif sf1",
+			Spec{SID: sid, Behavior: EndAD, Inner: InnerEthernet, OIF: "sf0", IIF: "sf1"}, ""},
+		{"AS ethernet", "End.AS", "inner ethernet oif sf0 iif sf1 src fc00:2::5 segs fc00:4::d2",
+			Spec{SID: sid, Behavior: EndAS, Inner: InnerEthernet, OIF: "sf0", IIF: "sf1", Src: a6("fc00:2::5"), Segs: []netip.Addr{a6("fc00:4::d2")}}, ""},
+		{"ethernet with a MAC", "End.AD", "inner ethernet mac 02:00:00:00:00:01 oif a iif b", Spec{}, "no S-ADDR"},
+		{"ethernet with nh6", "End.AD", "inner ethernet nh6 fc00::2 oif a iif b", Spec{}, "no S-ADDR"},
+		{"ethernet per flow", "End.AD", "inner ethernet oif a iif b flow", Spec{}, "not for frames"},
 		{"not a proxy", "End.DX6", "nh6 fc00::2", Spec{}, "not an SR proxy"},
 	}
 	for _, tc := range tests {
@@ -79,9 +84,6 @@ func TestParseSpec(t *testing.T) {
 				t.Errorf("round trip of %q: %v, %v", got.Params(), again, err)
 			}
 		})
-	}
-	if _, err := ParseSpec(sid, "End.AD", []string{"inner", "ethernet", "mac", "02:00:00:00:00:01", "oif", "a", "iif", "b"}); !errors.Is(err, ErrNotSupported) {
-		t.Errorf("inner ethernet: %v, want ErrNotSupported", err)
 	}
 }
 
