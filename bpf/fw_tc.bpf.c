@@ -123,6 +123,8 @@ struct fw_table {
 	__u8 policy;		/* FW_ACT_GO_NEXT or FW_ACT_DROP */
 	__u8 args_bits;		/* rightmost bits of the DA that are ARGS (0..32) */
 	__u8 _pad[2];
+	__u32 bm_base;		/* control plane bookkeeping: this table's bitmaps are */
+	__u32 bm_count;		/* fw_bitmaps[bm_base, bm_base + bm_count) */
 };
 
 struct fw_rule {
@@ -745,7 +747,7 @@ int fw_tc(struct __sk_buff *skb)
 	if (!eth || eth->h_proto != bpf_htons(ETH_P_IPV6))
 		return TC_ACT_UNSPEC;
 	ip6 = cursor_ipv6(&c);
-	if (!ip6)
+	if (!ip6 || ip6->version != 6)
 		return TC_ACT_UNSPEC;
 	__builtin_memcpy(sk.addr, &ip6->daddr, 16);
 	inst = bpf_map_lookup_elem(&fw_sids, &sk);

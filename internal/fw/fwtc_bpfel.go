@@ -219,6 +219,8 @@ type fwTCFwTable struct {
 	Policy   uint8
 	ArgsBits uint8
 	Pad      [2]uint8
+	BmBase   uint32
+	BmCount  uint32
 }
 
 // Names of all BPF objects in the ELF.

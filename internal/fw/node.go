@@ -1,0 +1,753 @@
+package fw
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/fwrule"
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// PinRoot is where segchain pins its eBPF objects; the firewall of a
+// namespace lives in PinRoot/ns-<inode>-<cookie>/fw (next to the proxies'
+// .../proxy).
+const PinRoot = "/sys/fs/bpf/segchain"
+
+// StateRoot keeps each instance's rules as the user wrote them (bpffs
+// holds only pins): StateRoot/ns-<inode>-<cookie>/<sid>.json.
+const StateRoot = "/run/segchain/fw"
+
+// Node is the firewall state of one network namespace: pinned maps, the
+// loaded program and the rule files. All state lives in bpffs and /run,
+// so it survives the process.
+type Node struct {
+	netns string
+	dir   string // pin directory
+	state string // rule files
+	objs  fwTCObjects
+	// noAttach: tests seed maps of an unpinned program they run with
+	// BPF_PROG_TEST_RUN, nothing to attach.
+	noAttach bool
+}
+
+// open loads (or re-opens) the pinned maps of netns ("" = the calling
+// thread's namespace).
+func open(netns string) (*Node, error) {
+	if err := ensureBPFFS(); err != nil {
+		return nil, err
+	}
+	name, err := nsName(netns, true)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{netns: netns, dir: filepath.Join(PinRoot, name, "fw"), state: filepath.Join(StateRoot, name)}
+	if err := os.MkdirAll(n.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create pin dir: %w", err)
+	}
+	spec, err := loadFwTC()
+	if err != nil {
+		return nil, fmt.Errorf("load firewall spec: %w", err)
+	}
+	for name, m := range spec.Maps {
+		if !strings.HasPrefix(name, ".") {
+			m.Pinning = ebpf.PinByName
+		}
+	}
+	err = spec.LoadAndAssign(&n.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}})
+	if err != nil {
+		if errors.Is(err, ebpf.ErrMapIncompatible) {
+			return nil, fmt.Errorf("pinned firewall maps in %s are from another segchain version (segchain sid flush): %w", n.dir, err)
+		}
+		return nil, fmt.Errorf("load firewall program: %w", err)
+	}
+	return n, nil
+}
+
+// Close releases the process' handles; pinned state stays.
+func (n *Node) Close() error { return n.objs.Close() }
+
+// nsName is ns-<inode>-<cookie>: the inode names the namespace for
+// humans, the netns cookie (never reused) tells it from a deleted
+// namespace whose inode it inherited. With clean, firewall state left by
+// such a dead namespace is removed.
+func nsName(netns string, clean bool) (string, error) {
+	var ino, cookie uint64
+	err := nsutil.Do(netns, func() error {
+		fi, err := os.Stat("/proc/thread-self/ns/net")
+		if err != nil {
+			return err
+		}
+		ino = fi.Sys().(*syscall.Stat_t).Ino
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, soNetnsCookie)
+		cookie = c
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("identify netns %q: %w", netns, err)
+	}
+	name := fmt.Sprintf("ns-%d-%d", ino, cookie)
+	if clean {
+		stale, _ := filepath.Glob(filepath.Join(PinRoot, fmt.Sprintf("ns-%d-*", ino), "fw"))
+		for _, d := range stale {
+			if filepath.Base(filepath.Dir(d)) != name {
+				old := &Node{dir: d, state: filepath.Join(StateRoot, filepath.Base(filepath.Dir(d)))}
+				_ = old.teardown()
+			}
+		}
+	}
+	return name, nil
+}
+
+// soNetnsCookie is SO_NETNS_COOKIE (Linux >= 5.14, asm-generic value).
+const soNetnsCookie = 71
+
+func ensureBPFFS() error {
+	var st unix.Statfs_t
+	if err := unix.Statfs("/sys/fs/bpf", &st); err != nil {
+		return fmt.Errorf("statfs /sys/fs/bpf: %w", err)
+	}
+	if st.Type == unix.BPF_FS_MAGIC {
+		return nil
+	}
+	if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"); err != nil {
+		return fmt.Errorf("mount bpffs on /sys/fs/bpf: %w", err)
+	}
+	return nil
+}
+
+// installed reports whether netns has pinned firewall state (read-only
+// verbs must not create any).
+func installed(netns string) bool {
+	name, err := nsName(netns, false)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(PinRoot, name, "fw", "fw_sids"))
+	return err == nil
+}
+
+// attachAll attaches the program (TCX ingress, link pinned) to every
+// interface but loopback that does not have it yet. The firewall returns
+// TCX_NEXT for packets not addressed to it, so other TCX programs (the SR
+// proxies) still see them.
+func (n *Node) attachAll() error {
+	if n.noAttach {
+		return nil
+	}
+	return nsutil.Do(n.netns, func() error {
+		l, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		for _, i := range l {
+			if i.Flags&net.FlagLoopback != 0 {
+				continue
+			}
+			pin := filepath.Join(n.dir, fmt.Sprintf("tcx-%d", i.Index))
+			if _, err := os.Stat(pin); err == nil {
+				continue
+			}
+			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: n.objs.FwTc, Attach: ebpf.AttachTCXIngress})
+			if err != nil {
+				if errors.Is(err, ebpf.ErrNotSupported) {
+					return fmt.Errorf("attach to %s: tcx: %w", i.Name, ErrNotSupported)
+				}
+				return fmt.Errorf("attach firewall to %s: %w", i.Name, err)
+			}
+			if err := lk.Pin(pin); err != nil {
+				lk.Close()
+				return fmt.Errorf("pin link on %s: %w", i.Name, err)
+			}
+			lk.Close()
+		}
+		return nil
+	})
+}
+
+func (n *Node) detachAll() error {
+	pins, _ := filepath.Glob(filepath.Join(n.dir, "tcx-*"))
+	var errs []error
+	for _, p := range pins {
+		lk, err := link.LoadPinnedLink(p, nil)
+		if err != nil {
+			errs = append(errs, os.Remove(p)) // interface gone: defunct link
+			continue
+		}
+		errs = append(errs, lk.Unpin(), lk.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// teardown removes links, pinned maps and rule files: nothing of the
+// firewall is left in the namespace.
+func (n *Node) teardown() error {
+	if err := n.detachAll(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(n.dir); err != nil {
+		return fmt.Errorf("remove %s: %w", n.dir, err)
+	}
+	_ = os.Remove(filepath.Dir(n.dir)) // ns-<inode>-<cookie>, if nobody else uses it
+	_ = os.RemoveAll(n.state)
+	return nil
+}
+
+func sidKey(p netip.Prefix) fwTCFwSidKey {
+	return fwTCFwSidKey{Prefixlen: uint32(p.Bits()), Addr: p.Masked().Addr().As16()}
+}
+
+type instEntry struct {
+	sid  netip.Prefix
+	inst fwTCFwInst
+}
+
+func (n *Node) instances() ([]instEntry, error) {
+	var (
+		k   fwTCFwSidKey
+		v   fwTCFwInst
+		out []instEntry
+	)
+	it := n.objs.FwSids.Iterate()
+	for it.Next(&k, &v) {
+		out = append(out, instEntry{netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)), v})
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("iterate firewall sids: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].sid.Addr().Less(out[j].sid.Addr()) })
+	return out, nil
+}
+
+func tableID(id, slot uint32) uint32 { return id*2 + slot }
+
+// allocBitmaps finds room for count bitmaps in the pool, outside every
+// active table (the inactive slot being rewritten is free).
+func (n *Node) allocBitmaps(insts []instEntry, count int) (uint32, error) {
+	type rng struct{ lo, hi uint32 }
+	var used []rng
+	for _, e := range insts {
+		var t fwTCFwTable
+		if err := n.objs.FwTables.Lookup(tableID(e.inst.Id, e.inst.Slot), &t); err != nil {
+			return 0, fmt.Errorf("read table: %w", err)
+		}
+		if t.BmCount > 0 {
+			used = append(used, rng{t.BmBase, t.BmBase + t.BmCount})
+		}
+	}
+	sort.Slice(used, func(i, j int) bool { return used[i].lo < used[j].lo })
+	var at uint32
+	for _, u := range used {
+		if u.lo >= at+uint32(count) {
+			break
+		}
+		at = max(at, u.hi)
+	}
+	if at+uint32(count) > maxBitmaps {
+		return 0, fmt.Errorf("the rule set needs %d bitmaps; the pool (%d, shared by every firewall SID of the node, rule updates need room for both rule sets) is full", count, maxBitmaps)
+	}
+	return at, nil
+}
+
+// clearTable removes table tid's LPM entries and ARGS values.
+func (n *Node) clearTable(tid uint32) error {
+	var (
+		k    fwTCFwLpmKey
+		v    uint32
+		keys []fwTCFwLpmKey
+	)
+	it := n.objs.FwLpm.Iterate()
+	for it.Next(&k, &v) {
+		if uint32(k.Table) == tid {
+			keys = append(keys, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("iterate lpm: %w", err)
+	}
+	for i := range keys {
+		if err := n.objs.FwLpm.Delete(&keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("delete lpm entry: %w", err)
+		}
+	}
+	var (
+		ak    fwTCFwArgsKey
+		av    uint32
+		akeys []fwTCFwArgsKey
+	)
+	ait := n.objs.FwArgs.Iterate()
+	for ait.Next(&ak, &av) {
+		if ak.Table == tid {
+			akeys = append(akeys, ak)
+		}
+	}
+	for i := range akeys {
+		_ = n.objs.FwArgs.Delete(&akeys[i])
+	}
+	return n.objs.FwTables.Put(tid, &fwTCFwTable{})
+}
+
+// writeTable writes compiled rule set c into table tid (not in use by any
+// packet: the instance's inactive slot, or a new instance).
+func (n *Node) writeTable(tid uint32, c *compiled, base uint32, carry []counter) error {
+	if err := n.clearTable(tid); err != nil {
+		return err
+	}
+	// Bitmaps.
+	keys := make([]uint32, len(c.bitmaps))
+	vals := make([]fwTCFwBitmap, len(c.bitmaps))
+	for i, b := range c.bitmaps {
+		keys[i] = base + uint32(i)
+		vals[i] = fwTCFwBitmap{Summary: b.summary(), Words: b}
+	}
+	if err := n.putArray(n.objs.FwBitmaps, keys, vals); err != nil {
+		return fmt.Errorf("write bitmaps: %w", err)
+	}
+	// Byte fields.
+	var akeys, avals []uint32
+	for f := first8; f < numFields; f++ {
+		if c.used&(1<<f) == 0 {
+			continue
+		}
+		for v := range 256 {
+			akeys = append(akeys, (tid*uint32(num8)+uint32(f-first8))*256+uint32(v))
+			avals = append(avals, base+c.arr8[f-first8][v])
+		}
+	}
+	if err := n.putArray(n.objs.FwArr8, akeys, avals); err != nil {
+		return fmt.Errorf("write byte fields: %w", err)
+	}
+	// Addresses and 16-bit fields.
+	for _, e := range c.lpm {
+		k := fwTCFwLpmKey{Prefixlen: uint32(16 + e.bits), Table: uint8(tid), Field: uint8(e.field), Data: e.data}
+		if err := n.objs.FwLpm.Put(&k, base+e.bm); err != nil {
+			return fmt.Errorf("write lpm entry (%d entries): %w", len(c.lpm), err)
+		}
+	}
+	// Rules and their counters.
+	if c.nrules > 0 {
+		rk := make([]uint32, c.nrules)
+		rv := make([]fwTCFwRule, c.nrules)
+		for i, r := range c.rules {
+			rk[i] = tid*MaxRules + uint32(i)
+			rv[i] = fwTCFwRule{Action: r.action, IcmpCode: r.code}
+		}
+		if err := n.putArray(n.objs.FwRules, rk, rv); err != nil {
+			return fmt.Errorf("write rules: %w", err)
+		}
+		ncpu, err := ebpf.PossibleCPU()
+		if err != nil {
+			return err
+		}
+		for i := range c.rules {
+			per := make([]fwTCFwCounter, ncpu)
+			if i < len(carry) {
+				per[0] = fwTCFwCounter{Packets: carry[i].packets, Bytes: carry[i].bytes}
+			}
+			if err := n.objs.FwRuleStats.Put(tid*MaxRules+uint32(i), per); err != nil {
+				return fmt.Errorf("reset rule counters: %w", err)
+			}
+		}
+	}
+	for v, a := range c.args {
+		if err := n.objs.FwArgs.Put(fwTCFwArgsKey{Table: tid, Value: v}, uint32(a)); err != nil {
+			return fmt.Errorf("write ARGS table: %w", err)
+		}
+	}
+	t := fwTCFwTable{Nrules: uint32(c.nrules), Used: c.used, Policy: c.policy, ArgsBits: c.argsBits,
+		BmBase: base, BmCount: uint32(len(c.bitmaps))}
+	for i, m := range c.meta {
+		t.Meta[i] = base + m
+	}
+	for f, a := range c.absent {
+		t.Absent[f] = base + a
+	}
+	return n.objs.FwTables.Put(tid, &t)
+}
+
+// putArray writes an array map, in one batch where the kernel can.
+func (n *Node) putArray(m *ebpf.Map, keys []uint32, vals any) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := m.BatchUpdate(keys, vals, nil); err == nil {
+		return nil
+	}
+	switch v := vals.(type) {
+	case []uint32:
+		for i, k := range keys {
+			if err := m.Put(k, v[i]); err != nil {
+				return err
+			}
+		}
+	case []fwTCFwBitmap:
+		for i, k := range keys {
+			if err := m.Put(k, &v[i]); err != nil {
+				return err
+			}
+		}
+	case []fwTCFwRule:
+		for i, k := range keys {
+			if err := m.Put(k, v[i]); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("putArray: %T", vals)
+	}
+	return nil
+}
+
+type counter struct{ packets, bytes uint64 }
+
+func (n *Node) ruleCounters(tid uint32, nrules int) ([]counter, error) {
+	out := make([]counter, nrules)
+	for i := range out {
+		var per []fwTCFwCounter
+		if err := n.objs.FwRuleStats.Lookup(tid*MaxRules+uint32(i), &per); err != nil {
+			return nil, fmt.Errorf("read rule counters: %w", err)
+		}
+		for _, c := range per {
+			out[i].packets += c.Packets
+			out[i].bytes += c.Bytes
+		}
+	}
+	return out, nil
+}
+
+// stored is an instance's rule file.
+type stored struct {
+	Instance
+	Rules []fwrule.Rule `json:"rules"`
+}
+
+func (n *Node) stateFile(sid netip.Prefix) string {
+	s := strings.NewReplacer(":", "-", "/", "_").Replace(sid.String())
+	return filepath.Join(n.state, s+".json")
+}
+
+func (n *Node) save(in Instance) error {
+	if err := os.MkdirAll(n.state, 0o700); err != nil {
+		return err
+	}
+	b, err := json.Marshal(stored{Instance: in, Rules: in.Rules})
+	if err != nil {
+		return err
+	}
+	tmp := n.stateFile(in.SID) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, n.stateFile(in.SID))
+}
+
+func (n *Node) load(sid netip.Prefix) (Instance, error) {
+	b, err := os.ReadFile(n.stateFile(sid))
+	if err != nil {
+		return Instance{SID: sid}, err
+	}
+	var s stored
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Instance{SID: sid}, fmt.Errorf("%s: %w", n.stateFile(sid), err)
+	}
+	in := s.Instance
+	in.Rules = s.Rules
+	return in, nil
+}
+
+func (n *Node) zeroStats(id uint32) error {
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	if err := n.objs.FwStatsMap.Put(id, make([]fwTCFwStats, ncpu)); err != nil {
+		return fmt.Errorf("reset counters of firewall %d: %w", id, err)
+	}
+	return nil
+}
+
+// apply installs or atomically replaces one instance.
+func (n *Node) apply(in Instance, c *compiled) error {
+	insts, err := n.instances()
+	if err != nil {
+		return err
+	}
+	var (
+		cur    *instEntry
+		usedID = map[uint32]bool{}
+	)
+	for i := range insts {
+		usedID[insts[i].inst.Id] = true
+		if insts[i].sid == in.SID {
+			cur = &insts[i]
+		}
+	}
+	var id, slot uint32
+	var carry []counter
+	if cur != nil {
+		id, slot = cur.inst.Id, 1-cur.inst.Slot&1
+		// Counters follow unchanged rules (same rule text, in order).
+		old, err := n.load(in.SID)
+		if err == nil {
+			oc, err := n.ruleCounters(tableID(id, cur.inst.Slot&1), len(old.Rules))
+			if err == nil {
+				byText := map[string][]counter{}
+				for i, r := range old.Rules {
+					byText[r.String()] = append(byText[r.String()], oc[i])
+				}
+				carry = make([]counter, len(in.Rules))
+				for i, r := range in.Rules {
+					if l := byText[r.String()]; len(l) > 0 {
+						carry[i], byText[r.String()] = l[0], l[1:]
+					}
+				}
+			}
+		}
+	} else {
+		if len(insts) >= MaxInstances {
+			return fmt.Errorf("%s: at most %d firewall SIDs per node", in.SID, MaxInstances)
+		}
+		for usedID[id] {
+			id++
+		}
+	}
+	tid := tableID(id, slot)
+	base, err := n.allocBitmaps(insts, len(c.bitmaps))
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.SID, err)
+	}
+	if err := n.writeTable(tid, c, base, carry); err != nil {
+		return fmt.Errorf("%s: %w", in.SID, err)
+	}
+	if cur == nil {
+		if err := n.zeroStats(id); err != nil {
+			return err
+		}
+		rl := fwTCFwRatelimit{Tokens: 20}
+		if err := n.objs.FwRatelimitMap.Put(id, &rl); err != nil {
+			return fmt.Errorf("init rate limit: %w", err)
+		}
+	}
+	if err := n.save(in); err != nil {
+		return fmt.Errorf("%s: save rules: %w", in.SID, err)
+	}
+	// The flip: one map update makes the new rule set active.
+	k := sidKey(in.SID)
+	if err := n.objs.FwSids.Put(&k, &fwTCFwInst{Id: id, Slot: slot}); err != nil {
+		return fmt.Errorf("%s: activate: %w", in.SID, err)
+	}
+	return n.attachAll()
+}
+
+// remove deletes one instance; false: not installed here.
+func (n *Node) remove(sid netip.Prefix) (bool, error) {
+	insts, err := n.instances()
+	if err != nil {
+		return false, err
+	}
+	var me *instEntry
+	for i := range insts {
+		if insts[i].sid == sid {
+			me = &insts[i]
+		}
+	}
+	if me == nil {
+		return false, nil
+	}
+	if len(insts) == 1 {
+		return true, n.teardown()
+	}
+	k := sidKey(sid)
+	if err := n.objs.FwSids.Delete(&k); err != nil {
+		return true, fmt.Errorf("delete %s: %w", sid, err)
+	}
+	for slot := range uint32(2) {
+		if err := n.clearTable(tableID(me.inst.Id, slot)); err != nil {
+			return true, err
+		}
+	}
+	_ = n.zeroStats(me.inst.Id)
+	_ = os.Remove(n.stateFile(sid))
+	return true, nil
+}
+
+func (n *Node) clearCounters(sid *netip.Prefix) error {
+	insts, err := n.instances()
+	if err != nil {
+		return err
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	for _, e := range insts {
+		if sid != nil && e.sid != *sid {
+			continue
+		}
+		if err := n.zeroStats(e.inst.Id); err != nil {
+			return err
+		}
+		var t fwTCFwTable
+		tid := tableID(e.inst.Id, e.inst.Slot&1)
+		if err := n.objs.FwTables.Lookup(tid, &t); err != nil {
+			return err
+		}
+		for i := range t.Nrules {
+			if err := n.objs.FwRuleStats.Put(tid*MaxRules+i, make([]fwTCFwCounter, ncpu)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (n *Node) list() ([]Status, error) {
+	insts, err := n.instances()
+	if err != nil {
+		return nil, err
+	}
+	var out []Status
+	for _, e := range insts {
+		in, err := n.load(e.sid)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+		st := Status{Instance: in, ID: e.inst.Id, Slot: e.inst.Slot & 1}
+		var per []fwTCFwStats
+		if err := n.objs.FwStatsMap.Lookup(e.inst.Id, &per); err != nil {
+			return nil, fmt.Errorf("read counters of %s: %w", e.sid, err)
+		}
+		c := Counters{Drops: map[string]uint64{}}
+		for _, p := range per {
+			c.Packets += p.Packets
+			c.Bytes += p.Bytes
+			c.Forwarded += p.Forwarded
+			c.Delivered += p.Delivered
+			c.GoNext += p.GoNext
+			c.SkipNext += p.SkipNext
+			c.GoLast += p.GoLast
+			c.Policy += p.Policy
+			c.ICMPSent += p.IcmpSent
+			c.ICMPLimited += p.IcmpLimited
+			for r, v := range p.Drops {
+				if v != 0 {
+					c.Drops[DropReason(r).String()] += v
+				}
+			}
+		}
+		st.Counters = c
+		var t fwTCFwTable
+		if err := n.objs.FwTables.Lookup(tableID(e.inst.Id, st.Slot), &t); err != nil {
+			return nil, err
+		}
+		rc, err := n.ruleCounters(tableID(e.inst.Id, st.Slot), int(t.Nrules))
+		if err != nil {
+			return nil, err
+		}
+		st.Rules = []RuleCounter{}
+		for i, x := range rc {
+			text := "?"
+			if i < len(in.Rules) {
+				text = in.Rules[i].String()
+			}
+			st.Rules = append(st.Rules, RuleCounter{Num: i + 1, Rule: text, Packets: x.packets, Bytes: x.bytes})
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func withNode(netns string, fn func(*Node) error) error {
+	n, err := open(netns)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	return fn(n)
+}
+
+// Apply installs the firewall instance in.SID in netns ("" = current), or
+// replaces its rules, policy and ARGS table atomically: packets see the
+// old rule set or the new one, never a mix. Counters of rules that are
+// kept (same text) carry over.
+func Apply(netns string, in Instance) error {
+	in.SID = in.SID.Masked()
+	c, err := compile(in)
+	if err != nil {
+		return err
+	}
+	return withNode(netns, func(n *Node) error { return n.apply(in, c) })
+}
+
+// Remove deletes the instance bound to sid; false means there was none.
+// The last instance removed takes the program, links and maps with it.
+func Remove(netns string, sid netip.Prefix) (bool, error) {
+	if !installed(netns) {
+		return false, nil
+	}
+	var found bool
+	err := withNode(netns, func(n *Node) (err error) {
+		found, err = n.remove(sid.Masked())
+		return err
+	})
+	return found, err
+}
+
+// List returns every instance of netns with its counters.
+func List(netns string) ([]Status, error) {
+	if !installed(netns) {
+		return nil, nil
+	}
+	var out []Status
+	err := withNode(netns, func(n *Node) (err error) {
+		out, err = n.list()
+		return err
+	})
+	return out, err
+}
+
+// Get returns the instance bound to sid (for read-modify-write verbs).
+func Get(netns string, sid netip.Prefix) (Instance, bool, error) {
+	sts, err := List(netns)
+	if err != nil {
+		return Instance{}, false, err
+	}
+	for _, s := range sts {
+		if s.Instance.SID == sid.Masked() {
+			return s.Instance, true, nil
+		}
+	}
+	return Instance{}, false, nil
+}
+
+// ClearCounters zeroes the counters of one instance (nil: all).
+func ClearCounters(netns string, sid *netip.Prefix) error {
+	if !installed(netns) {
+		return nil
+	}
+	return withNode(netns, func(n *Node) error { return n.clearCounters(sid) })
+}
+
+// Flush removes every instance of netns.
+func Flush(netns string) error {
+	if !installed(netns) {
+		return nil
+	}
+	return withNode(netns, func(n *Node) error { return n.teardown() })
+}

@@ -1,0 +1,629 @@
+package fw
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/segchain/segchain/internal/fwrule"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// ---- packet builders (independent of the code under test) ----
+
+var (
+	macNode = mustMAC("02:00:00:00:00:0a") // the node's uplink (pa)
+	macNext = mustMAC("02:00:00:00:00:0b") // next hop behind pa
+	macPeer = mustMAC("02:00:00:00:00:99") // whoever sent the frame
+)
+
+func mustMAC(s string) net.HardwareAddr {
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func a6(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func eth(dst, src net.HardwareAddr, et uint16, payload []byte) []byte {
+	b := append(append([]byte{}, dst...), src...)
+	b = binary.BigEndian.AppendUint16(b, et)
+	return append(b, payload...)
+}
+
+func ip6(src, dst netip.Addr, nh, hlim uint8, payload []byte) []byte {
+	b := make([]byte, 40)
+	b[0] = 0x60
+	binary.BigEndian.PutUint16(b[4:], uint16(len(payload)))
+	b[6], b[7] = nh, hlim
+	s, d := src.As16(), dst.As16()
+	copy(b[8:], s[:])
+	copy(b[24:], d[:])
+	return append(b, payload...)
+}
+
+// srh builds an SRH; list is Segment List[0..n-1] (list[0] = last segment).
+func srh(nh uint8, list []netip.Addr, sl uint8, tag uint16, payload []byte) []byte {
+	b := make([]byte, 8)
+	b[0] = nh
+	b[1] = uint8(2 * len(list))
+	b[2], b[3], b[4] = 4, sl, uint8(len(list)-1)
+	binary.BigEndian.PutUint16(b[6:], tag)
+	for _, a := range list {
+		x := a.As16()
+		b = append(b, x[:]...)
+	}
+	return append(b, payload...)
+}
+
+func ip4(src, dst string, proto uint8, payload []byte) []byte {
+	b := make([]byte, 20)
+	b[0] = 0x45
+	binary.BigEndian.PutUint16(b[2:], uint16(20+len(payload)))
+	b[8], b[9] = 64, proto
+	s, d := netip.MustParseAddr(src).As4(), netip.MustParseAddr(dst).As4()
+	copy(b[12:], s[:])
+	copy(b[16:], d[:])
+	binary.BigEndian.PutUint16(b[10:], ^uint16(sum16(b)))
+	return append(b, payload...)
+}
+
+func l4(sport, dport uint16, n int) []byte {
+	b := make([]byte, 8+n)
+	binary.BigEndian.PutUint16(b[0:], sport)
+	binary.BigEndian.PutUint16(b[2:], dport)
+	binary.BigEndian.PutUint16(b[4:], uint16(8+n))
+	return b
+}
+
+func sum16(b []byte) uint32 {
+	var s uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		s += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		s += uint32(b[len(b)-1]) << 8
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return s
+}
+
+// icmp6Err is the ICMPv6 error the node (fc00:99::1) owes the source of
+// pkt (an IPv6 packet): RFC 4443, quoting as much as fits in 1280 bytes
+// (rounded down to 4 bytes, as the program's checksum helper needs).
+func icmp6Err(pkt []byte, typ, code uint8, info uint32) []byte {
+	q := len(pkt)
+	if q > 1232 {
+		q = 1232
+	}
+	q &^= 3
+	msg := []byte{typ, code, 0, 0}
+	msg = binary.BigEndian.AppendUint32(msg, info)
+	msg = append(msg, pkt[:q]...)
+	src, dst := a6("fc00:99::1").As16(), netip.AddrFrom16([16]byte(pkt[8:24])).As16()
+	pseudo := append(append(append([]byte{}, src[:]...), dst[:]...), 0, 0, byte(len(msg)>>8), byte(len(msg)), 0, 0, 0, 58)
+	s := sum16(append(pseudo, msg...))
+	binary.BigEndian.PutUint16(msg[2:], ^uint16(s))
+	return ip6(a6("fc00:99::1"), netip.AddrFrom16([16]byte(pkt[8:24])), 58, 64, msg)
+}
+
+// ---- test node: a namespace whose FIB the program consults ----
+
+type testNode struct {
+	ns string
+	pa uint32
+	n  *Node
+}
+
+func newTestNode(t *testing.T) *testNode {
+	t.Helper()
+	testutil.RequireRoot(t)
+	ns := testutil.NewNetns(t, "fwu")
+	x := func(args ...string) { testutil.Exec(t, ns, args...) }
+	x("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+	x("ip", "link", "add", "pa", "address", macNode.String(), "type", "veth", "peer", "pb", "address", macNext.String())
+	x("ip", "link", "set", "pa", "up")
+	x("ip", "link", "set", "pb", "up")
+	x("ip", "-6", "addr", "add", "fc00:99::1/64", "dev", "pa", "nodad")
+	x("ip", "-6", "route", "add", "default", "via", "fc00:99::2", "dev", "pa")
+	x("ip", "-6", "neigh", "replace", "fc00:99::2", "lladdr", macNext.String(), "dev", "pa", "nud", "permanent")
+	tn := &testNode{ns: ns}
+	err := nsutil.Do(ns, func() error {
+		i, err := net.InterfaceByName("pa")
+		if err != nil {
+			return err
+		}
+		tn.pa = uint32(i.Index)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.n = &Node{netns: ns, state: t.TempDir(), noAttach: true}
+	if err := loadFwTCObjects(&tn.n.objs, nil); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	t.Cleanup(func() { tn.n.Close() })
+	return tn
+}
+
+// seed installs an instance through the real compiler and table writer.
+func (tn *testNode) seed(t *testing.T, in Instance) {
+	t.Helper()
+	c, err := compile(in)
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	if err := tn.n.apply(in, c); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+}
+
+// skbCtx is the head of struct __sk_buff that BPF_PROG_TEST_RUN accepts.
+type skbCtx struct {
+	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTci, VlanProto, Priority uint32
+	IngressIfindex, Ifindex, TcIndex                                                      uint32
+	Cb                                                                                    [5]uint32
+}
+
+// Verdicts of a tc program.
+const (
+	vUnspec   = ^uint32(0) // TC_ACT_UNSPEC (-1): TCX_NEXT
+	vOK       = 0
+	vShot     = 2
+	vRedirect = 7
+)
+
+func (tn *testNode) run(t *testing.T, pkt []byte) (uint32, []byte) {
+	t.Helper()
+	var ret uint32
+	out := make([]byte, len(pkt)+256)
+	err := nsutil.Do(tn.ns, func() error {
+		opts := &ebpf.RunOptions{Data: pkt, DataOut: out, Context: skbCtx{IngressIfindex: tn.pa, Ifindex: tn.pa}}
+		var err error
+		ret, err = tn.n.objs.FwTc.Run(opts)
+		out = opts.DataOut
+		return err
+	})
+	if err != nil {
+		t.Fatalf("test run (%d bytes): %v", len(pkt), err)
+	}
+	return ret, out
+}
+
+func (tn *testNode) status(t *testing.T, sid netip.Prefix) Status {
+	t.Helper()
+	sts, err := tn.n.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sts {
+		if s.Instance.SID == sid {
+			return s
+		}
+	}
+	t.Fatalf("%s not installed", sid)
+	return Status{}
+}
+
+func mustRules(t *testing.T, fam fwrule.Family, lines ...string) []fwrule.Rule {
+	t.Helper()
+	var out []fwrule.Rule
+	for _, l := range lines {
+		r, err := fwrule.ParseLine(l, fam)
+		if err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// ---- fixtures ----
+
+var (
+	fwPfx  = netip.MustParsePrefix("fc00:2::f1:0/112")
+	hostS  = a6("fc00:a::1")
+	hostD  = a6("fc00:d::1")
+	sidIn  = a6("fc00:1::1")
+	sidNx  = a6("fc00:3::1")
+	sidEg  = a6("fc00:4::d6")
+	inner6 = ip6(hostS, hostD, 17, 63, l4(1000, 2000, 16))
+	inner4 = ip4("10.0.0.1", "10.9.9.9", 17, l4(1000, 53, 16))
+)
+
+// fwSID is the firewall's SID with ARGS value args.
+func fwSID(args uint16) netip.Addr {
+	b := fwPfx.Addr().As16()
+	binary.BigEndian.PutUint16(b[14:], args)
+	return netip.AddrFrom16(b)
+}
+
+// list is the path In, FW, Nx, Eg in Segment List order; the firewall is
+// SL 2.
+func list(args uint16) []netip.Addr { return []netip.Addr{sidEg, sidNx, fwSID(args), sidIn} }
+
+// srPkt is an SRv6 packet at the firewall (SL 2) carrying payload.
+func srPkt(args uint16, nh uint8, payload []byte) []byte {
+	return eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(args), 43, 60, srh(nh, list(args), 2, 0, payload)))
+}
+
+// after is the same packet forwarded with SL sl: DA = list[sl], hop 59.
+func after(args uint16, nh uint8, sl uint8, payload []byte) []byte {
+	l := list(args)
+	return eth(macNext, macNode, 0x86dd, ip6(sidIn, l[sl], 43, 59, srh(nh, l, sl, 0, payload)))
+}
+
+func l3(frame []byte) []byte { return frame[14:] }
+
+type step struct {
+	name    string
+	in      []byte
+	verdict uint32
+	out     []byte // nil: not compared
+	reason  string // drop counter that must increase
+	rule    int    // 1-based rule whose counter must increase; 0: none checked; -1: the policy
+}
+
+func TestProgFixtures(t *testing.T) {
+	mal := func(f func([]byte) []byte) []byte { return f(srPkt(0, 41, inner6)) }
+	tests := []struct {
+		name  string
+		in    Instance
+		rules []string
+		fam   fwrule.Family
+		steps []step
+	}{
+		{"basic rules on the inner IPv6 packet", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Drop}, []string{
+			"-s fc00:a::/64 -p udp --dport 2000 -j ACCEPT",
+			"-p udp --dport 2001 -j DROP",
+			"-p udp --dport 2002 -j SEG6 --seg6-action skip-next",
+			"-p udp --dport 2003 -j SEG6 --seg6-action go-last",
+			"-p udp --dport 2004 -j REJECT --reject-with icmp6-adm-prohibited",
+			"-d fc00:d::1 -p udp --dport 2005 -j SEG6 --seg6-action eval-args",
+		}, fwrule.IPv6, []step{
+			{"accept = End", srPkt(0, 41, inner6), vRedirect, after(0, 41, 1, inner6), "", 1},
+			{"drop", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2001, 8))), vShot, nil, "rule", 2},
+			{"skip-next", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2002, 8))), vRedirect, after(0, 41, 0, ip6(hostS, hostD, 17, 63, l4(1, 2002, 8))), "", 3},
+			{"go-last", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2003, 8))), vRedirect, after(0, 41, 0, ip6(hostS, hostD, 17, 63, l4(1, 2003, 8))), "", 4},
+			{"reject: ICMPv6 administratively prohibited to the source", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2004, 8))), vRedirect,
+				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2004, 8)))), 1, 1, 0)), "reject", 5},
+			{"eval-args 0 = go-next", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect, after(0, 41, 1, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), "", 6},
+			{"eval-args 1 = drop", srPkt(1, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vShot, nil, "rule", 6},
+			{"eval-args 2 = skip-next", srPkt(2, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect, after(2, 41, 0, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), "", 6},
+			{"eval-args 3 = go-last", srPkt(3, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect, after(3, 41, 0, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), "", 6},
+			{"eval-args 7: Parameter Problem pointing at the DA", srPkt(7, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect,
+				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(7, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8)))), 4, 0, 24)), "unknown-args", 6},
+			{"no match: policy drop", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 9, 8))), vShot, nil, "policy", -1},
+			{"source outside the prefix", srPkt(0, 41, ip6(a6("fc00:b::1"), hostD, 17, 63, l4(1, 2000, 8))), vShot, nil, "policy", -1},
+			{"hop limit 1", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 43, 1, srh(41, list(0), 2, 0, inner6))), vShot, nil, "hop-limit", 1},
+			{"not a firewall SID: next TCX program", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidNx, 43, 60, srh(41, list(0), 1, 0, inner6))), vUnspec, nil, "", 0},
+			{"IPv4: next TCX program", eth(macNode, macPeer, 0x0800, inner4), vUnspec, nil, "", 0},
+		}},
+		{"iptables rules on an inner IPv4 packet, policy accept", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept}, []string{
+			"-s 10.0.0.0/8 -p udp --dport 53 -j DROP",
+		}, fwrule.IPv4, []step{
+			{"v4 inner dropped", srPkt(0, 4, inner4), vShot, nil, "rule", 1},
+			{"other v4 accepted by policy", srPkt(0, 4, ip4("192.0.2.1", "10.9.9.9", 17, l4(1, 53, 8))), vRedirect, after(0, 4, 1, ip4("192.0.2.1", "10.9.9.9", 17, l4(1, 53, 8))), "", -1},
+			{"v6 inner: the IPv4 rule does not apply", srPkt(0, 41, inner6), vRedirect, after(0, 41, 1, inner6), "", -1},
+		}},
+		{"insert mode: source, final destination, transport after the SRH", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept}, []string{
+			"-s fc00:1::1 -d fc00:4::d6 -p udp --dport 2000 -j DROP",
+		}, fwrule.IPv6, []step{
+			{"matched on SegList[0]", srPkt(0, 17, l4(1000, 2000, 8)), vShot, nil, "rule", 1},
+			{"other port: End", srPkt(0, 17, l4(1000, 2001, 8)), vRedirect, after(0, 17, 1, l4(1000, 2001, 8)), "", -1},
+		}},
+		{"advanced rules: outer header and SRH fields", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept}, []string{
+			"-m srh --srh-psid fc00:1::1 --srh-nsid fc00:3::1 --srh-lsid fc00:4::d6 --srh-segs-left-eq 2 --srh-last-entry-eq 3 -p udp --dport 7 -j DROP",
+			"-s fc00:1::/64 -m srh --srh-tag 5 -j DROP",
+			"-m srh --inner-src 10.0.0.0/8 -j SEG6 --seg6-action go-last",
+			"-m srh ! --srh-next-hdr 41 --srh-hdr-len-gt 7 -j DROP",
+			"-p udp --dport 9 -j ACCEPT",
+		}, fwrule.IPv6, []step{
+			{"psid/nsid/lsid/sl/last", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 7, 8))), vShot, nil, "rule", 1},
+			{"tag", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 43, 60, srh(41, list(0), 2, 5, inner6))), vShot, nil, "rule", 2},
+			{"inner-src IPv4 in an advanced rule", srPkt(0, 4, inner4), vRedirect, after(0, 4, 0, inner4), "", 3},
+			{"next-hdr negated + hdr-len gt", srPkt(0, 17, l4(1, 2, 8)), vShot, nil, "rule", 4},
+			{"no SRH: advanced rules never match, accept is delivery", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 17, 60, l4(1, 9, 8))), vOK,
+				eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 17, 60, l4(1, 9, 8))), "", 5},
+			{"last segment accepted: delivered to the stack", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 43, 60, srh(41, []netip.Addr{fwSID(0), sidIn}, 0, 0, inner6))), vOK, nil, "", -1},
+		}},
+		{"malformed input", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept}, nil, fwrule.IPv6, []step{
+			{"truncated SRH", mal(func(b []byte) []byte { b = b[:14+40+20]; binary.BigEndian.PutUint16(b[18:], 20); return b }), vShot, nil, "truncated", 0},
+			{"payload length past the end", mal(func(b []byte) []byte { return b[:len(b)-4] }), vShot, nil, "truncated", 0},
+			{"SL > last entry", mal(func(b []byte) []byte { b[14+40+3] = 7; return b }), vShot, nil, "bad-srh", 0},
+			{"routing type 0", mal(func(b []byte) []byte { b[14+40+2] = 0; return b }), vShot, nil, "bad-srh", 0},
+			{"hdr-len shorter than the segment list", mal(func(b []byte) []byte { b[14+40+1] = 2; return b }), vShot, nil, "bad-srh", 0},
+			{"inner version is not 6", mal(func(b []byte) []byte { b[14+40+8+64] = 0x45; return b }), vShot, nil, "bad-inner", 0},
+			{"fragment header", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 44, 60, append([]byte{43, 0, 0, 1, 0, 0, 0, 1}, srh(41, list(0), 2, 0, inner6)...))), vShot, nil, "fragment", 0},
+			{"nine extension headers", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 60, 60, func() []byte {
+				var b []byte
+				for range 8 {
+					b = append(b, 60, 0, 1, 4, 0, 0, 0, 0)
+				}
+				b[len(b)-8] = 17
+				b = append(b, l4(1, 2, 8)...)
+				b[8*7] = 60
+				return append(b[:8*8], append([]byte{17, 0, 1, 4, 0, 0, 0, 0}, l4(1, 2, 8)...)...)
+			}())), vShot, nil, "too-many-ext-hdrs", 0},
+			{"inner UDP header cut", srPkt(0, 41, ip6(hostS, hostD, 17, 63, nil)), vShot, nil, "truncated", 0},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tn := newTestNode(t)
+			tc.in.Rules = mustRules(t, tc.fam, tc.rules...)
+			tn.seed(t, tc.in)
+			for _, s := range tc.steps {
+				before := tn.status(t, tc.in.SID)
+				v, out := tn.run(t, s.in)
+				after := tn.status(t, tc.in.SID)
+				if v != s.verdict {
+					t.Errorf("%s: verdict %d, want %d (drops %v)", s.name, int32(v), int32(s.verdict), after.Counters.Drops)
+					continue
+				}
+				if s.out != nil {
+					if diff := cmp.Diff(s.out, out); diff != "" {
+						t.Errorf("%s: output (-want +got):\n%s", s.name, diff)
+					}
+				}
+				if s.reason != "" && after.Counters.Drops[s.reason] != before.Counters.Drops[s.reason]+1 {
+					t.Errorf("%s: drop counter %s did not increase: %v -> %v", s.name, s.reason, before.Counters.Drops, after.Counters.Drops)
+				}
+				switch {
+				case s.rule > 0:
+					if after.Rules[s.rule-1].Packets != before.Rules[s.rule-1].Packets+1 {
+						t.Errorf("%s: rule %d counter %d -> %d", s.name, s.rule, before.Rules[s.rule-1].Packets, after.Rules[s.rule-1].Packets)
+					}
+				case s.rule < 0:
+					if after.Counters.Policy != before.Counters.Policy+1 {
+						t.Errorf("%s: policy counter %d -> %d", s.name, before.Counters.Policy, after.Counters.Policy)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestProgAtomicReplace: a rule update flips the table slot; counters of
+// unchanged rules carry over; the old rule set is gone.
+func TestProgAtomicReplace(t *testing.T) {
+	tn := newTestNode(t)
+	in := Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept, Rules: mustRules(t, fwrule.IPv6, "-p udp --dport 2000 -j DROP")}
+	tn.seed(t, in)
+	if v, _ := tn.run(t, srPkt(0, 41, inner6)); v != vShot {
+		t.Fatalf("before: verdict %d", v)
+	}
+	s0 := tn.status(t, fwPfx)
+	in.Rules = append(mustRules(t, fwrule.IPv6, "-p tcp -j DROP"), in.Rules...)
+	in.Rules[1] = mustRules(t, fwrule.IPv6, "-p udp --dport 2001 -j DROP")[0]
+	tn.seed(t, in)
+	s1 := tn.status(t, fwPfx)
+	if s1.Slot == s0.Slot {
+		t.Errorf("slot did not flip: %d", s1.Slot)
+	}
+	if v, _ := tn.run(t, srPkt(0, 41, inner6)); v != vRedirect {
+		t.Errorf("after: verdict %d, want the new rule set's End", v)
+	}
+	// Same rule set again: counters of the (unchanged) rules follow.
+	tn.seed(t, in)
+	in.Rules = append(in.Rules, mustRules(t, fwrule.IPv6, "-p udp --dport 2000 -j DROP")...)
+	tn.seed(t, in)
+	if v, _ := tn.run(t, srPkt(0, 41, inner6)); v != vShot {
+		t.Fatalf("again: verdict %d", v)
+	}
+	tn.seed(t, Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept, Rules: in.Rules})
+	if got := tn.status(t, fwPfx).Rules[2].Packets; got != 1 {
+		t.Errorf("carried counter of the unchanged rule: %d, want 1", got)
+	}
+}
+
+// ---- differential test: the program vs fwrule.Extract + Classify ----
+
+// randFrame builds a random frame addressed to the firewall (or not), in
+// plain, encap (IPv6/IPv4) or insert mode, sometimes malformed.
+func randFrame(r *rand.Rand) []byte {
+	args := pick(r, []uint16{0, 1, 2, 3, 7})
+	da := fwSID(args)
+	a6p := func() netip.Addr { return netip.MustParseAddr(pick(r, pool6)) }
+	var upper []byte
+	var proto uint8
+	v4 := false
+	mode := r.IntN(5) // 0 plain, 1-2 encap6, 3 encap4, 4 insert
+	if mode == 3 {
+		v4 = true
+	}
+	switch r.IntN(4) {
+	case 0:
+		proto, upper = 6, l4(pick(r, ports), pick(r, ports), 12)
+	case 1:
+		if v4 {
+			proto, upper = 1, []byte{pick(r, []uint8{0, 3, 8}), uint8(r.IntN(2)), 0, 0, 0, 0, 0, 0}
+		} else {
+			proto, upper = 58, []byte{pick(r, []uint8{1, 128, 129}), uint8(r.IntN(2)), 0, 0, 0, 0, 0, 0}
+		}
+	case 2:
+		proto, upper = 59, nil
+	default:
+		proto, upper = 17, l4(pick(r, ports), pick(r, ports), r.IntN(20))
+	}
+	var payload []byte
+	var nh uint8
+	if mode == 0 {
+		payload, nh = upper, proto
+	} else {
+		n := 1 + r.IntN(4)
+		l := make([]netip.Addr, n)
+		for i := range l {
+			l[i] = a6p()
+		}
+		sl := uint8(r.IntN(n))
+		l[sl] = da
+		var inner []byte
+		inh := proto
+		switch mode {
+		case 1, 2:
+			inner, inh = ip6(a6p(), a6p(), proto, 64, upper), 41
+		case 3:
+			inner, inh = ip4(pick(r, pool4), pick(r, pool4), proto, upper), 4
+		default:
+			inner = upper
+		}
+		payload = srh(inh, l, sl, uint16(r.IntN(3)), inner)
+		nh = 43
+		if r.IntN(6) == 0 {
+			payload = append([]byte{43, 0, 1, 4, 0, 0, 0, 0}, payload...)
+			nh = 60
+		}
+	}
+	hop := pick(r, []uint8{1, 2, 64, 64, 64})
+	if r.IntN(10) == 0 {
+		da = a6p() // probably not ours
+	}
+	p := ip6(a6p(), da, nh, hop, payload)
+	switch r.IntN(20) {
+	case 0:
+		p = p[:40+r.IntN(len(p)-40+1)] // cut, payload length left as is
+	case 1:
+		if len(p) > 41 {
+			p[40+r.IntN(len(p)-40)] ^= 1 << r.IntN(8)
+		}
+	}
+	return eth(macNode, macPeer, 0x86dd, p)
+}
+
+func reasonOf(err error) string {
+	var pe *fwrule.PacketError
+	if errors.As(err, &pe) {
+		return pe.Reason.Error()
+	}
+	return err.Error()
+}
+
+func TestProgDifferential(t *testing.T) {
+	tn := newTestNode(t)
+	r := rand.New(rand.NewPCG(4, 2))
+	const sets, perSet = 40, 100
+	stats := map[string]int{}
+	defer func() { t.Logf("outcomes: %v", stats) }()
+	for set := range sets {
+		n := 1 + r.IntN(30)
+		if set%10 == 9 {
+			n = 300 + r.IntN(700)
+		}
+		rules := randRules(r, n)
+		pol := fwrule.Accept
+		if r.IntN(2) == 0 {
+			pol = fwrule.Drop
+		}
+		in := Instance{SID: fwPfx, ArgsBits: 16, Policy: pol, Rules: rules}
+		tn.seed(t, in)
+		for i := range perSet {
+			frame := randFrame(r)
+			before := tn.status(t, fwPfx)
+			v, out := tn.run(t, frame)
+			after := tn.status(t, fwPfx)
+			ctx := func() string { return describe(rules) }
+			da := netip.AddrFrom16([16]byte(frame[14+24 : 14+40]))
+			if !fwPfx.Contains(da) {
+				if v != vUnspec {
+					t.Fatalf("set %d pkt %d: foreign DA %s: verdict %d", set, i, da, int32(v))
+				}
+				stats["foreign"]++
+				continue
+			}
+			p, err := fwrule.Extract(frame[14:])
+			if err != nil {
+				want := reasonOf(err)
+				if want == "too-many-ext-hdrs" {
+					want = "too-many-ext-hdrs"
+				}
+				if v != vShot || after.Counters.Drops[want] != before.Counters.Drops[want]+1 {
+					t.Fatalf("set %d pkt %d (% x): Extract: %v; program verdict %d drops %v -> %v", set, i, frame, err, int32(v), before.Counters.Drops, after.Counters.Drops)
+				}
+				stats["malformed "+want]++
+				continue
+			}
+			idx, ok := fwrule.Classify(rules, p)
+			kind := pol
+			if ok {
+				kind = rules[idx].Target.Kind
+				if after.Rules[idx].Packets != before.Rules[idx].Packets+1 {
+					t.Fatalf("set %d pkt %d (% x): reference rule %d (%s); program counters moved elsewhere (verdict %d)\npacket %+v\nrules:\n%s",
+						set, i, frame, idx+1, rules[idx], int32(v), p, ctx())
+				}
+			} else if after.Counters.Policy != before.Counters.Policy+1 {
+				t.Fatalf("set %d pkt %d (% x): reference: no rule; program matched one (verdict %d)\npacket %+v\nrules:\n%s", set, i, frame, int32(v), p, ctx())
+			}
+			if kind == fwrule.EvalArgs {
+				a := binary.BigEndian.Uint16(frame[14+38:])
+				switch a {
+				case 0:
+					kind = fwrule.GoNext
+				case 1:
+					kind = fwrule.Drop
+				case 2:
+					kind = fwrule.SkipNext
+				case 3:
+					kind = fwrule.GoLast
+				default:
+					kind = fwrule.Reject // Parameter Problem: same verdicts
+				}
+			}
+			var wantV []uint32
+			switch kind {
+			case fwrule.Drop:
+				wantV = []uint32{vShot}
+			case fwrule.Reject:
+				wantV = []uint32{vShot, vRedirect} // ICMP error or rate limited
+			default:
+				switch {
+				case !p.HasSRH || p.SegsLeft == 0:
+					wantV = []uint32{vOK}
+				case frame[14+7] <= 1:
+					wantV = []uint32{vShot}
+				default:
+					wantV = []uint32{vRedirect}
+					sl := p.SegsLeft - 1
+					switch kind {
+					case fwrule.SkipNext:
+						sl = p.SegsLeft - min(p.SegsLeft, 2)
+					case fwrule.GoLast:
+						sl = 0
+					}
+					if got := out[14+40+3+srhOff(frame)]; got != sl {
+						t.Fatalf("set %d pkt %d: %s: SL %d, want %d", set, i, kind, got, sl)
+					}
+				}
+			}
+			found := false
+			for _, w := range wantV {
+				found = found || v == w
+			}
+			if !found {
+				t.Fatalf("set %d pkt %d (% x): action %s: verdict %d, want %v (drops %v)", set, i, frame, kind, int32(v), wantV, after.Counters.Drops)
+			}
+			stats[kind.String()]++
+		}
+	}
+}
+
+// srhOff is the offset of the SRH after the outer IPv6 header (a
+// destination options header may come first).
+func srhOff(frame []byte) int {
+	if frame[14+6] == 60 {
+		return 8
+	}
+	return 0
+}
