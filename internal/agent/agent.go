@@ -22,6 +22,8 @@ const (
 	KindRule   Kind = "rule"
 	// KindProxies sets the node's whole list of SR proxies at once.
 	KindProxies Kind = "proxies"
+	// KindFirewalls sets the node's SR-aware firewall instances at once.
+	KindFirewalls Kind = "firewalls"
 )
 
 // Action says what an Op does to its object.
@@ -56,6 +58,11 @@ type Op struct {
 	// ActSet; empty removes every proxy), OldProxies the list it replaces.
 	Proxies    []nodestate.Proxy `json:"proxies,omitempty"`
 	OldProxies []nodestate.Proxy `json:"old_proxies,omitempty"`
+	// Firewalls is the node's complete desired list of firewall instances
+	// (KindFirewalls, with ActSet; empty removes them), OldFirewalls the
+	// list it replaces (instances in it but not in Firewalls are removed).
+	Firewalls    []nodestate.Firewall `json:"firewalls,omitempty"`
+	OldFirewalls []nodestate.Firewall `json:"old_firewalls,omitempty"`
 }
 
 // String renders the op the way plan prints it: "+" adds, "-" removes, "~"
@@ -108,6 +115,8 @@ func (o Op) String() string {
 			}
 		}
 		return b.String()
+	case KindFirewalls:
+		return firewallsString(o.OldFirewalls, o.Firewalls)
 	}
 	return "? " + string(o.Kind)
 }
@@ -147,6 +156,8 @@ func (o Op) Inverse() Op {
 		return Op{Kind: KindRule, Action: ActDelete, Rule: o.Rule}
 	case KindProxies:
 		return Op{Kind: KindProxies, Action: ActSet, Proxies: o.OldProxies, OldProxies: o.Proxies}
+	case KindFirewalls:
+		return Op{Kind: KindFirewalls, Action: ActSet, Firewalls: o.OldFirewalls, OldFirewalls: o.Firewalls}
 	}
 	return o
 }

@@ -109,6 +109,9 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if got.Proxies, err = ObserveProxies(l.netns); err != nil {
 		return nil, fmt.Errorf("node %s: read proxies: %w", l.name, err)
 	}
+	if got.Firewalls, err = ObserveFirewalls(l.netns); err != nil {
+		return nil, fmt.Errorf("node %s: read firewalls: %w", l.name, err)
+	}
 	if ts, err := h.TunSrc(); err == nil && ts.IsValid() && !ts.IsUnspecified() {
 		got.TunSrc = ts.String()
 	}
@@ -187,6 +190,8 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 			return proxy.Remove(l.netns)
 		}
 		return proxy.Apply(l.netns, specs)
+	case KindFirewalls:
+		return applyFirewalls(l.netns, op.Firewalls, op.OldFirewalls)
 	}
 	return fmt.Errorf("unknown op kind %q", op.Kind)
 }
@@ -212,6 +217,11 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 		out = append(out, SIDCounters{SID: e.SID, Behavior: e.Behavior, Route: st.Spec.String(), Owned: true, Counted: true,
 			Packets: e.Counters["packets"], Bytes: e.Counters["bytes"], Errors: e.Counters["errors"]})
 	}
+	fws, err := firewallCounters(l.netns)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: read firewalls: %w", l.name, err)
+	}
+	out = append(out, fws...)
 	for _, s := range sids {
 		c := SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto}
 		if s.Route.Seg6Local != nil {

@@ -93,6 +93,18 @@ func Compute(observed, desired *nodestate.Node) Diff {
 			d.Adds = append(d.Adds, op)
 		}
 	}
+	// Firewalls too (End.AN.FW instances), the same way.
+	var fwDel *agent.Op
+	if !sameFirewalls(observed.Firewalls, desired.Firewalls) {
+		op := agent.Op{Kind: agent.KindFirewalls, Action: agent.ActSet,
+			Firewalls:    append([]nodestate.Firewall(nil), desired.Firewalls...),
+			OldFirewalls: append([]nodestate.Firewall(nil), observed.Firewalls...)}
+		if len(desired.Firewalls) == 0 {
+			fwDel = &op
+		} else {
+			d.Adds = append(d.Adds, op)
+		}
+	}
 	d.Adds = append(d.Adds, policyAdds...)
 
 	obsRules := map[string]bool{}
@@ -131,8 +143,31 @@ func Compute(observed, desired *nodestate.Node) Diff {
 	if proxyDel != nil {
 		d.Deletes = append(d.Deletes, *proxyDel)
 	}
+	if fwDel != nil {
+		d.Deletes = append(d.Deletes, *fwDel)
+	}
 	d.Deletes = append(d.Deletes, endpointDels...)
 	return d
+}
+
+// sameFirewalls compares two firewall lists by their canonical form,
+// ignoring order.
+func sameFirewalls(a, b []nodestate.Firewall) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	count := map[string]int{}
+	for _, f := range a {
+		count[agent.CanonicalFirewall(f)]++
+	}
+	for _, f := range b {
+		k := agent.CanonicalFirewall(f)
+		if count[k] == 0 {
+			return false
+		}
+		count[k]--
+	}
+	return true
 }
 
 // sameProxies compares two proxy lists by canonical `sid add` line,
