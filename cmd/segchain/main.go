@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/proxy"
 )
 
@@ -40,7 +41,8 @@ Typical session:
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(),
-		newSidCmd(proxy.Extension{}),
+		newSidCmd(proxy.Extension{}, fw.Extension{}),
+		newFwCmd(),
 		newDumpCmd(),
 		newPerfCmd(),
 		newValidateCmd(),
