@@ -55,6 +55,7 @@ type NetnsDriver struct {
 	sinkLink    link.Link
 	sinkKind    SinkKind
 	sinkMap     *ebpf.Map
+	genHold     link.Link
 	created     []string // namespaces to delete
 	mu          sync.Mutex
 }
@@ -64,6 +65,9 @@ const (
 	portTx  = "tx0"
 	portRx  = "rx0"
 	portOut = "out0"
+	// portHold is a veth of the tester, always down, that holds the
+	// generator program attached (see holdDispatcher).
+	portHold = "gh0"
 )
 
 // NewNetnsDriver returns an unbuilt netns testbed.
@@ -218,7 +222,39 @@ func (d *NetnsDriver) Up() (err error) {
 		return err
 	}
 	d.gen, err = newXDPGenerator(d.tester, d.txIfindex, d.opt.GenCPU, d.opt.GenNice)
-	return err
+	if err != nil {
+		return err
+	}
+	return d.holdDispatcher()
+}
+
+// holdDispatcher attaches the generator program (generic XDP) to a veth of
+// the tester that stays down and so never receives a frame. Every
+// BPF_PROG_TEST_RUN of an XDP program adds it to the kernel's XDP
+// dispatcher and removes it again at the end, and each change of the
+// dispatcher waits for an RCU grace period (synchronize_rcu, twice per
+// call): on this VM 10–30 ms without a frame sent, every chunk, so the
+// SUT's 256-entry ring ran dry and its thread idled ≈ 10–25 % of every
+// window. Attached, the program stays in the dispatcher (refcounted) and
+// test runs no longer change it.
+func (d *NetnsDriver) holdDispatcher() error {
+	if err := nsRunAll(d.tester, [][]string{
+		{"ip", "link", "add", portHold, "type", "veth", "peer", "name", portHold + "p"},
+	}); err != nil {
+		return err
+	}
+	return nsutil.Do(d.tester, func() error {
+		ifi, err := net.InterfaceByName(portHold)
+		if err != nil {
+			return err
+		}
+		l, err := link.AttachXDP(link.XDPOptions{Interface: ifi.Index, Program: d.gen.objs.PerfGen, Flags: link.XDPGenericMode})
+		if err != nil {
+			return fmt.Errorf("attach generator to %s (dispatcher hold): %w", portHold, err)
+		}
+		d.genHold = l
+		return nil
+	})
 }
 
 // findNAPIThread returns the PID of the kernel thread "napi/DEV-ID".
@@ -253,17 +289,47 @@ func pin(pid, cpu int) error {
 	return unix.SchedSetaffinity(pid, &set)
 }
 
-// schedRuntime returns a thread's cumulative CPU time in ns.
-func schedRuntime(pid int) (uint64, error) {
+// schedstat returns a thread's cumulative CPU time and run-queue wait
+// time in ns (/proc/PID/schedstat: runtime, run_delay, timeslices).
+func schedstat(pid int) (run, wait uint64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, 0, fmt.Errorf("short schedstat of %d: %q", pid, b)
+	}
+	if run, err = strconv.ParseUint(f[0], 10, 64); err != nil {
+		return 0, 0, err
+	}
+	wait, err = strconv.ParseUint(f[1], 10, 64)
+	return run, wait, err
+}
+
+// userHZ is the unit of /proc/stat (USER_HZ, 100 on Linux).
+const userHZ = 100
+
+// cpuSteal returns the steal time of a CPU in ns (/proc/stat, 10 ms
+// resolution).
+func cpuSteal(cpu int) (uint64, error) {
+	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0, err
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, fmt.Errorf("empty schedstat of %d", pid)
+	prefix := "cpu" + strconv.Itoa(cpu) + " "
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 9 {
+			return 0, fmt.Errorf("/proc/stat %s: no steal field", prefix)
+		}
+		v, err := strconv.ParseUint(f[8], 10, 64)
+		return v * (1e9 / userHZ), err
 	}
-	return strconv.ParseUint(f[0], 10, 64)
+	return 0, fmt.Errorf("/proc/stat: no %s", prefix)
 }
 
 // setThreaded switches threaded NAPI on the SUT's input port. On, the NAPI
@@ -367,9 +433,12 @@ func (d *NetnsDriver) Sample() (Sample, error) {
 		return s, err
 	}
 	if d.napiPID != 0 {
-		if s.SUTCPU, err = schedRuntime(d.napiPID); err != nil {
+		if s.SUTCPU, s.SUTWait, err = schedstat(d.napiPID); err != nil {
 			return s, fmt.Errorf("napi thread: %w", err)
 		}
+	}
+	if s.SUTSteal, err = cpuSteal(d.opt.SUTCPU); err != nil {
+		return s, err
 	}
 	return s, nil
 }
@@ -390,6 +459,10 @@ func sinkPackets(m *ebpf.Map) (uint64, error) {
 // namespaces (which removes the veths and routes with them).
 func (d *NetnsDriver) Down() error {
 	var errs []error
+	if d.genHold != nil {
+		_ = d.genHold.Close()
+		d.genHold = nil
+	}
 	if d.gen != nil {
 		if err := d.gen.Close(); err != nil {
 			errs = append(errs, err)
