@@ -21,18 +21,40 @@ type Sample struct {
 	// SUTCPU is the CPU time (ns) spent by the SUT's packet-processing
 	// thread, 0 when the testbed cannot measure it.
 	SUTCPU uint64
+	// SUTWait is the time (ns) that thread spent runnable but waiting for
+	// its CPU (other work ran there), SUTSteal the time the hypervisor took
+	// the SUT's CPU away (steal). Both 0 when unknown. A window in which
+	// either is large measured the co-runners, not the SUT's throughput.
+	SUTWait, SUTSteal uint64
 }
 
 // Delta is the difference between two samples.
 type Delta struct {
-	Dur    time.Duration
-	Tx, Rx uint64
-	SUTCPU uint64
+	Dur               time.Duration
+	Tx, Rx            uint64
+	SUTCPU            uint64
+	SUTWait, SUTSteal uint64
 }
 
 // Sub returns s − old.
 func (s Sample) Sub(old Sample) Delta {
-	return Delta{Dur: s.At.Sub(old.At), Tx: s.Tx - old.Tx, Rx: s.Rx - old.Rx, SUTCPU: s.SUTCPU - old.SUTCPU}
+	return Delta{Dur: s.At.Sub(old.At), Tx: s.Tx - old.Tx, Rx: s.Rx - old.Rx, SUTCPU: s.SUTCPU - old.SUTCPU,
+		SUTWait: s.SUTWait - old.SUTWait, SUTSteal: s.SUTSteal - old.SUTSteal}
+}
+
+// Busy is the fraction of the window the SUT thread ran (0 if unknown).
+func (d Delta) Busy() float64 { return fraction(d.SUTCPU, d.Dur) }
+
+// Lost is the fraction of the window the SUT thread was runnable but did
+// not run: waiting for its CPU behind other work, or stolen by the
+// hypervisor.
+func (d Delta) Lost() float64 { return fraction(d.SUTWait+d.SUTSteal, d.Dur) }
+
+func fraction(ns uint64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(ns) / float64(d.Nanoseconds())
 }
 
 // TxPPS is the offered rate.

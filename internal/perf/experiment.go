@@ -67,6 +67,11 @@ type SandwichSpec struct {
 	MinOverload float64 `yaml:"min_overload,omitempty" json:"min_overload"`
 	// MaxRounds bounds the rounds including replacements (0: 3×rounds).
 	MaxRounds int `yaml:"max_rounds,omitempty" json:"max_rounds"`
+	// MaxLost: a window in which the SUT thread did not run for more than
+	// this fraction of it (it waited behind other work, was stolen, or
+	// idled) does not count for the throughput ratio; the CPU ratio keeps
+	// it (default 0.05; negative disables).
+	MaxLost float64 `yaml:"max_lost,omitempty" json:"max_lost"`
 }
 
 // PDRSpec configures the PDR/NDR search (fixed-rate trials).
@@ -150,6 +155,9 @@ func (e *Experiment) Defaults() {
 	if s.MinOverload == 0 {
 		s.MinOverload = 1.1
 	}
+	if s.MaxLost == 0 {
+		s.MaxLost = 0.05
+	}
 	p := &e.PDR
 	if p.LossPercent == 0 {
 		p.LossPercent = 2
@@ -219,6 +227,9 @@ func (e *Experiment) Validate() error {
 	}
 	if e.Sandwich.Rounds < 1 {
 		bad("sandwich.rounds", "must be ≥ 1")
+	}
+	if e.Sandwich.MaxLost >= 1 {
+		bad("sandwich.max_lost", "%g: want a fraction below 1 (negative disables)", e.Sandwich.MaxLost)
 	}
 	if e.PDR.LossPercent < 0 || e.PDR.LossPercent >= 100 {
 		bad("pdr.loss_percent", "must be in [0, 100)")

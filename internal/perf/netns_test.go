@@ -374,7 +374,7 @@ func TestGeneratorPristine(t *testing.T) {
 	step("Start", g.Start, false)
 	step("Stop", g.Stop, false)
 	after := drained(t, d)
-	if dl := after.Sub(before); dl.Rx == 0 || dl.Rx > dl.Tx {
+	if dl := after.Sub(before); dl.Rx == 0 || dl.Rx > dl.Tx+10 { // +10: stray ND/MLD of tx0
 		t.Errorf("xdp-drop sink counted %d of %d frames", dl.Rx, dl.Tx)
 	}
 	if err := d.Sink(SinkForward); err != nil {

@@ -75,14 +75,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(w, "Run %d, %d-byte packets:\n\n", k.run, k.size)
 		hasSat, hasPDR := false, false
 		for _, x := range groups[k] {
-			hasSat = hasSat || x.Ratio != nil
+			hasSat = hasSat || x.CPURatio != nil
 			hasPDR = hasPDR || x.PDRPPS != nil
 		}
 		hdr := "| Behaviour |"
 		sep := "|---|"
 		if hasSat {
-			hdr += " Throughput (kpps) | R_" + r.Baseline + " | 95% CI | SUT ns/packet | R_cpu | 95% CI | rounds (replaced) |"
-			sep += "---:|---:|---|---:|---:|---|---:|"
+			hdr += " R_cpu | 95% CI | SUT ns/packet | R_" + r.Baseline + " throughput | 95% CI | Throughput (kpps) | rounds: cpu / throughput (replaced) |"
+			sep += "---:|---|---:|---:|---|---:|---:|"
 		}
 		if hasPDR {
 			hdr += fmt.Sprintf(" PDR@%g%% (kpps) | CV | R_PDR |", r.Config.PDR.LossPercent)
@@ -97,17 +97,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		for _, x := range groups[k] {
 			row := "| " + x.Name + " |"
 			if hasSat {
-				if x.Ratio != nil {
-					cr := x.CPURatio
-					if cr == nil {
-						cr = &Summary{}
-					}
-					row += fmt.Sprintf(" %.0f | %.1f%% | %.1f–%.1f%% | %.0f | %.1f%% | %.1f–%.1f%% | %d (%d) |",
-						x.ThroughputPPS.Median/1e3, 100*x.Ratio.Median, 100*x.Ratio.CI95[0], 100*x.Ratio.CI95[1],
-						x.NsPerPacket.Median, 100*cr.Median, 100*cr.CI95[0], 100*cr.CI95[1], x.Ratio.Runs, x.DiscardedRounds)
-				} else {
-					row += " | | | | | | |"
-				}
+				row += satCells(x)
 			}
 			if hasPDR {
 				if x.PDRPPS != nil {
@@ -136,20 +126,57 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	if len(r.Controls) > 0 {
-		fmt.Fprintf(w, "| Run | Size | A/A throughput | 95%% CI | within %.0f%% | A/A cpu | 95%% CI | within %.0f%% |\n",
+		fmt.Fprintf(w, "| Run | Size | A/A cpu | 95%% CI | within %.0f%% | A/A throughput | 95%% CI | within %.0f%% | undisturbed rounds | SUT thread busy (median) |\n",
 			100*r.Config.Sandwich.AALimit, 100*r.Config.Sandwich.AALimit)
-		fmt.Fprintln(w, "|---:|---:|---:|---|---|---:|---|---|")
+		fmt.Fprintln(w, "|---:|---:|---:|---|---|---:|---|---|---:|---:|")
 		for _, c := range r.Controls {
-			fmt.Fprintf(w, "| %d | %d | %.3f | %.3f–%.3f | %v | %.3f | %.3f–%.3f | %v |\n", c.Run, c.Size,
-				c.Ratio.Median, c.Ratio.CI95[0], c.Ratio.CI95[1], c.Valid,
-				c.CPURatio.Median, c.CPURatio.CI95[0], c.CPURatio.CI95[1], c.CPUValid)
+			thr := fmt.Sprintf("%.3f | %.3f–%.3f | %v", c.Ratio.Median, c.Ratio.CI95[0], c.Ratio.CI95[1], c.Valid)
+			if c.ThroughputInconclusive {
+				thr = "— | — | not measurable"
+				if c.Ratio.Runs > 0 {
+					thr = fmt.Sprintf("%.3f | %.3f–%.3f | not measurable", c.Ratio.Median, c.Ratio.CI95[0], c.Ratio.CI95[1])
+				}
+			}
+			fmt.Fprintf(w, "| %d | %d | %.3f | %.3f–%.3f | %v | %s | %d of %d | %.0f%% |\n", c.Run, c.Size,
+				c.CPURatio.Median, c.CPURatio.CI95[0], c.CPURatio.CI95[1], c.CPUValid, thr,
+				c.Ratio.Runs, c.CPURatio.Runs, 100*c.MedianBusy)
 		}
 		fmt.Fprintln(w)
+		for _, c := range r.Controls {
+			if c.ThroughputInconclusive {
+				fmt.Fprintf(w, "Run %d, %d B: **the throughput ratio is not measurable in this run**: the SUT thread had its CPU to itself throughout only %d of %d A/A rounds (it ran %.0f%% of a window, median); other work shared its CPU. The CPU ratio (R_cpu) is the figure.\n\n",
+					c.Run, c.Size, c.Ratio.Runs, c.CPURatio.Runs, 100*c.MedianBusy)
+			}
+		}
 	}
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "* skipped %s: %s\n", s.Behavior, s.Reason)
 	}
 	return nil
+}
+
+// satCells are a result's saturated-method cells: the CPU ratio first
+// (the figure that survives a shared machine), then the throughput ratio
+// over the rounds in which the SUT thread had its CPU to itself.
+func satCells(x Result) string {
+	if x.CPURatio == nil || x.NsPerPacket == nil {
+		return " | | | | | | |"
+	}
+	cr := x.CPURatio
+	cell := fmt.Sprintf(" %.1f%% | %.1f–%.1f%% | %.0f |", 100*cr.Median, 100*cr.CI95[0], 100*cr.CI95[1], x.NsPerPacket.Median)
+	nThr := 0
+	if x.Ratio != nil {
+		nThr = x.Ratio.Runs
+		cell += fmt.Sprintf(" %.1f%% | %.1f–%.1f%% |", 100*x.Ratio.Median, 100*x.Ratio.CI95[0], 100*x.Ratio.CI95[1])
+	} else {
+		cell += " — | — |"
+	}
+	if x.ThroughputPPS != nil {
+		cell += fmt.Sprintf(" %.0f |", x.ThroughputPPS.Median/1e3)
+	} else {
+		cell += " — |"
+	}
+	return cell + fmt.Sprintf(" %d / %d (%d) |", cr.Runs, nThr, x.DiscardedRounds)
 }
 
 func pct(v float64, base bool) string {
@@ -190,6 +217,30 @@ func (r *Report) WriteAll(dir string) ([]string, error) {
 	if err := write("table.md", r.WriteMarkdown); err != nil {
 		return files, err
 	}
+	if len(r.Windows) > 0 {
+		if err := write("windows.csv", r.WriteWindowsCSV); err != nil {
+			return files, err
+		}
+	}
 	plots, err := r.WritePlots(dir)
 	return append(files, plots...), err
+}
+
+// WriteWindowsCSV writes every measured sandwich window (the raw data
+// behind the ratios: rates, the SUT thread's CPU time, its run-queue wait
+// and the steal of its CPU, and whether the window counted).
+func (r *Report) WriteWindowsCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"run", "size", "round", "seq", "arm", "slot", "dur_ns", "tx", "rx", "sut_cpu_ns", "sut_wait_ns", "sut_steal_ns",
+		"rx_pps", "ns_per_packet", "busy", "lost", "valid"})
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	fl := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	for _, x := range r.Windows {
+		d := x.Delta
+		_ = cw.Write([]string{strconv.Itoa(x.Run), strconv.Itoa(x.Size), strconv.Itoa(x.Round), strconv.Itoa(x.Seq), x.Arm, strconv.Itoa(x.Slot),
+			strconv.FormatInt(d.Dur.Nanoseconds(), 10), u(d.Tx), u(d.Rx), u(d.SUTCPU), u(d.SUTWait), u(d.SUTSteal),
+			fl(d.RxPPS()), fl(d.NsPerPacket()), fl(d.Busy()), fl(d.Lost()), x.Valid})
+	}
+	cw.Flush()
+	return cw.Error()
 }

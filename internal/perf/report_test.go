@@ -27,6 +27,27 @@ func sampleReport() *Report {
 		Ceilings: []Ceiling{{Run: 1, Size: 64, GenPPS: 4e6, XDPDropPPS: 3.5e6, XDPDropRewritePPS: 3e6, StackDropPPS: 1.5e6}},
 		Controls: []Control{{Run: 1, Size: 64, Ratio: *s(1), CPURatio: *s(1), Valid: true, CPUValid: true}},
 		Skipped:  []Skip{{"End.DT4", "no VRF"}},
+		Windows: []Window{{Run: 1, Size: 64, Round: 0, Seq: 0, Arm: "IPv6", Slot: 0, Valid: "ok",
+			Delta: Delta{Dur: 100e6, Tx: 800000, Rx: 70000, SUTCPU: 99e6, SUTWait: 1e6}}},
+	}
+}
+
+// TestReportThroughputNotMeasurable: a run whose SUT thread lost its CPU
+// says so instead of printing a throughput A/A that means nothing.
+func TestReportThroughputNotMeasurable(t *testing.T) {
+	r := sampleReport()
+	r.Controls[0].ThroughputInconclusive, r.Controls[0].Valid = true, false
+	r.Controls[0].Ratio = Summary{}
+	r.Controls[0].MedianBusy = 0.55
+	r.Results[1].Ratio = nil
+	var md bytes.Buffer
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| End | 70.0% | 69.3–70.7% | 1900 | — | — | 500 | 3 / 0 (0) |", "— | — | not measurable | 0 of 3 | 55% |", "the throughput ratio is not measurable"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
 	}
 }
 
@@ -62,7 +83,7 @@ func TestReportTextFormats(t *testing.T) {
 	if err := r.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| End | 500 | 74.0%", "| 70.0%", "PDR@2%", "| 490 |", "skipped End.DT4: no VRF", "| 4000 | 3500 | 3000 | 1500 |"} {
+	for _, want := range []string{"| End | 70.0% | 69.3–70.7% | 1900 | 74.0% | 73.3–74.7% | 500 | 3 / 3 (0) |", "PDR@2%", "| 490 |", "skipped End.DT4: no VRF", "| 4000 | 3500 | 3000 | 1500 |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
@@ -86,6 +107,7 @@ func TestReportPlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{}
+	want[dir+"/windows.csv"] = true
 	for _, base := range []string{"ratios-run1-64B", "cpu-ratios-run1-64B", "throughput-vs-rate", "throughput-vs-rules"} {
 		want[dir+"/"+base+".png"] = true
 		want[dir+"/"+base+".svg"] = true
