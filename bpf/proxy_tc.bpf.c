@@ -92,6 +92,8 @@ struct proxy_sid {
 	__u32 nh_family; /* AF_INET / AF_INET6 S-ADDR for bpf_redirect_neigh */
 	__u32 nh[4];
 	__u64 flow_timeout_ns; /* per-flow cache aging, 0 = never */
+	__u32 flow_max;	       /* per-flow cache of its own (flow_caps_map) of this size; 0: node-wide LRU */
+	__u32 _pad1;
 };
 
 /* Cached outer headers (outer IPv6 + all its extension headers, as they
@@ -165,6 +167,25 @@ struct {
 	__type(key, struct proxy_flow_key);
 	__type(value, struct proxy_cache);
 } flows_map SEC(".maps");
+
+/* Per-flow caches of SIDs with `flow max N`: a hash of N entries per SID
+ * (created by the loader with max_entries N; the template's 1 is never
+ * used). A hash, not an LRU: a full cache refuses new flows (counted as
+ * flow-full) after freeing the expired ones, instead of silently evicting
+ * live flows, so one SID's flows never push out another's. */
+struct flows_inner {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, struct proxy_flow_key);
+	__type(value, struct proxy_cache);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, PROXY_MAX_SIDS);
+	__type(key, __u32);
+	__array(values, struct flows_inner);
+} flow_caps_map SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -271,6 +292,49 @@ static __always_inline int same_cache(const struct proxy_cache *a, const struct 
 	return 1;
 }
 
+/* flows_of is the per-flow cache of cfg: its own (flow max) or the
+ * node-wide LRU; NULL if the loader did not create it. */
+static __always_inline void *flows_of(const struct proxy_sid *cfg)
+{
+	__u32 id = cfg->id;
+
+	if (cfg->flow_max)
+		return bpf_map_lookup_elem(&flow_caps_map, &id);
+	return &flows_map;
+}
+
+struct flow_gc {
+	__u64 now;
+	__u64 timeout;
+};
+
+/* flow_gc_cb deletes an expired entry of a capped per-flow cache. */
+static long flow_gc_cb(void *map, struct proxy_flow_key *key, struct proxy_cache *v,
+		       struct flow_gc *g)
+{
+	if (g->now - v->updated_ns > g->timeout)
+		bpf_map_delete_elem(map, key);
+	return 0;
+}
+
+/* flow_insert adds a new flow to a capped cache that is full (-E2BIG):
+ * frees the expired entries (one walk of at most flow max entries, only
+ * when full) and tries again. */
+static __always_inline long flow_insert_full(const struct proxy_sid *cfg,
+					     struct proxy_flow_key *fk, struct proxy_cache *s)
+{
+	struct flow_gc g = { .now = s->updated_ns, .timeout = cfg->flow_timeout_ns };
+	__u32 id = cfg->id;
+	/* Looked up again here so this helper call only ever sees the inner
+	 * maps (the verifier wants one map type per bpf_for_each_map_elem). */
+	void *m = bpf_map_lookup_elem(&flow_caps_map, &id);
+
+	if (!m || !g.timeout)
+		return -E2BIG;
+	bpf_for_each_map_elem(m, flow_gc_cb, &g, 0);
+	return bpf_map_update_elem(m, fk, s, BPF_ANY);
+}
+
 /* cache_store compares s with the current entry and replaces it when it
  * differs (the research's "update the cache if different"). */
 static __always_inline int cache_store(struct proxy_sid *cfg, struct proxy_stats *st,
@@ -281,9 +345,12 @@ static __always_inline int cache_store(struct proxy_sid *cfg, struct proxy_stats
 	__u32 id = cfg->id;
 	void *map = &cache_map;
 	void *key = &id;
+	long err;
 
 	if (fk) {
-		map = &flows_map;
+		map = flows_of(cfg);
+		if (!map)
+			return PROXY_DROP_INTERNAL;
 		key = fk;
 	}
 	old = bpf_map_lookup_elem(map, key);
@@ -292,7 +359,10 @@ static __always_inline int cache_store(struct proxy_sid *cfg, struct proxy_stats
 			old->updated_ns = now;
 		return -1;
 	}
-	if (bpf_map_update_elem(map, key, s, BPF_ANY) < 0)
+	err = bpf_map_update_elem(map, key, s, BPF_ANY);
+	if (err == -E2BIG && fk && cfg->flow_max)
+		err = flow_insert_full(cfg, fk, s);
+	if (err < 0)
 		return fk ? PROXY_DROP_FLOW_FULL : PROXY_DROP_INTERNAL;
 	if (st)
 		st->cache_updates++;
@@ -621,14 +691,19 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 	}
 
 	if (cfg->flags & PROXY_F_FLOW) {
+		void *fm;
+
 		if (flow_key(skb, ETH_HLEN, inner, cfg->id, &fk) < 0)
 			return drop(st, PROXY_DROP_TRUNCATED);
-		ce = bpf_map_lookup_elem(&flows_map, &fk);
+		fm = flows_of(cfg);
+		if (!fm)
+			return drop(st, PROXY_DROP_INTERNAL);
+		ce = bpf_map_lookup_elem(fm, &fk);
 		if (!ce || !ce->valid)
 			return drop(st, PROXY_DROP_FLOW_MISS);
 		if (cfg->flow_timeout_ns &&
 		    bpf_ktime_get_ns() - ce->updated_ns > cfg->flow_timeout_ns) {
-			bpf_map_delete_elem(&flows_map, &fk);
+			bpf_map_delete_elem(fm, &fk);
 			return drop(st, PROXY_DROP_FLOW_EXPIRED);
 		}
 	} else {

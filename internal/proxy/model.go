@@ -28,6 +28,7 @@ type ModelSID struct {
 	Behavior string
 	Inner    Inner
 	Flow     bool
+	FlowMax  int              // flow max (0: node-wide LRU); the model never expires flows
 	MAC      net.HardwareAddr // S-ADDR as MAC (nil: neighbour resolution)
 	OIFMAC   net.HardwareAddr
 }
@@ -234,6 +235,9 @@ func (m *Model) inbound(p []byte) Result {
 			old, had = m.Cache[cfg.ID]
 		}
 		if !had || old.Terminal != c.Terminal || old.NhOff != c.NhOff || !bytes.Equal(old.Hdr, c.Hdr) {
+			if cfg.Flow && !had && cfg.FlowMax > 0 && m.flowCount(cfg.ID) >= cfg.FlowMax {
+				return drop(st, DropFlowFull) // a new flow, the SID's cache is full
+			}
 			if cfg.Flow {
 				m.Flows[fk] = c
 			} else {
@@ -262,6 +266,18 @@ func (m *Model) inbound(p []byte) Result {
 		binary.BigEndian.PutUint16(out[12:], 0x0800)
 	}
 	return m.toSF(cfg, st, out)
+}
+
+// flowCount is the number of flows cached for SID id.
+func (m *Model) flowCount(id uint32) int {
+	prefix := string(binary.BigEndian.AppendUint32(nil, id))
+	n := 0
+	for k := range m.Flows {
+		if len(k) >= 4 && k[:4] == prefix {
+			n++
+		}
+	}
+	return n
 }
 
 // flowKeyOf is the inner 5-tuple (plus SID id) as a map key.

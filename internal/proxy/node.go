@@ -291,7 +291,7 @@ func (n *Node) Add(s Spec) error {
 	cfg := proxyTCProxySid{
 		Id: id, Behavior: behaviorCode[s.Behavior], Inner: uint8(s.Inner),
 		Oif: uint32(oif.Index), Iif: uint32(iif.Index),
-		FlowTimeoutNs: uint64(s.FlowTimeout),
+		FlowTimeoutNs: uint64(s.FlowTimeout), FlowMax: s.FlowMax,
 	}
 	if s.Flow {
 		cfg.Flags |= uint8(flagFlow)
@@ -316,6 +316,9 @@ func (n *Node) Add(s Spec) error {
 	}
 	if err := n.zeroStats(id); err != nil {
 		return err
+	}
+	if err := n.setFlowCap(id, s.FlowMax); err != nil {
+		return fmt.Errorf("%s: %w", s.SID, err)
 	}
 	if s.Behavior == EndAS {
 		hdr, nhOff := BuildEncap(s.Src, s.Segs, s.Tag, s.Inner)
@@ -403,6 +406,7 @@ func (n *Node) Del(sid netip.Prefix) (bool, error) {
 	}
 	_ = n.objs.CacheMap.Delete(me.cfg.Id)
 	n.deleteFlows(&me.cfg.Id)
+	_ = n.setFlowCap(me.cfg.Id, 0)
 	_ = n.zeroStats(me.cfg.Id)
 	if len(ents) == 1 {
 		return true, n.teardown()
@@ -425,6 +429,44 @@ func (n *Node) deleteFlows(id *uint32) {
 	for i := range keys {
 		_ = n.objs.FlowsMap.Delete(&keys[i])
 	}
+}
+
+// setFlowCap gives SID id a per-flow cache of its own with max entries
+// (flow max), or none (max 0). The outer map holds the only reference: the
+// cache lives as long as the SID, in bpffs terms as long as the pinned
+// outer map.
+func (n *Node) setFlowCap(id, max uint32) error {
+	if max == 0 {
+		if err := n.objs.FlowCapsMap.Delete(id); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("remove flow cache of proxy %d: %w", id, err)
+		}
+		return nil
+	}
+	spec, err := loadProxyTC()
+	if err != nil {
+		return err
+	}
+	inner := spec.Maps["flow_caps_map"].InnerMap.Copy()
+	inner.Name = fmt.Sprintf("proxy_flows_%d", id)
+	inner.MaxEntries = max
+	m, err := ebpf.NewMap(inner)
+	if err != nil {
+		return fmt.Errorf("create flow cache of %d entries: %w", max, err)
+	}
+	defer m.Close()
+	if err := n.objs.FlowCapsMap.Put(id, m); err != nil {
+		return fmt.Errorf("install flow cache: %w", err)
+	}
+	return nil
+}
+
+// flowCap opens SID id's own per-flow cache (nil: it has none).
+func (n *Node) flowCap(id uint32) *ebpf.Map {
+	var m *ebpf.Map
+	if err := n.objs.FlowCapsMap.Lookup(id, &m); err != nil {
+		return nil
+	}
+	return m
 }
 
 // Flush removes every proxy SID of the namespace, the program and the maps.
@@ -539,6 +581,13 @@ func (n *Node) Show() ([]Status, error) {
 			}
 		}
 		st.Cache = append(st.Cache, flows[e.cfg.Id]...)
+		if m := n.flowCap(e.cfg.Id); m != nil {
+			it := m.Iterate()
+			for it.Next(&fk, &fv) {
+				st.Cache = append(st.Cache, cacheEntry(&fv, now, flowString(&fk)))
+			}
+			m.Close()
+		}
 		out = append(out, st)
 	}
 	return out, nil
@@ -573,7 +622,7 @@ func specOf(e entry, names map[uint32]string) Spec {
 	c := e.cfg
 	s := Spec{SID: e.sid, Behavior: behaviorName(c.Behavior), Inner: Inner(c.Inner),
 		OIF: names[c.Oif], IIF: names[c.Iif],
-		Flow: c.Flags&uint8(flagFlow) != 0, FlowTimeout: time.Duration(c.FlowTimeoutNs)}
+		Flow: c.Flags&uint8(flagFlow) != 0, FlowTimeout: time.Duration(c.FlowTimeoutNs), FlowMax: c.FlowMax}
 	if s.OIF == "" {
 		s.OIF = fmt.Sprintf("if%d", c.Oif)
 	}

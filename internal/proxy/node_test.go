@@ -36,6 +36,14 @@ func TestNodeLifecycle(t *testing.T) {
 	if err := ext.Add(ns, as, "End.AS", strings.Fields("inner ipv4 mac 02:00:00:00:00:01 oif sf1 iif sf1 src fc00:2::5 segs fc00:3::1,fc00:4::1 tag 3")); err != nil {
 		t.Fatal(err)
 	}
+	af := netip.MustParsePrefix("fc00:2::af/128")
+	ae := netip.MustParsePrefix("fc00:2::a2/128")
+	if err := ext.Add(ns, af, "End.AD6", strings.Fields("nh6 fc00:5f::2 oif up0 iif up0 flow max 100 timeout 30")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Add(ns, ae, "End.AD", strings.Fields("inner ethernet oif up1 iif up1")); err != nil {
+		t.Fatal(err)
+	}
 	// IFACE-IN is exclusive.
 	if err := ext.Add(ns, am, "End.AM", strings.Fields("nh6 fc00:5f::2 oif sf0 iif sf0")); err == nil || !strings.Contains(err.Error(), "exclusive") {
 		t.Fatalf("second proxy on sf0: %v, want an exclusivity error", err)
@@ -64,11 +72,37 @@ func TestNodeLifecycle(t *testing.T) {
 		got = append(got, st.Spec.String())
 	}
 	want := []string{
+		"fc00:2::a2/128 End.AD inner ethernet oif up1 iif up1",
 		"fc00:2::a5/128 End.AS inner ipv4 mac 02:00:00:00:00:01 oif sf1 iif sf1 src fc00:2::5 segs fc00:3::1,fc00:4::1 tag 3",
 		"fc00:2::ad/128 End.AD inner ipv6 nh6 fc00:5f::2 oif sf0 iif sf0",
+		"fc00:2::af/128 End.AD inner ipv6 nh6 fc00:5f::2 oif up0 iif up0 flow max 100 timeout 30",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("show:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// flow max: a cache of its own, of that size, gone with the SID.
+	var afID uint32
+	for _, e := range ents {
+		if st := e.Extra.(Status); st.Spec.SID == af {
+			afID = st.ID
+		}
+	}
+	nd, err := Open(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nd.Close()
+	if m := nd.flowCap(afID); m == nil || m.MaxEntries() != 100 {
+		t.Errorf("flow cache of %s: %v", af, m)
+	} else {
+		m.Close()
+	}
+	if ok, err := ext.Del(ns, af); !ok || err != nil {
+		t.Fatalf("del %s: %v %v", af, ok, err)
+	}
+	if m := nd.flowCap(afID); m != nil {
+		m.Close()
+		t.Errorf("flow cache of %s survives its deletion", af)
 	}
 	if ok, err := ext.Del(ns, netip.MustParsePrefix("fc00:9::1/128")); ok || err != nil {
 		t.Errorf("del of a non-proxy SID: %v %v", ok, err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/google/go-cmp/cmp"
@@ -159,6 +160,9 @@ func newTestNode(t *testing.T) *testNode {
 	return n
 }
 
+// node wraps the test objects for Node's map helpers.
+func (n *testNode) node() *Node { return &Node{netns: n.ns, objs: n.objs} }
+
 // fib is the model's view of the namespace above.
 func (n *testNode) fib(dst netip.Addr) FIBResult {
 	src := a6("fc00:99::1")
@@ -223,6 +227,8 @@ type sidConf struct {
 	mac      bool // S-ADDR is macSF (else nh6 fc00:5f::2)
 	asSrc    string
 	asSegs   []string
+	flowMax  uint32        // flow max (needs a timeout)
+	timeout  time.Duration // flow timeout
 }
 
 func (n *testNode) seed(t *testing.T, confs []sidConf) *Model {
@@ -235,7 +241,11 @@ func (n *testNode) seed(t *testing.T, confs []sidConf) *Model {
 		if c.flow {
 			cfg.Flags |= uint8(flagFlow)
 		}
-		ms := ModelSID{ID: uint32(i), Behavior: c.behavior, Inner: c.inner, Flow: c.flow, OIFMAC: macSFOut}
+		cfg.FlowTimeoutNs, cfg.FlowMax = uint64(c.timeout), c.flowMax
+		if err := n.node().setFlowCap(uint32(i), c.flowMax); err != nil {
+			t.Fatal(err)
+		}
+		ms := ModelSID{ID: uint32(i), Behavior: c.behavior, Inner: c.inner, Flow: c.flow, FlowMax: int(c.flowMax), OIFMAC: macSFOut}
 		if c.mac {
 			cfg.Flags |= uint8(flagMAC)
 			copy(cfg.Dmac[:], macSF)
@@ -285,6 +295,7 @@ var (
 	sidNx  = a6("fc00:3::1")
 	sidEg  = a6("fc00:4::d6")
 	inner6 = ip6(hostS, hostD, 17, 63, udp(1000, 2000, 16))
+	innerB = ip6(hostS, hostD, 17, 63, udp(1001, 2000, 16)) // another flow
 	inner4 = ip4("10.0.0.1", "10.9.9.9", 17, udp(1000, 2000, 16))
 )
 
@@ -576,14 +587,15 @@ func randomFrame(r *rand.Rand) (iif string, frame []byte) {
 
 func TestProgDifferential(t *testing.T) {
 	configs := map[string][]sidConf{
-		"AD6":   {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true}},
-		"EAD4":  {{sid: sidPx.String(), behavior: EndEAD, inner: InnerIPv4, mac: true}},
-		"AD6f":  {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true}},
-		"AS6":   {{sid: sidPx.String(), behavior: EndAS, inner: InnerIPv6, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}},
-		"AM":    {{sid: sidPx.String(), behavior: EndAM, inner: InnerIPv6, mac: true}},
-		"AD4nh": {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv4}},
-		"ADeth": {{sid: sidPx.String(), behavior: EndAD, inner: InnerEthernet}},
-		"ASeth": {{sid: sidPx.String(), behavior: EndAS, inner: InnerEthernet, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}},
+		"AD6":    {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true}},
+		"EAD4":   {{sid: sidPx.String(), behavior: EndEAD, inner: InnerIPv4, mac: true}},
+		"AD6f":   {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true}},
+		"AS6":    {{sid: sidPx.String(), behavior: EndAS, inner: InnerIPv6, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}},
+		"AM":     {{sid: sidPx.String(), behavior: EndAM, inner: InnerIPv6, mac: true}},
+		"AD4nh":  {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv4}},
+		"ADeth":  {{sid: sidPx.String(), behavior: EndAD, inner: InnerEthernet}},
+		"AD6max": {{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true, flowMax: 2, timeout: time.Hour}},
+		"ASeth":  {{sid: sidPx.String(), behavior: EndAS, inner: InnerEthernet, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}},
 	}
 	const perConfig = 400
 	for name, confs := range configs {
@@ -616,5 +628,56 @@ func TestProgDifferential(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProgFlowMax: a SID with flow max keeps its flows in a cache of its
+// own; a full cache refuses new flows (flow-full) until entries expire.
+func TestProgFlowMax(t *testing.T) {
+	list := []netip.Addr{sidEg, sidNx, sidPx, sidIn}
+	cachedOuter := func(inner []byte) []byte {
+		return ip6(sidIn, sidNx, 43, 59, srh(41, list, 1, 0, nil, inner))
+	}
+	n := newTestNode(t)
+	n.seed(t, []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true, flowMax: 1, timeout: 300 * time.Millisecond}})
+	steps := []struct {
+		sleep time.Duration
+		step
+	}{
+		{0, step{"flow A learnt", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil}},
+		{0, step{"flow A again: no new entry", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil}},
+		{0, step{"flow B: cache full", "net", srPkt(list, 2, 41, nil, innerB), VerdictDrop, nil, reason(DropFlowFull)}},
+		{0, step{"flow A still served", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(inner6)), nil}},
+		{400 * time.Millisecond, step{"flow A expired: flow B takes its place", "net", srPkt(list, 2, 41, nil, innerB), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, innerB), nil}},
+		{0, step{"flow A: miss", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictDrop, nil, reason(DropFlowMiss)}},
+		{0, step{"flow B served", "sf", eth(macSFOut, macSF, 0x86dd, innerB), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(innerB)), nil}},
+	}
+	for _, s := range steps {
+		time.Sleep(s.sleep)
+		iif := n.pa
+		if s.iif == "sf" {
+			iif = n.sfb
+		}
+		before := n.stats(t, 0)
+		v, out := n.run(t, iif, s.in)
+		after := n.stats(t, 0)
+		if v != s.verdict {
+			t.Errorf("%s: verdict %d, want %d (drops %v)", s.name, v, s.verdict, after.Drops)
+			continue
+		}
+		if s.out != nil {
+			if diff := cmp.Diff(s.out, out); diff != "" {
+				t.Errorf("%s: output (-want +got):\n%s", s.name, diff)
+			}
+		}
+		if s.reason != nil && after.Drops[*s.reason] != before.Drops[*s.reason]+1 {
+			t.Errorf("%s: drop counter %s did not increase", s.name, *s.reason)
+		}
+	}
+	// The node-wide LRU was not used.
+	var k proxyTCProxyFlowKey
+	var v proxyTCProxyCache
+	if it := n.objs.FlowsMap.Iterate(); it.Next(&k, &v) {
+		t.Errorf("flow in the node-wide LRU: %+v", k)
 	}
 }

@@ -100,6 +100,8 @@ type proxyTCProxySid struct {
 	NhFamily      uint32
 	Nh            [4]uint32
 	FlowTimeoutNs uint64
+	FlowMax       uint32
+	Pad1          uint32
 }
 
 type proxyTCProxyStats struct {
@@ -119,6 +121,7 @@ type proxyTCProxyStats struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	proxyTCMapCacheMap         = "cache_map"
+	proxyTCMapFlowCapsMap      = "flow_caps_map"
 	proxyTCMapFlowsMap         = "flows_map"
 	proxyTCMapIfacesMap        = "ifaces_map"
 	proxyTCMapScratchMap       = "scratch_map"
@@ -180,12 +183,13 @@ type proxyTCProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type proxyTCMapSpecs struct {
-	CacheMap   *ebpf.MapSpec `ebpf:"cache_map"`
-	FlowsMap   *ebpf.MapSpec `ebpf:"flows_map"`
-	IfacesMap  *ebpf.MapSpec `ebpf:"ifaces_map"`
-	ScratchMap *ebpf.MapSpec `ebpf:"scratch_map"`
-	SidsMap    *ebpf.MapSpec `ebpf:"sids_map"`
-	StatsMap   *ebpf.MapSpec `ebpf:"stats_map"`
+	CacheMap    *ebpf.MapSpec `ebpf:"cache_map"`
+	FlowCapsMap *ebpf.MapSpec `ebpf:"flow_caps_map"`
+	FlowsMap    *ebpf.MapSpec `ebpf:"flows_map"`
+	IfacesMap   *ebpf.MapSpec `ebpf:"ifaces_map"`
+	ScratchMap  *ebpf.MapSpec `ebpf:"scratch_map"`
+	SidsMap     *ebpf.MapSpec `ebpf:"sids_map"`
+	StatsMap    *ebpf.MapSpec `ebpf:"stats_map"`
 }
 
 // proxyTCVariableSpecs contains global variables before they are loaded into the kernel.
@@ -218,17 +222,19 @@ func (o *proxyTCObjects) Close() error {
 //
 // It can be passed to loadProxyTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type proxyTCMaps struct {
-	CacheMap   *ebpf.Map `ebpf:"cache_map"`
-	FlowsMap   *ebpf.Map `ebpf:"flows_map"`
-	IfacesMap  *ebpf.Map `ebpf:"ifaces_map"`
-	ScratchMap *ebpf.Map `ebpf:"scratch_map"`
-	SidsMap    *ebpf.Map `ebpf:"sids_map"`
-	StatsMap   *ebpf.Map `ebpf:"stats_map"`
+	CacheMap    *ebpf.Map `ebpf:"cache_map"`
+	FlowCapsMap *ebpf.Map `ebpf:"flow_caps_map"`
+	FlowsMap    *ebpf.Map `ebpf:"flows_map"`
+	IfacesMap   *ebpf.Map `ebpf:"ifaces_map"`
+	ScratchMap  *ebpf.Map `ebpf:"scratch_map"`
+	SidsMap     *ebpf.Map `ebpf:"sids_map"`
+	StatsMap    *ebpf.Map `ebpf:"stats_map"`
 }
 
 func (m *proxyTCMaps) Close() error {
 	return _ProxyTCClose(
 		m.CacheMap,
+		m.FlowCapsMap,
 		m.FlowsMap,
 		m.IfacesMap,
 		m.ScratchMap,

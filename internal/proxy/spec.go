@@ -62,6 +62,9 @@ type Spec struct {
 	// End.AD/End.EAD per-flow variant.
 	Flow        bool          `json:"flow,omitempty"`
 	FlowTimeout time.Duration `json:"flow_timeout,omitempty"`
+	// FlowMax caps the flows this SID caches (its own hash of that size;
+	// 0: the node-wide LRU shared by all SIDs).
+	FlowMax uint32 `json:"flow_max,omitempty"`
 }
 
 // Params renders the spec in the canonical `sid add` syntax, without the SID
@@ -92,6 +95,9 @@ func (s Spec) Params() []string {
 	}
 	if s.Flow {
 		p = append(p, "flow")
+		if s.FlowMax > 0 {
+			p = append(p, "max", strconv.FormatUint(uint64(s.FlowMax), 10))
+		}
 		if s.FlowTimeout > 0 {
 			p = append(p, "timeout", strconv.Itoa(int(s.FlowTimeout/time.Second)))
 		}
@@ -205,9 +211,11 @@ func ParseSpec(sid netip.Prefix, behavior string, params []string) (Spec, error)
 			}
 			s.Tag = uint16(t)
 		case "max":
-			// The per-flow caches of all SIDs share one LRU of 65536
-			// entries; a per-SID bound needs a map per SID (map-in-map).
-			return Spec{}, fmt.Errorf("%s: flow max: a per-SID flow limit: %w (flows share a node-wide LRU of %d entries)", c.name, ErrNotSupported, flowsMax)
+			n, err := strconv.ParseUint(v, 10, 32)
+			if err != nil || n == 0 || n > flowsMax {
+				return Spec{}, fmt.Errorf("%s: max %q: want 1..%d flows", c.name, v, flowsMax)
+			}
+			s.FlowMax = uint32(n)
 		case "timeout":
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil || n == 0 {
@@ -264,13 +272,22 @@ func (s Spec) Validate() error {
 	if s.FlowTimeout > 0 && !s.Flow {
 		errs = append(errs, errors.New("timeout needs flow"))
 	}
+	if s.FlowMax > 0 && !s.Flow {
+		errs = append(errs, errors.New("max needs flow"))
+	}
+	if s.FlowMax > 0 && s.FlowTimeout == 0 {
+		// A full capped cache frees expired flows; without a timeout the
+		// flows that ended would hold their slots forever.
+		errs = append(errs, errors.New("flow max needs flow timeout SECONDS"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s %s: %w", s.SID, s.Behavior, err)
 	}
 	return nil
 }
 
-// flowsMax is the size of the node-wide per-flow cache (PROXY_FLOWS_MAX).
+// flowsMax is the size of the node-wide per-flow cache (PROXY_FLOWS_MAX),
+// and the largest flow max.
 const flowsMax = 65536
 
 // maxSegs keeps a configured End.AS header within the program's cache.
