@@ -416,7 +416,7 @@ func (v *validator) proxyService(p string, s *Service) {
 	case !masq && s.Inner == "":
 		v.errf(p+".inner", "required (ipv4 or ipv6)")
 	case !masq && s.Inner != "ipv4" && s.Inner != "ipv6":
-		v.errf(p+".inner", "unknown inner %q (ipv4 or ipv6)", s.Inner)
+		v.errf(p+".inner", "unknown inner %q (ipv4 or ipv6; inner ethernet proxies exist for `segchain sid add`, not yet in the domain file)", s.Inner)
 	}
 	n := 0
 	for _, set := range []bool{s.SFNh6 != "", s.SFNh4 != "", s.SFMac != ""} {
@@ -529,7 +529,7 @@ func (v *validator) chainProxies(p string, c *Chain, fam int) {
 		case c.Mode == ModeInsert && s.Proxy != ProxyMasquerading:
 			v.errf(sp, "proxy service %s needs an encapsulated inner packet (only masquerading works in insert mode): use encap mode with an egress", sn)
 		case c.Mode == ModeL2Encap || c.Mode == ModeL2EncapRed:
-			v.errf(sp, "proxy service %s: proxies hand IPv4 or IPv6 to the SF, not Ethernet frames (%s)", sn, c.Mode)
+			v.errf(sp, "proxy service %s: the domain file's proxies hand IPv4 or IPv6 to the SF, not Ethernet frames (%s; inner ethernet proxies exist for `segchain sid add` only)", sn, c.Mode)
 		case s.Proxy == ProxyMasquerading && fam == 4:
 			v.errf(sp, "masquerading proxy %s serves IPv6 chains only", sn)
 		case fam != 0 && (s.Inner == "ipv4" || s.Inner == "ipv6") && s.Inner != fmt.Sprintf("ipv%d", fam) && c.Mode != ModeInsert:
