@@ -515,6 +515,11 @@ static __always_inline __s64 arr_index(__u32 tid, __u32 f, __u8 val)
 }
 
 #define FW_USED(t, f) ((t)->used & (1U << (f)))
+/* A fresh load of the used-fields mask for every test: a bit test on one
+ * register narrows what the verifier knows of it, and with 16 tests in a
+ * 64-iteration loop the combinations never prune. A new load each time
+ * leaves nothing to remember. */
+#define FW_USED_FRESH(t) (*(volatile const __u32 *)&(t)->used)
 
 /* field_index: the bitmap of field f for packet p (the table's absent
  * bitmap when no rule uses f or the packet lacks it). */
@@ -596,6 +601,9 @@ static __noinline int classify(const struct fw_table *t, __u32 tid, const struct
 	cand = b->summary;
 #pragma unroll
 	for (f = 0; f < FW_F_MAX; f++) {
+		/* A field no rule uses admits every rule: skip it. */
+		if (!(FW_USED_FRESH(t) & (1U << f)))
+			continue;
 		idx = field_index(t, tid, f, p, &s->k);
 		b = bitmap(idx);
 		if (!b)
@@ -608,9 +616,14 @@ static __noinline int classify(const struct fw_table *t, __u32 tid, const struct
 			break;
 		w = ctz64(cand) & (FW_WORDS - 1);
 		cand &= cand - 1;
-		x = ~0ULL;
+		b = bitmap(s->bm[FW_F_MAX]);
+		if (!b)
+			return -2;
+		x = b->words[w];
 #pragma unroll
-		for (f = 0; f <= FW_F_MAX; f++) {
+		for (f = 0; f < FW_F_MAX; f++) {
+			if (!(FW_USED_FRESH(t) & (1U << f)))
+				continue;
 			b = bitmap(s->bm[f]);
 			if (!b)
 				return -2;
@@ -820,7 +833,10 @@ int fw_tc(struct __sk_buff *skb)
 		p.segs = sl;
 		p.last = srh.first_segment;
 		p.tag = bpf_ntohs(srh.tag);
-		if (load_sid(skb, srh_off, 0, &p.lsid) < 0)
+		/* Segment List[0]: matched by --srh-lsid, and the original
+		 * destination in insert mode. */
+		if ((FW_USED(t, FW_F_LSID) || FW_USED(t, FW_F_DST)) &&
+		    load_sid(skb, srh_off, 0, &p.lsid) < 0)
 			return drop(st, FW_DROP_TRUNCATED);
 		if (FW_USED(t, FW_F_PSID) && sl < srh.first_segment) {
 			if (load_sid(skb, srh_off, (__u32)sl + 1, &p.psid) < 0)

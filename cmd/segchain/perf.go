@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/segchain/segchain/internal/fw/fwperf"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/proxy/proxyperf"
 )
@@ -20,6 +21,7 @@ import (
 func perfRegistry() (*perf.Registry, error) {
 	recipes := append(perf.NativeRecipes(), perf.BaselineRecipes()...)
 	recipes = append(recipes, proxyperf.Recipes()...)
+	recipes = append(recipes, fwperf.Recipes()...)
 	return perf.NewRegistry(recipes...)
 }
 
