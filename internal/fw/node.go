@@ -56,6 +56,23 @@ func open(netns string) (*Node, error) {
 	if err := os.MkdirAll(n.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pin dir: %w", err)
 	}
+	spec, err := n.spec()
+	if err != nil {
+		return nil, err
+	}
+	// Maps only: verifying the program takes seconds, and only attaching
+	// needs it (attachAll loads it when an interface lacks it).
+	err = spec.LoadAndAssign(&n.objs.fwTCMaps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}})
+	if err != nil {
+		if errors.Is(err, ebpf.ErrMapIncompatible) {
+			return nil, fmt.Errorf("pinned firewall maps in %s are from another segchain version (segchain sid flush): %w", n.dir, err)
+		}
+		return nil, fmt.Errorf("load firewall program: %w", err)
+	}
+	return n, nil
+}
+
+func (n *Node) spec() (*ebpf.CollectionSpec, error) {
 	spec, err := loadFwTC()
 	if err != nil {
 		return nil, fmt.Errorf("load firewall spec: %w", err)
@@ -65,14 +82,7 @@ func open(netns string) (*Node, error) {
 			m.Pinning = ebpf.PinByName
 		}
 	}
-	err = spec.LoadAndAssign(&n.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}})
-	if err != nil {
-		if errors.Is(err, ebpf.ErrMapIncompatible) {
-			return nil, fmt.Errorf("pinned firewall maps in %s are from another segchain version (segchain sid flush): %w", n.dir, err)
-		}
-		return nil, fmt.Errorf("load firewall program: %w", err)
-	}
-	return n, nil
+	return spec, nil
 }
 
 // Close releases the process' handles; pinned state stays.
@@ -104,6 +114,7 @@ func nsName(netns string, clean bool) (string, error) {
 	}
 	name := fmt.Sprintf("ns-%d-%d", ino, cookie)
 	if clean {
+		gcDefunct(name)
 		stale, _ := filepath.Glob(filepath.Join(PinRoot, fmt.Sprintf("ns-%d-*", ino), "fw"))
 		for _, d := range stale {
 			if filepath.Base(filepath.Dir(d)) != name {
@@ -113,6 +124,42 @@ func nsName(netns string, clean bool) (string, error) {
 		}
 	}
 	return name, nil
+}
+
+// gcDefunct removes the firewall state of namespaces that are gone: a pin
+// directory whose TCX links all lost their interface (deleting a namespace
+// deletes its interfaces; the pins in bpffs would otherwise keep ~13 MB of
+// maps alive per namespace, e.g. after every perf run). keep is the
+// caller's own directory.
+func gcDefunct(keep string) {
+	dirs, _ := filepath.Glob(filepath.Join(PinRoot, "ns-*", "fw"))
+	for _, d := range dirs {
+		ns := filepath.Base(filepath.Dir(d))
+		if ns == keep {
+			continue
+		}
+		pins, _ := filepath.Glob(filepath.Join(d, "tcx-*"))
+		if len(pins) == 0 {
+			continue // never attached: cannot tell, leave it
+		}
+		live := false
+		for _, p := range pins {
+			lk, err := link.LoadPinnedLink(p, nil)
+			if err != nil {
+				continue
+			}
+			if info, err := lk.Info(); err == nil {
+				if tcx := info.TCX(); tcx != nil && tcx.Ifindex != 0 {
+					live = true
+				}
+			}
+			lk.Close()
+		}
+		if !live {
+			old := &Node{dir: d, state: filepath.Join(StateRoot, ns)}
+			_ = old.teardown()
+		}
+	}
 }
 
 // soNetnsCookie is SO_NETNS_COOKIE (Linux >= 5.14, asm-generic value).
@@ -163,6 +210,16 @@ func (n *Node) attachAll() error {
 			pin := filepath.Join(n.dir, fmt.Sprintf("tcx-%d", i.Index))
 			if _, err := os.Stat(pin); err == nil {
 				continue
+			}
+			if n.objs.FwTc == nil {
+				spec, err := n.spec()
+				if err != nil {
+					return err
+				}
+				err = spec.LoadAndAssign(&n.objs.fwTCPrograms, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}})
+				if err != nil {
+					return fmt.Errorf("load firewall program: %w", err)
+				}
 			}
 			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: n.objs.FwTc, Attach: ebpf.AttachTCXIngress})
 			if err != nil {
