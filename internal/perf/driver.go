@@ -129,6 +129,14 @@ type Env struct {
 	// Do runs fn with the calling thread in the SUT's network namespace
 	// (netlink, bpf). Nil on testbeds where the SUT is remote.
 	Do func(fn func() error) error
+	// AddSUTTask pins a task (a thread ID of this process, e.g. a
+	// userspace service's reader) to the SUT's CPU and counts its CPU time
+	// as the SUT's in Sample.SUTCPU. Nil where the testbed cannot.
+	AddSUTTask func(tid int) error
+	// Cleanup registers fn to run when the testbed goes down, before its
+	// namespaces go: recipes that start something besides kernel state
+	// (a reader thread) stop it there. Nil where the testbed cannot.
+	Cleanup func(fn func() error)
 }
 
 // Port addressing of every testbed (see docs/benchmarks.md).

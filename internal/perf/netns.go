@@ -56,8 +56,17 @@ type NetnsDriver struct {
 	sinkKind    SinkKind
 	sinkMap     *ebpf.Map
 	genHold     link.Link
-	created     []string // namespaces to delete
-	mu          sync.Mutex
+	// sutTasks are extra tasks whose CPU time is the SUT's (AddSUTTask),
+	// with the last runtime read (kept once a task has ended).
+	sutTasks []sutTask
+	cleanups []func() error
+	created  []string // namespaces to delete
+	mu       sync.Mutex
+}
+
+type sutTask struct {
+	tid  int
+	last uint64
 }
 
 // Fixed port names inside the (unique) namespaces.
@@ -209,8 +218,14 @@ func (d *NetnsDriver) Up() (err error) {
 	d.env = Env{
 		In: d.in, Out: portOut,
 		InMAC: macs[d.in], TxMAC: macs[portTx], OutMAC: macs[portOut], RxMAC: macs[portRx],
-		Run: func(args ...string) (string, error) { return nsRun(sut, args...) },
-		Do:  func(fn func() error) error { return nsutil.Do(sut, fn) },
+		Run:        func(args ...string) (string, error) { return nsRun(sut, args...) },
+		Do:         func(fn func() error) error { return nsutil.Do(sut, fn) },
+		AddSUTTask: d.addSUTTask,
+		Cleanup: func(fn func() error) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.cleanups = append(d.cleanups, fn)
+		},
 	}
 	if err := loadPerfSinkTCObjects(&d.sinkTC, nil); err != nil {
 		return fmt.Errorf("load tc sink: %w", err)
@@ -420,6 +435,21 @@ func (d *NetnsDriver) Sink(k SinkKind) error {
 	return nil
 }
 
+// addSUTTask pins tid to the SUT CPU and adds its CPU time to SUTCPU.
+func (d *NetnsDriver) addSUTTask(tid int) error {
+	if err := pin(tid, d.opt.SUTCPU); err != nil {
+		return fmt.Errorf("pin task %d to cpu %d: %w", tid, d.opt.SUTCPU, err)
+	}
+	run, _, err := schedstat(tid)
+	if err != nil {
+		return fmt.Errorf("task %d: %w", tid, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sutTasks = append(d.sutTasks, sutTask{tid: tid, last: run})
+	return nil
+}
+
 // Sample reads the generator, sink and NAPI thread counters.
 func (d *NetnsDriver) Sample() (Sample, error) {
 	d.mu.Lock()
@@ -436,6 +466,15 @@ func (d *NetnsDriver) Sample() (Sample, error) {
 		if s.SUTCPU, s.SUTWait, err = schedstat(d.napiPID); err != nil {
 			return s, fmt.Errorf("napi thread: %w", err)
 		}
+	}
+	for i := range d.sutTasks {
+		t := &d.sutTasks[i]
+		// A task's run-queue wait is not added to SUTWait: it mostly
+		// waits for the SUT's other thread, which is the SUT's own work.
+		if run, _, err := schedstat(t.tid); err == nil { // else it ended: keep its total
+			t.last = run
+		}
+		s.SUTCPU += t.last
 	}
 	if s.SUTSteal, err = cpuSteal(d.opt.SUTCPU); err != nil {
 		return s, err
@@ -459,6 +498,15 @@ func sinkPackets(m *ebpf.Map) (uint64, error) {
 // namespaces (which removes the veths and routes with them).
 func (d *NetnsDriver) Down() error {
 	var errs []error
+	d.mu.Lock()
+	cleanups := d.cleanups
+	d.cleanups, d.sutTasks = nil, nil
+	d.mu.Unlock()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		if err := cleanups[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if d.genHold != nil {
 		_ = d.genHold.Close()
 		d.genHold = nil

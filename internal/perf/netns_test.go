@@ -275,7 +275,8 @@ func TestNetnsTeardown(t *testing.T) {
 }
 
 // TestBaselineRulesInstalled checks with the real tools that the rule
-// baselines install the number of rules asked for, in their own chains.
+// baselines install the number of rules asked for, in their own chains,
+// also when set up a second time (the next run), and one jump to them.
 func TestBaselineRulesInstalled(t *testing.T) {
 	d := upTestbed(t)
 	reg, err := NewRegistry(BaselineRecipes()...)
@@ -296,8 +297,11 @@ func TestBaselineRulesInstalled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.Setup(d.Env(), i+1, Params{Size: 64, Rules: tc.rules}); err != nil {
-				t.Fatal(err)
+			// Twice: the runner sets recipes up again for every run.
+			for n := 0; n < 2; n++ {
+				if _, err := r.Setup(d.Env(), i+1, Params{Size: 64, Rules: tc.rules}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			out, err := d.Env().Run(tc.count...)
 			if err != nil {
@@ -305,6 +309,15 @@ func TestBaselineRulesInstalled(t *testing.T) {
 			}
 			if got := tc.want(out); got != tc.rules {
 				t.Errorf("%d rules installed, want %d:\n%s", got, tc.rules, out)
+			}
+			list := [][]string{{"ip6tables", "-S", "FORWARD"}, {"nft", "list", "chain", "ip6", "segperf", "forward"}}[i]
+			all, err := d.Env().Run(list...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			jump := []string{fmt.Sprintf("-j SEGPERF%d", i+1), fmt.Sprintf("jump r%d", i+1)}[i]
+			if n := strings.Count(all, jump); n != 1 {
+				t.Errorf("%d jumps %q, want 1", n, jump)
 			}
 		})
 	}
@@ -384,5 +397,135 @@ func TestGeneratorPristine(t *testing.T) {
 	// runtime the SUT's CPU cost is read from.
 	if pid, err := findNAPIThread(d.in); err != nil || pid != d.napiPID {
 		t.Errorf("napi thread after the xdp sink: %d (%v), driver reads %d", pid, err, d.napiPID)
+	}
+}
+
+// TestNFQueueRecipe: packets of the nfqueue recipe go through its reader
+// (each one accepted there), a second setup (the next run) reuses the
+// reader and keeps one jump rule, the reader's CPU time is the SUT's, and
+// the testbed's teardown stops the reader thread.
+func TestNFQueueRecipe(t *testing.T) {
+	d := upTestbed(t)
+	reg, err := NewRegistry(BaselineRecipes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := reg.Get("nfqueue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frame []byte
+	for i := 0; i < 2; i++ {
+		if frame, err = rec.Setup(d.Env(), 3, Params{Size: 64}); err != nil {
+			if IsNotSupported(err) {
+				t.Skip(err)
+			}
+			t.Fatal(err)
+		}
+	}
+	nr := rec.(*nfqueueRecipe)
+	rd := nr.readers[nfqKey{d.Env(), 3}]
+	if rd == nil || len(nr.readers) != 1 {
+		t.Fatalf("readers %v, want one for k=3", nr.readers)
+	}
+	out, err := d.Env().Run("ip6tables", "-S", "FORWARD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "-j SEGPERFQ3"); n != 1 {
+		t.Errorf("%d FORWARD jumps to SEGPERFQ3 after two setups, want 1:\n%s", n, out)
+	}
+	gen := d.Generator()
+	if err := gen.Load(0, frame); err != nil {
+		t.Fatal(err)
+	}
+	if err := gen.Select(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := gen.SetRate(5000); err != nil {
+		t.Fatal(err)
+	}
+	before, err := d.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc0 := rd.accepted.Load()
+	if err := gen.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := gen.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	dl := drained(t, d).Sub(before)
+	acc := rd.accepted.Load() - acc0
+	t.Logf("tx %d rx %d accepted by the reader %d, sut-cpu %d ns", dl.Tx, dl.Rx, acc, dl.SUTCPU)
+	if dl.Rx == 0 || acc+10 < dl.Rx || acc > dl.Tx { // +10: stray ND/MLD counted by the sink
+		t.Errorf("reader accepted %d, sink counted %d of %d sent: want every delivered packet through the reader", acc, dl.Rx, dl.Tx)
+	}
+	tid := rd.tid
+	if err := d.Down(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); err == nil {
+		t.Errorf("reader thread %d still running after Down", tid)
+	}
+	if len(nr.readers) != 0 {
+		t.Errorf("readers left after Down: %v", nr.readers)
+	}
+}
+
+// TestDecapReencapOnWire captures what the decap+re-encap recipe sends
+// out of the SUT: the inner packet, encapsulated again towards its far SID.
+func TestDecapReencapOnWire(t *testing.T) {
+	testutil.RequireTool(t, "tcpdump")
+	d := upTestbed(t)
+	reg, err := NewRegistry(BaselineRecipes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := reg.Get("decap+re-encap")
+	frame, err := rec.Setup(d.Env(), 4, Params{Size: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without the counting sink the packets reach the tester's rx port.
+	if err := d.sinkLink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.sinkLink = nil
+	tester, _ := d.Names()
+	pcap := filepath.Join(t.TempDir(), "rx.pcap")
+	cap := exec.Command("ip", "netns", "exec", tester, "tcpdump", "-p", "-n", "--immediate-mode", "-i", portRx, "-U", "-w", pcap, "ip6", "dst", Addr("far", 4, 1).String())
+	if err := cap.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	gen := d.Generator()
+	for _, step := range []func() error{
+		func() error { return gen.Load(0, frame) }, func() error { return gen.Select(0) },
+		func() error { return gen.SetRate(1000) }, gen.Start,
+		func() error { time.Sleep(100 * time.Millisecond); return nil }, gen.Stop,
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	_ = cap.Process.Signal(os.Interrupt)
+	_ = cap.Wait()
+	got := readPcap(t, pcap)
+	if len(got) < 10 {
+		t.Fatalf("captured %d re-encapsulated packets, want ≥ 10", len(got))
+	}
+	f := got[0]
+	// Ethernet, outer IPv6 (next header 43: routing), SRH (type 4), then
+	// the original inner packet, byte for byte from its version field on.
+	inner := frame[14+40+8+2*16:]
+	if len(f) < 14+40+8+16+len(inner) || f[14+6] != 43 || f[14+40+2] != 4 {
+		t.Fatalf("not IPv6 + SRH:\n% x", f)
+	}
+	if !bytes.Equal(f[14+40+8+16:][8:24], inner[8:24]) || !bytes.Equal(f[14+40+8+16:][24:40], inner[24:40]) {
+		t.Errorf("inner addresses changed:\n got % x\nwant % x", f[14+40+8+16:][:40], inner[:40])
 	}
 }

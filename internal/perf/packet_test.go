@@ -90,6 +90,7 @@ func TestTemplatesScapy(t *testing.T) {
 		"IPv6":      plain6("fc00:100:1::1"),
 		"ip6tables": plain6("fc00:100:1::1"),
 		"nftables":  plain6("fc00:100:1::1"),
+		"nfqueue":   plain6("fc00:100:1::1"),
 		"IPv4": {FrameLen: 78, EthType: 0x0800, OuterFamily: 4, OuterSrc: "10.1.0.2", OuterDst: "10.100.1.1", OuterLen: 64,
 			OuterCsumOK: yes(), UDPDport: 5000, UDPLen: 44},
 		"SRv6-transit":    srv6("fc00:b00:1::1", 1, []string{"fc00:100:1::1", "fc00:b00:1::1"}, 41, 6, "fc00:100:1::1"),
@@ -102,7 +103,7 @@ func TestTemplatesScapy(t *testing.T) {
 		"End.B6": endPkt, "End.B6.Encaps": endPkt,
 		"End.DX2": srv6("fc00:a:1::1", 0, []string{"fc00:a:1::1", "fc00:b00:1::9"}, 143, 6, "fc00:100:1::1"),
 		"End.DX4": decap4, "End.DT4": decap4,
-		"End.DX6": decap6, "End.DT6": decap6, "End.DT46": decap6,
+		"End.DX6": decap6, "End.DT6": decap6, "End.DT46": decap6, "decap+re-encap": decap6,
 	}
 	reg, err := NewRegistry(append(NativeRecipes(), BaselineRecipes()...)...)
 	if err != nil {

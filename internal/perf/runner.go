@@ -91,7 +91,10 @@ type Result struct {
 	Run      int    `json:"run"`
 	// Saturated (sandwich) figures.
 	ThroughputPPS *Summary `json:"throughput_pps,omitempty"`
-	NsPerPacket   *Summary `json:"ns_per_packet,omitempty"`
+	// ThroughputDisturbed: no window of this arm had the SUT thread on its
+	// CPU throughout, ThroughputPPS is over all saturated windows.
+	ThroughputDisturbed bool     `json:"throughput_disturbed,omitempty"`
+	NsPerPacket         *Summary `json:"ns_per_packet,omitempty"`
 	// Ratio of throughput to the baseline measured in the same rounds;
 	// CPURatio is the baseline's CPU ns/packet ÷ this one's, per round: the
 	// throughput ratio with the SUT's CPU to itself.
@@ -328,6 +331,9 @@ func (r *Runner) sandwich(e *Experiment, rep *Report, ref Arm, arms []arm, resul
 		if len(a.RxPPS) > 0 {
 			tp := Summarize(a.RxPPS)
 			dst.ThroughputPPS = &tp
+		} else if len(a.RxAllPPS) > 0 {
+			tp := Summarize(a.RxAllPPS)
+			dst.ThroughputPPS, dst.ThroughputDisturbed = &tp, true
 		}
 		if ratio {
 			cr := Summarize(a.CPURatio)

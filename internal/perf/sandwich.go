@@ -61,9 +61,10 @@ type ArmResult struct {
 	// RxPPS is the arm's throughput per undisturbed window, NsPerPacket
 	// its CPU cost per saturated window.
 	RxPPS, NsPerPacket []float64
-	// TxPPS is the offered rate and Busy the fraction of the window the
-	// SUT thread ran, per saturated window.
-	TxPPS, Busy []float64
+	// TxPPS is the offered rate, Busy the fraction of the window the SUT
+	// thread ran and RxAllPPS the throughput, per saturated window
+	// (disturbed or not).
+	TxPPS, Busy, RxAllPPS []float64
 	// Discarded counts rounds whose windows were not saturated (see
 	// SandwichConfig.MinOverload); they were replaced and are in none of
 	// the slices above.
@@ -212,6 +213,7 @@ func (a *ArmResult) addCPU(d Delta, cpuRatio float64) {
 	a.TxPPS = append(a.TxPPS, d.TxPPS())
 	a.NsPerPacket = append(a.NsPerPacket, d.NsPerPacket())
 	a.Busy = append(a.Busy, d.Busy())
+	a.RxAllPPS = append(a.RxAllPPS, d.RxPPS())
 }
 
 func (a *ArmResult) addThroughput(d Delta, ratio float64) {
