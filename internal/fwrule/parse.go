@@ -534,9 +534,8 @@ func (p *parser) option(canon, tok string, neg bool) error {
 		case "REJECT":
 			p.r.Target.Kind = Reject
 		case "SEG6":
-			if p.r.Family != IPv6 {
-				return perr(v, "the SEG6 target is IPv6 only (ip6tables)")
-			}
+			// Also in IPv4 rules (-4): the action applies to the SRv6
+			// packet that carries the IPv4 original.
 			p.r.Target.Kind = GoNext
 		case "RETURN", "LOG", "QUEUE", "NFQUEUE", "MARK", "CONNMARK", "TRACE", "NOTRACK", "CT", "MASQUERADE", "SNAT", "DNAT", "TCPMSS", "CLASSIFY", "DSCP", "TEE", "NFLOG", "AUDIT", "CHECKSUM", "HMARK", "REDIRECT", "TPROXY":
 			return perr(v, "unsupported target (want ACCEPT, DROP, REJECT or SEG6)")

@@ -78,7 +78,7 @@ func TestFWActions(t *testing.T) {
 // rule lets matching traffic bypass the IDS.
 func TestFWBranching(t *testing.T) {
 	tp := newTopo(t)
-	tp.installFW(t, "accept", "-p udp --dport 53 -j SEG6 --seg6-action skip-next")
+	tp.installFW(t, "accept", "-p udp --dport 53 -j SEG6 --seg6-action skip-next", "-4 -p udp --dport 53 -j SEG6 --seg6-action skip-next")
 	chain := "segs=[EG, IDS, SID]"
 	caps := tp.capture(t)
 	tp.send(t, fmt.Sprintf(`
@@ -178,7 +178,7 @@ func TestFWImport(t *testing.T) {
 	if err := os.WriteFile(file, []byte(save), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	must(t, tp.fw, "sid", "add", fwSID, "End.AN.FW")
+	must(t, tp.fw, "sid", "add", fwSID, "End.AN.FW", "args", "16")
 	out := must(t, tp.fw, "fw", "import", fwSID, file)
 	t.Logf("import:\n%s", out)
 	rules := listRules(t, tp.fw)
@@ -189,7 +189,7 @@ func TestFWImport(t *testing.T) {
 	tp.send(t, `
 pkts.append(encap(IPv6(src='fc00:a::1', dst=FINAL)/UDP(sport=1, dport=53)/mark('dns')))
 pkts.append(encap(IPv6(src='fc00:b::1', dst=FINAL)/UDP(sport=1, dport=53)/mark('dns-other')))
-pkts.append(encap(IPv6(src='fc00:b::1', dst=FINAL)/ICMPv6EchoRequest(data=b'fwt-ping')))
+pkts.append(encap(IPv6(src='fc00:b::1', dst=FINAL)/ICMPv6EchoRequest(data=b'fwt-ping|pad.')))
 pkts.append(encap(IPv6(src='fc00:b::1', dst=FINAL)/UDP()/mark('tag7'), tag=7))
 pkts.append(encap(IPv6(src='fc00:b::1', dst='fc00:d1::bad')/UDP()/mark('bad')))
 `)
@@ -243,7 +243,7 @@ func TestFWImportRejectsUnsupported(t *testing.T) {
 			lines = append(lines, i+1)
 		}
 	}
-	must(t, tp.fw, "sid", "add", fwSID, "End.AN.FW")
+	must(t, tp.fw, "sid", "add", fwSID, "End.AN.FW", "args", "16")
 	out, err := segchain(tp.fw, "fw", "import", fwSID, file)
 	if err == nil {
 		t.Fatalf("import of unsupported rules succeeded:\n%s", out)
@@ -358,4 +358,27 @@ func listRules(t *testing.T, ns string) []listedRule {
 		res = append(res, r)
 	}
 	return res
+}
+
+// TestFWImportNotesSkipped: importing a save file whose other tables and
+// chains are skipped tells the user so (fwrule.ImportResult.Skipped), as
+// the import contract says — "skipped with a note", never silently.
+func TestFWImportNotesSkipped(t *testing.T) {
+	tp := newTopo(t)
+	save := saveFromIPTables(t, true,
+		"-A FORWARD -p udp --dport 53 -j ACCEPT",
+		"-A INPUT -p tcp --dport 22 -j ACCEPT",
+		"-t nat -A POSTROUTING -j MASQUERADE",
+	)
+	file := filepath.Join(t.TempDir(), "rules.v6")
+	if err := os.WriteFile(file, []byte(save), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(t, tp.fw, "sid", "add", fwSID, "End.AN.FW", "args", "16")
+	out := must(t, tp.fw, "fw", "import", fwSID, file)
+	for _, want := range []string{"INPUT", "nat"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("fw import output does not note the skipped %s rules:\n%q", want, out)
+		}
+	}
 }

@@ -107,11 +107,11 @@ func TestFWMatchOptions(t *testing.T) {
 		{name: "sport-range-neg", rule: "-p udp ! --sport 3000:3999 --dport 1012 -j ACCEPT",
 			pos: u("fc00:a::1", finalDA, 4000, 1012, "nsrange+"), negs: []string{u("fc00:a::1", finalDA, 3500, 1012, "nsrange-")}},
 		{name: "icmpv6-type", rule: "-s fc00:a::b -p ipv6-icmp --icmpv6-type echo-request -j ACCEPT",
-			pos:  "encap(IPv6(src='fc00:a::b', dst=FINAL)/ICMPv6EchoRequest(data=b'fwt-icmp+'))",
-			negs: []string{"encap(IPv6(src='fc00:a::b', dst=FINAL)/ICMPv6EchoReply(data=b'fwt-icmp-'))"}},
+			pos:  "encap(IPv6(src='fc00:a::b', dst=FINAL)/ICMPv6EchoRequest(data=b'fwt-icmp+|pad.'))",
+			negs: []string{"encap(IPv6(src='fc00:a::b', dst=FINAL)/ICMPv6EchoReply(data=b'fwt-icmp-|pad.'))"}},
 		{name: "icmpv6-type-neg", rule: "-s fc00:a::c -p ipv6-icmp ! --icmpv6-type echo-request -j ACCEPT",
-			pos:  "encap(IPv6(src='fc00:a::c', dst=FINAL)/ICMPv6EchoReply(data=b'fwt-nicmp+'))",
-			negs: []string{"encap(IPv6(src='fc00:a::c', dst=FINAL)/ICMPv6EchoRequest(data=b'fwt-nicmp-'))"}},
+			pos:  "encap(IPv6(src='fc00:a::c', dst=FINAL)/ICMPv6EchoReply(data=b'fwt-nicmp+|pad.'))",
+			negs: []string{"encap(IPv6(src='fc00:a::c', dst=FINAL)/ICMPv6EchoRequest(data=b'fwt-nicmp-|pad.'))"}},
 		{name: "icmpv6-type-code", rule: "-s fc00:a::d -p ipv6-icmp --icmpv6-type port-unreachable -j ACCEPT",
 			pos:  "encap(IPv6(src='fc00:a::d', dst=FINAL)/ICMPv6DestUnreach(code=4)/mark('icmpc+'))",
 			negs: []string{"encap(IPv6(src='fc00:a::d', dst=FINAL)/ICMPv6DestUnreach(code=3)/mark('icmpc-'))"}},
@@ -208,7 +208,7 @@ func markerOf(t *testing.T, expr string) string {
 	for _, pre := range []string{"mark('", "b'fwt-"} {
 		if i := strings.Index(expr, pre); i >= 0 {
 			rest := expr[i+len(pre):]
-			return rest[:strings.IndexByte(rest, '\'')]
+			return rest[:strings.IndexAny(rest, "'|")]
 		}
 	}
 	t.Fatalf("no marker in %s", expr)

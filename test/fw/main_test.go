@@ -142,10 +142,15 @@ func newNetwork(t *testing.T) *topo {
 	return tp
 }
 
-// segchain runs the binary with --netns ns (a persistent flag of sid and
-// fw) and returns its combined output.
+// segchain runs the binary with --netns ns and returns its combined
+// output. --netns is a persistent flag of sid (`sid --netns NS add ...`)
+// and a flag of each fw subcommand that goes before the SID (`fw add
+// --netns NS SID RULE...`).
 func segchain(ns, verb string, args ...string) (string, error) {
 	full := append([]string{verb, "--netns", ns}, args...)
+	if verb == "fw" && len(args) > 0 {
+		full = append([]string{verb, args[0], "--netns", ns}, args[1:]...)
+	}
 	out, err := exec.Command(segchainBin, full...).CombinedOutput()
 	return string(out), err
 }
@@ -164,7 +169,7 @@ func must(t *testing.T, ns, verb string, args ...string) string {
 // (each rule a line of ip6tables syntax, passed as separate words).
 func (tp *topo) installFW(t *testing.T, policy string, rules ...string) {
 	t.Helper()
-	must(t, tp.fw, "sid", "add", fwSID, "End.AN.FW")
+	must(t, tp.fw, "sid", "add", fwSID, "End.AN.FW", "args", "16")
 	must(t, tp.fw, "fw", "policy", fwSID, policy)
 	for _, r := range rules {
 		tp.addRule(t, r)
@@ -253,7 +258,7 @@ const describePy = `
 import re
 def describe(where, p):
     raw = bytes(p)
-    m = re.search(rb'fwt-[A-Za-z0-9_.-]+', raw)
+    m = re.search(rb'fwt-[A-Za-z0-9_.+-]+', raw)
     if not m or IPv6 not in p:
         return []
     ip = p[IPv6]
@@ -283,7 +288,9 @@ FINAL = 'fc00:d1::1'
 SRC = 'fc00:10::2'
 CHAIN = [FINAL, EG, IDS, SID]   # fw -> ids -> eg -> final
 def mark(m):
-    return Raw(b'fwt-' + m.encode())
+    # The padding after '|' keeps the marker whole in an ICMPv6 error that
+    # quotes the packet rounded down to 4 bytes.
+    return Raw(b'fwt-' + m.encode() + b'|pad.')
 def encap(inner, segs=None, sl=None, tag=0, src=SRC, da=None):
     segs = list(segs or CHAIN)
     sl = len(segs) - 1 if sl is None else sl
