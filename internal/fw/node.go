@@ -263,6 +263,7 @@ func (n *Node) teardown() error {
 	}
 	_ = os.Remove(filepath.Dir(n.dir)) // ns-<inode>-<cookie>, if nobody else uses it
 	_ = os.RemoveAll(n.state)
+	_ = os.Remove(n.state + ".lock")
 	return nil
 }
 
@@ -736,6 +737,19 @@ func withNode(netns string, fn func(*Node) error) error {
 		return err
 	}
 	defer n.Close()
+	// One writer at a time per namespace: two rule updates must not both
+	// write the inactive slot.
+	if err := os.MkdirAll(StateRoot, 0o700); err != nil {
+		return err
+	}
+	lf, err := os.OpenFile(n.state+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("lock firewall state: %w", err)
+	}
+	defer lf.Close()
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock firewall state: %w", err)
+	}
 	return fn(n)
 }
 

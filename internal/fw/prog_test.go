@@ -627,3 +627,28 @@ func srhOff(frame []byte) int {
 	}
 	return 0
 }
+
+// TestProgICMPRateLimit: ICMP errors of one instance are limited to a
+// burst, then counted as rate-limited; the packets are dropped either way.
+func TestProgICMPRateLimit(t *testing.T) {
+	tn := newTestNode(t)
+	tn.seed(t, Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept, Rules: mustRules(t, fwrule.IPv6, "-p udp -j REJECT")})
+	sent, shot := 0, 0
+	for range 60 {
+		switch v, _ := tn.run(t, srPkt(0, 41, inner6)); v {
+		case vRedirect:
+			sent++
+		case vShot:
+			shot++
+		default:
+			t.Fatalf("verdict %d", v)
+		}
+	}
+	st := tn.status(t, fwPfx)
+	if sent < 15 || sent > 30 || shot == 0 {
+		t.Errorf("%d errors sent, %d suppressed: want about the burst (20) sent", sent, shot)
+	}
+	if st.Counters.ICMPSent != uint64(sent) || st.Counters.ICMPLimited != uint64(shot) || st.Counters.Drops["reject"] != 60 {
+		t.Errorf("counters %+v", st.Counters)
+	}
+}
