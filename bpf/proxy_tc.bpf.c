@@ -774,8 +774,21 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 	 * gso_size is still lowered by len so each segment stays as large as
 	 * the SF made it. */
 	rc2 = bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, BPF_F_ADJ_ROOM_ENCAP_L3_IPV6);
-	if (rc2 == -EALREADY)
-		rc2 = bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, 0);
+	if (rc2 == -EALREADY) {
+		if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+			rc2 = bpf_skb_adjust_room(skb, len, BPF_ADJ_ROOM_MAC, 0);
+		} else {
+			/* An IPv4 inner packet: skb->protocol must become IPv6
+			 * too (bpf_redirect_neigh, the stack and GSO dispatch on
+			 * it), which only the ENCAP flag (refused here) or a
+			 * DECAP flag does. So grow 8 bytes more and strip them
+			 * with DECAP_L3_IPV6 (gso_size: -len-8, then +8). */
+			rc2 = bpf_skb_adjust_room(skb, len + 8, BPF_ADJ_ROOM_MAC, 0);
+			if (rc2 == 0)
+				rc2 = bpf_skb_adjust_room(skb, -8, BPF_ADJ_ROOM_MAC,
+							  SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV6);
+		}
+	}
 	if (rc2 < 0)
 		return drop(st, PROXY_DROP_ADJUST_ROOM);
 	plen = bpf_htons(tot - sizeof(struct ipv6hdr));

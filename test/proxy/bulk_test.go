@@ -120,6 +120,7 @@ func TestBulkTCP(t *testing.T) {
 	cases := []struct {
 		name, sid, spec, route string
 		setup                  func(t *testing.T, tp *topo)
+		dst, prefix            string // server address and the prefix routed into the chain (default IPv6)
 	}{
 		{name: "End.AD6", sid: "fc00:2::ad", spec: "fc00:2::ad End.AD6 nh6 fc00:5f::2 oif sf0 iif sf0",
 			route: "encap seg6 mode encap segs fc00:2::ad,fc00:4::d6"},
@@ -137,6 +138,16 @@ func TestBulkTCP(t *testing.T) {
 				testutil.Exec(t, tp.srv, "ip", "link", "set", "e0", "mtu", "9000")
 			}},
 	}
+	cases = append(cases, struct {
+		name, sid, spec, route string
+		setup                  func(t *testing.T, tp *topo)
+		dst, prefix            string
+	}{name: "End.AS inner ipv4", sid: "fc00:2::a4", spec: "fc00:2::a4 End.AS inner ipv4 nh4 10.95.0.2 oif sf0 iif sf0 src fc00:2::4 segs fc00:4::d4",
+		route: "encap seg6 mode encap segs fc00:2::a4", dst: "10.5.0.2", prefix: "10.5.0.0/24",
+		setup: func(t *testing.T, tp *topo) {
+			// The way back to the IPv4 client: End.DX4 at the edge.
+			testutil.Exec(t, tp.eg, "ip", "route", "add", "10.1.0.0/24", "encap", "seg6", "mode", "encap", "segs", "fc00:1::d4", "dev", "n0")
+		}})
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			tp := bulkTopo(t)
@@ -144,9 +155,13 @@ func TestBulkTCP(t *testing.T) {
 				tc.setup(t, tp)
 			}
 			addProxy(t, tp.nfv, tc.spec)
-			testutil.Exec(t, tp.edge, append([]string{"ip", "-6", "route", "add", "fc00:5::/64"},
+			dst, prefix := "fc00:5::2", "fc00:5::/64"
+			if tc.dst != "" {
+				dst, prefix = tc.dst, tc.prefix
+			}
+			testutil.Exec(t, tp.edge, append([]string{"ip", "route", "add", prefix},
 				append(strings.Fields(tc.route), "dev", "n0")...)...)
-			err := bulkTransfer(t, tp.cl, tp.srv, "fc00:5::2", bulkSize, 20*time.Second)
+			err := bulkTransfer(t, tp.cl, tp.srv, dst, bulkSize, 20*time.Second)
 			st := status(t, tp.nfv, tc.sid)
 			t.Logf("%s counters %+v", tc.sid, st.Counters)
 			if err != nil {
