@@ -38,8 +38,17 @@ one pinned threaded-NAPI kernel thread whose CPU time gives ns/packet.
 
 Every figure is a ratio to a baseline (plain IPv6 forwarding) measured in the
 same run by sandwich interleaving (REF, X, REF, Y, ...), with an A/A control
-that rejects a drifting run. PDR/NDR searches (exponential then binary) are
-available for NIC testbeds; on veth use a relaxed loss threshold (≥ 2%).
+that rejects a drifting run. Two ratios are reported: R_cpu (the SUT's CPU
+ns/packet, baseline ÷ behaviour: the headline, immune to other work on the
+machine) and the throughput ratio (counted only over windows in which the
+SUT thread had its CPU to itself; "not measurable" when too few had).
+PDR/NDR searches (exponential then binary) are available for NIC testbeds;
+on veth use a relaxed loss threshold (≥ 2%).
+
+  segchain perf ls                              the behaviour recipes
+  segchain perf run -f EXP.yaml [--out DIR]     an experiment (examples/perf/)
+  segchain perf limit [--repeat N]              the testbed's physical limit
+
 See docs/benchmarks.md.`,
 	}
 	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd())
@@ -113,6 +122,9 @@ docs/benchmarks.md ("Ceilings").`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if repeat < 1 || window <= 0 {
 				return fmt.Errorf("need --repeat ≥ 1 and --window > 0")
+			}
+			if size < 48 || size > 400 {
+				return fmt.Errorf("--size %d outside 48..400", size)
 			}
 			reg, err := perfRegistry()
 			if err != nil {
@@ -218,10 +230,19 @@ func newPerfRunCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run -f EXP.yaml [--out DIR] [-o json]",
 		Short: "Run an experiment on the built-in netns testbed",
-		Long: `Run an experiment file (see examples/perf/). The testbed is built with unique
-namespace names and torn down afterwards, also on error or Ctrl-C.
+		Long: `Run an experiment file (see examples/perf/ and its README for the fields). The
+testbed is built with unique namespace names and torn down afterwards, also
+on error or Ctrl-C. Each run and packet size first measures the testbed's
+ceilings (as "segchain perf limit" does), then the behaviours.
+
 Results: a Markdown table on stdout (or the JSON report with -o json); with
---out, report.json, results.csv, table.md and PNG/SVG plots in DIR.`,
+--out, report.json, results.csv, table.md, windows.csv (every measured
+window: rates, the SUT thread's CPU time, run-queue wait and steal) and
+PNG/SVG plots in DIR. The command exits non-zero when an A/A control is
+more than sandwich.aa_limit from 1 (the report says "valid": false).
+
+Example:
+  segchain perf run -f examples/perf/table5_1.yaml --out bench-out/t51 --rounds 40`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if file == "" {
 				return fmt.Errorf("-f EXP.yaml is required")

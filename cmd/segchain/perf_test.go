@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"path/filepath"
 	"testing"
 
@@ -31,5 +32,18 @@ func TestPerfExamplesParse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPerfLimitFlags: bad flags are refused before any testbed is built.
+func TestPerfLimitFlags(t *testing.T) {
+	for _, args := range [][]string{{"--repeat", "0"}, {"--window", "0s"}, {"--size", "20"}} {
+		cmd := newPerfLimitCmd()
+		cmd.SetArgs(args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err == nil {
+			t.Errorf("perf limit %v: no error", args)
+		}
 	}
 }
