@@ -71,6 +71,8 @@ func TestFwCLI(t *testing.T) {
 		{"fw", "args", "--netns", ns, sid, "7", "go-last"},
 		{"fw", "del", "--netns", ns, sid, "3"},
 		{"fw", "policy", "--netns", ns, sid, "drop"},
+		{"sid", "--netns", ns, "clear-counters", sid},
+		{"sid", "--netns", ns, "clear-counters"},
 	}
 	for _, s := range steps {
 		if out, err := runRoot(t, "", s...); err != nil {

@@ -474,17 +474,22 @@ func randFrame(r *rand.Rand) []byte {
 		inh := proto
 		switch mode {
 		case 1, 2:
-			inner, inh = ip6(a6p(), a6p(), proto, 64, upper), 41
+			inh6, up6 := extChain(r, proto, upper, true)
+			inner, inh = ip6(a6p(), a6p(), inh6, 64, up6), 41
 		case 3:
 			inner, inh = ip4(pick(r, pool4), pick(r, pool4), proto, upper), 4
+			if r.IntN(5) == 0 { // a non-first fragment: no ports
+				inner[6], inner[7] = 0, 0x10
+				binary.BigEndian.PutUint16(inner[10:], 0)
+				binary.BigEndian.PutUint16(inner[10:], ^uint16(sum16(inner[:20])))
+			}
 		default:
-			inner = upper
+			inh, inner = extChain(r, proto, upper, false)
 		}
 		payload = srh(inh, l, sl, uint16(r.IntN(3)), inner)
 		nh = 43
-		if r.IntN(6) == 0 {
-			payload = append([]byte{43, 0, 1, 4, 0, 0, 0, 0}, payload...)
-			nh = 60
+		if r.IntN(4) == 0 {
+			nh, payload = extChain(r, 43, payload, false)
 		}
 	}
 	hop := pick(r, []uint8{1, 2, 64, 64, 64})
@@ -619,13 +624,53 @@ func TestProgDifferential(t *testing.T) {
 	}
 }
 
-// srhOff is the offset of the SRH after the outer IPv6 header (a
-// destination options header may come first).
+// srhOff is the offset of the SRH after the outer IPv6 header (extension
+// headers may come first).
 func srhOff(frame []byte) int {
-	if frame[14+6] == 60 {
-		return 8
+	nh, off := frame[14+6], 0
+	for nh != 43 {
+		b := frame[14+40+off:]
+		if nh == 51 {
+			nh, off = b[0], off+(int(b[1])+2)*4
+		} else {
+			nh, off = b[0], off+(int(b[1])+1)*8
+		}
 	}
-	return 0
+	return off
+}
+
+// extChain puts 0..3 random extension headers (hop-by-hop, destination
+// options, AH; with frag also fragment headers, first or not) before
+// payload of protocol nh; it returns the new first next header.
+func extChain(r *rand.Rand, nh uint8, payload []byte, frag bool) (uint8, []byte) {
+	kinds := []uint8{0, 60, 51}
+	if frag {
+		kinds = append(kinds, 44)
+	}
+	for range r.IntN(4) {
+		if r.IntN(2) == 0 {
+			break
+		}
+		k := pick(r, kinds)
+		if k == 0 && nh != 0 && r.IntN(2) == 0 {
+			k = 60
+		}
+		var h []byte
+		switch k {
+		case 51: // AH: length in 4-byte units minus 2
+			h = []byte{nh, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0}
+		case 44:
+			h = []byte{nh, 0, 0, 0, 0, 0, 0, 9}
+			if r.IntN(2) == 0 {
+				h[3] = 0x10 // offset 2: a non-first fragment
+			}
+		default:
+			h = []byte{nh, 0, 1, 4, 0, 0, 0, 0}
+		}
+		payload = append(h, payload...)
+		nh = k
+	}
+	return nh, payload
 }
 
 // TestProgICMPRateLimit: ICMP errors of one instance are limited to a
