@@ -203,12 +203,11 @@ pkts.append(encap(IPv6(src='fc00:b::1', dst='fc00:d1::bad')/UDP()/mark('bad')))
 		"-A FORWARD -s 10.0.0.0/8 -p udp --dport 53 -j DROP",
 		"-A FORWARD -p icmp --icmp-type echo-request -j DROP",
 	)
-	file4 := filepath.Join(t.TempDir(), "rules.v4")
-	if err := os.WriteFile(file4, []byte(save4), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	must(t, tp.fw, "fw", "flush", fwSID)
-	must(t, tp.fw, "fw", "import", fwSID, file4)
+	// This time from standard input, as in `iptables-save | segchain fw import SID -`.
+	if out, err := segchainStdin(save4, tp.fw, "fw", "import", fwSID, "-"); err != nil {
+		t.Fatalf("fw import -: %v\n%s", err, out)
+	}
 	caps = tp.capture(t)
 	tp.send(t, `
 pkts.append(encap(IP(src='10.1.0.1', dst='10.9.0.1')/UDP(sport=1, dport=53)/mark('v4-dns')))
@@ -380,5 +379,31 @@ func TestFWImportNotesSkipped(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("fw import output does not note the skipped %s rules:\n%q", want, out)
 		}
+	}
+}
+
+// TestFWRejectQuotesWholePacket: an ICMPv6 error quotes as much of the
+// invoking packet as fits in the minimum MTU (RFC 4443 section 2.4 (c)),
+// so a short rejected packet comes back whole.
+func TestFWRejectQuotesWholePacket(t *testing.T) {
+	tp := newTopo(t)
+	tp.installFW(t, "accept", "-m srh --inner-dst fc00:d1::ee -j REJECT")
+	caps := tp.capture(t)
+	// 40 + 40 (SRH, 2 segments) + 40 + 8 + 7 = 135 bytes: not a multiple of 4.
+	tp.send(t, "pkts.append(encap(IPv6(src='fc00:a::1', dst='fc00:d1::ee')/UDP(sport=1, dport=2)/Raw(b'fwt-odd'), segs=[FINAL, SID], sl=1))\n")
+	caps.collect()
+	var n int
+	for _, p := range testutil.Tshark(t, caps.files["in"], "icmpv6.type", "ipv6.plen") {
+		if p.First("icmpv6.type") != "1" {
+			continue
+		}
+		n++
+		// The first ipv6.plen is the error's own: 8 (ICMPv6 header) + 135.
+		if got := p.First("ipv6.plen"); got != "143" {
+			t.Errorf("ICMPv6 error payload length %s, want 143 (8 + the whole 135-byte packet)", got)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no ICMPv6 error")
 	}
 }

@@ -155,6 +155,15 @@ func segchain(ns, verb string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// segchainStdin is segchain with stdin.
+func segchainStdin(stdin, ns, verb string, args ...string) (string, error) {
+	full := append([]string{verb, args[0], "--netns", ns}, args[1:]...)
+	cmd := exec.Command(segchainBin, full...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
 // must is segchain failing the test on error.
 func must(t *testing.T, ns, verb string, args ...string) string {
 	t.Helper()
