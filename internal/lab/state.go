@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/proxy"
 )
@@ -182,6 +183,9 @@ func (l *Lab) down() error {
 		// would outlive the namespace if not removed first.
 		if err := proxy.Remove(ns); err != nil {
 			errs = append(errs, fmt.Errorf("remove proxies of %s: %w", ns, err))
+		}
+		if err := fw.Flush(ns); err != nil {
+			errs = append(errs, fmt.Errorf("remove firewalls of %s: %w", ns, err))
 		}
 		if err := nsutil.Delete(ns); err != nil {
 			errs = append(errs, err)

@@ -2,9 +2,11 @@ package fw_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -39,6 +41,9 @@ func TestFWDomain(t *testing.T) {
 	}
 	topo.Name = testutil.UniqueName("fwd")
 	t.Cleanup(func() {
+		if _, err := lab.Get(topo.Name); err != nil {
+			return // the test took it down
+		}
 		if err := lab.Down(topo.Name); err != nil {
 			t.Errorf("lab down: %v", err)
 		}
@@ -158,5 +163,24 @@ for i in range(3):
 	}
 	if sts, err := fw.List(nfv1); err != nil || len(sts) != 0 {
 		t.Errorf("after destroy: %+v, %v", sts, err)
+	}
+
+	// lab down takes the firewall's pinned state with the namespace.
+	if _, err := ctl2.Apply(ctx, false); err != nil {
+		t.Fatalf("re-apply: %v", err)
+	}
+	fi, err := os.Stat(filepath.Join("/run/netns", nfv1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := filepath.Join(fw.PinRoot, fmt.Sprintf("ns-%d-*", fi.Sys().(*syscall.Stat_t).Ino), "fw")
+	if m, _ := filepath.Glob(pins); len(m) == 0 {
+		t.Fatalf("no firewall pins at %s after apply", pins)
+	}
+	if err := lab.Down(topo.Name); err != nil {
+		t.Fatalf("lab down: %v", err)
+	}
+	if m, _ := filepath.Glob(pins); len(m) != 0 {
+		t.Errorf("firewall pins left after lab down: %v", m)
 	}
 }
