@@ -59,6 +59,7 @@ See docs/benchmarks.md.`,
 type testbedFlags struct {
 	genCPU, sutCPU   int
 	sutNice, genNice int
+	shareSUTCPU      bool
 }
 
 func (f *testbedFlags) register(cmd *cobra.Command) {
@@ -66,12 +67,14 @@ func (f *testbedFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.sutCPU, "sut-cpu", 1, "CPU of the SUT's NAPI thread")
 	cmd.Flags().IntVar(&f.sutNice, "sut-nice", 0, "nice value of the SUT's NAPI thread (-20: win the CPU on a shared machine)")
 	cmd.Flags().IntVar(&f.genNice, "gen-nice", 0, "nice value of the generator thread while it sends")
+	cmd.Flags().BoolVar(&f.shareSUTCPU, "share-sut-cpu", false, "let segchain's own threads run on the SUT CPU too (default: confined to the generator CPU)")
 }
 
 // upTestbed builds the netns testbed and tears it down on Ctrl-C/SIGTERM
 // too; the caller defers the returned down function.
 func (f *testbedFlags) up() (*perf.NetnsDriver, func(), error) {
-	drv := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: f.genCPU, SUTCPU: f.sutCPU, SUTNice: f.sutNice, GenNice: f.genNice})
+	drv := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: f.genCPU, SUTCPU: f.sutCPU, SUTNice: f.sutNice, GenNice: f.genNice,
+		ConfineProcess: !f.shareSUTCPU})
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {

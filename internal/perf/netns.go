@@ -34,6 +34,13 @@ type NetnsOptions struct {
 	// Prefix starts the namespace names (default "spf"); a random suffix
 	// makes them unique.
 	Prefix string
+	// ConfineProcess pins every thread of this process to GenCPU while the
+	// testbed is up (restored by Down), so that the SUT CPU runs the SUT
+	// only: the Go runtime's threads (the sampler's wakeups, the garbage
+	// collector) otherwise preempt the SUT's NAPI thread a few hundred
+	// times a second. Threads the SUT owns (Env.AddSUTTask) are pinned to
+	// SUTCPU. A process-wide setting: for commands, not for libraries.
+	ConfineProcess bool
 }
 
 // NetnsDriver is the built-in testbed: a tester namespace with a tx and an
@@ -60,6 +67,8 @@ type NetnsDriver struct {
 	// with the last runtime read (kept once a task has ended).
 	sutTasks []sutTask
 	cleanups []func() error
+	// confined: the affinity of this process's threads before Up.
+	confined map[int]unix.CPUSet
 	created  []string // namespaces to delete
 	mu       sync.Mutex
 }
@@ -135,6 +144,11 @@ func (d *NetnsDriver) Up() (err error) {
 			_ = d.Down()
 		}
 	}()
+	if d.opt.ConfineProcess {
+		if err := d.confine(); err != nil {
+			return err
+		}
+	}
 	suffix := randHex(3)
 	d.tester = d.opt.Prefix + "-t-" + suffix
 	d.sut = d.opt.Prefix + "-s-" + suffix
@@ -270,6 +284,58 @@ func (d *NetnsDriver) holdDispatcher() error {
 		d.genHold = l
 		return nil
 	})
+}
+
+// confine pins every thread of this process to the generator CPU and
+// remembers their affinity for unconfine. Threads created later inherit it.
+func (d *NetnsDriver) confine() error {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	d.confined = map[int]unix.CPUSet{}
+	var set unix.CPUSet
+	set.Set(d.opt.GenCPU)
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var old unix.CPUSet
+		if unix.SchedGetaffinity(tid, &old) != nil {
+			continue // gone
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil {
+			return fmt.Errorf("confine thread %d to cpu %d: %w", tid, d.opt.GenCPU, err)
+		}
+		d.confined[tid] = old
+	}
+	return nil
+}
+
+// unconfine gives every thread of this process the affinity the first
+// confined thread had (threads created since have no saved one).
+func (d *NetnsDriver) unconfine() {
+	if d.confined == nil {
+		return
+	}
+	var all unix.CPUSet
+	for _, old := range d.confined {
+		all = old
+		break
+	}
+	if ents, err := os.ReadDir("/proc/self/task"); err == nil {
+		for _, e := range ents {
+			if tid, err := strconv.Atoi(e.Name()); err == nil {
+				old, ok := d.confined[tid]
+				if !ok {
+					old = all
+				}
+				_ = unix.SchedSetaffinity(tid, &old)
+			}
+		}
+	}
+	d.confined = nil
 }
 
 // findNAPIThread returns the PID of the kernel thread "napi/DEV-ID".
@@ -454,7 +520,32 @@ func (d *NetnsDriver) addSUTTask(tid int) error {
 func (d *NetnsDriver) Sample() (Sample, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := Sample{At: time.Now()}
+	// The counters are read one after the other; if this thread loses its
+	// CPU in between (it shares the generator's), they describe different
+	// instants and the window's rate and ns/packet disagree. Read again
+	// until one pass takes less than sampleSkew.
+	var s Sample
+	for try := 0; try < sampleTries; try++ {
+		t0 := time.Now()
+		var err error
+		if s, err = d.read(); err != nil {
+			return s, err
+		}
+		if dt := time.Since(t0); dt < sampleSkew || try == sampleTries-1 {
+			s.At = t0.Add(dt / 2)
+			break
+		}
+	}
+	return s, nil
+}
+
+const (
+	sampleSkew  = 300 * time.Microsecond
+	sampleTries = 5
+)
+
+func (d *NetnsDriver) read() (Sample, error) {
+	var s Sample
 	var err error
 	if s.Tx, err = d.gen.sent(); err != nil {
 		return s, err
@@ -529,5 +620,6 @@ func (d *NetnsDriver) Down() error {
 		}
 	}
 	d.created = nil
+	d.unconfine()
 	return errors.Join(errs...)
 }

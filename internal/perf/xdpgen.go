@@ -223,10 +223,19 @@ func (g *xdpGenerator) Stop() error {
 	return errors.Join(werr, err)
 }
 
-// sent sums frames sent over all slots and CPUs.
+// sent sums frames sent over the loaded slots and all CPUs (only loaded
+// slots can have sent: fewer lookups keep a sample short).
 func (g *xdpGenerator) sent() (uint64, error) {
 	var n uint64
-	for slot := uint32(0); slot < perfTmplSlots; slot++ {
+	g.mu.Lock()
+	loaded := make([]uint32, 0, perfTmplSlots)
+	for slot, f := range g.frames {
+		if f != nil {
+			loaded = append(loaded, uint32(slot))
+		}
+	}
+	g.mu.Unlock()
+	for _, slot := range loaded {
 		var per []perfGenPerfGenCount
 		if err := g.objs.PerfSent.Lookup(slot, &per); err != nil {
 			return 0, fmt.Errorf("read generator counters: %w", err)
