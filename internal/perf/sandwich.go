@@ -130,12 +130,12 @@ func sandwichRounds(d Driver, ref Arm, arms []Arm, c SandwichConfig, sleep func(
 		if c.Tick != nil {
 			c.Tick()
 		}
-		d := s1.Sub(s0)
+		dl := s1.Sub(s0)
 		if c.Trace != nil {
-			c.Trace(Window{Round: round, Seq: seq, Arm: name, Slot: slot, Delta: d, Valid: validity(d, c)})
+			c.Trace(Window{Round: round, Seq: seq, Arm: name, Slot: slot, Delta: dl, Valid: validity(dl, c)})
 		}
 		seq++
-		return d, nil
+		return dl, nil
 	}
 	refRes := ArmResult{Name: ref.Name}
 	res := make([]ArmResult, len(arms))
