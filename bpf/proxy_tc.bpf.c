@@ -808,8 +808,9 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 }
 
 /* outbound_push_eth: End.AS / End.AD with inner ethernet. Every frame from
- * the SF (an L2 segment: ARP, ND, anything) becomes the payload of the
- * cached outer headers (Next Header 143) behind a new Ethernet header.
+ * the SF (an L2 segment: ARP, ND, anything but link-constrained control
+ * frames) becomes the payload of the cached outer headers (Next Header 143)
+ * behind a new Ethernet header.
  *
  * bpf_skb_change_head pushes the room in front of the whole frame for any
  * frame type (bpf_skb_adjust_room only takes IPv4/IPv6 skbs, and its ENCAP
@@ -829,13 +830,24 @@ static __always_inline int outbound_push_eth(struct __sk_buff *skb, struct proxy
 {
 	struct proxy_cache *ce;
 	struct bpf_fib_lookup f = {};
+	struct cursor c;
+	struct ethhdr *eth;
 	__u8 inner_nh = IPPROTO_ETHERNET;
 	__u64 len;
 	__u32 tot, nh_off, frame_len = skb->len;
 	__be16 plen;
 	int rc;
 
-	if (frame_len < ETH_HLEN)
+	cursor_init_skb(&c, skb);
+	eth = cursor_eth(&c);
+	if (!eth)
+		return pass(st);
+	/* "non-local Ethernet frames" only (the research, the SR service
+	 * programming draft): the IEEE 802.1 link-constrained group addresses
+	 * 01:80:c2:00:00:00-0f (STP, LACP, LLDP...), which no bridge forwards,
+	 * stay on the SF's link. */
+	if (eth->h_dest[0] == 0x01 && eth->h_dest[1] == 0x80 && eth->h_dest[2] == 0xc2 &&
+	    eth->h_dest[3] == 0 && eth->h_dest[4] == 0 && (eth->h_dest[5] & 0xf0) == 0)
 		return pass(st);
 	ce = bpf_map_lookup_elem(&cache_map, &cfg->id);
 	if (!ce || !ce->valid)

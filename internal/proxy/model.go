@@ -548,11 +548,17 @@ func inetChecksum(b []byte) uint16 {
 }
 
 // outboundEthernet: End.AS/End.AD with inner ethernet. Every frame from the
-// SF, whatever it carries, becomes the payload (Next Header 143) of the
+// SF, whatever it carries (but link-constrained control frames), becomes the payload (Next Header 143) of the
 // cached outer headers behind a new Ethernet header. A frame cannot be
 // answered with an ICMP error nor handed to the stack: too big or not
 // forwardable by the FIB, it is dropped.
 func (m *Model) outboundEthernet(cfg ModelSID, st *ModelStats, p []byte) Result {
+	// IEEE 802.1 link-constrained destinations (01:80:c2:00:00:0x: STP,
+	// LACP, LLDP) stay on the SF's link.
+	if bytes.Equal(p[:5], []byte{0x01, 0x80, 0xc2, 0, 0}) && p[5]&0xf0 == 0 {
+		st.Passed++
+		return Result{Verdict: VerdictNext, Out: p}
+	}
 	c, ok := m.Cache[cfg.ID]
 	if !ok {
 		return drop(st, DropCacheEmpty)

@@ -343,6 +343,7 @@ var (
 	macEdge  = mustMAC("02:00:00:00:00:e1")
 	frameIn  = eth(macEdge, macCl, 0x86dd, ip6(hostS, hostD, 17, 64, udp(1000, 2000, 16)))
 	arpFrame = eth(mustMAC("ff:ff:ff:ff:ff:ff"), macCl, 0x0806, make([]byte, 28))
+	bpdu     = eth(mustMAC("01:80:c2:00:00:00"), macSF, 38, append([]byte{0x42, 0x42, 0x03}, make([]byte, 35)...)) // 802.3 length + LLC
 )
 
 // big6 fills a 1500-byte MTU by itself.
@@ -463,6 +464,7 @@ func TestProgFixtures(t *testing.T) {
 			{"outbound: link-local IPv6 encapsulated too", "sf", eth(macCl, macSF, 0x86dd, ip6(a6("fe80::1"), a6("ff02::1"), 58, 255, []byte{134, 0, 0, 0})), VerdictRedirect,
 				eth(macNext, macNode, 0x86dd, cachedOuter(143, tlv, eth(macCl, macSF, 0x86dd, ip6(a6("fe80::1"), a6("ff02::1"), 58, 255, []byte{134, 0, 0, 0})))), nil},
 			{"outbound: too big for the uplink", "sf", eth(macCl, macSF, 0x86dd, big6), VerdictDrop, nil, reason(DropMTU)},
+			{"outbound: an STP BPDU stays on the link", "sf", bpdu, VerdictNext, bpdu, nil},
 			{"inbound: IPv6 inner refused", "net", srPkt(list, 2, 41, nil, inner6), VerdictDrop, nil, reason(DropInnerType)},
 		}},
 		{"End.AS inner ethernet", []sidConf{{sid: sidPx.String(), behavior: EndAS, inner: InnerEthernet, asSrc: "fc00:2::5", asSegs: []string{sidNx.String(), sidEg.String()}}}, []step{
@@ -559,6 +561,9 @@ func randomFrame(r *rand.Rand) (iif string, frame []byte) {
 		switch r.IntN(9) {
 		case 6:
 			in = arpFrame
+			if r.IntN(2) == 0 {
+				in = bpdu
+			}
 		case 7:
 			in = eth(macCl, macSF, 0x86dd, ip6(hostS, hostD, 17, 63, udp(1, 2, 1380+r.IntN(200))))
 		case 0:
