@@ -41,17 +41,21 @@
 #define FW_MAX_INSTANCES 16			/* firewall SIDs per node */
 #define FW_MAX_TABLES (FW_MAX_INSTANCES * 2)	/* two slots per instance */
 #define FW_MAX_BITMAPS 16384			/* bitmap pool shared by all tables */
-#define FW_LPM_MAX 262144			/* address / 16-bit field entries */
+#define FW_LPM_MAX 262144			/* address prefixes, all tables */
+#define FW_MAX_BLOCKS 4096			/* 256-entry blocks of 16-bit fields, all tables */
+#define FW_DIRECT 0x80000000U			/* fw_arr16: a bitmap index, not a block */
 #define FW_ARGS_MAX 4096			/* eval-args table entries, all tables */
 #define FW_NVAL8 256
+#define FW_LINEAR_MAX 4096			/* offsets read from the linear data directly */
 #define FW_EXT_MAX 8				/* extension headers walked per packet (fwrule.MaxExtHeaders) */
 
 #ifndef TC_ACT_UNSPEC
 #define TC_ACT_UNSPEC (-1)
 #endif
 
-/* The fields a rule can match. Addresses and 16-bit values are looked up in
- * fw_lpm, bytes in fw_arr8. */
+/* The fields a rule can match. Addresses are looked up in fw_lpm, 16-bit
+ * values in fw_arr16 (high byte) then fw_blocks (low byte), bytes in
+ * fw_arr8. */
 enum fw_field {
 	FW_F_SRC,     /* original source (basic -s, --inner-src) */
 	FW_F_DST,     /* original destination (basic -d, --inner-dst) */
@@ -74,6 +78,7 @@ enum fw_field {
 
 #define FW_F_FIRST16 FW_F_SPORT
 #define FW_F_FIRST8 FW_F_PROTO
+#define FW_N16 (FW_F_FIRST8 - FW_F_FIRST16)
 #define FW_N8 (FW_F_MAX - FW_F_FIRST8)
 
 /* What a rule, the policy or an ARGS value does. 0..3 are also the default
@@ -125,6 +130,8 @@ struct fw_table {
 	__u8 _pad[2];
 	__u32 bm_base;		/* control plane bookkeeping: this table's bitmaps are */
 	__u32 bm_count;		/* fw_bitmaps[bm_base, bm_base + bm_count) */
+	__u32 bk_base;		/* ... and its blocks fw_blocks[bk_base * 256, ...) */
+	__u32 bk_count;
 };
 
 struct fw_rule {
@@ -139,7 +146,7 @@ struct fw_bitmap {
 };
 
 /* Key of fw_lpm: prefixlen counts the 16 bits of table + field, then the
- * value's bits (address prefix, or a prefix of a 16-bit value). */
+ * address prefix's bits. */
 struct fw_lpm_key {
 	__u32 prefixlen;
 	__u8 table;
@@ -232,6 +239,24 @@ struct {
 	__type(value, __u32);
 } fw_arr8 SEC(".maps");
 
+/* 16-bit fields, two levels (an LPM trie over range expansions costs a
+ * walk of up to 16 nodes): fw_arr16[(table * FW_N16 + field) * 256 + high
+ * byte] is FW_DIRECT | bitmap when the whole 256-value block admits the
+ * same rules, else a block number b: fw_blocks[b * 256 + low byte]. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FW_MAX_TABLES * FW_N16 * FW_NVAL8);
+	__type(key, __u32);
+	__type(value, __u32);
+} fw_arr16 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FW_MAX_BLOCKS * FW_NVAL8);
+	__type(key, __u32);
+	__type(value, __u32);
+} fw_blocks SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FW_ARGS_MAX);
@@ -276,6 +301,15 @@ struct fw_scratch {
 	struct fw_pkt p;
 	struct fw_lpm_key k;
 	__u32 bm[FW_F_MAX + 1]; /* the packet's bitmap per field, meta last */
+	/* Where rd() puts what it reads: map memory, not the stack, so that
+	 * its two paths (copy, helper) leave the verifier the same state. */
+	union {
+		__u8 b[40];
+		struct ipv6hdr ip6;
+		struct iphdr ip4;
+		struct ipv6_sr_hdr srh;
+		struct in6_addr a;
+	} t;
 };
 
 struct {
@@ -314,6 +348,63 @@ static __always_inline void v4mapped(struct in6_addr *a, __be32 v4)
 	a->in6_u.u6_addr32[3] = v4;
 }
 
+/* rd_t copies len (1..40) bytes at offset off of the packet into sc->t:
+ * straight from the linear data when they are there (a
+ * bpf_skb_load_bytes costs tens of ns), else through the helper. A global
+ * function: the verifier checks it once, and its callers see one unknown
+ * result instead of a copy path and a helper path each (which multiplied
+ * the parser's states beyond the verifier's limit). */
+__noinline int rd_t(struct __sk_buff *skb, struct fw_scratch *sc, __u32 off, __u32 len)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	__u64 o = off;
+
+	if (!sc || len < 1 || len > sizeof(sc->t))
+		return -1;
+	barrier_var(o);
+	if (o < FW_LINEAR_MAX) {
+		const __u8 *h = data + o;
+
+		if ((void *)(h + sizeof(sc->t)) <= end) {
+			switch (len) {
+			case 1:
+				__builtin_memcpy(sc->t.b, h, 1);
+				return 0;
+			case 2:
+				__builtin_memcpy(sc->t.b, h, 2);
+				return 0;
+			case 4:
+				__builtin_memcpy(sc->t.b, h, 4);
+				return 0;
+			case 8:
+				__builtin_memcpy(sc->t.b, h, 8);
+				return 0;
+			case 16:
+				__builtin_memcpy(sc->t.b, h, 16);
+				return 0;
+			case 20:
+				__builtin_memcpy(sc->t.b, h, 20);
+				return 0;
+			case 40:
+				__builtin_memcpy(sc->t.b, h, 40);
+				return 0;
+			}
+		}
+	}
+	{
+		__u64 n = len;
+
+		barrier_var(n); /* the bound checked is the one the helper gets */
+		if (n < 1 || n > sizeof(sc->t))
+			return -1;
+		return bpf_skb_load_bytes(skb, off, sc->t.b, n);
+	}
+}
+
+/* rd reads len bytes at off into dst, which must be sc->t. */
+#define rd(skb, sc, off, dst, len) rd_t(skb, sc, off, len)
+
 static __always_inline int is_ext(__u8 nh)
 {
 	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_FRAGMENT ||
@@ -323,16 +414,17 @@ static __always_inline int is_ext(__u8 nh)
 /* upper reads ports / ICMP type+code of the original packet's upper-layer
  * header (protocol p->proto) at off; lim is the end of that packet. A
  * header too short for them is truncated (fwrule.Extract's rule). */
-static __always_inline int upper(struct __sk_buff *skb, struct fw_pkt *p, __u32 off, __u32 lim)
+static __always_inline int upper(struct __sk_buff *skb, struct fw_scratch *sc, struct fw_pkt *p,
+				 __u32 off, __u32 lim)
 {
-	__u8 b[4];
+	__u8 *b = sc->t.b;
 	int icmp = (!p->v4 && p->proto == IPPROTO_ICMPV6) || (p->v4 && p->proto == IPPROTO_ICMP);
 	int ports = p->proto == IPPROTO_TCP || p->proto == IPPROTO_UDP ||
 		    p->proto == IPPROTO_SCTP || p->proto == IPPROTO_UDPLITE;
 
 	if (!icmp && !ports)
 		return -1;
-	if (off + 4 > lim || bpf_skb_load_bytes(skb, off, b, 4) < 0)
+	if (off + 4 > lim || rd(skb, sc, off, b, 4) < 0)
 		return FW_DROP_TRUNCATED;
 	if (icmp) {
 		p->has_icmp = 1;
@@ -349,10 +441,10 @@ static __always_inline int upper(struct __sk_buff *skb, struct fw_pkt *p, __u32 
  * fragment, AH, destination options) from *off with next header *nh, at
  * most FW_EXT_MAX of them, and stops at the upper layer. A non-first
  * fragment ends the walk: *nh is its next header and *frag is set. */
-static __always_inline int ext_walk(struct __sk_buff *skb, __u32 *off, __u8 *nh, __u32 lim,
-				    int *frag)
+static __always_inline int ext_walk(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
+				    __u8 *nh, __u32 lim, int *frag)
 {
-	__u8 hdr[4];
+	__u8 *hdr = sc->t.b;
 	__u32 end;
 	int i;
 
@@ -361,7 +453,7 @@ static __always_inline int ext_walk(struct __sk_buff *skb, __u32 *off, __u8 *nh,
 			return -1;
 		if (i == FW_EXT_MAX)
 			return FW_DROP_BAD_EXT;
-		if (*off + 8 > lim || bpf_skb_load_bytes(skb, *off, hdr, sizeof(hdr)) < 0)
+		if (*off + 8 > lim || rd(skb, sc, *off, hdr, 4) < 0)
 			return FW_DROP_TRUNCATED;
 		if (*nh == IPPROTO_FRAGMENT) {
 			if ((((__u16)hdr[2] << 8 | hdr[3]) & 0xfff8) != 0) {
@@ -388,17 +480,17 @@ static __always_inline int ext_walk(struct __sk_buff *skb, __u32 *off, __u8 *nh,
  * header, else a drop reason. n is the number of headers already walked.
  * Fragments of the outer packet are malformed input here (DESIGN 3.4):
  * a non-first fragment would hide the ports the rules match. */
-static __always_inline int ext_walk1(struct __sk_buff *skb, __u32 *off, __u8 *nh, __u32 lim,
-				     int n, int stop_rh)
+static __always_inline int ext_walk1(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
+				     __u8 *nh, __u32 lim, int n, int stop_rh)
 {
-	__u8 hdr[2];
+	__u8 *hdr = sc->t.b;
 	__u32 end;
 
 	if (!is_ext(*nh) || (stop_rh && *nh == IPPROTO_ROUTING))
 		return -1;
 	if (n >= FW_EXT_MAX)
 		return FW_DROP_BAD_EXT;
-	if (*off + 8 > lim || bpf_skb_load_bytes(skb, *off, hdr, sizeof(hdr)) < 0)
+	if (*off + 8 > lim || rd(skb, sc, *off, hdr, 2) < 0)
 		return FW_DROP_TRUNCATED;
 	if (*nh == IPPROTO_FRAGMENT)
 		return FW_DROP_FRAGMENT;
@@ -415,90 +507,105 @@ static __always_inline int ext_walk1(struct __sk_buff *skb, __u32 *off, __u8 *nh
 
 /* inner6 extracts an encapsulated IPv6 original at off (lim: end of the
  * outer packet). */
-static __always_inline int inner6(struct __sk_buff *skb, struct fw_pkt *p, __u32 off, __u32 lim)
+static __always_inline int inner6(struct __sk_buff *skb, struct fw_scratch *sc, struct fw_pkt *p,
+				  __u32 off, __u32 lim)
 {
-	struct ipv6hdr ip;
+	struct ipv6hdr *ip = &sc->t.ip6;
 	__u8 nh;
 	__u32 plen;
 	int r, frag = 0;
 
 	if (off < lim) {
-		if (bpf_skb_load_bytes(skb, off, &nh, 1) < 0)
+		if (rd(skb, sc, off, sc->t.b, 1) < 0)
 			return FW_DROP_TRUNCATED;
-		if (nh >> 4 != 6)
+		if (sc->t.b[0] >> 4 != 6)
 			return FW_DROP_BAD_INNER;
 	}
-	if (off + sizeof(ip) > lim || bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)) < 0)
+	if (off + sizeof(*ip) > lim || rd(skb, sc, off, ip, sizeof(*ip)) < 0)
 		return FW_DROP_TRUNCATED;
-	plen = bpf_ntohs(ip.payload_len);
-	if (off + sizeof(ip) + plen > lim)
+	plen = bpf_ntohs(ip->payload_len);
+	if (off + sizeof(*ip) + plen > lim)
 		return FW_DROP_TRUNCATED;
 	if (plen)
-		lim = off + sizeof(ip) + plen;
-	p->src = ip.saddr;
-	p->dst = ip.daddr;
-	nh = ip.nexthdr;
-	off += sizeof(ip);
-	r = ext_walk(skb, &off, &nh, lim, &frag);
+		lim = off + sizeof(*ip) + plen;
+	p->src = ip->saddr;
+	p->dst = ip->daddr;
+	nh = ip->nexthdr;
+	off += sizeof(*ip);
+	r = ext_walk(skb, sc, &off, &nh, lim, &frag);
 	if (r >= 0)
 		return r;
 	p->proto = nh;
 	if (frag)
 		return -1;
-	return upper(skb, p, off, lim);
+	return upper(skb, sc, p, off, lim);
 }
 
-static __always_inline int inner4(struct __sk_buff *skb, struct fw_pkt *p, __u32 off, __u32 lim)
+static __always_inline int inner4(struct __sk_buff *skb, struct fw_scratch *sc, struct fw_pkt *p,
+				  __u32 off, __u32 lim)
 {
-	struct iphdr ip;
-	__u8 v;
+	struct iphdr *ip = &sc->t.ip4;
 	__u32 ihl, tot;
 
 	p->v4 = 1;
 	if (off < lim) {
-		if (bpf_skb_load_bytes(skb, off, &v, 1) < 0)
+		if (rd(skb, sc, off, sc->t.b, 1) < 0)
 			return FW_DROP_TRUNCATED;
-		if (v >> 4 != 4)
+		if (sc->t.b[0] >> 4 != 4)
 			return FW_DROP_BAD_INNER;
 	}
-	if (off + sizeof(ip) > lim || bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)) < 0)
+	if (off + sizeof(*ip) > lim || rd(skb, sc, off, ip, sizeof(*ip)) < 0)
 		return FW_DROP_TRUNCATED;
-	ihl = (__u32)ip.ihl * 4;
-	if (ihl < sizeof(ip))
+	ihl = (__u32)ip->ihl * 4;
+	if (ihl < sizeof(*ip))
 		return FW_DROP_BAD_INNER;
-	tot = bpf_ntohs(ip.tot_len);
+	tot = bpf_ntohs(ip->tot_len);
 	if (tot < ihl || off + tot > lim)
 		return FW_DROP_TRUNCATED;
-	v4mapped(&p->src, ip.saddr);
-	v4mapped(&p->dst, ip.daddr);
-	p->proto = ip.protocol;
-	if (ip.frag_off & bpf_htons(0x1fff))
+	v4mapped(&p->src, ip->saddr);
+	v4mapped(&p->dst, ip->daddr);
+	p->proto = ip->protocol;
+	if (ip->frag_off & bpf_htons(0x1fff))
 		return -1; /* a non-first fragment: no ports */
-	return upper(skb, p, off + ihl, off + tot);
+	return upper(skb, sc, p, off + ihl, off + tot);
 }
 
-static __always_inline int load_sid(struct __sk_buff *skb, __u32 srh_off, __u32 i,
-				    struct in6_addr *a)
+static __always_inline int load_sid(struct __sk_buff *skb, struct fw_scratch *sc, __u32 srh_off,
+				    __u32 i, struct in6_addr *a)
 {
-	return bpf_skb_load_bytes(skb, srh_off + IPV6_SRH_FIXED_LEN + i * 16, a, 16);
+	if (rd_t(skb, sc, srh_off + IPV6_SRH_FIXED_LEN + i * 16, 16) < 0)
+		return -1;
+	*a = sc->t.a;
+	return 0;
 }
 
 /* lpm_index looks field f's value up: the bitmap index, or -1. */
 static __always_inline __s64 lpm_index(struct fw_lpm_key *k, __u32 tid, __u32 f,
-					const void *val, __u32 bits)
+					const struct in6_addr *val)
 {
 	__u32 *v;
 
-	k->prefixlen = 16 + bits;
+	k->prefixlen = 16 + 128;
 	k->table = tid;
 	k->field = f;
-	if (bits == 128) {
-		__builtin_memcpy(k->data, val, 16);
-	} else {
-		__builtin_memcpy(k->data, val, 2);
-		__builtin_memset(&k->data[2], 0, 14);
-	}
+	__builtin_memcpy(k->data, val, 16);
 	v = bpf_map_lookup_elem(&fw_lpm, k);
+	if (!v)
+		return -1;
+	return *v;
+}
+
+static __always_inline __s64 arr16_index(__u32 tid, __u32 f, __u16 val)
+{
+	__u32 k = (tid * FW_N16 + (f - FW_F_FIRST16)) * FW_NVAL8 + (val >> 8);
+	__u32 *v = bpf_map_lookup_elem(&fw_arr16, &k);
+
+	if (!v)
+		return -1;
+	if (*v & FW_DIRECT)
+		return *v & ~FW_DIRECT;
+	k = *v * FW_NVAL8 + (val & 0xff);
+	v = bpf_map_lookup_elem(&fw_blocks, &k);
 	if (!v)
 		return -1;
 	return *v;
@@ -526,37 +633,31 @@ static __always_inline __s64 arr_index(__u32 tid, __u32 f, __u8 val)
 static __always_inline __s64 field_index(const struct fw_table *t, __u32 tid, __u32 f,
 					 const struct fw_pkt *p, struct fw_lpm_key *k)
 {
-	__u16 v16;
-
 	if (!FW_USED(t, f))
 		return t->absent[f];
 	switch (f) {
 	case FW_F_SRC:
-		return lpm_index(k, tid, f, &p->src, 128);
+		return lpm_index(k, tid, f, &p->src);
 	case FW_F_DST:
-		return lpm_index(k, tid, f, &p->dst, 128);
+		return lpm_index(k, tid, f, &p->dst);
 	case FW_F_OSRC:
-		return p->has_srh ? lpm_index(k, tid, f, &p->osrc, 128) : t->absent[f];
+		return p->has_srh ? lpm_index(k, tid, f, &p->osrc) : t->absent[f];
 	case FW_F_ODST:
-		return p->has_srh ? lpm_index(k, tid, f, &p->odst, 128) : t->absent[f];
+		return p->has_srh ? lpm_index(k, tid, f, &p->odst) : t->absent[f];
 	case FW_F_PSID:
-		return p->has_psid ? lpm_index(k, tid, f, &p->psid, 128) : t->absent[f];
+		return p->has_psid ? lpm_index(k, tid, f, &p->psid) : t->absent[f];
 	case FW_F_NSID:
-		return p->has_nsid ? lpm_index(k, tid, f, &p->nsid, 128) : t->absent[f];
+		return p->has_nsid ? lpm_index(k, tid, f, &p->nsid) : t->absent[f];
 	case FW_F_LSID:
-		return p->has_srh ? lpm_index(k, tid, f, &p->lsid, 128) : t->absent[f];
+		return p->has_srh ? lpm_index(k, tid, f, &p->lsid) : t->absent[f];
 	case FW_F_SPORT:
-		v16 = bpf_htons(p->sport);
-		return p->has_ports ? lpm_index(k, tid, f, &v16, 16) : t->absent[f];
+		return p->has_ports ? arr16_index(tid, f, p->sport) : t->absent[f];
 	case FW_F_DPORT:
-		v16 = bpf_htons(p->dport);
-		return p->has_ports ? lpm_index(k, tid, f, &v16, 16) : t->absent[f];
+		return p->has_ports ? arr16_index(tid, f, p->dport) : t->absent[f];
 	case FW_F_ICMP:
-		v16 = bpf_htons(p->icmp);
-		return p->has_icmp ? lpm_index(k, tid, f, &v16, 16) : t->absent[f];
+		return p->has_icmp ? arr16_index(tid, f, p->icmp) : t->absent[f];
 	case FW_F_TAG:
-		v16 = bpf_htons(p->tag);
-		return p->has_srh ? lpm_index(k, tid, f, &v16, 16) : t->absent[f];
+		return p->has_srh ? arr16_index(tid, f, p->tag) : t->absent[f];
 	case FW_F_PROTO:
 		return arr_index(tid, f, p->proto);
 	case FW_F_NEXTHDR:
@@ -581,12 +682,14 @@ static __always_inline const struct fw_bitmap *bitmap(__s64 idx)
 }
 
 /* classify returns the index of the first matching rule, -1 for none,
- * -2 on an internal error (a missing table entry). The bitmaps' indexes
+ * -2 on an internal error (a missing table entry). A global function:
+ * the verifier checks it once, not once per distinct state of its caller
+ * (the parser's many paths), and its stack frame is separate. The bitmaps' indexes
  * are kept in the scratch map, not as pointers on the stack (the stack of
  * a call chain is limited to 512 bytes); a second array lookup is a bounds
  * check and an add. */
-static __noinline int classify(const struct fw_table *t, __u32 tid, const struct fw_pkt *p,
-			       struct fw_scratch *s)
+__noinline int classify(const struct fw_table *t, __u32 tid, const struct fw_pkt *p,
+			struct fw_scratch *s)
 {
 	const struct fw_bitmap *b;
 	__u64 cand, x;
@@ -594,6 +697,8 @@ static __noinline int classify(const struct fw_table *t, __u32 tid, const struct
 	__u32 w;
 	int f, i;
 
+	if (!t || !p || !s)
+		return -2;
 	s->bm[FW_F_MAX] = t->meta[(p->v4 ? 1 : 0) | (p->has_srh ? 2 : 0)];
 	b = bitmap(s->bm[FW_F_MAX]);
 	if (!b)
@@ -693,14 +798,14 @@ static __noinline int icmp_error(struct __sk_buff *skb, struct fw_stats *st, __u
  * SegList[sl], SL <- sl, then forwards by FIB (hop limit decremented) or
  * hands the packet to the stack when the FIB cannot forward it (a local
  * SID, an lwt route ...). */
-static __always_inline int segment(struct __sk_buff *skb, struct fw_stats *st, __u32 srh_off,
+static __always_inline int segment(struct __sk_buff *skb, struct fw_scratch *sc, struct fw_stats *st, __u32 srh_off,
 				   __u8 sl, __u8 hop, const struct in6_addr *src)
 {
 	struct bpf_fib_lookup f = {};
 	struct in6_addr da;
 	int rc;
 
-	if (load_sid(skb, srh_off, sl, &da) < 0)
+	if (load_sid(skb, sc, srh_off, sl, &da) < 0)
 		return drop(st, FW_DROP_TRUNCATED);
 	f.family = AF_INET6;
 	f.ifindex = skb->ingress_ifindex;
@@ -748,7 +853,7 @@ int fw_tc(struct __sk_buff *skb)
 	struct fw_stats *st;
 	struct fw_rule *rule;
 	struct ipv6_sr_hdr srh;
-	struct fw_scratch *s;
+	struct fw_scratch *s, *sc;
 	struct fw_pkt *pp;
 	__u32 id, tid, key, zero = 0, lim, plen, off, end, srh_off = 0;
 	__u8 hop, action, code = 0, sl = 0;
@@ -779,6 +884,7 @@ int fw_tc(struct __sk_buff *skb)
 	s = bpf_map_lookup_elem(&fw_scratch_map, &zero);
 	if (!t || !s)
 		return drop(st, FW_DROP_INTERNAL);
+	sc = s;
 	pp = &s->p;
 	__builtin_memset(pp, 0, sizeof(*pp));
 #define p (*pp)
@@ -804,7 +910,7 @@ int fw_tc(struct __sk_buff *skb)
 	 * be an SRH. */
 	r = -1;
 	for (i = 0; i <= FW_EXT_MAX; i++) {
-		r = ext_walk1(skb, &off, &nh, lim, i, 1);
+		r = ext_walk1(skb, sc, &off, &nh, lim, i, 1);
 		if (r != -2)
 			break;
 	}
@@ -816,8 +922,9 @@ int fw_tc(struct __sk_buff *skb)
 			return drop(st, FW_DROP_BAD_EXT);
 		nexts++;
 		if (off + IPV6_SRH_FIXED_LEN > lim ||
-		    bpf_skb_load_bytes(skb, off, &srh, sizeof(srh)) < 0)
+		    rd(skb, sc, off, &sc->t.srh, sizeof(sc->t.srh)) < 0)
 			return drop(st, FW_DROP_TRUNCATED);
+		srh = sc->t.srh;
 		end = off + ((__u32)srh.hdrlen + 1) * 8;
 		if (end > lim)
 			return drop(st, FW_DROP_TRUNCATED);
@@ -836,24 +943,24 @@ int fw_tc(struct __sk_buff *skb)
 		/* Segment List[0]: matched by --srh-lsid, and the original
 		 * destination in insert mode. */
 		if ((FW_USED(t, FW_F_LSID) || FW_USED(t, FW_F_DST)) &&
-		    load_sid(skb, srh_off, 0, &p.lsid) < 0)
+		    load_sid(skb, sc, srh_off, 0, &p.lsid) < 0)
 			return drop(st, FW_DROP_TRUNCATED);
 		if (FW_USED(t, FW_F_PSID) && sl < srh.first_segment) {
-			if (load_sid(skb, srh_off, (__u32)sl + 1, &p.psid) < 0)
+			if (load_sid(skb, sc, srh_off, (__u32)sl + 1, &p.psid) < 0)
 				return drop(st, FW_DROP_TRUNCATED);
 			p.has_psid = 1;
 		}
 		if (FW_USED(t, FW_F_NSID) && sl > 0) {
-			if (load_sid(skb, srh_off, (__u32)sl - 1, &p.nsid) < 0)
+			if (load_sid(skb, sc, srh_off, (__u32)sl - 1, &p.nsid) < 0)
 				return drop(st, FW_DROP_TRUNCATED);
 			p.has_nsid = 1;
 		}
 		off = end;
 		nh = srh.nexthdr;
 		if (nh == IPPROTO_IPV6)
-			r = inner6(skb, &p, off, lim);
+			r = inner6(skb, sc, &p, off, lim);
 		else if (nh == IPPROTO_IPIP)
-			r = inner4(skb, &p, off, lim);
+			r = inner4(skb, sc, &p, off, lim);
 		else
 			p.dst = p.lsid; /* insert mode: the final destination */
 		if (r >= 0)
@@ -863,14 +970,14 @@ int fw_tc(struct __sk_buff *skb)
 		/* Plain or insert mode: the upper layer after the remaining
 		 * extension headers (the walk's bound counts them all). */
 		for (i = nexts; i <= FW_EXT_MAX; i++) {
-			r = ext_walk1(skb, &off, &nh, lim, i, 0);
+			r = ext_walk1(skb, sc, &off, &nh, lim, i, 0);
 			if (r != -2)
 				break;
 		}
 		if (r >= 0)
 			return drop(st, r);
 		p.proto = nh;
-		r = upper(skb, &p, off, lim);
+		r = upper(skb, sc, &p, off, lim);
 		if (r >= 0)
 			return drop(st, r);
 	}
@@ -949,7 +1056,7 @@ int fw_tc(struct __sk_buff *skb)
 			st->go_last++;
 		sl = 0;
 	}
-	return segment(skb, st, srh_off, sl, hop, &p.osrc);
+	return segment(skb, sc, st, srh_off, sl, hop, &p.osrc);
 #undef p
 }
 

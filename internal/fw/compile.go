@@ -15,11 +15,14 @@ const (
 	MaxInstances = 16   // FW_MAX_INSTANCES: firewall SIDs per namespace
 	maxTables    = 2 * MaxInstances
 	maxBitmaps   = 16384 // FW_MAX_BITMAPS, shared by every table
+	maxBlocks    = 4096  // FW_MAX_BLOCKS, shared by every table
+	direct       = 0x80000000
 	words        = MaxRules / 64
 	numFields    = int(fwTCFwFieldFW_F_MAX)
 	first16      = int(fwTCFwFieldFW_F_SPORT)
 	first8       = int(fwTCFwFieldFW_F_PROTO)
 	num8         = numFields - first8
+	num16        = first8 - first16
 )
 
 // Field names, for `fw list` and docs.
@@ -46,7 +49,7 @@ func (b *bitmap) summary() uint64 {
 	return s
 }
 
-// lpmEntry is one key of fw_lpm: field f, the first bits bits of data.
+// lpmEntry is one key of fw_lpm: address field f, prefix of bits bits.
 type lpmEntry struct {
 	field int
 	bits  int
@@ -68,6 +71,8 @@ type compiled struct {
 	meta     [4]uint32
 	absent   [numFields]uint32
 	arr8     [num8][256]uint32
+	arr16    [num16][256]uint32 // direct|bitmap, or a local block index
+	blocks   [][256]uint32      // bitmap per low byte
 	lpm      []lpmEntry
 	rules    []ruleAct
 	policy   uint8
@@ -240,6 +245,9 @@ func compile(in Instance) (*compiled, error) {
 		}
 	}
 	_ = n
+	if len(c.blocks) > maxBlocks {
+		return nil, fmt.Errorf("%s: the port/ICMP/tag matches need %d blocks of 256 values, at most %d", in.SID, len(c.blocks), maxBlocks)
+	}
 	return c, nil
 }
 
@@ -424,9 +432,9 @@ func span16(r fwrule.Rule, f int) (lo, hi uint16, neg, ok bool) {
 }
 
 // compile16 cuts the 16-bit space at every rule's interval bounds, merges
-// neighbouring intervals that admit the same rules, and covers each
-// interval with prefixes (range-to-prefix expansion) in the LPM trie. The
-// intervals partition the space, so every value has exactly one match.
+// neighbouring intervals that admit the same rules, and stores the result
+// as two-level arrays (high byte, then a 256-value block for the low byte
+// where the high byte's values do not all admit the same rules).
 func (c *compiled) compile16(rules []fwrule.Rule, f int, intern func(bitmap) uint32) {
 	cuts := map[uint32]bool{0: true}
 	for _, r := range rules {
@@ -465,19 +473,34 @@ func (c *compiled) compile16(rules []fwrule.Rule, f int, intern func(bitmap) uin
 		}
 		ivs = append(ivs, ival{lo, hi, b})
 	}
+	// Value -> bitmap, then blocks of 256 values: uniform ones are
+	// stored directly, the others as blocks (deduplicated).
+	var val [65536]uint32
 	for _, iv := range ivs {
 		bm := intern(iv.b)
-		for lo := iv.lo; lo <= iv.hi; {
-			// The largest aligned block starting at lo that fits.
-			size := uint32(1) << bits.TrailingZeros32(lo|0x10000)
-			for lo+size-1 > iv.hi {
-				size >>= 1
-			}
-			e := lpmEntry{field: f, bits: 16 - bits.TrailingZeros32(size), bm: bm}
-			e.data[0], e.data[1] = byte(lo>>8), byte(lo)
-			c.lpm = append(c.lpm, e)
-			lo += size
+		for v := iv.lo; v <= iv.hi; v++ {
+			val[v] = bm
 		}
+	}
+	blockIdx := map[[256]uint32]uint32{}
+	for hi := range 256 {
+		var blk [256]uint32
+		copy(blk[:], val[hi*256:hi*256+256])
+		uniform := true
+		for _, x := range blk {
+			uniform = uniform && x == blk[0]
+		}
+		if uniform {
+			c.arr16[f-first16][hi] = direct | blk[0]
+			continue
+		}
+		i, ok := blockIdx[blk]
+		if !ok {
+			i = uint32(len(c.blocks))
+			c.blocks = append(c.blocks, blk)
+			blockIdx[blk] = i
+		}
+		c.arr16[f-first16][hi] = i
 	}
 }
 
@@ -601,17 +624,17 @@ func (c *compiled) fieldIndex(f int, p fwrule.Packet) uint32 {
 	case fwTCFwFieldFW_F_LAST:
 		return c.arr8[f-first8][p.LastEntry]
 	}
-	var key [16]byte
-	width := 16
-	if f < first16 {
-		key = a.As16()
-		width = 128
-	} else {
-		key[0], key[1] = byte(v16>>8), byte(v16)
+	if f >= first16 {
+		e := c.arr16[f-first16][v16>>8]
+		if e&direct != 0 {
+			return e &^ direct
+		}
+		return c.blocks[e][v16&0xff]
 	}
+	key := a.As16()
 	best, bestBits := uint32(0), -1
 	for _, e := range c.lpm {
-		if e.field != f || e.bits <= bestBits || !prefixMatch(e.data, key, e.bits, width) {
+		if e.field != f || e.bits <= bestBits || !prefixMatch(e.data, key, e.bits) {
 			continue
 		}
 		best, bestBits = e.bm, e.bits
@@ -619,8 +642,7 @@ func (c *compiled) fieldIndex(f int, p fwrule.Packet) uint32 {
 	return best
 }
 
-func prefixMatch(p, k [16]byte, n, width int) bool {
-	_ = width
+func prefixMatch(p, k [16]byte, n int) bool {
 	for i := 0; i < n; i++ {
 		if (p[i/8]>>(7-i%8))&1 != (k[i/8]>>(7-i%8))&1 {
 			return false

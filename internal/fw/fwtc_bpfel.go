@@ -187,6 +187,10 @@ type fwTCFwScratch struct {
 	}
 	K  fwTCFwLpmKey
 	Bm [17]uint32
+	T  struct {
+		_ structs.HostLayout
+		B [40]uint8
+	}
 }
 
 type fwTCFwSidKey struct {
@@ -221,6 +225,8 @@ type fwTCFwTable struct {
 	Pad      [2]uint8
 	BmBase   uint32
 	BmCount  uint32
+	BkBase   uint32
+	BkCount  uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -228,8 +234,10 @@ type fwTCFwTable struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	fwTCMapFwArgs           = "fw_args"
+	fwTCMapFwArr16          = "fw_arr16"
 	fwTCMapFwArr8           = "fw_arr8"
 	fwTCMapFwBitmaps        = "fw_bitmaps"
+	fwTCMapFwBlocks         = "fw_blocks"
 	fwTCMapFwLpm            = "fw_lpm"
 	fwTCMapFwRatelimitMap   = "fw_ratelimit_map"
 	fwTCMapFwRuleStats      = "fw_rule_stats"
@@ -296,8 +304,10 @@ type fwTCProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type fwTCMapSpecs struct {
 	FwArgs         *ebpf.MapSpec `ebpf:"fw_args"`
+	FwArr16        *ebpf.MapSpec `ebpf:"fw_arr16"`
 	FwArr8         *ebpf.MapSpec `ebpf:"fw_arr8"`
 	FwBitmaps      *ebpf.MapSpec `ebpf:"fw_bitmaps"`
+	FwBlocks       *ebpf.MapSpec `ebpf:"fw_blocks"`
 	FwLpm          *ebpf.MapSpec `ebpf:"fw_lpm"`
 	FwRatelimitMap *ebpf.MapSpec `ebpf:"fw_ratelimit_map"`
 	FwRuleStats    *ebpf.MapSpec `ebpf:"fw_rule_stats"`
@@ -340,8 +350,10 @@ func (o *fwTCObjects) Close() error {
 // It can be passed to loadFwTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type fwTCMaps struct {
 	FwArgs         *ebpf.Map `ebpf:"fw_args"`
+	FwArr16        *ebpf.Map `ebpf:"fw_arr16"`
 	FwArr8         *ebpf.Map `ebpf:"fw_arr8"`
 	FwBitmaps      *ebpf.Map `ebpf:"fw_bitmaps"`
+	FwBlocks       *ebpf.Map `ebpf:"fw_blocks"`
 	FwLpm          *ebpf.Map `ebpf:"fw_lpm"`
 	FwRatelimitMap *ebpf.Map `ebpf:"fw_ratelimit_map"`
 	FwRuleStats    *ebpf.Map `ebpf:"fw_rule_stats"`
@@ -355,8 +367,10 @@ type fwTCMaps struct {
 func (m *fwTCMaps) Close() error {
 	return _FwTCClose(
 		m.FwArgs,
+		m.FwArr16,
 		m.FwArr8,
 		m.FwBitmaps,
+		m.FwBlocks,
 		m.FwLpm,
 		m.FwRatelimitMap,
 		m.FwRuleStats,

@@ -295,18 +295,19 @@ func (n *Node) instances() ([]instEntry, error) {
 
 func tableID(id, slot uint32) uint32 { return id*2 + slot }
 
-// allocBitmaps finds room for count bitmaps in the pool, outside every
-// active table (the inactive slot being rewritten is free).
-func (n *Node) allocBitmaps(insts []instEntry, count int) (uint32, error) {
-	type rng struct{ lo, hi uint32 }
-	var used []rng
+// alloc finds room for count entries in a pool of size max, outside every
+// active table's range (the inactive slot being rewritten is free). rng
+// reads a table's range.
+func (n *Node) alloc(insts []instEntry, count int, max uint32, what string, rng func(*fwTCFwTable) (uint32, uint32)) (uint32, error) {
+	type span struct{ lo, hi uint32 }
+	var used []span
 	for _, e := range insts {
 		var t fwTCFwTable
 		if err := n.objs.FwTables.Lookup(tableID(e.inst.Id, e.inst.Slot), &t); err != nil {
 			return 0, fmt.Errorf("read table: %w", err)
 		}
-		if t.BmCount > 0 {
-			used = append(used, rng{t.BmBase, t.BmBase + t.BmCount})
+		if base, cnt := rng(&t); cnt > 0 {
+			used = append(used, span{base, base + cnt})
 		}
 	}
 	sort.Slice(used, func(i, j int) bool { return used[i].lo < used[j].lo })
@@ -315,12 +316,19 @@ func (n *Node) allocBitmaps(insts []instEntry, count int) (uint32, error) {
 		if u.lo >= at+uint32(count) {
 			break
 		}
-		at = max(at, u.hi)
+		at = max32(at, u.hi)
 	}
-	if at+uint32(count) > maxBitmaps {
-		return 0, fmt.Errorf("the rule set needs %d bitmaps; the pool (%d, shared by every firewall SID of the node, rule updates need room for both rule sets) is full", count, maxBitmaps)
+	if at+uint32(count) > max {
+		return 0, fmt.Errorf("the rule set needs %d %s; the pool (%d, shared by every firewall SID of the node, rule updates need room for both rule sets) is full", count, what, max)
 	}
 	return at, nil
+}
+
+func max32(a, b uint32) uint32 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // clearTable removes table tid's LPM entries and ARGS values.
@@ -363,7 +371,7 @@ func (n *Node) clearTable(tid uint32) error {
 
 // writeTable writes compiled rule set c into table tid (not in use by any
 // packet: the instance's inactive slot, or a new instance).
-func (n *Node) writeTable(tid uint32, c *compiled, base uint32, carry []counter) error {
+func (n *Node) writeTable(tid uint32, c *compiled, base, bbase uint32, carry []counter) error {
 	if err := n.clearTable(tid); err != nil {
 		return err
 	}
@@ -391,7 +399,34 @@ func (n *Node) writeTable(tid uint32, c *compiled, base uint32, carry []counter)
 	if err := n.putArray(n.objs.FwArr8, akeys, avals); err != nil {
 		return fmt.Errorf("write byte fields: %w", err)
 	}
-	// Addresses and 16-bit fields.
+	// 16-bit fields: first level, then the blocks.
+	var k16, v16, kb, vb []uint32
+	for f := first16; f < first8; f++ {
+		if c.used&(1<<f) == 0 {
+			continue
+		}
+		for hi, e := range c.arr16[f-first16] {
+			k16 = append(k16, (tid*uint32(num16)+uint32(f-first16))*256+uint32(hi))
+			if e&direct != 0 {
+				v16 = append(v16, direct|(base+e&^direct))
+			} else {
+				v16 = append(v16, bbase+e)
+			}
+		}
+	}
+	for b, blk := range c.blocks {
+		for lo, bm := range blk {
+			kb = append(kb, (bbase+uint32(b))*256+uint32(lo))
+			vb = append(vb, base+bm)
+		}
+	}
+	if err := n.putArray(n.objs.FwBlocks, kb, vb); err != nil {
+		return fmt.Errorf("write value blocks: %w", err)
+	}
+	if err := n.putArray(n.objs.FwArr16, k16, v16); err != nil {
+		return fmt.Errorf("write 16-bit fields: %w", err)
+	}
+	// Addresses.
 	for _, e := range c.lpm {
 		k := fwTCFwLpmKey{Prefixlen: uint32(16 + e.bits), Table: uint8(tid), Field: uint8(e.field), Data: e.data}
 		if err := n.objs.FwLpm.Put(&k, base+e.bm); err != nil {
@@ -429,7 +464,7 @@ func (n *Node) writeTable(tid uint32, c *compiled, base uint32, carry []counter)
 		}
 	}
 	t := fwTCFwTable{Nrules: uint32(c.nrules), Used: c.used, Policy: c.policy, ArgsBits: c.argsBits,
-		BmBase: base, BmCount: uint32(len(c.bitmaps))}
+		BmBase: base, BmCount: uint32(len(c.bitmaps)), BkBase: bbase, BkCount: uint32(len(c.blocks))}
 	for i, m := range c.meta {
 		t.Meta[i] = base + m
 	}
@@ -586,11 +621,15 @@ func (n *Node) apply(in Instance, c *compiled) error {
 		}
 	}
 	tid := tableID(id, slot)
-	base, err := n.allocBitmaps(insts, len(c.bitmaps))
+	base, err := n.alloc(insts, len(c.bitmaps), maxBitmaps, "bitmaps", func(t *fwTCFwTable) (uint32, uint32) { return t.BmBase, t.BmCount })
 	if err != nil {
 		return fmt.Errorf("%s: %w", in.SID, err)
 	}
-	if err := n.writeTable(tid, c, base, carry); err != nil {
+	bbase, err := n.alloc(insts, len(c.blocks), maxBlocks, "value blocks", func(t *fwTCFwTable) (uint32, uint32) { return t.BkBase, t.BkCount })
+	if err != nil {
+		return fmt.Errorf("%s: %w", in.SID, err)
+	}
+	if err := n.writeTable(tid, c, base, bbase, carry); err != nil {
 		return fmt.Errorf("%s: %w", in.SID, err)
 	}
 	if cur == nil {
