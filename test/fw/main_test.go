@@ -232,10 +232,13 @@ func (tp *topo) capture(t *testing.T) *captures {
 // marked packets by marker.
 func (c *captures) collect() map[string][]arrival {
 	c.t.Helper()
+	// The captures run unbounded (count 0), written packet by packet (-U
+	// --immediate-mode): settle, then stop them all at once.
 	time.Sleep(1500 * time.Millisecond)
+	const now = time.Millisecond
 	files := map[string]string{
-		"ids": c.ids.Wait(time.Second), "eg-direct": c.egDirect.Wait(time.Second),
-		"eg-via-ids": c.egVia.Wait(time.Second), "in": c.in.Wait(time.Second),
+		"ids": c.ids.Wait(now), "eg-direct": c.egDirect.Wait(now),
+		"eg-via-ids": c.egVia.Wait(now), "in": c.in.Wait(now),
 	}
 	c.files = files
 	var b strings.Builder
