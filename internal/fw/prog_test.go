@@ -241,6 +241,7 @@ var (
 	sidEg  = a6("fc00:4::d6")
 	inner6 = ip6(hostS, hostD, 17, 63, l4(1000, 2000, 16))
 	inner4 = ip4("10.0.0.1", "10.9.9.9", 17, l4(1000, 53, 16))
+	other4 = ip4("192.0.2.1", "10.9.9.9", 17, l4(1000, 53, 16))
 )
 
 // fwSID is the firewall's SID with ARGS value args.
@@ -317,6 +318,19 @@ func TestProgFixtures(t *testing.T) {
 			{"v4 inner dropped", srPkt(0, 4, inner4), vShot, nil, "rule", 1},
 			{"other v4 accepted by policy", srPkt(0, 4, ip4("192.0.2.1", "10.9.9.9", 17, l4(1, 53, 8))), vRedirect, after(0, 4, 1, ip4("192.0.2.1", "10.9.9.9", 17, l4(1, 53, 8))), "", -1},
 			{"v6 inner: the IPv4 rule does not apply", srPkt(0, 41, inner6), vRedirect, after(0, 41, 1, inner6), "", -1},
+		}},
+		{"custom eval-args table; iptables REJECT answered in ICMPv6", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept,
+			Args: map[uint32]fwrule.TargetKind{5: fwrule.Reject, 6: fwrule.GoLast}}, []string{
+			"-4 -s 10.0.0.0/8 -p udp --dport 53 -j REJECT --reject-with icmp-host-prohibited",
+			"-j SEG6 --seg6-action eval-args",
+		}, fwrule.IPv4, []step{
+			{"icmp-host-prohibited = administratively prohibited", srPkt(0, 4, inner4), vRedirect,
+				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(0, 4, inner4)), 1, 1, 0)), "reject", 1},
+			{"ARGS 6 = go-last", srPkt(6, 4, other4), vRedirect, after(6, 4, 0, other4), "", 2},
+			{"ARGS 5 = reject: port unreachable", srPkt(5, 4, other4), vRedirect,
+				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(5, 4, other4)), 1, 4, 0)), "reject", 2},
+			{"ARGS 0 is not in this table: parameter problem", srPkt(0, 4, other4), vRedirect,
+				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(0, 4, other4)), 4, 0, 24)), "unknown-args", 2},
 		}},
 		{"insert mode: source, final destination, transport after the SRH", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept}, []string{
 			"-s fc00:1::1 -d fc00:4::d6 -p udp --dport 2000 -j DROP",
