@@ -13,7 +13,7 @@ import (
 // repeated) on a packet that only the last of N rules matches (a DROP, so
 // the packet is not rewritten between repetitions): the time must not grow
 // with N. Informational bounds only (the machine is shared): 4096 rules
-// may cost at most twice 1 rule.
+// may cost at most 2.5 times 1 rule (best of 10).
 func TestProgCostFlat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing test")
@@ -29,7 +29,7 @@ func TestProgCostFlat(t *testing.T) {
 		rules = append(rules, mustRules(t, fwrule.IPv6, "-s fc00:a::/64 -p udp --dport 2000 -j DROP")...)
 		tn.seed(t, Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept, Rules: rules})
 		best := time.Duration(1 << 62)
-		for range 5 {
+		for range 10 {
 			var d time.Duration
 			err := nsutil.Do(tn.ns, func() error {
 				ret, dur, err := tn.n.objs.FwTc.Benchmark(pkt, 20000, nil)
@@ -57,7 +57,7 @@ func TestProgCostFlat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cost[4096] > 2*cost[1] {
+	if cost[4096] > 5*cost[1]/2 {
 		t.Errorf("4096 rules cost %v, 1 rule %v: classification grows with the rules", cost[4096], cost[1])
 	}
 }
