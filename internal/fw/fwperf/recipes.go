@@ -69,16 +69,25 @@ func firewall(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sidAddr := perf.Addr("sid", k, 0xf1)
-	sid := netip.PrefixFrom(sidAddr, 112).Masked()
+	sid := netip.PrefixFrom(sidAddr(k), 112).Masked()
 	in := fw.Instance{SID: sid, ArgsBits: 16, Policy: fwrule.Accept, Rules: rules}
 	if err := env.Do(func() error { return fw.Apply("", in) }); err != nil {
 		return nil, err
 	}
+	return frame(env, k, p.Size), nil
+}
+
+// sidAddr is the firewall SID recipe k's packets carry (ARGS 0xf1 of the
+// instance's /112).
+func sidAddr(k int) netip.Addr { return perf.Addr("sid", k, 0xf1) }
+
+// frame is the recipe's test packet: SRv6 (SRH [far SID, firewall SID],
+// SL 1) carrying an IPv6 UDP packet to port 9.
+func frame(env *perf.Env, k, size int) []byte {
 	src := netip.MustParseAddr(perf.TesterTx6)
-	inner := ipv6(src, perf.Addr("dst", k, 1), 17, udp(p.Size-48))
-	list := []netip.Addr{perf.Addr("far", k, 1), sidAddr}
-	return eth(env, ipv6(src, sidAddr, 43, srh(41, list, 1, inner))), nil
+	inner := ipv6(src, perf.Addr("dst", k, 1), 17, udp(size-48))
+	list := []netip.Addr{perf.Addr("far", k, 1), sidAddr(k)}
+	return eth(env, ipv6(src, sidAddr(k), 43, srh(41, list, 1, inner)))
 }
 
 func eth(env *perf.Env, l3 []byte) []byte {
