@@ -20,6 +20,16 @@ done
 python3 - "$out" "$n" <<'PY'
 import csv, json, os, statistics as st, sys
 out, n = sys.argv[1], int(sys.argv[2])
+def shares(path):
+    """Median fractions of a window the SUT thread ran, lost (waited for
+    its CPU or was stolen) and idled (no work: the generator lost its CPU)."""
+    if not os.path.exists(path):
+        return ""
+    rows = list(csv.DictReader(open(path)))
+    b = [float(r["busy"]) for r in rows]
+    l = [float(r["lost"]) for r in rows]
+    i = [max(0.0, 1 - x - y) for x, y in zip(b, l)]
+    return f"{100 * st.median(b):.0f} / {100 * st.median(l):.0f} / {100 * st.median(i):.0f} %"
 def old_method(path):
     """Throughput A/A over every saturated round (the pre-max_lost rule)."""
     if not os.path.exists(path):
@@ -35,7 +45,7 @@ def old_method(path):
         ref = (float(a['rx_pps']) + float(b['rx_pps'])) / 2
         ratios.append(float(x['rx_pps']) / ref)
     return st.median(ratios) if ratios else None
-print("| run | A/A cpu (95% CI) | A/A throughput (95% CI) | undisturbed rounds | SUT busy | throughput A/A, all rounds (old rule) | physical limit (kpps) |")
+print("| run | A/A cpu (95% CI) | A/A throughput (95% CI) | undisturbed rounds | SUT thread ran / lost / idle (median of windows) | throughput A/A, all rounds (old rule) | physical limit (kpps) |")
 print("|---:|---|---|---:|---:|---:|---:|")
 cpu, thr, old = [], [], []
 for i in range(1, n + 1):
@@ -54,7 +64,7 @@ for i in range(1, n + 1):
         old.append(o)
     lim = r.get("ceilings", [{}])[0].get("xdp_drop_pps", 0) / 1e3
     print(f"| {i} | {cr['median']:.3f} ({cr['ci95'][0]:.3f}–{cr['ci95'][1]:.3f}) | {t} | {tr.get('runs', 0)} of {cr.get('runs', 0)} | "
-          f"{100 * c.get('median_busy', 0):.0f}% | {'' if o is None else f'{o:.3f}'} | {lim:.0f} |")
+          f"{shares(f'{out}/run{i}/windows.csv')} | {'' if o is None else f'{o:.3f}'} | {lim:.0f} |")
 def spread(name, xs):
     if xs:
         print(f"{name}: {len(xs)} runs, medians {min(xs):.3f}–{max(xs):.3f}, largest |1 − median| {max(abs(1 - x) for x in xs):.3f}")
