@@ -33,7 +33,8 @@ static __always_inline int icmp6_error(struct __sk_buff *skb, __u8 type, __u8 co
 	} ph;
 	struct bpf_fib_lookup f = {};
 	struct ipv6hdr orig;
-	__u32 quoted, off;
+	__u32 quoted, aligned, off;
+	__u8 tail[4] = {};
 	__u64 n;
 	__s64 sum;
 	__u8 t;
@@ -50,7 +51,10 @@ static __always_inline int icmp6_error(struct __sk_buff *skb, __u8 type, __u8 co
 	quoted = skb->len - ETH_HLEN;
 	if (quoted > ICMP6_QUOTE_MAX)
 		quoted = ICMP6_QUOTE_MAX;
-	quoted &= ~3U; /* bpf_csum_diff works on 4-byte multiples */
+	/* bpf_csum_diff works on 4-byte multiples: the checksum loop covers
+	 * the aligned part and the last 1-3 bytes are summed zero-padded
+	 * (RFC 1071), so a short packet is quoted whole (RFC 4443 2.4(c)). */
+	aligned = quoted & ~3U;
 
 	f.family = AF_INET6;
 	f.ifindex = skb->ingress_ifindex;
@@ -81,9 +85,9 @@ static __always_inline int icmp6_error(struct __sk_buff *skb, __u8 type, __u8 co
 	sum = bpf_csum_diff(0, 0, (__be32 *)&h.icmp, sizeof(h.icmp), sum);
 	for (i = 0; i < CSUM_CHUNKS; i++) {
 		off = i * CSUM_CHUNK;
-		if (off >= quoted)
+		if (off >= aligned)
 			break;
-		n = quoted - off;
+		n = aligned - off;
 		if (n > CSUM_CHUNK)
 			n = CSUM_CHUNK;
 		barrier_var(n); /* re-check on the register the helpers get */
@@ -93,6 +97,25 @@ static __always_inline int icmp6_error(struct __sk_buff *skb, __u8 type, __u8 co
 			return -1;
 		sum = bpf_csum_diff(0, 0, (__be32 *)buf, n, sum);
 	}
+	/* Constant lengths for the verifier; aligned is even, so the padded
+	 * word sits on the checksum's 16-bit grid. */
+	off = ETH_HLEN + sizeof(h) + aligned;
+	switch (quoted - aligned) {
+	case 1:
+		if (bpf_skb_load_bytes(skb, off, tail, 1) < 0)
+			return -1;
+		break;
+	case 2:
+		if (bpf_skb_load_bytes(skb, off, tail, 2) < 0)
+			return -1;
+		break;
+	case 3:
+		if (bpf_skb_load_bytes(skb, off, tail, 3) < 0)
+			return -1;
+		break;
+	}
+	if (quoted != aligned)
+		sum = bpf_csum_diff(0, 0, (__be32 *)tail, sizeof(tail), sum);
 	h.icmp.csum = csum_fold32((__u32)sum);
 
 	if (bpf_skb_store_bytes(skb, ETH_HLEN, &h, sizeof(h), 0) < 0 ||

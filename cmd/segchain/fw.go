@@ -192,6 +192,11 @@ every offending line listed.`,
 			if err != nil {
 				return fmt.Errorf("import %s: %w", name, err)
 			}
+			// What the firewall does not take on purpose (other tables
+			// and chains) is said, never dropped silently.
+			for _, note := range res.Skipped {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", name, note)
+			}
 			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
 				in.Rules = res.Rules
 				if res.Policy != nil {
