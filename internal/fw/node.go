@@ -4,26 +4,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/fwrule"
-	"github.com/segchain/segchain/internal/nsutil"
 )
 
 // PinRoot is where segchain pins its eBPF objects; the firewall of a
 // namespace lives in PinRoot/ns-<inode>-<cookie>/fw (next to the proxies'
 // .../proxy).
-const PinRoot = "/sys/fs/bpf/segchain"
+const PinRoot = bpfpin.Root
 
 // StateRoot keeps each instance's rules as the user wrote them (bpffs
 // holds only pins): StateRoot/ns-<inode>-<cookie>/<sid>.json.
@@ -45,7 +42,7 @@ type Node struct {
 // open loads (or re-opens) the pinned maps of netns ("" = the calling
 // thread's namespace).
 func open(netns string) (*Node, error) {
-	if err := ensureBPFFS(); err != nil {
+	if err := bpfpin.EnsureFS(); err != nil {
 		return nil, err
 	}
 	name, err := nsName(netns, true)
@@ -88,95 +85,23 @@ func (n *Node) spec() (*ebpf.CollectionSpec, error) {
 // Close releases the process' handles; pinned state stays.
 func (n *Node) Close() error { return n.objs.Close() }
 
-// nsName is ns-<inode>-<cookie>: the inode names the namespace for
-// humans, the netns cookie (never reused) tells it from a deleted
-// namespace whose inode it inherited. With clean, firewall state left by
-// such a dead namespace is removed.
+// nsName is bpfpin.Namespace's ns-<inode>-<cookie>. With clean, firewall
+// state left by deleted namespaces is removed: by a dead namespace whose
+// inode this one inherited, or whose links all lost their interface (the
+// pins would otherwise keep ~13 MB of maps alive per namespace, e.g. after
+// every perf run).
 func nsName(netns string, clean bool) (string, error) {
-	var ino, cookie uint64
-	err := nsutil.Do(netns, func() error {
-		fi, err := os.Stat("/proc/thread-self/ns/net")
-		if err != nil {
-			return err
-		}
-		ino = fi.Sys().(*syscall.Stat_t).Ino
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, soNetnsCookie)
-		cookie = c
-		return err
-	})
+	name, ino, err := bpfpin.Namespace(netns)
 	if err != nil {
-		return "", fmt.Errorf("identify netns %q: %w", netns, err)
+		return "", err
 	}
-	name := fmt.Sprintf("ns-%d-%d", ino, cookie)
 	if clean {
-		gcDefunct(name)
-		stale, _ := filepath.Glob(filepath.Join(PinRoot, fmt.Sprintf("ns-%d-*", ino), "fw"))
-		for _, d := range stale {
-			if filepath.Base(filepath.Dir(d)) != name {
-				old := &Node{dir: d, state: filepath.Join(StateRoot, filepath.Base(filepath.Dir(d)))}
-				_ = old.teardown()
-			}
-		}
-	}
-	return name, nil
-}
-
-// gcDefunct removes the firewall state of namespaces that are gone: a pin
-// directory whose TCX links all lost their interface (deleting a namespace
-// deletes its interfaces; the pins in bpffs would otherwise keep ~13 MB of
-// maps alive per namespace, e.g. after every perf run). keep is the
-// caller's own directory.
-func gcDefunct(keep string) {
-	dirs, _ := filepath.Glob(filepath.Join(PinRoot, "ns-*", "fw"))
-	for _, d := range dirs {
-		ns := filepath.Base(filepath.Dir(d))
-		if ns == keep {
-			continue
-		}
-		pins, _ := filepath.Glob(filepath.Join(d, "tcx-*"))
-		if len(pins) == 0 {
-			continue // never attached: cannot tell, leave it
-		}
-		live := false
-		for _, p := range pins {
-			lk, err := link.LoadPinnedLink(p, nil)
-			if err != nil {
-				continue
-			}
-			if info, err := lk.Info(); err == nil {
-				if tcx := info.TCX(); tcx != nil && tcx.Ifindex != 0 {
-					live = true
-				}
-			}
-			lk.Close()
-		}
-		if !live {
-			old := &Node{dir: d, state: filepath.Join(StateRoot, ns)}
+		for _, d := range append(bpfpin.Stale(name, ino, "fw"), bpfpin.Defunct("fw", name)...) {
+			old := &Node{dir: d, state: filepath.Join(StateRoot, filepath.Base(filepath.Dir(d)))}
 			_ = old.teardown()
 		}
 	}
-}
-
-// soNetnsCookie is SO_NETNS_COOKIE (Linux >= 5.14, asm-generic value).
-const soNetnsCookie = 71
-
-func ensureBPFFS() error {
-	var st unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/bpf", &st); err != nil {
-		return fmt.Errorf("statfs /sys/fs/bpf: %w", err)
-	}
-	if st.Type == unix.BPF_FS_MAGIC {
-		return nil
-	}
-	if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"); err != nil {
-		return fmt.Errorf("mount bpffs on /sys/fs/bpf: %w", err)
-	}
-	return nil
+	return name, nil
 }
 
 // installed reports whether netns has pinned firewall state (read-only
@@ -191,77 +116,41 @@ func installed(netns string) bool {
 }
 
 // attachAll attaches the program (TCX ingress, link pinned) to every
-// interface but loopback that does not have it yet. The firewall returns
-// TCX_NEXT for packets not addressed to it, so other TCX programs (the SR
-// proxies) still see them.
+// interface but loopback that does not have it yet, loading it only then.
+// The firewall returns TCX_NEXT for packets not addressed to it, so other
+// TCX programs (the SR proxies) still see them.
 func (n *Node) attachAll() error {
 	if n.noAttach {
 		return nil
 	}
-	return nsutil.Do(n.netns, func() error {
-		l, err := net.Interfaces()
-		if err != nil {
-			return err
-		}
-		for _, i := range l {
-			if i.Flags&net.FlagLoopback != 0 {
-				continue
-			}
-			pin := filepath.Join(n.dir, fmt.Sprintf("tcx-%d", i.Index))
-			if _, err := os.Stat(pin); err == nil {
-				continue
-			}
-			if n.objs.FwTc == nil {
-				spec, err := n.spec()
-				if err != nil {
-					return err
-				}
-				err = spec.LoadAndAssign(&n.objs.fwTCPrograms, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}})
-				if err != nil {
-					return fmt.Errorf("load firewall program: %w", err)
-				}
-			}
-			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: n.objs.FwTc, Attach: ebpf.AttachTCXIngress})
+	err := bpfpin.AttachAll(n.netns, n.dir, func() (*ebpf.Program, error) {
+		if n.objs.FwTc == nil {
+			spec, err := n.spec()
 			if err != nil {
-				if errors.Is(err, ebpf.ErrNotSupported) {
-					return fmt.Errorf("attach to %s: tcx: %w", i.Name, ErrNotSupported)
-				}
-				return fmt.Errorf("attach firewall to %s: %w", i.Name, err)
+				return nil, err
 			}
-			if err := lk.Pin(pin); err != nil {
-				lk.Close()
-				return fmt.Errorf("pin link on %s: %w", i.Name, err)
+			err = spec.LoadAndAssign(&n.objs.fwTCPrograms, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}})
+			if err != nil {
+				return nil, fmt.Errorf("load firewall program: %w", err)
 			}
-			lk.Close()
 		}
-		return nil
+		return n.objs.FwTc, nil
 	})
-}
-
-func (n *Node) detachAll() error {
-	pins, _ := filepath.Glob(filepath.Join(n.dir, "tcx-*"))
-	var errs []error
-	for _, p := range pins {
-		lk, err := link.LoadPinnedLink(p, nil)
-		if err != nil {
-			errs = append(errs, os.Remove(p)) // interface gone: defunct link
-			continue
-		}
-		errs = append(errs, lk.Unpin(), lk.Close())
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return fmt.Errorf("attach firewall: %w: %w", ErrNotSupported, err)
 	}
-	return errors.Join(errs...)
+	if err != nil {
+		return fmt.Errorf("attach firewall: %w", err)
+	}
+	return nil
 }
 
 // teardown removes links, pinned maps and rule files: nothing of the
 // firewall is left in the namespace.
 func (n *Node) teardown() error {
-	if err := n.detachAll(); err != nil {
+	if err := bpfpin.Remove(n.dir); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(n.dir); err != nil {
-		return fmt.Errorf("remove %s: %w", n.dir, err)
-	}
-	_ = os.Remove(filepath.Dir(n.dir)) // ns-<inode>-<cookie>, if nobody else uses it
 	_ = os.RemoveAll(n.state)
 	_ = os.Remove(n.state + ".lock")
 	return nil

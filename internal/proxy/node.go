@@ -9,19 +9,18 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/nsutil"
 )
 
 // PinRoot is where segchain pins its eBPF objects; each network namespace
 // gets ns-<inode>/ below it, and the proxies live in ns-<inode>/proxy.
-const PinRoot = "/sys/fs/bpf/segchain"
+const PinRoot = bpfpin.Root
 
 // Node is the proxy state of one network namespace: the pinned maps and the
 // loaded program. It is cheap to open; all state lives in bpffs, so it
@@ -35,7 +34,7 @@ type Node struct {
 // Open loads (or re-opens) the pinned proxy maps of netns ("" = the
 // calling thread's namespace).
 func Open(netns string) (*Node, error) {
-	if err := ensureBPFFS(); err != nil {
+	if err := bpfpin.EnsureFS(); err != nil {
 		return nil, err
 	}
 	dir, err := pinDir(netns, true)
@@ -65,65 +64,28 @@ func Open(netns string) (*Node, error) {
 	return n, nil
 }
 
-// pinDir is PinRoot/ns-<inode>-<cookie>/proxy. The inode names the
-// namespace for humans; the netns cookie (never reused, unlike inodes)
-// tells this namespace from a deleted one whose inode it inherited. With
-// clean, state left by such a dead namespace is removed.
+// pinDir is PinRoot/ns-<inode>-<cookie>/proxy (bpfpin.Namespace). With
+// clean, proxy state left by deleted namespaces is removed: by a dead
+// namespace whose inode this one inherited, or whose links all lost their
+// interface.
 func pinDir(netns string, clean bool) (string, error) {
-	var ino, cookie uint64
-	err := nsutil.Do(netns, func() error {
-		fi, err := os.Stat("/proc/thread-self/ns/net")
-		if err != nil {
-			return err
-		}
-		ino = fi.Sys().(*syscall.Stat_t).Ino
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, soNetnsCookie)
-		cookie = c
-		return err
-	})
+	name, ino, err := bpfpin.Namespace(netns)
 	if err != nil {
-		return "", fmt.Errorf("identify netns %q: %w", netns, err)
+		return "", err
 	}
-	name := fmt.Sprintf("ns-%d-%d", ino, cookie)
 	if clean {
-		stale, _ := filepath.Glob(filepath.Join(PinRoot, fmt.Sprintf("ns-%d-*", ino)))
-		for _, d := range stale {
-			if filepath.Base(d) != name {
-				old := &Node{dir: filepath.Join(d, "proxy")}
-				_ = old.teardown()
-			}
+		for _, d := range append(bpfpin.Stale(name, ino, "proxy"), bpfpin.Defunct("proxy", name)...) {
+			_ = bpfpin.Remove(d)
 		}
 	}
 	return filepath.Join(PinRoot, name, "proxy"), nil
 }
-
-// soNetnsCookie is SO_NETNS_COOKIE (Linux >= 5.14, asm-generic value).
-const soNetnsCookie = 71
 
 // Close releases the process' handles; pinned state stays.
 func (n *Node) Close() error { return n.objs.Close() }
 
 // Dir is the pin directory of this namespace's proxies.
 func (n *Node) Dir() string { return n.dir }
-
-func ensureBPFFS() error {
-	var st unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/bpf", &st); err != nil {
-		return fmt.Errorf("statfs /sys/fs/bpf: %w", err)
-	}
-	if st.Type == unix.BPF_FS_MAGIC {
-		return nil
-	}
-	if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"); err != nil {
-		return fmt.Errorf("mount bpffs on /sys/fs/bpf: %w", err)
-	}
-	return nil
-}
 
 // ifaceInfo resolves interface names inside the namespace.
 func (n *Node) ifaces() (map[string]net.Interface, error) {
@@ -147,65 +109,19 @@ func (n *Node) ifaces() (map[string]net.Interface, error) {
 // attachAll attaches the program (TCX ingress, link pinned) to every
 // interface but loopback that does not have it yet.
 func (n *Node) attachAll() error {
-	return nsutil.Do(n.netns, func() error {
-		l, err := net.Interfaces()
-		if err != nil {
-			return err
-		}
-		for _, i := range l {
-			if i.Flags&net.FlagLoopback != 0 {
-				continue
-			}
-			pin := filepath.Join(n.dir, fmt.Sprintf("tcx-%d", i.Index))
-			if _, err := os.Stat(pin); err == nil {
-				continue
-			}
-			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: n.objs.ProxyTc, Attach: ebpf.AttachTCXIngress})
-			if err != nil {
-				if errors.Is(err, ebpf.ErrNotSupported) {
-					return fmt.Errorf("attach to %s: tcx: %w", i.Name, ErrNotSupported)
-				}
-				return fmt.Errorf("attach proxy to %s: %w", i.Name, err)
-			}
-			if err := lk.Pin(pin); err != nil {
-				lk.Close()
-				return fmt.Errorf("pin link on %s: %w", i.Name, err)
-			}
-			lk.Close()
-		}
-		return nil
-	})
-}
-
-// detachAll removes every pinned TCX link (so the program leaves every
-// interface it was attached to).
-func (n *Node) detachAll() error {
-	pins, _ := filepath.Glob(filepath.Join(n.dir, "tcx-*"))
-	var errs []error
-	for _, p := range pins {
-		lk, err := link.LoadPinnedLink(p, nil)
-		if err != nil {
-			// The interface is gone: the link is defunct, drop the pin.
-			errs = append(errs, os.Remove(p))
-			continue
-		}
-		errs = append(errs, lk.Unpin(), lk.Close())
+	err := bpfpin.AttachAll(n.netns, n.dir, func() (*ebpf.Program, error) { return n.objs.ProxyTc, nil })
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return fmt.Errorf("attach proxy: %w: %w", ErrNotSupported, err)
 	}
-	return errors.Join(errs...)
+	if err != nil {
+		return fmt.Errorf("attach proxy: %w", err)
+	}
+	return nil
 }
 
 // teardown removes the links and the pinned maps: nothing of the proxies
 // is left in the namespace.
-func (n *Node) teardown() error {
-	if err := n.detachAll(); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(n.dir); err != nil {
-		return fmt.Errorf("remove %s: %w", n.dir, err)
-	}
-	_ = os.Remove(filepath.Dir(n.dir)) // ns-<inode>, if nobody else uses it
-	return nil
-}
+func (n *Node) teardown() error { return bpfpin.Remove(n.dir) }
 
 func sidKey(p netip.Prefix) proxyTCIn6Addr {
 	var k proxyTCIn6Addr

@@ -1,0 +1,6 @@
+// Package bpfpin is where segchain's eBPF programs keep their state: one
+// bpffs directory per network namespace (Root/ns-<inode>-<cookie>/<program>)
+// holding pinned maps and the pinned TCX links of the program on every
+// interface, so the data path survives the CLI and the agent. The proxy and
+// the firewall both use it; their programs chain on TCX ingress.
+package bpfpin
