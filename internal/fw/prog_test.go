@@ -126,7 +126,7 @@ type testNode struct {
 	n  *Node
 }
 
-func newTestNode(t *testing.T) *testNode {
+func newTestNode(t testing.TB) *testNode {
 	t.Helper()
 	testutil.RequireRoot(t)
 	ns := testutil.NewNetns(t, "fwu")
@@ -159,7 +159,7 @@ func newTestNode(t *testing.T) *testNode {
 }
 
 // seed installs an instance through the real compiler and table writer.
-func (tn *testNode) seed(t *testing.T, in Instance) {
+func (tn *testNode) seed(t testing.TB, in Instance) {
 	t.Helper()
 	c, err := compile(in)
 	if err != nil {
@@ -217,7 +217,7 @@ func (tn *testNode) status(t *testing.T, sid netip.Prefix) Status {
 	return Status{}
 }
 
-func mustRules(t *testing.T, fam fwrule.Family, lines ...string) []fwrule.Rule {
+func mustRules(t testing.TB, fam fwrule.Family, lines ...string) []fwrule.Rule {
 	t.Helper()
 	var out []fwrule.Rule
 	for _, l := range lines {
