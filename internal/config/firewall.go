@@ -173,7 +173,7 @@ func (v *validator) firewallService(p string, s *Service) {
 		set bool
 	}{{"proxy", s.Proxy != ""}, {"inner", s.Inner != ""}, {"sf_nh6", s.SFNh6 != ""}, {"sf_nh4", s.SFNh4 != ""},
 		{"sf_mac", s.SFMac != ""}, {"iface_out", s.IfaceOut != ""}, {"iface_in", s.IfaceIn != ""},
-		{"flow_timeout", s.FlowTimeout != 0}} {
+		{"flow_timeout", s.FlowTimeout != 0}, {"flow_max", s.FlowMax != 0}} {
 		if f.set {
 			v.errf(p+"."+f.key, "only for kind %s", KindSRUnaware)
 		}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/segchain/segchain/internal/proxy"
 )
 
 // fieldDoc describes every field of the domain file, keyed "Type.key". The
@@ -45,13 +47,14 @@ var fieldDoc = map[string]string{
 	"Service.function":     "Pins the FUNCT value, hex (0xf1) or decimal. 0 is reserved. Exclusive with sid.",
 	"Service.kind":         "native (default): behavior is a kernel endpoint behaviour. sr-unaware: an SR-unaware service function behind an SR proxy on node (behavior must be empty; it is derived from proxy). firewall: the SR-aware firewall End.AN.FW on node, configured by firewall (behavior must be empty).",
 	"Service.proxy":        "sr-unaware only, required: static (End.AS), dynamic (End.AD), dynamic-flow (End.AD with a per-flow cache) or masquerading (End.AM, IPv6 chains only). A static or dynamic proxy serves one chain direction; a static proxy needs its chain.",
-	"Service.inner":        "sr-unaware only: the packet handed to the SF, ipv4 or ipv6 (required; not for masquerading). Must agree with the family of the chains using the service.",
-	"Service.sf_nh6":       "sr-unaware only: IPv6 address of the SF on iface_out. Exactly one of sf_nh6, sf_nh4, sf_mac.",
+	"Service.inner":        "sr-unaware only: the packet handed to the SF, ipv4, ipv6 or ethernet (required; not for masquerading). ipv4/ipv6 must agree with the family of the chains using the service; ethernet hands the SF the whole frame of an l2encap or l2encap.red chain, its own MACs kept (static or dynamic only, no SF address).",
+	"Service.sf_nh6":       "sr-unaware only: IPv6 address of the SF on iface_out. Exactly one of sf_nh6, sf_nh4, sf_mac (none for inner ethernet).",
 	"Service.sf_nh4":       "sr-unaware only: IPv4 address of the SF (inner ipv4 only).",
 	"Service.sf_mac":       "sr-unaware only: Ethernet address of the SF.",
 	"Service.iface_out":    "sr-unaware only, required: interface of node towards the SF.",
 	"Service.iface_in":     "sr-unaware only, required: interface of node the SF returns packets on (may equal iface_out). One proxy per interface and node, except that masquerading proxies may share one.",
 	"Service.flow_timeout": "dynamic-flow only: idle timeout of a flow's cache entry in seconds.",
+	"Service.flow_max":     "dynamic-flow only: caps the flows the SID caches, in a cache of its own (1..65536; needs flow_timeout). Default: the node-wide LRU shared by every per-flow SID.",
 	"Service.firewall":     "firewall only, required: the SR-aware firewall's rules, policy and eval-args table.",
 
 	"Firewall":            "The SR-aware firewall End.AN.FW (after SERA). Rules without -m srh match the original packet (the inner packet in encap mode; the source, Segment List[0] and the transport header in insert mode); -m srh rules match the outer header and the SRH. The SID gets sid.args_bits ARGS bits for eval-args.",
@@ -113,7 +116,7 @@ var schemaEnum = map[string][]any{
 	"Service.behavior":  strs(Behaviors),
 	"Service.kind":      strs(Kinds),
 	"Service.proxy":     strs(Proxies),
-	"Service.inner":     {"ipv4", "ipv6"},
+	"Service.inner":     strs(Inners),
 	"Egress.behavior":   strs(EgressBehaviors),
 	"Chain.mode":        strs(Modes),
 	"Params.flavors":    strs(Flavors),
@@ -136,6 +139,7 @@ var schemaExtra = map[string]map[string]any{
 	"SIDFormat.args_bits":     {"minimum": 0, "maximum": 64},
 	"Params.table":            {"minimum": 1},
 	"Service.flow_timeout":    {"minimum": 1},
+	"Service.flow_max":        {"minimum": 1, "maximum": proxy.FlowsMax},
 	"Params.vrftable":         {"minimum": 1},
 	"Firewall.args": {"propertyNames": map[string]any{"pattern": "^(0x[0-9a-fA-F]+|[0-9]+)$"},
 		"additionalProperties": map[string]any{"type": "string", "enum": []any{"go-next", "skip-next", "go-last", "accept", "drop", "reject"}}},

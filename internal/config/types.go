@@ -1,5 +1,11 @@
 package config
 
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
 // Domain is one SRv6 domain: the nodes, how they are wired (in the lab), the
 // service functions they host and the chains that steer traffic through them.
 // Field names are the YAML keys; unknown keys are errors.
@@ -52,6 +58,13 @@ const (
 	ProxyMasquerading = "masquerading" // End.AM
 )
 
+// Inner packet types of sr-unaware services (proxy `inner`).
+const (
+	InnerIPv4     = "ipv4"
+	InnerIPv6     = "ipv6"
+	InnerEthernet = "ethernet" // the whole Ethernet frame (l2encap chains)
+)
+
 // Node is one machine (a network namespace in the lab).
 type Node struct {
 	Role string `yaml:"role" json:"role"`
@@ -93,10 +106,12 @@ type Service struct {
 	// Proxy is the proxy type of an sr-unaware service: static, dynamic,
 	// dynamic-flow or masquerading.
 	Proxy string `yaml:"proxy,omitempty" json:"proxy,omitempty"`
-	// Inner is the packet type handed to the SF: ipv4 or ipv6 (not for
-	// masquerading, which is IPv6 only).
+	// Inner is the packet type handed to the SF: ipv4, ipv6 or ethernet
+	// (the whole frame of an l2encap chain, its own MACs kept; no SF
+	// address). Not for masquerading, which is IPv6 only.
 	Inner string `yaml:"inner,omitempty" json:"inner,omitempty"`
-	// SFNh6, SFNh4 and SFMac address the SF; exactly one is given.
+	// SFNh6, SFNh4 and SFMac address the SF; exactly one is given (none
+	// for inner ethernet).
 	SFNh6 string `yaml:"sf_nh6,omitempty" json:"sf_nh6,omitempty"`
 	SFNh4 string `yaml:"sf_nh4,omitempty" json:"sf_nh4,omitempty"`
 	SFMac string `yaml:"sf_mac,omitempty" json:"sf_mac,omitempty"`
@@ -107,6 +122,10 @@ type Service struct {
 	// FlowTimeout is the idle timeout in seconds of a dynamic-flow proxy's
 	// per-flow cache entries (0: the proxy's default).
 	FlowTimeout int `yaml:"flow_timeout,omitempty" json:"flow_timeout,omitempty"`
+	// FlowMax caps the flows a dynamic-flow proxy caches in a hash of its
+	// own (0: the node-wide LRU shared by every per-flow SID). Needs
+	// FlowTimeout.
+	FlowMax int `yaml:"flow_max,omitempty" json:"flow_max,omitempty"`
 
 	// Firewall configures a kind: firewall service (End.AN.FW).
 	Firewall *Firewall `yaml:"firewall,omitempty" json:"firewall,omitempty"`
@@ -130,6 +149,44 @@ func (s *Service) ProxyBehavior() string {
 		return "End.AM"
 	}
 	return ""
+}
+
+// ProxyParams renders an sr-unaware service as the parameters of its proxy
+// in the canonical `segchain sid add` order (proxy.Spec.Params): the plan
+// emits them and validation parses them with proxy.ParseSpec. src and segs
+// are a static proxy's CACHE (its node's address and the rest of its chain);
+// other proxy types ignore them.
+func (s *Service) ProxyParams(src netip.Addr, segs []netip.Addr) []string {
+	var prm []string
+	if s.Proxy != ProxyMasquerading {
+		prm = append(prm, "inner", s.Inner)
+	}
+	switch {
+	case s.SFMac != "":
+		prm = append(prm, "mac", strings.ToLower(s.SFMac))
+	case s.SFNh4 != "":
+		prm = append(prm, "nh4", s.SFNh4)
+	case s.SFNh6 != "":
+		prm = append(prm, "nh6", s.SFNh6)
+	}
+	prm = append(prm, "oif", s.IfaceOut, "iif", s.IfaceIn)
+	switch s.Proxy {
+	case ProxyStatic:
+		ss := make([]string, len(segs))
+		for i, a := range segs {
+			ss[i] = a.String()
+		}
+		prm = append(prm, "src", src.String(), "segs", strings.Join(ss, ","))
+	case ProxyDynamicFlow:
+		prm = append(prm, "flow")
+		if s.FlowMax != 0 {
+			prm = append(prm, "max", strconv.Itoa(s.FlowMax))
+		}
+		if s.FlowTimeout != 0 {
+			prm = append(prm, "timeout", strconv.Itoa(s.FlowTimeout))
+		}
+	}
+	return prm
 }
 
 // EffectiveBehavior is Behavior, or the derived proxy behaviour, or

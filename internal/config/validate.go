@@ -1,7 +1,9 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"regexp"
@@ -9,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/segchain/segchain/internal/proxy"
 	"github.com/segchain/segchain/internal/sid"
 )
 
@@ -20,6 +23,9 @@ var Kinds = []string{KindNative, KindSRUnaware, KindFirewall}
 
 // Proxies lists the SR proxy types of sr-unaware services.
 var Proxies = []string{ProxyStatic, ProxyDynamic, ProxyDynamicFlow, ProxyMasquerading}
+
+// Inners lists the inner packet types a proxy hands to its SF.
+var Inners = []string{InnerIPv4, InnerIPv6, InnerEthernet}
 
 // Modes lists the valid chain modes.
 var Modes = []string{ModeEncap, ModeInsert, ModeL2Encap, ModeEncapRed, ModeL2EncapRed}
@@ -378,7 +384,7 @@ func (v *validator) noProxyFields(p string, s *Service) {
 		set bool
 	}{{"proxy", s.Proxy != ""}, {"inner", s.Inner != ""}, {"sf_nh6", s.SFNh6 != ""}, {"sf_nh4", s.SFNh4 != ""},
 		{"sf_mac", s.SFMac != ""}, {"iface_out", s.IfaceOut != ""}, {"iface_in", s.IfaceIn != ""},
-		{"flow_timeout", s.FlowTimeout != 0}} {
+		{"flow_timeout", s.FlowTimeout != 0}, {"flow_max", s.FlowMax != 0}} {
 		if f.set {
 			v.errf(p+"."+f.key, "only for kind %s", KindSRUnaware)
 		}
@@ -410,21 +416,31 @@ func (v *validator) proxyService(p string, s *Service) {
 		v.errf(p+".proxy", "unknown proxy %q (one of %s)", s.Proxy, strings.Join(Proxies, ", "))
 	}
 	masq := s.Proxy == ProxyMasquerading
+	eth := s.Inner == InnerEthernet
 	switch {
 	case masq && s.Inner != "":
 		v.errf(p+".inner", "not for masquerading (it serves IPv6 only)")
 	case !masq && s.Inner == "":
-		v.errf(p+".inner", "required (ipv4 or ipv6)")
-	case !masq && s.Inner != "ipv4" && s.Inner != "ipv6":
-		v.errf(p+".inner", "unknown inner %q (ipv4 or ipv6; inner ethernet proxies exist for `segchain sid add`, not yet in the domain file)", s.Inner)
+		v.errf(p+".inner", "required (%s)", strings.Join(Inners, ", "))
+	case !masq && !contains(Inners, s.Inner):
+		v.errf(p+".inner", "unknown inner %q (one of %s)", s.Inner, strings.Join(Inners, ", "))
+	case eth && s.Proxy == ProxyDynamicFlow:
+		v.errf(p+".inner", "ethernet is not for proxy %s: the flow cache keys on the inner IP 5-tuple, not frames (use static or dynamic)", ProxyDynamicFlow)
 	}
+	addrs := []struct {
+		key string
+		set bool
+	}{{"sf_nh6", s.SFNh6 != ""}, {"sf_nh4", s.SFNh4 != ""}, {"sf_mac", s.SFMac != ""}}
 	n := 0
-	for _, set := range []bool{s.SFNh6 != "", s.SFNh4 != "", s.SFMac != ""} {
-		if set {
+	for _, a := range addrs {
+		if a.set {
 			n++
+			if eth {
+				v.errf(p+"."+a.key, "inner ethernet takes no SF address: the frame keeps its own L2 header (the SF is a bridge or another L2 function)")
+			}
 		}
 	}
-	if n != 1 {
+	if !eth && n != 1 {
 		v.errf(p, "give exactly one of sf_nh6, sf_nh4, sf_mac (the SF's address)")
 	}
 	if s.SFNh6 != "" {
@@ -458,8 +474,37 @@ func (v *validator) proxyService(p string, s *Service) {
 	switch {
 	case s.FlowTimeout != 0 && s.Proxy != ProxyDynamicFlow:
 		v.errf(p+".flow_timeout", "only for proxy %s", ProxyDynamicFlow)
-	case s.FlowTimeout < 0:
-		v.errf(p+".flow_timeout", "%d must be positive (seconds)", s.FlowTimeout)
+	case s.FlowTimeout < 0 || s.FlowTimeout > math.MaxUint32:
+		v.errf(p+".flow_timeout", "%d: want seconds 1..%d", s.FlowTimeout, uint32(math.MaxUint32))
+	}
+	switch {
+	case s.FlowMax == 0:
+	case s.Proxy != ProxyDynamicFlow:
+		v.errf(p+".flow_max", "only for proxy %s", ProxyDynamicFlow)
+	case s.FlowMax < 1 || s.FlowMax > proxy.FlowsMax:
+		v.errf(p+".flow_max", "%d: want 1..%d flows", s.FlowMax, proxy.FlowsMax)
+	case s.FlowTimeout == 0:
+		v.errf(p+".flow_max", "needs flow_timeout: a full cache frees only expired flows, so without a timeout finished flows would hold their slots forever")
+	}
+}
+
+// proxySpec parses an sr-unaware service that passed every check above
+// the way the agent will (proxy.ParseSpec, on the parameters the plan
+// emits), so nothing the proxy refuses gets past validation. segs is the
+// number of segments after the service in its chain (a static proxy's
+// CACHE); the addresses are placeholders.
+func (v *validator) proxySpec(p string, s *Service, segs int) {
+	placeholder := netip.MustParsePrefix("fc00::/128")
+	sl := make([]netip.Addr, max(segs, 1))
+	for i := range sl {
+		b := placeholder.Addr().As16()
+		b[15] = byte(i + 1)
+		sl[i] = netip.AddrFrom16(b)
+	}
+	src := netip.MustParseAddr("fc00::ffff")
+	if _, err := proxy.ParseSpec(placeholder, s.ProxyBehavior(), s.ProxyParams(src, sl)); err != nil {
+		msg := strings.TrimPrefix(err.Error(), placeholder.String()+" "+s.ProxyBehavior()+": ")
+		v.errf(p, "the proxy refuses it: %s", strings.ReplaceAll(msg, "\n", "; "))
 	}
 }
 
@@ -511,7 +556,42 @@ func (v *validator) proxyUse() {
 		if s.Proxy == ProxyStatic && len(uses[name]) == 0 {
 			v.errf(p, "a static proxy needs the chain it serves (its segs are the rest of that chain)")
 		}
+		if !v.hasErr(p) {
+			v.proxySpec(p, s, v.segsAfter(name))
+		}
 	}
+}
+
+// segsAfter is the number of segments after service name in the first
+// chain that uses it (its services after it and the egress): the length
+// of a static proxy's CACHE.
+func (v *validator) segsAfter(name string) int {
+	for _, cn := range sortedKeys(v.d.Chains) {
+		c := v.d.Chains[cn]
+		if c == nil {
+			continue
+		}
+		for i, sn := range c.Services {
+			if sn == name {
+				n := len(c.Services) - i - 1
+				if c.Egress != nil {
+					n++
+				}
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// hasErr reports whether an error was recorded at path or below it.
+func (v *validator) hasErr(path string) bool {
+	for _, e := range v.errs {
+		if e.Path == path || strings.HasPrefix(e.Path, path+".") || strings.HasPrefix(e.Path, path+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // chainProxies checks the sr-unaware services of one chain against the
@@ -528,8 +608,10 @@ func (v *validator) chainProxies(p string, c *Chain, fam int) {
 			v.errf(sp, "proxy service %s cannot be the last segment of an insert-mode chain: the proxy needs a next segment (use an egress: encap mode)", sn)
 		case c.Mode == ModeInsert && s.Proxy != ProxyMasquerading:
 			v.errf(sp, "proxy service %s needs an encapsulated inner packet (only masquerading works in insert mode): use encap mode with an egress", sn)
-		case c.Mode == ModeL2Encap || c.Mode == ModeL2EncapRed:
-			v.errf(sp, "proxy service %s: the domain file's proxies hand IPv4 or IPv6 to the SF, not Ethernet frames (%s; inner ethernet proxies exist for `segchain sid add` only)", sn, c.Mode)
+		case (c.Mode == ModeL2Encap || c.Mode == ModeL2EncapRed) && s.Inner != InnerEthernet:
+			v.errf(sp, "proxy service %s: chain mode %s carries Ethernet frames, the proxy needs inner ethernet (it has %s)", sn, c.Mode, cmp.Or(s.Inner, "none: "+s.Proxy))
+		case s.Inner == InnerEthernet && s.Proxy != ProxyMasquerading && c.Mode != ModeL2Encap && c.Mode != ModeL2EncapRed:
+			v.errf(sp, "proxy service %s has inner ethernet but chain mode %s carries IP packets (ethernet proxies serve l2encap and l2encap.red chains)", sn, c.Mode)
 		case s.Proxy == ProxyMasquerading && fam == 4:
 			v.errf(sp, "masquerading proxy %s serves IPv6 chains only", sn)
 		case fam != 0 && (s.Inner == "ipv4" || s.Inner == "ipv6") && s.Inner != fmt.Sprintf("ipv%d", fam) && c.Mode != ModeInsert:

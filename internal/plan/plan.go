@@ -659,7 +659,9 @@ func describeMatch(m config.Match) string {
 }
 
 // proxies emits the SR proxy of every sr-unaware service on its node, in the
-// canonical parameter order of `segchain sid add` (proxy.Spec.Params).
+// canonical parameter order of `segchain sid add` (proxy.Spec.Params, built
+// by config.Service.ProxyParams: inner ethernet without an S-ADDR,
+// dynamic-flow with its flow max and timeout).
 func (b *builder) proxies() error {
 	names := make([]string, 0, len(b.d.Services))
 	for n := range b.d.Services {
@@ -672,37 +674,15 @@ func (b *builder) proxies() error {
 		if !s.SRUnaware() {
 			continue
 		}
-		var prm []string
-		if s.Proxy != config.ProxyMasquerading {
-			prm = append(prm, "inner", s.Inner)
-		}
-		switch {
-		case s.SFMac != "":
-			prm = append(prm, "mac", strings.ToLower(s.SFMac))
-		case s.SFNh4 != "":
-			prm = append(prm, "nh4", s.SFNh4)
-		default:
-			prm = append(prm, "nh6", s.SFNh6)
-		}
-		prm = append(prm, "oif", s.IfaceOut, "iif", s.IfaceIn)
-		switch s.Proxy {
-		case config.ProxyStatic:
-			segs, ok := b.staticSegs[name]
-			if !ok || len(segs) == 0 {
+		var segs []netip.Addr
+		if s.Proxy == config.ProxyStatic {
+			var ok bool
+			if segs, ok = b.staticSegs[name]; !ok || len(segs) == 0 {
 				errs = append(errs, fmt.Errorf("services.%s: a static proxy needs a chain with segments after it", name))
 				continue
 			}
-			ss := make([]string, len(segs))
-			for i, a := range segs {
-				ss[i] = a.String()
-			}
-			prm = append(prm, "src", b.d.NodeAddr(s.Node).String(), "segs", strings.Join(ss, ","))
-		case config.ProxyDynamicFlow:
-			prm = append(prm, "flow")
-			if s.FlowTimeout > 0 {
-				prm = append(prm, "timeout", strconv.Itoa(s.FlowTimeout))
-			}
 		}
+		prm := s.ProxyParams(b.d.NodeAddr(s.Node), segs)
 		n := b.p.Nodes[s.Node]
 		n.Proxies = append(n.Proxies, nodestate.Proxy{SID: netip.PrefixFrom(b.sids[name], 128), Behavior: s.EffectiveBehavior(), Params: prm})
 	}

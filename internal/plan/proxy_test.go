@@ -30,10 +30,16 @@ links:
     ipv4: "10.27.0.0/24"
   - endpoints: ["nfv:sf1", "sf:eth-nfv1"]
     ipv6: "fc00:28::/64"
+  - endpoints: ["nfv:sf2", "sf:eth-nfv2"]
+    ipv6: "fc00:29::/64"
+  - endpoints: ["nfv:sf3", "sf:eth-nfv3"]
+    ipv6: "fc00:2a::/64"
 services:
   as:   {node: nfv, kind: sr-unaware, proxy: static, inner: ipv4, sf_nh4: "10.27.0.7", iface_out: sf0, iface_in: sf0, function: "0xa5"}
   ad:   {node: nfv, kind: sr-unaware, proxy: dynamic, inner: ipv6, sf_mac: "02:00:00:00:00:1B", iface_out: sf1, iface_in: sf1, function: "0xad"}
-  adf:  {node: nfv, kind: sr-unaware, proxy: dynamic-flow, inner: ipv6, sf_nh6: "fc00:27::7", iface_out: sf0, iface_in: eth-out, flow_timeout: 30, function: "0xaf"}
+  adf:  {node: nfv, kind: sr-unaware, proxy: dynamic-flow, inner: ipv6, sf_nh6: "fc00:27::7", iface_out: sf0, iface_in: eth-out, flow_timeout: 30, flow_max: 1000, function: "0xaf"}
+  adl2: {node: nfv, kind: sr-unaware, proxy: dynamic, inner: ethernet, iface_out: sf2, iface_in: sf3, function: "0xa2"}
+  asl2: {node: nfv, kind: sr-unaware, proxy: static, inner: ethernet, iface_out: sf3, iface_in: sf2, function: "0xa7"}
   am:   {node: nfv, kind: sr-unaware, proxy: masquerading, sf_nh6: "fc00:28::7", iface_out: sf1, iface_in: eth-in, function: "0xa3"}
   end:  {node: out, behavior: End, function: "0xe"}
 chains:
@@ -47,6 +53,18 @@ chains:
     match: {dst: "fc00:99::/64"}
     services: [ad, adf, am]
     egress: {node: out, behavior: End.DX6, nh6: "fc00:24::99", sid: "fc00:4::d6:0"}
+  l2d:
+    ingress: in
+    mode: l2encap
+    match: {dst: "fc00:98::/64"}
+    services: [adl2]
+    egress: {node: out, behavior: End.DX2, oif: eth-nfv, sid: "fc00:4::d2:0"}
+  l2s:
+    ingress: in
+    mode: l2encap.red
+    match: {dst: "fc00:97::/64", proto: udp}
+    services: [asl2, end]
+    egress: {node: out, behavior: End.DX2, oif: eth-nfv, sid: "fc00:4::d3:0"}
 `
 
 // TestProxies checks the proxies the plan emits and that every one parses
@@ -74,10 +92,12 @@ func TestProxies(t *testing.T) {
 		})
 	}
 	want := []string{
+		"proxy fc00:2::a2:0/128 End.AD inner ethernet oif sf2 iif sf3",
 		"proxy fc00:2::a3:0/128 End.AM nh6 fc00:28::7 oif sf1 iif eth-in",
 		"proxy fc00:2::a5:0/128 End.AS inner ipv4 nh4 10.27.0.7 oif sf0 iif sf0 src fc00:2::1 segs fc00:4::e:0,fc00:4::d4:0",
+		"proxy fc00:2::a7:0/128 End.AS inner ethernet oif sf3 iif sf2 src fc00:2::1 segs fc00:4::e:0,fc00:4::d3:0",
 		"proxy fc00:2::ad:0/128 End.AD inner ipv6 mac 02:00:00:00:00:1b oif sf1 iif sf1",
-		"proxy fc00:2::af:0/128 End.AD inner ipv6 nh6 fc00:27::7 oif sf0 iif eth-out flow timeout 30",
+		"proxy fc00:2::af:0/128 End.AD inner ipv6 nh6 fc00:27::7 oif sf0 iif eth-out flow max 1000 timeout 30",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("proxies (-want +got):\n%s", diff)
@@ -111,7 +131,9 @@ func TestProxies(t *testing.T) {
 		}
 	}
 	wantHops := []string{"c4 as End.AS", "c4 end End", "c4 c4 egress End.DX4",
-		"c6 ad End.AD", "c6 adf End.AD", "c6 am End.AM", "c6 c6 egress End.DX6"}
+		"c6 ad End.AD", "c6 adf End.AD", "c6 am End.AM", "c6 c6 egress End.DX6",
+		"l2d adl2 End.AD", "l2d l2d egress End.DX2",
+		"l2s asl2 End.AS", "l2s end End", "l2s l2s egress End.DX2"}
 	if diff := cmp.Diff(wantHops, hops); diff != "" {
 		t.Errorf("hops (-want +got):\n%s", diff)
 	}

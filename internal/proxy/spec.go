@@ -290,6 +290,9 @@ func (s Spec) Validate() error {
 // and the largest flow max.
 const flowsMax = 65536
 
+// FlowsMax is the largest `flow max` a per-flow SID may have.
+const FlowsMax = flowsMax
+
 // maxSegs keeps a configured End.AS header within the program's cache.
 const maxSegs = (cacheHdrMax - 40 - 8) / 16
 
