@@ -34,7 +34,6 @@
 #include "lib/ipv6.h"
 #include "lib/drop.h"
 #include "lib/icmp6.h"
-#include "lib/icmp6_err.h"
 
 #define FW_MAX_RULES 4096			/* rules per instance */
 #define FW_WORDS (FW_MAX_RULES / 64)		/* 64: one summary word covers them */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* ICMPv6 errors generated from tc programs: icmp6_ptb rewrites the IPv6
- * packet of an skb into the Packet Too Big message Linux would send for it
- * (RFC 4443 3.2), addressed to the packet's source, and leaves it ready to
- * be redirected. */
+/* ICMPv6 errors generated from tc programs: icmp6_error rewrites the IPv6
+ * packet of an skb into the error Linux would send for it (RFC 4443),
+ * addressed to the packet's source, and leaves it ready to be redirected;
+ * icmp6_ptb is its Packet Too Big. */
 #ifndef SEGCHAIN_LIB_ICMP6_H
 #define SEGCHAIN_LIB_ICMP6_H
 
@@ -18,7 +18,9 @@
 
 #define IPV6_MIN_MTU 1280
 #define ICMP6_ERR_HDR_LEN 8
+#define ICMP6_DEST_UNREACH 1
 #define ICMP6_PKT_TOOBIG 2
+#define ICMP6_PARAM_PROB 4
 /* An ICMPv6 error quotes as much of the packet as fits in the minimum MTU. */
 #define ICMP6_QUOTE_MAX (IPV6_MIN_MTU - sizeof(struct ipv6hdr) - ICMP6_ERR_HDR_LEN)
 /* bpf_csum_diff handles at most 512 bytes per call. */
@@ -39,13 +41,17 @@ static __always_inline __u16 csum_fold32(__u32 s)
 	return (__u16)~s;
 }
 
-/* icmp6_ptb turns the IPv6 packet after the Ethernet header into a Packet
- * Too Big reporting mtu, from the address the FIB selects towards the
- * packet's source. buf is CSUM_CHUNK bytes of scratch memory (a map value).
- * On success it returns the ifindex to redirect to, with MACs written; on
- * failure (no route back, the packet is itself an ICMPv6 error or has no
- * unicast source: RFC 4443 2.4) a negative value, the skb may be modified. */
-static __always_inline int icmp6_ptb(struct __sk_buff *skb, __u32 mtu, __u8 *buf)
+/* icmp6_error rewrites the IPv6 packet after the Ethernet header into the
+ * ICMPv6 error Linux would send for it (RFC 4443): type, code and the
+ * 32-bit info word (pointer, MTU, unused) as given, from the address the
+ * FIB selects towards the packet's source, quoting as much of the packet as
+ * fits in the minimum MTU. buf is CSUM_CHUNK bytes of scratch
+ * memory (a map value). Returns the ifindex to redirect to, with MACs
+ * written, or a negative value when no error may be sent (no route back,
+ * the packet is itself an ICMPv6 error, a non-unicast source: RFC 4443
+ * 2.4); the skb may then be modified and must be dropped. */
+static __always_inline int icmp6_error(struct __sk_buff *skb, __u8 type, __u8 code, __u32 info,
+				       __u8 *buf)
 {
 	struct {
 		struct ipv6hdr ip;
@@ -59,10 +65,11 @@ static __always_inline int icmp6_ptb(struct __sk_buff *skb, __u32 mtu, __u8 *buf
 	} ph;
 	struct bpf_fib_lookup f = {};
 	struct ipv6hdr orig;
-	__u32 quoted, off;
+	__u32 quoted, aligned, off;
+	__u8 tail[4] = {};
 	__u64 n;
 	__s64 sum;
-	__u8 type;
+	__u8 t;
 	int i;
 
 	if (bpf_skb_load_bytes(skb, ETH_HLEN, &orig, sizeof(orig)) < 0)
@@ -70,17 +77,19 @@ static __always_inline int icmp6_ptb(struct __sk_buff *skb, __u32 mtu, __u8 *buf
 	if (ipv6_addr_is_multicast(&orig.saddr) || ipv6_addr_is_unspecified(&orig.saddr))
 		return -1;
 	if (orig.nexthdr == IPPROTO_ICMPV6 &&
-	    (bpf_skb_load_bytes(skb, ETH_HLEN + sizeof(orig), &type, 1) < 0 || type < 128))
+	    (bpf_skb_load_bytes(skb, ETH_HLEN + sizeof(orig), &t, 1) < 0 || t < 128))
 		return -1;
 
 	quoted = skb->len - ETH_HLEN;
 	if (quoted > ICMP6_QUOTE_MAX)
 		quoted = ICMP6_QUOTE_MAX;
-	quoted &= ~3U; /* bpf_csum_diff works on 4-byte multiples */
+	/* bpf_csum_diff works on 4-byte multiples: the checksum loop covers
+	 * the aligned part and the last 1-3 bytes are summed zero-padded
+	 * (RFC 1071), so a short packet is quoted whole (RFC 4443 2.4(c)). */
+	aligned = quoted & ~3U;
 
 	f.family = AF_INET6;
 	f.ifindex = skb->ingress_ifindex;
-	/* The size of the error, not of the skb (tot_len 0 means "check skb"). */
 	f.tot_len = sizeof(h) + quoted;
 	__builtin_memcpy(f.ipv6_dst, &orig.saddr, sizeof(orig.saddr));
 	if (bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SRC) != BPF_FIB_LKUP_RET_SUCCESS)
@@ -96,8 +105,9 @@ static __always_inline int icmp6_ptb(struct __sk_buff *skb, __u32 mtu, __u8 *buf
 	h.ip.hop_limit = 64;
 	__builtin_memcpy(&h.ip.saddr, f.ipv6_src, sizeof(h.ip.saddr));
 	h.ip.daddr = orig.saddr;
-	h.icmp.type = ICMP6_PKT_TOOBIG;
-	h.icmp.info = bpf_htonl(mtu);
+	h.icmp.type = type;
+	h.icmp.code = code;
+	h.icmp.info = bpf_htonl(info);
 
 	ph.src = h.ip.saddr;
 	ph.dst = h.ip.daddr;
@@ -107,9 +117,9 @@ static __always_inline int icmp6_ptb(struct __sk_buff *skb, __u32 mtu, __u8 *buf
 	sum = bpf_csum_diff(0, 0, (__be32 *)&h.icmp, sizeof(h.icmp), sum);
 	for (i = 0; i < CSUM_CHUNKS; i++) {
 		off = i * CSUM_CHUNK;
-		if (off >= quoted)
+		if (off >= aligned)
 			break;
-		n = quoted - off;
+		n = aligned - off;
 		if (n > CSUM_CHUNK)
 			n = CSUM_CHUNK;
 		barrier_var(n); /* re-check on the register the helpers get */
@@ -119,6 +129,25 @@ static __always_inline int icmp6_ptb(struct __sk_buff *skb, __u32 mtu, __u8 *buf
 			return -1;
 		sum = bpf_csum_diff(0, 0, (__be32 *)buf, n, sum);
 	}
+	/* Constant lengths for the verifier; aligned is even, so the padded
+	 * word sits on the checksum's 16-bit grid. */
+	off = ETH_HLEN + sizeof(h) + aligned;
+	switch (quoted - aligned) {
+	case 1:
+		if (bpf_skb_load_bytes(skb, off, tail, 1) < 0)
+			return -1;
+		break;
+	case 2:
+		if (bpf_skb_load_bytes(skb, off, tail, 2) < 0)
+			return -1;
+		break;
+	case 3:
+		if (bpf_skb_load_bytes(skb, off, tail, 3) < 0)
+			return -1;
+		break;
+	}
+	if (quoted != aligned)
+		sum = bpf_csum_diff(0, 0, (__be32 *)tail, sizeof(tail), sum);
 	h.icmp.csum = csum_fold32((__u32)sum);
 
 	if (bpf_skb_store_bytes(skb, ETH_HLEN, &h, sizeof(h), 0) < 0 ||
@@ -126,6 +155,12 @@ static __always_inline int icmp6_ptb(struct __sk_buff *skb, __u32 mtu, __u8 *buf
 	    bpf_skb_store_bytes(skb, ETH_ALEN, f.smac, ETH_ALEN, 0) < 0)
 		return -1;
 	return f.ifindex;
+}
+
+/* icmp6_ptb: the Packet Too Big (RFC 4443 3.2) reporting mtu. */
+static __always_inline int icmp6_ptb(struct __sk_buff *skb, __u32 mtu, __u8 *buf)
+{
+	return icmp6_error(skb, ICMP6_PKT_TOOBIG, 0, mtu, buf);
 }
 
 #endif
