@@ -2,11 +2,9 @@ package fw_test
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -20,35 +18,10 @@ import (
 var segchainBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
+	os.Exit(testutil.MainWithBinary(m, &segchainBin))
 }
 
-func runMain(m *testing.M) int {
-	flag.Parse()
-	if os.Geteuid() != 0 || testing.Short() {
-		return m.Run() // every test here skips with its reason
-	}
-	if bin := os.Getenv("SEGCHAIN_BIN"); bin != "" {
-		segchainBin = bin
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "segchain-fw-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	segchainBin = filepath.Join(dir, "segchain")
-	out, err := exec.Command("go", "build", "-o", segchainBin, "github.com/segchain/segchain/cmd/segchain").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build segchain: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
-
-// requireFW gates every test of this package: root, tools, and a binary
-// that has the fw verb.
+// requireFW gates every test of this package: root, tools, the binary.
 func requireFW(t *testing.T) {
 	t.Helper()
 	testutil.RequireRoot(t)
@@ -60,9 +33,6 @@ func requireFW(t *testing.T) {
 	testutil.RequireScapy(t)
 	if segchainBin == "" {
 		t.Skip("segchain binary not built")
-	}
-	if out, err := exec.Command(segchainBin, "fw", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "import") {
-		t.Skipf("segchain has no fw verb yet: %v %s", err, out)
 	}
 }
 

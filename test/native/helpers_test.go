@@ -3,13 +3,11 @@ package native
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -25,31 +23,7 @@ import (
 var segchainBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	flag.Parse()
-	if os.Geteuid() != 0 || testing.Short() {
-		return m.Run() // every test here skips with its reason
-	}
-	if bin := os.Getenv("SEGCHAIN_BIN"); bin != "" {
-		segchainBin = bin
-		return m.Run()
-	}
-	dir, err := os.MkdirTemp("", "segchain-native-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	segchainBin = filepath.Join(dir, "segchain")
-	out, err := exec.Command("go", "build", "-o", segchainBin, "github.com/segchain/segchain/cmd/segchain").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build segchain: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
+	os.Exit(testutil.MainWithBinary(m, &segchainBin))
 }
 
 // requireNative gates every test of this package.

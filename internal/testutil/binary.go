@@ -1,0 +1,38 @@
+package testutil
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// MainWithBinary is a TestMain body for packages that test the segchain
+// binary: it builds cmd/segchain once into a temporary directory (or takes
+// $SEGCHAIN_BIN), stores its path in *bin and runs the tests. Unprivileged
+// and -short runs build nothing: their tests skip with a reason.
+func MainWithBinary(m *testing.M, bin *string) int {
+	flag.Parse()
+	if os.Geteuid() != 0 || testing.Short() {
+		return m.Run()
+	}
+	if b := os.Getenv("SEGCHAIN_BIN"); b != "" {
+		*bin = b
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "segchain-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	*bin = filepath.Join(dir, "segchain")
+	out, err := exec.Command("go", "build", "-o", *bin, "github.com/segchain/segchain/cmd/segchain").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build segchain: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
