@@ -68,8 +68,8 @@ type Control struct {
 	// Valid / CPUValid: the median is within aa_limit of 1.
 	Valid    bool `json:"valid"`
 	CPUValid bool `json:"cpu_valid"`
-	// ThroughputInconclusive: fewer than half of the control's rounds (or
-	// fewer than 5) had the SUT thread on its CPU throughout; the
+	// ThroughputInconclusive: fewer than a quarter of the control's rounds
+	// (or fewer than 5) had the SUT thread on its CPU throughout; the
 	// throughput ratios of this run are then the co-runners' more than
 	// the SUT's and the throughput control does not judge (Valid false).
 	ThroughputInconclusive bool `json:"throughput_inconclusive,omitempty"`
@@ -79,8 +79,8 @@ type Control struct {
 }
 
 // throughputConclusive says whether n undisturbed rounds of the wanted
-// ones carry a throughput ratio.
-func throughputConclusive(n, rounds int) bool { return n >= 5 && 2*n >= rounds }
+// ones carry a throughput ratio (its CI then says how well).
+func throughputConclusive(n, rounds int) bool { return n >= 5 && 4*n >= rounds }
 
 // Result is one behaviour at one size (and rule count) in one run.
 type Result struct {
