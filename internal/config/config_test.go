@@ -199,13 +199,14 @@ func TestResolvedDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantKeys := []string{"chains.firewalled.egress", "chains.legacy4.egress", "chains.web.egress", "nfv1-end", "nfv1-fw", "nfv2-end"}
+	wantKeys := []string{"chains.filtered.egress", "chains.firewalled.egress", "chains.legacy4.egress", "chains.web.egress",
+		"nfv1-end", "nfv1-fw", "nfv2-end", "nfv2-fw"}
 	gotKeys := sortedKeys(sids)
 	if diff := cmp.Diff(wantKeys, gotKeys); diff != "" {
 		t.Errorf("SID keys (-want +got):\n%s", diff)
 	}
 	for k, a := range sids {
-		node := map[string]string{"nfv1-end": "nfv1", "nfv1-fw": "nfv1", "nfv2-end": "nfv2"}[k]
+		node := map[string]string{"nfv1-end": "nfv1", "nfv1-fw": "nfv1", "nfv2-end": "nfv2", "nfv2-fw": "nfv2"}[k]
 		if node == "" {
 			node = "egress"
 		}
@@ -213,6 +214,9 @@ func TestResolvedDefault(t *testing.T) {
 		if !loc.Contains(a) || a == d.NodeAddr(node) {
 			t.Errorf("%s = %s: not a SID of %s", k, a, node)
 		}
+	}
+	if got, want := sids["nfv2-fw"], netip.MustParseAddr("fc00:3::f1:0"); got != want {
+		t.Errorf("nfv2-fw = %s, want the pinned %s", got, want)
 	}
 	again, _ := d.SIDs()
 	if diff := cmp.Diff(sids, again, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {

@@ -15,10 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/dump"
+	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/srh"
@@ -294,6 +297,45 @@ c=socket.create_connection(("fc00:4d::d", 9000), timeout=10); c.sendall(b"x"*200
 		}
 		if after := e.counters("egress", dx6).Packets; after <= before {
 			t.Errorf("the transfer did not take chain web (End.DX6 %d -> %d)", before, after)
+		}
+	})
+
+	t.Run("chain filtered: the SR-aware firewall on nfv2 drops UDP 6666, accepts 6000", func(t *testing.T) {
+		fwSID := netip.PrefixFrom(e.sid("nfv2-fw"), 112)
+		rules := func() (perRule []uint64, policy uint64) {
+			sts, err := fw.List(e.ns("nfv2"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range sts {
+				if st.Instance.SID == fwSID {
+					for _, r := range st.Rules {
+						perRule = append(perRule, r.Packets)
+					}
+					return perRule, st.Counters.Policy
+				}
+			}
+			t.Fatalf("no firewall instance %s on nfv2: %+v", fwSID, sts)
+			return nil, 0
+		}
+		dx6 := e.sid(config.EgressKey("filtered"))
+		before, policyBefore := rules()
+		dxBefore := e.counters("egress", dx6).Packets
+		if diff := cmp.Diff(map[int]int{6000: 5, 6666: 0}, udpCounts(t, e, 6000, 6666)); diff != "" {
+			t.Errorf("datagrams at d (-want +got):\n%s", diff)
+		}
+		after, policyAfter := rules()
+		if len(before) != 2 || len(after) != 2 {
+			t.Fatalf("rules before %v after %v, want 2", before, after)
+		}
+		// Rule 1 (basic: -p udp --dport 6666 -j DROP) took the five 6666
+		// datagrams, rule 2 (advanced: -m srh --srh-psid on nfv1's locator)
+		// the five 6000 ones; the drop policy none.
+		if d1, d2 := after[0]-before[0], after[1]-before[1]; d1 != 5 || d2 != 5 || policyAfter != policyBefore {
+			t.Errorf("rule counters +%d +%d policy +%d, want +5 +5 +0", d1, d2, policyAfter-policyBefore)
+		}
+		if got := e.counters("egress", dx6).Packets - dxBefore; got != 5 {
+			t.Errorf("filtered's End.DX6 counted +%d, want +5 (only the accepted flow)", got)
 		}
 	})
 
