@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make demo: bring up the thesis' Fig. 3.1 lab, apply the default domain,
-# send ping/TCP/UDP/IPv4 traffic from S to D through the chains, and show the
-# SID lists and per-SID counters that prove each packet took its chain.
+# send ping/TCP/UDP/IPv4 traffic from S to D through the chains (one of them
+# through the SR-aware firewall on nfv2, which drops one UDP port), and show
+# the SID lists, per-SID and per-rule counters that prove each packet took
+# its chain.
 # KEEP=1 leaves the lab up afterwards (segchain lab down --name demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +63,7 @@ before=$(counters)
 
 D6=fc00:4d::d
 D4=198.18.4.13
-step "traffic S -> D: ping6 (chain web, encap), TCP 8080 (chain firewalled, through sf1), UDP 5000-5999 (chain insert6, insert mode), ping IPv4 (chain legacy4)"
+step "traffic S -> D: ping6 (chain web, encap), TCP 8080 (chain firewalled, through sf1), UDP 5000-5999 (chain insert6, insert mode), UDP 6000/6666 (chain filtered, SR-aware firewall), ping IPv4 (chain legacy4)"
 # segchain dump shows the chain on the wire: one encapsulated echo request
 # as nfv1 receives it, annotated with the domain's SIDs.
 "$SC" dump --lab "$LAB" -i nfv1:eth-r1 -c 1 -v --domain examples/default.yaml ip6 proto 43 > /tmp/segchain-demo-dump1.txt 2>&1 &
@@ -106,6 +108,45 @@ wait "$srv"
 wait "$dump2" || true
 echo "segchain dump at d: insert mode, the SRH arrives with SL 0 and d as Segment List[0]:"
 cat /tmp/segchain-demo-dump2.txt
+
+step "chain filtered: UDP 6000 and 6666 through nfv1-end and nfv2's SR-aware firewall (End.AN.FW)"
+echo "nfv2-fw as the domain file configured it (policy drop, two rules):"
+"$SC" fw list --netns "sc-$LAB-nfv2"
+# d counts what arrives on both ports until 2 s pass without a datagram.
+"$SC" lab exec --name "$LAB" d -- python3 -c '
+import select, socket, sys
+ss = {}
+for p in (6000, 6666):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::", p)); ss[s] = p
+n = {6000: 0, 6666: 0}
+print("d listening on UDP 6000 and 6666", flush=True)
+while True:
+    ready = select.select(list(ss), [], [], 2)[0]
+    if not ready:
+        break
+    for s in ready:
+        s.recv(100); n[ss[s]] += 1
+print("UDP received at D: port 6000: %d datagrams, port 6666: %d" % (n[6000], n[6666]))
+sys.exit(0 if n == {6000: 3, 6666: 0} else 1)
+' &
+srv=$!
+sleep 0.5
+"$SC" lab exec --name "$LAB" s -- python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+for i in range(3):
+    for p in (6000, 6666):
+        s.sendto(b"filtered %d" % i, ("'"$D6"'", p)); time.sleep(0.05)
+print("sent 3 datagrams each to UDP 6000 and 6666")
+'
+if wait "$srv"; then
+	echo "6000 delivered, 6666 dropped by the firewall: as the rules say"
+else
+	echo "UNEXPECTED: the firewall's verdicts did not match its rules"; exit 1
+fi
+echo "per-rule counters: rule 1 (basic, the inner packet) dropped 6666, rule 2 (-m srh --srh-psid) accepted 6000:"
+"$SC" fw list --netns "sc-$LAB-nfv2"
+
 "$SC" lab exec --name "$LAB" s -- ping -4 -c 3 -i 0.2 -W 2 "$D4"
 
 after=$(counters)
