@@ -474,7 +474,7 @@ func (v *validator) proxyService(p string, s *Service) {
 	switch {
 	case s.FlowTimeout != 0 && s.Proxy != ProxyDynamicFlow:
 		v.errf(p+".flow_timeout", "only for proxy %s", ProxyDynamicFlow)
-	case s.FlowTimeout < 0 || s.FlowTimeout > math.MaxUint32:
+	case s.FlowTimeout < 0 || int64(s.FlowTimeout) > math.MaxUint32:
 		v.errf(p+".flow_timeout", "%d: want seconds 1..%d", s.FlowTimeout, uint32(math.MaxUint32))
 	}
 	switch {
