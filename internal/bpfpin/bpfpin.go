@@ -27,7 +27,7 @@ func EnsureFS() error {
 	if err := unix.Statfs("/sys/fs/bpf", &st); err != nil {
 		return fmt.Errorf("statfs /sys/fs/bpf: %w", err)
 	}
-	if st.Type == unix.BPF_FS_MAGIC {
+	if uint32(st.Type) == uint32(unix.BPF_FS_MAGIC) { // Type is int32 on 32-bit targets
 		return nil
 	}
 	if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"); err != nil {
