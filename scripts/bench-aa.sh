@@ -63,7 +63,9 @@ for i in range(1, n + 1):
     if o is not None:
         old.append(o)
     lim = r.get("ceilings", [{}])[0].get("xdp_drop_pps", 0) / 1e3
-    print(f"| {i} | {cr['median']:.3f} ({cr['ci95'][0]:.3f}–{cr['ci95'][1]:.3f}) | {t} | {tr.get('runs', 0)} of {cr.get('runs', 0)} | "
+    # Reports of binaries before max_lost count every round: no split.
+    und = f"{tr.get('runs', 0)} of {cr.get('runs', 0)}" if "median_busy" in c else "(all counted)"
+    print(f"| {i} | {cr['median']:.3f} ({cr['ci95'][0]:.3f}–{cr['ci95'][1]:.3f}) | {t} | {und} | "
           f"{shares(f'{out}/run{i}/windows.csv')} | {'' if o is None else f'{o:.3f}'} | {lim:.0f} |")
 def spread(name, xs):
     if xs:
