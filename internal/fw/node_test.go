@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf/link"
 
@@ -106,10 +107,17 @@ func TestNodeGCDeletedNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted = true
-	// The next firewall user anywhere collects it.
+	// The next firewall user anywhere collects it — once the kernel has
+	// really dismantled the namespace: that runs asynchronously (cleanup_net
+	// from a workqueue), so its veth may outlive `ip netns del` briefly.
 	other := testutil.NewNetns(t, "fwh")
-	if _, err := nsName(other, true); err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := nsName(other, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(dir); os.IsNotExist(err) || time.Now().After(deadline) {
+			break
+		}
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("state of the deleted namespace left in %s", dir)

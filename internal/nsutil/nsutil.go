@@ -1,6 +1,7 @@
 package nsutil
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,22 +61,39 @@ func Do(name string, fn func() error) error {
 }
 
 // Create makes a new named namespace (like `ip netns add`) without
-// switching the caller's namespace, and returns its path.
+// switching the caller's namespace.
+//
+// Creating it moves the creating thread into it, so the thread returns to
+// its original namespace before it is unlocked. Leaving it there and
+// letting the runtime discard it is not enough: when the goroutine happens
+// to run on the main thread, the runtime parks that thread instead of
+// terminating it, and a thread parked in the namespace keeps it alive —
+// with its interfaces and everything attached to them — after Delete.
 func Create(name string) error {
 	errc := make(chan error, 1)
 	go func() {
-		// This goroutine's thread enters the new namespace and is discarded.
 		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- fmt.Errorf("create netns %s: get current netns: %w", name, err)
+			return
+		}
+		defer orig.Close()
 		h, err := netns.NewNamed(name)
 		if err == nil {
 			h.Close()
+		} else {
+			err = fmt.Errorf("create netns %s: %w", name, err)
 		}
+		if rerr := netns.Set(orig); rerr != nil {
+			// Still locked: the goroutine's exit discards the thread.
+			errc <- errors.Join(err, fmt.Errorf("restore netns after creating %s: %w", name, rerr))
+			return
+		}
+		runtime.UnlockOSThread()
 		errc <- err
 	}()
-	if err := <-errc; err != nil {
-		return fmt.Errorf("create netns %s: %w", name, err)
-	}
-	return nil
+	return <-errc
 }
 
 // Delete removes a named namespace created by Create or `ip netns add`.
