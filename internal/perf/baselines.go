@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -155,10 +156,22 @@ func (r *nfqueueRecipe) reader(env *Env, k int) error {
 	return nil
 }
 
-// runScript feeds script to a shell command's stdin on the SUT.
+// runScript feeds script to a shell command's stdin on the SUT. The script
+// goes through a temporary file (the namespaces share the filesystem), not
+// the command line: a single argument is capped at 128 KiB (MAX_ARG_STRLEN),
+// which a few thousand rules exceed.
 func runScript(env *Env, cmd, script string) error {
-	if strings.Contains(script, "SEGPERF_EOF") {
-		return fmt.Errorf("script contains the heredoc marker")
+	f, err := os.CreateTemp("", "segchain-perf-*.rules")
+	if err != nil {
+		return err
 	}
-	return runAll(env, []string{"sh", "-c", cmd + " <<'SEGPERF_EOF'\n" + script + "SEGPERF_EOF\n"})
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(script); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return runAll(env, []string{"sh", "-c", cmd + ` < "$1"`, "sh", f.Name()})
 }

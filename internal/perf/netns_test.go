@@ -529,3 +529,24 @@ func TestDecapReencapOnWire(t *testing.T) {
 		t.Errorf("inner addresses changed:\n got % x\nwant % x", f[14+40+8+16:][:40], inner[:40])
 	}
 }
+
+// TestBaselineManyRules: rule sets beyond the 128 KiB a single command-line
+// argument may hold still load (they go through a file).
+func TestBaselineManyRules(t *testing.T) {
+	d := upTestbed(t)
+	reg, err := NewRegistry(BaselineRecipes()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := reg.Get("nftables")
+	if _, err := r.Setup(d.Env(), 1, Params{Size: 64, Rules: 5000}); err != nil { // ≈ 200 KiB of script
+		t.Fatal(err)
+	}
+	out, err := d.Env().Run("nft", "list", "chain", "ip6", "segperf", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, " drop"); n != 5000 {
+		t.Errorf("%d rules loaded, want 5000", n)
+	}
+}
