@@ -16,6 +16,13 @@ type nativeRecipe struct {
 	setup      func(env *Env, k int, p Params) ([]byte, error)
 }
 
+// NewRecipe makes a Recipe of a setup function (packages that add recipes:
+// the proxies', the firewall's). Setup gets Size defaulted to 64 and its
+// errors prefixed with the recipe's name.
+func NewRecipe(name, desc string, setup func(env *Env, k int, p Params) ([]byte, error)) Recipe {
+	return nativeRecipe{name, desc, setup}
+}
+
 func (r nativeRecipe) Name() string     { return r.name }
 func (r nativeRecipe) Describe() string { return r.desc }
 func (r nativeRecipe) Setup(env *Env, k int, p Params) ([]byte, error) {
@@ -29,10 +36,10 @@ func (r nativeRecipe) Setup(env *Env, k int, p Params) ([]byte, error) {
 	return b, nil
 }
 
-// endFrame is the thesis' endpoint packet: outer IPv6 + SRH with two SIDs
-// (this SUT's SID active, SL 1, then the final destination) + the inner
-// packet (IPv6, or IPv4 when v4).
-func endFrame(env *Env, k int, p Params, sl int, segs []netip.Addr, v4 bool) ([]byte, error) {
+// EndFrame is the thesis' endpoint packet as a frame for the SUT's input
+// port: outer IPv6 + SRH carrying segs (visiting order) with Segments Left
+// sl + the inner UDP packet of p.Size bytes (IPv6, or IPv4 when v4).
+func EndFrame(env *Env, k int, p Params, sl int, segs []netip.Addr, v4 bool) ([]byte, error) {
 	if v4 {
 		in, err := plain4(src4, Addr4(k, 1), p.Size)
 		if err != nil {
@@ -51,12 +58,12 @@ func endFrame(env *Env, k int, p Params, sl int, segs []netip.Addr, v4 bool) ([]
 
 // transitSRv6 is an End packet: SID active, SL 1, next the final destination.
 func transitSRv6(env *Env, k int, p Params) ([]byte, error) {
-	return endFrame(env, k, p, 1, []netip.Addr{Addr("sid", k, 1), Addr("dst", k, 1)}, false)
+	return EndFrame(env, k, p, 1, []netip.Addr{Addr("sid", k, 1), Addr("dst", k, 1)}, false)
 }
 
 // decapFrame: the SID is the last segment (SL 0), as End.DX*/End.DT* need.
 func decapFrame(env *Env, k int, p Params, v4 bool) ([]byte, error) {
-	return endFrame(env, k, p, 0, []netip.Addr{Addr("far", k, 9), Addr("sid", k, 1)}, v4)
+	return EndFrame(env, k, p, 0, []netip.Addr{Addr("far", k, 9), Addr("sid", k, 1)}, v4)
 }
 
 func sidRoute(env *Env, k int, behaviour ...string) error {
@@ -100,7 +107,7 @@ func NativeRecipes() []Recipe {
 			return frame4(env, in), err
 		}},
 		nativeRecipe{"SRv6-transit", "an SRv6 packet forwarded by a node that is not its active SID", func(env *Env, k int, p Params) ([]byte, error) {
-			return endFrame(env, k, p, 1, []netip.Addr{Addr("far", k, 1), Addr("dst", k, 1)}, false)
+			return EndFrame(env, k, p, 1, []netip.Addr{Addr("far", k, 1), Addr("dst", k, 1)}, false)
 		}},
 		nativeRecipe{"T.Encaps", "headend: encap seg6 mode encap, 2 SIDs", headend("encap", 2)},
 		nativeRecipe{"T.Encaps.Red", "headend: encap seg6 mode encap.red, 2 SIDs", headend("encap.red", 2)},

@@ -1,7 +1,6 @@
 package fwperf
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -9,24 +8,6 @@ import (
 	"github.com/segchain/segchain/internal/fwrule"
 	"github.com/segchain/segchain/internal/perf"
 )
-
-type recipe struct {
-	name, desc string
-	setup      func(env *perf.Env, k int, p perf.Params) ([]byte, error)
-}
-
-func (r recipe) Name() string     { return r.name }
-func (r recipe) Describe() string { return r.desc }
-func (r recipe) Setup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
-	if p.Size == 0 {
-		p.Size = 64
-	}
-	b, err := r.setup(env, k, p)
-	if err != nil {
-		return nil, fmt.Errorf("recipe %s: %w", r.name, err)
-	}
-	return b, nil
-}
 
 // Recipes are the firewall's recipes for `segchain perf`:
 //
@@ -40,7 +21,7 @@ func (r recipe) Setup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 //	           packet to port 9.
 func Recipes() []perf.Recipe {
 	return []perf.Recipe{
-		recipe{"End.AN.FW", "eBPF SR-aware firewall with N non-matching rules, policy accept (End)", firewall},
+		perf.NewRecipe("End.AN.FW", "eBPF SR-aware firewall with N non-matching rules, policy accept (End)", firewall),
 	}
 }
 
@@ -74,54 +55,15 @@ func firewall(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	if err := env.Do(func() error { return fw.Apply("", in) }); err != nil {
 		return nil, err
 	}
-	return frame(env, k, p.Size), nil
+	return Frame(env, k, p)
+}
+
+// Frame is the recipe's test packet: SRv6 (SRH: firewall SID, then a far
+// SID; SL 1) carrying an IPv6 UDP packet (perf.EndFrame).
+func Frame(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	return perf.EndFrame(env, k, p, 1, []netip.Addr{sidAddr(k), perf.Addr("far", k, 1)}, false)
 }
 
 // sidAddr is the firewall SID recipe k's packets carry (ARGS 0xf1 of the
 // instance's /112).
 func sidAddr(k int) netip.Addr { return perf.Addr("sid", k, 0xf1) }
-
-// frame is the recipe's test packet: SRv6 (SRH [far SID, firewall SID],
-// SL 1) carrying an IPv6 UDP packet to port 9.
-func frame(env *perf.Env, k, size int) []byte {
-	src := netip.MustParseAddr(perf.TesterTx6)
-	inner := ipv6(src, perf.Addr("dst", k, 1), 17, udp(size-48))
-	list := []netip.Addr{perf.Addr("far", k, 1), sidAddr(k)}
-	return eth(env, ipv6(src, sidAddr(k), 43, srh(41, list, 1, inner)))
-}
-
-func eth(env *perf.Env, l3 []byte) []byte {
-	b := append(append([]byte{}, env.InMAC...), env.TxMAC...)
-	return append(append(b, 0x86, 0xdd), l3...)
-}
-
-func ipv6(src, dst netip.Addr, nh uint8, payload []byte) []byte {
-	b := make([]byte, 40, 40+len(payload))
-	b[0] = 0x60
-	binary.BigEndian.PutUint16(b[4:], uint16(len(payload)))
-	b[6], b[7] = nh, 64
-	s, d := src.As16(), dst.As16()
-	copy(b[8:], s[:])
-	copy(b[24:], d[:])
-	return append(b, payload...)
-}
-
-// srh builds an SRH (list in Segment List order) followed by payload.
-func srh(nh uint8, list []netip.Addr, sl uint8, payload []byte) []byte {
-	b := []byte{nh, uint8(2 * len(list)), 4, sl, uint8(len(list) - 1), 0, 0, 0}
-	for _, a := range list {
-		x := a.As16()
-		b = append(b, x[:]...)
-	}
-	return append(b, payload...)
-}
-
-// udp is a UDP header (port 1024 -> 9) + n bytes of payload.
-func udp(n int) []byte {
-	n = max(n, 0)
-	b := make([]byte, 8+n)
-	binary.BigEndian.PutUint16(b[0:], 1024)
-	binary.BigEndian.PutUint16(b[2:], 9)
-	binary.BigEndian.PutUint16(b[4:], uint16(8+n))
-	return b
-}

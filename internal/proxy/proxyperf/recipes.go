@@ -75,24 +75,6 @@ func setupSF(env *perf.Env, k int) (sfInfo, error) {
 	return sfInfo{px, sf, pxMAC, sfMAC}, nil
 }
 
-type recipe struct {
-	name, desc string
-	setup      func(env *perf.Env, k int, p perf.Params) ([]byte, error)
-}
-
-func (r recipe) Name() string     { return r.name }
-func (r recipe) Describe() string { return r.desc }
-func (r recipe) Setup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
-	if p.Size == 0 {
-		p.Size = 64
-	}
-	b, err := r.setup(env, k, p)
-	if err != nil {
-		return nil, fmt.Errorf("recipe %s: %w", r.name, err)
-	}
-	return b, nil
-}
-
 // Recipes are the proxy behaviours and their baselines for `segchain perf`:
 //
 //	End.AD, End.AS, End.AM   segchain's eBPF proxies with a pass-through SF
@@ -101,17 +83,17 @@ func (r recipe) Setup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 //	                         policy route on the way back
 func Recipes() []perf.Recipe {
 	return []perf.Recipe{
-		recipe{"End.AD", "eBPF dynamic proxy (End.AD6) in front of a pass-through SF", func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+		perf.NewRecipe("End.AD", "eBPF dynamic proxy (End.AD6) in front of a pass-through SF", func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 			return proxyRecipe(env, k, p, "End.AD6", "")
-		}},
-		recipe{"End.AS", "eBPF static proxy (End.AS inner ipv6) in front of a pass-through SF", func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+		}),
+		perf.NewRecipe("End.AS", "eBPF static proxy (End.AS inner ipv6) in front of a pass-through SF", func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 			return proxyRecipe(env, k, p, "End.AS", "inner ipv6 src "+perf.SUTOut6+" segs "+perf.Addr("far", k, 1).String())
-		}},
-		recipe{"End.AM", "eBPF masquerading proxy in front of a pass-through SF (SRH kept)", func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+		}),
+		perf.NewRecipe("End.AM", "eBPF masquerading proxy in front of a pass-through SF (SRH kept)", func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 			return proxyRecipe(env, k, p, "End.AM", "")
-		}},
-		recipe{"End+SF", "native End, then the pass-through SF as a transit hop (proxy baseline)", endSF},
-		recipe{"End.DX6+H.Encaps", "stock Linux proxy: End.DX6 to the SF, H.Encaps by policy route back", dx6Encaps},
+		}),
+		perf.NewRecipe("End+SF", "native End, then the pass-through SF as a transit hop (proxy baseline)", endSF),
+		perf.NewRecipe("End.DX6+H.Encaps", "stock Linux proxy: End.DX6 to the SF, H.Encaps by policy route back", dx6Encaps),
 	}
 }
 
