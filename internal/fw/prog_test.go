@@ -35,46 +35,20 @@ func mustMAC(s string) net.HardwareAddr {
 func a6(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 func eth(dst, src net.HardwareAddr, et uint16, payload []byte) []byte {
-	b := append(append([]byte{}, dst...), src...)
-	b = binary.BigEndian.AppendUint16(b, et)
-	return append(b, payload...)
+	return testutil.Eth(dst, src, et, payload)
 }
 
 func ip6(src, dst netip.Addr, nh, hlim uint8, payload []byte) []byte {
-	b := make([]byte, 40)
-	b[0] = 0x60
-	binary.BigEndian.PutUint16(b[4:], uint16(len(payload)))
-	b[6], b[7] = nh, hlim
-	s, d := src.As16(), dst.As16()
-	copy(b[8:], s[:])
-	copy(b[24:], d[:])
-	return append(b, payload...)
+	return testutil.IPv6(src, dst, nh, hlim, payload)
 }
 
 // srh builds an SRH; list is Segment List[0..n-1] (list[0] = last segment).
 func srh(nh uint8, list []netip.Addr, sl uint8, tag uint16, payload []byte) []byte {
-	b := make([]byte, 8)
-	b[0] = nh
-	b[1] = uint8(2 * len(list))
-	b[2], b[3], b[4] = 4, sl, uint8(len(list)-1)
-	binary.BigEndian.PutUint16(b[6:], tag)
-	for _, a := range list {
-		x := a.As16()
-		b = append(b, x[:]...)
-	}
-	return append(b, payload...)
+	return testutil.SRH(nh, list, sl, tag, nil, payload)
 }
 
 func ip4(src, dst string, proto uint8, payload []byte) []byte {
-	b := make([]byte, 20)
-	b[0] = 0x45
-	binary.BigEndian.PutUint16(b[2:], uint16(20+len(payload)))
-	b[8], b[9] = 64, proto
-	s, d := netip.MustParseAddr(src).As4(), netip.MustParseAddr(dst).As4()
-	copy(b[12:], s[:])
-	copy(b[16:], d[:])
-	binary.BigEndian.PutUint16(b[10:], ^uint16(sum16(b)))
-	return append(b, payload...)
+	return testutil.IPv4(src, dst, proto, false, payload)
 }
 
 func l4(sport, dport uint16, n int) []byte {
@@ -85,37 +59,10 @@ func l4(sport, dport uint16, n int) []byte {
 	return b
 }
 
-func sum16(b []byte) uint32 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	if len(b)%2 == 1 {
-		s += uint32(b[len(b)-1]) << 8
-	}
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return s
-}
-
 // icmp6Err is the ICMPv6 error the node (fc00:99::1) owes the source of
-// pkt (an IPv6 packet): RFC 4443, quoting as much as fits in 1280 bytes
-// (rounded down to 4 bytes, as the program's checksum helper needs).
+// pkt (an IPv6 packet): RFC 4443, quoting as much as fits in 1280 bytes.
 func icmp6Err(pkt []byte, typ, code uint8, info uint32) []byte {
-	q := len(pkt)
-	if q > 1232 {
-		q = 1232
-	}
-	q &^= 3
-	msg := []byte{typ, code, 0, 0}
-	msg = binary.BigEndian.AppendUint32(msg, info)
-	msg = append(msg, pkt[:q]...)
-	src, dst := a6("fc00:99::1").As16(), netip.AddrFrom16([16]byte(pkt[8:24])).As16()
-	pseudo := append(append(append([]byte{}, src[:]...), dst[:]...), 0, 0, byte(len(msg)>>8), byte(len(msg)), 0, 0, 0, 58)
-	s := sum16(append(pseudo, msg...))
-	binary.BigEndian.PutUint16(msg[2:], ^uint16(s))
-	return ip6(a6("fc00:99::1"), netip.AddrFrom16([16]byte(pkt[8:24])), 58, 64, msg)
+	return testutil.ICMP6Error(a6("fc00:99::1"), pkt, typ, code, info)
 }
 
 // ---- test node: a namespace whose FIB the program consults ----
@@ -495,7 +442,7 @@ func randFrame(r *rand.Rand) []byte {
 			if r.IntN(5) == 0 { // a non-first fragment: no ports
 				inner[6], inner[7] = 0, 0x10
 				binary.BigEndian.PutUint16(inner[10:], 0)
-				binary.BigEndian.PutUint16(inner[10:], ^uint16(sum16(inner[:20])))
+				binary.BigEndian.PutUint16(inner[10:], testutil.Checksum(inner[:20]))
 			}
 		default:
 			inh, inner = extChain(r, proto, upper, false)

@@ -37,55 +37,21 @@ func mustMAC(s string) net.HardwareAddr {
 func a6(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 func eth(dst, src net.HardwareAddr, et uint16, payload []byte) []byte {
-	b := append(append([]byte{}, dst...), src...)
-	b = binary.BigEndian.AppendUint16(b, et)
-	return append(b, payload...)
+	return testutil.Eth(dst, src, et, payload)
 }
 
 func ip6(src, dst netip.Addr, nh, hlim uint8, payload []byte) []byte {
-	b := make([]byte, 40)
-	b[0] = 0x60
-	binary.BigEndian.PutUint16(b[4:], uint16(len(payload)))
-	b[6], b[7] = nh, hlim
-	s, d := src.As16(), dst.As16()
-	copy(b[8:], s[:])
-	copy(b[24:], d[:])
-	return append(b, payload...)
+	return testutil.IPv6(src, dst, nh, hlim, payload)
 }
 
 // srh builds an SRH; list is Segment List[0..n-1] (list[0] = last segment).
 func srh(nh uint8, list []netip.Addr, sl uint8, tag uint16, tlv []byte, payload []byte) []byte {
-	b := make([]byte, 8)
-	b[0] = nh
-	b[1] = uint8((16*len(list) + len(tlv)) / 8)
-	b[2], b[3], b[4] = 4, sl, uint8(len(list)-1)
-	binary.BigEndian.PutUint16(b[6:], tag)
-	for _, a := range list {
-		x := a.As16()
-		b = append(b, x[:]...)
-	}
-	b = append(b, tlv...)
-	return append(b, payload...)
+	return testutil.SRH(nh, list, sl, tag, tlv, payload)
 }
 
+// ip4 is an IPv4 header with DF set.
 func ip4(src, dst string, proto uint8, payload []byte) []byte {
-	b := make([]byte, 20)
-	b[0] = 0x45
-	binary.BigEndian.PutUint16(b[2:], uint16(20+len(payload)))
-	b[6] = 0x40 // DF
-	b[8], b[9] = 64, proto
-	s, d := netip.MustParseAddr(src).As4(), netip.MustParseAddr(dst).As4()
-	copy(b[12:], s[:])
-	copy(b[16:], d[:])
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(b[10:], ^uint16(sum))
-	return append(b, payload...)
+	return testutil.IPv4(src, dst, proto, true, payload)
 }
 
 func udp(sport, dport uint16, n int) []byte {
@@ -307,19 +273,8 @@ func noDF(p []byte) []byte {
 	q := append([]byte{}, p...)
 	q[6] = 0
 	q[10], q[11] = 0, 0
-	binary.BigEndian.PutUint16(q[10:], ^uint16(sum16(q[:20])))
+	binary.BigEndian.PutUint16(q[10:], testutil.Checksum(q[:20]))
 	return q
-}
-
-func sum16(b []byte) uint32 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return s
 }
 
 // fragNeeded is the ICMP error the node (10.99.0.1) owes the source of pkt:
@@ -327,7 +282,7 @@ func sum16(b []byte) uint32 {
 func fragNeeded(pkt []byte, mtu uint16) []byte {
 	msg := []byte{3, 4, 0, 0, 0, 0, byte(mtu >> 8), byte(mtu)}
 	msg = append(msg, pkt[:548]...)
-	binary.BigEndian.PutUint16(msg[2:], ^uint16(sum16(msg)))
+	binary.BigEndian.PutUint16(msg[2:], testutil.Checksum(msg))
 	return ip4cs("10.99.0.1", netip.AddrFrom4([4]byte(pkt[12:16])).String(), 1, msg)
 }
 
@@ -352,22 +307,7 @@ var big6 = ip6(hostS, hostD, 17, 63, udp(1000, 2000, 1500-40-8))
 // ptb is the ICMPv6 Packet Too Big the node (fc00:99::1) owes the source of
 // pkt: RFC 4443 3.2, quoting 1232 bytes.
 func ptb(pkt []byte, mtu uint32) []byte {
-	msg := []byte{2, 0, 0, 0}
-	msg = binary.BigEndian.AppendUint32(msg, mtu)
-	msg = append(msg, pkt[:1232]...)
-	src, dst := a6("fc00:99::1").As16(), netip.AddrFrom16([16]byte(pkt[8:24])).As16()
-	pseudo := append(append(append([]byte{}, src[:]...), dst[:]...), 0, 0, byte(len(msg)>>8), byte(len(msg)), 0, 0, 0, 58)
-	var sum uint64
-	for _, b := range [][]byte{pseudo, msg} {
-		for i := 0; i < len(b); i += 2 {
-			sum += uint64(b[i])<<8 | uint64(b[i+1])
-		}
-	}
-	for sum>>16 != 0 {
-		sum = sum&0xffff + sum>>16
-	}
-	binary.BigEndian.PutUint16(msg[2:], ^uint16(sum))
-	return ip6(a6("fc00:99::1"), netip.AddrFrom16([16]byte(pkt[8:24])), 58, 64, msg)
+	return testutil.ICMP6Error(a6("fc00:99::1"), pkt, 2, 0, mtu)
 }
 
 // srPkt is an encapsulated packet arriving from the network towards sid
