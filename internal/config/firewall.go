@@ -156,18 +156,7 @@ func (v *validator) firewallService(p string, s *Service) {
 	if s.Behavior != "" {
 		v.errf(p+".behavior", "must be empty for kind %s (it is %s)", KindFirewall, BehaviorFirewall)
 	}
-	prm := s.Params
-	prm.Count = nil
-	for _, f := range []struct {
-		key string
-		set bool
-	}{{"nh4", prm.Nh4 != ""}, {"nh6", prm.Nh6 != ""}, {"oif", prm.Oif != ""}, {"iif", prm.Iif != ""},
-		{"table", prm.Table != 0}, {"vrftable", prm.VRFTable != 0}, {"segs", len(prm.Segs) > 0},
-		{"flavors", len(prm.Flavors) > 0}} {
-		if f.set {
-			v.errf(p+"."+f.key, "does not apply to kind %s", KindFirewall)
-		}
-	}
+	v.noEndpointParams(p, s, KindFirewall)
 	for _, f := range []struct {
 		key string
 		set bool

@@ -393,12 +393,10 @@ func (v *validator) noProxyFields(p string, s *Service) {
 
 // proxyService checks an sr-unaware service: the proxy type, the inner
 // type, the SF's address and the interfaces towards and from it.
-func (v *validator) proxyService(p string, s *Service) {
-	if s.Behavior != "" {
-		v.errf(p+".behavior", "must be empty for kind %s (derived from proxy)", KindSRUnaware)
-	}
+// noEndpointParams reports every seg6local parameter set on a service
+// whose kind (with an optional hint) takes none of them.
+func (v *validator) noEndpointParams(p string, s *Service, kind string) {
 	prm := s.Params
-	prm.Count = nil
 	for _, f := range []struct {
 		key string
 		set bool
@@ -406,9 +404,16 @@ func (v *validator) proxyService(p string, s *Service) {
 		{"table", prm.Table != 0}, {"vrftable", prm.VRFTable != 0}, {"segs", len(prm.Segs) > 0},
 		{"flavors", len(prm.Flavors) > 0}} {
 		if f.set {
-			v.errf(p+"."+f.key, "does not apply to kind %s (use sf_nh6, sf_nh4, sf_mac, iface_out, iface_in)", KindSRUnaware)
+			v.errf(p+"."+f.key, "does not apply to kind %s", kind)
 		}
 	}
+}
+
+func (v *validator) proxyService(p string, s *Service) {
+	if s.Behavior != "" {
+		v.errf(p+".behavior", "must be empty for kind %s (derived from proxy)", KindSRUnaware)
+	}
+	v.noEndpointParams(p, s, KindSRUnaware+" (use sf_nh6, sf_nh4, sf_mac, iface_out, iface_in)")
 	switch {
 	case s.Proxy == "":
 		v.errf(p+".proxy", "required for kind %s (one of %s)", KindSRUnaware, strings.Join(Proxies, ", "))
