@@ -643,6 +643,25 @@ static __always_inline int outbound_am(struct __sk_buff *skb, struct proxy_stats
 	return forward(skb, st, &f, rc);
 }
 
+/* write_outer is the last step of both push paths, once room is made
+ * after the Ethernet header: EtherType IPv6, the cached outer headers (len
+ * bytes), this packet's payload length (tot: outer IPv6 packet size) and
+ * the SRH's next header (at nh_off from the IPv6 header). */
+static __always_inline int write_outer(struct __sk_buff *skb, const struct proxy_cache *ce,
+				       __u64 len, __u32 tot, __u32 nh_off, __u8 inner_nh)
+{
+	__be16 plen = bpf_htons(tot - sizeof(struct ipv6hdr));
+	__be16 proto = bpf_htons(ETH_P_IPV6);
+
+	if (bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto, sizeof(proto), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN, ce->hdr, len, 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, payload_len), &plen,
+				sizeof(plen), 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + nh_off, &inner_nh, 1, 0) < 0)
+		return -1;
+	return 0;
+}
+
 static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid *cfg,
 					 struct proxy_stats *st)
 {
@@ -654,7 +673,6 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 	__u8 inner_nh, inner;
 	__u64 len; /* 64-bit so the bound checked is the one passed to helpers */
 	__u32 inner_len, tot, nh_off;
-	__be16 plen;
 	long rc2;
 	int rc;
 
@@ -791,18 +809,7 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 	}
 	if (rc2 < 0)
 		return drop(st, PROXY_DROP_ADJUST_ROOM);
-	plen = bpf_htons(tot - sizeof(struct ipv6hdr));
-	{
-		__be16 proto = bpf_htons(ETH_P_IPV6);
-
-		if (bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto,
-					sizeof(proto), 0) < 0)
-			return drop(st, PROXY_DROP_INTERNAL);
-	}
-	if (bpf_skb_store_bytes(skb, ETH_HLEN, ce->hdr, len, 0) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, payload_len), &plen,
-				sizeof(plen), 0) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN + nh_off, &inner_nh, 1, 0) < 0)
+	if (write_outer(skb, ce, len, tot, nh_off, inner_nh) < 0)
 		return drop(st, PROXY_DROP_INTERNAL);
 	return forward(skb, st, &f, rc);
 }
@@ -835,7 +842,6 @@ static __always_inline int outbound_push_eth(struct __sk_buff *skb, struct proxy
 	__u8 inner_nh = IPPROTO_ETHERNET;
 	__u64 len;
 	__u32 tot, nh_off, frame_len = skb->len;
-	__be16 plen;
 	int rc;
 
 	cursor_init_skb(&c, skb);
@@ -880,18 +886,7 @@ static __always_inline int outbound_push_eth(struct __sk_buff *skb, struct proxy
 
 	if (bpf_skb_change_head(skb, (__u32)len + ETH_HLEN, 0) < 0)
 		return drop(st, PROXY_DROP_ADJUST_ROOM);
-	plen = bpf_htons(tot - sizeof(struct ipv6hdr));
-	{
-		__be16 proto = bpf_htons(ETH_P_IPV6);
-
-		if (bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto,
-					sizeof(proto), 0) < 0)
-			return drop(st, PROXY_DROP_INTERNAL);
-	}
-	if (bpf_skb_store_bytes(skb, ETH_HLEN, ce->hdr, len, 0) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, payload_len), &plen,
-				sizeof(plen), 0) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN + nh_off, &inner_nh, 1, 0) < 0)
+	if (write_outer(skb, ce, len, tot, nh_off, inner_nh) < 0)
 		return drop(st, PROXY_DROP_INTERNAL);
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
 		struct bpf_redir_neigh nh = { .nh_family = AF_INET6 };
