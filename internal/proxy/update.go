@@ -1,0 +1,145 @@
+package proxy
+
+import (
+	"fmt"
+)
+
+// Make-before-break changes of installed proxies (Apply). The program reads
+// a SID's configuration from two maps, sids_map (inbound half, by SID) and
+// ifaces_map (outbound half, by IFACE-IN), and its cache, flows and
+// counters from slots indexed by the configuration's id. Every change here
+// is a sequence of single map updates, each of which leaves a forwarding
+// proxy behind it: nothing is deleted before its replacement is in place.
+
+// update changes the installed SID e to s (same SID, other type or
+// parameters) in place: same slot, the new configuration written over the
+// old one. Caches are kept where they still apply (End.AS → End.AD starts
+// from the static CACHE, which is a valid path until the first packet
+// refreshes it); End.AS gets its CACHE before the switch.
+func (n *Node) update(ents []entry, e entry, s Spec) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	ifs, err := n.ifaces()
+	if err != nil {
+		return err
+	}
+	cfg, err := n.config(s, e.cfg.Id, ifs)
+	if err != nil {
+		return err
+	}
+	id := e.cfg.Id
+	if s.FlowMax != e.cfg.FlowMax && s.FlowMax != 0 {
+		if err := n.setFlowCap(id, s.FlowMax); err != nil {
+			return fmt.Errorf("%s: %w", s.SID, err)
+		}
+	}
+	if s.Behavior == EndAS {
+		if err := n.putStaticCache(s, id); err != nil {
+			return err
+		}
+	}
+	if cfg.Iif != e.cfg.Iif {
+		if err := n.takeIif(s, cfg); err != nil {
+			return err
+		}
+	} else if n.ownsIif(e.cfg) {
+		if err := n.objs.IfacesMap.Put(cfg.Iif, &cfg); err != nil {
+			return fmt.Errorf("%s: write iif: %w", s.SID, err)
+		}
+	}
+	key := sidKey(s.SID)
+	if err := n.objs.SidsMap.Put(&key, &cfg); err != nil {
+		return fmt.Errorf("%s: write sid: %w", s.SID, err)
+	}
+	if cfg.Iif != e.cfg.Iif {
+		n.releaseIif(ents, e)
+	}
+	if s.FlowMax == 0 && e.cfg.FlowMax != 0 {
+		_ = n.setFlowCap(id, 0)
+	}
+	if !s.Flow && e.cfg.Flags&uint8(flagFlow) != 0 {
+		n.deleteFlows(&id)
+	}
+	return n.attachAll()
+}
+
+// ownsIif reports whether cfg's SID is the one ifaces_map serves on its
+// IFACE-IN.
+func (n *Node) ownsIif(cfg proxyTCProxySid) bool {
+	var cur proxyTCProxySid
+	return n.objs.IfacesMap.Lookup(cfg.Iif, &cur) == nil && cur.Id == cfg.Id
+}
+
+// takeIif makes cfg the owner of its IFACE-IN in one map update.
+func (n *Node) takeIif(s Spec, cfg proxyTCProxySid) error {
+	if err := n.objs.IfacesMap.Put(cfg.Iif, &cfg); err != nil {
+		return fmt.Errorf("%s: write iif: %w", s.SID, err)
+	}
+	return nil
+}
+
+// handOver installs the new SID s whose IFACE-IN belongs to the installed
+// SID old (a SID change, or a new proxy replacing one on the same SF
+// link): s gets old's slot (cache, flows, counters), so the packets the SF
+// returns are re-encapsulated with the cache old learned until s learns
+// its own; the IFACE-IN then passes to s in one map update. old keeps
+// serving its SID inbound until it is deleted (Apply deletes it last, after
+// the headends have been steered to s).
+func (n *Node) handOver(old entry, s Spec) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	ifs, err := n.ifaces()
+	if err != nil {
+		return err
+	}
+	cfg, err := n.config(s, old.cfg.Id, ifs)
+	if err != nil {
+		return err
+	}
+	if s.FlowMax != old.cfg.FlowMax && s.FlowMax != 0 {
+		if err := n.setFlowCap(cfg.Id, s.FlowMax); err != nil {
+			return fmt.Errorf("%s: %w", s.SID, err)
+		}
+	}
+	if s.Behavior == EndAS {
+		if err := n.putStaticCache(s, cfg.Id); err != nil {
+			return err
+		}
+	}
+	key := sidKey(s.SID)
+	if err := n.objs.SidsMap.Put(&key, &cfg); err != nil {
+		return fmt.Errorf("%s: write sid: %w", s.SID, err)
+	}
+	if err := n.takeIif(s, cfg); err != nil {
+		return err
+	}
+	return n.attachAll()
+}
+
+// settle finishes a hand-over once the old SID is gone: the slot's state
+// the new SID does not use is dropped, and an End.AS gets its configured
+// CACHE back (the old SID's inbound half may have written a learned one).
+func (n *Node) settle(s Spec) error {
+	ents, err := n.entries()
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.sid != s.SID {
+			continue
+		}
+		id := e.cfg.Id
+		if s.FlowMax == 0 {
+			_ = n.setFlowCap(id, 0)
+		}
+		if !s.Flow {
+			n.deleteFlows(&id)
+		}
+		if s.Behavior == EndAS {
+			return n.putStaticCache(s, id)
+		}
+	}
+	return nil
+}
