@@ -29,6 +29,9 @@ type Chain struct {
 	Match   string `json:"match"`
 	Table   int    `json:"table"`
 	Hops    []Hop  `json:"hops"`
+	// Nodes are the nodes the chain's packets cross (headend, transit,
+	// segments, the SFs behind its proxies), sorted.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // Hop is one segment of a chain's SID list.
@@ -501,6 +504,7 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 		return fmt.Errorf("%s: empty SID list", path)
 	}
 	b.loopRoutes(ch.Hops)
+	ch.Nodes = b.pathNodes(headend, ch.Hops)
 	for i, h := range ch.Hops {
 		if sv := b.d.Services[h.Service]; sv != nil && sv.SRUnaware() && sv.Proxy == config.ProxyStatic {
 			if b.staticSegs == nil {

@@ -106,3 +106,39 @@ func TestProxyTypeChangeUnderStream(t *testing.T) {
 		})
 	}
 }
+
+// TestSFLinkFlapFlagsChain takes the SF's link down and up: the kernel
+// drops the SF's route back to the proxy, and the chain's traffic is
+// black-holed until the next apply. status must name the chain and the
+// missing route (before, it only counted a pending change on sf1), and
+// apply restores the traffic.
+func TestSFLinkFlapFlagsChain(t *testing.T) {
+	testutil.RequireTool(t, "python3")
+	e := setup(t, mbbFile)
+	nfv1 := e.ns("nfv1")
+	t.Cleanup(func() { _ = proxy.Remove(nfv1) })
+	e.apply()
+	if st := e.ctl.Status(context.Background()); len(st.Broken) != 0 {
+		t.Fatalf("broken chains right after apply: %v", st.Broken)
+	}
+	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "down")
+	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "up")
+	st := e.ctl.Status(context.Background())
+	var found bool
+	for _, b := range st.Broken {
+		t.Log(b)
+		if b.Chain == "probe" && b.Node == "sf1" && strings.Contains(strings.Join(b.Missing, ","), "route ::/0") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("status does not flag chain probe for the route sf1 lost: %+v", st.Broken)
+	}
+	e.apply()
+	if st := e.ctl.Status(context.Background()); len(st.Broken) != 0 {
+		t.Errorf("broken chains after the repairing apply: %v", st.Broken)
+	}
+	if r := stream(t, e, 7100, 200, 500, nil); r.Unique != 200 {
+		t.Errorf("after apply: %d of 200 arrived", r.Unique)
+	}
+}
