@@ -25,7 +25,8 @@ import (
 // packet out of LoopDev, it arrives on LoopPeer's ingress where the TCX
 // programs run (they attach to every interface) and serve it. LoopDev is
 // NOARP, so its neighbours resolve to its own MAC with no neighbour
-// discovery; LoopPeer carries the same MAC, so the frame is for this host.
+// discovery (the gateway's entry is made permanent); LoopPeer carries the
+// same MAC, so the frame is for this host.
 // Both have the largest MTU a veth takes: the loop never limits a packet.
 const (
 	LoopDev  = nodestate.LoopDev
@@ -61,6 +62,13 @@ func (h *Handle) loopUp() error {
 		func() error { return h.nh.LinkSetHardwareAddr(peer, dev.Attrs().HardwareAddr) },
 		func() error { return h.nh.LinkSetUp(peer) },
 		func() error { return h.nh.LinkSetUp(dev) },
+		// A permanent neighbour for the gateway: bpf_fib_lookup then
+		// succeeds from the first packet on (a NOARP neighbour is only
+		// created by the stack's first use, and may be collected).
+		func() error {
+			return h.nh.NeighSet(&netlink.Neigh{LinkIndex: dev.Attrs().Index, Family: unix.AF_INET6,
+				State: unix.NUD_PERMANENT, IP: nodestate.LoopGateway.AsSlice(), HardwareAddr: dev.Attrs().HardwareAddr})
+		},
 	}
 	for _, s := range steps {
 		if err := s(); err != nil {
