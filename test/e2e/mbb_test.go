@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/proxy"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -140,5 +142,63 @@ func TestSFLinkFlapFlagsChain(t *testing.T) {
 	}
 	if r := stream(t, e, 7100, 200, 500, nil); r.Unique != 200 {
 		t.Errorf("after apply: %d of 200 arrived", r.Unique)
+	}
+}
+
+// TestSFLinkFlapRepairedByWatch: with controller.Watch (segchain watch)
+// running, the route the SF loses when its link goes down and up is put
+// back without anybody running apply, and the chain carries traffic again.
+func TestSFLinkFlapRepairedByWatch(t *testing.T) {
+	testutil.RequireTool(t, "python3")
+	e := setup(t, mbbFile)
+	nfv1 := e.ns("nfv1")
+	t.Cleanup(func() { _ = proxy.Remove(nfv1) })
+	ctx, cancel := context.WithCancel(context.Background())
+	type report struct {
+		trigger []string
+		changes int
+		err     error
+	}
+	reports := make(chan report, 16)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.ctl.Watch(ctx, func(trigger []string, res *controller.Result, err error) {
+			r := report{trigger: trigger, err: err}
+			if res != nil {
+				r.changes = res.Changes()
+			}
+			reports <- r
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	next := func() report {
+		t.Helper()
+		select {
+		case r := <-reports:
+			return r
+		case err := <-done:
+			t.Fatalf("watch ended: %v", err)
+		case <-time.After(60 * time.Second): // a bound on a hang, not a timing check
+			t.Fatal("no apply from watch")
+		}
+		return report{}
+	}
+	if r := next(); r.err != nil || r.changes == 0 {
+		t.Fatalf("initial apply: %d changes, %v", r.changes, r.err)
+	}
+	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "down")
+	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "up")
+	for {
+		r := next()
+		if r.err != nil {
+			t.Fatalf("re-apply after %v: %v", r.trigger, r.err)
+		}
+		t.Logf("watch re-applied after %v: %d change(s)", r.trigger, r.changes)
+		if st := e.ctl.Status(ctx); len(st.Broken) == 0 {
+			break
+		}
+	}
+	if r := stream(t, e, 7100, 200, 500, nil); r.Unique != 200 {
+		t.Errorf("after the flap: %d of 200 arrived", r.Unique)
 	}
 }
