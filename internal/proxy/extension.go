@@ -198,9 +198,9 @@ func Apply(netns string, specs []Spec) error {
 			if err != nil {
 				return err
 			}
-			iif, ok := ifs[s.IIF]
-			if !ok {
-				return fmt.Errorf("%s: iif %s: no such interface in netns %q", s.SID, s.IIF, n.netns)
+			iif, err := n.iface(ifs, s, "iif", s.IIF)
+			if err != nil {
+				return err
 			}
 			var owner *entry
 			for i := range cur {

@@ -179,9 +179,9 @@ func (n *Node) Add(s Spec) error {
 	if err != nil {
 		return err
 	}
-	iif, ok := ifs[s.IIF]
-	if !ok {
-		return fmt.Errorf("%s: iif %s: no such interface in netns %q", s.SID, s.IIF, n.netns)
+	iif, err := n.iface(ifs, s, "iif", s.IIF)
+	if err != nil {
+		return err
 	}
 	used := map[uint32]bool{}
 	for _, e := range ents {
@@ -236,13 +236,13 @@ func ifaceInConflict(s Spec, e entry, iif uint32) bool {
 
 // config is the map entry of s with identifier id.
 func (n *Node) config(s Spec, id uint32, ifs map[string]net.Interface) (proxyTCProxySid, error) {
-	oif, ok := ifs[s.OIF]
-	if !ok {
-		return proxyTCProxySid{}, fmt.Errorf("%s: oif %s: no such interface in netns %q", s.SID, s.OIF, n.netns)
+	oif, err := n.iface(ifs, s, "oif", s.OIF)
+	if err != nil {
+		return proxyTCProxySid{}, err
 	}
-	iif, ok := ifs[s.IIF]
-	if !ok {
-		return proxyTCProxySid{}, fmt.Errorf("%s: iif %s: no such interface in netns %q", s.SID, s.IIF, n.netns)
+	iif, err := n.iface(ifs, s, "iif", s.IIF)
+	if err != nil {
+		return proxyTCProxySid{}, err
 	}
 	cfg := proxyTCProxySid{
 		Id: id, Behavior: behaviorCode[s.Behavior], Inner: uint8(s.Inner),
@@ -271,6 +271,15 @@ func (n *Node) config(s Spec, id uint32, ifs map[string]net.Interface) (proxyTCP
 		}
 	}
 	return cfg, nil
+}
+
+// iface resolves the interface name of s's parameter param.
+func (n *Node) iface(ifs map[string]net.Interface, s Spec, param, name string) (net.Interface, error) {
+	i, ok := ifs[name]
+	if !ok {
+		return net.Interface{}, fmt.Errorf("%s: %s %s: no such interface in netns %q", s.SID, param, name, n.netns)
+	}
+	return i, nil
 }
 
 // putStaticCache writes the configured CACHE of the End.AS s into slot id.

@@ -17,28 +17,11 @@ import (
 // from the static CACHE, which is a valid path until the first packet
 // refreshes it); End.AS gets its CACHE before the switch.
 func (n *Node) update(ents []entry, e entry, s Spec) error {
-	if err := s.Validate(); err != nil {
-		return err
-	}
-	ifs, err := n.ifaces()
-	if err != nil {
-		return err
-	}
-	cfg, err := n.config(s, e.cfg.Id, ifs)
+	cfg, err := n.prepare(e.cfg, s)
 	if err != nil {
 		return err
 	}
 	id := e.cfg.Id
-	if s.FlowMax != e.cfg.FlowMax && s.FlowMax != 0 {
-		if err := n.setFlowCap(id, s.FlowMax); err != nil {
-			return fmt.Errorf("%s: %w", s.SID, err)
-		}
-	}
-	if s.Behavior == EndAS {
-		if err := n.putStaticCache(s, id); err != nil {
-			return err
-		}
-	}
 	if cfg.Iif != e.cfg.Iif {
 		if err := n.takeIif(s, cfg); err != nil {
 			return err
@@ -64,6 +47,34 @@ func (n *Node) update(ents []entry, e entry, s Spec) error {
 	return n.attachAll()
 }
 
+// prepare builds s's configuration in the slot of old and sets up what it
+// needs before any map points to it: its per-flow cache (flow max) and,
+// for End.AS, its CACHE.
+func (n *Node) prepare(old proxyTCProxySid, s Spec) (proxyTCProxySid, error) {
+	if err := s.Validate(); err != nil {
+		return proxyTCProxySid{}, err
+	}
+	ifs, err := n.ifaces()
+	if err != nil {
+		return proxyTCProxySid{}, err
+	}
+	cfg, err := n.config(s, old.Id, ifs)
+	if err != nil {
+		return proxyTCProxySid{}, err
+	}
+	if s.FlowMax != old.FlowMax && s.FlowMax != 0 {
+		if err := n.setFlowCap(cfg.Id, s.FlowMax); err != nil {
+			return proxyTCProxySid{}, fmt.Errorf("%s: %w", s.SID, err)
+		}
+	}
+	if s.Behavior == EndAS {
+		if err := n.putStaticCache(s, cfg.Id); err != nil {
+			return proxyTCProxySid{}, err
+		}
+	}
+	return cfg, nil
+}
+
 // ownsIif reports whether cfg's SID is the one ifaces_map serves on its
 // IFACE-IN.
 func (n *Node) ownsIif(cfg proxyTCProxySid) bool {
@@ -87,26 +98,9 @@ func (n *Node) takeIif(s Spec, cfg proxyTCProxySid) error {
 // serving its SID inbound until it is deleted (Apply deletes it last, after
 // the headends have been steered to s).
 func (n *Node) handOver(old entry, s Spec) error {
-	if err := s.Validate(); err != nil {
-		return err
-	}
-	ifs, err := n.ifaces()
+	cfg, err := n.prepare(old.cfg, s)
 	if err != nil {
 		return err
-	}
-	cfg, err := n.config(s, old.cfg.Id, ifs)
-	if err != nil {
-		return err
-	}
-	if s.FlowMax != old.cfg.FlowMax && s.FlowMax != 0 {
-		if err := n.setFlowCap(cfg.Id, s.FlowMax); err != nil {
-			return fmt.Errorf("%s: %w", s.SID, err)
-		}
-	}
-	if s.Behavior == EndAS {
-		if err := n.putStaticCache(s, cfg.Id); err != nil {
-			return err
-		}
 	}
 	key := sidKey(s.SID)
 	if err := n.objs.SidsMap.Put(&key, &cfg); err != nil {

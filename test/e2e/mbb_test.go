@@ -33,6 +33,24 @@ func mbbVariant(t *testing.T, old, new string) *config.Domain {
 	return d
 }
 
+// setupMBB brings up the lab of testdata/mbb.yaml.
+func setupMBB(t *testing.T) *env {
+	t.Helper()
+	testutil.RequireTool(t, "python3")
+	e := setup(t, mbbFile)
+	nfv1 := e.ns("nfv1")
+	t.Cleanup(func() { _ = proxy.Remove(nfv1) })
+	return e
+}
+
+// flapSF takes the SF's interface down and up: the kernel deletes the
+// SF's route back to the proxy.
+func flapSF(t *testing.T, e *env) {
+	t.Helper()
+	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "down")
+	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "up")
+}
+
 // applyDuring streams through the chain and applies d while the stream
 // flows; it returns the stream's count and the apply error.
 func (e *env) applyDuring(t *testing.T, d *config.Domain) (streamResult, error) {
@@ -51,10 +69,7 @@ func (e *env) applyDuring(t *testing.T, d *config.Domain) (streamResult, error) 
 // "iif eth-sf1 is already the IFACE-IN of ..." and rolled back), and no
 // packet is lost.
 func TestProxySIDChangeUnderStream(t *testing.T) {
-	testutil.RequireTool(t, "python3")
-	e := setup(t, mbbFile)
-	nfv1 := e.ns("nfv1")
-	t.Cleanup(func() { _ = proxy.Remove(nfv1) })
+	e := setupMBB(t)
 	e.apply()
 	oldSID := e.sid("nfv1-px")
 	r, err := e.applyDuring(t, mbbVariant(t, `function: "0x21"`, `function: "0x22"`))
@@ -64,7 +79,7 @@ func TestProxySIDChangeUnderStream(t *testing.T) {
 	if r.Unique != 1000 || r.Duplicates != 0 {
 		t.Errorf("1000 sent during the SID change: %d arrived (%d lost), %d duplicated", r.Unique, r.Lost, r.Duplicates)
 	}
-	sts, err := proxy.Extension{}.Show(nfv1)
+	sts, err := proxy.Extension{}.Show(e.ns("nfv1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +99,7 @@ func TestProxySIDChangeUnderStream(t *testing.T) {
 // loses no packet (before, each one deleted the proxy and re-added it:
 // about 100 ms of traffic lost).
 func TestProxyTypeChangeUnderStream(t *testing.T) {
-	testutil.RequireTool(t, "python3")
-	e := setup(t, mbbFile)
-	nfv1 := e.ns("nfv1")
-	t.Cleanup(func() { _ = proxy.Remove(nfv1) })
+	e := setupMBB(t)
 	e.apply()
 	const dynamic = "proxy: dynamic\n    inner: ipv6\n"
 	for _, tc := range []struct{ name, yaml string }{
@@ -115,16 +127,12 @@ func TestProxyTypeChangeUnderStream(t *testing.T) {
 // missing route (before, it only counted a pending change on sf1), and
 // apply restores the traffic.
 func TestSFLinkFlapFlagsChain(t *testing.T) {
-	testutil.RequireTool(t, "python3")
-	e := setup(t, mbbFile)
-	nfv1 := e.ns("nfv1")
-	t.Cleanup(func() { _ = proxy.Remove(nfv1) })
+	e := setupMBB(t)
 	e.apply()
 	if st := e.ctl.Status(context.Background()); len(st.Broken) != 0 {
 		t.Fatalf("broken chains right after apply: %v", st.Broken)
 	}
-	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "down")
-	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "up")
+	flapSF(t, e)
 	st := e.ctl.Status(context.Background())
 	var found bool
 	for _, b := range st.Broken {
@@ -149,10 +157,7 @@ func TestSFLinkFlapFlagsChain(t *testing.T) {
 // running, the route the SF loses when its link goes down and up is put
 // back without anybody running apply, and the chain carries traffic again.
 func TestSFLinkFlapRepairedByWatch(t *testing.T) {
-	testutil.RequireTool(t, "python3")
-	e := setup(t, mbbFile)
-	nfv1 := e.ns("nfv1")
-	t.Cleanup(func() { _ = proxy.Remove(nfv1) })
+	e := setupMBB(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	type report struct {
 		trigger []string
@@ -186,8 +191,7 @@ func TestSFLinkFlapRepairedByWatch(t *testing.T) {
 	if r := next(); r.err != nil || r.changes == 0 {
 		t.Fatalf("initial apply: %d changes, %v", r.changes, r.err)
 	}
-	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "down")
-	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "up")
+	flapSF(t, e)
 	for {
 		r := next()
 		if r.err != nil {
