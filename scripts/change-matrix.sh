@@ -8,8 +8,9 @@
 # the sequence numbers the receiver never got (lost) or got twice (dup).
 #
 # Rows: the service changed — native (End / End.X, seg6local routes),
-# proxy (End.AD/AS/AM behind the eBPF SR proxy, SF sf1) and firewall
-# (End.AN.FW, the eBPF SR-aware firewall). Columns: add, remove, reorder,
+# proxy (End.AD/AS/AM behind the eBPF SR proxy, SF sf1), same-node (a proxy
+# right after a native End of its node: the service loop comes and goes)
+# and firewall (End.AN.FW, the eBPF SR-aware firewall). Columns: add, remove, reorder,
 # SID change, type change, parameter change (several type changes for the
 # proxy). The target is 0 lost in every cell.
 #
@@ -115,6 +116,10 @@ cells = [
   ("proxy", "type masq>dyn", dom(P("masquerading"), ["px", "nfv2-end"]), dom(P("dynamic"), ["px", "nfv2-end"])),
   ("proxy", "type+sid", dom(P("dynamic"), ["px", "nfv2-end"]), dom(P("static", function="0x22"), ["px", "nfv2-end"])),
   ("proxy", "param", dom(P("dynamic-flow", flow_timeout=30), ["px", "nfv2-end"]), dom(P("dynamic-flow", flow_timeout=60, flow_max=1000), ["px", "nfv2-end"])),
+  ("same-node", "add End>proxy", dom({}, ["nfv1-end", "nfv2-end"]), dom(P("dynamic"), ["nfv1-end", "px", "nfv2-end"])),
+  ("same-node", "remove End>proxy", dom(P("dynamic"), ["nfv1-end", "px", "nfv2-end"]), dom({}, ["nfv1-end", "nfv2-end"])),
+  ("same-node", "reorder", dom(P("dynamic"), ["nfv1-end", "px", "nfv2-end"]), dom(P("dynamic"), ["px", "nfv1-end", "nfv2-end"])),
+  ("same-node", "proxy sid", dom(P("dynamic"), ["nfv1-end", "px", "nfv2-end"]), dom(P("dynamic", function="0x22"), ["nfv1-end", "px", "nfv2-end"])),
   ("firewall", "add",     dom({}, ["nfv1-end"]), dom({"fw": fw()}, ["nfv1-end", "fw"])),
   ("firewall", "remove",  dom({"fw": fw()}, ["nfv1-end", "fw"]), dom({}, ["nfv1-end"])),
   ("firewall", "reorder", dom({"fw": fw()}, ["nfv1-end", "fw"]), dom({"fw": fw()}, ["fw", "nfv1-end"])),
