@@ -174,7 +174,6 @@ func Apply(netns string, specs []Spec) error {
 		for _, e := range cur {
 			installed[e.sid] = e
 		}
-		var handedOver []Spec
 		for _, s := range specs {
 			e, ok := installed[s.SID]
 			if !ok {
@@ -210,7 +209,6 @@ func Apply(netns string, specs []Spec) error {
 			}
 			if owner != nil {
 				err = n.handOver(*owner, s)
-				handedOver = append(handedOver, s)
 			} else {
 				err = n.Add(s)
 			}
@@ -221,20 +219,42 @@ func Apply(netns string, specs []Spec) error {
 				return err
 			}
 		}
+		// A hand-over leaves two SIDs on one slot until the old one
+		// goes; then the slot is settled for the survivor.
+		before := map[uint32]int{}
 		for _, e := range cur {
-			if !want[e.sid] {
-				if _, err := n.Del(e.sid); err != nil {
+			before[e.cfg.Id]++
+		}
+		after := map[uint32]int{}
+		for _, e := range cur {
+			if want[e.sid] {
+				after[e.cfg.Id]++
+				continue
+			}
+			if _, err := n.Del(e.sid); err != nil {
+				return err
+			}
+		}
+		for _, s := range specs {
+			e, ok := slotOf(cur, s.SID)
+			if ok && before[e.cfg.Id] > 1 && after[e.cfg.Id] == 1 {
+				if err := n.settle(e.cfg.Id, s); err != nil {
 					return err
 				}
 			}
 		}
-		for _, s := range handedOver {
-			if err := n.settle(s); err != nil {
-				return err
-			}
-		}
 		return n.attachAll()
 	})
+}
+
+// slotOf finds sid's entry in ents.
+func slotOf(ents []entry, sid netip.Prefix) (entry, bool) {
+	for _, e := range ents {
+		if e.sid == sid {
+			return e, true
+		}
+	}
+	return entry{}, false
 }
 
 // Remove deletes every proxy of netns (program, links, maps).

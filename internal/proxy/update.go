@@ -112,28 +112,19 @@ func (n *Node) handOver(old entry, s Spec) error {
 	return n.attachAll()
 }
 
-// settle finishes a hand-over once the old SID is gone: the slot's state
-// the new SID does not use is dropped, and an End.AS gets its configured
-// CACHE back (the old SID's inbound half may have written a learned one).
-func (n *Node) settle(s Spec) error {
-	ents, err := n.entries()
-	if err != nil {
-		return err
+// settle finishes a hand-over once the old SID is gone and s alone uses
+// slot id: the state s does not use is dropped, and an End.AS gets its
+// configured CACHE back (the old SID's inbound half may have written a
+// learned one over it).
+func (n *Node) settle(id uint32, s Spec) error {
+	if s.FlowMax == 0 {
+		_ = n.setFlowCap(id, 0)
 	}
-	for _, e := range ents {
-		if e.sid != s.SID {
-			continue
-		}
-		id := e.cfg.Id
-		if s.FlowMax == 0 {
-			_ = n.setFlowCap(id, 0)
-		}
-		if !s.Flow {
-			n.deleteFlows(&id)
-		}
-		if s.Behavior == EndAS {
-			return n.putStaticCache(s, id)
-		}
+	if !s.Flow {
+		n.deleteFlows(&id)
+	}
+	if s.Behavior == EndAS {
+		return n.putStaticCache(s, id)
 	}
 	return nil
 }

@@ -65,6 +65,12 @@ func TestApplyMakeBeforeBreak(t *testing.T) {
 	if got["fc00:2::ad"] != slot || got["fc00:2::ae"] != slot || got["iif owner fc00:2::ae"] != slot {
 		t.Errorf("union step: %v, want both SIDs on slot %d, the IFACE-IN with the new one", got, slot)
 	}
+	// While both share the slot, the old SID's inbound half may write the
+	// cache (an End.AD learning): the final step must restore the CACHE.
+	learned := spec("fc00:2::ad/128", "End.AS", "inner ipv6 nh6 fc00:5f::2 oif sf0 iif sf0 src fc00:1::1 segs fc00:9::1,fc00:4::1")
+	if err := withNode(ns, func(n *Node) error { return n.putStaticCache(learned, slot) }); err != nil {
+		t.Fatal(err)
+	}
 	if err := Apply(ns, []Spec{moved}); err != nil {
 		t.Fatalf("final step of the SID change: %v", err)
 	}

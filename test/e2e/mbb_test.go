@@ -64,33 +64,42 @@ func (e *env) applyDuring(t *testing.T, d *config.Domain) (streamResult, error) 
 }
 
 // TestProxySIDChangeUnderStream moves the proxy of a chain to a new SID
-// (its function changes) while traffic flows: the new SID takes over the
-// IFACE-IN from the old one in one apply (before, the apply failed with
-// "iif eth-sf1 is already the IFACE-IN of ..." and rolled back), and no
-// packet is lost.
+// (its function changes) while traffic flows, then to another SID and
+// another type at once: the new SID takes over the IFACE-IN from the old
+// one in one apply (before, the apply failed with "iif eth-sf1 is already
+// the IFACE-IN of ..." and rolled back), no packet is lost, and the result
+// is exactly the domain (the next apply changes nothing: an End.AS that
+// inherited a learned cache gets its configured CACHE back).
 func TestProxySIDChangeUnderStream(t *testing.T) {
 	e := setupMBB(t)
 	e.apply()
-	oldSID := e.sid("nfv1-px")
-	r, err := e.applyDuring(t, mbbVariant(t, `function: "0x21"`, `function: "0x22"`))
-	if err != nil {
-		t.Fatalf("apply moving the proxy to a new SID: %v", err)
-	}
-	if r.Unique != 1000 || r.Duplicates != 0 {
-		t.Errorf("1000 sent during the SID change: %d arrived (%d lost), %d duplicated", r.Unique, r.Lost, r.Duplicates)
-	}
-	sts, err := proxy.Extension{}.Show(e.ns("nfv1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if newSID := e.sid("nfv1-px"); len(sts) != 1 || sts[0].SID.Addr() != newSID || newSID == oldSID {
-		t.Errorf("proxies after the change: %v, want only %s (was %s)", sts, newSID, oldSID)
-	}
-	if res := e.apply(); res.Changes() != 0 {
-		t.Errorf("apply after the change made %d changes", res.Changes())
-	}
-	if r := stream(t, e, 7100, 200, 500, nil); r.Unique != 200 {
-		t.Errorf("after the change: %d of 200 arrived", r.Unique)
+	for _, tc := range []struct{ name, old, new string }{
+		{"new SID", `function: "0x21"`, `function: "0x22"`},
+		{"new SID and static", "function: \"0x21\"\n    proxy: dynamic", "function: \"0x23\"\n    proxy: static"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oldSID := e.sid("nfv1-px")
+			r, err := e.applyDuring(t, mbbVariant(t, tc.old, tc.new))
+			if err != nil {
+				t.Fatalf("apply moving the proxy to a new SID: %v", err)
+			}
+			if r.Unique != 1000 || r.Duplicates != 0 {
+				t.Errorf("1000 sent during the SID change: %d arrived (%d lost), %d duplicated", r.Unique, r.Lost, r.Duplicates)
+			}
+			sts, err := proxy.Extension{}.Show(e.ns("nfv1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if newSID := e.sid("nfv1-px"); len(sts) != 1 || sts[0].SID.Addr() != newSID || newSID == oldSID {
+				t.Errorf("proxies after the change: %v, want only %s (was %s)", sts, newSID, oldSID)
+			}
+			if res := e.apply(); res.Changes() != 0 {
+				t.Errorf("apply after the change made %d changes: %+v", res.Changes(), res.Diffs)
+			}
+			if r := stream(t, e, 7100, 200, 500, nil); r.Unique != 200 {
+				t.Errorf("after the change: %d of 200 arrived", r.Unique)
+			}
+		})
 	}
 }
 
