@@ -142,7 +142,7 @@ PY
 "$bin" lab up -f "$work/base.yaml" --name "$lab" >/dev/null
 ns() { echo "sc-$lab-$1"; }
 count=$((RATE * SECONDS_))
-printf "%-10s %-18s %7s %6s %5s %8s %s\n" ROW CHANGE SENT LOST DUP MAXGAP "APPLY"
+printf "%-10s %-18s %7s %6s %5s %8s %7s %s\n" ROW CHANGE SENT LOST DUP MAXGAP DRIFT "APPLY"
 total_lost=0
 while IFS=$'\t' read -r i row col; do
 	if ! "$bin" apply -f "$work/$i.before.yaml" --lab "$lab" >"$work/$i.before.log" 2>&1; then
@@ -167,6 +167,9 @@ while IFS=$'\t' read -r i row col; do
 	r=$(cat "$work/$i.recv")
 	read -r sent lost dup gap < <(python3 -c "import json,sys; r=json.loads(sys.argv[1]); print(r['sent'] or $count, ($count - r['unique']) if r['sent'] < $count else r['lost'], r['duplicates'], r['longest_gap'])" "$r" 2>/dev/null || echo "$count $count 0 $count")
 	total_lost=$((total_lost + lost))
-	printf "%-10s %-18s %7s %6s %5s %8s %s\n" "$row" "$col" "$sent" "$lost" "$dup" "$gap" "$ap"
+	# DRIFT: what a plan of the after file still finds (0: apply left the
+	# domain exactly as the file says).
+	drift=$("$bin" plan -f "$work/$i.after.yaml" --lab "$lab" 2>&1 | grep -o '^[0-9]* change' | grep -o '[0-9]*' || echo 0)
+	printf "%-10s %-18s %7s %6s %5s %8s %7s %s\n" "$row" "$col" "$sent" "$lost" "$dup" "$gap" "$drift" "$ap"
 done <"$work/cells"
 echo "total lost: $total_lost (rate $RATE pps, $count packets per cell)"
