@@ -3,6 +3,7 @@ package plan
 import (
 	"net/netip"
 
+	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
@@ -27,7 +28,7 @@ func (b *builder) loopRoutes(hops []Hop) {
 		switch {
 		case s.SRUnaware():
 			dst = netip.PrefixFrom(h.SID, 128)
-		case s.Kind == "firewall":
+		case s.Kind == config.KindFirewall:
 			dst = b.d.SIDPrefix(h.SID)
 		default:
 			continue
