@@ -327,5 +327,8 @@ func printStatus(w io.Writer, st *controller.Status) {
 		for _, n := range nodes {
 			fmt.Fprintf(w, "drift: node %s has %d pending change(s); run segchain plan\n", n, st.Drift[n])
 		}
+		for _, b := range st.Broken {
+			fmt.Fprintln(w, b)
+		}
 	}
 }

@@ -172,6 +172,9 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 		}
 		return h.SetHMACKey(*op.HMAC)
 	case KindRoute:
+		if op.Route.Dev == dataplane.LoopDev {
+			return l.loopRoute(h, op)
+		}
 		if op.Action == ActDelete {
 			return h.DeleteRoute(*op.Route)
 		}

@@ -209,6 +209,11 @@ type Status struct {
 	Chains []plan.Chain   `json:"chains"`
 	Nodes  []NodeStatus   `json:"nodes"`
 	Drift  map[string]int `json:"drift,omitempty"` // node → pending changes (plan vs kernel)
+	// Broken names the chains that cross a node where something the plan
+	// installs is missing or different (a route an SF lost when its link
+	// went down, a deleted SID ...): their traffic may be black-holed
+	// until apply restores it.
+	Broken []BrokenChain `json:"broken,omitempty"`
 }
 
 // Status reads counters from every node. A node that cannot be read is
@@ -231,6 +236,7 @@ func (c *Controller) Status(ctx context.Context) *Status {
 				if got, oerr := a.Observe(ctx, c.Plan.Nodes[n]); oerr == nil {
 					if d := Compute(got, c.Plan.Nodes[n]); !d.Empty() {
 						st.Drift[n] = len(d.Adds) + len(d.Deletes)
+						st.Broken = append(st.Broken, brokenBy(c.Plan.Chains, d)...)
 					}
 				}
 			}

@@ -80,30 +80,15 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		}
 	}
 	d.Adds = append(d.Adds, endpointAdds...)
-	// Proxies are endpoints too: in place before the policies steer
-	// traffic into them. Removing them all is a delete (after the
-	// policies are gone).
-	var proxyDel *agent.Op
-	if !sameProxies(observed.Proxies, desired.Proxies) {
-		op := agent.Op{Kind: agent.KindProxies, Action: agent.ActSet,
-			Proxies: append([]nodestate.Proxy(nil), desired.Proxies...), OldProxies: append([]nodestate.Proxy(nil), observed.Proxies...)}
-		if len(desired.Proxies) == 0 {
-			proxyDel = &op
-		} else {
-			d.Adds = append(d.Adds, op)
-		}
+	// Proxies and firewalls are endpoints too: in place before the
+	// policies steer traffic into them, make-before-break (stage).
+	proxyAdd, proxyDel := stageProxies(observed.Proxies, desired.Proxies)
+	fwAdd, fwDel := stageFirewalls(observed.Firewalls, desired.Firewalls)
+	if proxyAdd != nil {
+		d.Adds = append(d.Adds, *proxyAdd)
 	}
-	// Firewalls too (End.AN.FW instances), the same way.
-	var fwDel *agent.Op
-	if !sameFirewalls(observed.Firewalls, desired.Firewalls) {
-		op := agent.Op{Kind: agent.KindFirewalls, Action: agent.ActSet,
-			Firewalls:    append([]nodestate.Firewall(nil), desired.Firewalls...),
-			OldFirewalls: append([]nodestate.Firewall(nil), observed.Firewalls...)}
-		if len(desired.Firewalls) == 0 {
-			fwDel = &op
-		} else {
-			d.Adds = append(d.Adds, op)
-		}
+	if fwAdd != nil {
+		d.Adds = append(d.Adds, *fwAdd)
 	}
 	d.Adds = append(d.Adds, policyAdds...)
 
