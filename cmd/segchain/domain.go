@@ -259,13 +259,19 @@ segchain did not install are left alone.`,
 
 func newStatusCmd() *cobra.Command {
 	var f domainFlags
+	var check bool
 	cmd := &cobra.Command{
 		Use:   "status [-f FILE] [--lab NAME] [-o json]",
 		Short: "Show chains, their SID lists and per-SID counters on every node",
 		Long: `For every chain: its headend, mode, classifier and SID list (node, service,
 behaviour of each segment). For every node: each local SID with its
 behaviour, the service it implements and its counters (packets, bytes,
-errors), and whether the node has drifted from the plan.`,
+errors), and whether the node has drifted from the plan: pending changes,
+and the eBPF objects found broken (a proxy or firewall program not attached
+to an interface, a link pin missing, detached or running a foreign program,
+a pinned map missing or of another layout, orphaned pins).
+With --check, the exit status is 1 when any node has drifted or cannot be
+read (for monitoring), 0 otherwise.`,
 		Example: "  segchain status --lab default\n  segchain status --lab default -o json | jq '.nodes[].sids'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -278,13 +284,20 @@ errors), and whether the node has drifted from the plan.`,
 			}
 			st := c.Status(cmd.Context())
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), st)
+				if err := writeJSON(cmd.OutOrStdout(), st); err != nil {
+					return err
+				}
+			} else {
+				printStatus(cmd.OutOrStdout(), st)
 			}
-			printStatus(cmd.OutOrStdout(), st)
+			if check {
+				return checkStatus(st)
+			}
 			return nil
 		},
 	}
 	f.register(cmd, true)
+	cmd.Flags().BoolVar(&check, "check", false, "exit 1 when any node has drifted from the plan or cannot be read")
 	return cmd
 }
 
@@ -326,6 +339,27 @@ func printStatus(w io.Writer, st *controller.Status) {
 		fmt.Fprintln(w)
 		for _, n := range nodes {
 			fmt.Fprintf(w, "drift: node %s has %d pending change(s); run segchain plan\n", n, st.Drift[n])
+			for _, f := range st.Faults[n] {
+				fmt.Fprintf(w, "  broken: %s\n", f)
+			}
 		}
 	}
+}
+
+// checkStatus is status --check's verdict: an error (exit 1) naming the
+// nodes that drifted or could not be read.
+func checkStatus(st *controller.Status) error {
+	var bad []string
+	for _, n := range st.Nodes {
+		switch {
+		case n.Error != "":
+			bad = append(bad, n.Node+" (unreadable)")
+		case st.Drift[n.Node] > 0:
+			bad = append(bad, fmt.Sprintf("%s (%d pending change(s))", n.Node, st.Drift[n.Node]))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("status --check: drift on %s", strings.Join(bad, ", "))
 }

@@ -209,12 +209,15 @@ type Status struct {
 	Chains []plan.Chain   `json:"chains"`
 	Nodes  []NodeStatus   `json:"nodes"`
 	Drift  map[string]int `json:"drift,omitempty"` // node → pending changes (plan vs kernel)
+	// Faults are the broken eBPF objects observed per node (detached
+	// programs, missing or foreign link pins, bad maps, orphans).
+	Faults map[string][]string `json:"faults,omitempty"`
 }
 
 // Status reads counters from every node. A node that cannot be read is
 // reported with its error instead of failing the whole status.
 func (c *Controller) Status(ctx context.Context) *Status {
-	st := &Status{Domain: c.Plan.Domain, Chains: c.Plan.Chains, Drift: map[string]int{}}
+	st := &Status{Domain: c.Plan.Domain, Chains: c.Plan.Chains, Drift: map[string]int{}, Faults: map[string][]string{}}
 	names := map[string]string{}
 	for _, s := range c.Plan.SIDs {
 		names[s.Node+" "+s.SID.String()] = s.Service
@@ -228,9 +231,15 @@ func (c *Controller) Status(ctx context.Context) *Status {
 				for _, s := range sids {
 					ns.SIDs = append(ns.SIDs, SIDStatus{SIDCounters: s, Service: names[n+" "+s.SID.String()]})
 				}
-				if got, oerr := a.Observe(ctx, c.Plan.Nodes[n]); oerr == nil {
+				got, oerr := a.Observe(ctx, c.Plan.Nodes[n])
+				if oerr != nil {
+					err = oerr
+				} else {
 					if d := Compute(got, c.Plan.Nodes[n]); !d.Empty() {
 						st.Drift[n] = len(d.Adds) + len(d.Deletes)
+					}
+					if f := append(got.ProxyFaults, got.FirewallFaults...); len(f) > 0 {
+						st.Faults[n] = f
 					}
 				}
 			}

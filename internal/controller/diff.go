@@ -84,9 +84,11 @@ func Compute(observed, desired *nodestate.Node) Diff {
 	// traffic into them. Removing them all is a delete (after the
 	// policies are gone).
 	var proxyDel *agent.Op
-	if !sameProxies(observed.Proxies, desired.Proxies) {
+	// Broken eBPF objects behind them (observed faults) are drift too.
+	if !sameProxies(observed.Proxies, desired.Proxies) || len(observed.ProxyFaults) > 0 {
 		op := agent.Op{Kind: agent.KindProxies, Action: agent.ActSet,
-			Proxies: append([]nodestate.Proxy(nil), desired.Proxies...), OldProxies: append([]nodestate.Proxy(nil), observed.Proxies...)}
+			Proxies: append([]nodestate.Proxy(nil), desired.Proxies...), OldProxies: append([]nodestate.Proxy(nil), observed.Proxies...),
+			Faults: observed.ProxyFaults}
 		if len(desired.Proxies) == 0 {
 			proxyDel = &op
 		} else {
@@ -95,10 +97,11 @@ func Compute(observed, desired *nodestate.Node) Diff {
 	}
 	// Firewalls too (End.AN.FW instances), the same way.
 	var fwDel *agent.Op
-	if !sameFirewalls(observed.Firewalls, desired.Firewalls) {
+	if !sameFirewalls(observed.Firewalls, desired.Firewalls) || len(observed.FirewallFaults) > 0 {
 		op := agent.Op{Kind: agent.KindFirewalls, Action: agent.ActSet,
 			Firewalls:    append([]nodestate.Firewall(nil), desired.Firewalls...),
-			OldFirewalls: append([]nodestate.Firewall(nil), observed.Firewalls...)}
+			OldFirewalls: append([]nodestate.Firewall(nil), observed.Firewalls...),
+			Faults:       observed.FirewallFaults}
 		if len(desired.Firewalls) == 0 {
 			fwDel = &op
 		} else {
