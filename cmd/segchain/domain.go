@@ -14,6 +14,7 @@ import (
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/plan"
 )
 
@@ -22,6 +23,19 @@ type domainFlags struct {
 	file   string
 	labNm  string
 	output string
+	noWait bool
+	// netns maps each node to its namespace (set by controller).
+	netns map[string]string
+}
+
+// registerLock adds --no-wait to a verb that changes nodes.
+func (f *domainFlags) registerLock(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.noWait, "no-wait", false, noWaitUsage)
+}
+
+// lock takes every node's lock (see lock.go); Release it when done.
+func (f *domainFlags) lock(cmd *cobra.Command) (*nodelock.Set, error) {
+	return lockNodes(cmd.Context(), cmd.ErrOrStderr(), f.netns, f.noWait)
 }
 
 func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
@@ -61,6 +75,7 @@ func (f *domainFlags) controller() (*controller.Controller, error) {
 		}
 	}
 	agents := map[string]agent.Agent{}
+	f.netns = map[string]string{}
 	var missing []string
 	for name := range p.Nodes {
 		ns := d.Nodes[name].Netns
@@ -74,6 +89,7 @@ func (f *domainFlags) controller() (*controller.Controller, error) {
 			continue
 		}
 		agents[name] = agent.NewLocal(name, ns)
+		f.netns[name] = ns
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
@@ -185,7 +201,12 @@ Everything is added on every node before anything is removed, and endpoints
 before the headend policies that steer traffic into them, so changing a chain
 does not drop packets. If any change fails, every change already made on every
 node is undone and the domain is left as it was. A second apply of an
-unchanged file changes nothing and says so.`,
+unchanged file changes nothing and says so.
+
+Commands that change nodes (apply, destroy, sid and fw edits) take one lock
+per node, always in the same order, so they run one after another; a second
+command prints "waiting for lock on node X held by pid P (COMMAND) since T"
+and waits, or with --no-wait fails at once. See docs/apply.md.`,
 		Example: "  segchain lab up && segchain apply --lab default\n  segchain apply -f examples/hmac.yaml --lab hm",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -196,6 +217,11 @@ unchanged file changes nothing and says so.`,
 			if err != nil {
 				return err
 			}
+			locks, err := f.lock(cmd)
+			if err != nil {
+				return err
+			}
+			defer locks.Release()
 			res, err := c.Apply(cmd.Context(), false)
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
@@ -218,6 +244,7 @@ unchanged file changes nothing and says so.`,
 		},
 	}
 	f.register(cmd, true)
+	f.registerLock(cmd)
 	return cmd
 }
 
@@ -237,6 +264,13 @@ segchain did not install are left alone.`,
 			if err != nil {
 				return err
 			}
+			if !dry {
+				locks, err := f.lock(cmd)
+				if err != nil {
+					return err
+				}
+				defer locks.Release()
+			}
 			res, err := c.Destroy(cmd.Context(), dry)
 			if res != nil {
 				printDiffs(cmd.OutOrStdout(), res.Diffs)
@@ -253,6 +287,7 @@ segchain did not install are left alone.`,
 		},
 	}
 	f.register(cmd, false)
+	f.registerLock(cmd)
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "only show what would be removed")
 	return cmd
 }
