@@ -29,7 +29,9 @@ type Health struct {
 // OK reports whether nothing is wrong.
 func (h Health) OK() bool { return len(h.Problems) == 0 }
 
-func (h *Health) add(format string, a ...any) { h.Problems = append(h.Problems, fmt.Sprintf(format, a...)) }
+func (h *Health) add(format string, a ...any) {
+	h.Problems = append(h.Problems, fmt.Sprintf(format, a...))
+}
 
 // Check verifies the eBPF objects of one program pinned in dir for netns,
 // all of them, against spec (the bpf2go collection):

@@ -24,7 +24,7 @@ func TestBrokenTCXLinkIsDrift(t *testing.T) {
 	}
 	pins := []string{e.linkPin("nfv1", "proxy", "eth-r1"), e.linkPin("nfv2", "fw", "eth-r2")}
 	breaks := []struct {
-		name  string
+		name   string
 		break_ func(t *testing.T, pin string)
 	}{
 		{"link pin deleted", func(t *testing.T, pin string) {
