@@ -13,6 +13,7 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/plan"
@@ -96,7 +97,22 @@ func (f *domainFlags) controller() (*controller.Controller, error) {
 		return nil, fmt.Errorf("no namespace for node(s) %s: use --lab NAME or set nodes.<name>.netns in the domain file",
 			strings.Join(missing, ", "))
 	}
-	return &controller.Controller{Plan: p, Agents: agents}, nil
+	// The undo journal is kept per node id (the netns identity, as for
+	// the locks); a node whose namespace cannot be read has none.
+	ids := map[string]string{}
+	for name, ns := range f.netns {
+		if key, err := nodeKey(ns); err == nil {
+			ids[name] = key
+		}
+	}
+	return &controller.Controller{Plan: p, Agents: agents, Journal: journal.New("", ids)}, nil
+}
+
+// printRecovered tells what was found of commands killed half-way.
+func printRecovered(w io.Writer, rec []controller.Recovery) {
+	for _, r := range rec {
+		fmt.Fprintf(w, "recovery: %s\n", r)
+	}
 }
 
 func newValidateCmd() *cobra.Command {
@@ -161,10 +177,12 @@ diffs are printed.`,
 			}
 			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), struct {
-					Plan  *plan.Plan        `json:"plan"`
-					Diffs []controller.Diff `json:"diffs"`
-				}{c.Plan, res.Diffs})
+					Plan      *plan.Plan            `json:"plan"`
+					Diffs     []controller.Diff     `json:"diffs"`
+					Recovered []controller.Recovery `json:"recovered,omitempty"`
+				}{c.Plan, res.Diffs, res.Recovered})
 			}
+			printRecovered(cmd.OutOrStdout(), res.Recovered)
 			printDiffs(cmd.OutOrStdout(), res.Diffs)
 			if res.Changes() == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no changes: every node matches the domain")
@@ -230,6 +248,7 @@ and waits, or with --no-wait fails at once. See docs/apply.md.`,
 				return err
 			}
 			if res != nil {
+				printRecovered(cmd.OutOrStdout(), res.Recovered)
 				printDiffs(cmd.OutOrStdout(), res.Diffs)
 			}
 			if err != nil {
@@ -273,6 +292,7 @@ segchain did not install are left alone.`,
 			}
 			res, err := c.Destroy(cmd.Context(), dry)
 			if res != nil {
+				printRecovered(cmd.OutOrStdout(), res.Recovered)
 				printDiffs(cmd.OutOrStdout(), res.Diffs)
 			}
 			if err != nil {
