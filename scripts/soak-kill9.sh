@@ -96,7 +96,7 @@ sc destroy >/dev/null
 snapshot >"$WORK/after-destroy"
 if ! diff -q "$WORK/clean-lab" "$WORK/after-destroy" >/dev/null; then
 	echo "soak-kill9: a clean destroy does not restore the clean lab:"
-	diff "$WORK/clean-lab" "$WORK/after-destroy" | head -40
+	diff "$WORK/clean-lab" "$WORK/after-destroy" | head -40 || true
 fi
 APPLY_NS=$(( (t1 - t0) ))
 echo "lab $LAB; a clean apply takes $((APPLY_NS / 1000000)) ms; $RUNS runs per phase"
@@ -137,7 +137,7 @@ phase() { # phase VERB PREPARE WANT
 		if ! diff -q "$WORK/$want" "$WORK/got" >/dev/null; then
 			bad=$((bad + 1))
 			echo "run $i: state after kill + $verb differs from $want:"
-			diff "$WORK/$want" "$WORK/got" | head -30 | sed 's/^/  /'
+			diff "$WORK/$want" "$WORK/got" | head -30 | sed 's/^/  /' || true
 		fi
 	done
 	echo "$verb: $RUNS runs, $killed killed mid-way, $recovered found an unfinished journal, $failed re-runs failed, $bad mismatches"
