@@ -93,6 +93,10 @@ func (e *env) ns(node string) string {
 	return ns
 }
 
+// pinRoot is where segchain pins (the one place to adapt if the root
+// becomes a function of the namespace).
+func pinRoot() string { return bpfpin.Root }
+
 // pinDir is the bpffs directory of program ("proxy", "fw") on node.
 func (e *env) pinDir(node, program string) string {
 	e.t.Helper()
@@ -100,7 +104,7 @@ func (e *env) pinDir(node, program string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return filepath.Join(bpfpin.Root, name, program)
+	return filepath.Join(pinRoot(), name, program)
 }
 
 // linkPin is the TCX link pin of program on node's interface dev.
