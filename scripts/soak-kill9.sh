@@ -12,6 +12,8 @@
 #   destroy phase RUNS times: start from an applied lab, SIGKILL `destroy`
 #                 at a random moment, run `destroy` again and compare with
 #                 the snapshot of a clean lab (never applied).
+#   apply+destroy RUNS times: SIGKILL `apply` as in the apply phase, then
+#                 run `destroy`: the lab must be clean again.
 #
 # A snapshot holds, per node namespace: routes and rules (IPv4 and IPv6, all
 # tables), seg6 HMAC keys and tunsrc, the seg6/forwarding sysctls, the TCX
@@ -123,28 +125,29 @@ killrun() {
 	fi
 }
 
-phase() { # phase VERB PREPARE WANT
-	local verb=$1 prepare=$2 want=$3 i killed=0 bad=0 recovered=0 failed=0
+phase() { # phase KILLED PREPARE VERB WANT: prepare, kill KILLED, run VERB
+	local kverb=$1 prepare=$2 verb=$3 want=$4 i killed=0 bad=0 recovered=0 failed=0
 	for i in $(seq 1 "$RUNS"); do
 		sc "$prepare" >/dev/null 2>&1 || sc "$prepare" >/dev/null
-		[ "$(killrun "$verb")" = killed ] && killed=$((killed + 1))
+		[ "$(killrun "$kverb")" = killed ] && killed=$((killed + 1))
 		if ! sc "$verb" >"$WORK/next.out" 2>&1; then
 			failed=$((failed + 1))
-			echo "run $i: segchain $verb after the kill failed:"; sed 's/^/  /' "$WORK/next.out"
+			echo "run $i: segchain $verb after killing $kverb failed:"; sed 's/^/  /' "$WORK/next.out"
 		fi
 		grep -q '^recovery:' "$WORK/next.out" && recovered=$((recovered + 1))
 		snapshot >"$WORK/got"
 		if ! diff -q "$WORK/$want" "$WORK/got" >/dev/null; then
 			bad=$((bad + 1))
-			echo "run $i: state after kill + $verb differs from $want:"
+			echo "run $i: state after killed $kverb + $verb differs from $want:"
 			diff "$WORK/$want" "$WORK/got" | head -30 | sed 's/^/  /' || true
 		fi
 	done
-	echo "$verb: $RUNS runs, $killed killed mid-way, $recovered found an unfinished journal, $failed re-runs failed, $bad mismatches"
+	echo "kill $kverb, then $verb: $RUNS runs, $killed killed mid-way, $recovered found an unfinished journal, $failed re-runs failed, $bad mismatches with $want"
 	TOTAL_BAD=$((TOTAL_BAD + bad + failed))
 }
 
 TOTAL_BAD=0
-phase apply destroy clean-apply
-phase destroy apply clean-lab
+phase apply destroy apply clean-apply
+phase destroy apply destroy clean-lab
+phase apply destroy destroy clean-lab
 [ "$TOTAL_BAD" = 0 ] && echo "soak-kill9: ok" || { echo "soak-kill9: $TOTAL_BAD bad runs"; exit 1; }

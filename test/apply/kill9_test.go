@@ -73,10 +73,10 @@ func (e *env) killAt(verb string, delay time.Duration) bool {
 	return ok && ws.Signaled()
 }
 
-// TestKill9 is the short version of scripts/soak-kill9.sh: apply (and
-// then destroy) SIGKILLed at random moments; the next apply (destroy) must
-// leave exactly the state of a clean apply (a clean lab), with nothing of
-// the killed command left behind. Before the on-disk journal and complete
+// TestKill9 is the short version of scripts/soak-kill9.sh: apply or
+// destroy SIGKILLed at random moments (10 runs); the next apply (destroy)
+// must leave exactly the state of a clean apply (a clean lab), with
+// nothing of the killed command left behind. Before the on-disk journal and complete
 // observation, a killed apply could leave programs detached that the next
 // apply did not see, and destroy left pinned maps.
 func TestKill9(t *testing.T) {
@@ -95,27 +95,28 @@ func TestKill9(t *testing.T) {
 	// assertion, a way to hit different steps.
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 12))
 	phases := []struct {
-		verb, prepare string
-		runs          int
-		want          *string
+		killed, prepare, verb string
+		runs                  int
+		want                  *string
 	}{
-		{"apply", "destroy", 6, &applied},
-		{"destroy", "apply", 4, &clean},
+		{"apply", "destroy", "apply", 4, &applied},
+		{"destroy", "apply", "destroy", 3, &clean},
+		{"apply", "destroy", "destroy", 3, &clean},
 	}
 	for _, ph := range phases {
 		killed := 0
 		for i := range ph.runs {
 			e.must(ph.prepare, "-f", domainFile, "--lab", e.lab)
 			delay := time.Duration(rng.Int64N(int64(took)*3/4 + 1))
-			if e.killAt(ph.verb, delay) {
+			if e.killAt(ph.killed, delay) {
 				killed++
 			}
 			out := e.must(ph.verb, "-f", domainFile, "--lab", e.lab)
 			if d := cmp.Diff(*ph.want, e.snapshot()); d != "" {
 				t.Errorf("%s killed after %v (run %d), then %s: state differs from a clean %s (-want +got):\n%s\n%s",
-					ph.verb, delay, i, ph.verb, ph.verb, d, out)
+					ph.killed, delay, i, ph.verb, ph.verb, d, out)
 			}
 		}
-		t.Logf("%s: %d of %d runs killed mid-way (delays up to %v)", ph.verb, killed, ph.runs, took)
+		t.Logf("kill %s, then %s: %d of %d runs killed mid-way (delays up to %v)", ph.killed, ph.verb, killed, ph.runs, took)
 	}
 }
