@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -77,7 +78,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.rawRun(cmd, args, 1, func(sid netip.Prefix, rest []string) error {
-				return f.edit(cmd, sid, func(in *fw.Instance) error {
+				return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
 					r, err := parseRule(rest)
 					if err != nil {
 						return err
@@ -100,7 +101,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 				if err != nil || pos < 1 {
 					return fmt.Errorf("position %q: want a number from 1", rest[0])
 				}
-				return f.edit(cmd, sid, func(in *fw.Instance) error {
+				return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
 					if pos > len(in.Rules)+1 {
 						return fmt.Errorf("position %d: the instance has %d rules", pos, len(in.Rules))
 					}
@@ -128,7 +129,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 			if err != nil || pos < 1 {
 				return fmt.Errorf("position %q: want a number from 1", args[1])
 			}
-			return f.edit(cmd, sid, func(in *fw.Instance) error {
+			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
 				if pos > len(in.Rules) {
 					return fmt.Errorf("position %d: the instance has %d rules", pos, len(in.Rules))
 				}
@@ -160,7 +161,7 @@ counters, numbered as del and insert take them.`,
 			if err != nil {
 				return err
 			}
-			return f.edit(cmd, sid, func(in *fw.Instance) error { in.Rules = nil; return nil })
+			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error { in.Rules = nil; return nil })
 		},
 	}
 	imp := &cobra.Command{
@@ -197,7 +198,7 @@ every offending line listed.`,
 			for _, note := range res.Skipped {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", name, note)
 			}
-			return f.edit(cmd, sid, func(in *fw.Instance) error {
+			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
 				in.Rules = res.Rules
 				if res.Policy != nil {
 					in.Policy = *res.Policy
@@ -224,7 +225,7 @@ Problem. The table starts as 0 go-next, 1 drop, 2 skip-next, 3 go-last.`,
 			if err != nil {
 				return fmt.Errorf("ARGS value %q: %w", args[1], err)
 			}
-			return f.edit(cmd, sid, func(in *fw.Instance) error {
+			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
 				if in.Args == nil {
 					in.Args = fwrule.DefaultArgs()
 					for k := range in.Args { // the default values that fit
@@ -259,7 +260,7 @@ Problem. The table starts as 0 go-next, 1 drop, 2 skip-next, 3 go-last.`,
 			if err != nil || (k != fwrule.Accept && k != fwrule.Drop) {
 				return fmt.Errorf("policy %q: want accept or drop", args[1])
 			}
-			return f.edit(cmd, sid, func(in *fw.Instance) error { in.Policy = k; return nil })
+			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error { in.Policy = k; return nil })
 		},
 	}
 	for _, c := range []*cobra.Command{del, list, flush, imp, argsCmd, policy} {
@@ -317,13 +318,12 @@ func parseRule(words []string) (fwrule.Rule, error) {
 
 // edit applies change to the instance at sid and installs the result
 // atomically, holding the node's lock (read-modify-write).
-func (f *fwCLI) edit(cmd *cobra.Command, sid netip.Prefix, change func(*fw.Instance) error) error {
-	locks, err := lockNetns(cmd, f.netns, f.noWait)
+func (f *fwCLI) edit(w io.Writer, sid netip.Prefix, change func(*fw.Instance) error) error {
+	locks, err := lockNetns(context.Background(), os.Stderr, f.netns, f.noWait)
 	if err != nil {
 		return err
 	}
 	defer locks.Release()
-	w := cmd.OutOrStdout()
 	in, ok, err := fw.Get(f.netns, sid)
 	if err != nil {
 		return err

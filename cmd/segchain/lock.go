@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/cobra"
-
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/nodelock"
 )
@@ -40,10 +38,10 @@ func lockNodes(ctx context.Context, ew io.Writer, nodes map[string]string, noWai
 }
 
 // lockNetns is lockNodes for the one namespace of a `sid` or `fw` edit.
-func lockNetns(cmd *cobra.Command, netns string, noWait bool) (*nodelock.Set, error) {
+func lockNetns(ctx context.Context, ew io.Writer, netns string, noWait bool) (*nodelock.Set, error) {
 	name := netns
 	if name == "" {
 		name = "(current netns)"
 	}
-	return lockNodes(cmd.Context(), cmd.ErrOrStderr(), map[string]string{name: netns}, noWait)
+	return lockNodes(ctx, ew, map[string]string{name: netns}, noWait)
 }

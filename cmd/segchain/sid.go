@@ -136,7 +136,7 @@ type sidCLI struct {
 
 // locked runs a verb that changes the node under the node's lock.
 func (s *sidCLI) locked(cmd *cobra.Command, fn func() error) error {
-	locks, err := lockNetns(cmd, s.netns, s.noWait)
+	locks, err := lockNetns(cmd.Context(), cmd.ErrOrStderr(), s.netns, s.noWait)
 	if err != nil {
 		return err
 	}
