@@ -56,7 +56,7 @@ nsdirs() { # bpffs and /run directories of namespace $1 (ns-<inode>-<cookie>)
 
 snapshot() { # the lab's state, normalised (object ids masked)
 	local ns d f
-	for ns in $(ip netns list | awk '{print $1}' | grep "^sc-$LAB-" | sort); do
+	for ns in $(ls /run/netns | grep "^sc-$LAB-" | sort); do
 		echo "=== $ns"
 		for fam in -4 -6; do
 			ip -n "$ns" $fam route show table all | grep -v -e '^local fe80' -e '^fe80::/64' -e '^multicast' || true
