@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/signal"
@@ -39,6 +40,14 @@ usual and reported; watch goes on. Runs until interrupted (SIGINT/SIGTERM).`,
 			if err != nil {
 				return err
 			}
+			// Each re-apply takes the nodes' locks like apply does.
+			c.Lock = func(context.Context) (func(), error) {
+				locks, err := f.lock(cmd)
+				if err != nil {
+					return nil, err
+				}
+				return locks.Release, nil
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			w := cmd.OutOrStdout()
@@ -75,5 +84,6 @@ usual and reported; watch goes on. Runs until interrupted (SIGINT/SIGTERM).`,
 		},
 	}
 	f.register(cmd, true)
+	f.registerLock(cmd)
 	return cmd
 }

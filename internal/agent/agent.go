@@ -63,6 +63,9 @@ type Op struct {
 	// list it replaces (instances in it but not in Firewalls are removed).
 	Firewalls    []nodestate.Firewall `json:"firewalls,omitempty"`
 	OldFirewalls []nodestate.Firewall `json:"old_firewalls,omitempty"`
+	// Faults (KindProxies, KindFirewalls) are the broken eBPF objects
+	// observed: the op repairs them even when the lists are equal.
+	Faults []string `json:"faults,omitempty"`
 }
 
 // String renders the op the way plan prints it: "+" adds, "-" removes, "~"
@@ -114,11 +117,22 @@ func (o Op) String() string {
 				b.WriteString("\n    - " + p.String())
 			}
 		}
+		writeFaults(&b, o.Faults)
 		return b.String()
 	case KindFirewalls:
-		return firewallsString(o.OldFirewalls, o.Firewalls)
+		var b strings.Builder
+		b.WriteString(firewallsString(o.OldFirewalls, o.Firewalls))
+		writeFaults(&b, o.Faults)
+		return b.String()
 	}
 	return "? " + string(o.Kind)
+}
+
+// writeFaults lists the broken eBPF objects an op repairs.
+func writeFaults(b *strings.Builder, faults []string) {
+	for _, f := range faults {
+		b.WriteString("\n    ! repair: " + f)
+	}
 }
 
 func orNone(s string) string {

@@ -40,7 +40,7 @@ func (c *Controller) Watch(ctx context.Context, report func(trigger []string, re
 			}
 		}(n)
 	}
-	res, err := c.Apply(ctx, false)
+	res, err := c.lockedApply(ctx)
 	report(nil, res, err)
 	for {
 		select {
@@ -61,11 +61,23 @@ func (c *Controller) Watch(ctx context.Context, report func(trigger []string, re
 					return nil
 				}
 			}
-			res, err := c.Apply(ctx, false)
+			res, err := c.lockedApply(ctx)
 			if err != nil {
 				err = fmt.Errorf("re-apply after %v came up: %w", trigger, err)
 			}
 			report(trigger, res, err)
 		}
 	}
+}
+
+// lockedApply applies under c.Lock, if set.
+func (c *Controller) lockedApply(ctx context.Context) (*Result, error) {
+	if c.Lock != nil {
+		release, err := c.Lock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
+	return c.Apply(ctx, false)
 }

@@ -25,6 +25,13 @@ type Node struct {
 	// Firewalls are the node's SR-aware firewall instances (End.AN.FW),
 	// served by internal/fw's tc program.
 	Firewalls []Firewall `json:"firewalls,omitempty"`
+	// ProxyFaults and FirewallFaults are what observation found broken in
+	// the eBPF objects behind Proxies and Firewalls (a program not
+	// attached, a link pin missing or foreign, a map missing or of another
+	// layout, orphaned pins): drift even when the SID lists match. Only
+	// observed state has them.
+	ProxyFaults    []string `json:"proxy_faults,omitempty"`
+	FirewallFaults []string `json:"firewall_faults,omitempty"`
 }
 
 // Proxy is one SR proxy SID in the `segchain sid add` syntax: SID is the
