@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -167,14 +165,7 @@ func TestGeneratorFramesOnWire(t *testing.T) {
 		frames = append(frames, f)
 	}
 	_, sut := d.Names()
-	pcap := filepath.Join(t.TempDir(), "in.pcap")
-	cap := exec.Command("ip", "netns", "exec", sut, "tcpdump", "-p", "-n", "--immediate-mode", "-i", d.Env().In, "-U", "-w", pcap, "ether", "dst", d.Env().InMAC.String())
-	var capErr bytes.Buffer
-	cap.Stderr = &capErr
-	if err := cap.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond) // tcpdump attaches
+	capt := testutil.StartCapture(t, sut, d.Env().In, "ether dst "+d.Env().InMAC.String(), 0)
 	if err := gen.SetRate(2000); err != nil {
 		t.Fatal(err)
 	}
@@ -193,9 +184,7 @@ func TestGeneratorFramesOnWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	_ = cap.Process.Signal(os.Interrupt)
-	_ = cap.Wait()
-	got := readPcap(t, pcap)
+	got := readPcap(t, capt.Wait(0))
 	seen := map[int]int{}
 	for i, f := range got {
 		match := -1
@@ -210,7 +199,7 @@ func TestGeneratorFramesOnWire(t *testing.T) {
 		seen[match]++
 	}
 	if seen[0] < 10 || seen[1] < 10 {
-		t.Errorf("captured %v frames per template, want ≥ 10 of each (tcpdump: %s)", seen, capErr.String())
+		t.Errorf("captured %v frames per template, want ≥ 10 of each (capture: %s)", seen, capt.Log())
 	}
 }
 
@@ -504,12 +493,7 @@ func TestDecapReencapOnWire(t *testing.T) {
 	}
 	d.sinkLink = nil
 	tester, _ := d.Names()
-	pcap := filepath.Join(t.TempDir(), "rx.pcap")
-	cap := exec.Command("ip", "netns", "exec", tester, "tcpdump", "-p", "-n", "--immediate-mode", "-i", portRx, "-U", "-w", pcap, "ip6", "dst", Addr("far", 4, 1).String())
-	if err := cap.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
+	capt := testutil.StartCapture(t, tester, portRx, "ip6 dst "+Addr("far", 4, 1).String(), 0)
 	gen := d.Generator()
 	for _, step := range []func() error{
 		func() error { return gen.Load(0, frame) }, func() error { return gen.Select(0) },
@@ -521,9 +505,7 @@ func TestDecapReencapOnWire(t *testing.T) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond)
-	_ = cap.Process.Signal(os.Interrupt)
-	_ = cap.Wait()
-	got := readPcap(t, pcap)
+	got := readPcap(t, capt.Wait(0))
 	if len(got) < 10 {
 		t.Fatalf("captured %d re-encapsulated packets, want ≥ 10", len(got))
 	}
