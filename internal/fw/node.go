@@ -434,11 +434,23 @@ func (n *Node) save(in Instance) error {
 	if err != nil {
 		return err
 	}
-	tmp := n.stateFile(in.SID) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	// A temporary name of this call's own: a fixed one is shared by every
+	// writer of the SID and one could rename another's half-written file.
+	f, err := os.CreateTemp(n.state, ".save-*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, n.stateFile(in.SID))
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), n.stateFile(in.SID))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 func (n *Node) load(sid netip.Prefix) (Instance, error) {
