@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -24,20 +25,25 @@ import (
 )
 
 // Capture is a packet capture on one interface of a namespace, writing a
-// pcap file. It is an AF_PACKET socket of the test process (tcpdump only
-// compiles the filter), which makes both ends deterministic:
+// pcap file. It is an AF_PACKET socket of the test process with a
+// TPACKET_V2 ring, which the kernel fills with a copy of each packet when it
+// sees it (a plain socket queues a clone that shares the data, and an SRv6
+// End applied in place afterwards shows up in it); tcpdump only compiles
+// the filter. Both ends are deterministic:
 //
 //   - ready: the socket is created with protocol 0 (it receives nothing),
-//     gets its filter, and is bound to the interface before StartCapture
-//     returns; every packet the interface sees afterwards is queued to it.
-//     (tcpdump's "listening on" said the same, but a tcpdump that the
-//     scheduler had not run yet lost what sat in its ring when stopped.)
-//   - stopped: Wait drains the socket's queue before closing the file, so
-//     every packet the kernel delivered before the stop is in the pcap,
-//     however late the reader got the CPU.
+//     gets its ring and filter, and is bound to the interface before
+//     StartCapture returns; every packet the interface sees afterwards is
+//     copied to the ring.
+//   - stopped: Wait reads the ring until it is empty before closing the
+//     file, so every packet the kernel delivered before the stop is in the
+//     pcap, however late the reader got the CPU. (tcpdump's "listening on"
+//     was a fine readiness signal, but a tcpdump that had not run yet when
+//     the test stopped it with SIGINT lost what sat in its ring.)
 type Capture struct {
 	t       testing.TB
 	fd      int
+	ring    []byte
 	path    string
 	count   int
 	inbound bool
@@ -50,9 +56,13 @@ type Capture struct {
 	once    sync.Once
 }
 
-// captureSnap is the largest frame kept: a veth hands GSO frames of up to
-// 64 KiB to the capture.
-const captureSnap = 256 << 10
+// The ring: frames big enough for the 64 KiB GSO frames a veth hands over.
+const (
+	captureFrame  = 1 << 16
+	captureFrames = 128
+	tpHdrLen      = 32 // TPACKET_ALIGN(sizeof(struct tpacket2_hdr))
+	tpStatusUser  = 1  // TP_STATUS_USER
+)
 
 // StartCapture captures on iface in namespace ns with a pcap-filter
 // expression (may be empty), stopping by itself after count packets when
@@ -79,18 +89,15 @@ func startCapture(t testing.TB, ns, iface, filter string, count int, inbound boo
 	}
 	c := &Capture{t: t, fd: -1, path: filepath.Join(t.TempDir(), UniqueName("cap-")+".pcap"), count: count,
 		inbound: inbound, done: make(chan struct{}), full: make(chan struct{})}
-	var (
-		ifindex int
-		hatype  uint16
-	)
+	var ifindex int
 	err = nsutil.Do(ns, func() error {
 		ifi, err := net.InterfaceByName(iface)
 		if err != nil {
 			return err
 		}
 		ifindex = ifi.Index
-		// Protocol 0: no packet is queued before the filter is attached
-		// and the socket bound (libpcap does the same).
+		// Protocol 0: no packet is queued before the ring and the filter
+		// are in place and the socket is bound (libpcap does the same).
 		c.fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 		return err
 	})
@@ -98,8 +105,21 @@ func startCapture(t testing.TB, ns, iface, filter string, count int, inbound boo
 		t.Fatalf("capture in %s on %s: %v", ns, iface, err)
 	}
 	fail := func(what string, err error) {
+		if c.ring != nil {
+			_ = unix.Munmap(c.ring)
+		}
 		unix.Close(c.fd)
 		t.Fatalf("capture in %s on %s: %s: %v", ns, iface, what, err)
+	}
+	if err := unix.SetsockoptInt(c.fd, unix.SOL_PACKET, unix.PACKET_VERSION, unix.TPACKET_V2); err != nil {
+		fail("TPACKET_V2", err)
+	}
+	req := unix.TpacketReq{Block_size: captureFrame, Block_nr: captureFrames, Frame_size: captureFrame, Frame_nr: captureFrames}
+	if err := unix.SetsockoptTpacketReq(c.fd, unix.SOL_PACKET, unix.PACKET_RX_RING, &req); err != nil {
+		fail("rx ring", err)
+	}
+	if c.ring, err = unix.Mmap(c.fd, 0, captureFrame*captureFrames, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
+		fail("mmap ring", err)
 	}
 	if len(prog) > 0 {
 		fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
@@ -107,18 +127,22 @@ func startCapture(t testing.TB, ns, iface, filter string, count int, inbound boo
 			fail("attach filter", err)
 		}
 	}
-	_ = unix.SetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
-	tv := unix.NsecToTimeval((50 * time.Millisecond).Nanoseconds()) // how soon the reader notices stop
-	if err := unix.SetsockoptTimeval(c.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		fail("receive timeout", err)
+	if inbound {
+		if err := unix.SetsockoptInt(c.fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
+			fail("ignore outgoing", err)
+		}
 	}
 	if err := unix.Bind(c.fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex}); err != nil {
 		fail("bind", err)
 	}
+	link := layers.LinkTypeEthernet
 	if ifr, err := unix.NewIfreq(iface); err == nil {
 		// Device ioctls look the name up in the socket's namespace.
 		if unix.IoctlIfreq(c.fd, unix.SIOCGIFHWADDR, ifr) == nil {
-			hatype = ifr.Uint16()
+			switch ifr.Uint16() {
+			case unix.ARPHRD_NONE, unix.ARPHRD_TUNNEL, unix.ARPHRD_TUNNEL6:
+				link = layers.LinkTypeRaw
+			}
 		}
 	}
 	f, err := os.Create(c.path)
@@ -126,11 +150,7 @@ func startCapture(t testing.TB, ns, iface, filter string, count int, inbound boo
 		fail("create pcap", err)
 	}
 	w := pcapgo.NewWriter(f)
-	link := layers.LinkTypeEthernet
-	if hatype == unix.ARPHRD_NONE || hatype == unix.ARPHRD_TUNNEL6 || hatype == unix.ARPHRD_TUNNEL {
-		link = layers.LinkTypeRaw
-	}
-	if err := w.WriteFileHeader(captureSnap, link); err != nil {
+	if err := w.WriteFileHeader(captureFrame, link); err != nil {
 		f.Close()
 		fail("write pcap", err)
 	}
@@ -139,35 +159,35 @@ func startCapture(t testing.TB, ns, iface, filter string, count int, inbound boo
 	return c
 }
 
-// read receives packets until stopped or count is reached, then drains
-// what is still queued when stopped.
+// read takes packets off the ring until stopped (then until the ring is
+// empty) or until count packets were captured.
 func (c *Capture) read(f *os.File, w *pcapgo.Writer) {
 	defer close(c.done)
 	defer f.Close()
-	buf := make([]byte, captureSnap)
-	for {
-		flags := 0
-		draining := c.stop.Load()
-		if draining {
-			flags = unix.MSG_DONTWAIT
-		}
-		n, from, err := unix.Recvfrom(c.fd, buf, flags|unix.MSG_TRUNC)
-		if err != nil {
-			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-				if draining {
-					return
-				}
-				continue
+	for i := 0; ; {
+		frame := c.ring[i*captureFrame : (i+1)*captureFrame]
+		status := (*uint32)(unsafe.Pointer(&frame[0]))
+		if atomic.LoadUint32(status)&tpStatusUser == 0 {
+			if c.stop.Load() {
+				return // drained: the kernel had handed over nothing more
 			}
-			c.logf("receive: %v\n", err)
-			return
-		}
-		if ll, ok := from.(*unix.SockaddrLinklayer); ok && c.inbound && ll.Pkttype == unix.PACKET_OUTGOING {
+			pfd := []unix.PollFd{{Fd: int32(c.fd), Events: unix.POLLIN}}
+			if _, err := unix.Poll(pfd, 50); err != nil && !errors.Is(err, unix.EINTR) {
+				c.logf("poll: %v\n", err)
+				return
+			}
 			continue
 		}
-		capLen := min(n, len(buf))
-		ci := gopacket.CaptureInfo{Timestamp: time.Now(), CaptureLength: capLen, Length: n}
-		if err := w.WritePacket(ci, buf[:capLen]); err != nil {
+		length := int(binary.NativeEndian.Uint32(frame[4:]))
+		snap := int(binary.NativeEndian.Uint32(frame[8:]))
+		mac := int(binary.NativeEndian.Uint16(frame[12:]))
+		sec, nsec := binary.NativeEndian.Uint32(frame[16:]), binary.NativeEndian.Uint32(frame[20:])
+		data := frame[mac:min(mac+snap, len(frame))]
+		ci := gopacket.CaptureInfo{Timestamp: time.Unix(int64(sec), int64(nsec)), CaptureLength: len(data), Length: length}
+		err := w.WritePacket(ci, data)
+		atomic.StoreUint32(status, 0) // TP_STATUS_KERNEL: the frame goes back
+		i = (i + 1) % captureFrames
+		if err != nil {
 			c.logf("write pcap: %v\n", err)
 			return
 		}
@@ -185,7 +205,7 @@ func (c *Capture) logf(format string, args ...any) {
 }
 
 // Log describes the capture: packets captured and dropped by the kernel
-// (a full socket buffer), and any error.
+// (a full ring), and any error.
 func (c *Capture) Log() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -195,15 +215,16 @@ func (c *Capture) Log() string {
 // Count is the number of packets captured so far.
 func (c *Capture) Count() int { return int(c.n.Load()) }
 
-// stopAndDrain stops the reader after it has read every queued packet and
-// closes the socket.
+// stopAndDrain stops the reader once it has emptied the ring and closes
+// the socket.
 func (c *Capture) stopAndDrain() {
 	c.once.Do(func() {
 		c.stop.Store(true)
 		<-c.done
-		if st, err := getPacketStats(c.fd); err == nil && st.Drops > 0 {
+		if st, err := unix.GetsockoptTpacketStats(c.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS); err == nil && st.Drops > 0 {
 			c.logf("%d packets dropped by kernel\n", st.Drops)
 		}
+		_ = unix.Munmap(c.ring)
 		unix.Close(c.fd)
 	})
 }
@@ -223,17 +244,6 @@ func (c *Capture) Wait(timeout time.Duration) string {
 
 // Path is the pcap file (complete once Wait returned).
 func (c *Capture) Path() string { return c.path }
-
-func getPacketStats(fd int) (unix.TpacketStats, error) {
-	var st unix.TpacketStats
-	l := uint32(unsafe.Sizeof(st))
-	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
-		uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&l)), 0)
-	if errno != 0 {
-		return st, errno
-	}
-	return st, nil
-}
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
