@@ -170,9 +170,7 @@ func (p *Printer) appendLine(b []byte, r *Record) []byte {
 	b = append(b, " > "...)
 	b = pk.Dst.AppendTo(b)
 	if r.Err != nil {
-		b = append(b, " malformed: "...)
-		b = append(b, r.Err.Error()...)
-		return append(b, '\n')
+		return p.appendMalformedLine(b, pk, r.Err)
 	}
 	if s := pk.SRH; s != nil {
 		b = append(b, " srh sl "...)
@@ -447,9 +445,7 @@ func (p *Printer) appendTree(b []byte, r *Record) []byte {
 		b = appendExt(b, h)
 	}
 	if r.Err != nil {
-		b = append(b, "  malformed: "...)
-		b = append(b, r.Err.Error()...)
-		return append(b, '\n')
+		return p.appendMalformedTree(b, pk, r.Err)
 	}
 	if s := pk.SRH; s != nil {
 		b = append(b, "  srh next-header "...)
