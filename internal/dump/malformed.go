@@ -56,12 +56,7 @@ func appendFault(b []byte, pk *srh.Packet, err error) []byte {
 // appendMalformedLine is the one-line form after "SRC > DST".
 func (p *Printer) appendMalformedLine(b []byte, pk *srh.Packet, err error) []byte {
 	if s := pk.SRH; s != nil {
-		b = append(b, " srh sl "...)
-		b = appendU(b, uint64(s.SegmentsLeft))
-		b = append(b, " le "...)
-		b = appendU(b, uint64(s.LastEntry))
-		b = append(b, " tag "...)
-		b = appendU(b, uint64(s.Tag))
+		b = appendSRHFixedLine(b, s)
 		if s.RoutingType != srh.RoutingTypeSRH {
 			// Not an SRH: its type-specific data is not shown.
 			b = append(b, " routing-type "...)
@@ -86,16 +81,7 @@ func (p *Printer) appendMalformedLine(b []byte, pk *srh.Packet, err error) []byt
 			b = append(b, " unreadable"...)
 		}
 		b = append(b, ']')
-		if len(s.TLVs) > 0 {
-			b = append(b, " tlvs ["...)
-			for i, t := range s.TLVs {
-				if i > 0 {
-					b = append(b, ", "...)
-				}
-				b = appendTLVShort(b, t)
-			}
-			b = append(b, ']')
-		}
+		b = appendTLVsLine(b, s.TLVs)
 	}
 	b = append(b, ' ')
 	b = appendFault(b, pk, err)
@@ -105,22 +91,8 @@ func (p *Printer) appendMalformedLine(b []byte, pk *srh.Packet, err error) []byt
 // appendMalformedTree is the tree form after the IPv6 header lines.
 func (p *Printer) appendMalformedTree(b []byte, pk *srh.Packet, err error) []byte {
 	if s := pk.SRH; s != nil {
-		b = append(b, "  srh (partial) next-header "...)
-		b = appendNH(b, s.NextHeader)
-		b = append(b, " hdr-ext-len "...)
-		b = appendU(b, uint64(s.HdrExtLen))
-		b = append(b, " ("...)
-		b = appendU(b, uint64(int(s.HdrExtLen)*8+8))
-		b = append(b, " octets) routing-type "...)
-		b = appendU(b, uint64(s.RoutingType))
-		b = append(b, " segments-left "...)
-		b = appendU(b, uint64(s.SegmentsLeft))
-		b = append(b, " last-entry "...)
-		b = appendU(b, uint64(s.LastEntry))
-		b = append(b, " flags "...)
-		b = appendHexN(b, uint64(s.Flags), 2)
-		b = append(b, " tag "...)
-		b = appendU(b, uint64(s.Tag))
+		b = append(b, "  srh (partial)"...)
+		b = appendSRHFixedTree(b, s)
 		b = append(b, '\n')
 		if len(s.Segments) > 0 {
 			b = append(b, "    segments read (wire index):\n"...)
@@ -133,16 +105,75 @@ func (p *Printer) appendMalformedTree(b []byte, pk *srh.Packet, err error) []byt
 				b = append(b, '\n')
 			}
 		}
-		if len(s.TLVs) > 0 {
-			b = append(b, "    tlvs read:\n"...)
-			for _, t := range s.TLVs {
-				b = append(b, "      "...)
-				b = appendTLVLong(b, t)
-				b = append(b, '\n')
-			}
-		}
+		b = appendTLVsTree(b, "    tlvs read:\n", s.TLVs)
 	}
 	b = append(b, "  "...)
 	b = appendFault(b, pk, err)
 	return append(b, '\n')
+}
+
+// appendSRHFixedTree appends the SRH's fixed header fields as -v prints
+// them (" next-header ... tag N").
+func appendSRHFixedTree(b []byte, s *srh.SRH) []byte {
+	b = append(b, " next-header "...)
+	b = appendNH(b, s.NextHeader)
+	b = append(b, " hdr-ext-len "...)
+	b = appendU(b, uint64(s.HdrExtLen))
+	b = append(b, " ("...)
+	b = appendU(b, uint64(int(s.HdrExtLen)*8+8))
+	b = append(b, " octets) routing-type "...)
+	b = appendU(b, uint64(s.RoutingType))
+	b = append(b, " segments-left "...)
+	b = appendU(b, uint64(s.SegmentsLeft))
+	b = append(b, " last-entry "...)
+	b = appendU(b, uint64(s.LastEntry))
+	b = append(b, " flags "...)
+	b = appendHexN(b, uint64(s.Flags), 2)
+	b = append(b, " tag "...)
+	return appendU(b, uint64(s.Tag))
+}
+
+// appendTLVsLine appends " tlvs [...]" (nothing without TLVs).
+func appendTLVsLine(b []byte, tlvs []srh.TLV) []byte {
+	if len(tlvs) == 0 {
+		return b
+	}
+	b = append(b, " tlvs ["...)
+	for i, t := range tlvs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendTLVShort(b, t)
+	}
+	return append(b, ']')
+}
+
+// appendTLVsTree appends title and one line per TLV (nothing without TLVs).
+func appendTLVsTree(b []byte, title string, tlvs []srh.TLV) []byte {
+	if len(tlvs) == 0 {
+		return b
+	}
+	b = append(b, title...)
+	for _, t := range tlvs {
+		b = append(b, "      "...)
+		b = appendTLVLong(b, t)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// appendSRHFixedLine appends " srh sl N le N tag N [flags F]", the one-line
+// form of the fixed header.
+func appendSRHFixedLine(b []byte, s *srh.SRH) []byte {
+	b = append(b, " srh sl "...)
+	b = appendU(b, uint64(s.SegmentsLeft))
+	b = append(b, " le "...)
+	b = appendU(b, uint64(s.LastEntry))
+	b = append(b, " tag "...)
+	b = appendU(b, uint64(s.Tag))
+	if s.Flags != 0 {
+		b = append(b, " flags "...)
+		b = appendHexN(b, uint64(s.Flags), 2)
+	}
+	return b
 }
