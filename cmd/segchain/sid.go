@@ -478,4 +478,3 @@ func (s *sidCLI) clearCounters(w io.Writer, args []string) error {
 	}
 	return nil
 }
-

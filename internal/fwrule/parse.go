@@ -305,9 +305,9 @@ var unsupported = map[string]string{
 	"-f": "fragment matches are not supported", "--fragment": "fragment matches are not supported",
 	"-g": "goto is not supported", "--goto": "goto is not supported",
 	"--tcp-flags": "TCP flag matches are not supported", "--syn": "TCP flag matches are not supported",
-	"--tcp-option": "TCP option matches are not supported",
+	"--tcp-option":  "TCP option matches are not supported",
 	"--chunk-types": "SCTP chunk matches are not supported",
-	"-c":           "counters cannot be set", "--set-counters": "counters cannot be set",
+	"-c":            "counters cannot be set", "--set-counters": "counters cannot be set",
 }
 
 func (p *parser) parse() error {
