@@ -94,15 +94,19 @@ func TestNetnsPlumbing(t *testing.T) {
 				if err := gen.Start(); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(150 * time.Millisecond)
+				// Until 500 frames went out, not for a fixed time: a
+				// generator thread the shared machine starves sends less
+				// in 150 ms (the bound only ends a generator that sends
+				// nothing).
+				if err := waitTx(d, before, 500, 30*time.Second); err != nil {
+					_ = gen.Stop()
+					t.Fatal(err)
+				}
 				if err := gen.Stop(); err != nil {
 					t.Fatal(err)
 				}
 				dl = drained(t, d).Sub(before)
 				t.Logf("%s attempt %d: tx %d rx %d sut-cpu %d ns", name, attempt, dl.Tx, dl.Rx, dl.SUTCPU)
-				if dl.Tx < 500 {
-					t.Fatalf("generator sent %d frames, want ≥ 500", dl.Tx)
-				}
 				if dl.Rx > dl.Tx+10 {
 					t.Fatalf("rx %d of tx %d: more received than sent", dl.Rx, dl.Tx)
 				}
@@ -118,6 +122,36 @@ func TestNetnsPlumbing(t *testing.T) {
 				t.Errorf("SUT NAPI thread accounted no CPU time")
 			}
 		})
+	}
+}
+
+// waitCaptured waits until c has captured n frames (for at most 30 s, a
+// bound for a generator that sends nothing).
+func waitCaptured(t *testing.T, c *testutil.Capture, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); c.Count() < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("captured %d frames in 30 s, want %d", c.Count(), n)
+		}
+	}
+}
+
+// waitTx waits until the generator has sent n frames since before, for at
+// most bound.
+func waitTx(d *NetnsDriver, before Sample, n uint64, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		time.Sleep(50 * time.Millisecond)
+		s, err := d.Sample()
+		if err != nil {
+			return err
+		}
+		if s.Tx-before.Tx >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("generator sent %d frames in %v, want %d", s.Tx-before.Tx, bound, n)
+		}
 	}
 }
 
@@ -175,15 +209,17 @@ func TestGeneratorFramesOnWire(t *testing.T) {
 	if err := gen.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Switch and stop after a number of captured frames, not after a fixed
+	// time (a starved generator sends fewer): 50 of template 0, then 100
+	// more, the first few of which may still be template 0 in flight.
+	waitCaptured(t, capt, 50)
 	if err := gen.Select(1); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitCaptured(t, capt, capt.Count()+100)
 	if err := gen.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
 	got := readPcap(t, capt.Wait(0))
 	seen := map[int]int{}
 	for i, f := range got {
@@ -498,13 +534,12 @@ func TestDecapReencapOnWire(t *testing.T) {
 	for _, step := range []func() error{
 		func() error { return gen.Load(0, frame) }, func() error { return gen.Select(0) },
 		func() error { return gen.SetRate(1000) }, gen.Start,
-		func() error { time.Sleep(100 * time.Millisecond); return nil }, gen.Stop,
+		func() error { waitCaptured(t, capt, 10); return nil }, gen.Stop,
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
 	got := readPcap(t, capt.Wait(0))
 	if len(got) < 10 {
 		t.Fatalf("captured %d re-encapsulated packets, want ≥ 10", len(got))
