@@ -1,20 +1,15 @@
 package fw_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/segchain/segchain/internal/testutil"
 )
 
-// ipNetnsExec runs `ip netns exec ns segchain args...`: a private mount
-// namespace with a fresh /sys, as iproute2 tutorials run node commands.
 func ipNetnsExec(t *testing.T, ns string, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("ip", append([]string{"netns", "exec", ns, segchainBin}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip netns exec %s segchain %s: %v\n%s", ns, strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return testutil.IPNetnsExec(t, segchainBin, ns, args...)
 }
 
 // TestFWUnderIPNetnsExec: the firewall SID and its rules, each added by

@@ -3,7 +3,6 @@ package proxy_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -18,23 +17,9 @@ func TestMain(m *testing.M) {
 	os.Exit(testutil.MainWithBinary(m, &segchainBin))
 }
 
-// ipNetnsExec runs `ip netns exec ns segchain args...` (or plain segchain
-// when ns is ""): the command gets a private mount namespace with a fresh
-// /sys, as every iproute2 tutorial runs commands on a node.
 func ipNetnsExec(t *testing.T, ns string, args ...string) string {
 	t.Helper()
-	if segchainBin == "" {
-		t.Skip("segchain binary not built")
-	}
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, segchainBin}, args...)...)
-	if ns == "" { // --netns in args: from the test's own namespaces
-		cmd = exec.Command(segchainBin, args...)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("ip netns exec %s segchain %s: %v\n%s", ns, strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return testutil.IPNetnsExec(t, segchainBin, ns, args...)
 }
 
 // TestProxiesUnderIPNetnsExec: each eBPF proxy added by `ip netns exec NS
