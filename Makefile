@@ -35,7 +35,7 @@ test: deps build
 # runs): a race that fails one run in a few shows up before it lands.
 # test/fw (4 min a run, most of `test`) runs once; its captures and
 # namespaces use the same helpers as test/native and test/proxy. Timings
-# on 2 shared cores: README.md ("Tests").
+# on 2 shared cores: README.md ("Two commands").
 REPEAT_PKGS := ./test/proxy ./test/e2e ./test/native ./internal/lab ./internal/proxy ./internal/fw ./internal/perf
 REPEAT_COUNT ?= 2
 test-repeat: deps build
