@@ -85,6 +85,7 @@ func (f *testbedFlags) up() (*perf.NetnsDriver, func(), error) {
 	}()
 	down := func() {
 		signal.Stop(sig)
+		close(sig) // no signal comes after Stop: ends the goroutine above
 		_ = drv.Down()
 	}
 	if err := drv.Up(); err != nil {

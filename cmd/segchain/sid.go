@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/netip"
 	"sort"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/nodestate"
-	"github.com/segchain/segchain/internal/nsutil"
 )
 
 // newSidCmd is the localsid CLI (after srconf localsid). Behaviours the
@@ -32,9 +30,9 @@ func newSidCmd(exts ...localsid.Extension) *cobra.Command {
 		Use:   "sid",
 		Short: "Add, delete, show, flush local SIDs (seg6local) of this node",
 		Long: `segchain sid manages the local SIDs of one node, like srconf localsid:
-every SID is a seg6local route bound to 'dev DEV' (by default the node's
-first non-loopback interface that is up: on lo it would be a reject route)
-stamped with segchain's route protocol (` + fmt.Sprint(nodestate.Proto) + `), so that flush removes only
+every SID is a seg6local route (without 'dev DEV', a local route on lo, as
+'segchain apply' installs SIDs: it does not depend on any interface staying
+up; with 'dev DEV', a route bound to DEV) stamped with segchain's route protocol (` + fmt.Sprint(nodestate.Proto) + `), so that flush removes only
 what segchain installed. State lives in the kernel and stays after the command
 exits. The node is the network namespace segchain runs in
 ('ip netns exec NS segchain sid ...') or the one named by --netns.
@@ -182,11 +180,6 @@ func (s *sidCLI) add(w, ew io.Writer, args []string) error {
 	defer h.Close()
 	if err := checkFeatures(h.Probe, r.Seg6Local); err != nil {
 		return err
-	}
-	if r.Dev == localsid.DefaultDev {
-		if r.Dev, err = defaultSIDDev(s.netns); err != nil {
-			return err
-		}
 	}
 	sids, err := h.LocalSIDs()
 	if err != nil {
@@ -502,33 +495,4 @@ func (s *sidCLI) clearCounters(w io.Writer, args []string) error {
 		fmt.Fprintf(w, "cleared counters of %d local SID(s)\n", n)
 	}
 	return nil
-}
-
-// defaultSIDDev picks the device a SID route is bound to when `dev` is not
-// given: the namespace's first non-loopback interface that is up. Not lo:
-// an IPv6 route on the loopback device is a reject route, so the SID would
-// answer ICMPv6 unreachable instead of running its behaviour.
-func defaultSIDDev(netns string) (string, error) {
-	var name string
-	err := nsutil.Do(netns, func() error {
-		ifs, err := net.Interfaces()
-		if err != nil {
-			return fmt.Errorf("list interfaces: %w", err)
-		}
-		sort.Slice(ifs, func(i, j int) bool { return ifs[i].Index < ifs[j].Index })
-		for _, i := range ifs {
-			if i.Flags&net.FlagUp != 0 && i.Flags&net.FlagLoopback == 0 {
-				name = i.Name
-				return nil
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	if name == "" {
-		return "", errors.New("no non-loopback interface is up to bind the SID route to: give dev DEV (a SID route on lo would be a reject route)")
-	}
-	return name, nil
 }

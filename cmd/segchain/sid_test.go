@@ -131,8 +131,8 @@ func TestPrivilegedSidExtension(t *testing.T) {
 		wantErr bool
 	}{
 		{"add fc00:5::1 end.as oif xa iif xb nh4 10.0.0.2", "added fc00:5::1/128 End.AS", false},
-		{"add fc00:5::2 End", "added fc00:5::2 End dev xa", false},
-		{"show", "fc00:5::1 End.AS nh4 10.0.0.2 iif xb oif xa packets 7\nfc00:5::2 End dev xa packets 0 bytes 0 errors 0\n", false},
+		{"add fc00:5::2 End", "added fc00:5::2 End\n", false},
+		{"show", "fc00:5::1 End.AS nh4 10.0.0.2 iif xb oif xa packets 7\nfc00:5::2 End packets 0 bytes 0 errors 0\n", false},
 		{"show fc00:5::1 -o json", `"behavior": "End.AS"`, false},
 		{"clear-counters fc00:5::1", "cleared counters of fc00:5::1/128", false},
 		{"del fc00:5::1", "deleted fc00:5::1/128", false},
@@ -152,5 +152,38 @@ func TestPrivilegedSidExtension(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"fc00:5::1/128"}, ext.cleared); diff != "" {
 		t.Errorf("extension ClearCounters calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestPrivilegedSidAddWithoutDev: `sid add` without dev follows apply's
+// rule, a local route on lo, so the SID does not depend on an interface
+// (before, it was bound to the first interface that was up and vanished
+// when that interface went down).
+func TestPrivilegedSidAddWithoutDev(t *testing.T) {
+	ns := testutil.NewNetns(t, "sidd")
+	testutil.Exec(t, ns, "ip", "link", "add", "xa", "type", "veth", "peer", "name", "xb")
+	testutil.Exec(t, ns, "ip", "link", "set", "xa", "up")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := newSidCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(append([]string{"--netns", ns}, args...))
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("sid %v: %v\n%s", args, err, out.String())
+		}
+		return out.String()
+	}
+	if out := run("add", "fc00:5::2", "End"); !strings.HasPrefix(out, "added fc00:5::2 End\n") {
+		t.Errorf("add: %q, want no dev", out)
+	}
+	routes := testutil.Exec(t, ns, "ip", "-6", "route", "show", "table", "all", "fc00:5::2")
+	if !strings.Contains(routes, "local fc00:5::2 ") || !strings.Contains(routes, "dev lo") {
+		t.Errorf("SID route is not a local route on lo:\n%s", routes)
+	}
+	testutil.Exec(t, ns, "ip", "link", "set", "xa", "down")
+	if out := run("show"); !strings.Contains(out, "fc00:5::2 End ") {
+		t.Errorf("SID gone after an interface went down:\n%s", out)
 	}
 }

@@ -15,26 +15,8 @@ import (
 	"github.com/segchain/segchain/internal/nsutil"
 )
 
-// Root is where segchain pins its eBPF objects.
-const Root = "/sys/fs/bpf/segchain"
-
 // soNetnsCookie is SO_NETNS_COOKIE (Linux >= 5.14, asm-generic value).
 const soNetnsCookie = 71
-
-// EnsureFS mounts bpffs on /sys/fs/bpf unless it is there already.
-func EnsureFS() error {
-	var st unix.Statfs_t
-	if err := unix.Statfs("/sys/fs/bpf", &st); err != nil {
-		return fmt.Errorf("statfs /sys/fs/bpf: %w", err)
-	}
-	if uint32(st.Type) == uint32(unix.BPF_FS_MAGIC) { // Type is int32 on 32-bit targets
-		return nil
-	}
-	if err := unix.Mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"); err != nil {
-		return fmt.Errorf("mount bpffs on /sys/fs/bpf: %w", err)
-	}
-	return nil
-}
 
 // Namespace names netns ("" = the calling thread's) as ns-<inode>-<cookie>
 // and returns its inode too. The inode names the namespace for humans; the
@@ -65,7 +47,11 @@ func Namespace(netns string) (name string, ino uint64, err error) {
 // Stale lists program's directories left under the same inode by deleted
 // namespaces (every ns-<ino>-* but name).
 func Stale(name string, ino uint64, program string) []string {
-	dirs, _ := filepath.Glob(filepath.Join(Root, fmt.Sprintf("ns-%d-*", ino), program))
+	root, err := Root()
+	if err != nil {
+		return nil
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, fmt.Sprintf("ns-%d-*", ino), program))
 	var out []string
 	for _, d := range dirs {
 		if filepath.Base(filepath.Dir(d)) != name {
@@ -80,7 +66,11 @@ func Stale(name string, ino uint64, program string) []string {
 // while its pins in bpffs would keep the maps alive. A directory that was
 // never attached cannot be judged and is not listed.
 func Defunct(program, keep string) []string {
-	dirs, _ := filepath.Glob(filepath.Join(Root, "ns-*", program))
+	root, err := Root()
+	if err != nil {
+		return nil
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "ns-*", program))
 	var out []string
 	for _, d := range dirs {
 		if filepath.Base(filepath.Dir(d)) == keep {

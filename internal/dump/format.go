@@ -170,21 +170,10 @@ func (p *Printer) appendLine(b []byte, r *Record) []byte {
 	b = append(b, " > "...)
 	b = pk.Dst.AppendTo(b)
 	if r.Err != nil {
-		b = append(b, " malformed: "...)
-		b = append(b, r.Err.Error()...)
-		return append(b, '\n')
+		return p.appendMalformedLine(b, pk, r.Err)
 	}
 	if s := pk.SRH; s != nil {
-		b = append(b, " srh sl "...)
-		b = appendU(b, uint64(s.SegmentsLeft))
-		b = append(b, " le "...)
-		b = appendU(b, uint64(s.LastEntry))
-		b = append(b, " tag "...)
-		b = appendU(b, uint64(s.Tag))
-		if s.Flags != 0 {
-			b = append(b, " flags "...)
-			b = appendHexN(b, uint64(s.Flags), 2)
-		}
+		b = appendSRHFixedLine(b, s)
 		b = append(b, " ["...)
 		// path order: highest wire index first; a reduced SRH's active SID is the DA
 		first := true
@@ -206,16 +195,7 @@ func (p *Printer) appendLine(b []byte, r *Record) []byte {
 			b = p.appendAnnotation(b, s.Segments[i])
 		}
 		b = append(b, ']')
-		if len(s.TLVs) > 0 {
-			b = append(b, " tlvs ["...)
-			for i, t := range s.TLVs {
-				if i > 0 {
-					b = append(b, ", "...)
-				}
-				b = appendTLVShort(b, t)
-			}
-			b = append(b, ']')
-		}
+		b = appendTLVsLine(b, s.TLVs)
 	} else {
 		b = append(b, " no-srh"...)
 	}
@@ -447,27 +427,11 @@ func (p *Printer) appendTree(b []byte, r *Record) []byte {
 		b = appendExt(b, h)
 	}
 	if r.Err != nil {
-		b = append(b, "  malformed: "...)
-		b = append(b, r.Err.Error()...)
-		return append(b, '\n')
+		return p.appendMalformedTree(b, pk, r.Err)
 	}
 	if s := pk.SRH; s != nil {
-		b = append(b, "  srh next-header "...)
-		b = appendNH(b, s.NextHeader)
-		b = append(b, " hdr-ext-len "...)
-		b = appendU(b, uint64(s.HdrExtLen))
-		b = append(b, " ("...)
-		b = appendU(b, uint64(int(s.HdrExtLen)*8+8))
-		b = append(b, " octets) routing-type "...)
-		b = appendU(b, uint64(s.RoutingType))
-		b = append(b, " segments-left "...)
-		b = appendU(b, uint64(s.SegmentsLeft))
-		b = append(b, " last-entry "...)
-		b = appendU(b, uint64(s.LastEntry))
-		b = append(b, " flags "...)
-		b = appendHexN(b, uint64(s.Flags), 2)
-		b = append(b, " tag "...)
-		b = appendU(b, uint64(s.Tag))
+		b = append(b, "  srh"...)
+		b = appendSRHFixedTree(b, s)
 		b = append(b, "\n    segments (first visited first):\n"...)
 		if s.Reduced() {
 			b = append(b, "      ["...)
@@ -491,14 +455,7 @@ func (p *Printer) appendTree(b []byte, r *Record) []byte {
 			b = p.appendAnnotationTree(b, s.Segments[i])
 			b = append(b, '\n')
 		}
-		if len(s.TLVs) > 0 {
-			b = append(b, "    tlvs:\n"...)
-			for _, t := range s.TLVs {
-				b = append(b, "      "...)
-				b = appendTLVLong(b, t)
-				b = append(b, '\n')
-			}
-		}
+		b = appendTLVsTree(b, "    tlvs:\n", s.TLVs)
 		for _, h := range pk.PostExtHeaders {
 			b = appendExt(b, h)
 		}

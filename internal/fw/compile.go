@@ -416,12 +416,8 @@ func span16(r fwrule.Rule, f int) (lo, hi uint16, neg, ok bool) {
 		}
 	case fwTCFwFieldFW_F_ICMP:
 		if r.ICMP != nil {
-			v := uint16(r.ICMP.Type) << 8
-			if r.ICMP.AnyCode {
-				return v, v | 0xff, r.ICMP.Neg, true
-			}
-			v |= uint16(r.ICMP.Code)
-			return v, v, r.ICMP.Neg, true
+			lo, hi := r.ICMP.Range()
+			return lo, hi, r.ICMP.Neg, true
 		}
 	case fwTCFwFieldFW_F_TAG:
 		if r.SRH && r.Tag != nil {

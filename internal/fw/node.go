@@ -17,11 +17,6 @@ import (
 	"github.com/segchain/segchain/internal/fwrule"
 )
 
-// PinRoot is where segchain pins its eBPF objects; the firewall of a
-// namespace lives in PinRoot/ns-<inode>-<cookie>/fw (next to the proxies'
-// .../proxy).
-const PinRoot = bpfpin.Root
-
 // StateRoot keeps each instance's rules as the user wrote them (bpffs
 // holds only pins): StateRoot/ns-<inode>-<cookie>/<sid>.json.
 const StateRoot = "/run/segchain/fw"
@@ -42,14 +37,17 @@ type Node struct {
 // open loads (or re-opens) the pinned maps of netns ("" = the calling
 // thread's namespace).
 func open(netns string) (*Node, error) {
-	if err := bpfpin.EnsureFS(); err != nil {
+	root, err := bpfpin.Root()
+	if err != nil {
 		return nil, err
 	}
 	name, err := nsName(netns, true)
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{netns: netns, dir: filepath.Join(PinRoot, name, "fw"), state: filepath.Join(StateRoot, name)}
+	// The firewall of a namespace lives in Root/ns-<inode>-<cookie>/fw,
+	// next to the proxies' .../proxy.
+	n := &Node{netns: netns, dir: filepath.Join(root, name, "fw"), state: filepath.Join(StateRoot, name)}
 	if err := os.MkdirAll(n.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pin dir: %w", err)
 	}
@@ -107,11 +105,15 @@ func nsName(netns string, clean bool) (string, error) {
 // installed reports whether netns has pinned firewall state (read-only
 // verbs must not create any).
 func installed(netns string) bool {
+	root, err := bpfpin.Root()
+	if err != nil {
+		return false
+	}
 	name, err := nsName(netns, false)
 	if err != nil {
 		return false
 	}
-	_, err = os.Stat(filepath.Join(PinRoot, name, "fw", "fw_sids"))
+	_, err = os.Stat(filepath.Join(root, name, "fw", "fw_sids"))
 	return err == nil
 }
 
@@ -432,11 +434,23 @@ func (n *Node) save(in Instance) error {
 	if err != nil {
 		return err
 	}
-	tmp := n.stateFile(in.SID) + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	// A temporary name of this call's own: a fixed one is shared by every
+	// writer of the SID and one could rename another's half-written file.
+	f, err := os.CreateTemp(n.state, ".save-*")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, n.stateFile(in.SID))
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), n.stateFile(in.SID))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 func (n *Node) load(sid netip.Prefix) (Instance, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf/link"
 
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/fwrule"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/testutil"
@@ -31,7 +32,11 @@ func TestNodeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(PinRoot, name, "fw")
+	root, err := bpfpin.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, name, "fw")
 	pins, _ := filepath.Glob(filepath.Join(dir, "tcx-*"))
 	if len(pins) != 2 {
 		t.Errorf("tcx links pinned: %v, want fa and fb", pins)
@@ -102,7 +107,11 @@ func TestNodeGCDeletedNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(PinRoot, name, "fw")
+	root, err := bpfpin.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, name, "fw")
 	if err := nsutil.Delete(ns); err != nil {
 		t.Fatal(err)
 	}

@@ -115,6 +115,12 @@ func randRule(r *rand.Rand) fwrule.Rule {
 		x.Proto = &fwrule.Value8{Value: p}
 		if maybe(r, 70) {
 			x.ICMP = &fwrule.ICMP{Type: pick(r, []uint8{0, 3, 8, 128, 129, 1}), Code: uint8(r.IntN(2)), AnyCode: maybe(r, 50), Neg: maybe(r, 20)}
+			if !x.ICMP.AnyCode && maybe(r, 30) { // a code range (--icmp-type 3/0:2)
+				x.ICMP.CodeHi = x.ICMP.Code + 1 + uint8(r.IntN(3))
+			}
+			if v4 && maybe(r, 10) { // --icmp-type any
+				x.ICMP = &fwrule.ICMP{Type: 255, AnyCode: true, AnyType: true, Neg: x.ICMP.Neg}
+			}
 		}
 	}
 	kinds := []fwrule.TargetKind{fwrule.Accept, fwrule.Drop, fwrule.Reject, fwrule.GoNext}
@@ -152,7 +158,7 @@ func randPacket(r *rand.Rand) fwrule.Packet {
 	case (p.Proto == 6 || p.Proto == 17) && maybe(r, 90):
 		p.HasPorts, p.SPort, p.DPort = true, pick(r, ports), pick(r, ports)
 	case (p.Proto == 58 && p.Family == fwrule.IPv6) || (p.Proto == 1 && p.Family == fwrule.IPv4):
-		p.HasICMP, p.ICMPType, p.ICMPCode = true, pick(r, []uint8{0, 3, 8, 128, 129, 1}), uint8(r.IntN(2))
+		p.HasICMP, p.ICMPType, p.ICMPCode = true, pick(r, []uint8{0, 3, 8, 128, 129, 1}), uint8(r.IntN(4))
 	}
 	if p.HasSRH {
 		p.NextHdr = pick(r, []uint8{41, 4, 17, 6, 59})

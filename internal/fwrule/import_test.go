@@ -88,7 +88,7 @@ func TestImportBadListsEveryLine(t *testing.T) {
 		{20, "-A FORWARD -p tcp -m multiport --dports 80,443 -j ACCEPT", `"multiport": unsupported match module`},
 		{21, "-A FORWARD -d fc00:d1::/64 -j LOGDROP", `"LOGDROP": jump to user-defined chain LOGDROP is not supported`},
 		{22, `-A FORWARD -j LOG --log-prefix "fw: "`, `"LOG": unsupported target (want ACCEPT, DROP, REJECT or SEG6)`},
-		{24, "-A FORWARD -p tcp", "missing -j target (ACCEPT, DROP, REJECT or SEG6)"},
+		{24, "-A FORWARD -p tcp", "missing -j target (ACCEPT, DROP, REJECT or SEG6): rules without one are not supported"},
 	}
 	if len(ie.Lines) != len(want) {
 		t.Fatalf("got %d bad lines, want %d:\n%v", len(ie.Lines), len(want), err)

@@ -67,7 +67,9 @@ func Matches(r Rule, p Packet) bool {
 		if !p.HasICMP || p.Proto != want || p.Family != r.Family {
 			return false
 		}
-		m := p.ICMPType == r.ICMP.Type && (r.ICMP.AnyCode || p.ICMPCode == r.ICMP.Code)
+		lo, hi := r.ICMP.Range()
+		v := uint16(p.ICMPType)<<8 | uint16(p.ICMPCode)
+		m := v >= lo && v <= hi
 		if m == r.ICMP.Neg {
 			return false
 		}

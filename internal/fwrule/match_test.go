@@ -92,6 +92,14 @@ func TestMatches(t *testing.T) {
 		{"-p ipv6-icmp ! --icmpv6-type echo-reply -j DROP", IPv6, pktPlain, false}, // not ICMPv6
 		{"-p icmp --icmp-type port-unreachable -j DROP", IPv4, pktV4, true},
 		{"-p icmp --icmp-type destination-unreachable -j DROP", IPv4, pktV4, true},
+		{"-p icmp --icmp-type any -j DROP", IPv4, pktV4, true},
+		{"-p icmp ! --icmp-type any -j DROP", IPv4, pktV4, false},
+		{"-p icmp --icmp-type 3/2:4 -j DROP", IPv4, pktV4, true},
+		{"-p icmp --icmp-type 3/4:9 -j DROP", IPv4, pktV4, false},
+		{"-p icmp --icmp-type 3/0:2 -j DROP", IPv4, pktV4, false},
+		{"-p icmp ! --icmp-type 3/4:9 -j DROP", IPv4, pktV4, true},
+		{"-p ipv6-icmp --icmpv6-type 128/0:3 -j DROP", IPv6, pktInsert, true},
+		{"-p ipv6-icmp --icmpv6-type 255 -j DROP", IPv6, pktInsert, false}, // no "any" in ICMPv6
 		{"-p icmp --icmp-type host-unreachable -j DROP", IPv4, pktV4, false},
 		{"-p icmp ! --icmp-type echo-request -j DROP", IPv4, pktV4, true},
 		// advanced: outer addresses, inner addresses

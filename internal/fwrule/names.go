@@ -88,6 +88,7 @@ var icmpv6Names = []icmpName{
 	{"mld-listener-query", 130, 0, true},
 	{"mld-listener-report", 131, 0, true},
 	{"mld-listener-done", 132, 0, true},
+	{"mld-listener-reduction", 132, 0, true},
 	{"router-solicitation", 133, 0, true},
 	{"router-advertisement", 134, 0, true},
 	{"neighbour-solicitation", 135, 0, true},
@@ -99,6 +100,7 @@ var icmpv6Names = []icmpName{
 
 // icmpNames is libipt_icmp's table of --icmp-type names.
 var icmpNames = []icmpName{
+	{"any", 255, 0, true},
 	{"echo-reply", 0, 0, true},
 	{"pong", 0, 0, true},
 	{"destination-unreachable", 3, 0, true},

@@ -156,9 +156,42 @@ func SplitWords(line string) ([]string, error) {
 	return words, nil
 }
 
-// ignoredModules are -m modules that only repeat what -p implies (saved
-// rule sets carry them) or carry no semantics.
-var ignoredModules = map[string]bool{"tcp": true, "udp": true, "icmp": true, "icmp6": true, "icmpv6": true, "ipv6-icmp": true, "sctp": true, "udplite": true}
+// protoModules are the -m modules that only repeat what -p implies (saved
+// rule sets carry them). As in iptables, each needs -p of its protocol
+// (not negated), and the ICMP ones exist in their family only (icmpv6 and
+// ipv6-icmp are iptables' aliases of icmp6).
+var protoModules = map[string]struct {
+	proto uint8
+	fam   Family // 0: both
+}{
+	"tcp": {ProtoTCP, 0}, "udp": {ProtoUDP, 0}, "sctp": {ProtoSCTP, 0}, "udplite": {ProtoUDPLite, 0},
+	"icmp": {ProtoICMP, IPv4}, "icmp6": {ProtoICMPv6, IPv6}, "icmpv6": {ProtoICMPv6, IPv6}, "ipv6-icmp": {ProtoICMPv6, IPv6},
+}
+
+// valueShort are the short options that take a value, which getopt lets
+// a rule glue to the option (-ptcp, -s10.0.0.1).
+var valueShort = map[string]bool{"-s": true, "-d": true, "-p": true, "-j": true, "-m": true, "-A": true, "-i": true, "-o": true, "-g": true}
+
+// unglue splits getopt's one-word forms of an option and its value,
+// --protocol=tcp and -ptcp, as iptables accepts them.
+func unglue(tok string) (opt, val string, ok bool) {
+	known := func(o string) bool {
+		_, a := optAlias[o]
+		_, u := unsupported[o]
+		return a || u
+	}
+	if strings.HasPrefix(tok, "--") {
+		o, v, has := strings.Cut(tok, "=")
+		if has && known(o) {
+			return o, v, true
+		}
+		return "", "", false
+	}
+	if len(tok) > 2 && tok[0] == '-' && valueShort[tok[:2]] {
+		return tok[:2], tok[2:], true
+	}
+	return "", "", false
+}
 
 // Parse reads one rule in ip6tables (fam IPv6) or iptables (fam IPv4)
 // syntax; a -4 or -6 word (as iptables-restore accepts) overrides fam. The chain prefix `-A FORWARD` / `--append FORWARD` is accepted
@@ -204,6 +237,7 @@ type parser struct {
 	seen    map[string]bool
 	hasJump bool
 	comment bool
+	modules []string // protocol -m modules, checked against -p in finish
 	srhOpt  string
 	portTok string
 	icmpTok string
@@ -271,8 +305,9 @@ var unsupported = map[string]string{
 	"-f": "fragment matches are not supported", "--fragment": "fragment matches are not supported",
 	"-g": "goto is not supported", "--goto": "goto is not supported",
 	"--tcp-flags": "TCP flag matches are not supported", "--syn": "TCP flag matches are not supported",
-	"--tcp-option": "TCP option matches are not supported",
-	"-c":           "counters cannot be set", "--set-counters": "counters cannot be set",
+	"--tcp-option":  "TCP option matches are not supported",
+	"--chunk-types": "SCTP chunk matches are not supported",
+	"-c":            "counters cannot be set", "--set-counters": "counters cannot be set",
 }
 
 func (p *parser) parse() error {
@@ -289,6 +324,15 @@ func (p *parser) parse() error {
 			continue
 		}
 		canon, ok := optAlias[tok]
+		if _, unsup := unsupported[tok]; !ok && !unsup {
+			if opt, val, glued := unglue(tok); glued {
+				// The value becomes the next word (the caller's slice is
+				// not written to).
+				p.args = append(append(append([]string{}, p.args[:p.i]...), val), p.args[p.i:]...)
+				tok = opt
+				canon, ok = optAlias[tok]
+			}
+		}
 		if !ok {
 			if why, ok := unsupported[tok]; ok {
 				return perr(tok, "%s", why)
@@ -361,7 +405,11 @@ func (p *parser) option(canon, tok string, neg bool) error {
 			p.r.SRH = true
 		case v == "comment":
 			p.comment = true
-		case ignoredModules[v]:
+		case protoModules[v].proto != 0:
+			if m := protoModules[v]; m.fam != 0 && m.fam != p.r.Family {
+				return perr(v, "no %s match in %s rules", v, famName(p.r.Family))
+			}
+			p.modules = append(p.modules, v)
 		default:
 			return perr(v, "unsupported match module")
 		}
@@ -372,6 +420,9 @@ func (p *parser) option(canon, tok string, neg bool) error {
 		v, err := p.next(tok)
 		if err != nil {
 			return err
+		}
+		if len(v) > 255 {
+			return perr(tok, "comment longer than 255 characters (iptables' limit)")
 		}
 		p.r.Comment = v
 	case "-s", "-d", "--inner-src", "--inner-dst", "--srh-psid", "--srh-nsid", "--srh-lsid":
@@ -618,8 +669,13 @@ func (p *parser) finish() error {
 			return perr(p.icmpTok, "needs -p ipv6-icmp")
 		}
 	}
+	for _, m := range p.modules {
+		if want := protoModules[m].proto; p.r.Proto == nil || p.r.Proto.Neg || p.r.Proto.Value != want {
+			return perr(m, "-m %s needs -p %s", m, protoName(want))
+		}
+	}
 	if !p.hasJump {
-		return perr("", "missing -j target (ACCEPT, DROP, REJECT or SEG6)")
+		return perr("", "missing -j target (ACCEPT, DROP, REJECT or SEG6): rules without one are not supported")
 	}
 	if p.r.Target.Kind == Reject {
 		if p.r.Target.RejectWith == "" {
@@ -744,29 +800,62 @@ func parsePort(s, tok string) (uint16, error) {
 	return uint16(n), nil
 }
 
-// parseICMP reads T, T/C or a name of the family's table.
+// parseICMP reads TYPE, TYPE/CODE, TYPE/MIN:MAX or a name of the family's
+// table (iptables' libxt_icmp.h lists; like iptables, any unambiguous
+// prefix of a name, in any case). In IPv4, type 255 ("any") matches every
+// ICMP packet whatever the codes, as the kernel's icmp match does.
 func parseICMP(v string, fam Family) (ICMP, error) {
 	table := icmpv6Names
 	if fam == IPv4 {
 		table = icmpNames
 	}
+	var found []icmpName
 	for _, n := range table {
 		if strings.EqualFold(n.name, v) {
-			return ICMP{Type: n.typ, Code: n.code, AnyCode: n.anyCode}, nil
+			found = []icmpName{n}
+			break
+		}
+		if v != "" && len(v) < len(n.name) && strings.EqualFold(n.name[:len(v)], v) {
+			found = append(found, n)
 		}
 	}
-	ts, cs, hasCode := strings.Cut(v, "/")
-	t, err := strconv.ParseUint(ts, 10, 8)
-	if err != nil {
-		return ICMP{}, perr(v, "unknown ICMP type (a number, TYPE/CODE or a name such as echo-request)")
+	if len(found) > 1 {
+		return ICMP{}, perr(v, "ambiguous ICMP type name: %s or %s?", found[0].name, found[1].name)
 	}
-	ic := ICMP{Type: uint8(t), AnyCode: true}
-	if hasCode {
-		c, err := strconv.ParseUint(cs, 10, 8)
+	var ic ICMP
+	if len(found) == 1 {
+		n := found[0]
+		ic = ICMP{Type: n.typ, Code: n.code, AnyCode: n.anyCode}
+	} else {
+		ts, cs, hasCode := strings.Cut(v, "/")
+		t, err := strconv.ParseUint(ts, 10, 8)
 		if err != nil {
-			return ICMP{}, perr(v, "bad ICMP code")
+			return ICMP{}, perr(v, "unknown ICMP type (a number, TYPE/CODE, TYPE/MIN:MAX or a name such as echo-request)")
 		}
-		ic.Code, ic.AnyCode = uint8(c), false
+		ic = ICMP{Type: uint8(t), AnyCode: true}
+		if hasCode {
+			los, his, isRange := strings.Cut(cs, ":")
+			lo, err := strconv.ParseUint(los, 10, 8)
+			hi := lo
+			if err == nil && isRange {
+				hi, err = strconv.ParseUint(his, 10, 8)
+			}
+			if err != nil {
+				return ICMP{}, perr(v, "bad ICMP code (want CODE or MIN:MAX, 0-255)")
+			}
+			if lo > hi {
+				return ICMP{}, perr(v, "empty ICMP code range (MIN > MAX): it would never match")
+			}
+			if lo > 0 || hi < 255 {
+				ic.Code, ic.CodeHi, ic.AnyCode = uint8(lo), uint8(hi), false
+				if hi == lo {
+					ic.CodeHi = 0
+				}
+			}
+		}
+	}
+	if fam == IPv4 && ic.Type == 255 {
+		ic = ICMP{Type: 255, AnyCode: true, AnyType: true}
 	}
 	return ic, nil
 }
@@ -814,7 +903,13 @@ func (r Rule) Args() []string {
 			opt = "--icmp-type"
 		}
 		v := strconv.Itoa(int(r.ICMP.Type))
-		if !r.ICMP.AnyCode {
+		switch {
+		case r.ICMP.AnyType:
+			v = "any"
+		case r.ICMP.AnyCode:
+		case r.ICMP.CodeHi > r.ICMP.Code:
+			v += fmt.Sprintf("/%d:%d", r.ICMP.Code, r.ICMP.CodeHi)
+		default:
 			v += "/" + strconv.Itoa(int(r.ICMP.Code))
 		}
 		a = append(a, opt, v)

@@ -46,13 +46,31 @@ type PortRange struct {
 	Neg    bool
 }
 
-// ICMP matches an ICMP/ICMPv6 type and optionally a code (--icmpv6-type
-// 1/4, --icmp-type echo-request). AnyCode: the code is not compared.
+// ICMP matches an ICMP/ICMPv6 type and a code or a range of codes
+// (--icmpv6-type 1/4, --icmp-type 3/0:5, --icmp-type echo-request).
+// AnyCode: the code is not compared. CodeHi > Code: codes Code..CodeHi.
+// AnyType: every ICMP packet (iptables' IPv4 --icmp-type any, type 255).
 type ICMP struct {
 	Type    uint8
 	Code    uint8
+	CodeHi  uint8
 	AnyCode bool
+	AnyType bool
 	Neg     bool
+}
+
+// Range is what the match covers as TYPE<<8|CODE, both ends included: the
+// one definition of the ICMP match shared by the reference classifier and
+// the data path's range tables.
+func (ic ICMP) Range() (lo, hi uint16) {
+	switch {
+	case ic.AnyType:
+		return 0, 0xffff
+	case ic.AnyCode:
+		return uint16(ic.Type) << 8, uint16(ic.Type)<<8 | 0xff
+	}
+	lo = uint16(ic.Type)<<8 | uint16(ic.Code)
+	return lo, lo + uint16(max(ic.CodeHi, ic.Code)-ic.Code)
 }
 
 // TargetKind is what a matching rule does.

@@ -85,9 +85,9 @@ func (l *Lab) create() error {
 	if err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.%d.new", statePath(l.Name), os.Getpid())
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write lab state: %w", err)
+	tmp, err := writeTemp(l.Name, b)
+	if err != nil {
+		return err
 	}
 	defer os.Remove(tmp)
 	if err := os.Link(tmp, statePath(l.Name)); err != nil {
@@ -106,14 +106,39 @@ func (l *Lab) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := fmt.Sprintf("%s.%d.tmp", statePath(l.Name), os.Getpid())
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write lab state: %w", err)
+	tmp, err := writeTemp(l.Name, b)
+	if err != nil {
+		return err
 	}
 	if err := os.Rename(tmp, statePath(l.Name)); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("write lab state: %w", err)
 	}
 	return nil
+}
+
+// writeTemp writes a lab's state to a new file next to its state file and
+// returns its name. The name is unique to this call (os.CreateTemp), not
+// only to the process: two writers in one process (concurrent Up of the
+// same lab) would otherwise share it and link or rename each other's
+// half-written or already removed file.
+func writeTemp(name string, b []byte) (string, error) {
+	f, err := os.CreateTemp(StateDir, name+".json.*.new")
+	if err != nil {
+		return "", fmt.Errorf("write lab state: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write lab state: %w", err)
+	}
+	return f.Name(), nil
 }
 
 // Get reads the state of one lab.

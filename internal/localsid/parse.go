@@ -15,10 +15,9 @@ import (
 var ErrUnknownBehavior = errors.New("unknown behaviour")
 
 // DefaultDev is the route device Parse leaves when `dev` is not given: the
-// caller picks one (the CLI takes the namespace's first non-loopback
-// interface that is up). It is not "lo": on Linux an IPv6 route on the
-// loopback device becomes a reject route (RTF_REJECT), so a seg6local SID
-// bound to lo answers ICMPv6 unreachable and never runs its behaviour.
+// data path then installs the SID as a local route on lo (`ip -6 route add
+// local SID encap seg6local ... dev lo`), the one rule of `sid add` and
+// `apply` (a unicast route on lo would be a reject route, RTF_REJECT).
 const DefaultDev = ""
 
 // ParseSID parses SID[/LEN]; a SID without a length is a /128. The prefix is

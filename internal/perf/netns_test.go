@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,15 +94,19 @@ func TestNetnsPlumbing(t *testing.T) {
 				if err := gen.Start(); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(150 * time.Millisecond)
+				// Until 500 frames went out, not for a fixed time: a
+				// generator thread the shared machine starves sends less
+				// in 150 ms (the bound only ends a generator that sends
+				// nothing).
+				if err := waitTx(d, before, 500, 30*time.Second); err != nil {
+					_ = gen.Stop()
+					t.Fatal(err)
+				}
 				if err := gen.Stop(); err != nil {
 					t.Fatal(err)
 				}
 				dl = drained(t, d).Sub(before)
 				t.Logf("%s attempt %d: tx %d rx %d sut-cpu %d ns", name, attempt, dl.Tx, dl.Rx, dl.SUTCPU)
-				if dl.Tx < 500 {
-					t.Fatalf("generator sent %d frames, want ≥ 500", dl.Tx)
-				}
 				if dl.Rx > dl.Tx+10 {
 					t.Fatalf("rx %d of tx %d: more received than sent", dl.Rx, dl.Tx)
 				}
@@ -120,6 +122,36 @@ func TestNetnsPlumbing(t *testing.T) {
 				t.Errorf("SUT NAPI thread accounted no CPU time")
 			}
 		})
+	}
+}
+
+// waitCaptured waits until c has captured n frames (for at most 30 s, a
+// bound for a generator that sends nothing).
+func waitCaptured(t *testing.T, c *testutil.Capture, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); c.Count() < n; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("captured %d frames in 30 s, want %d", c.Count(), n)
+		}
+	}
+}
+
+// waitTx waits until the generator has sent n frames since before, for at
+// most bound.
+func waitTx(d *NetnsDriver, before Sample, n uint64, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for {
+		time.Sleep(50 * time.Millisecond)
+		s, err := d.Sample()
+		if err != nil {
+			return err
+		}
+		if s.Tx-before.Tx >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("generator sent %d frames in %v, want %d", s.Tx-before.Tx, bound, n)
+		}
 	}
 }
 
@@ -167,14 +199,7 @@ func TestGeneratorFramesOnWire(t *testing.T) {
 		frames = append(frames, f)
 	}
 	_, sut := d.Names()
-	pcap := filepath.Join(t.TempDir(), "in.pcap")
-	cap := exec.Command("ip", "netns", "exec", sut, "tcpdump", "-p", "-n", "--immediate-mode", "-i", d.Env().In, "-U", "-w", pcap, "ether", "dst", d.Env().InMAC.String())
-	var capErr bytes.Buffer
-	cap.Stderr = &capErr
-	if err := cap.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond) // tcpdump attaches
+	capt := testutil.StartCapture(t, sut, d.Env().In, "ether dst "+d.Env().InMAC.String(), 0)
 	if err := gen.SetRate(2000); err != nil {
 		t.Fatal(err)
 	}
@@ -184,18 +209,18 @@ func TestGeneratorFramesOnWire(t *testing.T) {
 	if err := gen.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Switch and stop after a number of captured frames, not after a fixed
+	// time (a starved generator sends fewer): 50 of template 0, then 100
+	// more, the first few of which may still be template 0 in flight.
+	waitCaptured(t, capt, 50)
 	if err := gen.Select(1); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitCaptured(t, capt, capt.Count()+100)
 	if err := gen.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
-	_ = cap.Process.Signal(os.Interrupt)
-	_ = cap.Wait()
-	got := readPcap(t, pcap)
+	got := readPcap(t, capt.Wait(0))
 	seen := map[int]int{}
 	for i, f := range got {
 		match := -1
@@ -210,7 +235,7 @@ func TestGeneratorFramesOnWire(t *testing.T) {
 		seen[match]++
 	}
 	if seen[0] < 10 || seen[1] < 10 {
-		t.Errorf("captured %v frames per template, want ≥ 10 of each (tcpdump: %s)", seen, capErr.String())
+		t.Errorf("captured %v frames per template, want ≥ 10 of each (capture: %s)", seen, capt.Log())
 	}
 }
 
@@ -504,26 +529,18 @@ func TestDecapReencapOnWire(t *testing.T) {
 	}
 	d.sinkLink = nil
 	tester, _ := d.Names()
-	pcap := filepath.Join(t.TempDir(), "rx.pcap")
-	cap := exec.Command("ip", "netns", "exec", tester, "tcpdump", "-p", "-n", "--immediate-mode", "-i", portRx, "-U", "-w", pcap, "ip6", "dst", Addr("far", 4, 1).String())
-	if err := cap.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
+	capt := testutil.StartCapture(t, tester, portRx, "ip6 dst "+Addr("far", 4, 1).String(), 0)
 	gen := d.Generator()
 	for _, step := range []func() error{
 		func() error { return gen.Load(0, frame) }, func() error { return gen.Select(0) },
 		func() error { return gen.SetRate(1000) }, gen.Start,
-		func() error { time.Sleep(100 * time.Millisecond); return nil }, gen.Stop,
+		func() error { waitCaptured(t, capt, 10); return nil }, gen.Stop,
 	} {
 		if err := step(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
-	_ = cap.Process.Signal(os.Interrupt)
-	_ = cap.Wait()
-	got := readPcap(t, pcap)
+	got := readPcap(t, capt.Wait(0))
 	if len(got) < 10 {
 		t.Fatalf("captured %d re-encapsulated packets, want ≥ 10", len(got))
 	}

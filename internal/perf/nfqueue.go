@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -76,12 +77,7 @@ func startNFQReader(env *Env, queue uint16) (*nfqReader, error) {
 		return nil, err
 	}
 	tid := make(chan int, 1)
-	go func() {
-		// Locked and never unlocked: the thread exits with the goroutine.
-		runtime.LockOSThread()
-		tid <- unix.Gettid()
-		r.done <- r.loop()
-	}()
+	go r.run(tid)
 	r.tid = <-tid
 	if err := env.AddSUTTask(r.tid); err != nil {
 		r.Close()
@@ -188,22 +184,74 @@ func (r *nfqReader) loop() error {
 	return nil
 }
 
-// Close stops the reader (within nfqRecvTimeout) and closes its socket,
-// which unbinds the queue: its packets are dropped from then on.
+// run is the reader thread: it reports its thread id on tid, then reads
+// until stopped. The goroutine stays locked to its OS thread and exits
+// locked, so the runtime terminates the thread with it — except the main
+// thread, which the runtime parks instead of terminating (it would outlive
+// the reader, still counted as a SUT task): a goroutine that lands on the
+// main thread hands the work to a new goroutine, which cannot get the main
+// thread while this one holds it locked.
+func (r *nfqReader) run(tid chan<- int) {
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		started := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			close(started)
+			tid <- unix.Gettid()
+			r.done <- r.loop()
+		}()
+		<-started
+		runtime.UnlockOSThread()
+		return
+	}
+	tid <- unix.Gettid()
+	r.done <- r.loop()
+}
+
+// nfqStopBound bounds how long Close waits for the reader thread to stop
+// and to be gone (it notices stop within nfqRecvTimeout when scheduled; a
+// loaded machine may take much longer). Exceeding it is an error, not a
+// thread silently left behind.
+const nfqStopBound = 30 * time.Second
+
+// Close stops the reader, waits until its thread has exited, and closes
+// its socket, which unbinds the queue: its packets are dropped from then
+// on. The loop returning is not enough: the runtime terminates the locked
+// thread only after the goroutine has gone, so Close waits for the thread
+// to leave /proc/self/task.
 func (r *nfqReader) Close() error {
 	var err error
 	r.once.Do(func() {
 		r.stop.Store(true)
+		deadline := time.Now().Add(nfqStopBound)
 		select {
 		case err = <-r.done:
-		case <-time.After(5 * nfqRecvTimeout):
-			err = fmt.Errorf("nfqueue %d: reader did not stop", r.queue)
+			if gerr := waitThreadGone(r.tid, deadline); err == nil {
+				err = gerr
+			}
+		case <-time.After(nfqStopBound):
+			err = fmt.Errorf("nfqueue %d: reader did not stop within %v", r.queue, nfqStopBound)
 		}
 		if cerr := unix.Close(r.fd); err == nil {
 			err = cerr
 		}
 	})
 	return err
+}
+
+// waitThreadGone waits until thread tid of this process has exited.
+func waitThreadGone(tid int, deadline time.Time) error {
+	task := fmt.Sprintf("/proc/self/task/%d", tid)
+	for {
+		if _, err := os.Stat(task); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nfqueue reader thread %d still running", tid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // nfqPacketID returns the packet ID of an NFQNL_MSG_PACKET payload

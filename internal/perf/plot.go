@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // WritePlots draws, as PNG and SVG: the ratio of every behaviour with its
@@ -114,6 +116,25 @@ func (r *Report) WritePlots(dir string) ([]string, error) {
 		}
 	}
 	// Throughput (as ratios to the baseline) vs rule count.
+	if p, ok, err := r.rulesPlot(); err != nil {
+		return files, err
+	} else if ok {
+		if err := save(p, "throughput-vs-rules", rulesPlotWidth); err != nil {
+			return files, err
+		}
+	}
+	return files, nil
+}
+
+// rulesPlotWidth × plotHeight is the size of the throughput-vs-rules plot.
+const (
+	rulesPlotWidth = 7 * vg.Inch
+	plotHeight     = 4 * vg.Inch
+)
+
+// rulesPlot draws every behaviour's ratios against the number of rules,
+// its legend clear of the lines (ok is false when no result has rules).
+func (r *Report) rulesPlot() (*plot.Plot, bool, error) {
 	byBeh := map[string]plotter.XYs{}
 	var behs []string
 	for _, x := range r.Results {
@@ -143,19 +164,41 @@ func (r *Report) WritePlots(dir string) ([]string, error) {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{}
 		var l []any
+		maxY := 0.0
 		for _, b := range behs {
 			pts := byBeh[b]
 			sort.Slice(pts, func(i, j int) bool { return pts[i].X < pts[j].X })
 			l = append(l, b, pts)
+			for _, pt := range pts {
+				maxY = max(maxY, pt.Y)
+			}
 		}
 		if err := plotutil.AddLinePoints(p, l...); err != nil {
-			return files, err
+			return nil, false, err
 		}
-		if err := save(p, "throughput-vs-rules", 7*vg.Inch); err != nil {
-			return files, err
-		}
+		clearLegend(p, rulesPlotWidth, plotHeight, maxY)
+		return p, true, nil
 	}
-	return files, nil
+	return nil, false, nil
+}
+
+// clearLegend puts the legend in the top right corner of the data area and
+// raises the Y axis so that every value up to maxY is drawn below it: the
+// legend (one line per series) never covers a line, however many series
+// there are. w × h is the size the plot is saved at.
+func clearLegend(p *plot.Plot, w, h vg.Length, maxY float64) {
+	p.Legend.Top = true
+	if maxY <= p.Y.Min {
+		return
+	}
+	dc := p.DataCanvas(draw.New(vgimg.New(w, h))) // measuring only
+	lr := p.Legend.Rectangle(dc)
+	height := dc.Max.Y - dc.Min.Y
+	free := height - (lr.Max.Y - lr.Min.Y) - height/20 // a gap below the legend
+	if free <= height/4 {
+		free = height / 4 // a legend taller than the plot: keep some room for data
+	}
+	p.Y.Max = p.Y.Min + (maxY-p.Y.Min)*float64(height/free)
 }
 
 // errorBars adapts bar values and CI offsets to plotter.YErrorBars, bars

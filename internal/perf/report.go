@@ -117,6 +117,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintln(w, row)
 		}
 		fmt.Fprintln(w)
+		if hasSat {
+			fmt.Fprint(w, roundsLegend)
+		}
 		for _, x := range groups[k] {
 			if x.ThroughputDisturbed {
 				fmt.Fprint(w, "Throughput in parentheses: no window had the SUT thread on its CPU throughout; the figure is the co-runners' as much as the SUT's.\n\n")
@@ -161,6 +164,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	return nil
 }
+
+// roundsLegend explains the table's rounds column (docs/benchmarks.md says
+// the same).
+const roundsLegend = "Rounds: cpu / throughput (replaced) = the sandwich rounds counted in R_cpu (every saturated round) / " +
+	"in the throughput ratio (only rounds whose windows had the SUT thread on its CPU ≥ (1 − max_lost) of the time), " +
+	"and in parentheses the rounds replaced because a window was not saturated.\n\n"
 
 // satCells are a result's saturated-method cells: the CPU ratio first
 // (the figure that survives a shared machine), then the throughput ratio

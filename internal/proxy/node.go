@@ -18,10 +18,6 @@ import (
 	"github.com/segchain/segchain/internal/nsutil"
 )
 
-// PinRoot is where segchain pins its eBPF objects; each network namespace
-// gets ns-<inode>/ below it, and the proxies live in ns-<inode>/proxy.
-const PinRoot = bpfpin.Root
-
 // Node is the proxy state of one network namespace: the pinned maps and the
 // loaded program. It is cheap to open; all state lives in bpffs, so it
 // survives the process.
@@ -34,9 +30,6 @@ type Node struct {
 // Open loads (or re-opens) the pinned proxy maps of netns ("" = the
 // calling thread's namespace).
 func Open(netns string) (*Node, error) {
-	if err := bpfpin.EnsureFS(); err != nil {
-		return nil, err
-	}
 	dir, err := pinDir(netns, true)
 	if err != nil {
 		return nil, err
@@ -64,11 +57,15 @@ func Open(netns string) (*Node, error) {
 	return n, nil
 }
 
-// pinDir is PinRoot/ns-<inode>-<cookie>/proxy (bpfpin.Namespace). With
+// pinDir is bpfpin.Root()/ns-<inode>-<cookie>/proxy (bpfpin.Namespace). With
 // clean, proxy state left by deleted namespaces is removed: by a dead
 // namespace whose inode this one inherited, or whose links all lost their
 // interface.
 func pinDir(netns string, clean bool) (string, error) {
+	root, err := bpfpin.Root()
+	if err != nil {
+		return "", err
+	}
 	name, ino, err := bpfpin.Namespace(netns)
 	if err != nil {
 		return "", err
@@ -78,7 +75,7 @@ func pinDir(netns string, clean bool) (string, error) {
 			_ = bpfpin.Remove(d)
 		}
 	}
-	return filepath.Join(PinRoot, name, "proxy"), nil
+	return filepath.Join(root, name, "proxy"), nil
 }
 
 // Close releases the process' handles; pinned state stays.

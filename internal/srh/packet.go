@@ -120,8 +120,19 @@ func (p *Packet) DecodeInto(b []byte) error {
 	p.Src = netip.AddrFrom16([16]byte(b[8:24]))
 	p.Dst = netip.AddrFrom16([16]byte(b[24:40]))
 	end := 40 + int(p.PayloadLen)
+	// A payload shorter than announced is reported, but the headers
+	// present are still decoded (for dissectors), and that is the error
+	// returned whatever else is found.
+	var short error
 	if end > len(b) {
-		return perr(len(b), ErrTruncated, "payload length %d, have %d octets of payload", p.PayloadLen, len(b)-40)
+		short = perr(len(b), ErrTruncated, "payload length %d, have %d octets of payload", p.PayloadLen, len(b)-40)
+		end = len(b)
+	}
+	fail := func(err error) error {
+		if short != nil {
+			return short
+		}
+		return err
 	}
 	p.Trailer = b[end:]
 	b = b[:end]
@@ -131,14 +142,14 @@ func (p *Packet) DecodeInto(b []byte) error {
 		switch nh {
 		case ProtoHopByHop, ProtoDstOpts:
 			if nh == ProtoHopByHop && off != 40 {
-				return perr(off, ErrExtHeader, "hop-by-hop header not first")
+				return fail(perr(off, ErrExtHeader, "hop-by-hop header not first"))
 			}
 			if off+2 > len(b) {
-				return perr(len(b), ErrTruncated, "extension header %d at %d", nh, off)
+				return fail(perr(len(b), ErrTruncated, "extension header %d at %d", nh, off))
 			}
 			l := (int(b[off+1]) + 1) * 8
 			if off+l > len(b) {
-				return perr(len(b), ErrTruncated, "extension header %d of %d octets at %d", nh, l, off)
+				return fail(perr(len(b), ErrTruncated, "extension header %d of %d octets at %d", nh, l, off))
 			}
 			h := ExtHeader{Proto: nh, Raw: b[off : off+l : off+l]}
 			if p.SRH == nil {
@@ -151,14 +162,20 @@ func (p *Packet) DecodeInto(b []byte) error {
 			continue
 		case ProtoRouting:
 			if p.SRH != nil {
-				return perr(off, ErrExtHeader, "second routing header")
+				return fail(perr(off, ErrExtHeader, "second routing header"))
 			}
 			if len(p.PostExtHeaders) > 0 {
-				return perr(off, ErrExtHeader, "routing header after destination options")
+				return fail(perr(off, ErrExtHeader, "routing header after destination options"))
 			}
 			p.srh.Segments, p.srh.TLVs = p.srh.Segments[:0], p.srh.TLVs[:0]
 			if err := p.srh.decode(b[off:], off); err != nil {
-				return err
+				if off+8 <= len(b) {
+					// What could be read, for dissectors: SRH is
+					// set on error only here, and Segments may be
+					// fewer than LastEntry + 1.
+					p.SRH, p.SRHOffset = &p.srh, off
+				}
+				return fail(err)
 			}
 			p.SRH, p.SRHOffset = &p.srh, off
 			nh = p.srh.NextHeader
@@ -172,7 +189,7 @@ func (p *Packet) DecodeInto(b []byte) error {
 	if nh == ProtoNoNext && off < len(b) {
 		p.InnerKind = InnerTransport // octets after No Next Header: keep them visible
 	}
-	return nil
+	return short
 }
 
 // FinalDestination returns the packet's final destination: Segment List[0]

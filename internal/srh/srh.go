@@ -182,7 +182,9 @@ func ParseSRH(b []byte) (*SRH, error) {
 }
 
 // decode parses b into s, reusing s's slices; base is b's offset in the
-// enclosing buffer, used in errors.
+// enclosing buffer, used in errors. On error s holds every field that could
+// be read (the fixed header, the segments and TLVs present before the
+// fault), for a dissector to show, as tcpdump and tshark do.
 func (s *SRH) decode(b []byte, base int) error {
 	if len(b) < 8 {
 		return perr(base+len(b), ErrTruncated, "srh fixed header needs 8 octets, have %d", len(b))
@@ -194,21 +196,26 @@ func (s *SRH) decode(b []byte, base int) error {
 	}
 	total := (int(s.HdrExtLen) + 1) * 8
 	nseg := int(s.LastEntry) + 1
-	if 16*nseg > total-8 {
-		return perr(base+1, ErrHdrLen, "hdr ext len %d (%d octets) cannot hold last entry %d (%d segments)",
+	var fault error
+	switch {
+	case 16*nseg > total-8:
+		fault = perr(base+1, ErrHdrLen, "hdr ext len %d (%d octets) cannot hold last entry %d (%d segments)",
 			s.HdrExtLen, total, s.LastEntry, nseg)
+	case int(s.SegmentsLeft) > nseg:
+		fault = perr(base+3, ErrSegmentsLeft, "segments left %d > last entry %d + 1", s.SegmentsLeft, s.LastEntry)
+	case len(b) < total:
+		fault = perr(base+len(b), ErrTruncated, "srh of %d octets, have %d", total, len(b))
 	}
-	if int(s.SegmentsLeft) > nseg {
-		return perr(base+3, ErrSegmentsLeft, "segments left %d > last entry %d + 1", s.SegmentsLeft, s.LastEntry)
-	}
-	if len(b) < total {
-		return perr(base+len(b), ErrTruncated, "srh of %d octets, have %d", total, len(b))
-	}
+	// The segments present in both the header and the buffer; after a
+	// fault, they are what a dissector can still show.
 	s.Segments = s.Segments[:0]
-	for i := range nseg {
+	for i := range min(nseg, (min(total, len(b))-8)/16) {
 		s.Segments = append(s.Segments, netip.AddrFrom16([16]byte(b[8+16*i:24+16*i])))
 	}
 	s.TLVs = s.TLVs[:0]
+	if fault != nil {
+		return fault
+	}
 	off := 8 + 16*nseg
 	for off < total {
 		t := b[off]

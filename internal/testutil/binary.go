@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,4 +36,23 @@ func MainWithBinary(m *testing.M, bin *string) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// IPNetnsExec runs `ip netns exec ns bin args...` (bin alone when ns is
+// "") and returns its combined output: the command gets a private mount
+// namespace with a fresh /sys, as iproute2 tutorials run node commands.
+func IPNetnsExec(t testing.TB, bin, ns string, args ...string) string {
+	t.Helper()
+	if bin == "" {
+		t.Skip("segchain binary not built")
+	}
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, bin}, args...)...)
+	if ns == "" {
+		cmd = exec.Command(bin, args...)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip netns exec %s %s %s: %v\n%s", ns, filepath.Base(bin), strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
-	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -36,7 +36,7 @@ func Ping(ns string, dst netip.Addr, timeout time.Duration) error {
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return fmt.Errorf("ping: %w", err)
 	}
-	id := uint16(os.Getpid())
+	id := uint16(rand.Uint32()) // not the pid: concurrent Pings of one process would share it
 	var sa unix.Sockaddr
 	if dst.Is4() {
 		sa = &unix.SockaddrInet4{Addr: dst.As4()}

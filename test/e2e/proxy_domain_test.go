@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/proxy"
 	"github.com/segchain/segchain/internal/testutil"
@@ -52,7 +53,7 @@ func nftNamed(t *testing.T, ns, name string) uint64 {
 }
 
 // proxyPinned reports whether ns has pinned proxy state under
-// proxy.PinRoot (ns-<netns inode>-<cookie>/proxy/sids_map).
+// bpfpin.Root() (ns-<netns inode>-<cookie>/proxy/sids_map).
 func proxyPinned(t *testing.T, ns string) bool {
 	t.Helper()
 	fi, err := os.Stat(filepath.Join("/run/netns", ns))
@@ -60,7 +61,11 @@ func proxyPinned(t *testing.T, ns string) bool {
 		t.Fatal(err)
 	}
 	ino := fi.Sys().(*syscall.Stat_t).Ino
-	m, err := filepath.Glob(filepath.Join(proxy.PinRoot, fmt.Sprintf("ns-%d-*", ino), "proxy", "sids_map"))
+	root, err := bpfpin.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := filepath.Glob(filepath.Join(root, fmt.Sprintf("ns-%d-*", ino), "proxy", "sids_map"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/fw"
@@ -173,7 +174,11 @@ for i in range(3):
 	if err != nil {
 		t.Fatal(err)
 	}
-	pins := filepath.Join(fw.PinRoot, fmt.Sprintf("ns-%d-*", fi.Sys().(*syscall.Stat_t).Ino), "fw")
+	root, err := bpfpin.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := filepath.Join(root, fmt.Sprintf("ns-%d-*", fi.Sys().(*syscall.Stat_t).Ino), "fw")
 	if m, _ := filepath.Glob(pins); len(m) == 0 {
 		t.Fatalf("no firewall pins at %s after apply", pins)
 	}

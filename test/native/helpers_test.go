@@ -80,7 +80,7 @@ var ipCounters = regexp.MustCompile(`packets (\d+) bytes (\d+) errors (\d+)`)
 // show`), the oracle for what segchain's own decoder reports.
 func ipRouteCounters(t *testing.T, ns, sidPrefix string) (pkts, bytes, errs uint64) {
 	t.Helper()
-	out := testutil.Exec(t, "", "ip", "-n", ns, "-s", "-6", "route", "show", sidPrefix)
+	out := testutil.Exec(t, "", "ip", "-n", ns, "-s", "-6", "route", "show", "table", "all", sidPrefix) // a SID without dev is a local route
 	m := ipCounters.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no counters in `ip -s -6 route show %s`: %q", sidPrefix, out)

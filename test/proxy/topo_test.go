@@ -1,11 +1,8 @@
 package proxy_test
 
 import (
-	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -106,101 +103,46 @@ func (tp *topo) diag(t *testing.T) {
 	})
 }
 
-// capture is a tcpdump writing a pcap in a namespace.
+// capture is a testutil.Capture (ready when started, drained when
+// stopped) read back with tshark's fields.
 type capture struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	file string
+	t *testing.T
+	*testutil.Capture
 }
 
 // startCapture captures packets received on dev (tcpdump -Q in).
 func startCapture(t *testing.T, ns, dev, filter string) *capture {
-	return startCaptureDir(t, ns, dev, filter, true)
+	t.Helper()
+	return &capture{t, testutil.StartInboundCapture(t, ns, dev, filter, 0)}
 }
 
 // startCaptureAll captures both directions on dev.
 func startCaptureAll(t *testing.T, ns, dev, filter string) *capture {
-	return startCaptureDir(t, ns, dev, filter, false)
-}
-
-func startCaptureDir(t *testing.T, ns, dev, filter string, in bool) *capture {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%s.pcap", ns, dev))
-	args := []string{"netns", "exec", ns, "tcpdump", "--immediate-mode", "-U", "-n", "-i", dev, "-w", file}
-	if in {
-		args = append(args, "-Q", "in")
-	}
-	if filter != "" {
-		args = append(args, strings.Fields(filter)...)
-	}
-	cmd := exec.Command("ip", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("tcpdump: %v", err)
-	}
-	c := &capture{t: t, cmd: cmd, file: file}
-	t.Cleanup(c.stop)
-	// tcpdump says "listening on" once the capture is active (the pcap
-	// header is written earlier, so the file's existence is not enough).
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		once := false
-		for sc.Scan() {
-			if !once && strings.Contains(sc.Text(), "listening on") {
-				close(ready)
-				once = true
-			}
-		}
-		if !once {
-			close(ready)
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("tcpdump on %s/%s did not start", ns, dev)
-	}
-	return c
-}
-
-func (c *capture) stop() {
-	if c.cmd.Process == nil || c.cmd.ProcessState != nil {
-		return
-	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGINT)
-	_ = c.cmd.Wait()
+	return &capture{t, testutil.StartCapture(t, ns, dev, filter, 0)}
 }
 
 // fields stops the capture and returns tshark's fields of every packet
 // matching the display filter, one line per packet.
 func (c *capture) fields(filter string, fields ...string) []string {
 	c.t.Helper()
-	// Let in-flight packets land: wait until the pcap has packets and has
-	// not grown for 1 s, for at most 5 s (the first packets of a fresh path
-	// may wait for neighbour resolution, and ND/MLD chatter also grows the
-	// file; this is a settle time, not an assertion).
-	const pcapHeader = 24
-	last, still := int64(-1), 0
+	// Let in-flight packets land: wait until the capture has packets and
+	// has not grown for 1 s, for at most 5 s (the first packets of a fresh
+	// path may wait for neighbour resolution, and ND/MLD chatter also
+	// counts; this is a settle time, not an assertion). Stopping drains
+	// what the kernel delivered, so a reader that got no CPU loses nothing.
+	last, still := -1, 0
 	for i := 0; i < 50 && still < 10; i++ {
 		time.Sleep(100 * time.Millisecond)
-		st, err := os.Stat(c.file)
-		if err != nil {
-			continue
-		}
-		if st.Size() == last && st.Size() > pcapHeader {
+		if n := c.Count(); n == last && n > 0 {
 			still++
 		} else {
 			still = 0
+			last = n
 		}
-		last = st.Size()
 	}
-	c.stop()
-	args := []string{"-r", c.file, "-T", "fields", "-E", "separator=|"}
+	file := c.Wait(0)
+	args := []string{"-r", file, "-T", "fields", "-E", "separator=|"}
 	if filter != "" {
 		args = append(args, "-Y", filter)
 	}
