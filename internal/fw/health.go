@@ -16,11 +16,15 @@ func Check(netns string) ([]string, error) {
 }
 
 func health(netns string) (bpfpin.Health, *Node, error) {
+	root, err := bpfpin.Root()
+	if err != nil {
+		return bpfpin.Health{}, nil, err
+	}
 	name, err := nsName(netns, false)
 	if err != nil {
 		return bpfpin.Health{}, nil, err
 	}
-	n := &Node{netns: netns, dir: filepath.Join(PinRoot, name, "fw"), state: filepath.Join(StateRoot, name)}
+	n := &Node{netns: netns, dir: filepath.Join(root, name, "fw"), state: filepath.Join(StateRoot, name)}
 	spec, err := n.spec()
 	if err != nil {
 		return bpfpin.Health{}, n, err

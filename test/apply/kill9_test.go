@@ -45,7 +45,7 @@ func (e *env) snapshot() string {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		for _, dir := range []string{filepath.Join(pinRoot(), name), filepath.Join("/run/segchain/fw", name),
+		for _, dir := range []string{filepath.Join(pinRoot(e.t), name), filepath.Join("/run/segchain/fw", name),
 			filepath.Join("/run/segchain/journal", name), filepath.Join("/run/segchain/nodes", ns+".json")} {
 			_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 				if err == nil {

@@ -147,7 +147,7 @@ func TestApplyConcurrentWithDestroy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pins, _ := filepath.Glob(filepath.Join(pinRoot(), name, "*", "*")); len(pins) > 0 {
+			if pins, _ := filepath.Glob(filepath.Join(pinRoot(t), name, "*", "*")); len(pins) > 0 {
 				t.Errorf("round %d: destroy finished last but %s has pins left: %v", round, node, pins)
 			}
 		}

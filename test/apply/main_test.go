@@ -93,9 +93,15 @@ func (e *env) ns(node string) string {
 	return ns
 }
 
-// pinRoot is where segchain pins (the one place to adapt if the root
-// becomes a function of the namespace).
-func pinRoot() string { return bpfpin.Root }
+// pinRoot is where segchain pins (bpfpin.Root).
+func pinRoot(t testing.TB) string {
+	t.Helper()
+	root, err := bpfpin.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
 
 // pinDir is the bpffs directory of program ("proxy", "fw") on node.
 func (e *env) pinDir(node, program string) string {
@@ -104,7 +110,7 @@ func (e *env) pinDir(node, program string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return filepath.Join(pinRoot(), name, program)
+	return filepath.Join(pinRoot(e.t), name, program)
 }
 
 // linkPin is the TCX link pin of program on node's interface dev.
