@@ -149,6 +149,7 @@ diffs are printed.`,
 					Diffs []controller.Diff `json:"diffs"`
 				}{c.Plan, res.Diffs})
 			}
+			printWarnings(cmd.OutOrStdout(), c.Plan.Warnings)
 			printDiffs(cmd.OutOrStdout(), res.Diffs)
 			if res.Changes() == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no changes: every node matches the domain")
@@ -160,6 +161,13 @@ diffs are printed.`,
 	}
 	f.register(cmd, true)
 	return cmd
+}
+
+// printWarnings lists what the domain leaves unprotected.
+func printWarnings(w io.Writer, warnings []string) {
+	for _, m := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", m)
+	}
 }
 
 func printDiffs(w io.Writer, diffs []controller.Diff) {
@@ -288,6 +296,28 @@ errors), and whether the node has drifted from the plan.`,
 	return cmd
 }
 
+// printBoundary lists the drops of every node's boundary filter per
+// interface and reason.
+func printBoundary(w io.Writer, nodes []controller.NodeStatus) {
+	var rows []string
+	for _, n := range nodes {
+		for _, c := range n.Boundary {
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d", n.Node, c.Iface, c.Direction, c.Reason, c.Packets, c.Bytes))
+		}
+	}
+	fmt.Fprintln(w)
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "boundary: no drops")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BOUNDARY NODE\tIFACE\tDIR\tREASON\tPACKETS\tBYTES")
+	for _, r := range rows {
+		fmt.Fprintln(tw, r)
+	}
+	tw.Flush()
+}
+
 func printStatus(w io.Writer, st *controller.Status) {
 	fmt.Fprintf(w, "domain %s\n\n", st.Domain)
 	for _, ch := range st.Chains {
@@ -317,6 +347,7 @@ func printStatus(w io.Writer, st *controller.Status) {
 		}
 	}
 	tw.Flush()
+	printBoundary(w, st.Nodes)
 	if len(st.Drift) > 0 {
 		nodes := make([]string, 0, len(st.Drift))
 		for n := range st.Drift {

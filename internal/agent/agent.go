@@ -24,6 +24,9 @@ const (
 	KindProxies Kind = "proxies"
 	// KindFirewalls sets the node's SR-aware firewall instances at once.
 	KindFirewalls Kind = "firewalls"
+	// KindBoundary sets (or, with a nil Boundary, removes) the node's SR
+	// domain boundary filter.
+	KindBoundary Kind = "boundary"
 )
 
 // Action says what an Op does to its object.
@@ -63,6 +66,10 @@ type Op struct {
 	// list it replaces (instances in it but not in Firewalls are removed).
 	Firewalls    []nodestate.Firewall `json:"firewalls,omitempty"`
 	OldFirewalls []nodestate.Firewall `json:"old_firewalls,omitempty"`
+	// Boundary is the node's desired boundary filter (KindBoundary, with
+	// ActSet; nil removes it), OldBoundary the one it replaces.
+	Boundary    *nodestate.Boundary `json:"boundary,omitempty"`
+	OldBoundary *nodestate.Boundary `json:"old_boundary,omitempty"`
 }
 
 // String renders the op the way plan prints it: "+" adds, "-" removes, "~"
@@ -117,6 +124,15 @@ func (o Op) String() string {
 		return b.String()
 	case KindFirewalls:
 		return firewallsString(o.OldFirewalls, o.Firewalls)
+	case KindBoundary:
+		switch {
+		case o.Boundary == nil:
+			return "- " + o.OldBoundary.String()
+		case o.OldBoundary == nil:
+			return "+ " + o.Boundary.String()
+		default:
+			return "~ " + o.OldBoundary.String() + "\n    -> " + o.Boundary.String()
+		}
 	}
 	return "? " + string(o.Kind)
 }
@@ -158,6 +174,8 @@ func (o Op) Inverse() Op {
 		return Op{Kind: KindProxies, Action: ActSet, Proxies: o.OldProxies, OldProxies: o.Proxies}
 	case KindFirewalls:
 		return Op{Kind: KindFirewalls, Action: ActSet, Firewalls: o.OldFirewalls, OldFirewalls: o.Firewalls}
+	case KindBoundary:
+		return Op{Kind: KindBoundary, Action: ActSet, Boundary: o.OldBoundary, OldBoundary: o.Boundary}
 	}
 	return o
 }
@@ -196,6 +214,12 @@ type SIDCounters struct {
 	Packets  uint64       `json:"packets"`
 	Bytes    uint64       `json:"bytes"`
 	Errors   uint64       `json:"errors"`
+}
+
+// BoundaryReader is implemented by agents that report the drop counters of
+// the node's boundary filter (status shows them).
+type BoundaryReader interface {
+	BoundaryCounters(ctx context.Context) ([]nodestate.BoundaryCounter, error)
 }
 
 // MarshalOps is the wire form of a batch of ops (for logs and remote agents).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/proxy"
@@ -112,6 +113,9 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if got.Firewalls, err = ObserveFirewalls(l.netns); err != nil {
 		return nil, fmt.Errorf("node %s: read firewalls: %w", l.name, err)
 	}
+	if got.Boundary, err = boundary.Observe(l.netns); err != nil {
+		return nil, fmt.Errorf("node %s: read boundary: %w", l.name, err)
+	}
 	if ts, err := h.TunSrc(); err == nil && ts.IsValid() && !ts.IsUnspecified() {
 		got.TunSrc = ts.String()
 	}
@@ -192,6 +196,11 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 		return proxy.Apply(l.netns, specs)
 	case KindFirewalls:
 		return applyFirewalls(l.netns, op.Firewalls, op.OldFirewalls)
+	case KindBoundary:
+		if op.Boundary == nil {
+			return boundary.Remove(l.netns)
+		}
+		return boundary.Apply(l.netns, *op.Boundary)
 	}
 	return fmt.Errorf("unknown op kind %q", op.Kind)
 }
@@ -234,6 +243,15 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// BoundaryCounters implements BoundaryReader.
+func (l *Local) BoundaryCounters(_ context.Context) ([]nodestate.BoundaryCounter, error) {
+	c, err := boundary.Counters(l.netns)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: read boundary counters: %w", l.name, err)
+	}
+	return c, nil
 }
 
 func (l *Local) statePath() string {

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
 
@@ -194,6 +195,9 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 type NodeStatus struct {
 	Node  string      `json:"node"`
 	SIDs  []SIDStatus `json:"sids"`
+	// Boundary is the drops of the node's boundary filter, per
+	// interface and reason (only those that dropped something).
+	Boundary []nodestate.BoundaryCounter `json:"boundary,omitempty"`
 	Error string      `json:"error,omitempty"`
 }
 
@@ -227,6 +231,12 @@ func (c *Controller) Status(ctx context.Context) *Status {
 			if sids, err = a.Counters(ctx); err == nil {
 				for _, s := range sids {
 					ns.SIDs = append(ns.SIDs, SIDStatus{SIDCounters: s, Service: names[n+" "+s.SID.String()]})
+				}
+				if br, ok := a.(agent.BoundaryReader); ok {
+					if ns.Boundary, err = br.BoundaryCounters(ctx); err != nil {
+						ns.Error = err.Error()
+						err = nil
+					}
 				}
 				if got, oerr := a.Observe(ctx, c.Plan.Nodes[n]); oerr == nil {
 					if d := Compute(got, c.Plan.Nodes[n]); !d.Empty() {

@@ -19,6 +19,9 @@ type Plan struct {
 	Nodes  map[string]*nodestate.Node `json:"nodes"`
 	Chains []Chain                    `json:"chains"`
 	SIDs   []SIDInfo                  `json:"sids"`
+	// Warnings are what the domain leaves unprotected (boundary off,
+	// SIDs of signed chains that do not verify the HMAC).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Chain is one direction of a configured chain as it is programmed.
@@ -87,6 +90,7 @@ func Build(d *config.Domain) (*Plan, error) {
 	if err := b.firewalls(); err != nil {
 		return nil, err
 	}
+	b.boundary()
 	for _, n := range b.p.Nodes {
 		n.Sort()
 	}

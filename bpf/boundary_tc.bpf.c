@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* segchain SR domain boundary filter (RFC 8754 section 5.1), attached with
+ * TCX to every boundary interface of a domain node: ingress first in the
+ * chain (before the firewall and the SR proxies), and egress.
+ *
+ * One LPM lookup of the IPv6 destination decides ordinary traffic:
+ *   - inside a locator of the domain (the SID space) and not an external
+ *     SID: dropped on the way in (sid-space / sid-space-srh) and on the way
+ *     out (leak-sid: an egress must not hand the domain's SIDs to the
+ *     outside);
+ *   - an external SID (a more specific entry): passed;
+ *   - an address of a domain node, or any address local to this node (FIB
+ *     lookup), with an SRH: dropped on the way in (srh-to-node): the kernel
+ *     would process the SRH and forward it into the domain.
+ * Everything else returns TC_ACT_UNSPEC (TCX_NEXT): the next program (the
+ * firewall, the proxies) or the stack sees it unchanged. Only packets whose
+ * first next header is an extension header are walked, so plain TCP, UDP
+ * and ICMPv6 cost one lookup. */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/ipv6.h>
+#include <linux/seg6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "lib/cursor.h"
+#include "lib/ipv6.h"
+
+#ifndef TC_ACT_UNSPEC
+#define TC_ACT_UNSPEC (-1)
+#endif
+
+#define BND_LPM_MAX 4096	/* locators, external SIDs and node addresses */
+#define BND_COUNTERS_MAX 1024	/* (interface, direction, reason) counters */
+
+/* What a destination prefix is (bnd_lpm's value). */
+enum bnd_kind {
+	BND_NONE,
+	BND_SID,      /* a locator: the domain's SID space */
+	BND_EXTERNAL, /* a SID declared reachable from outside */
+	BND_NODE,     /* an address of a domain node */
+};
+
+struct bnd_key {
+	__u32 prefixlen;
+	struct in6_addr addr;
+};
+
+struct bnd_dest {
+	__u32 kind; /* enum bnd_kind */
+};
+
+enum bnd_drop_reason {
+	BND_DROP_SID,	    /* in: DA in the SID space, no SRH */
+	BND_DROP_SID_SRH,   /* in: DA in the SID space, with an SRH */
+	BND_DROP_SRH_NODE,  /* in: SRH addressed to a domain node or this node */
+	BND_DROP_MALFORMED, /* in: addressed to a node, extension headers unreadable */
+	BND_DROP_LEAK_SID,  /* out: DA in the SID space leaving the domain */
+	BND_DROP_MAX,
+};
+
+/* Counters are per interface, direction and reason; only drops are counted,
+ * so ordinary traffic never touches this map. */
+struct bnd_ctr_key {
+	__u32 ifindex;
+	__u32 reason; /* enum bnd_drop_reason */
+};
+
+struct bnd_ctr {
+	__u64 packets;
+	__u64 bytes;
+};
+
+/* Keep the enums in BTF for bpf2go -type (Go reads their names). */
+const enum bnd_kind *unused_kind __attribute__((unused));
+const enum bnd_drop_reason *unused_drop_reason __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, BND_LPM_MAX);
+	__type(key, struct bnd_key);
+	__type(value, struct bnd_dest);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} bnd_lpm SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, BND_COUNTERS_MAX);
+	__type(key, struct bnd_ctr_key);
+	__type(value, struct bnd_ctr);
+} bnd_counters SEC(".maps");
+
+static __noinline int bnd_drop(struct __sk_buff *skb, __u32 reason)
+{
+	struct bnd_ctr_key k = { .ifindex = skb->ifindex, .reason = reason };
+	struct bnd_ctr *c = bpf_map_lookup_elem(&bnd_counters, &k);
+
+	if (!c) {
+		struct bnd_ctr zero = {};
+
+		/* Full map: the packet is still dropped, uncounted only if
+		 * more than BND_COUNTERS_MAX (interface, reason) pairs exist. */
+		bpf_map_update_elem(&bnd_counters, &k, &zero, BPF_NOEXIST);
+		c = bpf_map_lookup_elem(&bnd_counters, &k);
+	}
+	if (c) {
+		c->packets++;
+		c->bytes += skb->len;
+	}
+	return TC_ACT_SHOT;
+}
+
+static __always_inline int ipv6_ext(__u8 nh)
+{
+	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS;
+}
+
+/* local_dest reports whether the FIB delivers daddr locally (or does not
+ * forward it at all) for a packet arriving on skb's interface. */
+static __always_inline int local_dest(struct __sk_buff *skb, struct ipv6hdr *ip6)
+{
+	struct bpf_fib_lookup f = {};
+
+	f.family = AF_INET6;
+	f.ifindex = skb->ingress_ifindex;
+	f.tot_len = bpf_ntohs(ip6->payload_len);
+	__builtin_memcpy(f.ipv6_src, &ip6->saddr, sizeof(f.ipv6_src));
+	__builtin_memcpy(f.ipv6_dst, &ip6->daddr, sizeof(f.ipv6_dst));
+	return bpf_fib_lookup(skb, &f, sizeof(f), 0) == BPF_FIB_LKUP_RET_NOT_FWDED;
+}
+
+static __always_inline int boundary(struct __sk_buff *skb, int ingress)
+{
+	struct bnd_key key = { .prefixlen = 128 };
+	struct ipv6_walk w;
+	struct bnd_dest *d;
+	struct ipv6hdr *ip6;
+	struct cursor c;
+	__u32 kind;
+
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+		return TC_ACT_UNSPEC;
+	cursor_init_skb(&c, skb);
+	if (!cursor_eth(&c))
+		return TC_ACT_UNSPEC;
+	ip6 = cursor_ipv6(&c);
+	if (!ip6)
+		return TC_ACT_UNSPEC; /* the stack drops a truncated header */
+	key.addr = ip6->daddr;
+	d = bpf_map_lookup_elem(&bnd_lpm, &key);
+	kind = d ? d->kind : BND_NONE;
+	if (kind == BND_EXTERNAL)
+		return TC_ACT_UNSPEC;
+	if (!ingress)
+		return kind == BND_SID ? bnd_drop(skb, BND_DROP_LEAK_SID) : TC_ACT_UNSPEC;
+	if (!ipv6_ext(ip6->nexthdr)) {
+		/* No extension header, so no SRH: the fast path. */
+		if (kind == BND_SID)
+			return bnd_drop(skb, BND_DROP_SID);
+		return TC_ACT_UNSPEC;
+	}
+	ipv6_walk_ext(skb, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
+	if (kind == BND_SID)
+		return bnd_drop(skb, w.srh_off ? BND_DROP_SID_SRH : BND_DROP_SID);
+	if (!w.srh_off && !w.truncated && !w.too_many)
+		return TC_ACT_UNSPEC;
+	/* Re-derive: ipv6_walk_ext calls helpers. */
+	cursor_init_skb(&c, skb);
+	if (!cursor_eth(&c))
+		return TC_ACT_UNSPEC;
+	ip6 = cursor_ipv6(&c);
+	if (!ip6)
+		return TC_ACT_UNSPEC;
+	if (kind != BND_NODE && !local_dest(skb, ip6))
+		return TC_ACT_UNSPEC; /* transit SRv6 between outside hosts */
+	return bnd_drop(skb, w.srh_off ? BND_DROP_SRH_NODE : BND_DROP_MALFORMED);
+}
+
+SEC("tc")
+int boundary_in(struct __sk_buff *skb)
+{
+	return boundary(skb, 1);
+}
+
+SEC("tc")
+int boundary_out(struct __sk_buff *skb)
+{
+	return boundary(skb, 0);
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";
