@@ -73,6 +73,7 @@ func Build(d *config.Domain) (*Plan, error) {
 		return nil, fmt.Errorf("allocate SIDs: %w", err)
 	}
 	b.graph()
+	b.hmacCover()
 	b.sysctls()
 	if err := b.hmac(); err != nil {
 		return nil, err
@@ -115,6 +116,8 @@ type builder struct {
 	// staticSegs is, per static proxy service, the rest of its chain's SID
 	// list after it (End.AS re-encapsulates with it).
 	staticSegs map[string][]netip.Addr
+	// requireHMAC are the nodes that require HMAC (see hmacCover).
+	requireHMAC map[string]bool
 }
 
 func (b *builder) role(n string) string { return b.d.Nodes[n].Role }
@@ -191,10 +194,7 @@ func (b *builder) sysctls() {
 	for _, i := range b.ifs {
 		ifsByNode[i.Node] = append(ifsByNode[i.Node], i.Name)
 	}
-	requireHMAC := map[string]bool{}
-	for _, n := range b.d.Security.RequireHMAC {
-		requireHMAC[n] = true
-	}
+	requireHMAC := b.requireHMAC
 	for _, name := range b.d.NodeNames() {
 		n := b.p.Nodes[name]
 		set := func(k, v string) { n.Sysctls = append(n.Sysctls, nodestate.Sysctl{Key: k, Value: v}) }
