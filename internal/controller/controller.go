@@ -193,12 +193,12 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 
 // NodeStatus is one node's local SIDs with counters, named after the plan.
 type NodeStatus struct {
-	Node  string      `json:"node"`
-	SIDs  []SIDStatus `json:"sids"`
+	Node string      `json:"node"`
+	SIDs []SIDStatus `json:"sids"`
 	// Boundary is the drops of the node's boundary filter, per
 	// interface and reason (only those that dropped something).
 	Boundary []nodestate.BoundaryCounter `json:"boundary,omitempty"`
-	Error string      `json:"error,omitempty"`
+	Error    string                      `json:"error,omitempty"`
 }
 
 // SIDStatus is a local SID joined with what the plan says it is.
