@@ -1,0 +1,175 @@
+package boundary
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+const (
+	actUnspec = 0xffffffff // TC_ACT_UNSPEC (-1): TCX_NEXT
+	actShot   = 2          // TC_ACT_SHOT
+)
+
+// loadTest loads the program unpinned with b's tables (no attachment:
+// BPF_PROG_TEST_RUN).
+func loadTest(t *testing.T, b nodestate.Boundary) *node {
+	t.Helper()
+	testutil.RequireRoot(t)
+	spec, err := loadBoundaryTC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{}
+	if err := spec.LoadAndAssign(&n.objs, nil); err != nil {
+		t.Skipf("load boundary program: %v", err)
+	}
+	t.Cleanup(n.close)
+	if err := n.sync(b); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func (n *node) drops(t *testing.T) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	var (
+		k  boundaryTCBndCtrKey
+		vs []boundaryTCBndCtr
+	)
+	it := n.objs.BndCounters.Iterate()
+	for it.Next(&k, &vs) {
+		for _, v := range vs {
+			out[DropReason(k.Reason).String()] += v.Packets
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var (
+	mac1 = net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	mac2 = net.HardwareAddr{2, 0, 0, 0, 0, 2}
+	a    = netip.MustParseAddr
+)
+
+func eth6(l3 []byte) []byte { return testutil.Eth(mac1, mac2, 0x86dd, l3) }
+
+const (
+	nhUDP     = 17
+	nhRouting = 43
+	nhHop     = 0
+	nhIPv6    = 41
+)
+
+func udp() []byte { return []byte{0x0f, 0xa0, 0x17, 0x70, 0, 8, 0, 0} }
+
+// TestProgramVerdicts runs the program on hand-built frames: the verdict
+// and the drop reason counted for each.
+func TestProgramVerdicts(t *testing.T) {
+	b := nodestate.Boundary{
+		Locators: []netip.Prefix{netip.MustParsePrefix("fc00:1::/64"), netip.MustParsePrefix("fc00:2::/64")},
+		External: []netip.Prefix{netip.MustParsePrefix("fc00:2::e:0/112")},
+		Nodes:    []netip.Addr{a("fc00:12::1"), a("fc00:1a::1")},
+	}
+	n := loadTest(t, b)
+	src, out := a("fc00:1a::a"), a("fc00:4d::d")
+	sid, ext, node := a("fc00:2::f1:3"), a("fc00:2::e:5"), a("fc00:12::1")
+	srhTo := func(dst netip.Addr, last netip.Addr) []byte {
+		return testutil.IPv6(src, dst, nhRouting, 64, testutil.SRH(nhIPv6, []netip.Addr{last, dst}, 1, 0, nil,
+			testutil.IPv6(src, out, nhUDP, 64, udp())))
+	}
+	hbh := func(next uint8, payload []byte) []byte {
+		return append([]byte{next, 0, 1, 4, 0, 0, 0, 0}, payload...) // PadN
+	}
+	for _, tc := range []struct {
+		name   string
+		prog   *ebpf.Program
+		frame  []byte
+		want   uint32
+		reason string
+	}{
+		{"IPv4 passes", n.objs.BoundaryIn, testutil.Eth(mac1, mac2, 0x0800, testutil.IPv4("10.0.0.1", "10.0.0.2", 17, false, udp())), actUnspec, ""},
+		{"IPv6 to outside passes", n.objs.BoundaryIn, eth6(testutil.IPv6(src, out, nhUDP, 64, udp())), actUnspec, ""},
+		{"plain IPv6 into a locator", n.objs.BoundaryIn, eth6(testutil.IPv6(src, sid, nhUDP, 64, udp())), actShot, "sid-space"},
+		{"IPv6-in-IPv6 into a locator", n.objs.BoundaryIn, eth6(testutil.IPv6(src, sid, nhIPv6, 64, testutil.IPv6(src, out, nhUDP, 64, udp()))), actShot, "sid-space"},
+		{"SRH into a locator", n.objs.BoundaryIn, eth6(srhTo(sid, out)), actShot, "sid-space-srh"},
+		{"SRH behind hop-by-hop into a locator", n.objs.BoundaryIn,
+			eth6(testutil.IPv6(src, sid, nhHop, 64, hbh(nhRouting, testutil.SRH(nhUDP, []netip.Addr{out, sid}, 1, 0, nil, udp())))), actShot, "sid-space-srh"},
+		{"SRH to an external SID passes", n.objs.BoundaryIn, eth6(srhTo(ext, out)), actUnspec, ""},
+		{"plain to an external SID passes", n.objs.BoundaryIn, eth6(testutil.IPv6(src, ext, nhUDP, 64, udp())), actUnspec, ""},
+		{"SRH to a node address", n.objs.BoundaryIn, eth6(srhTo(node, sid)), actShot, "srh-to-node"},
+		{"plain to a node address passes", n.objs.BoundaryIn, eth6(testutil.IPv6(src, node, nhUDP, 64, udp())), actUnspec, ""},
+		{"unreadable extension headers to a node address", n.objs.BoundaryIn,
+			eth6(testutil.IPv6(src, node, nhHop, 64, []byte{nhRouting, 9})), actShot, "malformed"},
+		{"SRH transiting to an outside host passes", n.objs.BoundaryIn, eth6(srhTo(out, a("fc00:99::1"))), actUnspec, ""},
+		{"out: into a locator leaks", n.objs.BoundaryOut, eth6(testutil.IPv6(src, sid, nhUDP, 64, udp())), actShot, "leak-sid"},
+		{"out: SRH into a locator leaks", n.objs.BoundaryOut, eth6(srhTo(sid, out)), actShot, "leak-sid"},
+		{"out: to outside passes", n.objs.BoundaryOut, eth6(srhTo(out, a("fc00:99::1"))), actUnspec, ""},
+		{"out: to an external SID passes", n.objs.BoundaryOut, eth6(testutil.IPv6(src, ext, nhUDP, 64, udp())), actUnspec, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := n.drops(t)
+			got, err := tc.prog.Run(&ebpf.RunOptions{Data: tc.frame})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("verdict %#x, want %#x", got, tc.want)
+			}
+			after := n.drops(t)
+			for _, r := range Reasons() {
+				want := before[r]
+				if r == tc.reason {
+					want++
+				}
+				if after[r] != want {
+					t.Errorf("%s drops %d -> %d, want %d", r, before[r], after[r], want)
+				}
+			}
+		})
+	}
+}
+
+// TestSyncTables: re-syncing replaces the table's contents exactly.
+func TestSyncTables(t *testing.T) {
+	b1 := nodestate.Boundary{
+		Locators: []netip.Prefix{netip.MustParsePrefix("fc00:1::/64"), netip.MustParsePrefix("fc00:2::/64")},
+		External: []netip.Prefix{netip.MustParsePrefix("fc00:2::e:0/112")},
+		Nodes:    []netip.Addr{a("fc00:12::1")},
+	}
+	n := loadTest(t, b1)
+	b2 := nodestate.Boundary{
+		Locators: []netip.Prefix{netip.MustParsePrefix("fc00:3::/64")},
+		Nodes:    []netip.Addr{a("fc00:34::3"), a("fc00:34::4")},
+	}
+	if err := n.sync(b2); err != nil {
+		t.Fatal(err)
+	}
+	got, err := n.entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[netip.MustParsePrefix("fc00:34::3/128")] != uint32(boundaryTCBndKindBND_NODE) ||
+		got[netip.MustParsePrefix("fc00:3::/64")] != uint32(boundaryTCBndKindBND_SID) {
+		t.Errorf("table after re-sync: %v", got)
+	}
+	run := func(dst string) uint32 {
+		v, err := n.objs.BoundaryIn.Run(&ebpf.RunOptions{Data: eth6(testutil.IPv6(a("fc00:1a::a"), a(dst), nhUDP, 64, udp()))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if run("fc00:1::5") != actUnspec || run("fc00:3::5") != actShot {
+		t.Error("the old locator still filters or the new one does not")
+	}
+}
