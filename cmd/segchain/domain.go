@@ -296,6 +296,35 @@ errors), and whether the node has drifted from the plan.`,
 	return cmd
 }
 
+// detailLine renders an eBPF SID's per-direction counters and its
+// non-zero drop reasons: "in 10 out 9 drops in 0 out 1: cache-empty 1".
+func detailLine(d map[string]uint64) string {
+	if len(d) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if _, ok := d["in-packets"]; ok {
+		fmt.Fprintf(&b, "in %d out %d", d["in-packets"], d["out-packets"])
+	}
+	if _, ok := d["in-drops"]; ok {
+		fmt.Fprintf(&b, " drops in %d out %d", d["in-drops"], d["out-drops"])
+	}
+	var reasons []string
+	for k, v := range d {
+		if r, ok := strings.CutPrefix(k, "drop-"); ok && v > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s %d", r, v))
+		}
+	}
+	sort.Strings(reasons)
+	if len(reasons) > 0 {
+		if b.Len() == 0 {
+			b.WriteString("drops")
+		}
+		b.WriteString(": " + strings.Join(reasons, ", "))
+	}
+	return strings.TrimSpace(b.String())
+}
+
 // printBoundary lists the drops of every node's boundary filter per
 // interface and reason.
 func printBoundary(w io.Writer, nodes []controller.NodeStatus) {
@@ -344,6 +373,9 @@ func printStatus(w io.Writer, st *controller.Status) {
 				continue
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.Node, s.SID, s.Behavior, svc, s.Packets, s.Bytes, s.Errors)
+			if d := detailLine(s.Detail); d != "" {
+				fmt.Fprintf(tw, "\t  %s\t\t\t\t\t\n", d)
+			}
 		}
 	}
 	tw.Flush()

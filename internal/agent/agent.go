@@ -214,6 +214,10 @@ type SIDCounters struct {
 	Packets  uint64       `json:"packets"`
 	Bytes    uint64       `json:"bytes"`
 	Errors   uint64       `json:"errors"`
+	// Detail is an eBPF behaviour's counters beyond the totals: each
+	// direction (in-/out-packets, in-/out-drops) and every drop reason
+	// (drop-<reason>), as `sid show` names them.
+	Detail map[string]uint64 `json:"detail,omitempty"`
 }
 
 // BoundaryReader is implemented by agents that report the drop counters of

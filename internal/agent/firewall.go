@@ -115,9 +115,13 @@ func firewallCounters(netns string) ([]SIDCounters, error) {
 		for _, v := range st.Counters.Drops {
 			drops += v
 		}
+		d := map[string]uint64{}
+		for r, v := range st.Counters.Drops {
+			d["drop-"+r] = v
+		}
 		out = append(out, SIDCounters{SID: st.Instance.SID, Behavior: "End.AN.FW",
 			Route: FirewallOf(st.Instance).String(), Owned: true, Counted: true,
-			Packets: st.Counters.Packets, Bytes: st.Counters.Bytes, Errors: drops})
+			Packets: st.Counters.Packets, Bytes: st.Counters.Bytes, Errors: drops, Detail: d})
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
@@ -224,7 +225,7 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 	for _, e := range prx {
 		st, _ := e.Extra.(proxy.Status)
 		out = append(out, SIDCounters{SID: e.SID, Behavior: e.Behavior, Route: st.Spec.String(), Owned: true, Counted: true,
-			Packets: e.Counters["packets"], Bytes: e.Counters["bytes"], Errors: e.Counters["errors"]})
+			Packets: e.Counters["packets"], Bytes: e.Counters["bytes"], Errors: e.Counters["errors"], Detail: detail(e.Counters)})
 	}
 	fws, err := firewallCounters(l.netns)
 	if err != nil {
@@ -243,6 +244,19 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// detail keeps the counters status shows under a SID: each direction and
+// every drop reason.
+func detail(c map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for k, v := range c {
+		switch {
+		case k == "in-packets", k == "out-packets", k == "in-drops", k == "out-drops", strings.HasPrefix(k, "drop-"):
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // BoundaryCounters implements BoundaryReader.
