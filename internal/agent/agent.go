@@ -226,5 +226,12 @@ type BoundaryReader interface {
 	BoundaryCounters(ctx context.Context) ([]nodestate.BoundaryCounter, error)
 }
 
+// Checker is implemented by agents that can tell, without changing
+// anything, that ops would fail for want of room (the firewall's shared
+// pools): plan and apply ask before anything changes on any node.
+type Checker interface {
+	Check(ctx context.Context, ops []Op) error
+}
+
 // MarshalOps is the wire form of a batch of ops (for logs and remote agents).
 func MarshalOps(ops []Op) ([]byte, error) { return json.Marshal(ops) }

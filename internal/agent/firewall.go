@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -101,6 +103,29 @@ func applyFirewalls(netns string, want, old []nodestate.Firewall) error {
 		}
 	}
 	return nil
+}
+
+// Check implements Checker: the firewall sets of every KindFirewalls op
+// must fit the node's pools when installed in order.
+func (l *Local) Check(_ context.Context, ops []Op) error {
+	var errs []error
+	for _, op := range ops {
+		if op.Kind != KindFirewalls {
+			continue
+		}
+		var want []fw.Instance
+		for _, f := range op.Firewalls {
+			in, err := InstanceOf(f)
+			if err != nil {
+				return err
+			}
+			want = append(want, in)
+		}
+		if err := fw.Check(l.netns, want); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: firewall %w", l.name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // firewallCounters reports every firewall instance as a local SID.

@@ -66,6 +66,20 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 		}
 		diffs = append(diffs, Compute(got, want))
 	}
+	// What cannot fit is reported now, before anything changes anywhere.
+	var errs []error
+	for _, d := range diffs {
+		a, err := c.agentFor(d.Node)
+		if err != nil {
+			return nil, err
+		}
+		if ck, ok := a.(agent.Checker); ok && !d.Empty() {
+			errs = append(errs, ck.Check(ctx, d.Ops()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return diffs, err
+	}
 	return diffs, nil
 }
 
