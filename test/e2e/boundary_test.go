@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -210,6 +211,33 @@ send(IPv6(src='fc00:1::1', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['%s'], 
 		time.Sleep(500 * time.Millisecond)
 		if d := e.boundaryDrops("egress", "eth-d", "leak-sid") - b; d != 5 {
 			t.Errorf("egress eth-d leak-sid drops +%d, want +5", d)
+		}
+	})
+
+	t.Run("a missing filter is drift that apply mends", func(t *testing.T) {
+		if err := boundary.Remove(e.ns("ingress")); err != nil {
+			t.Fatal(err)
+		}
+		diffs, err := e.ctl.Diff(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ops []string
+		for _, d := range diffs {
+			for _, op := range d.Ops() {
+				ops = append(ops, d.Node+": "+op.String())
+			}
+		}
+		if len(ops) != 1 || !strings.HasPrefix(ops[0], "ingress: + boundary") {
+			t.Errorf("diff after removing ingress' filter: %q, want one + boundary on ingress", ops)
+		}
+		if res := e.apply(); res.Changes() != 1 {
+			t.Errorf("re-apply made %d changes, want 1", res.Changes())
+		}
+		b := e.boundaryDrops("ingress", "eth-s", "sid-space")
+		e.sendAttacks(t, e.defaultAttacks()[3:4], 3) // straight to End.DX6, no SRH
+		if d := e.boundaryDrops("ingress", "eth-s", "sid-space") - b; d != 3 {
+			t.Errorf("after re-apply: sid-space +%d, want +3", d)
 		}
 	})
 
