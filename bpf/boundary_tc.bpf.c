@@ -57,7 +57,7 @@ enum bnd_drop_reason {
 	BND_DROP_SID,	    /* in: DA in the SID space, no SRH */
 	BND_DROP_SID_SRH,   /* in: DA in the SID space, with an SRH */
 	BND_DROP_SRH_NODE,  /* in: SRH addressed to a domain node or this node */
-	BND_DROP_MALFORMED, /* in: addressed to a node, extension headers unreadable */
+	BND_DROP_MALFORMED, /* in: addressed to a node, an SRH may hide: headers unreadable, a fragment, two SRHs */
 	BND_DROP_LEAK_SID,  /* out: DA in the SID space leaving the domain */
 	BND_DROP_MAX,
 };
@@ -132,21 +132,28 @@ static __always_inline int local_dest(struct __sk_buff *skb, struct ipv6hdr *ip6
 	return bpf_fib_lookup(skb, &f, sizeof(f), 0) == BPF_FIB_LKUP_RET_NOT_FWDED;
 }
 
+/* ip6_of returns the IPv6 header after the Ethernet header, or NULL. */
+static __always_inline struct ipv6hdr *ip6_of(struct __sk_buff *skb)
+{
+	struct cursor c;
+
+	cursor_init_skb(&c, skb);
+	if (!cursor_eth(&c))
+		return 0;
+	return cursor_ipv6(&c);
+}
+
 static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 {
 	struct bnd_key key = { .prefixlen = 128 };
 	struct ipv6_walk w;
 	struct bnd_dest *d;
 	struct ipv6hdr *ip6;
-	struct cursor c;
 	__u32 kind;
 
 	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return TC_ACT_UNSPEC;
-	cursor_init_skb(&c, skb);
-	if (!cursor_eth(&c))
-		return TC_ACT_UNSPEC;
-	ip6 = cursor_ipv6(&c);
+	ip6 = ip6_of(skb);
 	if (!ip6)
 		return TC_ACT_UNSPEC; /* the stack drops a truncated header */
 	key.addr = ip6->daddr;
@@ -156,7 +163,7 @@ static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 		return TC_ACT_UNSPEC;
 	if (!ingress)
 		return kind == BND_SID ? bnd_drop(skb, BND_DROP_LEAK_SID) : TC_ACT_UNSPEC;
-	if (!ipv6_ext(ip6->nexthdr)) {
+	if (!ipv6_ext(ip6->nexthdr) && ip6->nexthdr != IPPROTO_FRAGMENT) {
 		/* No extension header, so no SRH: the fast path. */
 		if (kind == BND_SID)
 			return bnd_drop(skb, BND_DROP_SID);
@@ -165,18 +172,16 @@ static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 	ipv6_walk_ext(skb, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
 	if (kind == BND_SID)
 		return bnd_drop(skb, w.srh_off ? BND_DROP_SID_SRH : BND_DROP_SID);
-	if (!w.srh_off && !w.truncated && !w.too_many)
+	/* An SRH could hide behind a fragment header (the kernel processes
+	 * it after reassembly), a second SRH or unreadable headers. */
+	if (!w.srh_off && !w.truncated && !w.too_many && !w.fragment && !w.multi_srh)
 		return TC_ACT_UNSPEC;
-	/* Re-derive: ipv6_walk_ext calls helpers. */
-	cursor_init_skb(&c, skb);
-	if (!cursor_eth(&c))
-		return TC_ACT_UNSPEC;
-	ip6 = cursor_ipv6(&c);
+	ip6 = ip6_of(skb); /* re-derive: ipv6_walk_ext calls helpers */
 	if (!ip6)
 		return TC_ACT_UNSPEC;
 	if (kind != BND_NODE && !local_dest(skb, ip6))
-		return TC_ACT_UNSPEC; /* transit SRv6 between outside hosts */
-	return bnd_drop(skb, w.srh_off ? BND_DROP_SRH_NODE : BND_DROP_MALFORMED);
+		return TC_ACT_UNSPEC; /* transit between outside hosts */
+	return bnd_drop(skb, w.srh_off && !w.multi_srh ? BND_DROP_SRH_NODE : BND_DROP_MALFORMED);
 }
 
 SEC("tc")
