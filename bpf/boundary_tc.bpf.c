@@ -23,6 +23,7 @@
 #include <linux/in6.h>
 #include <linux/ipv6.h>
 #include <linux/seg6.h>
+#include <linux/seg6_hmac.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
@@ -35,6 +36,10 @@
 
 #define BND_LPM_MAX 4096	/* locators, external SIDs and node addresses */
 #define BND_COUNTERS_MAX 1024	/* (interface, direction, reason) counters */
+#define BND_HMAC_SIDS_MAX 1024	/* local SIDs of signed chains */
+#define BND_HMAC_KEYS_MAX 1024	/* the domain's HMAC key ids */
+#define BND_NEXTHDR_ETHERNET 143 /* RFC 8986: an Ethernet frame follows (no uapi name) */
+#define BND_HMAC_TLV_LEN 38	/* sr6_tlv_hmac without type and length, as the kernel requires */
 
 /* What a destination prefix is (bnd_lpm's value). */
 enum bnd_kind {
@@ -59,6 +64,9 @@ enum bnd_drop_reason {
 	BND_DROP_SRH_NODE,  /* in: SRH addressed to a domain node or this node */
 	BND_DROP_MALFORMED, /* in: addressed to a node, an SRH may hide: headers unreadable, a fragment, two SRHs */
 	BND_DROP_LEAK_SID,  /* out: DA in the SID space leaving the domain */
+	BND_DROP_HMAC_MISSING,	   /* hmac: signed SID, no SRH or an SRH without the HMAC flag */
+	BND_DROP_HMAC_MALFORMED,   /* hmac: HMAC flag, but no well-formed HMAC TLV after the segments */
+	BND_DROP_HMAC_UNKNOWN_KEY, /* hmac: key id not in the domain's key table */
 	BND_DROP_MAX,
 };
 
@@ -92,6 +100,23 @@ struct {
 	__type(key, struct bnd_ctr_key);
 	__type(value, struct bnd_ctr);
 } bnd_counters SEC(".maps");
+
+/* Local SIDs of signed chains (value unused) and the domain's key ids:
+ * the hmac program classifies why the kernel would refuse a packet. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, BND_HMAC_SIDS_MAX);
+	__type(key, struct bnd_key);
+	__type(value, __u32);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+} bnd_hmac_sids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BND_HMAC_KEYS_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} bnd_hmac_keys SEC(".maps");
 
 static __noinline int bnd_drop(struct __sk_buff *skb, __u32 reason)
 {
@@ -182,6 +207,69 @@ static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 	if (kind != BND_NODE && !local_dest(skb, ip6))
 		return TC_ACT_UNSPEC; /* transit between outside hosts */
 	return bnd_drop(skb, w.srh_off && !w.multi_srh ? BND_DROP_SRH_NODE : BND_DROP_MALFORMED);
+}
+
+/* hmac_reason mirrors the kernel's seg6_hmac_validate_skb with
+ * seg6_require_hmac = 1 (the kernel looks at the first TLV after the
+ * segments only): the drop reason, or -1 when the kernel decides (the
+ * digest). */
+static __always_inline int hmac_reason(struct __sk_buff *skb, const struct ipv6_walk *w)
+{
+	struct ipv6_sr_hdr srh;
+	struct sr6_tlv_hmac tlv;
+	__u32 key;
+
+	if (bpf_skb_load_bytes(skb, w->srh_off, &srh, sizeof(srh)) < 0)
+		return BND_DROP_HMAC_MALFORMED;
+	if (!(srh.flags & SR6_FLAG1_HMAC))
+		return BND_DROP_HMAC_MISSING;
+	if (srh.hdrlen < ((__u32)srh.first_segment + 1) * 2 + 5 ||
+	    bpf_skb_load_bytes(skb, w->srh_off + IPV6_SRH_FIXED_LEN + ((__u32)srh.first_segment + 1) * 16,
+			       &tlv, sizeof(tlv)) < 0 ||
+	    tlv.tlvhdr.type != SR6_TLV_HMAC || tlv.tlvhdr.len != BND_HMAC_TLV_LEN)
+		return BND_DROP_HMAC_MALFORMED;
+	key = bpf_ntohl(tlv.hmackeyid);
+	if (!bpf_map_lookup_elem(&bnd_hmac_keys, &key))
+		return BND_DROP_HMAC_UNKNOWN_KEY;
+	return -1;
+}
+
+/* hmac_in runs on every interface of a node hosting SIDs of signed chains
+ * (after the boundary program where both are attached). For an SRH
+ * addressed to one of them it drops, and counts by reason, what the
+ * kernel's HMAC check would drop without saying why; a packet whose TLV
+ * is well formed with a known key goes on to the kernel, which checks the
+ * digest (a wrong one counts in the SID's errors). */
+SEC("tc")
+int hmac_in(struct __sk_buff *skb)
+{
+	struct bnd_key key = { .prefixlen = 128 };
+	struct ipv6_walk w;
+	struct ipv6hdr *ip6;
+	int r;
+
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+		return TC_ACT_UNSPEC;
+	ip6 = ip6_of(skb);
+	if (!ip6)
+		return TC_ACT_UNSPEC;
+	/* Fast path: a transport header right after IPv6 is not for a SID. */
+	if (!ipv6_ext(ip6->nexthdr) && ip6->nexthdr != IPPROTO_IPV6 &&
+	    ip6->nexthdr != IPPROTO_IPIP && ip6->nexthdr != BND_NEXTHDR_ETHERNET)
+		return TC_ACT_UNSPEC;
+	key.addr = ip6->daddr;
+	if (!bpf_map_lookup_elem(&bnd_hmac_sids, &key))
+		return TC_ACT_UNSPEC;
+	ipv6_walk_ext(skb, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
+	if (w.bad_rh || w.truncated || w.too_many || w.multi_srh)
+		return TC_ACT_UNSPEC; /* the kernel rejects these itself */
+	/* No SRH at all: the kernel's decapsulating behaviours check the HMAC
+	 * only when there is an SRH, so a signed chain's End.DX6 would take
+	 * a bare IPv6-in-IPv6 packet. A signed chain always has an SRH. */
+	if (!w.srh_off)
+		return bnd_drop(skb, BND_DROP_HMAC_MISSING);
+	r = hmac_reason(skb, &w);
+	return r < 0 ? TC_ACT_UNSPEC : bnd_drop(skb, r);
 }
 
 SEC("tc")

@@ -34,20 +34,26 @@ type DropReason uint32
 
 // Drop reasons, generated from enum bnd_drop_reason.
 const (
-	DropSID       = DropReason(boundaryTCBndDropReasonBND_DROP_SID)
-	DropSIDSRH    = DropReason(boundaryTCBndDropReasonBND_DROP_SID_SRH)
-	DropSRHNode   = DropReason(boundaryTCBndDropReasonBND_DROP_SRH_NODE)
-	DropMalformed = DropReason(boundaryTCBndDropReasonBND_DROP_MALFORMED)
-	DropLeakSID   = DropReason(boundaryTCBndDropReasonBND_DROP_LEAK_SID)
-	numReasons    = int(boundaryTCBndDropReasonBND_DROP_MAX)
+	DropSID            = DropReason(boundaryTCBndDropReasonBND_DROP_SID)
+	DropSIDSRH         = DropReason(boundaryTCBndDropReasonBND_DROP_SID_SRH)
+	DropSRHNode        = DropReason(boundaryTCBndDropReasonBND_DROP_SRH_NODE)
+	DropMalformed      = DropReason(boundaryTCBndDropReasonBND_DROP_MALFORMED)
+	DropLeakSID        = DropReason(boundaryTCBndDropReasonBND_DROP_LEAK_SID)
+	DropHMACMissing    = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MISSING)
+	DropHMACMalformed  = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MALFORMED)
+	DropHMACUnknownKey = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_UNKNOWN_KEY)
+	numReasons         = int(boundaryTCBndDropReasonBND_DROP_MAX)
 )
 
 var reasonNames = [...]string{
-	DropSID:       "sid-space",
-	DropSIDSRH:    "sid-space-srh",
-	DropSRHNode:   "srh-to-node",
-	DropMalformed: "malformed",
-	DropLeakSID:   "leak-sid",
+	DropSID:            "sid-space",
+	DropSIDSRH:         "sid-space-srh",
+	DropSRHNode:        "srh-to-node",
+	DropMalformed:      "malformed",
+	DropLeakSID:        "leak-sid",
+	DropHMACMissing:    "hmac-missing",
+	DropHMACMalformed:  "hmac-malformed",
+	DropHMACUnknownKey: "hmac-unknown-key",
 }
 
 // String is the reason's name as counters and JSON show it.
@@ -58,10 +64,14 @@ func (r DropReason) String() string {
 	return "unknown"
 }
 
-// Direction is "out" for reasons counted on egress, "in" otherwise.
+// Direction is "out" for reasons counted on egress, "hmac" for the HMAC
+// classifier's, "in" otherwise.
 func (r DropReason) Direction() string {
-	if r == DropLeakSID {
+	switch r {
+	case DropLeakSID:
 		return "out"
+	case DropHMACMissing, DropHMACMalformed, DropHMACUnknownKey:
+		return "hmac"
 	}
 	return "in"
 }
@@ -192,7 +202,7 @@ func Apply(netns string, b nodestate.Boundary) error {
 	if err := n.sync(b); err != nil {
 		return err
 	}
-	if err := n.attach(b.Trusted); err != nil {
+	if err := n.attach(b.Trusted, len(b.HMACSIDs) > 0); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
@@ -265,12 +275,100 @@ func (n *node) sync(b nodestate.Boundary) error {
 			}
 		}
 	}
+	return n.syncHMAC(b)
+}
+
+// syncHMAC makes the HMAC classifier's tables hold exactly b's signed SIDs
+// and key ids.
+func (n *node) syncHMAC(b nodestate.Boundary) error {
+	sids, keys, err := n.hmacEntries()
+	if err != nil {
+		return err
+	}
+	want := map[netip.Prefix]bool{}
+	for _, p := range b.HMACSIDs {
+		want[p.Masked()] = true
+		if err := n.objs.BndHmacSids.Put(lpmKey(p), uint32(1)); err != nil {
+			return fmt.Errorf("hmac sids: add %s: %w", p, err)
+		}
+	}
+	for _, p := range sids {
+		if !want[p] {
+			if err := n.objs.BndHmacSids.Delete(lpmKey(p)); err != nil {
+				return fmt.Errorf("hmac sids: delete %s: %w", p, err)
+			}
+		}
+	}
+	wantK := map[uint32]bool{}
+	for _, k := range b.HMACKeys {
+		wantK[k] = true
+		if err := n.objs.BndHmacKeys.Put(k, uint32(1)); err != nil {
+			return fmt.Errorf("hmac keys: add %d: %w", k, err)
+		}
+	}
+	for _, k := range keys {
+		if !wantK[k] {
+			if err := n.objs.BndHmacKeys.Delete(k); err != nil {
+				return fmt.Errorf("hmac keys: delete %d: %w", k, err)
+			}
+		}
+	}
 	return nil
 }
 
-// attach puts the filter on every non-trusted interface lacking it and
-// takes it off trusted ones and off interfaces that no longer exist.
-func (n *node) attach(trusted []string) error {
+func (n *node) hmacEntries() ([]netip.Prefix, []uint32, error) {
+	var (
+		k    boundaryTCBndKey
+		v    uint32
+		sids []netip.Prefix
+		keys []uint32
+		id   uint32
+	)
+	it := n.objs.BndHmacSids.Iterate()
+	for it.Next(&k, &v) {
+		sids = append(sids, keyPrefix(k))
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read hmac sids: %w", err)
+	}
+	it = n.objs.BndHmacKeys.Iterate()
+	for it.Next(&id, &v) {
+		keys = append(keys, id)
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read hmac keys: %w", err)
+	}
+	return sids, keys, nil
+}
+
+// attachment is one program on one hook of an interface, pinned as
+// tcx-<ifindex>-<name>.
+type attachment struct {
+	name   string
+	prog   *ebpf.Program
+	at     ebpf.AttachType
+	anchor link.Anchor
+}
+
+// wantedOn lists what an interface needs: the filter both ways unless it
+// is trusted, and the HMAC classifier everywhere when hmac.
+func (n *node) wantedOn(trusted, hmac bool) []attachment {
+	var out []attachment
+	if !trusted {
+		out = append(out,
+			attachment{"in", n.objs.BoundaryIn, ebpf.AttachTCXIngress, link.Head()},
+			attachment{"out", n.objs.BoundaryOut, ebpf.AttachTCXEgress, link.Tail()})
+	}
+	if hmac {
+		out = append(out, attachment{"hmac", n.objs.HmacIn, ebpf.AttachTCXIngress, link.Tail()})
+	}
+	return out
+}
+
+// attach puts the programs on every interface lacking one it needs and
+// takes them off where they are no longer needed (trusted interfaces,
+// interfaces that no longer exist).
+func (n *node) attach(trusted []string, hmac bool) error {
 	ifs, err := interfaces(n.netns)
 	if err != nil {
 		return err
@@ -281,25 +379,14 @@ func (n *node) attach(trusted []string) error {
 	}
 	keep := map[string]bool{}
 	for _, i := range ifs {
-		if trust[i.name] {
-			continue
-		}
-		for _, d := range []struct {
-			dir    string
-			prog   *ebpf.Program
-			at     ebpf.AttachType
-			anchor link.Anchor
-		}{
-			{"in", n.objs.BoundaryIn, ebpf.AttachTCXIngress, link.Head()},
-			{"out", n.objs.BoundaryOut, ebpf.AttachTCXEgress, link.Tail()},
-		} {
-			p := pin(n.dir, i.index, d.dir)
+		for _, a := range n.wantedOn(trust[i.name], hmac) {
+			p := pin(n.dir, i.index, a.name)
 			keep[p] = true
 			if live(p) {
 				continue
 			}
 			_ = unpin(p)
-			if err := n.attachOne(i, d.prog, d.at, d.anchor, p); err != nil {
+			if err := n.attachOne(i, a.prog, a.at, a.anchor, p); err != nil {
 				return err
 			}
 		}
@@ -371,6 +458,9 @@ func Observe(netns string) (*nodestate.Boundary, error) {
 			b.Nodes = append(b.Nodes, p.Addr())
 		}
 	}
+	if b.HMACSIDs, b.HMACKeys, err = n.hmacEntries(); err != nil {
+		return nil, err
+	}
 	if st, err := os.ReadFile(stateFile(n.name)); err == nil {
 		_ = json.Unmarshal(st, &b.Trusted)
 	}
@@ -383,8 +473,11 @@ func Observe(netns string) (*nodestate.Boundary, error) {
 		trust[t] = true
 	}
 	for _, i := range ifs {
-		if !trust[i.name] && (!live(pin(n.dir, i.index, "in")) || !live(pin(n.dir, i.index, "out"))) {
-			b.Unfiltered = append(b.Unfiltered, i.name)
+		for _, a := range n.wantedOn(trust[i.name], len(b.HMACSIDs) > 0) {
+			if !live(pin(n.dir, i.index, a.name)) {
+				b.Unfiltered = append(b.Unfiltered, i.name)
+				break
+			}
 		}
 	}
 	b.Sort()

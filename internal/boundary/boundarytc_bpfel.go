@@ -33,12 +33,15 @@ type boundaryTCBndDest struct {
 type boundaryTCBndDropReason uint32
 
 const (
-	boundaryTCBndDropReasonBND_DROP_SID       boundaryTCBndDropReason = 0
-	boundaryTCBndDropReasonBND_DROP_SID_SRH   boundaryTCBndDropReason = 1
-	boundaryTCBndDropReasonBND_DROP_SRH_NODE  boundaryTCBndDropReason = 2
-	boundaryTCBndDropReasonBND_DROP_MALFORMED boundaryTCBndDropReason = 3
-	boundaryTCBndDropReasonBND_DROP_LEAK_SID  boundaryTCBndDropReason = 4
-	boundaryTCBndDropReasonBND_DROP_MAX       boundaryTCBndDropReason = 5
+	boundaryTCBndDropReasonBND_DROP_SID              boundaryTCBndDropReason = 0
+	boundaryTCBndDropReasonBND_DROP_SID_SRH          boundaryTCBndDropReason = 1
+	boundaryTCBndDropReasonBND_DROP_SRH_NODE         boundaryTCBndDropReason = 2
+	boundaryTCBndDropReasonBND_DROP_MALFORMED        boundaryTCBndDropReason = 3
+	boundaryTCBndDropReasonBND_DROP_LEAK_SID         boundaryTCBndDropReason = 4
+	boundaryTCBndDropReasonBND_DROP_HMAC_MISSING     boundaryTCBndDropReason = 5
+	boundaryTCBndDropReasonBND_DROP_HMAC_MALFORMED   boundaryTCBndDropReason = 6
+	boundaryTCBndDropReasonBND_DROP_HMAC_UNKNOWN_KEY boundaryTCBndDropReason = 7
+	boundaryTCBndDropReasonBND_DROP_MAX              boundaryTCBndDropReason = 8
 )
 
 type boundaryTCBndKey struct {
@@ -67,9 +70,12 @@ const (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	boundaryTCMapBndCounters      = "bnd_counters"
+	boundaryTCMapBndHmacKeys      = "bnd_hmac_keys"
+	boundaryTCMapBndHmacSids      = "bnd_hmac_sids"
 	boundaryTCMapBndLpm           = "bnd_lpm"
 	boundaryTCProgBoundaryIn      = "boundary_in"
 	boundaryTCProgBoundaryOut     = "boundary_out"
+	boundaryTCProgHmacIn          = "hmac_in"
 	boundaryTCVarUnusedDropReason = "unused_drop_reason"
 	boundaryTCVarUnusedKind       = "unused_kind"
 )
@@ -118,6 +124,7 @@ type boundaryTCSpecs struct {
 type boundaryTCProgramSpecs struct {
 	BoundaryIn  *ebpf.ProgramSpec `ebpf:"boundary_in"`
 	BoundaryOut *ebpf.ProgramSpec `ebpf:"boundary_out"`
+	HmacIn      *ebpf.ProgramSpec `ebpf:"hmac_in"`
 }
 
 // boundaryTCMapSpecs contains maps before they are loaded into the kernel.
@@ -125,6 +132,8 @@ type boundaryTCProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type boundaryTCMapSpecs struct {
 	BndCounters *ebpf.MapSpec `ebpf:"bnd_counters"`
+	BndHmacKeys *ebpf.MapSpec `ebpf:"bnd_hmac_keys"`
+	BndHmacSids *ebpf.MapSpec `ebpf:"bnd_hmac_sids"`
 	BndLpm      *ebpf.MapSpec `ebpf:"bnd_lpm"`
 }
 
@@ -157,12 +166,16 @@ func (o *boundaryTCObjects) Close() error {
 // It can be passed to loadBoundaryTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type boundaryTCMaps struct {
 	BndCounters *ebpf.Map `ebpf:"bnd_counters"`
+	BndHmacKeys *ebpf.Map `ebpf:"bnd_hmac_keys"`
+	BndHmacSids *ebpf.Map `ebpf:"bnd_hmac_sids"`
 	BndLpm      *ebpf.Map `ebpf:"bnd_lpm"`
 }
 
 func (m *boundaryTCMaps) Close() error {
 	return _BoundaryTCClose(
 		m.BndCounters,
+		m.BndHmacKeys,
+		m.BndHmacSids,
 		m.BndLpm,
 	)
 }
@@ -181,12 +194,14 @@ type boundaryTCVariables struct {
 type boundaryTCPrograms struct {
 	BoundaryIn  *ebpf.Program `ebpf:"boundary_in"`
 	BoundaryOut *ebpf.Program `ebpf:"boundary_out"`
+	HmacIn      *ebpf.Program `ebpf:"hmac_in"`
 }
 
 func (p *boundaryTCPrograms) Close() error {
 	return _BoundaryTCClose(
 		p.BoundaryIn,
 		p.BoundaryOut,
+		p.HmacIn,
 	)
 }
 

@@ -179,3 +179,66 @@ func TestSyncTables(t *testing.T) {
 		t.Error("the old locator still filters or the new one does not")
 	}
 }
+
+// TestHMACClassifier runs hmac_in on SRHs addressed to a signed SID: what
+// the kernel's HMAC check would drop without a reason is dropped and
+// counted by reason; a well-formed TLV with a known key goes on to the
+// kernel.
+func TestHMACClassifier(t *testing.T) {
+	sidP := netip.MustParsePrefix("fc00:4::a:0/112")
+	n := loadTest(t, nodestate.Boundary{
+		Locators: []netip.Prefix{netip.MustParsePrefix("fc00:4::/64")},
+		HMACSIDs: []netip.Prefix{sidP}, HMACKeys: []uint32{1001},
+	})
+	src, out := a("fc00:1::1"), a("fc00:4d::d")
+	sid, other := a("fc00:4::a:0"), a("fc00:4::b:0")
+	inner := testutil.IPv6(a("fc00:1a::a"), out, nhUDP, 64, udp())
+	tlv := func(typ, l uint8, key uint32) []byte {
+		b := []byte{typ, l, 0, 0, byte(key >> 24), byte(key >> 16), byte(key >> 8), byte(key)}
+		return append(b, make([]byte, 32)...)
+	}
+	signed := func(dst netip.Addr, hflag bool, t []byte) []byte {
+		f := eth6(testutil.IPv6(src, dst, nhRouting, 64, testutil.SRH(nhIPv6, []netip.Addr{dst}, 0, 0, t, inner)))
+		if hflag {
+			f[14+40+5] |= 0x08 // SR6_FLAG1_HMAC
+		}
+		return f
+	}
+	for _, tc := range []struct {
+		name   string
+		frame  []byte
+		want   uint32
+		reason string
+	}{
+		{"UDP to the SID: fast path", eth6(testutil.IPv6(src, sid, nhUDP, 64, udp())), actUnspec, ""},
+		{"IPv6-in-IPv6 without SRH", eth6(testutil.IPv6(src, sid, nhIPv6, 64, inner)), actShot, "hmac-missing"},
+		{"SRH without the HMAC flag", signed(sid, false, nil), actShot, "hmac-missing"},
+		{"HMAC flag, no TLV", signed(sid, true, nil), actShot, "hmac-malformed"},
+		{"HMAC flag, TLV of the wrong length", signed(sid, true, append(tlv(5, 30, 1001)[:32], make([]byte, 8)...)), actShot, "hmac-malformed"},
+		{"HMAC flag, a PadN TLV first", signed(sid, true, tlv(4, 38, 1001)), actShot, "hmac-malformed"},
+		{"unknown key id", signed(sid, true, tlv(5, 38, 4242)), actShot, "hmac-unknown-key"},
+		{"known key id: the kernel checks the digest", signed(sid, true, tlv(5, 38, 1001)), actUnspec, ""},
+		{"another SID: not classified", signed(other, false, nil), actUnspec, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := n.drops(t)
+			got, err := n.objs.HmacIn.Run(&ebpf.RunOptions{Data: tc.frame})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("verdict %#x, want %#x", got, tc.want)
+			}
+			after := n.drops(t)
+			for _, r := range Reasons() {
+				want := before[r]
+				if r == tc.reason {
+					want++
+				}
+				if after[r] != want {
+					t.Errorf("%s drops %d -> %d, want %d", r, before[r], after[r], want)
+				}
+			}
+		})
+	}
+}

@@ -24,6 +24,13 @@ type Boundary struct {
 	// Nodes are addresses of domain nodes outside the locators (link
 	// addresses): an SRH addressed to them is dropped.
 	Nodes []netip.Addr `json:"nodes,omitempty"`
+	// HMACSIDs are the node's local SIDs of signed chains (where it
+	// requires HMAC) and HMACKeys the domain's key ids: on every interface
+	// an SRH addressed to one of them that the kernel's HMAC check would
+	// refuse for a reason it does not report (no HMAC flag, malformed TLV,
+	// unknown key id) is dropped and counted by reason.
+	HMACSIDs []netip.Prefix `json:"hmac_sids,omitempty"`
+	HMACKeys []uint32       `json:"hmac_keys,omitempty"`
 	// Unfiltered is observed only: boundary interfaces the filter is not
 	// attached to (an interface created after apply). Desired state never
 	// has any, so a non-empty list is drift that apply mends.
@@ -44,6 +51,8 @@ func (b *Boundary) Sort() {
 	}
 	sort.Slice(b.Locators, lessP(b.Locators))
 	sort.Slice(b.External, lessP(b.External))
+	sort.Slice(b.HMACSIDs, lessP(b.HMACSIDs))
+	sort.Slice(b.HMACKeys, func(i, j int) bool { return b.HMACKeys[i] < b.HMACKeys[j] })
 	sort.Slice(b.Nodes, func(i, j int) bool { return b.Nodes[i].Less(b.Nodes[j]) })
 }
 
@@ -58,6 +67,8 @@ func (b *Boundary) String() string {
 	c.Locators = append([]netip.Prefix(nil), b.Locators...)
 	c.External = append([]netip.Prefix(nil), b.External...)
 	c.Nodes = append([]netip.Addr(nil), b.Nodes...)
+	c.HMACSIDs = append([]netip.Prefix(nil), b.HMACSIDs...)
+	c.HMACKeys = append([]uint32(nil), b.HMACKeys...)
 	c.Sort()
 	ps := func(p []netip.Prefix) string {
 		s := make([]string, len(p))
@@ -68,6 +79,13 @@ func (b *Boundary) String() string {
 	}
 	s := fmt.Sprintf("boundary trusted %s locators %s external %s nodes %s",
 		orDash(strings.Join(c.Trusted, ",")), ps(c.Locators), ps(c.External), orDash(joinAddrs(c.Nodes)))
+	if len(c.HMACSIDs) > 0 {
+		keys := make([]string, len(c.HMACKeys))
+		for i, k := range c.HMACKeys {
+			keys[i] = fmt.Sprint(k)
+		}
+		s += " hmac-sids " + ps(c.HMACSIDs) + " hmac-keys " + orDash(strings.Join(keys, ","))
+	}
 	if len(c.Unfiltered) > 0 {
 		s += " unfiltered " + strings.Join(c.Unfiltered, ",")
 	}
@@ -84,7 +102,7 @@ func orDash(s string) string {
 // BoundaryCounter is the drops of one boundary interface for one reason.
 type BoundaryCounter struct {
 	Iface     string `json:"iface"`
-	Direction string `json:"direction"` // "in" or "out"
+	Direction string `json:"direction"` // "in", "out", or "hmac" (the HMAC classifier, on the way in)
 	Reason    string `json:"reason"`
 	Packets   uint64 `json:"packets"`
 	Bytes     uint64 `json:"bytes"`

@@ -100,9 +100,36 @@ func (b *builder) boundary() {
 			Locators: append([]netip.Prefix(nil), locators...),
 			External: append([]netip.Prefix(nil), external...),
 			Nodes:    append([]netip.Addr(nil), nodeAddrs...)}
+		if b.requireHMAC[n] {
+			bd.HMACSIDs, bd.HMACKeys = b.hmacClassified(n)
+		}
 		bd.Sort()
 		b.p.Nodes[n].Boundary = bd
 	}
+}
+
+// hmacClassified lists, for a node that requires HMAC, its SIDs the
+// kernel verifies (seg6local ones: not the eBPF proxies or firewall) and
+// every key id of the domain, for the boundary's HMAC classifier.
+func (b *builder) hmacClassified(node string) ([]netip.Prefix, []uint32) {
+	var sids []netip.Prefix
+	for _, s := range b.p.SIDs {
+		if s.Node != node {
+			continue
+		}
+		switch s.Behavior {
+		case "End.AS", "End.AD", "End.AM", config.BehaviorFirewall:
+			continue
+		}
+		sids = append(sids, s.SID)
+	}
+	var keys []uint32
+	for _, k := range b.d.Security.HMAC {
+		if k != nil {
+			keys = append(keys, uint32(k.ID))
+		}
+	}
+	return sids, keys
 }
 
 func splitEnd(ep string) (node, iface string, ok bool) {

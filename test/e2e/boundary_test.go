@@ -312,8 +312,9 @@ func TestBoundaryExternalSID(t *testing.T) {
 
 // TestBoundaryHMACExample: with examples/hmac.yaml, a packet without HMAC
 // from outside to the egress SID is dropped at the boundary; from inside
-// the domain it is dropped by the egress' HMAC check (every node hosting a
-// SID of the signed chain requires HMAC); the signed chain delivers.
+// the domain every bad HMAC is dropped at the egress (every node hosting a
+// SID of the signed chain verifies it), counted by reason; the signed
+// chain delivers.
 func TestBoundaryHMACExample(t *testing.T) {
 	testutil.RequireScapy(t)
 	testutil.RequireTool(t, "tshark")
@@ -331,16 +332,47 @@ func TestBoundaryHMACExample(t *testing.T) {
 	if d := e.boundaryDrops("ingress", "eth-s", "sid-space-srh") - b; d != 10 {
 		t.Errorf("ingress eth-s sid-space-srh drops +%d, want +10", d)
 	}
+	// From inside the domain (nfv1): every kind of bad HMAC to the egress
+	// SID. The classifier drops and counts what the kernel would drop
+	// without a reason; a wrong digest reaches the kernel, which drops it
+	// and counts it in the SID's errors.
 	before := e.counters("egress", dx6)
-	c := testutil.StartInboundCapture(t, e.ns("d"), "eth-egress", "ip6", 0) // "udp" would miss UDP behind an SRH
+	reasons := []string{"hmac-missing", "hmac-malformed", "hmac-unknown-key"}
+	hb := map[string]uint64{}
+	for _, r := range reasons {
+		hb[r] = e.boundaryDrops("egress", "eth-nfv1", r)
+	}
+	c := testutil.StartInboundCapture(t, e.ns("d"), "eth-egress", "ip6", 0)
 	testutil.RunScapyIn(t, e.ns("nfv1"), fmt.Sprintf(`
-send(IPv6(src='fc00:2::1', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['%s'], segleft=0, lastentry=0)/IPv6(src='fc00:1a::a', dst='fc00:4d::d')/UDP(dport=6100)/Raw(b'inside'), count=10, verbose=0)
-`, dx6, dx6))
+import socket, struct
+conf.verb = 0
+DX6 = '%s'
+def srh(flags, tlv=b''):
+    body = socket.inet_pton(socket.AF_INET6, DX6) + tlv
+    return bytes([41, len(body)//8, 4, 0, 0, flags, 0, 0]) + body
+def tlv(t, l, key):
+    return bytes([t, l, 0, 0]) + struct.pack('>I', key) + bytes(32)
+def inner(port):
+    return IPv6(src='fc00:1a::a', dst='fc00:4d::d')/UDP(sport=4000, dport=port)/Raw(b'inside')
+def out(nh, hdr, port):
+    return IPv6(src='fc00:2::1', dst=DX6, nh=nh)/Raw(hdr)/inner(port)
+send(IPv6(src='fc00:2::1', dst=DX6)/inner(6100), count=2)           # no SRH
+send(out(43, srh(0), 6101), count=2)                                  # no HMAC flag
+send(out(43, srh(0x08), 6102), count=3)                               # flag, no TLV
+send(out(43, srh(0x08, tlv(5, 38, 4242)), 6103), count=4)             # unknown key id
+send(out(43, srh(0x08, tlv(5, 38, 1001)), 6104), count=5)             # wrong digest
+`, dx6))
 	time.Sleep(time.Second)
 	if n := len(testutil.Tshark(t, c.Wait(2*time.Second), "udp.dstport")); n != 0 {
-		t.Errorf("no-HMAC packets from inside the domain reached d: %d of 10 (the egress does not verify HMAC)", n)
+		t.Errorf("bad-HMAC packets from inside the domain reached d: %d", n)
 	}
-	if after := e.counters("egress", dx6); after.Errors < before.Errors+10 {
-		t.Errorf("egress End.DX6 errors %d -> %d, want +10 (HMAC validation)", before.Errors, after.Errors)
+	want := map[string]uint64{"hmac-missing": 4, "hmac-malformed": 3, "hmac-unknown-key": 4}
+	for _, r := range reasons {
+		if d := e.boundaryDrops("egress", "eth-nfv1", r) - hb[r]; d != want[r] {
+			t.Errorf("egress eth-nfv1 %s +%d, want +%d", r, d, want[r])
+		}
+	}
+	if after := e.counters("egress", dx6); after.Errors != before.Errors+5 {
+		t.Errorf("egress End.DX6 errors %d -> %d, want +5 (wrong digest, checked by the kernel)", before.Errors, after.Errors)
 	}
 }
