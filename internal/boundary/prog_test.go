@@ -55,6 +55,30 @@ func (n *node) drops(t *testing.T) map[string]uint64 {
 	return out
 }
 
+// expect runs prog on frame: verdict want, and one more drop counted
+// for reason ("": none) and no other.
+func (n *node) expect(t *testing.T, prog *ebpf.Program, frame []byte, want uint32, reason string) {
+	t.Helper()
+	before := n.drops(t)
+	got, err := prog.Run(&ebpf.RunOptions{Data: frame})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("verdict %#x, want %#x", got, want)
+	}
+	after := n.drops(t)
+	for _, r := range Reasons() {
+		w := before[r]
+		if r == reason {
+			w++
+		}
+		if after[r] != w {
+			t.Errorf("%s drops %d -> %d, want %d", r, before[r], after[r], w)
+		}
+	}
+}
+
 var (
 	mac1 = net.HardwareAddr{2, 0, 0, 0, 0, 1}
 	mac2 = net.HardwareAddr{2, 0, 0, 0, 0, 2}
@@ -122,26 +146,7 @@ func TestProgramVerdicts(t *testing.T) {
 		{"out: to outside passes", n.objs.BoundaryOut, eth6(srhTo(out, a("fc00:99::1"))), actUnspec, ""},
 		{"out: to an external SID passes", n.objs.BoundaryOut, eth6(testutil.IPv6(src, ext, nhUDP, 64, udp())), actUnspec, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before := n.drops(t)
-			got, err := tc.prog.Run(&ebpf.RunOptions{Data: tc.frame})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("verdict %#x, want %#x", got, tc.want)
-			}
-			after := n.drops(t)
-			for _, r := range Reasons() {
-				want := before[r]
-				if r == tc.reason {
-					want++
-				}
-				if after[r] != want {
-					t.Errorf("%s drops %d -> %d, want %d", r, before[r], after[r], want)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { n.expect(t, tc.prog, tc.frame, tc.want, tc.reason) })
 	}
 }
 
@@ -220,25 +225,6 @@ func TestHMACClassifier(t *testing.T) {
 		{"known key id: the kernel checks the digest", signed(sid, true, tlv(5, 38, 1001)), actUnspec, ""},
 		{"another SID: not classified", signed(other, false, nil), actUnspec, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before := n.drops(t)
-			got, err := n.objs.HmacIn.Run(&ebpf.RunOptions{Data: tc.frame})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("verdict %#x, want %#x", got, tc.want)
-			}
-			after := n.drops(t)
-			for _, r := range Reasons() {
-				want := before[r]
-				if r == tc.reason {
-					want++
-				}
-				if after[r] != want {
-					t.Errorf("%s drops %d -> %d, want %d", r, before[r], after[r], want)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { n.expect(t, n.objs.HmacIn, tc.frame, tc.want, tc.reason) })
 	}
 }
