@@ -51,7 +51,7 @@ on veth use a relaxed loss threshold (≥ 2%).
 
 See docs/benchmarks.md.`,
 	}
-	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd())
+	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd(), newPerfBoundaryCmd())
 	return cmd
 }
 
