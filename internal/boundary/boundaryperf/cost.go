@@ -15,6 +15,10 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/perf"
@@ -33,25 +37,70 @@ func Filter() nodestate.Boundary {
 	return b
 }
 
-// toggle is the testbed's generator whose Select also puts the filter on
-// the SUT's input port for the slots in on, and takes it off otherwise.
+// Modes of the SUT's input port during an arm.
+const (
+	modeNone   = iota // nothing attached (the reference)
+	modeFilter        // the boundary filter, ingress and egress
+	modeEmpty         // an empty TCX ingress program: the hook's own cost
+)
+
+// toggle is the testbed's generator whose Select also sets the SUT's input
+// port to the slot's mode.
 type toggle struct {
 	perf.Generator
 	env   *perf.Env
-	on    map[int]bool
-	state *bool
+	mode  map[int]int
+	state *portState
+}
+
+// portState is what is attached to the SUT's input port now.
+type portState struct {
+	mode  int
+	empty *ebpf.Program
+	link  link.Link
 }
 
 func (g toggle) Select(slot int) error {
-	want := g.on[slot]
-	if g.state == nil || *g.state != want {
-		if err := setFilter(g.env, want); err != nil {
-			return err
-		}
-		s := want
-		*g.state = s
+	if err := g.state.set(g.env, g.mode[slot]); err != nil {
+		return err
 	}
 	return g.Generator.Select(slot)
+}
+
+func (s *portState) set(env *perf.Env, mode int) error {
+	if s.mode == mode {
+		return nil
+	}
+	if s.link != nil {
+		if err := s.link.Close(); err != nil {
+			return err
+		}
+		s.link = nil
+	}
+	if err := setFilter(env, mode == modeFilter); err != nil {
+		return err
+	}
+	if mode == modeEmpty {
+		err := env.Do(func() error {
+			i, err := net.InterfaceByName(env.In)
+			if err != nil {
+				return err
+			}
+			s.link, err = link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: s.empty, Attach: ebpf.AttachTCXIngress})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("attach the empty program: %w", err)
+		}
+	}
+	s.mode = mode
+	return nil
+}
+
+// emptyProgram returns TC_ACT_UNSPEC (TCX_NEXT) at once.
+func emptyProgram() (*ebpf.Program, error) {
+	return ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}})
 }
 
 type driver struct {
@@ -95,8 +144,9 @@ type Result struct {
 }
 
 // Measure runs the sandwich on an up testbed d (PrepareSUT done): rounds
-// of IPv6 (reference, no filter), IPv6 with the filter, T.Encaps without
-// and with, 64-byte packets.
+// of IPv6 (reference, no filter), IPv6 with the filter, IPv6 with an empty
+// TCX program (what the hook alone costs), T.Encaps without and with the
+// filter, 64-byte packets.
 func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
 	env := d.Env()
 	if env.Do == nil {
@@ -109,15 +159,16 @@ func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
 	p := perf.Params{Size: 64}
 	slots := []struct {
 		name, recipe string
-		filter       bool
+		mode         int
 	}{
-		{"IPv6", "IPv6", false},
-		{"IPv6+boundary", "IPv6", true},
-		{"T.Encaps", "T.Encaps", false},
-		{"T.Encaps+boundary", "T.Encaps", true},
+		{"IPv6", "IPv6", modeNone},
+		{"IPv6+boundary", "IPv6", modeFilter},
+		{"IPv6+empty-tcx", "IPv6", modeEmpty},
+		{"T.Encaps", "T.Encaps", modeNone},
+		{"T.Encaps+boundary", "T.Encaps", modeFilter},
 	}
 	gen := d.Generator()
-	on := map[int]bool{}
+	mode := map[int]int{}
 	var arms []perf.Arm
 	for i, s := range slots {
 		r, ok := recipes[s.recipe]
@@ -131,17 +182,25 @@ func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
 		if err := gen.Load(i, f); err != nil {
 			return nil, err
 		}
-		on[i] = s.filter
+		mode[i] = s.mode
 		if i > 0 {
 			arms = append(arms, perf.Arm{Name: s.name, Slot: i})
 		}
 	}
-	defer func() { _ = env.Do(func() error { return boundary.Remove("") }) }()
-	state := false
-	if err := setFilter(env, false); err != nil {
+	empty, err := emptyProgram()
+	if err != nil {
 		return nil, err
 	}
-	td := driver{Driver: d, g: toggle{Generator: gen, env: env, on: on, state: &state}}
+	defer empty.Close()
+	state := &portState{mode: -1, empty: empty}
+	defer func() {
+		_ = state.set(env, modeNone)
+		_ = env.Do(func() error { return boundary.Remove("") })
+	}()
+	if err := state.set(env, modeNone); err != nil {
+		return nil, err
+	}
+	td := driver{Driver: d, g: toggle{Generator: gen, env: env, mode: mode, state: state}}
 	ref, res, err := perf.Sandwich(td, perf.Arm{Name: "IPv6", Slot: 0}, arms, perf.SandwichConfig{
 		Rounds: rounds, Settle: 50 * time.Millisecond, Window: window, MinOverload: 1.1, MaxLost: 0.05, Seed: 13})
 	if err != nil {
