@@ -13,7 +13,9 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/plan"
 )
 
@@ -22,6 +24,19 @@ type domainFlags struct {
 	file   string
 	labNm  string
 	output string
+	noWait bool
+	// netns maps each node to its namespace (set by controller).
+	netns map[string]string
+}
+
+// registerLock adds --no-wait to a verb that changes nodes.
+func (f *domainFlags) registerLock(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.noWait, "no-wait", false, noWaitUsage)
+}
+
+// lock takes every node's lock (see lock.go); Release it when done.
+func (f *domainFlags) lock(cmd *cobra.Command) (*nodelock.Set, error) {
+	return lockNodes(cmd.Context(), cmd.ErrOrStderr(), f.netns, f.noWait)
 }
 
 func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
@@ -61,6 +76,7 @@ func (f *domainFlags) controller() (*controller.Controller, error) {
 		}
 	}
 	agents := map[string]agent.Agent{}
+	f.netns = map[string]string{}
 	var missing []string
 	for name := range p.Nodes {
 		ns := d.Nodes[name].Netns
@@ -74,13 +90,29 @@ func (f *domainFlags) controller() (*controller.Controller, error) {
 			continue
 		}
 		agents[name] = agent.NewLocal(name, ns)
+		f.netns[name] = ns
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		return nil, fmt.Errorf("no namespace for node(s) %s: use --lab NAME or set nodes.<name>.netns in the domain file",
 			strings.Join(missing, ", "))
 	}
-	return &controller.Controller{Plan: p, Agents: agents}, nil
+	// The undo journal is kept per node id (the netns identity, as for
+	// the locks); a node whose namespace cannot be read has none.
+	ids := map[string]string{}
+	for name, ns := range f.netns {
+		if key, err := nodeKey(ns); err == nil {
+			ids[name] = key
+		}
+	}
+	return &controller.Controller{Plan: p, Agents: agents, Journal: journal.New("", ids)}, nil
+}
+
+// printRecovered tells what was found of commands killed half-way.
+func printRecovered(w io.Writer, rec []controller.Recovery) {
+	for _, r := range rec {
+		fmt.Fprintf(w, "recovery: %s\n", r)
+	}
 }
 
 func newValidateCmd() *cobra.Command {
@@ -145,11 +177,13 @@ diffs are printed.`,
 			}
 			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), struct {
-					Plan  *plan.Plan        `json:"plan"`
-					Diffs []controller.Diff `json:"diffs"`
-				}{c.Plan, res.Diffs})
+					Plan      *plan.Plan            `json:"plan"`
+					Diffs     []controller.Diff     `json:"diffs"`
+					Recovered []controller.Recovery `json:"recovered,omitempty"`
+				}{c.Plan, res.Diffs, res.Recovered})
 			}
 			printWarnings(cmd.OutOrStdout(), c.Plan.Warnings)
+			printRecovered(cmd.OutOrStdout(), res.Recovered)
 			printDiffs(cmd.OutOrStdout(), res.Diffs)
 			if res.Changes() == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no changes: every node matches the domain")
@@ -193,7 +227,12 @@ Everything is added on every node before anything is removed, and endpoints
 before the headend policies that steer traffic into them, so changing a chain
 does not drop packets. If any change fails, every change already made on every
 node is undone and the domain is left as it was. A second apply of an
-unchanged file changes nothing and says so.`,
+unchanged file changes nothing and says so.
+
+Commands that change nodes (apply, destroy, sid and fw edits) take one lock
+per node, always in the same order, so they run one after another; a second
+command prints "waiting for lock on node X held by pid P (COMMAND) since T"
+and waits, or with --no-wait fails at once. See docs/apply.md.`,
 		Example: "  segchain lab up && segchain apply --lab default\n  segchain apply -f examples/hmac.yaml --lab hm",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -204,6 +243,11 @@ unchanged file changes nothing and says so.`,
 			if err != nil {
 				return err
 			}
+			locks, err := f.lock(cmd)
+			if err != nil {
+				return err
+			}
+			defer locks.Release()
 			res, err := c.Apply(cmd.Context(), false)
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
@@ -212,6 +256,7 @@ unchanged file changes nothing and says so.`,
 				return err
 			}
 			if res != nil {
+				printRecovered(cmd.OutOrStdout(), res.Recovered)
 				printDiffs(cmd.OutOrStdout(), res.Diffs)
 			}
 			if err != nil {
@@ -226,6 +271,7 @@ unchanged file changes nothing and says so.`,
 		},
 	}
 	f.register(cmd, true)
+	f.registerLock(cmd)
 	return cmd
 }
 
@@ -245,8 +291,16 @@ segchain did not install are left alone.`,
 			if err != nil {
 				return err
 			}
+			if !dry {
+				locks, err := f.lock(cmd)
+				if err != nil {
+					return err
+				}
+				defer locks.Release()
+			}
 			res, err := c.Destroy(cmd.Context(), dry)
 			if res != nil {
+				printRecovered(cmd.OutOrStdout(), res.Recovered)
 				printDiffs(cmd.OutOrStdout(), res.Diffs)
 			}
 			if err != nil {
@@ -261,19 +315,26 @@ segchain did not install are left alone.`,
 		},
 	}
 	f.register(cmd, false)
+	f.registerLock(cmd)
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "only show what would be removed")
 	return cmd
 }
 
 func newStatusCmd() *cobra.Command {
 	var f domainFlags
+	var check bool
 	cmd := &cobra.Command{
 		Use:   "status [-f FILE] [--lab NAME] [-o json]",
 		Short: "Show chains, their SID lists and per-SID counters on every node",
 		Long: `For every chain: its headend, mode, classifier and SID list (node, service,
 behaviour of each segment). For every node: each local SID with its
 behaviour, the service it implements and its counters (packets, bytes,
-errors), and whether the node has drifted from the plan.`,
+errors), and whether the node has drifted from the plan: pending changes,
+and the eBPF objects found broken (a proxy or firewall program not attached
+to an interface, a link pin missing, detached or running a foreign program,
+a pinned map missing or of another layout, orphaned pins).
+With --check, the exit status is 1 when any node has drifted or cannot be
+read (for monitoring), 0 otherwise.`,
 		Example: "  segchain status --lab default\n  segchain status --lab default -o json | jq '.nodes[].sids'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -286,13 +347,20 @@ errors), and whether the node has drifted from the plan.`,
 			}
 			st := c.Status(cmd.Context())
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), st)
+				if err := writeJSON(cmd.OutOrStdout(), st); err != nil {
+					return err
+				}
+			} else {
+				printStatus(cmd.OutOrStdout(), st)
 			}
-			printStatus(cmd.OutOrStdout(), st)
+			if check {
+				return checkStatus(st)
+			}
 			return nil
 		},
 	}
 	f.register(cmd, true)
+	cmd.Flags().BoolVar(&check, "check", false, "exit 1 when any node has drifted from the plan or cannot be read")
 	return cmd
 }
 
@@ -389,6 +457,30 @@ func printStatus(w io.Writer, st *controller.Status) {
 		fmt.Fprintln(w)
 		for _, n := range nodes {
 			fmt.Fprintf(w, "drift: node %s has %d pending change(s); run segchain plan\n", n, st.Drift[n])
+			for _, f := range st.Faults[n] {
+				fmt.Fprintf(w, "  broken: %s\n", f)
+			}
+		}
+		for _, b := range st.Broken {
+			fmt.Fprintln(w, b)
 		}
 	}
+}
+
+// checkStatus is status --check's verdict: an error (exit 1) naming the
+// nodes that drifted or could not be read.
+func checkStatus(st *controller.Status) error {
+	var bad []string
+	for _, n := range st.Nodes {
+		switch {
+		case n.Error != "":
+			bad = append(bad, n.Node+" (unreadable)")
+		case st.Drift[n.Node] > 0:
+			bad = append(bad, fmt.Sprintf("%s (%d pending change(s))", n.Node, st.Drift[n.Node]))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("status --check: drift on %s", strings.Join(bad, ", "))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -265,16 +266,20 @@ Problem. The table starts as 0 go-next, 1 drop, 2 skip-next, 3 go-last.`,
 	for _, c := range []*cobra.Command{del, list, flush, imp, argsCmd, policy} {
 		c.Flags().StringVar(&f.netns, "netns", "", "network namespace of the node (default: the current one)")
 	}
+	for _, c := range []*cobra.Command{del, flush, imp, argsCmd, policy} {
+		c.Flags().BoolVar(&f.noWait, "no-wait", false, noWaitUsage)
+	}
 	cmd.AddCommand(add, insert, del, list, flush, imp, argsCmd, policy)
 	return cmd
 }
 
 type fwCLI struct {
-	netns string
+	netns  string
+	noWait bool
 }
 
 // rawRun handles the verbs whose rule words are not flags of ours: it
-// takes --netns NS and -h/--help before the SID, then needs at least n
+// takes --netns NS, --no-wait and -h/--help before the SID, then needs at least n
 // more words (SID first).
 func (f *fwCLI) rawRun(cmd *cobra.Command, args []string, n int, fn func(netip.Prefix, []string) error) error {
 	for len(args) > 0 {
@@ -286,6 +291,9 @@ func (f *fwCLI) rawRun(cmd *cobra.Command, args []string, n int, fn func(netip.P
 			continue
 		case strings.HasPrefix(a, "--netns="):
 			f.netns, args = strings.TrimPrefix(a, "--netns="), args[1:]
+			continue
+		case a == "--no-wait":
+			f.noWait, args = true, args[1:]
 			continue
 		}
 		break
@@ -309,8 +317,13 @@ func parseRule(words []string) (fwrule.Rule, error) {
 }
 
 // edit applies change to the instance at sid and installs the result
-// atomically.
+// atomically, holding the node's lock (read-modify-write).
 func (f *fwCLI) edit(w io.Writer, sid netip.Prefix, change func(*fw.Instance) error) error {
+	locks, err := lockNetns(context.Background(), os.Stderr, f.netns, f.noWait)
+	if err != nil {
+		return err
+	}
+	defer locks.Release()
 	in, ok, err := fw.Get(f.netns, sid)
 	if err != nil {
 		return err

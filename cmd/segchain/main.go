@@ -40,7 +40,7 @@ Typical session:
 	}
 	root.AddCommand(
 		newLabCmd(),
-		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(),
+		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(), newWatchCmd(),
 		newSidCmd(proxy.Extension{}, fw.Extension{}),
 		newFwCmd(),
 		newDumpCmd(),

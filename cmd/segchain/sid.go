@@ -78,20 +78,23 @@ feature. See docs/sid.md and docs/behaviors.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&s.netns, "netns", "", "network namespace name (default: the current one)")
+	cmd.PersistentFlags().BoolVar(&s.noWait, "no-wait", false, noWaitUsage)
 
 	add := &cobra.Command{
 		Use:   "add SID[/LEN] BEHAVIOR [PARAMS...]",
 		Short: "Install a local SID (fails if the SID exists)",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return s.add(cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
+			return s.locked(cmd, func() error { return s.add(cmd.OutOrStdout(), cmd.ErrOrStderr(), args) })
 		},
 	}
 	del := &cobra.Command{
 		Use:   "del SID[/LEN]",
 		Short: "Remove a local SID installed by segchain",
 		Args:  cobra.ExactArgs(1),
-		RunE:  func(cmd *cobra.Command, args []string) error { return s.del(cmd.OutOrStdout(), args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return s.locked(cmd, func() error { return s.del(cmd.OutOrStdout(), args[0]) })
+		},
 	}
 	var output string
 	show := &cobra.Command{
@@ -114,21 +117,36 @@ hmac-malformed, hmac-unknown-key; see docs/security.md).`,
 		Use:   "flush",
 		Short: "Remove every local SID segchain installed (others are kept)",
 		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return s.flush(cmd.OutOrStdout()) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return s.locked(cmd, func() error { return s.flush(cmd.OutOrStdout()) })
+		},
 	}
 	clearCmd := &cobra.Command{
 		Use:   "clear-counters [SID[/LEN]]",
 		Short: "Reset the counters of one local SID or of all (with the boundary filter's)",
 		Args:  cobra.MaximumNArgs(1),
-		RunE:  func(cmd *cobra.Command, args []string) error { return s.clearCounters(cmd.OutOrStdout(), args) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return s.locked(cmd, func() error { return s.clearCounters(cmd.OutOrStdout(), args) })
+		},
 	}
 	cmd.AddCommand(add, del, show, flush, clearCmd)
 	return cmd
 }
 
 type sidCLI struct {
-	netns string
-	exts  []localsid.Extension
+	netns  string
+	noWait bool
+	exts   []localsid.Extension
+}
+
+// locked runs a verb that changes the node under the node's lock.
+func (s *sidCLI) locked(cmd *cobra.Command, fn func() error) error {
+	locks, err := lockNetns(cmd.Context(), cmd.ErrOrStderr(), s.netns, s.noWait)
+	if err != nil {
+		return err
+	}
+	defer locks.Release()
+	return fn()
 }
 
 func (s *sidCLI) open() (*dataplane.Handle, error) {

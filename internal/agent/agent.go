@@ -70,6 +70,9 @@ type Op struct {
 	// ActSet; nil removes it), OldBoundary the one it replaces.
 	Boundary    *nodestate.Boundary `json:"boundary,omitempty"`
 	OldBoundary *nodestate.Boundary `json:"old_boundary,omitempty"`
+	// Faults (KindProxies, KindFirewalls) are the broken eBPF objects
+	// observed: the op repairs them even when the lists are equal.
+	Faults []string `json:"faults,omitempty"`
 }
 
 // String renders the op the way plan prints it: "+" adds, "-" removes, "~"
@@ -121,9 +124,13 @@ func (o Op) String() string {
 				b.WriteString("\n    - " + p.String())
 			}
 		}
+		writeFaults(&b, o.Faults)
 		return b.String()
 	case KindFirewalls:
-		return firewallsString(o.OldFirewalls, o.Firewalls)
+		var b strings.Builder
+		b.WriteString(firewallsString(o.OldFirewalls, o.Firewalls))
+		writeFaults(&b, o.Faults)
+		return b.String()
 	case KindBoundary:
 		switch {
 		case o.Boundary == nil:
@@ -135,6 +142,13 @@ func (o Op) String() string {
 		}
 	}
 	return "? " + string(o.Kind)
+}
+
+// writeFaults lists the broken eBPF objects an op repairs.
+func writeFaults(b *strings.Builder, faults []string) {
+	for _, f := range faults {
+		b.WriteString("\n    ! repair: " + f)
+	}
 }
 
 func orNone(s string) string {

@@ -121,7 +121,7 @@ func (l *Local) Check(_ context.Context, ops []Op) error {
 			}
 			want = append(want, in)
 		}
-		if err := fw.Check(l.netns, want); err != nil {
+		if err := fw.CheckCapacity(l.netns, want); err != nil {
 			errs = append(errs, fmt.Errorf("node %s: firewall %w", l.name, err))
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
+	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/proxy"
 )
@@ -117,6 +118,12 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if got.Boundary, err = boundary.Observe(l.netns); err != nil {
 		return nil, fmt.Errorf("node %s: read boundary: %w", l.name, err)
 	}
+	if got.ProxyFaults, err = proxy.Check(l.netns); err != nil {
+		return nil, fmt.Errorf("node %s: check proxies: %w", l.name, err)
+	}
+	if got.FirewallFaults, err = fw.Check(l.netns); err != nil {
+		return nil, fmt.Errorf("node %s: check firewalls: %w", l.name, err)
+	}
 	if ts, err := h.TunSrc(); err == nil && ts.IsValid() && !ts.IsUnspecified() {
 		got.TunSrc = ts.String()
 	}
@@ -177,6 +184,9 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 		}
 		return h.SetHMACKey(*op.HMAC)
 	case KindRoute:
+		if op.Route.Dev == dataplane.LoopDev {
+			return l.loopRoute(h, op)
+		}
 		if op.Action == ActDelete {
 			return h.DeleteRoute(*op.Route)
 		}
@@ -191,11 +201,19 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 		if err != nil {
 			return err
 		}
+		// Whatever observation found broken is dropped first, so that
+		// Apply below attaches or installs it again.
+		if err := proxy.Repair(l.netns); err != nil {
+			return err
+		}
 		if len(specs) == 0 {
 			return proxy.Remove(l.netns)
 		}
 		return proxy.Apply(l.netns, specs)
 	case KindFirewalls:
+		if err := fw.Repair(l.netns); err != nil {
+			return err
+		}
 		return applyFirewalls(l.netns, op.Firewalls, op.OldFirewalls)
 	case KindBoundary:
 		if op.Boundary == nil {

@@ -15,6 +15,12 @@ import (
 type Controller struct {
 	Plan   *plan.Plan
 	Agents map[string]agent.Agent
+	// Journal, if set, records every op before it runs (recover.go).
+	Journal Journal
+	// Lock, if set, is taken around each apply of a long-running command
+	// (Watch), so that it is serialized with other segchain commands on
+	// the same nodes; it returns the release function.
+	Lock func(ctx context.Context) (release func(), err error)
 }
 
 // Result is what an apply or destroy did (or, for a dry run, would do).
@@ -23,6 +29,9 @@ type Result struct {
 	Applied    bool     `json:"applied"`
 	RolledBack bool     `json:"rolled_back,omitempty"`
 	Errors     []string `json:"errors,omitempty"`
+	// Recovered are the unfinished journals of killed commands found
+	// (and, unless a dry run, undone) first.
+	Recovered []Recovery `json:"recovered,omitempty"`
 }
 
 // Changes counts the ops over all nodes.
@@ -89,11 +98,15 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 // op already executed on every node is undone in reverse order, so the
 // domain is left as it was.
 func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
+	rec, err := c.Recover(ctx, dryRun)
+	if err != nil {
+		return &Result{Recovered: rec}, err
+	}
 	diffs, err := c.Diff(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Diffs: diffs}
+	res := &Result{Diffs: diffs, Recovered: rec}
 	if dryRun || res.Changes() == 0 {
 		return res, nil
 	}
@@ -102,7 +115,11 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 
 // Destroy removes everything segchain installed on the plan's nodes.
 func (c *Controller) Destroy(ctx context.Context, dryRun bool) (*Result, error) {
-	res := &Result{}
+	rec, err := c.Recover(ctx, dryRun)
+	res := &Result{Recovered: rec}
+	if err != nil {
+		return res, err
+	}
 	for _, n := range c.nodes() {
 		a, err := c.agentFor(n)
 		if err != nil {
@@ -166,11 +183,16 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 		if err != nil {
 			return err
 		}
-		done, err := a.Execute(ctx, ops)
-		for _, op := range ops[:done] {
-			journal = append(journal, journalEntry{node: d.Node, op: op})
+		for _, op := range ops {
+			done, err := c.step(ctx, a, d.Node, op)
+			if done {
+				journal = append(journal, journalEntry{node: d.Node, op: op})
+			}
+			if err != nil {
+				return err
+			}
 		}
-		return err
+		return nil
 	}
 	var failure error
 	for i := len(order) - 1; i >= 0 && failure == nil; i-- {
@@ -186,7 +208,7 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 	}
 	if failure == nil {
 		res.Applied = true
-		return res, nil
+		return res, c.clearJournals(res.Diffs)
 	}
 	res.Errors = append(res.Errors, failure.Error())
 	res.RolledBack = true
@@ -201,6 +223,9 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 	if len(rbErrs) > 0 {
 		res.RolledBack = false
 		return res, fmt.Errorf("apply failed and rollback was incomplete: %w", errors.Join(append([]error{failure}, rbErrs...)...))
+	}
+	if err := c.clearJournals(res.Diffs); err != nil {
+		return res, err
 	}
 	return res, fmt.Errorf("apply failed, every node rolled back to its previous state: %w", failure)
 }
@@ -227,12 +252,20 @@ type Status struct {
 	Chains []plan.Chain   `json:"chains"`
 	Nodes  []NodeStatus   `json:"nodes"`
 	Drift  map[string]int `json:"drift,omitempty"` // node → pending changes (plan vs kernel)
+	// Broken names the chains that cross a node where something the plan
+	// installs is missing or different (a route an SF lost when its link
+	// went down, a deleted SID ...): their traffic may be black-holed
+	// until apply restores it.
+	Broken []BrokenChain `json:"broken,omitempty"`
+	// Faults are the broken eBPF objects observed per node (detached
+	// programs, missing or foreign link pins, bad maps, orphans).
+	Faults map[string][]string `json:"faults,omitempty"`
 }
 
 // Status reads counters from every node. A node that cannot be read is
 // reported with its error instead of failing the whole status.
 func (c *Controller) Status(ctx context.Context) *Status {
-	st := &Status{Domain: c.Plan.Domain, Chains: c.Plan.Chains, Drift: map[string]int{}}
+	st := &Status{Domain: c.Plan.Domain, Chains: c.Plan.Chains, Drift: map[string]int{}, Faults: map[string][]string{}}
 	names := map[string]string{}
 	for _, s := range c.Plan.SIDs {
 		names[s.Node+" "+s.SID.String()] = s.Service
@@ -252,9 +285,16 @@ func (c *Controller) Status(ctx context.Context) *Status {
 						err = nil
 					}
 				}
-				if got, oerr := a.Observe(ctx, c.Plan.Nodes[n]); oerr == nil {
+				got, oerr := a.Observe(ctx, c.Plan.Nodes[n])
+				if oerr != nil {
+					err = oerr
+				} else {
 					if d := Compute(got, c.Plan.Nodes[n]); !d.Empty() {
 						st.Drift[n] = len(d.Adds) + len(d.Deletes)
+						st.Broken = append(st.Broken, brokenBy(c.Plan.Chains, d)...)
+					}
+					if f := append(got.ProxyFaults, got.FirewallFaults...); len(f) > 0 {
+						st.Faults[n] = f
 					}
 				}
 			}

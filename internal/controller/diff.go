@@ -92,30 +92,27 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		}
 	}
 	d.Adds = append(d.Adds, endpointAdds...)
-	// Proxies are endpoints too: in place before the policies steer
-	// traffic into them. Removing them all is a delete (after the
-	// policies are gone).
-	var proxyDel *agent.Op
-	if !sameProxies(observed.Proxies, desired.Proxies) {
-		op := agent.Op{Kind: agent.KindProxies, Action: agent.ActSet,
+	// Proxies and firewalls are endpoints too: in place before the
+	// policies steer traffic into them, make-before-break (stage).
+	// Broken eBPF objects behind them (observed faults) are drift too:
+	// the first op repairs them, or an op of its own when nothing else
+	// changes.
+	proxyAdd, proxyDel := stageProxies(observed.Proxies, desired.Proxies)
+	proxyAdd, proxyDel = withFaults(proxyAdd, proxyDel, observed.ProxyFaults, len(desired.Proxies) == 0, func() agent.Op {
+		return agent.Op{Kind: agent.KindProxies, Action: agent.ActSet,
 			Proxies: append([]nodestate.Proxy(nil), desired.Proxies...), OldProxies: append([]nodestate.Proxy(nil), observed.Proxies...)}
-		if len(desired.Proxies) == 0 {
-			proxyDel = &op
-		} else {
-			d.Adds = append(d.Adds, op)
-		}
-	}
-	// Firewalls too (End.AN.FW instances), the same way.
-	var fwDel *agent.Op
-	if !sameFirewalls(observed.Firewalls, desired.Firewalls) {
-		op := agent.Op{Kind: agent.KindFirewalls, Action: agent.ActSet,
+	})
+	fwAdd, fwDel := stageFirewalls(observed.Firewalls, desired.Firewalls)
+	fwAdd, fwDel = withFaults(fwAdd, fwDel, observed.FirewallFaults, len(desired.Firewalls) == 0, func() agent.Op {
+		return agent.Op{Kind: agent.KindFirewalls, Action: agent.ActSet,
 			Firewalls:    append([]nodestate.Firewall(nil), desired.Firewalls...),
 			OldFirewalls: append([]nodestate.Firewall(nil), observed.Firewalls...)}
-		if len(desired.Firewalls) == 0 {
-			fwDel = &op
-		} else {
-			d.Adds = append(d.Adds, op)
-		}
+	})
+	if proxyAdd != nil {
+		d.Adds = append(d.Adds, *proxyAdd)
+	}
+	if fwAdd != nil {
+		d.Adds = append(d.Adds, *fwAdd)
 	}
 	d.Adds = append(d.Adds, policyAdds...)
 
@@ -236,4 +233,28 @@ func Teardown(observed, planned *nodestate.Node, originals map[string]string) Di
 			Sysctl: &nodestate.Sysctl{Key: s.Key, Value: orig}, OldValue: obsSys[s.Key]})
 	}
 	return d
+}
+
+// withFaults hands observed faults to the first of a staged pair of ops
+// (the agent repairs before it applies), or makes a repair op of its own
+// (a delete when nothing is desired any more) when nothing else changes.
+func withFaults(add, del *agent.Op, faults []string, noneDesired bool, mk func() agent.Op) (*agent.Op, *agent.Op) {
+	if len(faults) == 0 {
+		return add, del
+	}
+	switch {
+	case add != nil:
+		add.Faults = faults
+	case del != nil:
+		del.Faults = faults
+	default:
+		op := mk()
+		op.Faults = faults
+		if noneDesired {
+			del = &op
+		} else {
+			add = &op
+		}
+	}
+	return add, del
 }

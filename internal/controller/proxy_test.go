@@ -50,6 +50,22 @@ func TestProxies(t *testing.T) {
 				"\n    - proxy fc00:2::ad/128 End.AD inner ipv6 nh6 fc00:27::7 oif sf0 iif sf0"},
 		},
 		{
+			// Make-before-break: the new SID is installed beside the old
+			// one (taking its IFACE-IN over) before the policies move, the
+			// old one goes after them.
+			name: "SID change",
+			from: proxyPlan(adParams...),
+			to: func() *plan.Plan {
+				p := proxyPlan(adParams...)
+				p.Nodes["nfv"].Proxies[0].SID = mustPrefix("fc00:2::ae/128")
+				return p
+			}(),
+			wantOps: []string{
+				"~ proxies: 1 -> 2\n    + proxy fc00:2::ae/128 End.AD inner ipv6 nh6 fc00:27::7 oif sf0 iif sf0",
+				"~ proxies: 2 -> 1\n    - proxy fc00:2::ad/128 End.AD inner ipv6 nh6 fc00:27::7 oif sf0 iif sf0",
+			},
+		},
+		{
 			name:    "remove",
 			from:    proxyPlan(adParams...),
 			to:      twoNodePlan("fc00:2::100"),

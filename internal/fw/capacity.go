@@ -43,11 +43,11 @@ func Need(in Instance) (bitmaps, blocks int, err error) {
 	return len(c.bitmaps), len(c.blocks), nil
 }
 
-// Check reports, without changing anything, whether installing want in
+// CheckCapacity reports, without changing anything, whether installing want in
 // order (each one as Apply would: the new table written while every active
 // one, its own old one included, stays in place) fits the node's pools and
 // instance slots. The error names the instance and the numbers.
-func Check(netns string, want []Instance) error {
+func CheckCapacity(netns string, want []Instance) error {
 	type alloc struct{ bm, bk span }
 	active := map[netip.Prefix]alloc{}
 	if installed(netns) {

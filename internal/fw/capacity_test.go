@@ -65,14 +65,14 @@ func TestCapacityReportedBeforeChange(t *testing.T) {
 	if need <= maxBitmaps/2 || need > maxBitmaps {
 		t.Fatalf("the set takes %d bitmaps: the test needs more than half the pool (%d) and at most all of it", need, maxBitmaps)
 	}
-	if err := Check(ns, []Instance{a}); err != nil {
+	if err := CheckCapacity(ns, []Instance{a}); err != nil {
 		t.Fatalf("Check on an empty node: %v", err)
 	}
 	if err := Apply(ns, a); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = Flush(ns) })
-	err = Check(ns, []Instance{b})
+	err = CheckCapacity(ns, []Instance{b})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("needs %d bitmaps", need)) {
 		t.Fatalf("Check(replacement) = %v, want the bitmap shortage reported", err)
 	}
@@ -85,7 +85,7 @@ func TestCapacityReportedBeforeChange(t *testing.T) {
 		t.Fatalf("after the refused replacement: ok %v err %v, %d rules", ok, err, len(got.Rules))
 	}
 	small := Instance{SID: sid, ArgsBits: 16, Policy: fwrule.Accept, Rules: b.Rules[:1000]}
-	if err := Check(ns, []Instance{small}); err != nil {
+	if err := CheckCapacity(ns, []Instance{small}); err != nil {
 		t.Fatalf("Check(a set that fits): %v", err)
 	}
 	if err := Apply(ns, small); err != nil {

@@ -27,6 +27,13 @@ type Node struct {
 	Firewalls []Firewall `json:"firewalls,omitempty"`
 	// Boundary is the node's SR domain boundary filter; nil = none.
 	Boundary *Boundary `json:"boundary,omitempty"`
+	// ProxyFaults and FirewallFaults are what observation found broken in
+	// the eBPF objects behind Proxies and Firewalls (a program not
+	// attached, a link pin missing or foreign, a map missing or of another
+	// layout, orphaned pins): drift even when the SID lists match. Only
+	// observed state has them.
+	ProxyFaults    []string `json:"proxy_faults,omitempty"`
+	FirewallFaults []string `json:"firewall_faults,omitempty"`
 }
 
 // Proxy is one SR proxy SID in the `segchain sid add` syntax: SID is the

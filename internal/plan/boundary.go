@@ -10,7 +10,8 @@ import (
 
 // boundary computes every SR node's boundary filter (RFC 8754 section
 // 5.1). An interface is inside the domain when it faces another SR node,
-// or an sf node whose service the node proxies on it; every other
+// or an sf node whose service the node proxies on it, or is the node's
+// service loop; every other
 // interface (facing a host, an sf it does not serve, or not described by
 // the domain file at all) is a boundary interface. security.boundary adds
 // interfaces, trusts interfaces or whole nodes, or turns it all off.
@@ -92,6 +93,9 @@ func (b *builder) boundary() {
 		if !b.isSR(n) {
 			continue
 		}
+		// The service loop (a veth pair inside the node) carries SRv6 to
+		// the node's own tc-served SIDs: never a boundary.
+		trusted[n] = append(trusted[n], nodestate.LoopDev, nodestate.LoopPeer)
 		if trustedNode[n] {
 			b.warn("security.boundary.trusted: node " + n + " is trusted: it filters nothing at the boundary")
 			continue

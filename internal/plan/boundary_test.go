@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/nodestate"
 )
 
 func loadDefault(t *testing.T) *config.Domain {
@@ -45,6 +46,7 @@ func TestBoundaryDefaults(t *testing.T) {
 		if node.Boundary == nil {
 			t.Fatalf("%s has no boundary", n)
 		}
+		w = append(w, nodestate.LoopDev, nodestate.LoopPeer) // the service loop, always
 		if diff := cmp.Diff(w, node.Boundary.Trusted); diff != "" {
 			t.Errorf("%s trusted (-want +got):\n%s", n, diff)
 		}
@@ -67,13 +69,13 @@ func TestBoundaryOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Nodes["r1"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-ingress"}) {
+	if got := p.Nodes["r1"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-ingress", nodestate.LoopDev, nodestate.LoopPeer}) {
 		t.Errorf("r1 trusted %v, want [eth-ingress] (eth-nfv1 made a boundary)", got)
 	}
-	if got := p.Nodes["ingress"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-r1", "eth-s"}) {
+	if got := p.Nodes["ingress"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-r1", "eth-s", nodestate.LoopDev, nodestate.LoopPeer}) {
 		t.Errorf("ingress trusted %v", got)
 	}
-	if got := p.Nodes["egress"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-mgmt", "eth-nfv2"}) {
+	if got := p.Nodes["egress"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-mgmt", "eth-nfv2", nodestate.LoopDev, nodestate.LoopPeer}) {
 		t.Errorf("egress trusted %v (an undescribed interface can be trusted)", got)
 	}
 	if p.Nodes["r2"].Boundary != nil {

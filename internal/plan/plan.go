@@ -32,6 +32,9 @@ type Chain struct {
 	Match   string `json:"match"`
 	Table   int    `json:"table"`
 	Hops    []Hop  `json:"hops"`
+	// Nodes are the nodes the chain's packets cross (headend, transit,
+	// segments, the SFs behind its proxies), sorted.
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 // Hop is one segment of a chain's SID list.
@@ -118,6 +121,8 @@ type builder struct {
 	staticSegs map[string][]netip.Addr
 	// requireHMAC are the nodes that require HMAC (see hmacCover).
 	requireHMAC map[string]bool
+	// looped records the service-loop routes emitted (node + SID prefix).
+	looped map[string]bool
 }
 
 func (b *builder) role(n string) string { return b.d.Nodes[n].Role }
@@ -502,6 +507,8 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 	if len(segs) == 0 {
 		return fmt.Errorf("%s: empty SID list", path)
 	}
+	b.loopRoutes(ch.Hops)
+	ch.Nodes = b.pathNodes(headend, ch.Hops)
 	for i, h := range ch.Hops {
 		if sv := b.d.Services[h.Service]; sv != nil && sv.SRUnaware() && sv.Proxy == config.ProxyStatic {
 			if b.staticSegs == nil {

@@ -129,7 +129,19 @@ func withNode(netns string, fn func(*Node) error) error {
 
 // Apply makes the proxies of netns exactly specs (the planner's entry
 // point). It is idempotent: unchanged SIDs keep their caches and counters,
-// changed ones are replaced, SIDs not in specs are removed.
+// changed ones are updated in place, SIDs not in specs are removed, and
+// nothing stops forwarding on the way (make-before-break, see update.go):
+//
+//   - a SID whose type or parameters change is rewritten in place (its map
+//     entries replaced, never deleted);
+//   - a new SID whose IFACE-IN belongs to an installed SID takes that SID's
+//     slot and then its IFACE-IN, in one map update each (hand-over); the
+//     old SID keeps serving inbound packets until it is removed;
+//   - removed SIDs go last.
+//
+// specs may hold such an old SID together with its successor (both with the
+// same IFACE-IN): the controller first applies the union of the old and the
+// new proxies, steers the headends, then applies the new list alone.
 func Apply(netns string, specs []Spec) error {
 	var errs []error
 	for _, s := range specs {
@@ -144,44 +156,91 @@ func Apply(netns string, specs []Spec) error {
 		return Remove(netns)
 	}
 	return withNode(netns, func(n *Node) error {
-		cur, err := n.Show()
+		cur, err := n.entries()
 		if err != nil {
 			return err
 		}
-		want := map[netip.Prefix]Spec{}
-		for _, s := range specs {
-			want[s.SID] = s
+		sts, err := n.Show()
+		if err != nil {
+			return err
 		}
-		// Removing the last SID tears everything down; keep one alive
-		// until the new ones are in by deleting stale SIDs last.
-		var stale []netip.Prefix
-		for _, c := range cur {
-			if w, ok := want[c.Spec.SID]; ok && w.Equal(c.Spec) {
-				delete(want, c.Spec.SID)
+		have := map[netip.Prefix]Spec{}
+		for _, st := range sts {
+			have[st.Spec.SID] = st.Spec
+		}
+		want := map[netip.Prefix]bool{}
+		for _, s := range specs {
+			want[s.SID] = true
+		}
+		installed := map[netip.Prefix]entry{}
+		for _, e := range cur {
+			installed[e.sid] = e
+		}
+		for _, s := range specs {
+			e, ok := installed[s.SID]
+			if !ok {
 				continue
 			}
-			stale = append(stale, c.Spec.SID)
-		}
-		for _, sid := range stale {
-			if _, ok := want[sid]; ok { // changed: replace in place
-				if _, err := n.Del(sid); err != nil {
-					return err
-				}
-				if n, err = reopen(n); err != nil {
-					return err
-				}
+			if have[s.SID].Equal(s) {
+				continue
+			}
+			if err := n.update(cur, e, s); err != nil {
+				return err
+			}
+			if cur, err = n.entries(); err != nil {
+				return err
 			}
 		}
 		for _, s := range specs {
-			if _, ok := want[s.SID]; ok {
-				if err := n.Add(s); err != nil {
-					return err
+			if _, ok := installed[s.SID]; ok {
+				continue
+			}
+			ifs, err := n.ifaces()
+			if err != nil {
+				return err
+			}
+			iif, err := n.iface(ifs, s, "iif", s.IIF)
+			if err != nil {
+				return err
+			}
+			var owner *entry
+			for i := range cur {
+				if ifaceInConflict(s, cur[i], uint32(iif.Index)) && n.ownsIif(cur[i].cfg) {
+					owner = &cur[i]
 				}
 			}
+			if owner != nil {
+				err = n.handOver(*owner, s)
+			} else {
+				err = n.Add(s)
+			}
+			if err != nil {
+				return err
+			}
+			if cur, err = n.entries(); err != nil {
+				return err
+			}
 		}
-		for _, sid := range stale {
-			if _, ok := want[sid]; !ok {
-				if _, err := n.Del(sid); err != nil {
+		// A hand-over leaves two SIDs on one slot until the old one
+		// goes; then the slot is settled for the survivor.
+		before := map[uint32]int{}
+		for _, e := range cur {
+			before[e.cfg.Id]++
+		}
+		after := map[uint32]int{}
+		for _, e := range cur {
+			if want[e.sid] {
+				after[e.cfg.Id]++
+				continue
+			}
+			if _, err := n.Del(e.sid); err != nil {
+				return err
+			}
+		}
+		for _, s := range specs {
+			e, ok := slotOf(cur, s.SID)
+			if ok && before[e.cfg.Id] > 1 && after[e.cfg.Id] == 1 {
+				if err := n.settle(e.cfg.Id, s); err != nil {
 					return err
 				}
 			}
@@ -190,18 +249,14 @@ func Apply(netns string, specs []Spec) error {
 	})
 }
 
-// reopen re-creates the pins after a Del that tore everything down.
-func reopen(n *Node) (*Node, error) {
-	if _, err := os.Stat(filepath.Join(n.dir, "sids_map")); err == nil {
-		return n, nil
+// slotOf finds sid's entry in ents.
+func slotOf(ents []entry, sid netip.Prefix) (entry, bool) {
+	for _, e := range ents {
+		if e.sid == sid {
+			return e, true
+		}
 	}
-	nn, err := Open(n.netns)
-	if err != nil {
-		return nil, err
-	}
-	n.Close()
-	*n = *nn
-	return n, nil
+	return entry{}, false
 }
 
 // Remove deletes every proxy of netns (program, links, maps).

@@ -179,13 +179,9 @@ func (n *Node) Add(s Spec) error {
 	if err != nil {
 		return err
 	}
-	oif, ok := ifs[s.OIF]
-	if !ok {
-		return fmt.Errorf("%s: oif %s: no such interface in netns %q", s.SID, s.OIF, n.netns)
-	}
-	iif, ok := ifs[s.IIF]
-	if !ok {
-		return fmt.Errorf("%s: iif %s: no such interface in netns %q", s.SID, s.IIF, n.netns)
+	iif, err := n.iface(ifs, s, "iif", s.IIF)
+	if err != nil {
+		return err
 	}
 	used := map[uint32]bool{}
 	for _, e := range ents {
@@ -193,7 +189,7 @@ func (n *Node) Add(s Spec) error {
 		if e.sid == s.SID {
 			return fmt.Errorf("%s: SID exists (%s): delete it first", s.SID, behaviorName(e.cfg.Behavior))
 		}
-		if e.cfg.Iif == uint32(iif.Index) && !(s.Behavior == EndAM && e.cfg.Behavior == behaviorCode[EndAM]) {
+		if ifaceInConflict(s, e, uint32(iif.Index)) {
 			return fmt.Errorf("%s: iif %s is already the IFACE-IN of %s (IFACE-IN is exclusive)", s.SID, s.IIF, e.sid)
 		}
 	}
@@ -203,6 +199,50 @@ func (n *Node) Add(s Spec) error {
 	}
 	if id >= uint32(n.objs.StatsMap.MaxEntries()) {
 		return fmt.Errorf("%s: too many proxy SIDs (max %d)", s.SID, n.objs.StatsMap.MaxEntries())
+	}
+	cfg, err := n.config(s, id, ifs)
+	if err != nil {
+		return err
+	}
+	if err := n.zeroStats(id); err != nil {
+		return err
+	}
+	if err := n.setFlowCap(id, s.FlowMax); err != nil {
+		return fmt.Errorf("%s: %w", s.SID, err)
+	}
+	if s.Behavior == EndAS {
+		if err := n.putStaticCache(s, id); err != nil {
+			return err
+		}
+	} else {
+		_ = n.objs.CacheMap.Delete(id)
+	}
+	if err := n.objs.IfacesMap.Put(cfg.Iif, &cfg); err != nil {
+		return fmt.Errorf("%s: write iif: %w", s.SID, err)
+	}
+	key := sidKey(s.SID)
+	if err := n.objs.SidsMap.Put(&key, &cfg); err != nil {
+		return fmt.Errorf("%s: write sid: %w", s.SID, err)
+	}
+	return n.attachAll()
+}
+
+// ifaceInConflict reports whether installing s with IFACE-IN iif clashes
+// with the installed entry e (IFACE-IN is exclusive, except between End.AM
+// SIDs, which may share one).
+func ifaceInConflict(s Spec, e entry, iif uint32) bool {
+	return e.cfg.Iif == iif && !(s.Behavior == EndAM && e.cfg.Behavior == behaviorCode[EndAM])
+}
+
+// config is the map entry of s with identifier id.
+func (n *Node) config(s Spec, id uint32, ifs map[string]net.Interface) (proxyTCProxySid, error) {
+	oif, err := n.iface(ifs, s, "oif", s.OIF)
+	if err != nil {
+		return proxyTCProxySid{}, err
+	}
+	iif, err := n.iface(ifs, s, "iif", s.IIF)
+	if err != nil {
+		return proxyTCProxySid{}, err
 	}
 	cfg := proxyTCProxySid{
 		Id: id, Behavior: behaviorCode[s.Behavior], Inner: uint8(s.Inner),
@@ -230,34 +270,31 @@ func (n *Node) Add(s Spec) error {
 			cfg.Nh[i] = nativeU32(a[4*i:])
 		}
 	}
-	if err := n.zeroStats(id); err != nil {
-		return err
+	return cfg, nil
+}
+
+// iface resolves the interface name of s's parameter param.
+func (n *Node) iface(ifs map[string]net.Interface, s Spec, param, name string) (net.Interface, error) {
+	i, ok := ifs[name]
+	if !ok {
+		return net.Interface{}, fmt.Errorf("%s: %s %s: no such interface in netns %q", s.SID, param, name, n.netns)
 	}
-	if err := n.setFlowCap(id, s.FlowMax); err != nil {
-		return fmt.Errorf("%s: %w", s.SID, err)
+	return i, nil
+}
+
+// putStaticCache writes the configured CACHE of the End.AS s into slot id.
+func (n *Node) putStaticCache(s Spec, id uint32) error {
+	hdr, nhOff := BuildEncap(s.Src, s.Segs, s.Tag, s.Inner)
+	var c proxyTCProxyCache
+	c.Valid = 1
+	c.Len = uint32(len(hdr))
+	c.NhOff = uint16(nhOff)
+	c.UpdatedNs = monoNow()
+	copy(c.Hdr[:], hdr)
+	if err := n.objs.CacheMap.Put(id, &c); err != nil {
+		return fmt.Errorf("%s: write cache: %w", s.SID, err)
 	}
-	if s.Behavior == EndAS {
-		hdr, nhOff := BuildEncap(s.Src, s.Segs, s.Tag, s.Inner)
-		var c proxyTCProxyCache
-		c.Valid = 1
-		c.Len = uint32(len(hdr))
-		c.NhOff = uint16(nhOff)
-		c.UpdatedNs = monoNow()
-		copy(c.Hdr[:], hdr)
-		if err := n.objs.CacheMap.Put(id, &c); err != nil {
-			return fmt.Errorf("%s: write cache: %w", s.SID, err)
-		}
-	} else {
-		_ = n.objs.CacheMap.Delete(id)
-	}
-	if err := n.objs.IfacesMap.Put(cfg.Iif, &cfg); err != nil {
-		return fmt.Errorf("%s: write iif: %w", s.SID, err)
-	}
-	key := sidKey(s.SID)
-	if err := n.objs.SidsMap.Put(&key, &cfg); err != nil {
-		return fmt.Errorf("%s: write sid: %w", s.SID, err)
-	}
-	return n.attachAll()
+	return nil
 }
 
 const (
@@ -310,14 +347,12 @@ func (n *Node) Del(sid netip.Prefix) (bool, error) {
 	if err := n.objs.SidsMap.Delete(&key); err != nil {
 		return true, fmt.Errorf("delete %s: %w", sid, err)
 	}
-	var cur proxyTCProxySid
-	if err := n.objs.IfacesMap.Lookup(me.cfg.Iif, &cur); err == nil && cur.Id == me.cfg.Id {
-		_ = n.objs.IfacesMap.Delete(me.cfg.Iif)
-		for _, e := range ents { // an End.AM sharing the iif takes it over
-			if e.sid != sid && e.cfg.Iif == me.cfg.Iif {
-				_ = n.objs.IfacesMap.Put(e.cfg.Iif, &e.cfg)
-				break
-			}
+	n.releaseIif(ents, *me)
+	for _, e := range ents {
+		if e.sid != sid && e.cfg.Id == me.cfg.Id {
+			// A hand-over (Apply) shares the slot with the successor:
+			// its cache, flows and counters stay.
+			return true, nil
 		}
 	}
 	_ = n.objs.CacheMap.Delete(me.cfg.Id)
@@ -328,6 +363,26 @@ func (n *Node) Del(sid netip.Prefix) (bool, error) {
 		return true, n.teardown()
 	}
 	return true, nil
+}
+
+// releaseIif gives up me's IFACE-IN if me owns it: another SID of ents with
+// the same IFACE-IN (End.AM sharing it, or the party of a hand-over) takes
+// it over in one map update, so the outbound half never misses an entry;
+// without one the entry is deleted.
+func (n *Node) releaseIif(ents []entry, me entry) {
+	var cur proxyTCProxySid
+	if err := n.objs.IfacesMap.Lookup(me.cfg.Iif, &cur); err != nil || cur.Id != me.cfg.Id {
+		return
+	}
+	for _, e := range ents {
+		if e.sid != me.sid && e.cfg.Iif == me.cfg.Iif {
+			if cur != e.cfg {
+				_ = n.objs.IfacesMap.Put(e.cfg.Iif, &e.cfg)
+			}
+			return
+		}
+	}
+	_ = n.objs.IfacesMap.Delete(me.cfg.Iif)
 }
 
 func (n *Node) deleteFlows(id *uint32) {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/controller"
+)
+
+func newWatchCmd() *cobra.Command {
+	var f domainFlags
+	cmd := &cobra.Command{
+		Use:   "watch [-f FILE] [--lab NAME] [-o json]",
+		Short: "Keep the domain applied: re-apply whenever an interface of a node comes up",
+		Long: `Applies the domain once, then watches every node's interfaces and applies
+again whenever one comes up. Taking an interface down makes the kernel delete
+every route through it, and bringing it up does not restore them: an SR-unaware
+SF whose link flaps loses its route back to the proxy and the chain is
+black-holed until the next apply (status names such chains as broken). watch
+does that apply for you, within a fraction of a second of the link coming back.
+
+Each apply prints the interfaces that triggered it (node:interface) and its
+changes, like apply; with -o json one JSON object per line:
+{"time", "trigger", "result", "error"}. A failing apply is rolled back as
+usual and reported; watch goes on. Runs until interrupted (SIGINT/SIGTERM).`,
+		Example: "  segchain watch --lab default\n  segchain watch -f examples/default.yaml --lab demo -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			c, err := f.controller()
+			if err != nil {
+				return err
+			}
+			// Each re-apply takes the nodes' locks like apply does.
+			c.Lock = func(context.Context) (func(), error) {
+				locks, err := f.lock(cmd)
+				if err != nil {
+					return nil, err
+				}
+				return locks.Release, nil
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			w := cmd.OutOrStdout()
+			return c.Watch(ctx, func(trigger []string, res *controller.Result, err error) {
+				if f.output == "json" {
+					ev := struct {
+						Time    time.Time          `json:"time"`
+						Trigger []string           `json:"trigger,omitempty"`
+						Result  *controller.Result `json:"result,omitempty"`
+						Error   string             `json:"error,omitempty"`
+					}{Time: time.Now().UTC(), Trigger: trigger, Result: res}
+					if err != nil {
+						ev.Error = err.Error()
+					}
+					_ = json.NewEncoder(w).Encode(ev) // one object per line
+					return
+				}
+				when := time.Now().UTC().Format(time.TimeOnly)
+				if trigger == nil {
+					fmt.Fprintf(w, "%s initial apply\n", when)
+				} else {
+					fmt.Fprintf(w, "%s up: %s\n", when, strings.Join(trigger, " "))
+				}
+				if res != nil && res.Changes() > 0 {
+					printDiffs(w, res.Diffs)
+					fmt.Fprintf(w, "applied %d change(s)\n", res.Changes())
+				} else if err == nil {
+					fmt.Fprintln(w, "no changes")
+				}
+				if err != nil {
+					fmt.Fprintln(w, "error:", err)
+				}
+			})
+		},
+	}
+	f.register(cmd, true)
+	f.registerLock(cmd)
+	return cmd
+}

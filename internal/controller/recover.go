@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/segchain/segchain/internal/agent"
+)
+
+// Journal keeps each op of an apply or destroy on stable storage before
+// it runs, per node, so that a command killed half-way can be undone by
+// the next one (internal/journal is the on-disk one).
+type Journal interface {
+	// Record must be durable when it returns: the op runs after it.
+	Record(node string, op agent.Op) error
+	// Clear forgets node's journal: its ops are complete, or undone.
+	Clear(node string) error
+	// Unfinished returns the ops recorded on node by a command that did
+	// not finish (none: nothing to recover), and who that command was.
+	Unfinished(node string) (ops []agent.Op, who string, err error)
+}
+
+// Recovery is an unfinished command's journal found on a node, and what
+// was done about it.
+type Recovery struct {
+	Node string `json:"node"`
+	// Who wrote the journal (pid, command line, start time).
+	Who string `json:"who"`
+	// Steps recorded: ops that ran, and the last one may or may not have.
+	Steps int `json:"steps"`
+	// Undone is false for a dry run (plan, destroy --dry-run).
+	Undone bool `json:"undone"`
+	// Errors of undo steps that were skipped: an op that never ran has
+	// nothing to undo; whatever is left is drift the command then fixes.
+	Errors []string `json:"errors,omitempty"`
+}
+
+func (r Recovery) String() string {
+	if !r.Undone {
+		return fmt.Sprintf("node %s: unfinished journal of %s, %d step(s): apply or destroy will undo them first", r.Node, r.Who, r.Steps)
+	}
+	return fmt.Sprintf("node %s: undid %d step(s) of an unfinished command, %s (%d of them had nothing to undo)", r.Node, r.Steps, r.Who, len(r.Errors))
+}
+
+// Recover finds the journals that a killed apply or destroy left on the
+// plan's nodes and rolls them back: each node's recorded ops are undone
+// in reverse, leaving the node as it was before that command (the caller
+// holds the node locks, so nobody changed it since). Undo steps that fail
+// are reported and skipped: the op they undo may never have run (the
+// command died while it ran). Apply and destroy then work from what they
+// observe, so anything left over is drift they fix: rolling back and then
+// re-applying rather than rolling forward, because the journal holds the
+// killed command's plan, not necessarily this one's. With dryRun the
+// journals are only reported.
+func (c *Controller) Recover(ctx context.Context, dryRun bool) ([]Recovery, error) {
+	if c.Journal == nil {
+		return nil, nil
+	}
+	var out []Recovery
+	for _, n := range c.nodes() {
+		ops, who, err := c.Journal.Unfinished(n)
+		if err != nil {
+			return out, err
+		}
+		if ops == nil && who == "" {
+			continue
+		}
+		r := Recovery{Node: n, Who: who, Steps: len(ops)}
+		if !dryRun {
+			a, err := c.agentFor(n)
+			if err != nil {
+				return out, err
+			}
+			for i := len(ops) - 1; i >= 0; i-- {
+				if _, err := a.Execute(ctx, []agent.Op{ops[i].Inverse()}); err != nil {
+					r.Errors = append(r.Errors, err.Error())
+				}
+			}
+			if err := c.Journal.Clear(n); err != nil {
+				return out, err
+			}
+			r.Undone = true
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// step runs one op on node, journaled first when there is a journal.
+func (c *Controller) step(ctx context.Context, a agent.Agent, node string, op agent.Op) (bool, error) {
+	if c.Journal != nil {
+		if err := c.Journal.Record(node, op); err != nil {
+			return false, err
+		}
+	}
+	done, err := a.Execute(ctx, []agent.Op{op})
+	return done == 1, err
+}
+
+// clearJournals forgets the journals of the diffs' nodes once their ops
+// are complete or undone.
+func (c *Controller) clearJournals(diffs []Diff) error {
+	if c.Journal == nil {
+		return nil
+	}
+	for _, d := range diffs {
+		if d.Empty() {
+			continue
+		}
+		if err := c.Journal.Clear(d.Node); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package journal
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/segchain/segchain/internal/agent"
+)
+
+// Dir holds one directory per node (named by its node id, the netns
+// identity), each with at most one journal file.
+const Dir = "/run/segchain/journal"
+
+const file = "journal"
+
+// Header is the first line of a journal: who wrote it.
+type Header struct {
+	PID     int       `json:"pid"`
+	Command string    `json:"command"`
+	Started time.Time `json:"started"`
+	Node    string    `json:"node"`
+}
+
+func (h Header) String() string {
+	return fmt.Sprintf("pid %d (%s) started %s", h.PID, h.Command, h.Started.UTC().Format(time.RFC3339))
+}
+
+// line is one line of the file: the header, then one op each.
+type line struct {
+	Header *Header   `json:"header,omitempty"`
+	Op     *agent.Op `json:"op,omitempty"`
+}
+
+// Disk is the journal of one command over its nodes. It implements
+// controller.Journal.
+type Disk struct {
+	root  string
+	ids   map[string]string // node name → node id (directory)
+	files map[string]*os.File
+	me    Header
+}
+
+// New returns the journal for nodes (name → node id) under root ("" =
+// Dir).
+func New(root string, ids map[string]string) *Disk {
+	if root == "" {
+		root = Dir
+	}
+	return &Disk{root: root, ids: ids, files: map[string]*os.File{},
+		me: Header{PID: os.Getpid(), Command: strings.Join(os.Args, " "), Started: time.Now()}}
+}
+
+func (d *Disk) dir(node string) (string, error) {
+	id, ok := d.ids[node]
+	if !ok || id == "" {
+		return "", fmt.Errorf("journal: no id for node %s", node)
+	}
+	return filepath.Join(d.root, id), nil
+}
+
+// Record appends op to node's journal and syncs it to disk before
+// returning: the op may run only after that.
+func (d *Disk) Record(node string, op agent.Op) error {
+	f := d.files[node]
+	if f == nil {
+		dir, err := d.dir(node)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		f, err = os.OpenFile(filepath.Join(dir, file), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		d.files[node] = f
+		h := d.me
+		h.Node = node
+		if err := write(f, line{Header: &h}); err != nil {
+			return err
+		}
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+		if err := syncDir(d.root); err != nil {
+			return err
+		}
+	}
+	return write(f, line{Op: &op})
+}
+
+func write(f *os.File, l line) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("journal %s: %w", f.Name(), err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("journal %s: fsync: %w", f.Name(), err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("journal: fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Clear removes node's journal: its ops are complete, or undone.
+func (d *Disk) Clear(node string) error {
+	if f := d.files[node]; f != nil {
+		f.Close()
+		delete(d.files, node)
+	}
+	dir, err := d.dir(node)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(dir, file)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return syncDir(d.root)
+}
+
+// Unfinished returns the ops of node's journal left by a command that did
+// not end (none: no journal), and who wrote it. A torn last line (the
+// writer killed mid-write) was never synced, so its op never ran: it is
+// skipped.
+func (d *Disk) Unfinished(node string) ([]agent.Op, string, error) {
+	dir, err := d.dir(node)
+	if err != nil {
+		return nil, "", nil // a node without an id (its netns is gone) has no journal
+	}
+	f, err := os.Open(filepath.Join(dir, file))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	var (
+		ops []agent.Op
+		who = "an unknown command"
+	)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var l line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			break
+		}
+		switch {
+		case l.Header != nil:
+			who = l.Header.String()
+		case l.Op != nil:
+			ops = append(ops, *l.Op)
+		}
+	}
+	return ops, who, nil
+}
+
+// Close releases the open journal files (they stay on disk).
+func (d *Disk) Close() {
+	for n, f := range d.files {
+		f.Close()
+		delete(d.files, n)
+	}
+}

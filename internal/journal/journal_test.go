@@ -1,0 +1,59 @@
+package journal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+func TestRecordUnfinishedClear(t *testing.T) {
+	root := t.TempDir()
+	ids := map[string]string{"nfv1": "ns-1-1", "nfv2": "ns-2-2"}
+	d := New(root, ids)
+	ops := []agent.Op{
+		{Kind: agent.KindSysctl, Action: agent.ActSet, Sysctl: &nodestate.Sysctl{Key: "net.ipv6.conf.all.forwarding", Value: "1"}, OldValue: "0"},
+		{Kind: agent.KindTunSrc, Action: agent.ActSet, TunSrc: "fc00:2::1"},
+	}
+	for _, op := range ops {
+		if err := d.Record("nfv1", op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A writer killed mid-line leaves a torn last line: its op never ran.
+	f, err := os.OpenFile(filepath.Join(root, "ns-1-1", file), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString(`{"op":{"kind":"ro`)
+	f.Close()
+
+	other := New(root, ids) // the next command
+	got, who, err := other.Unfinished("nfv1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(ops, got); d != "" {
+		t.Errorf("unfinished ops (-want +got):\n%s", d)
+	}
+	if !strings.Contains(who, "pid ") {
+		t.Errorf("who = %q, want the writer's pid", who)
+	}
+	if got, who, _ := other.Unfinished("nfv2"); got != nil || who != "" {
+		t.Errorf("nfv2 has no journal, got %v %q", got, who)
+	}
+	if err := other.Clear("nfv1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "ns-1-1")); !os.IsNotExist(err) {
+		t.Errorf("journal directory left after Clear: %v", err)
+	}
+	if got, _, _ := other.Unfinished("nfv1"); got != nil {
+		t.Errorf("after Clear: %v", got)
+	}
+}

@@ -1,0 +1,157 @@
+package nodelock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir holds the lock files, one per node: <Dir>/<key>.lock.
+const Dir = "/run/segchain/locks"
+
+// Node is one node to lock: Key identifies the node's kernel state (the
+// network namespace, bpfpin.Namespace's name, so `--netns NS`, `ip netns
+// exec NS` and a lab node share one lock), Name is how messages call it.
+type Node struct {
+	Key  string
+	Name string
+}
+
+// Holder is what a lock file says about the process holding it.
+type Holder struct {
+	PID     int       `json:"pid"`
+	Command string    `json:"command"`
+	Since   time.Time `json:"since"`
+	Node    string    `json:"node"`
+}
+
+func (h Holder) String() string {
+	if h.PID == 0 {
+		return "another process"
+	}
+	return fmt.Sprintf("pid %d (%s) since %s", h.PID, h.Command, h.Since.UTC().Format(time.RFC3339))
+}
+
+// ErrBusy is returned (wrapped, with the holder named) when NoWait is set
+// and a node is locked by another process.
+var ErrBusy = errors.New("node is locked")
+
+// Options say how to wait.
+type Options struct {
+	// Dir overrides the lock directory (tests); "" means Dir.
+	Dir string
+	// NoWait fails at once with ErrBusy instead of waiting.
+	NoWait bool
+	// Waiting is called once per busy node before waiting for it (the
+	// CLI prints "waiting for lock on node X held by ...").
+	Waiting func(node string, h Holder)
+}
+
+// Set is the locks a command holds.
+type Set struct {
+	files []*os.File
+}
+
+// Acquire locks every node, in the order of their keys (duplicates, e.g.
+// two nodes in one namespace, are locked once). It waits for a busy node
+// until ctx ends unless opts.NoWait. On failure nothing stays locked.
+func Acquire(ctx context.Context, nodes []Node, opts Options) (*Set, error) {
+	dir := opts.Dir
+	if dir == "" {
+		dir = Dir
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	byKey := map[string][]string{}
+	for _, n := range nodes {
+		byKey[n.Key] = append(byKey[n.Key], n.Name)
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	me := Holder{PID: os.Getpid(), Command: strings.Join(os.Args, " "), Since: time.Now()}
+	s := &Set{}
+	for _, k := range keys {
+		name := strings.Join(byKey[k], ",")
+		f, err := lockOne(ctx, filepath.Join(dir, k+".lock"), name, opts)
+		if err != nil {
+			s.Release()
+			return nil, err
+		}
+		me.Node = name
+		b, _ := json.Marshal(me)
+		// Holder info for waiters; the lock itself is the flock.
+		if err := f.Truncate(0); err == nil {
+			_, _ = f.WriteAt(append(b, '\n'), 0)
+		}
+		s.files = append(s.files, f)
+	}
+	return s, nil
+}
+
+func lockOne(ctx context.Context, path, name string, opts Options) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock node %s: %w", name, err)
+	}
+	told := false
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock node %s: %w", name, err)
+		}
+		h := ReadHolder(path)
+		if opts.NoWait {
+			f.Close()
+			return nil, fmt.Errorf("node %s is locked by %s: %w", name, h, ErrBusy)
+		}
+		if !told && opts.Waiting != nil {
+			opts.Waiting(name, h)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for lock on node %s held by %s: %w", name, h, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// ReadHolder reads the holder a lock file names (zero if unreadable).
+func ReadHolder(path string) Holder {
+	var h Holder
+	b, err := os.ReadFile(path)
+	if err == nil {
+		_ = json.Unmarshal(b, &h)
+	}
+	return h
+}
+
+// Release unlocks every node (closing the files drops the flocks). The
+// lock files stay: removing one could let two processes lock different
+// files of the same name.
+func (s *Set) Release() {
+	if s == nil {
+		return
+	}
+	for i := len(s.files) - 1; i >= 0; i-- {
+		s.files[i].Close()
+	}
+	s.files = nil
+}

@@ -1,0 +1,16 @@
+package nodestate
+
+import "net/netip"
+
+// The service loop is a veth pair inside a node (LoopDev, LoopPeer) that
+// carries a packet back into an ingress hook: a SID served by a tc program
+// (SR proxy, SR-aware firewall) that follows another SID of the same node
+// is routed "via LoopGateway dev LoopDev" (see dataplane.EnsureLoop).
+const (
+	LoopDev  = "sc-svcloop"
+	LoopPeer = "sc-svcloop-in"
+)
+
+// LoopGateway is the next hop of service-loop routes: a neighbour of the
+// NOARP LoopDev, owned by nobody.
+var LoopGateway = netip.MustParseAddr("fe80::5c")

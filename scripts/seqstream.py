@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Sequence-numbered UDP stream: count lost and duplicated packets.
+
+  seqstream.py recv PORT [--idle S] [--ready FILE]
+      binds [::]:PORT, prints one JSON line when no packet came for S
+      seconds after the first one (or --first S before it): received, unique,
+      lost (gaps up to the highest sequence number seen, plus the tail
+      announced by the sender's last packet), duplicates, reordered, and
+      the longest run of consecutive lost sequence numbers.
+  seqstream.py send DST PORT --count N --rate PPS [--control PORT]
+      sends N datagrams of 64 bytes, the first 8 bytes the sequence
+      number (big endian), the next 8 the total count, paced at PPS.
+
+The receiver knows the total from every packet, so packets lost at the
+end of the stream are counted too. No timing is asserted: pacing only
+sets the load."""
+import argparse, json, socket, struct, sys, time
+
+def recv(a):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(("::", a.port))
+    if a.ready:
+        open(a.ready, "w").write("ready\n")
+    seen = {}
+    total = 0
+    last = -1
+    reordered = 0
+    first = True
+    while True:
+        s.settimeout(a.first if first else a.idle)
+        try:
+            b = s.recv(2048)
+        except socket.timeout:
+            break
+        first = False
+        if len(b) < 16:
+            continue
+        seq, tot = struct.unpack("!QQ", b[:16])
+        total = max(total, tot)
+        seen[seq] = seen.get(seq, 0) + 1
+        if seq < last:
+            reordered += 1
+        last = max(last, seq)
+    unique = len(seen)
+    dups = sum(v - 1 for v in seen.values())
+    top = max(total, (max(seen) + 1) if seen else 0)
+    lost = top - unique
+    run = best = 0
+    for i in range(top):
+        if i in seen:
+            run = 0
+        else:
+            run += 1
+            best = max(best, run)
+    print(json.dumps({"sent": top, "received": sum(seen.values()), "unique": unique,
+                      "lost": lost, "duplicates": dups, "reordered": reordered,
+                      "longest_gap": best}), flush=True)
+
+def send(a):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    pad = b"\0" * 48
+    start = time.monotonic()
+    for i in range(a.count):
+        due = start + i / a.rate
+        d = due - time.monotonic()
+        if d > 0:
+            time.sleep(d)
+        try:
+            s.sendto(struct.pack("!QQ", i, a.count) + pad, (a.dst, a.port))
+        except OSError:
+            pass  # no route for a moment: that packet is lost, count it at the receiver
+
+def main():
+    p = argparse.ArgumentParser()
+    sp = p.add_subparsers(dest="cmd", required=True)
+    r = sp.add_parser("recv"); r.add_argument("port", type=int)
+    r.add_argument("--idle", type=float, default=1.0)
+    r.add_argument("--first", type=float, default=30.0)
+    r.add_argument("--ready")
+    w = sp.add_parser("send"); w.add_argument("dst"); w.add_argument("port", type=int)
+    w.add_argument("--count", type=int, required=True); w.add_argument("--rate", type=float, default=1000)
+    a = p.parse_args()
+    (recv if a.cmd == "recv" else send)(a)
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+package apply
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/bpfpin"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// segchainBin is the binary under test, built once by TestMain (or taken
+// from $SEGCHAIN_BIN).
+var segchainBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(testutil.MainWithBinary(m, &segchainBin))
+}
+
+// domainFile is the default domain: a proxy (nfv1-fw, End.AD on nfv1)
+// and a firewall (nfv2-fw on nfv2) next to native chains.
+const domainFile = "../../examples/default.yaml"
+
+// env is one lab of the default domain, brought up with the binary.
+type env struct {
+	t   *testing.T
+	lab string
+	l   *lab.Lab
+}
+
+// newEnv brings up a uniquely named lab (h12a-<hex>), destroyed and taken
+// down at the end of the test even when it fails.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	testutil.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("privileged namespace test: skipped with -short")
+	}
+	if segchainBin == "" {
+		t.Skip("segchain binary not built")
+	}
+	testutil.RequireTool(t, "python3")
+	e := &env{t: t, lab: testutil.UniqueName("h12a-")}
+	e.must("lab", "up", "-f", domainFile, "--name", e.lab)
+	t.Cleanup(func() {
+		_, _ = e.run("destroy", "-f", domainFile, "--lab", e.lab)
+		if out, err := e.run("lab", "down", "--name", e.lab); err != nil {
+			t.Errorf("lab down: %v\n%s", err, out)
+		}
+	})
+	l, err := lab.Get(e.lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.l = l
+	return e
+}
+
+// run runs the binary and returns its combined output.
+func (e *env) run(args ...string) (string, error) {
+	out, err := exec.Command(segchainBin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// must runs the binary and fails the test if it fails.
+func (e *env) must(args ...string) string {
+	e.t.Helper()
+	out, err := e.run(args...)
+	if err != nil {
+		e.t.Fatalf("segchain %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// domain runs a domain verb (apply, plan, status, destroy) on the lab.
+func (e *env) domain(verb string, args ...string) (string, error) {
+	return e.run(append([]string{verb, "-f", domainFile, "--lab", e.lab}, args...)...)
+}
+
+func (e *env) ns(node string) string {
+	e.t.Helper()
+	ns, err := e.l.Netns(node)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ns
+}
+
+// pinRoot is where segchain pins (the one place to adapt if the root
+// becomes a function of the namespace).
+func pinRoot() string { return bpfpin.Root }
+
+// pinDir is the bpffs directory of program ("proxy", "fw") on node.
+func (e *env) pinDir(node, program string) string {
+	e.t.Helper()
+	name, _, err := bpfpin.Namespace(e.ns(node))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return filepath.Join(pinRoot(), name, program)
+}
+
+// linkPin is the TCX link pin of program on node's interface dev.
+func (e *env) linkPin(node, program, dev string) string {
+	e.t.Helper()
+	out := testutil.Exec(e.t, e.ns(node), "cat", "/sys/class/net/"+dev+"/ifindex")
+	idx, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return filepath.Join(e.pinDir(node, program), fmt.Sprintf("tcx-%d", idx))
+}
+
+// traffic sends n UDP datagrams of the "filtered" chain (dport 6000,
+// through the firewall on nfv2) and n TCP connections of the "firewalled"
+// chain (dport 8080, through the proxy on nfv1) from s to d, and returns
+// how many of each arrived (UDP datagrams received by d, TCP exchanges
+// completed).
+func (e *env) traffic(n int) (udp, tcp int) {
+	e.t.Helper()
+	srv := exec.Command("ip", "netns", "exec", e.ns("d"), "python3", "-c", fmt.Sprintf(`
+import socket, threading, time
+n=%d
+u=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u.bind(("::",6000)); u.settimeout(0.5)
+t=socket.socket(socket.AF_INET6); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+t.bind(("::",8080)); t.listen(16); t.settimeout(0.5)
+def tcp():
+    end=time.time()+30
+    while time.time()<end:
+        try:
+            c,_=t.accept()
+        except socket.timeout:
+            continue
+        c.settimeout(2)
+        try:
+            c.sendall(b"pong:"+c.recv(100))
+        except OSError:
+            pass
+        c.close()
+threading.Thread(target=tcp, daemon=True).start()
+print("ready", flush=True)
+seen=set(); end=time.time()+30; idle=0
+while time.time()<end and len(seen)<n:
+    try:
+        d,_=u.recvfrom(100); seen.add(d); idle=0
+    except socket.timeout:
+        idle+=1
+        if idle>6: break
+print(len(seen), flush=True)
+`, n))
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
+	rd := bufio.NewReader(stdout)
+	if _, err := rd.ReadString('\n'); err != nil {
+		e.t.Fatalf("receiver did not start: %v", err)
+	}
+	out, err := testutil.ExecErr(e.ns("s"), "python3", "-c", fmt.Sprintf(`
+import socket, time
+n=%d
+ok=0
+for i in range(n):
+    try:
+        c=socket.create_connection(("fc00:4d::d",8080),timeout=1); c.sendall(b"%%d"%%i)
+        if c.recv(100)==b"pong:%%d"%%i: ok+=1
+        c.close()
+    except OSError:
+        pass
+u=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+for i in range(n):
+    u.sendto(b"seq%%d"%%i, ("fc00:4d::d",6000)); time.sleep(0.005)
+print(ok)
+`, n))
+	if err != nil {
+		e.t.Fatalf("sender: %v\n%s", err, out)
+	}
+	tcp, _ = strconv.Atoi(strings.TrimSpace(out))
+	line, _ := rd.ReadString('\n')
+	udp, _ = strconv.Atoi(strings.TrimSpace(line))
+	return udp, tcp
+}
+
+// waitExit waits for cmd with a generous bound (a hung command is a bug
+// of its own, not a timing assertion).
+func waitExit(t *testing.T, cmd *exec.Cmd) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("%v did not finish", cmd.Args)
+		return nil
+	}
+}
