@@ -127,6 +127,7 @@ struct proxy_stats {
 	__u64 cache_updates;
 	__u64 icmp_errors; /* Packet Too Big sent instead of an oversize encapsulation */
 	__u64 drops[PROXY_DROP_MAX];
+	__u64 out_drops; /* of drops[], those on the way back (from the SF) */
 };
 
 /* Referenced so their BTF is emitted for bpf2go -type (never written). */
@@ -912,6 +913,20 @@ static __always_inline int proxy_outbound(struct __sk_buff *skb, struct proxy_si
 	return outbound_push(skb, cfg, st);
 }
 
+/* count_out_drop attributes a drop of the way back to its direction
+ * (drops[] counts the reason, whichever the direction). */
+static __always_inline int count_out_drop(struct proxy_sid *cfg, int verdict)
+{
+	struct proxy_stats *st;
+
+	if (verdict == TC_ACT_SHOT) {
+		st = bpf_map_lookup_elem(&stats_map, &cfg->id);
+		if (st)
+			st->out_drops++;
+	}
+	return verdict;
+}
+
 SEC("tc")
 int proxy_tc(struct __sk_buff *skb)
 {
@@ -919,7 +934,7 @@ int proxy_tc(struct __sk_buff *skb)
 	struct proxy_sid *cfg = bpf_map_lookup_elem(&ifaces_map, &iif);
 
 	if (cfg)
-		return proxy_outbound(skb, cfg);
+		return count_out_drop(cfg, proxy_outbound(skb, cfg));
 	return proxy_inbound(skb);
 }
 

@@ -3,7 +3,8 @@
 # send ping/TCP/UDP/IPv4 traffic from S to D through the chains (one of them
 # through the SR-aware firewall on nfv2, which drops one UDP port), and show
 # the SID lists, per-SID and per-rule counters that prove each packet took
-# its chain.
+# its chain; finally a forged SRv6 packet from S is dropped at the SR domain
+# boundary.
 # KEEP=1 leaves the lab up afterwards (segchain lab down --name demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -175,3 +176,12 @@ for ch in a["chains"]:
 print("every SID of every chain saw traffic" if ok else "SOME SID SAW NO TRAFFIC")
 sys.exit(0 if ok else 1)
 EOF
+
+step "SR domain boundary: S forges SRv6 straight to the egress End.DX6 SID of chain web (skipping every service)"
+DX6=$("$SC" status --lab "$LAB" -o json | python3 -c 'import json,sys; st=json.load(sys.stdin); print([c for c in st["chains"] if c["name"]=="web"][0]["hops"][-1]["sid"])')
+"$SC" lab exec --name "$LAB" s -- python3 -c "
+from scapy.all import IPv6, IPv6ExtHdrSegmentRouting, UDP, send
+send(IPv6(src='fc00:1a::a', dst='$DX6')/IPv6ExtHdrSegmentRouting(addresses=['$DX6'], segleft=0, lastentry=0)/IPv6(src='fc00:1a::a', dst='$D6')/UDP(dport=6666), count=5, verbose=0)
+print('sent 5 forged packets to $DX6')"
+echo "dropped at the ingress' host-facing interface and counted there (docs/security.md):"
+"$SC" sid show --netns "sc-$LAB-ingress" | grep boundary

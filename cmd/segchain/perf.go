@@ -48,10 +48,11 @@ on veth use a relaxed loss threshold (≥ 2%).
   segchain perf ls                              the behaviour recipes
   segchain perf run -f EXP.yaml [--out DIR]     an experiment (examples/perf/)
   segchain perf limit [--repeat N]              the testbed's physical limit
+  segchain perf boundary [--rounds N]           the SR domain boundary filter's cost
 
 See docs/benchmarks.md.`,
 	}
-	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd())
+	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd(), newPerfBoundaryCmd())
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -99,7 +100,11 @@ feature. See docs/sid.md and docs/behaviors.md.`,
 		Short: "List local SIDs with behaviour, parameters and counters",
 		Long: `List every seg6local route of the node (and the SIDs of segchain's eBPF
 behaviours): behaviour, parameters, counters (packets, bytes, errors). Routes
-not installed by segchain are marked with their route protocol.`,
+not installed by segchain are marked with their route protocol. Without a SID,
+the drops of the SR domain boundary filter follow, one line per interface and
+direction ("::/0 boundary dev IFACE dir in|out|hmac", a counter per reason:
+sid-space, sid-space-srh, srh-to-node, malformed, leak-sid, hmac-missing,
+hmac-malformed, hmac-unknown-key; see docs/security.md).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return s.show(cmd.OutOrStdout(), args, output)
@@ -116,7 +121,7 @@ not installed by segchain are marked with their route protocol.`,
 	}
 	clearCmd := &cobra.Command{
 		Use:   "clear-counters [SID[/LEN]]",
-		Short: "Reset the counters of one local SID or of all",
+		Short: "Reset the counters of one local SID or of all (with the boundary filter's)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return s.locked(cmd, func() error { return s.clearCounters(cmd.OutOrStdout(), args) })
@@ -340,6 +345,13 @@ func (s *sidCLI) collect(filter *netip.Prefix) ([]sidRow, error) {
 			rows = append(rows, sidRow{entry: en, text: localsid.FormatEntry(en)})
 		}
 	}
+	if filter == nil {
+		b, err := boundaryRows(s.netns)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, b...)
+	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i].entry.SID, rows[j].entry.SID
 		if c := a.Addr().Compare(b.Addr()); c != 0 {
@@ -347,6 +359,35 @@ func (s *sidCLI) collect(filter *netip.Prefix) ([]sidRow, error) {
 		}
 		return a.Bits() < b.Bits()
 	})
+	return rows, nil
+}
+
+// boundaryRows are the drops of the namespace's SR domain boundary filter,
+// one row per interface and direction with a counter per reason (SID ::/0:
+// the filter covers every destination on the interface).
+func boundaryRows(netns string) ([]sidRow, error) {
+	cs, err := boundary.Counters(netns)
+	if err != nil {
+		return nil, fmt.Errorf("boundary counters: %w", err)
+	}
+	byKey := map[[2]string]*localsid.Entry{}
+	var keys [][2]string
+	for _, c := range cs {
+		k := [2]string{c.Iface, c.Direction}
+		e := byKey[k]
+		if e == nil {
+			e = &localsid.Entry{SID: netip.PrefixFrom(netip.IPv6Unspecified(), 0), Behavior: "boundary",
+				Params: map[string]string{"dev": c.Iface, "dir": c.Direction}, Counters: map[string]uint64{}}
+			byKey[k] = e
+			keys = append(keys, k)
+		}
+		e.Counters[c.Reason] += c.Packets
+		e.Counters["bytes"] += c.Bytes
+	}
+	var rows []sidRow
+	for _, k := range keys {
+		rows = append(rows, sidRow{entry: *byKey[k], text: localsid.FormatEntry(*byKey[k])})
+	}
 	return rows, nil
 }
 
@@ -453,6 +494,11 @@ func (s *sidCLI) clearCounters(w io.Writer, args []string) error {
 		return fmt.Errorf("list local sids: %w", err)
 	}
 	n, found := 0, false
+	if filter == nil {
+		if err := boundary.ClearCounters(s.netns); err != nil {
+			return fmt.Errorf("clear boundary counters: %w", err)
+		}
+	}
 	for _, l := range sids {
 		if filter != nil && l.Route.Dst != *filter {
 			continue

@@ -24,6 +24,9 @@ const (
 	KindProxies Kind = "proxies"
 	// KindFirewalls sets the node's SR-aware firewall instances at once.
 	KindFirewalls Kind = "firewalls"
+	// KindBoundary sets (or, with a nil Boundary, removes) the node's SR
+	// domain boundary filter.
+	KindBoundary Kind = "boundary"
 )
 
 // Action says what an Op does to its object.
@@ -63,6 +66,10 @@ type Op struct {
 	// list it replaces (instances in it but not in Firewalls are removed).
 	Firewalls    []nodestate.Firewall `json:"firewalls,omitempty"`
 	OldFirewalls []nodestate.Firewall `json:"old_firewalls,omitempty"`
+	// Boundary is the node's desired boundary filter (KindBoundary, with
+	// ActSet; nil removes it), OldBoundary the one it replaces.
+	Boundary    *nodestate.Boundary `json:"boundary,omitempty"`
+	OldBoundary *nodestate.Boundary `json:"old_boundary,omitempty"`
 	// Faults (KindProxies, KindFirewalls) are the broken eBPF objects
 	// observed: the op repairs them even when the lists are equal.
 	Faults []string `json:"faults,omitempty"`
@@ -124,6 +131,15 @@ func (o Op) String() string {
 		b.WriteString(firewallsString(o.OldFirewalls, o.Firewalls))
 		writeFaults(&b, o.Faults)
 		return b.String()
+	case KindBoundary:
+		switch {
+		case o.Boundary == nil:
+			return "- " + o.OldBoundary.String()
+		case o.OldBoundary == nil:
+			return "+ " + o.Boundary.String()
+		default:
+			return "~ " + o.OldBoundary.String() + "\n    -> " + o.Boundary.String()
+		}
 	}
 	return "? " + string(o.Kind)
 }
@@ -172,6 +188,8 @@ func (o Op) Inverse() Op {
 		return Op{Kind: KindProxies, Action: ActSet, Proxies: o.OldProxies, OldProxies: o.Proxies}
 	case KindFirewalls:
 		return Op{Kind: KindFirewalls, Action: ActSet, Firewalls: o.OldFirewalls, OldFirewalls: o.Firewalls}
+	case KindBoundary:
+		return Op{Kind: KindBoundary, Action: ActSet, Boundary: o.OldBoundary, OldBoundary: o.Boundary}
 	}
 	return o
 }
@@ -210,6 +228,23 @@ type SIDCounters struct {
 	Packets  uint64       `json:"packets"`
 	Bytes    uint64       `json:"bytes"`
 	Errors   uint64       `json:"errors"`
+	// Detail is an eBPF behaviour's counters beyond the totals: each
+	// direction (in-/out-packets, in-/out-drops) and every drop reason
+	// (drop-<reason>), as `sid show` names them.
+	Detail map[string]uint64 `json:"detail,omitempty"`
+}
+
+// BoundaryReader is implemented by agents that report the drop counters of
+// the node's boundary filter (status shows them).
+type BoundaryReader interface {
+	BoundaryCounters(ctx context.Context) ([]nodestate.BoundaryCounter, error)
+}
+
+// Checker is implemented by agents that can tell, without changing
+// anything, that ops would fail for want of room (the firewall's shared
+// pools): plan and apply ask before anything changes on any node.
+type Checker interface {
+	Check(ctx context.Context, ops []Op) error
 }
 
 // MarshalOps is the wire form of a batch of ops (for logs and remote agents).

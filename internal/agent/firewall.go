@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -103,6 +105,29 @@ func applyFirewalls(netns string, want, old []nodestate.Firewall) error {
 	return nil
 }
 
+// Check implements Checker: the firewall sets of every KindFirewalls op
+// must fit the node's pools when installed in order.
+func (l *Local) Check(_ context.Context, ops []Op) error {
+	var errs []error
+	for _, op := range ops {
+		if op.Kind != KindFirewalls {
+			continue
+		}
+		var want []fw.Instance
+		for _, f := range op.Firewalls {
+			in, err := InstanceOf(f)
+			if err != nil {
+				return err
+			}
+			want = append(want, in)
+		}
+		if err := fw.CheckCapacity(l.netns, want); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: firewall %w", l.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // firewallCounters reports every firewall instance as a local SID.
 func firewallCounters(netns string) ([]SIDCounters, error) {
 	sts, err := fw.List(netns)
@@ -115,9 +140,13 @@ func firewallCounters(netns string) ([]SIDCounters, error) {
 		for _, v := range st.Counters.Drops {
 			drops += v
 		}
+		d := map[string]uint64{}
+		for r, v := range st.Counters.Drops {
+			d["drop-"+r] = v
+		}
 		out = append(out, SIDCounters{SID: st.Instance.SID, Behavior: "End.AN.FW",
 			Route: FirewallOf(st.Instance).String(), Owned: true, Counted: true,
-			Packets: st.Counters.Packets, Bytes: st.Counters.Bytes, Errors: drops})
+			Packets: st.Counters.Packets, Bytes: st.Counters.Bytes, Errors: drops, Detail: d})
 	}
 	return out, nil
 }

@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -113,6 +115,9 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if got.Firewalls, err = ObserveFirewalls(l.netns); err != nil {
 		return nil, fmt.Errorf("node %s: read firewalls: %w", l.name, err)
 	}
+	if got.Boundary, err = boundary.Observe(l.netns); err != nil {
+		return nil, fmt.Errorf("node %s: read boundary: %w", l.name, err)
+	}
 	if got.ProxyFaults, err = proxy.Check(l.netns); err != nil {
 		return nil, fmt.Errorf("node %s: check proxies: %w", l.name, err)
 	}
@@ -210,6 +215,11 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 			return err
 		}
 		return applyFirewalls(l.netns, op.Firewalls, op.OldFirewalls)
+	case KindBoundary:
+		if op.Boundary == nil {
+			return boundary.Remove(l.netns)
+		}
+		return boundary.Apply(l.netns, *op.Boundary)
 	}
 	return fmt.Errorf("unknown op kind %q", op.Kind)
 }
@@ -233,7 +243,7 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 	for _, e := range prx {
 		st, _ := e.Extra.(proxy.Status)
 		out = append(out, SIDCounters{SID: e.SID, Behavior: e.Behavior, Route: st.Spec.String(), Owned: true, Counted: true,
-			Packets: e.Counters["packets"], Bytes: e.Counters["bytes"], Errors: e.Counters["errors"]})
+			Packets: e.Counters["packets"], Bytes: e.Counters["bytes"], Errors: e.Counters["errors"], Detail: detail(e.Counters)})
 	}
 	fws, err := firewallCounters(l.netns)
 	if err != nil {
@@ -252,6 +262,28 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// detail keeps the counters status shows under a SID: each direction and
+// every drop reason.
+func detail(c map[string]uint64) map[string]uint64 {
+	out := map[string]uint64{}
+	for k, v := range c {
+		switch {
+		case k == "in-packets", k == "out-packets", k == "in-drops", k == "out-drops", strings.HasPrefix(k, "drop-"):
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// BoundaryCounters implements BoundaryReader.
+func (l *Local) BoundaryCounters(_ context.Context) ([]nodestate.BoundaryCounter, error) {
+	c, err := boundary.Counters(l.netns)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: read boundary counters: %w", l.name, err)
+	}
+	return c, nil
 }
 
 func (l *Local) statePath() string {

@@ -21,7 +21,7 @@ var fieldDoc = map[string]string{
 	"Domain.services": "Service functions, by name: one SID each on one node.",
 	"Domain.chains":   "Service chains, by name.",
 	"Domain.routing":  "How locators and link prefixes are reached.",
-	"Domain.security": "HMAC keys and the nodes that require HMAC.",
+	"Domain.security": "HMAC keys, the nodes that require HMAC and the SR domain boundary.",
 
 	"SIDFormat":               "The SID structure. Absent fields take their default; args_bits: 0 means no ARGS.",
 	"SIDFormat.locator_bits":  "Bits of the locator (default 64, at least 16). Every node locator must be a prefix of exactly this length.",
@@ -56,6 +56,7 @@ var fieldDoc = map[string]string{
 	"Service.flow_timeout": "dynamic-flow only: idle timeout of a flow's cache entry in seconds.",
 	"Service.flow_max":     "dynamic-flow only: caps the flows the SID caches, in a cache of its own (1..65536; needs flow_timeout). Default: the node-wide LRU shared by every per-flow SID.",
 	"Service.firewall":     "firewall only, required: the SR-aware firewall's rules, policy and eval-args table.",
+	"Service.external":     "The SID is reachable from outside the SR domain (e.g. the segment of an SR-aware host): boundary interfaces let packets addressed to it in. Default false: the SID space is closed at the boundary (RFC 8754 section 5.1).",
 
 	"Firewall":            "The SR-aware firewall End.AN.FW (after SERA). Rules without -m srh match the original packet (the inner packet in encap mode; the source, Segment List[0] and the transport header in insert mode); -m srh rules match the outer header and the SRH. The SID gets sid.args_bits ARGS bits for eval-args.",
 	"Firewall.policy":     "What happens to packets no rule matches: accept (go to the next segment) or drop. Default: the rules_file's FORWARD policy, else accept.",
@@ -102,7 +103,13 @@ var fieldDoc = map[string]string{
 
 	"Security":              "SRv6 domain security.",
 	"Security.hmac":         "HMAC keys of the kernel's seg6 HMAC table, by name.",
-	"Security.require_hmac": "Nodes that drop SRv6 packets without a valid HMAC (seg6_require_hmac = 1).",
+	"Security.require_hmac": "Nodes that drop SRv6 packets without a valid HMAC (seg6_require_hmac = 1). Every node hosting a SID of a chain with hmac is added automatically.",
+	"Security.boundary":     "Where the SR domain ends (RFC 8754 section 5.1). Filtering is on by default; see docs/security.md.",
+
+	"Boundary":            "SR domain boundary. Default: every interface of an SR node that faces a host, an sf node it does not serve, or anything the domain file does not describe (an interface not in links) is a boundary interface: packets arriving there addressed into a locator (unless to an external service's SID), or carrying an SRH addressed to a domain node, are dropped and counted; packets leaving there addressed into a locator are dropped and counted.",
+	"Boundary.off":        "Turn boundary filtering off on every node (the SIDs become reachable from outside; plan warns).",
+	"Boundary.interfaces": "Extra boundary interfaces, \"node:iface\", among those the defaults consider inside the domain (links between SR nodes).",
+	"Boundary.trusted":    "Interfaces (\"node:iface\") or whole nodes (\"node\") not to filter although the defaults would.",
 
 	"HMACKey":             "One HMAC key.",
 	"HMACKey.id":          "Key id 1..4294967295, unique.",

@@ -129,6 +129,10 @@ type Service struct {
 
 	// Firewall configures a kind: firewall service (End.AN.FW).
 	Firewall *Firewall `yaml:"firewall,omitempty" json:"firewall,omitempty"`
+
+	// External makes the service's SID reachable from outside the SR
+	// domain (an SR-aware host's segment): boundary interfaces pass it.
+	External bool `yaml:"external,omitempty" json:"external,omitempty"`
 }
 
 // SRUnaware reports whether the service is an SF behind an SR proxy.
@@ -274,6 +278,22 @@ type Security struct {
 	// RequireHMAC lists nodes that drop SRv6 packets without a valid HMAC
 	// (net.ipv6.conf.*.seg6_require_hmac = 1).
 	RequireHMAC []string `yaml:"require_hmac,omitempty" json:"require_hmac,omitempty"`
+	// Boundary says where the SR domain ends (RFC 8754 section 5.1).
+	Boundary Boundary `yaml:"boundary,omitempty" json:"boundary,omitempty"`
+}
+
+// Boundary adjusts the SR domain boundary. By default every interface of
+// an SR node that faces a host, a node outside the domain or nothing the
+// domain file describes filters packets addressed to the domain's SIDs.
+type Boundary struct {
+	// Off turns boundary filtering off everywhere (plan warns).
+	Off bool `yaml:"off,omitempty" json:"off,omitempty"`
+	// Interfaces are extra boundary interfaces, "node:iface", that the
+	// defaults consider inside the domain.
+	Interfaces []string `yaml:"interfaces,omitempty" json:"interfaces,omitempty"`
+	// Trusted are interfaces ("node:iface") or whole nodes ("node") that are
+	// not filtered although the defaults would filter them.
+	Trusted []string `yaml:"trusted,omitempty" json:"trusted,omitempty"`
 }
 
 // HMACKey is a key of the kernel's seg6 HMAC table.

@@ -970,6 +970,59 @@ func (v *validator) security() {
 			v.errf(fmt.Sprintf("security.require_hmac[%d]", i), "unknown node %q", n)
 		}
 	}
+	v.boundary()
+}
+
+// boundary checks security.boundary: every name is an SR node (and, for
+// interfaces, one of its link interfaces), and no interface is both a
+// boundary and trusted.
+func (v *validator) boundary() {
+	b := v.d.Security.Boundary
+	srNode := func(p, n string) bool {
+		nd := v.d.Nodes[n]
+		switch {
+		case nd == nil:
+			v.errf(p, "unknown node %q", n)
+		case nd.Role == RoleHost || nd.Role == RoleSF:
+			v.errf(p, "node %q is %s, outside the SR domain: it has no boundary", n, nd.Role)
+		default:
+			return true
+		}
+		return false
+	}
+	added := map[string]bool{}
+	for i, ep := range b.Interfaces {
+		p := fmt.Sprintf("security.boundary.interfaces[%d]", i)
+		n, ifc, ok := splitEndpoint(ep)
+		if !ok {
+			v.errf(p, "%q: want node:iface", ep)
+			continue
+		}
+		if srNode(p, n) && !v.hasIface(n, ifc) {
+			v.errf(p, "node %s has no link interface %q (interfaces the file does not describe are boundary interfaces already)", n, ifc)
+		}
+		added[ep] = true
+	}
+	for i, ep := range b.Trusted {
+		p := fmt.Sprintf("security.boundary.trusted[%d]", i)
+		n, ifc, ok := splitEndpoint(ep)
+		if !ok {
+			if strings.Contains(ep, ":") {
+				v.errf(p, "%q: want node or node:iface", ep)
+				continue
+			}
+			n = ep
+		}
+		if !srNode(p, n) {
+			continue
+		}
+		if ifc != "" && (ifc == "lo" || len(ifc) > 15) {
+			v.errf(p, "%q: not a filterable interface name", ifc)
+		}
+		if added[ep] {
+			v.errf(p, "%s is also in security.boundary.interfaces", ep)
+		}
+	}
 }
 
 func (v *validator) routing() {

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
 
@@ -73,6 +74,20 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 			return nil, err
 		}
 		diffs = append(diffs, Compute(got, want))
+	}
+	// What cannot fit is reported now, before anything changes anywhere.
+	var errs []error
+	for _, d := range diffs {
+		a, err := c.agentFor(d.Node)
+		if err != nil {
+			return nil, err
+		}
+		if ck, ok := a.(agent.Checker); ok && !d.Empty() {
+			errs = append(errs, ck.Check(ctx, d.Ops()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return diffs, err
 	}
 	return diffs, nil
 }
@@ -217,9 +232,12 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 
 // NodeStatus is one node's local SIDs with counters, named after the plan.
 type NodeStatus struct {
-	Node  string      `json:"node"`
-	SIDs  []SIDStatus `json:"sids"`
-	Error string      `json:"error,omitempty"`
+	Node string      `json:"node"`
+	SIDs []SIDStatus `json:"sids"`
+	// Boundary is the drops of the node's boundary filter, per
+	// interface and reason (only those that dropped something).
+	Boundary []nodestate.BoundaryCounter `json:"boundary,omitempty"`
+	Error    string                      `json:"error,omitempty"`
 }
 
 // SIDStatus is a local SID joined with what the plan says it is.
@@ -260,6 +278,12 @@ func (c *Controller) Status(ctx context.Context) *Status {
 			if sids, err = a.Counters(ctx); err == nil {
 				for _, s := range sids {
 					ns.SIDs = append(ns.SIDs, SIDStatus{SIDCounters: s, Service: names[n+" "+s.SID.String()]})
+				}
+				if br, ok := a.(agent.BoundaryReader); ok {
+					if ns.Boundary, err = br.BoundaryCounters(ctx); err != nil {
+						ns.Error = err.Error()
+						err = nil
+					}
 				}
 				got, oerr := a.Observe(ctx, c.Plan.Nodes[n])
 				if oerr != nil {

@@ -57,6 +57,18 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		d.Adds = append(d.Adds, agent.Op{Kind: agent.KindTunSrc, Action: agent.ActSet, TunSrc: desired.TunSrc, OldTun: observed.TunSrc})
 	}
 
+	// The boundary filter first: nothing the domain installs is reachable
+	// from outside before it is in place. Removing it comes last.
+	var boundaryDel *agent.Op
+	if observed.Boundary.String() != desired.Boundary.String() {
+		op := agent.Op{Kind: agent.KindBoundary, Action: agent.ActSet, Boundary: desired.Boundary, OldBoundary: observed.Boundary}
+		if desired.Boundary == nil {
+			boundaryDel = &op
+		} else {
+			d.Adds = append(d.Adds, op)
+		}
+	}
+
 	obsRoutes := map[string]nodestate.Route{}
 	for _, r := range observed.Routes {
 		obsRoutes[r.Key()] = r
@@ -144,6 +156,9 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		d.Deletes = append(d.Deletes, *fwDel)
 	}
 	d.Deletes = append(d.Deletes, endpointDels...)
+	if boundaryDel != nil {
+		d.Deletes = append(d.Deletes, *boundaryDel)
+	}
 	return d
 }
 

@@ -190,7 +190,6 @@ func tableID(id, slot uint32) uint32 { return id*2 + slot }
 // active table's range (the inactive slot being rewritten is free). rng
 // reads a table's range.
 func (n *Node) alloc(insts []instEntry, count int, max uint32, what string, rng func(*fwTCFwTable) (uint32, uint32)) (uint32, error) {
-	type span struct{ lo, hi uint32 }
 	var used []span
 	for _, e := range insts {
 		var t fwTCFwTable
@@ -201,16 +200,9 @@ func (n *Node) alloc(insts []instEntry, count int, max uint32, what string, rng 
 			used = append(used, span{base, base + cnt})
 		}
 	}
-	sort.Slice(used, func(i, j int) bool { return used[i].lo < used[j].lo })
-	var at uint32
-	for _, u := range used {
-		if u.lo >= at+uint32(count) {
-			break
-		}
-		at = max32(at, u.hi)
-	}
-	if at+uint32(count) > max {
-		return 0, fmt.Errorf("the rule set needs %d %s; the pool (%d, shared by every firewall SID of the node, rule updates need room for both rule sets) is full", count, what, max)
+	at, ok := firstFit(used, count, max)
+	if !ok {
+		return 0, poolFull(count, what, max, used)
 	}
 	return at, nil
 }

@@ -25,6 +25,8 @@ type Node struct {
 	// Firewalls are the node's SR-aware firewall instances (End.AN.FW),
 	// served by internal/fw's tc program.
 	Firewalls []Firewall `json:"firewalls,omitempty"`
+	// Boundary is the node's SR domain boundary filter; nil = none.
+	Boundary *Boundary `json:"boundary,omitempty"`
 	// ProxyFaults and FirewallFaults are what observation found broken in
 	// the eBPF objects behind Proxies and Firewalls (a program not
 	// attached, a link pin missing or foreign, a map missing or of another
@@ -272,6 +274,9 @@ func (n *Node) Sort() {
 	sort.Slice(n.HMACKeys, func(i, j int) bool { return n.HMACKeys[i].ID < n.HMACKeys[j].ID })
 	sort.Slice(n.Proxies, func(i, j int) bool { return n.Proxies[i].SID.Addr().Less(n.Proxies[j].SID.Addr()) })
 	sort.Slice(n.Firewalls, func(i, j int) bool { return n.Firewalls[i].SID.Addr().Less(n.Firewalls[j].SID.Addr()) })
+	if n.Boundary != nil {
+		n.Boundary.Sort()
+	}
 	sort.SliceStable(n.Routes, func(i, j int) bool { return n.Routes[i].Key() < n.Routes[j].Key() })
 	sort.Slice(n.Rules, func(i, j int) bool {
 		if n.Rules[i].Priority != n.Rules[j].Priority {

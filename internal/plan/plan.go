@@ -19,6 +19,9 @@ type Plan struct {
 	Nodes  map[string]*nodestate.Node `json:"nodes"`
 	Chains []Chain                    `json:"chains"`
 	SIDs   []SIDInfo                  `json:"sids"`
+	// Warnings are what the domain leaves unprotected (boundary off,
+	// SIDs of signed chains that do not verify the HMAC).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Chain is one direction of a configured chain as it is programmed.
@@ -73,6 +76,7 @@ func Build(d *config.Domain) (*Plan, error) {
 		return nil, fmt.Errorf("allocate SIDs: %w", err)
 	}
 	b.graph()
+	b.hmacCover()
 	b.sysctls()
 	if err := b.hmac(); err != nil {
 		return nil, err
@@ -90,6 +94,7 @@ func Build(d *config.Domain) (*Plan, error) {
 	if err := b.firewalls(); err != nil {
 		return nil, err
 	}
+	b.boundary()
 	for _, n := range b.p.Nodes {
 		n.Sort()
 	}
@@ -114,6 +119,8 @@ type builder struct {
 	// staticSegs is, per static proxy service, the rest of its chain's SID
 	// list after it (End.AS re-encapsulates with it).
 	staticSegs map[string][]netip.Addr
+	// requireHMAC are the nodes that require HMAC (see hmacCover).
+	requireHMAC map[string]bool
 	// looped records the service-loop routes emitted (node + SID prefix).
 	looped map[string]bool
 }
@@ -192,10 +199,7 @@ func (b *builder) sysctls() {
 	for _, i := range b.ifs {
 		ifsByNode[i.Node] = append(ifsByNode[i.Node], i.Name)
 	}
-	requireHMAC := map[string]bool{}
-	for _, n := range b.d.Security.RequireHMAC {
-		requireHMAC[n] = true
-	}
+	requireHMAC := b.requireHMAC
 	for _, name := range b.d.NodeNames() {
 		n := b.p.Nodes[name]
 		set := func(k, v string) { n.Sysctls = append(n.Sysctls, nodestate.Sysctl{Key: k, Value: v}) }

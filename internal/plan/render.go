@@ -10,6 +10,9 @@ import (
 // their SID lists, then every node's desired state. Golden files use it.
 func (p *Plan) Render(w io.Writer) {
 	fmt.Fprintf(w, "domain %s\n", p.Domain)
+	for _, m := range p.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", m)
+	}
 	for _, c := range p.Chains {
 		fmt.Fprintf(w, "chain %s: %s at %s table %d match %s\n", c.Name, c.Mode, c.Ingress, c.Table, c.Match)
 		for _, h := range c.Hops {
@@ -46,6 +49,9 @@ func (p *Plan) Render(w io.Writer) {
 			for _, l := range x.Lines() {
 				fmt.Fprintf(w, "  %s\n", l)
 			}
+		}
+		if n.Boundary != nil {
+			fmt.Fprintf(w, "  %s\n", n.Boundary)
 		}
 	}
 }

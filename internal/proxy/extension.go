@@ -86,6 +86,8 @@ func EntryOf(st Status) localsid.Entry {
 		errs += v
 	}
 	counters["errors"] = errs
+	// Per direction: the way in (to the SF) and the way back.
+	counters["in-drops"], counters["out-drops"] = errs-min(c.OutDrops, errs), c.OutDrops
 	return localsid.Entry{SID: st.Spec.SID, Behavior: st.Spec.Behavior, Params: params, Counters: counters, Extra: st}
 }
 

@@ -52,6 +52,8 @@ type FIBResult struct {
 type ModelStats struct {
 	In, InBytes, Out, OutBytes, Passed, CacheUpdates, ICMPErrors uint64
 	Drops                                                        [numDropReasons]uint64
+	// OutDrops counts the drops (of Drops) on the way back from the SF.
+	OutDrops uint64
 }
 
 // Model is the state of one node: SIDs, IFACE-INs, caches, counters.
@@ -85,7 +87,11 @@ func (m *Model) stats(id uint32) *ModelStats {
 func (m *Model) Run(iif uint32, frame []byte) Result {
 	pkt := append([]byte(nil), frame...)
 	if cfg, ok := m.Ifaces[iif]; ok {
-		return m.outbound(cfg, pkt)
+		r := m.outbound(cfg, pkt)
+		if r.Verdict == VerdictDrop {
+			m.stats(cfg.ID).OutDrops++
+		}
+		return r
 	}
 	return m.inbound(pkt)
 }

@@ -468,6 +468,9 @@ type Counters struct {
 	CacheUpdates uint64            `json:"cache_updates"`
 	ICMPErrors   uint64            `json:"icmp_errors"` // Packet Too Big sent
 	Drops        map[string]uint64 `json:"drops,omitempty"`
+	// OutDrops are the drops (of Drops) on the way back from the SF;
+	// the others happened on the way in.
+	OutDrops uint64 `json:"out_drops"`
 }
 
 // Status is one installed proxy SID as Show reports it.
@@ -505,6 +508,7 @@ func (n *Node) counters(id uint32) (Counters, error) {
 				c.Drops[DropReason(r).String()] += v
 			}
 		}
+		c.OutDrops += p.OutDrops
 	}
 	return c, nil
 }

@@ -180,6 +180,7 @@ func (n *testNode) stats(t *testing.T, id uint32) ModelStats {
 		for i, v := range p.Drops {
 			s.Drops[i] += v
 		}
+		s.OutDrops += p.OutDrops
 	}
 	return s
 }
@@ -441,6 +442,13 @@ func TestProgFixtures(t *testing.T) {
 				}
 				if s.reason != nil && after.Drops[*s.reason] != before.Drops[*s.reason]+1 {
 					t.Errorf("%s: drop counter %s did not increase: %v -> %v", s.name, *s.reason, before.Drops, after.Drops)
+				}
+				wantOut := before.OutDrops
+				if s.reason != nil && s.iif == "sf" {
+					wantOut++ // a drop on the way back counts in its direction
+				}
+				if after.OutDrops != wantOut {
+					t.Errorf("%s: out drops %d -> %d, want %d", s.name, before.OutDrops, after.OutDrops, wantOut)
 				}
 			}
 		})

@@ -114,6 +114,7 @@ type proxyTCProxyStats struct {
 	CacheUpdates uint64
 	IcmpErrors   uint64
 	Drops        [19]uint64
+	OutDrops     uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/boundary/boundaryperf"
+	"github.com/segchain/segchain/internal/perf"
+)
+
+func newPerfBoundaryCmd() *cobra.Command {
+	var (
+		tb     testbedFlags
+		output string
+		rounds int
+		window time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "boundary [--rounds 40] [--window 100ms] [-o json]",
+		Short: "Measure what the SR domain boundary filter costs ordinary traffic",
+		Long: `Measures the boundary filter (docs/security.md) on the built-in testbed with
+the sandwich method: the reference is plain IPv6 forwarding without the filter;
+the arms are IPv6 forwarding with the filter on the SUT's input port, T.Encaps
+(2 SIDs) without and with it, 64-byte packets. The filter holds 8 locators,
+an external SID and 32 node addresses, none hit by the test packets.
+
+The filter sits on an interface, so within one run it cannot be on for one
+arm and off for another through different ports (this kernel has no VLAN or
+macvlan devices): the generator's template switch to an arm also attaches the
+filter (TCX ingress and egress) and the switch back to the reference detaches
+it, before the settle time. Reported per arm: R_cpu (reference SUT CPU
+ns/packet ÷ the arm's; median and 95 % CI) and the throughput ratio when
+enough windows had the SUT CPU to themselves. The filter's cost is 1 − R_cpu
+for IPv6 and 1 − R_cpu(T.Encaps+boundary) ÷ R_cpu(T.Encaps) at a headend.`,
+		Example: "  segchain perf boundary --rounds 40",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if rounds < 1 || window <= 0 {
+				return fmt.Errorf("need --rounds ≥ 1 and --window > 0")
+			}
+			drv, down, err := tb.up()
+			if err != nil {
+				return err
+			}
+			defer down()
+			if err := perf.PrepareSUT(drv.Env()); err != nil {
+				return err
+			}
+			res, err := boundaryperf.Measure(drv, rounds, window)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "reference IPv6 without the filter: %.1f ns/packet (median of %d windows)\n\n",
+				res.RefNsPerPkt.Median, res.RefNsPerPkt.Runs)
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ARM\tR_CPU\tCI95\tTHROUGHPUT RATIO\tNS/PACKET")
+			for _, a := range res.Arms {
+				thr := "not measurable"
+				if a.Throughput.Runs > 0 {
+					thr = fmt.Sprintf("%.4f (n=%d)", a.Throughput.Median, a.Throughput.Runs)
+				}
+				fmt.Fprintf(tw, "%s\t%.4f\t%.4f–%.4f\t%s\t%.1f\n", a.Name, a.CPURatio.Median,
+					a.CPURatio.CI95[0], a.CPURatio.CI95[1], thr, a.NsPerPkt.Median)
+			}
+			return tw.Flush()
+		},
+	}
+	tb.register(cmd)
+	cmd.Flags().IntVar(&rounds, "rounds", 40, "sandwich rounds")
+	cmd.Flags().DurationVar(&window, "window", 100*time.Millisecond, "measured window per arm and round")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}

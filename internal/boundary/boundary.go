@@ -1,0 +1,567 @@
+package boundary
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/segchain/segchain/internal/bpfpin"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// ErrNotSupported wraps a kernel without TCX.
+var ErrNotSupported = errors.New("boundary filter not supported by this kernel (needs TCX, Linux >= 6.6)")
+
+// StateRoot keeps each namespace's trusted interface list (bpffs holds only
+// pins): StateRoot/ns-<inode>-<cookie>.json.
+const StateRoot = "/run/segchain/boundary"
+
+const program = "boundary"
+
+// DropReason is why the boundary dropped a packet.
+type DropReason uint32
+
+// Drop reasons, generated from enum bnd_drop_reason.
+const (
+	DropSID            = DropReason(boundaryTCBndDropReasonBND_DROP_SID)
+	DropSIDSRH         = DropReason(boundaryTCBndDropReasonBND_DROP_SID_SRH)
+	DropSRHNode        = DropReason(boundaryTCBndDropReasonBND_DROP_SRH_NODE)
+	DropMalformed      = DropReason(boundaryTCBndDropReasonBND_DROP_MALFORMED)
+	DropLeakSID        = DropReason(boundaryTCBndDropReasonBND_DROP_LEAK_SID)
+	DropHMACMissing    = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MISSING)
+	DropHMACMalformed  = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MALFORMED)
+	DropHMACUnknownKey = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_UNKNOWN_KEY)
+	numReasons         = int(boundaryTCBndDropReasonBND_DROP_MAX)
+)
+
+var reasonNames = [...]string{
+	DropSID:            "sid-space",
+	DropSIDSRH:         "sid-space-srh",
+	DropSRHNode:        "srh-to-node",
+	DropMalformed:      "malformed",
+	DropLeakSID:        "leak-sid",
+	DropHMACMissing:    "hmac-missing",
+	DropHMACMalformed:  "hmac-malformed",
+	DropHMACUnknownKey: "hmac-unknown-key",
+}
+
+// String is the reason's name as counters and JSON show it.
+func (r DropReason) String() string {
+	if int(r) < len(reasonNames) && reasonNames[r] != "" {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Direction is "out" for reasons counted on egress, "hmac" for the HMAC
+// classifier's, "in" otherwise.
+func (r DropReason) Direction() string {
+	switch r {
+	case DropLeakSID:
+		return "out"
+	case DropHMACMissing, DropHMACMalformed, DropHMACUnknownKey:
+		return "hmac"
+	}
+	return "in"
+}
+
+type node struct {
+	netns string
+	name  string
+	dir   string
+	objs  boundaryTCObjects
+}
+
+func stateFile(name string) string { return filepath.Join(StateRoot, name+".json") }
+
+// open opens the pinned maps of netns; with create it makes them (and
+// loads the programs), else it returns nil when nothing is installed.
+func open(netns string, create bool) (*node, error) {
+	name, ino, err := bpfpin.Namespace(netns)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := bpfpin.Dir(name, program)
+	if err != nil {
+		return nil, err
+	}
+	n := &node{netns: netns, name: name, dir: dir}
+	if create {
+		// State of deleted namespaces: one whose inode this one inherited,
+		// or whose links all lost their interface.
+		for _, d := range append(bpfpin.Stale(name, ino, program), bpfpin.Defunct(program, name)...) {
+			_ = bpfpin.Remove(d)
+			_ = os.Remove(stateFile(filepath.Base(filepath.Dir(d))))
+		}
+		if err := os.MkdirAll(n.dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create pin dir: %w", err)
+		}
+	} else if _, err := os.Stat(filepath.Join(n.dir, "bnd_lpm")); err != nil {
+		return nil, nil
+	}
+	spec, err := loadBoundaryTC()
+	if err != nil {
+		return nil, fmt.Errorf("load boundary spec: %w", err)
+	}
+	for name, m := range spec.Maps {
+		if !strings.HasPrefix(name, ".") {
+			m.Pinning = ebpf.PinByName
+		}
+	}
+	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}}
+	if create {
+		err = spec.LoadAndAssign(&n.objs, opts)
+	} else {
+		err = spec.LoadAndAssign(&n.objs.boundaryTCMaps, opts)
+	}
+	if err != nil {
+		if errors.Is(err, ebpf.ErrMapIncompatible) {
+			return nil, fmt.Errorf("pinned boundary maps in %s are from another segchain version (segchain destroy): %w", n.dir, err)
+		}
+		return nil, fmt.Errorf("load boundary program: %w", err)
+	}
+	return n, nil
+}
+
+func (n *node) close() { _ = n.objs.Close() }
+
+func pin(dir string, ifindex int, dir2 string) string {
+	return filepath.Join(dir, fmt.Sprintf("tcx-%d-%s", ifindex, dir2))
+}
+
+// iface is a non-loopback interface of the namespace.
+type iface struct {
+	index int
+	name  string
+}
+
+func interfaces(netns string) ([]iface, error) {
+	var out []iface
+	err := nsutil.Do(netns, func() error {
+		l, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		for _, i := range l {
+			if i.Flags&net.FlagLoopback == 0 {
+				out = append(out, iface{i.Index, i.Name})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// live reports whether the link pinned at p is attached to an interface.
+func live(p string) bool {
+	lk, err := link.LoadPinnedLink(p, nil)
+	if err != nil {
+		return false
+	}
+	defer lk.Close()
+	info, err := lk.Info()
+	if err != nil {
+		return false
+	}
+	tcx := info.TCX()
+	return tcx != nil && tcx.Ifindex != 0
+}
+
+func unpin(p string) error {
+	lk, err := link.LoadPinnedLink(p, nil)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return os.Remove(p) // defunct: the interface is gone
+	}
+	defer lk.Close()
+	return lk.Unpin()
+}
+
+// Apply installs or updates the boundary of netns: the destination table
+// first, then the filter on every boundary interface (ingress at the head
+// of the TCX chain, so it runs before the firewall and the proxies, and
+// egress), and off every interface that is now trusted.
+func Apply(netns string, b nodestate.Boundary) error {
+	n, err := open(netns, true)
+	if err != nil {
+		return err
+	}
+	defer n.close()
+	if err := n.sync(b); err != nil {
+		return err
+	}
+	if err := n.attach(b.Trusted, len(b.HMACSIDs) > 0); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
+		return err
+	}
+	st, _ := json.Marshal(b.Trusted)
+	return os.WriteFile(stateFile(n.name), st, 0o644)
+}
+
+func lpmKey(p netip.Prefix) boundaryTCBndKey {
+	k := boundaryTCBndKey{Prefixlen: uint32(p.Bits())}
+	k.Addr.In6U.U6Addr8 = p.Masked().Addr().As16()
+	return k
+}
+
+func keyPrefix(k boundaryTCBndKey) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom16(k.Addr.In6U.U6Addr8), int(k.Prefixlen))
+}
+
+func wanted(b nodestate.Boundary) map[netip.Prefix]uint32 {
+	w := map[netip.Prefix]uint32{}
+	for _, a := range b.Nodes {
+		w[netip.PrefixFrom(a, 128)] = uint32(boundaryTCBndKindBND_NODE)
+	}
+	for _, p := range b.Locators {
+		w[p.Masked()] = uint32(boundaryTCBndKindBND_SID)
+	}
+	for _, p := range b.External {
+		w[p.Masked()] = uint32(boundaryTCBndKindBND_EXTERNAL)
+	}
+	return w
+}
+
+func (n *node) entries() (map[netip.Prefix]uint32, error) {
+	got := map[netip.Prefix]uint32{}
+	var (
+		k boundaryTCBndKey
+		v boundaryTCBndDest
+	)
+	it := n.objs.BndLpm.Iterate()
+	for it.Next(&k, &v) {
+		got[keyPrefix(k)] = v.Kind
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read boundary table: %w", err)
+	}
+	return got, nil
+}
+
+// sync makes the destination table hold exactly b's prefixes. Updates come
+// before deletions, so a prefix that stays is never missing.
+func (n *node) sync(b nodestate.Boundary) error {
+	got, err := n.entries()
+	if err != nil {
+		return err
+	}
+	want := wanted(b)
+	for p, kind := range want {
+		if got[p] == kind {
+			continue
+		}
+		if err := n.objs.BndLpm.Put(lpmKey(p), boundaryTCBndDest{Kind: kind}); err != nil {
+			return fmt.Errorf("boundary table: add %s: %w", p, err)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			if err := n.objs.BndLpm.Delete(lpmKey(p)); err != nil {
+				return fmt.Errorf("boundary table: delete %s: %w", p, err)
+			}
+		}
+	}
+	return n.syncHMAC(b)
+}
+
+// syncHMAC makes the HMAC classifier's tables hold exactly b's signed SIDs
+// and key ids.
+func (n *node) syncHMAC(b nodestate.Boundary) error {
+	sids, keys, err := n.hmacEntries()
+	if err != nil {
+		return err
+	}
+	want := map[netip.Prefix]bool{}
+	for _, p := range b.HMACSIDs {
+		want[p.Masked()] = true
+		if err := n.objs.BndHmacSids.Put(lpmKey(p), uint32(1)); err != nil {
+			return fmt.Errorf("hmac sids: add %s: %w", p, err)
+		}
+	}
+	for _, p := range sids {
+		if !want[p] {
+			if err := n.objs.BndHmacSids.Delete(lpmKey(p)); err != nil {
+				return fmt.Errorf("hmac sids: delete %s: %w", p, err)
+			}
+		}
+	}
+	wantK := map[uint32]bool{}
+	for _, k := range b.HMACKeys {
+		wantK[k] = true
+		if err := n.objs.BndHmacKeys.Put(k, uint32(1)); err != nil {
+			return fmt.Errorf("hmac keys: add %d: %w", k, err)
+		}
+	}
+	for _, k := range keys {
+		if !wantK[k] {
+			if err := n.objs.BndHmacKeys.Delete(k); err != nil {
+				return fmt.Errorf("hmac keys: delete %d: %w", k, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (n *node) hmacEntries() ([]netip.Prefix, []uint32, error) {
+	var (
+		k    boundaryTCBndKey
+		v    uint32
+		sids []netip.Prefix
+		keys []uint32
+		id   uint32
+	)
+	it := n.objs.BndHmacSids.Iterate()
+	for it.Next(&k, &v) {
+		sids = append(sids, keyPrefix(k))
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read hmac sids: %w", err)
+	}
+	it = n.objs.BndHmacKeys.Iterate()
+	for it.Next(&id, &v) {
+		keys = append(keys, id)
+	}
+	if err := it.Err(); err != nil {
+		return nil, nil, fmt.Errorf("read hmac keys: %w", err)
+	}
+	return sids, keys, nil
+}
+
+// attachment is one program on one hook of an interface, pinned as
+// tcx-<ifindex>-<name>.
+type attachment struct {
+	name   string
+	prog   *ebpf.Program
+	at     ebpf.AttachType
+	anchor link.Anchor
+}
+
+// wantedOn lists what an interface needs: the filter both ways unless it
+// is trusted, and the HMAC classifier everywhere when hmac.
+func (n *node) wantedOn(trusted, hmac bool) []attachment {
+	var out []attachment
+	if !trusted {
+		out = append(out,
+			attachment{"in", n.objs.BoundaryIn, ebpf.AttachTCXIngress, link.Head()},
+			attachment{"out", n.objs.BoundaryOut, ebpf.AttachTCXEgress, link.Tail()})
+	}
+	if hmac {
+		out = append(out, attachment{"hmac", n.objs.HmacIn, ebpf.AttachTCXIngress, link.Tail()})
+	}
+	return out
+}
+
+// attach puts the programs on every interface lacking one it needs and
+// takes them off where they are no longer needed (trusted interfaces,
+// interfaces that no longer exist).
+func (n *node) attach(trusted []string, hmac bool) error {
+	ifs, err := interfaces(n.netns)
+	if err != nil {
+		return err
+	}
+	trust := map[string]bool{}
+	for _, t := range trusted {
+		trust[t] = true
+	}
+	keep := map[string]bool{}
+	for _, i := range ifs {
+		for _, a := range n.wantedOn(trust[i.name], hmac) {
+			p := pin(n.dir, i.index, a.name)
+			keep[p] = true
+			if live(p) {
+				continue
+			}
+			_ = unpin(p)
+			if err := n.attachOne(i, a.prog, a.at, a.anchor, p); err != nil {
+				return err
+			}
+		}
+	}
+	pins, _ := filepath.Glob(filepath.Join(n.dir, "tcx-*"))
+	var errs []error
+	for _, p := range pins {
+		if !keep[p] {
+			errs = append(errs, unpin(p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (n *node) attachOne(i iface, prog *ebpf.Program, at ebpf.AttachType, anchor link.Anchor, p string) error {
+	return nsutil.Do(n.netns, func() error {
+		lk, err := link.AttachTCX(link.TCXOptions{Interface: i.index, Program: prog, Attach: at, Anchor: anchor})
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			return fmt.Errorf("attach boundary to %s: %w: %w", i.name, ErrNotSupported, err)
+		}
+		if err != nil {
+			return fmt.Errorf("attach boundary to %s: tcx: %w", i.name, err)
+		}
+		defer lk.Close()
+		if err := lk.Pin(p); err != nil {
+			return fmt.Errorf("pin boundary link on %s: %w", i.name, err)
+		}
+		return nil
+	})
+}
+
+// Remove takes the boundary off every interface of netns and deletes its
+// maps and state. Nothing installed is not an error.
+func Remove(netns string) error {
+	name, _, err := bpfpin.Namespace(netns)
+	if err != nil {
+		return err
+	}
+	dir, err := bpfpin.Dir(name, program)
+	if err != nil {
+		return err
+	}
+	if err := bpfpin.Remove(dir); err != nil {
+		return err
+	}
+	if err := os.Remove(stateFile(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Observe reads the boundary installed in netns (nil: none): the table's
+// prefixes, the trusted interfaces, and the boundary interfaces the filter
+// is not attached to in both directions.
+func Observe(netns string) (*nodestate.Boundary, error) {
+	n, err := open(netns, false)
+	if err != nil || n == nil {
+		return nil, err
+	}
+	defer n.close()
+	got, err := n.entries()
+	if err != nil {
+		return nil, err
+	}
+	b := &nodestate.Boundary{Locators: []netip.Prefix{}}
+	for p, kind := range got {
+		switch kind {
+		case uint32(boundaryTCBndKindBND_SID):
+			b.Locators = append(b.Locators, p)
+		case uint32(boundaryTCBndKindBND_EXTERNAL):
+			b.External = append(b.External, p)
+		case uint32(boundaryTCBndKindBND_NODE):
+			b.Nodes = append(b.Nodes, p.Addr())
+		}
+	}
+	if b.HMACSIDs, b.HMACKeys, err = n.hmacEntries(); err != nil {
+		return nil, err
+	}
+	if st, err := os.ReadFile(stateFile(n.name)); err == nil {
+		_ = json.Unmarshal(st, &b.Trusted)
+	}
+	ifs, err := interfaces(netns)
+	if err != nil {
+		return nil, err
+	}
+	trust := map[string]bool{}
+	for _, t := range b.Trusted {
+		trust[t] = true
+	}
+	for _, i := range ifs {
+		for _, a := range n.wantedOn(trust[i.name], len(b.HMACSIDs) > 0) {
+			if !live(pin(n.dir, i.index, a.name)) {
+				b.Unfiltered = append(b.Unfiltered, i.name)
+				break
+			}
+		}
+	}
+	b.Sort()
+	return b, nil
+}
+
+// Counters reads the drop counters of netns, summed over CPUs, one per
+// interface and reason that dropped something (none when nothing is
+// installed).
+func Counters(netns string) ([]nodestate.BoundaryCounter, error) {
+	n, err := open(netns, false)
+	if err != nil || n == nil {
+		return nil, err
+	}
+	defer n.close()
+	names := map[int]string{}
+	if ifs, err := interfaces(netns); err == nil {
+		for _, i := range ifs {
+			names[i.index] = i.name
+		}
+	}
+	var (
+		k   boundaryTCBndCtrKey
+		vs  []boundaryTCBndCtr
+		out []nodestate.BoundaryCounter
+	)
+	it := n.objs.BndCounters.Iterate()
+	for it.Next(&k, &vs) {
+		c := nodestate.BoundaryCounter{Iface: names[int(k.Ifindex)], Direction: DropReason(k.Reason).Direction(),
+			Reason: DropReason(k.Reason).String()}
+		if c.Iface == "" {
+			c.Iface = "ifindex " + strconv.Itoa(int(k.Ifindex))
+		}
+		for _, v := range vs {
+			c.Packets += v.Packets
+			c.Bytes += v.Bytes
+		}
+		out = append(out, c)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read boundary counters: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Iface != out[j].Iface {
+			return out[i].Iface < out[j].Iface
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out, nil
+}
+
+// ClearCounters zeroes the drop counters of netns.
+func ClearCounters(netns string) error {
+	n, err := open(netns, false)
+	if err != nil || n == nil {
+		return err
+	}
+	defer n.close()
+	var (
+		k    boundaryTCBndCtrKey
+		keys []boundaryTCBndCtrKey
+	)
+	var vs []boundaryTCBndCtr
+	it := n.objs.BndCounters.Iterate()
+	for it.Next(&k, &vs) {
+		keys = append(keys, k)
+	}
+	var errs []error
+	for _, k := range keys {
+		errs = append(errs, n.objs.BndCounters.Delete(k))
+	}
+	return errors.Join(errs...)
+}
+
+// Reasons lists every drop reason name (for docs and tests).
+func Reasons() []string {
+	out := make([]string, 0, numReasons)
+	for r := 0; r < numReasons; r++ {
+		out = append(out, DropReason(r).String())
+	}
+	return out
+}

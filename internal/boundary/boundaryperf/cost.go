@@ -1,0 +1,215 @@
+// Package boundaryperf measures what the SR domain boundary filter costs
+// ordinary traffic at an ingress, with segchain perf's testbed and its
+// sandwich method. The filter sits on an interface, so within one
+// generator run it cannot be on for one arm's frames and off for the
+// reference's (this kernel has no VLAN or macvlan devices to give each arm
+// an interface of its own). Instead, the arm's generator slot switch also
+// attaches the filter to the SUT's input port and the reference's detaches
+// it: REF (IPv6, no filter), X (with the filter), REF, ... every window
+// after the usual settle time.
+package boundaryperf
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/perf"
+)
+
+// Filter is the boundary measured: 8 locators, an external SID and 32
+// node addresses, none of which the test packets hit (ordinary traffic).
+func Filter() nodestate.Boundary {
+	b := nodestate.Boundary{External: []netip.Prefix{netip.MustParsePrefix("fd5e:1:0:0:f1::/80")}}
+	for i := 1; i <= 8; i++ {
+		b.Locators = append(b.Locators, netip.MustParsePrefix(fmt.Sprintf("fd5e:%x::/48", i)))
+	}
+	for i := 1; i <= 32; i++ {
+		b.Nodes = append(b.Nodes, netip.MustParseAddr(fmt.Sprintf("fd5f:%x::1", i)))
+	}
+	return b
+}
+
+// Modes of the SUT's input port during an arm.
+const (
+	modeNone   = iota // nothing attached (the reference)
+	modeFilter        // the boundary filter, ingress and egress
+	modeEmpty         // an empty TCX ingress program: the hook's own cost
+)
+
+// toggle is the testbed's generator whose Select also sets the SUT's input
+// port to the slot's mode.
+type toggle struct {
+	perf.Generator
+	env   *perf.Env
+	mode  map[int]int
+	state *portState
+}
+
+// portState is what is attached to the SUT's input port now.
+type portState struct {
+	mode  int
+	empty *ebpf.Program
+	link  link.Link
+}
+
+func (g toggle) Select(slot int) error {
+	if err := g.state.set(g.env, g.mode[slot]); err != nil {
+		return err
+	}
+	return g.Generator.Select(slot)
+}
+
+func (s *portState) set(env *perf.Env, mode int) error {
+	if s.mode == mode {
+		return nil
+	}
+	if s.link != nil {
+		if err := s.link.Close(); err != nil {
+			return err
+		}
+		s.link = nil
+	}
+	if err := setFilter(env, mode == modeFilter); err != nil {
+		return err
+	}
+	if mode == modeEmpty {
+		err := env.Do(func() error {
+			i, err := net.InterfaceByName(env.In)
+			if err != nil {
+				return err
+			}
+			s.link, err = link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: s.empty, Attach: ebpf.AttachTCXIngress})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("attach the empty program: %w", err)
+		}
+	}
+	s.mode = mode
+	return nil
+}
+
+// emptyProgram returns TC_ACT_UNSPEC (TCX_NEXT) at once.
+func emptyProgram() (*ebpf.Program, error) {
+	return ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}})
+}
+
+type driver struct {
+	perf.Driver
+	g perf.Generator
+}
+
+func (d driver) Generator() perf.Generator { return d.g }
+
+// setFilter attaches (on) or detaches the filter on env.In only: every
+// other interface is trusted, and with off, env.In too.
+func setFilter(env *perf.Env, on bool) error {
+	return env.Do(func() error {
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		b := Filter()
+		for _, i := range ifs {
+			if i.Flags&net.FlagLoopback == 0 && (i.Name != env.In || !on) {
+				b.Trusted = append(b.Trusted, i.Name)
+			}
+		}
+		return boundary.Apply("", b)
+	})
+}
+
+// Arm is one measured traffic type: its ratio to the reference (IPv6
+// without the filter) by SUT CPU ns/packet and by throughput.
+type Arm struct {
+	Name       string
+	CPURatio   perf.Summary
+	Throughput perf.Summary
+	NsPerPkt   perf.Summary
+}
+
+// Result is a run: the reference's ns/packet and every arm.
+type Result struct {
+	RefNsPerPkt perf.Summary
+	Arms        []Arm
+}
+
+// Measure runs the sandwich on an up testbed d (PrepareSUT done): rounds
+// of IPv6 (reference, no filter), IPv6 with the filter, IPv6 with an empty
+// TCX program (what the hook alone costs), T.Encaps without and with the
+// filter, 64-byte packets.
+func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
+	env := d.Env()
+	if env.Do == nil {
+		return nil, fmt.Errorf("the boundary filter needs the SUT's namespace: %w", perf.ErrNotSupported)
+	}
+	recipes := map[string]perf.Recipe{}
+	for _, r := range perf.NativeRecipes() {
+		recipes[r.Name()] = r
+	}
+	p := perf.Params{Size: 64}
+	slots := []struct {
+		name, recipe string
+		mode         int
+	}{
+		{"IPv6", "IPv6", modeNone},
+		{"IPv6+boundary", "IPv6", modeFilter},
+		{"IPv6+empty-tcx", "IPv6", modeEmpty},
+		{"T.Encaps", "T.Encaps", modeNone},
+		{"T.Encaps+boundary", "T.Encaps", modeFilter},
+	}
+	gen := d.Generator()
+	mode := map[int]int{}
+	var arms []perf.Arm
+	for i, s := range slots {
+		r, ok := recipes[s.recipe]
+		if !ok {
+			return nil, fmt.Errorf("no native recipe %s", s.recipe)
+		}
+		f, err := r.Setup(env, i, p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		if err := gen.Load(i, f); err != nil {
+			return nil, err
+		}
+		mode[i] = s.mode
+		if i > 0 {
+			arms = append(arms, perf.Arm{Name: s.name, Slot: i})
+		}
+	}
+	empty, err := emptyProgram()
+	if err != nil {
+		return nil, err
+	}
+	defer empty.Close()
+	state := &portState{mode: -1, empty: empty}
+	defer func() {
+		_ = state.set(env, modeNone)
+		_ = env.Do(func() error { return boundary.Remove("") })
+	}()
+	if err := state.set(env, modeNone); err != nil {
+		return nil, err
+	}
+	td := driver{Driver: d, g: toggle{Generator: gen, env: env, mode: mode, state: state}}
+	ref, res, err := perf.Sandwich(td, perf.Arm{Name: "IPv6", Slot: 0}, arms, perf.SandwichConfig{
+		Rounds: rounds, Settle: 50 * time.Millisecond, Window: window, MinOverload: 1.1, MaxLost: 0.05, Seed: 13})
+	if err != nil {
+		return nil, err
+	}
+	out := &Result{RefNsPerPkt: perf.Summarize(ref.NsPerPacket)}
+	for _, a := range res {
+		out.Arms = append(out.Arms, Arm{Name: a.Name, CPURatio: perf.Summarize(a.CPURatio),
+			Throughput: perf.Summarize(a.Ratio), NsPerPkt: perf.Summarize(a.NsPerPacket)})
+	}
+	return out, nil
+}

@@ -1,0 +1,48 @@
+package boundaryperf
+
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/perf"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// TestBoundaryCost measures the boundary filter's cost (docs/security.md).
+// It reports figures and asserts nothing about them (timings are not
+// assertions on a shared machine). Opt-in: SEGCHAIN_BOUNDARY_COST=ROUNDS.
+func TestBoundaryCost(t *testing.T) {
+	rounds, _ := strconv.Atoi(os.Getenv("SEGCHAIN_BOUNDARY_COST"))
+	if rounds <= 0 {
+		t.Skip("set SEGCHAIN_BOUNDARY_COST=ROUNDS to measure the boundary filter's cost")
+	}
+	testutil.RequireRoot(t)
+	testutil.RequireTool(t, "ethtool")
+	d := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: 0, SUTCPU: 1, Prefix: "h13bc"})
+	if err := d.Up(); err != nil {
+		if perf.IsNotSupported(err) {
+			t.Skipf("testbed: %v", err)
+		}
+		t.Fatalf("testbed up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := d.Down(); err != nil {
+			t.Errorf("testbed down: %v", err)
+		}
+	})
+	if err := perf.PrepareSUT(d.Env()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Measure(d, rounds, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reference IPv6 (no filter): %.1f ns/packet (median of %d)", res.RefNsPerPkt.Median, res.RefNsPerPkt.Runs)
+	for _, a := range res.Arms {
+		t.Logf("%-18s R_cpu median %.4f CI95 [%.4f, %.4f] (n=%d)  throughput ratio median %.4f CI95 [%.4f, %.4f] (n=%d)  %.1f ns/packet",
+			a.Name, a.CPURatio.Median, a.CPURatio.CI95[0], a.CPURatio.CI95[1], a.CPURatio.Runs,
+			a.Throughput.Median, a.Throughput.CI95[0], a.Throughput.CI95[1], a.Throughput.Runs, a.NsPerPkt.Median)
+	}
+}

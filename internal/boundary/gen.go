@@ -1,0 +1,3 @@
+package boundary
+
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -target bpf -I/usr/include/x86_64-linux-gnu" -target bpfel -type bnd_key -type bnd_dest -type bnd_ctr_key -type bnd_ctr -type bnd_kind -type bnd_drop_reason boundaryTC ../../bpf/boundary_tc.bpf.c
