@@ -45,20 +45,23 @@ func defaultDomain() (*config.Domain, error) { return loadDomain("") }
 
 // controllerFor builds the plan and one agent per node, mapping each node
 // to its namespace through the lab (or the node's netns field).
-func (f *domainFlags) controller() (*controller.Controller, error) {
-	d, err := loadDomain(f.file)
+// A lab remembers the file it was brought up from (lab.Lab.File): without
+// -f that file is the domain; with a different -f, note says so.
+func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error) {
+	var l *lab.Lab
+	var err error
+	if f.labNm != "" {
+		if l, err = lab.Get(f.labNm); err != nil {
+			return nil, err
+		}
+	}
+	d, err := loadDomain(labDomainFile(l, f.file, note))
 	if err != nil {
 		return nil, err
 	}
 	p, err := plan.Build(d)
 	if err != nil {
 		return nil, err
-	}
-	var l *lab.Lab
-	if f.labNm != "" {
-		if l, err = lab.Get(f.labNm); err != nil {
-			return nil, err
-		}
 	}
 	agents := map[string]agent.Agent{}
 	var missing []string
@@ -120,22 +123,34 @@ func orDefault(file string) string {
 
 func newPlanCmd() *cobra.Command {
 	var f domainFlags
+	var detailed bool
 	cmd := &cobra.Command{
-		Use:   "plan [-f FILE] [--lab NAME] [-o json]",
+		Use:   "plan [-f FILE] [--lab NAME] [-o json] [--detailed-exitcode]",
 		Short: "Show what apply would change on every node",
 		Long: `Computes every node's desired state from the domain file (SIDs, static
 routes, headend policies, classification rules, HMAC keys, sysctls), reads
 what segchain installed on each node and prints the per-node diff:
   + added   - removed   ~ changed in place
-Nothing is changed. With -o json, the plan's nodes, chains and SIDs and the
-diffs are printed.`,
-		Example: "  segchain plan --lab default\n  segchain plan -f examples/hmac.yaml --lab hm -o json",
+and a summary: N to add, N to change, N to delete. Nothing is changed.
+
+Plan catches what apply would reject: each node's kernel is probed and a
+behaviour it lacks (End.DT4, End.DT46 and vrftable need VRF devices) is an
+error; a SID made by hand (segchain sid add) at a SID the domain wants is a
+conflict. Both make plan fail before anything changes.
+
+With --lab and no -f, the domain is the file the lab was brought up from.
+With -o json, the plan's nodes, chains and SIDs, the diffs and the summary
+are printed.
+
+Exit status: 0 on success, 1 on error. With --detailed-exitcode (as
+terraform's): 0 no changes, 1 error, 2 changes pending.`,
+		Example: "  segchain plan --lab default\n  segchain plan --lab default --detailed-exitcode || echo \"status $?\"\n  segchain plan --lab default -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller()
+			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -143,22 +158,28 @@ diffs are printed.`,
 			if err != nil {
 				return err
 			}
+			sum := res.Summary()
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), struct {
-					Plan  *plan.Plan        `json:"plan"`
-					Diffs []controller.Diff `json:"diffs"`
-				}{c.Plan, res.Diffs})
+				if err := writeJSON(cmd.OutOrStdout(), struct {
+					Plan    *plan.Plan         `json:"plan"`
+					Diffs   []controller.Diff  `json:"diffs"`
+					Summary controller.Summary `json:"summary"`
+				}{c.Plan, res.Diffs, sum}); err != nil {
+					return err
+				}
+				return pendingExit(detailed, res.Changes(), "change(s) pending")
 			}
 			printDiffs(cmd.OutOrStdout(), res.Diffs)
 			if res.Changes() == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no changes: every node matches the domain")
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s); run segchain apply to make them\n", res.Changes())
+				fmt.Fprintf(cmd.OutOrStdout(), "plan: %s; run segchain apply to make them\n", sum)
 			}
-			return nil
+			return pendingExit(detailed, res.Changes(), "change(s) pending")
 		},
 	}
 	f.register(cmd, true)
+	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when changes are pending, 1 on error")
 	return cmd
 }
 
@@ -192,7 +213,7 @@ unchanged file changes nothing and says so.`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller()
+			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -225,19 +246,36 @@ func newDestroyCmd() *cobra.Command {
 	var f domainFlags
 	var dry bool
 	cmd := &cobra.Command{
-		Use:   "destroy [-f FILE] [--lab NAME] [--dry-run]",
+		Use:   "destroy [-f FILE] [--lab NAME] [--dry-run] [-o json]",
 		Short: "Remove exactly what segchain installed on the domain's nodes",
-		Long: `Removes every route and rule segchain installed (they carry protocol 197,
+		Long: `Removes every route and rule the domain installed (they carry protocol 197,
 "segchain"), the domain's HMAC keys and tunnel source, and restores the sysctls
 segchain changed to the values they had before. Routes, rules and keys that
-segchain did not install are left alone.`,
-		Args: cobra.NoArgs,
+the domain did not install are left alone: that includes SIDs made by hand
+with segchain sid add (protocol 198), which segchain sid del/flush remove.
+With --lab and no -f, the domain is the file the lab was brought up from.
+With -o json, the diffs and their summary are printed.`,
+		Example: "  segchain destroy --lab default --dry-run -o json\n  segchain destroy --lab default",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.controller()
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			res, err := c.Destroy(cmd.Context(), dry)
+			if f.output == "json" && res != nil {
+				if perr := writeJSON(cmd.OutOrStdout(), struct {
+					*controller.Result
+					DryRun  bool               `json:"dry_run"`
+					Summary controller.Summary `json:"summary"`
+				}{res, dry, res.Summary()}); perr != nil {
+					return perr
+				}
+				return err
+			}
 			if res != nil {
 				printDiffs(cmd.OutOrStdout(), res.Diffs)
 			}
@@ -245,47 +283,74 @@ segchain did not install are left alone.`,
 				return err
 			}
 			if dry {
-				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s) would be made\n", res.Changes())
+				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s) would be made (%s)\n", res.Changes(), res.Summary())
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed: %d change(s)\n", res.Changes())
 			}
 			return nil
 		},
 	}
-	f.register(cmd, false)
+	f.register(cmd, true)
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "only show what would be removed")
 	return cmd
 }
 
 func newStatusCmd() *cobra.Command {
 	var f domainFlags
+	var check bool
 	cmd := &cobra.Command{
-		Use:   "status [-f FILE] [--lab NAME] [-o json]",
+		Use:   "status [-f FILE] [--lab NAME] [-o json] [--check]",
 		Short: "Show chains, their SID lists and per-SID counters on every node",
 		Long: `For every chain: its headend, mode, classifier and SID list (node, service,
 behaviour of each segment). For every node: each local SID with its
 behaviour, the service it implements and its counters (packets, bytes,
-errors), and whether the node has drifted from the plan.`,
-		Example: "  segchain status --lab default\n  segchain status --lab default -o json | jq '.nodes[].sids'",
+errors), and whether the node has drifted from the plan.
+With --lab and no -f, the domain is the file the lab was brought up from.
+
+Exit status: 0 on success, 1 on error. With --check: 0 every node matches
+the domain, 1 error, 2 drift (some node has pending changes).`,
+		Example: "  segchain status --lab default\n  segchain status --lab default --check\n  segchain status --lab default -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller()
+			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			st := c.Status(cmd.Context())
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), st)
+				if err := writeJSON(cmd.OutOrStdout(), st); err != nil {
+					return err
+				}
+			} else {
+				printStatus(cmd.OutOrStdout(), st)
 			}
-			printStatus(cmd.OutOrStdout(), st)
-			return nil
+			return statusExit(check, st)
 		},
 	}
 	f.register(cmd, true)
+	cmd.Flags().BoolVar(&check, "check", false, "exit 2 when any node has drifted from the domain (for CI and monitoring)")
 	return cmd
+}
+
+// statusExit is status --check's verdict: a node that could not be read is
+// an error, drift the controller observed (st.Drift) is exit status 2.
+func statusExit(check bool, st *controller.Status) error {
+	if !check {
+		return nil
+	}
+	for _, n := range st.Nodes {
+		if n.Error != "" {
+			return fmt.Errorf("node %s: %s", n.Node, n.Error)
+		}
+	}
+	pending := 0
+	for _, n := range st.Drift {
+		pending += n
+	}
+	return pendingExit(true, pending, "pending change(s): drift from the domain")
 }
 
 func printStatus(w io.Writer, st *controller.Status) {

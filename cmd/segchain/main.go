@@ -14,8 +14,10 @@ import (
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "segchain:", err)
-		os.Exit(1)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "segchain:", msg)
+		}
+		os.Exit(exitCode(err))
 	}
 }
 

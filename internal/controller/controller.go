@@ -242,3 +242,34 @@ func (c *Controller) Status(ctx context.Context) *Status {
 	}
 	return st
 }
+
+// Summary counts a result's ops the way plan prints them: "+" adds, "~"
+// in-place changes, "-" deletes.
+type Summary struct {
+	Add    int `json:"add"`
+	Change int `json:"change"`
+	Delete int `json:"delete"`
+}
+
+// Summary counts the result's ops by kind of change.
+func (r *Result) Summary() Summary {
+	var s Summary
+	for _, d := range r.Diffs {
+		for _, op := range d.Ops() {
+			switch op.String()[0] {
+			case '+':
+				s.Add++
+			case '-':
+				s.Delete++
+			default:
+				s.Change++
+			}
+		}
+	}
+	return s
+}
+
+// String is the summary as plan prints it.
+func (s Summary) String() string {
+	return fmt.Sprintf("%d to add, %d to change, %d to delete", s.Add, s.Change, s.Delete)
+}
