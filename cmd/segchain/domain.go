@@ -26,7 +26,7 @@ type domainFlags struct {
 
 func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
 	cmd.Flags().StringVarP(&f.file, "file", "f", "", "domain file (YAML); default: the built-in default domain (examples/default.yaml)")
-	cmd.Flags().StringVar(&f.labNm, "lab", "", "run against the nodes of this lab (segchain lab up --name); default: each node's netns field")
+	cmd.Flags().StringVar(&f.labNm, "lab", "", "run against the nodes of this lab (segchain lab up --lab NAME); with no -f, the file the lab was brought up from; default: each node's netns field")
 	if withOutput {
 		cmd.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
 	}

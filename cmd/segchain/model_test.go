@@ -61,7 +61,7 @@ func TestPrivilegedPlanUsesLabFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan --lab %s: %v\n%s", name, err, out)
 	}
-	if !strings.Contains(out, "node egress") {
-		t.Errorf("plan does not show node egress of bidirectional.yaml:\n%s", out)
+	if !strings.Contains(out, "node edge2") {
+		t.Errorf("plan does not show node edge2 of bidirectional.yaml:\n%s", out)
 	}
 }

@@ -92,7 +92,7 @@ func (l *Lab) create() error {
 	defer os.Remove(tmp)
 	if err := os.Link(tmp, statePath(l.Name)); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("lab %s: state file %s: %w (run `segchain lab down --name %s`)",
+			return fmt.Errorf("lab %s: state file %s: %w (run `segchain lab down --lab %s`)",
 				l.Name, statePath(l.Name), ErrExists, l.Name)
 		}
 		return fmt.Errorf("write lab state: %w", err)
