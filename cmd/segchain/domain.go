@@ -371,7 +371,11 @@ func printStatus(w io.Writer, st *controller.Status) {
 		}
 		for _, s := range n.SIDs {
 			svc := s.Service
-			if !s.Owned {
+			switch {
+			case s.Owned:
+			case s.Origin == "hand-made":
+				svc = "(hand-made: segchain sid add)"
+			default:
 				svc = "(not segchain's)"
 			}
 			if !s.Counted {

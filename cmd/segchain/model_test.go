@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -63,5 +65,75 @@ func TestPrivilegedPlanUsesLabFile(t *testing.T) {
 	}
 	if !strings.Contains(out, "node edge2") {
 		t.Errorf("plan does not show node edge2 of bidirectional.yaml:\n%s", out)
+	}
+}
+
+// TestPrivilegedHandMadeSIDs: apply and destroy never remove a SID made by
+// hand, and a hand-made SID where the domain wants one is a conflict plan
+// reports (and apply refuses) before anything changes.
+func TestPrivilegedHandMadeSIDs(t *testing.T) {
+	name := upLab(t, "")
+	t.Cleanup(func() { _, _ = runRoot(t, "", "destroy", "--lab", name) })
+	ns := lab.NetnsName(name, "nfv1")
+	t.Cleanup(func() { _, _ = runRoot(t, "", "sid", "--netns", ns, "flush") })
+
+	// A hand-made SID outside the domain's SIDs survives apply and destroy.
+	const mine = "fc00:2::99"
+	if out, err := runRoot(t, "", "sid", "--netns", ns, "add", mine, "End.X", "nh6", "fc00:25::5"); err != nil {
+		t.Fatalf("sid add: %v\n%s", err, out)
+	}
+	out, err := runRoot(t, "", "plan", "--lab", name)
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "- route "+mine) {
+		t.Errorf("plan would delete the hand-made SID:\n%s", out)
+	}
+	for _, verb := range []string{"apply", "destroy"} {
+		if out, err := runRoot(t, "", verb, "--lab", name); err != nil {
+			t.Fatalf("%s: %v\n%s", verb, err, out)
+		}
+		if out, err := runRoot(t, "", "sid", "--netns", ns, "show", mine); err != nil {
+			t.Errorf("after %s, the hand-made SID is gone: %v\n%s", verb, err, out)
+		}
+	}
+
+	// A hand-made SID at a domain SID: plan and apply report the conflict.
+	out, err = runRoot(t, "", "plan", "--lab", name, "-o", "json")
+	if err != nil {
+		t.Fatalf("plan -o json: %v\n%s", err, out)
+	}
+	var p struct {
+		Plan struct {
+			SIDs []struct {
+				SID      string `json:"sid"`
+				Node     string `json:"node"`
+				Behavior string `json:"behavior"`
+			} `json:"sids"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	var domainSID string
+	for _, s := range p.Plan.SIDs {
+		if s.Node == "nfv1" && s.Behavior == "End" {
+			domainSID = s.SID
+		}
+	}
+	if domainSID == "" {
+		t.Fatalf("no End SID on nfv1 in the default plan:\n%s", out)
+	}
+	if out, err := runRoot(t, "", "sid", "--netns", ns, "add", domainSID, "End"); err != nil {
+		t.Fatalf("sid add %s: %v\n%s", domainSID, err, out)
+	}
+	for _, verb := range []string{"plan", "apply"} {
+		out, err := runRoot(t, "", verb, "--lab", name)
+		if err == nil || !errors.Is(err, controller.ErrConflict) || !strings.Contains(err.Error(), "made by hand") {
+			t.Errorf("%s with a hand-made SID at %s: err %v, want a conflict\n%s", verb, domainSID, err, out)
+		}
+	}
+	if out, err := runRoot(t, "", "sid", "--netns", ns, "show", domainSID, "-o", "json"); err != nil || !strings.Contains(out, `"origin": "hand-made"`) {
+		t.Errorf("the hand-made SID at %s was changed: %v\n%s", domainSID, err, out)
 	}
 }

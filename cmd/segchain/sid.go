@@ -34,9 +34,12 @@ func newSidCmd(exts ...localsid.Extension) *cobra.Command {
 		Long: `segchain sid manages the local SIDs of one node, like srconf localsid:
 every SID is a seg6local route bound to 'dev DEV' (by default the node's
 first non-loopback interface that is up: on lo it would be a reject route)
-stamped with segchain's route protocol (` + fmt.Sprint(nodestate.Proto) + `), so that flush removes only
-what segchain installed. State lives in the kernel and stays after the command
-exits. The node is the network namespace segchain runs in
+stamped with the route protocol of hand-made SIDs (` + fmt.Sprint(nodestate.ProtoManual) + `), so that flush removes
+only what segchain sid installed. SIDs a domain installed (segchain apply,
+protocol ` + fmt.Sprint(nodestate.Proto) + `) are shown but belong to the domain: sid del and flush
+leave them alone, and apply and destroy never touch hand-made SIDs (plan
+reports a domain SID at the destination of a hand-made one as a conflict).
+State lives in the kernel and stays after the command exits. The node is the network namespace segchain runs in
 ('ip netns exec NS segchain sid ...') or the one named by --netns.
 
   sid add SID[/LEN] BEHAVIOR [PARAMS...] [count|nocount] [dev DEV]
@@ -107,7 +110,7 @@ not installed by segchain are marked with their route protocol.`,
 	show.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	flush := &cobra.Command{
 		Use:   "flush",
-		Short: "Remove every local SID segchain installed (others are kept)",
+		Short: "Remove every hand-made local SID (the domain's and other tools' are kept)",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return s.flush(cmd.OutOrStdout()) },
 	}
@@ -179,7 +182,7 @@ func (s *sidCLI) add(w, ew io.Writer, args []string) error {
 			return fmt.Errorf("sid %s already exists (%s); del it first", r.Dst, localsid.Format(l.Route, nil))
 		}
 	}
-	if err := h.ReplaceRoute(r); err != nil {
+	if err := h.ReplaceRouteAs(r, nodestate.ProtoManual); err != nil {
 		return fmt.Errorf("add %s: %w", r.Dst, err)
 	}
 	fmt.Fprintf(w, "added %s\n", localsid.Format(r, nil))
@@ -266,10 +269,14 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 		if l.Route.Dst != sid {
 			continue
 		}
-		if l.Protocol != nodestate.Proto {
+		switch l.Protocol {
+		case nodestate.ProtoManual:
+		case nodestate.Proto:
+			return fmt.Errorf("sid %s belongs to the domain (installed by segchain apply): remove it from the domain file and apply, or segchain destroy", sid)
+		default:
 			return fmt.Errorf("sid %s was not installed by segchain (route protocol %s): remove it with ip -6 route del", sid, protoName(l.Protocol))
 		}
-		if err := h.DeleteRoute(l.Route); err != nil {
+		if err := h.DeleteRouteAs(l.Route, l.Protocol); err != nil {
 			return fmt.Errorf("del %s: %w", sid, err)
 		}
 		n++
@@ -312,7 +319,11 @@ func (s *sidCLI) collect(filter *netip.Prefix) ([]sidRow, error) {
 			continue
 		}
 		text := localsid.Format(l.Route, l.Counters)
-		if l.Protocol != nodestate.Proto {
+		switch l.Protocol {
+		case nodestate.ProtoManual:
+		case nodestate.Proto:
+			text += "  [domain: installed by segchain apply]"
+		default:
 			text += fmt.Sprintf("  [proto %s: not installed by segchain]", protoName(l.Protocol))
 		}
 		rows = append(rows, sidRow{entry: localsid.NativeEntry(l.Route, l.Protocol, l.Counters), text: text})
@@ -398,10 +409,10 @@ func (s *sidCLI) flush(w io.Writer) error {
 	n := 0
 	var errs []error
 	for _, l := range sids {
-		if l.Protocol != nodestate.Proto {
+		if l.Protocol != nodestate.ProtoManual {
 			continue
 		}
-		if err := h.DeleteRoute(l.Route); err != nil {
+		if err := h.DeleteRouteAs(l.Route, l.Protocol); err != nil {
 			errs = append(errs, fmt.Errorf("del %s: %w", l.Route.Dst, err))
 			continue
 		}

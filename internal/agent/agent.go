@@ -191,7 +191,8 @@ type SIDCounters struct {
 	SID      netip.Prefix `json:"sid"`
 	Behavior string       `json:"behavior"`
 	Route    string       `json:"route"`
-	Owned    bool         `json:"owned"` // installed by segchain
+	Owned    bool         `json:"owned"`            // installed by the domain (segchain apply)
+	Origin   string       `json:"origin,omitempty"` // "domain", "hand-made" (segchain sid add) or "" (nodestate.Origin)
 	Counted  bool         `json:"counted"`
 	Packets  uint64       `json:"packets"`
 	Bytes    uint64       `json:"bytes"`

@@ -100,6 +100,9 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if got.Routes, err = h.Routes(); err != nil {
 		return nil, fmt.Errorf("node %s: read routes: %w", l.name, err)
 	}
+	if got.Foreign, err = foreignSIDs(h); err != nil {
+		return nil, fmt.Errorf("node %s: read local SIDs: %w", l.name, err)
+	}
 	if got.Rules, err = h.Rules(); err != nil {
 		return nil, fmt.Errorf("node %s: read rules: %w", l.name, err)
 	}
@@ -223,7 +226,7 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 	}
 	out = append(out, fws...)
 	for _, s := range sids {
-		c := SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto}
+		c := SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto, Origin: nodestate.Origin(s.Protocol)}
 		if s.Route.Seg6Local != nil {
 			c.Behavior = s.Route.Seg6Local.Action
 		}
@@ -284,4 +287,21 @@ func (l *Local) Forget(context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// foreignSIDs are the node's local SIDs the domain did not install (made
+// by hand with segchain sid add, or by another tool): observed so that a
+// plan can report a domain SID that would replace one of them.
+func foreignSIDs(h *dataplane.Handle) ([]nodestate.ForeignRoute, error) {
+	sids, err := h.LocalSIDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []nodestate.ForeignRoute
+	for _, s := range sids {
+		if s.Protocol != nodestate.Proto {
+			out = append(out, nodestate.ForeignRoute{Route: s.Route, Protocol: s.Protocol})
+		}
+	}
+	return out, nil
 }

@@ -79,6 +79,9 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Diffs: diffs}
+	if err := res.conflicts(); err != nil {
+		return res, err
+	}
 	if dryRun || res.Changes() == 0 {
 		return res, nil
 	}
