@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -135,5 +136,32 @@ func TestPrivilegedHandMadeSIDs(t *testing.T) {
 	}
 	if out, err := runRoot(t, "", "sid", "--netns", ns, "show", domainSID, "-o", "json"); err != nil || !strings.Contains(out, `"origin": "hand-made"`) {
 		t.Errorf("the hand-made SID at %s was changed: %v\n%s", domainSID, err, out)
+	}
+}
+
+// TestPrivilegedPlanProbesKernel: plan runs each node's kernel feature probe
+// and reports a behaviour the kernel lacks as an error naming the service,
+// before anything changes (apply used to fail on an internal probe route
+// and roll back).
+func TestPrivilegedPlanProbesKernel(t *testing.T) {
+	h, err := dataplane.Open("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := h.Probe()
+	h.Close()
+	if f.EndDT4.Supported {
+		t.Skip("this kernel supports End.DT4 (VRF): nothing to report")
+	}
+	name := upLab(t, "testdata/dt4.yaml")
+	for _, verb := range []string{"plan", "apply"} {
+		out, err := runRoot(t, "", verb, "--lab", name)
+		if !errors.Is(err, controller.ErrUnsupported) || !strings.Contains(err.Error(), "service dt4: End.DT4 at") ||
+			!strings.Contains(err.Error(), "node nfv") {
+			t.Errorf("%s: err %v, want End.DT4 of service dt4 unsupported on node nfv\n%s", verb, err, out)
+		}
+	}
+	if out, _ := runRoot(t, "", "sid", "--netns", lab.NetnsName(name, "nfv"), "show"); strings.Contains(out, "End.DT4") {
+		t.Errorf("apply installed the End.DT4 SID:\n%s", out)
 	}
 }

@@ -186,6 +186,15 @@ type Agent interface {
 	Originals(ctx context.Context) (map[string]string, error)
 }
 
+// FeatureChecker is optionally implemented by an Agent that can tell, before
+// anything changes, what of a node's desired state its kernel cannot
+// install (a behaviour needing VRF devices, a flavor, an encap mode). Each
+// finding is one sentence in the domain's terms; the error is for a node
+// that could not be checked at all.
+type FeatureChecker interface {
+	Unsupported(ctx context.Context, want *nodestate.Node) ([]string, error)
+}
+
 // SIDCounters is one local SID as status shows it.
 type SIDCounters struct {
 	SID      netip.Prefix `json:"sid"`

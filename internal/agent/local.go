@@ -305,3 +305,50 @@ func foreignSIDs(h *dataplane.Handle) ([]nodestate.ForeignRoute, error) {
 	}
 	return out, nil
 }
+
+// Unsupported implements FeatureChecker with the kernel feature probe
+// (dataplane.Handle.Probe, run once per handle).
+func (l *Local) Unsupported(_ context.Context, want *nodestate.Node) ([]string, error) {
+	h, err := l.open()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return unsupported(h.Probe(), l.name, want), nil
+}
+
+// unsupported lists what of want the features f lack, naming the domain
+// object (Route.Owner) each route serves.
+func unsupported(f dataplane.Features, node string, want *nodestate.Node) []string {
+	var out []string
+	for _, r := range want.Routes {
+		if r.Seg6 == nil && r.Seg6Local == nil {
+			continue
+		}
+		err := f.Check(r)
+		if err == nil {
+			continue
+		}
+		what := r.Dst.String()
+		if r.Seg6Local != nil {
+			what = r.Seg6Local.Action + " at " + what
+		} else {
+			what = "the " + r.Seg6.Mode + " policy to " + what
+		}
+		if r.Owner != "" {
+			what = r.Owner + ": " + what
+		}
+		if l := r.Seg6Local; l != nil && !f.VRF.Supported && (l.VRFTable != 0 || l.Action == "End.DT4" || l.Action == "End.DT46") {
+			// The usual case, said the way the user knows it.
+			out = append(out, fmt.Sprintf("%s: needs VRF devices, which the kernel of node %s lacks (%s)", what, node, f.VRF.Reason))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: the kernel of node %s cannot do it (%v)", what, node, err))
+	}
+	if len(want.HMACKeys) > 0 {
+		if err := f.HMAC.Require(); err != nil {
+			out = append(out, fmt.Sprintf("HMAC keys: the kernel of node %s cannot do it (%v)", node, err))
+		}
+	}
+	return out
+}

@@ -44,16 +44,30 @@ func Conflicts(observed, desired *nodestate.Node) []string {
 	return out
 }
 
-// conflicts joins every node's conflicts into one error.
-func (r *Result) conflicts() error {
-	var lines []string
-	for _, d := range r.Diffs {
-		for _, c := range d.Conflicts {
-			lines = append(lines, "node "+d.Node+": "+c)
+// ErrUnsupported is returned (wrapped) by Apply, dry run included, when a
+// node's kernel lacks a feature the domain needs there.
+var ErrUnsupported = errors.New("the kernel lacks what the domain needs")
+
+// blockers joins what stops an apply before it starts, every node's
+// conflicts and unsupported features, into one error.
+func (r *Result) blockers() error {
+	var errs []error
+	for _, b := range []struct {
+		err  error
+		pick func(Diff) []string
+	}{
+		{ErrUnsupported, func(d Diff) []string { return d.Unsupported }},
+		{ErrConflict, func(d Diff) []string { return d.Conflicts }},
+	} {
+		var lines []string
+		for _, d := range r.Diffs {
+			for _, c := range b.pick(d) {
+				lines = append(lines, "node "+d.Node+": "+c)
+			}
+		}
+		if len(lines) > 0 {
+			errs = append(errs, fmt.Errorf("%w:\n  %s", b.err, strings.Join(lines, "\n  ")))
 		}
 	}
-	if len(lines) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w:\n  %s", ErrConflict, strings.Join(lines, "\n  "))
+	return errors.Join(errs...)
 }

@@ -30,7 +30,7 @@ func TestConflicts(t *testing.T) {
 			t.Errorf("diff touches a SID the domain does not own: %s", op)
 		}
 	}
-	if err := (&Result{Diffs: []Diff{d}}).conflicts(); err == nil || !strings.Contains(err.Error(), "node n: sid fc00:2::1/128") {
+	if err := (&Result{Diffs: []Diff{d}}).blockers(); err == nil || !strings.Contains(err.Error(), "node n: sid fc00:2::1/128") {
 		t.Errorf("conflicts error: %v", err)
 	}
 }

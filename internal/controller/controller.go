@@ -63,7 +63,13 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 		if err != nil {
 			return nil, err
 		}
-		diffs = append(diffs, Compute(got, want))
+		d := Compute(got, want)
+		if fc, ok := a.(agent.FeatureChecker); ok {
+			if d.Unsupported, err = fc.Unsupported(ctx, want); err != nil {
+				return nil, err
+			}
+		}
+		diffs = append(diffs, d)
 	}
 	return diffs, nil
 }
@@ -79,7 +85,7 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Diffs: diffs}
-	if err := res.conflicts(); err != nil {
+	if err := res.blockers(); err != nil {
 		return res, err
 	}
 	if dryRun || res.Changes() == 0 {

@@ -16,6 +16,9 @@ type Diff struct {
 	// Conflicts are objects the domain wants but another owner holds (a
 	// SID made by hand with segchain sid add): apply refuses to run.
 	Conflicts []string `json:"conflicts,omitempty"`
+	// Unsupported is what the node's kernel cannot install, found by its
+	// feature probe (agent.FeatureChecker): apply refuses to run.
+	Unsupported []string `json:"unsupported,omitempty"`
 }
 
 // Empty reports whether the node is already as desired.
