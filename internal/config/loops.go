@@ -118,5 +118,3 @@ func (v *validator) checkLoopsAndOverlaps() {
 	v.locatorsOffLinks()
 	v.bindingLoops()
 }
-
-
