@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -28,7 +29,7 @@ func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
 	cmd.Flags().StringVarP(&f.file, "file", "f", "", "domain file (YAML); default: the built-in default domain (examples/default.yaml)")
 	cmd.Flags().StringVar(&f.labNm, "lab", "", "run against the nodes of this lab (segchain lab up --lab NAME); with no -f, the file the lab was brought up from; default: each node's netns field")
 	if withOutput {
-		cmd.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+		outputFlag(cmd, &f.output)
 	}
 }
 
@@ -87,31 +88,79 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 }
 
 func newValidateCmd() *cobra.Command {
-	var file string
+	var file, output string
 	cmd := &cobra.Command{
-		Use:   "validate [-f FILE]",
+		Use:   "validate [-f FILE] [-o json]",
 		Short: "Check a domain file and list every error with its path",
 		Long: `Loads a domain file strictly: unknown fields, bad values and broken references
-are all reported at once, each with its path (chains.web.services[1]) and line.
-Exit status 1 when the file is invalid. The JSON Schema of the format is
-docs/domain.schema.json.`,
-		Example: "  segchain validate -f examples/default.yaml",
+are all reported at once, each with its path (chains.web.services[1]) and
+line:column. Exit status 1 when the file is invalid. With -o json:
+{"file", "valid", "nodes", "services", "chains", "errors": [{"path", "line",
+"col", "message"}]}. The JSON Schema of the format is docs/domain.schema.json.`,
+		Example: "  segchain validate -f examples/default.yaml\n  segchain validate -f examples/hmac.yaml -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := loadDomain(file)
+			res, err := validateFile(file)
+			if output == "json" {
+				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
+					return werr
+				}
+				if err != nil {
+					return &exitStatus{code: exitError} // the JSON said it all
+				}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
-			if _, err := plan.Build(d); err != nil {
-				return err
-			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d nodes, %d services, %d chains)\n",
-				orDefault(file), len(d.Nodes), len(d.Services), len(d.Chains))
+				res.File, res.Nodes, res.Services, res.Chains)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "domain file (default: the built-in default domain)")
+	outputFlag(cmd, &output)
 	return cmd
+}
+
+// validation is validate's result (its -o json form).
+type validation struct {
+	File     string            `json:"file"`
+	Valid    bool              `json:"valid"`
+	Nodes    int               `json:"nodes"`
+	Services int               `json:"services"`
+	Chains   int               `json:"chains"`
+	Errors   []validationError `json:"errors"`
+}
+
+type validationError struct {
+	Path    string `json:"path"`
+	Line    int    `json:"line,omitempty"`
+	Col     int    `json:"col,omitempty"`
+	Message string `json:"message"`
+}
+
+// validateFile loads and plans a domain file; the error is the load's or
+// plan's, the result lists it per field.
+func validateFile(file string) (*validation, error) {
+	res := &validation{File: orDefault(file), Errors: []validationError{}}
+	d, err := loadDomain(file)
+	if err == nil {
+		_, err = plan.Build(d)
+	}
+	if err != nil {
+		var list config.ErrorList
+		if errors.As(err, &list) {
+			for _, e := range list {
+				res.Errors = append(res.Errors, validationError{Path: e.Path, Line: e.Line, Col: e.Col, Message: e.Msg})
+			}
+		} else {
+			res.Errors = append(res.Errors, validationError{Message: err.Error()})
+		}
+		return res, err
+	}
+	res.Valid, res.Nodes, res.Services, res.Chains = true, len(d.Nodes), len(d.Services), len(d.Chains)
+	return res, nil
 }
 
 func orDefault(file string) string {

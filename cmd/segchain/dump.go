@@ -70,7 +70,7 @@ Examples:
 	fl.StringVarP(&f.write, "write", "w", "", "write matching frames to a pcap file")
 	fl.BoolVar(&f.print, "print", false, "with -w, also print the packets")
 	fl.IntVarP(&f.count, "count", "c", 0, "stop after N matching packets")
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd, &f.output)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "detailed tree (text output)")
 	fl.StringVar(&f.sid, "sid", "", "only packets whose segment list or destination contains ADDR (or PREFIX)")
 	fl.IntVar(&f.segleft, "segleft", -1, "only packets with this Segments Left")

@@ -150,7 +150,7 @@ counters, numbered as del and insert take them.`,
 			return f.list(cmd.OutOrStdout(), args, output)
 		},
 	}
-	list.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(list, &output)
 	flush := &cobra.Command{
 		Use:   "flush SID",
 		Short: "Remove every rule of an instance (the policy then decides)",

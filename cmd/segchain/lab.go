@@ -112,7 +112,7 @@ namespace table, or the lab state with -o json.`,
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "domain file (default: the built-in default domain)")
 	labNameFlag(cmd, &name, "lab name, [a-z0-9-]{1,16}")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd, &output)
 	return cmd
 }
 
@@ -246,7 +246,7 @@ while coming up; 'lab down' cleans it up.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd, &output)
 	return cmd
 }
 
@@ -331,6 +331,6 @@ func newLabAddrCmd() *cobra.Command {
 		},
 	}
 	labNameFlag(cmd, &name, "lab name")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd, &output)
 	return cmd
 }

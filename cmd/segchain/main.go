@@ -22,6 +22,7 @@ func main() {
 }
 
 func newRootCmd() *cobra.Command {
+	var showVersion bool
 	root := &cobra.Command{
 		Use:   "segchain",
 		Short: "SRv6 service function chaining on an unpatched Linux kernel",
@@ -37,9 +38,18 @@ Typical session:
   segchain apply -f examples/default.yaml --lab default
   segchain status --lab default
   segchain lab down`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: normalizeOutput,
+		Args:              cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				return printVersion(cmd.OutOrStdout(), "text", true)
+			}
+			return cmd.Help()
+		},
 	}
+	root.Flags().BoolVar(&showVersion, "version", false, "print version, commit, Go and kernel versions and kernel features (as segchain version)")
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(),
@@ -48,6 +58,7 @@ Typical session:
 		newDumpCmd(),
 		newPerfCmd(),
 		newValidateCmd(),
+		newVersionCmd(),
 	)
 	return root
 }

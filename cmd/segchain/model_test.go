@@ -165,3 +165,48 @@ func TestPrivilegedPlanProbesKernel(t *testing.T) {
 		t.Errorf("apply installed the End.DT4 SID:\n%s", out)
 	}
 }
+
+// TestPrivilegedExitCodes: plan --detailed-exitcode and status --check gate
+// CI: 2 with changes or drift, 0 when every node matches.
+func TestPrivilegedExitCodes(t *testing.T) {
+	name := upLab(t, "")
+	t.Cleanup(func() { _, _ = runRoot(t, "", "destroy", "--lab", name) })
+	code := func(args ...string) int {
+		t.Helper()
+		out, err := runRoot(t, "", args...)
+		if c := exitCode(err); c == exitError {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		} else {
+			return c
+		}
+		return 0
+	}
+	if c := code("plan", "--lab", name, "--detailed-exitcode"); c != exitChanges {
+		t.Errorf("plan --detailed-exitcode on a fresh lab: exit %d, want 2", c)
+	}
+	if c := code("plan", "--lab", name); c != exitOK {
+		t.Errorf("plan without --detailed-exitcode: exit %d, want 0", c)
+	}
+	if c := code("status", "--lab", name, "--check"); c != exitChanges {
+		t.Errorf("status --check before apply: exit %d, want 2 (drift)", c)
+	}
+	code("apply", "--lab", name)
+	if c := code("plan", "--lab", name, "--detailed-exitcode"); c != exitOK {
+		t.Errorf("plan --detailed-exitcode after apply: exit %d, want 0", c)
+	}
+	if c := code("status", "--lab", name, "--check"); c != exitOK {
+		t.Errorf("status --check after apply: exit %d, want 0", c)
+	}
+	// Drift: a domain route removed behind segchain's back.
+	ns := lab.NetnsName(name, "nfv1")
+	if out, err := testutil.ExecErr(ns, "ip", "-6", "route", "flush", "proto", "197"); err != nil {
+		t.Fatalf("ip route flush: %v\n%s", err, out)
+	}
+	if c := code("status", "--lab", name, "--check"); c != exitChanges {
+		t.Errorf("status --check with drift: exit %d, want 2", c)
+	}
+	out, err := runRoot(t, "", "plan", "--lab", name)
+	if err != nil || !strings.Contains(out, "to add, 0 to change, 0 to delete") {
+		t.Errorf("plan summary after drift: %v\n%s", err, out)
+	}
+}

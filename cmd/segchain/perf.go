@@ -184,7 +184,7 @@ docs/benchmarks.md ("Ceilings").`,
 	cmd.Flags().IntVar(&size, "size", 64, "bytes of the IP packet (48..400)")
 	cmd.Flags().IntVar(&repeat, "repeat", 3, "measurements")
 	cmd.Flags().DurationVar(&window, "window", time.Second, "measured time per figure (after a 300 ms warm-up)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table (Markdown) or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text (Markdown table) or json; table is an alias of text")
 	return cmd
 }
 
@@ -219,7 +219,7 @@ func newPerfLsCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &output)
 	return cmd
 }
 
@@ -315,7 +315,7 @@ Example:
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "experiment file (YAML)")
 	cmd.Flags().StringVar(&out, "out", "", "directory for report.json, results.csv, table.md and plots")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "stdout format: table (Markdown) or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "stdout format: text (Markdown table) or json; table is an alias of text")
 	tb.register(cmd)
 	cmd.Flags().IntVar(&rounds, "rounds", 0, "override sandwich.rounds")
 	cmd.Flags().IntVar(&runs, "runs", 0, "override runs")

@@ -107,7 +107,7 @@ not installed by segchain are marked with their route protocol.`,
 			return s.show(cmd.OutOrStdout(), args, output)
 		},
 	}
-	show.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(show, &output)
 	flush := &cobra.Command{
 		Use:   "flush",
 		Short: "Remove every hand-made local SID (the domain's and other tools' are kept)",
@@ -363,8 +363,8 @@ func protoName(p int) string {
 }
 
 func (s *sidCLI) show(w io.Writer, args []string, output string) error {
-	if output != "text" && output != "table" && output != "json" {
-		return fmt.Errorf("output format %q: want text or json", output)
+	if err := checkOutput(output); err != nil {
+		return err
 	}
 	var filter *netip.Prefix
 	if len(args) == 1 {
