@@ -243,6 +243,8 @@ Results: a Markdown table on stdout (or the JSON report with -o json); with
 window: rates, the SUT thread's CPU time, run-queue wait and steal) and
 PNG/SVG plots in DIR. The command exits non-zero when an A/A control is
 more than sandwich.aa_limit from 1 (the report says "valid": false).
+Progress: log lines on stderr, and a progress bar with ETA when stderr is a
+terminal (never in a CI log or a file); -q silences both.
 
 Example:
   segchain perf run -f examples/perf/table5_1.yaml --out bench-out/t51 --rounds 40`,
@@ -278,8 +280,11 @@ Example:
 			}
 			defer down()
 			stderr := cmd.ErrOrStderr()
-			bar := &perf.Bar{W: stderr}
-			runner := &perf.Runner{Driver: drv, Registry: reg, Log: stderr, Progress: bar}
+			// The bar is drawn only on a terminal, and log lines go
+			// through the console so that they never cut into it.
+			con := perf.NewConsole(stderr)
+			bar := &perf.Bar{W: con.Bar()}
+			runner := &perf.Runner{Driver: drv, Registry: reg, Log: con, Progress: bar}
 			if quiet {
 				runner.Log, bar.W = nil, nil
 			}
