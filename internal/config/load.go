@@ -144,6 +144,7 @@ func decode(data []byte) (*Domain, decoded) {
 		}
 	}
 	applyDefaults(&d, w.present)
+	canonicalNames(&d)
 	return &d, res
 }
 
