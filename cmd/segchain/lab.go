@@ -44,7 +44,10 @@ every node that is not a host forwards IPv4 and IPv6.
 Each lab is recorded in /run/segchain/labs/<name>.json before anything is
 created; 'lab down' deletes exactly the namespaces recorded there (their veths
 go with them) and nothing else. A lab never adopts a namespace it did not
-create: 'lab up' refuses when a target namespace already exists.`,
+create: 'lab up' refuses when a target namespace already exists.
+
+Every lab verb names its lab with --lab NAME (default: default, or the
+value of $SEGCHAIN_LAB); --name is a deprecated alias.`,
 		Example: `  segchain lab up                          # the built-in default (thesis Fig. 3.1)
   segchain lab up -f examples/default.yaml --lab demo
   segchain lab ls
@@ -60,8 +63,8 @@ create: 'lab up' refuses when a target namespace already exists.`,
 // labNameFlag registers --lab, the flag every verb uses to name a lab, and
 // --name, its deprecated alias from before the verbs agreed on --lab.
 func labNameFlag(cmd *cobra.Command, name *string, usage string) {
-	cmd.Flags().StringVar(name, "lab", lab.DefaultName, usage)
-	cmd.Flags().StringVar(name, "name", lab.DefaultName, usage)
+	cmd.Flags().StringVar(name, "lab", defaultLab(), usage)
+	cmd.Flags().StringVar(name, "name", defaultLab(), usage)
 	_ = cmd.Flags().MarkDeprecated("name", "use --lab")
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/segchain/segchain/internal/lab"
@@ -27,4 +28,17 @@ func labDomainFile(l *lab.Lab, file string, note io.Writer) string {
 		fmt.Fprintf(note, "segchain: note: lab %s was brought up from %s; using -f %s\n", l.Name, orDefault(l.File), file)
 	}
 	return file
+}
+
+// labEnv names the environment variable that changes the default lab name
+// (lab verbs without --lab, sid/fw --node without --lab): scripts and tests
+// can run the documented examples against a lab of their own.
+const labEnv = "SEGCHAIN_LAB"
+
+// defaultLab is the lab a verb acts on when --lab is not given.
+func defaultLab() string {
+	if n := os.Getenv(labEnv); n != "" {
+		return n
+	}
+	return lab.DefaultName
 }

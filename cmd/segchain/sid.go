@@ -40,9 +40,11 @@ protocol ` + fmt.Sprint(nodestate.Proto) + `) are shown but belong to the domain
 leave them alone, and apply and destroy never touch hand-made SIDs (plan
 reports a domain SID at the destination of a hand-made one as a conflict).
 State lives in the kernel and stays after the command exits. The node is the network namespace segchain runs in
-('ip netns exec NS segchain sid ...') or the one named by --netns.
+('ip netns exec NS segchain sid ...'), the one named by --netns NS, or a lab
+node: --lab LAB --node NODE (--node alone: the default lab). These flags go
+anywhere on the line.
 
-  sid add SID[/LEN] BEHAVIOR [PARAMS...] [count|nocount] [dev DEV]
+  sid add SID[/LEN] [action] BEHAVIOR [PARAMS...] [count|nocount] [dev DEV]
   sid del SID[/LEN]
   sid show [SID[/LEN]] [-o json]
   sid flush
@@ -51,7 +53,8 @@ State lives in the kernel and stays after the command exits. The node is the net
 A SID without /LEN is a /128. Behaviour names are accepted in iproute2
 spelling or lower case (End.DX6, end.dx6). Per-SID counters (packets, bytes,
 errors) are on by default; 'nocount' turns them off. srconf's positional forms
-are accepted too: 'end.dx6 ip fc00::1 veth0', 'end.dx2 veth0'.
+are accepted too: 'end.dx6 ip fc00::1 veth0', 'end.dx2 veth0'; so is iproute2's
+'action' keyword before the behaviour ('action End.X nh6 fc00::1').
 
 Parameters (iproute2 keywords):
   nh4 IPV4 / nh6 IPV6   next hop of a cross-connect (ip ADDR: either family)
@@ -79,7 +82,15 @@ feature. See docs/sid.md and docs/behaviors.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&s.netns, "netns", "", "network namespace name (default: the current one)")
+	s.nf.register(cmd.PersistentFlags())
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := normalizeOutput(cmd, args); err != nil {
+			return err
+		}
+		var err error
+		s.netns, err = s.nf.resolve()
+		return err
+	}
 
 	add := &cobra.Command{
 		Use:   "add SID[/LEN] BEHAVIOR [PARAMS...]",
@@ -125,7 +136,8 @@ not installed by segchain are marked with their route protocol.`,
 }
 
 type sidCLI struct {
-	netns string
+	nf    nodeFlags // --netns, --lab/--node
+	netns string    // the namespace they name ("" = the current one)
 	exts  []localsid.Extension
 }
 
@@ -145,6 +157,9 @@ func (s *sidCLI) nsName() string {
 }
 
 func (s *sidCLI) add(w, ew io.Writer, args []string) error {
+	if len(args) > 2 && args[1] == "action" { // iproute2: ip -6 route add SID encap seg6local action End.X ...
+		args = append(args[:1:1], args[2:]...)
+	}
 	if ext, canon := localsid.FindExtension(s.exts, args[1]); ext != nil {
 		sid, err := localsid.ParseSID(args[0])
 		if err != nil {
