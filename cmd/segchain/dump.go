@@ -24,9 +24,9 @@ type dumpFlags struct {
 	sid, inner, domain    string
 	segleft, tag          int
 	// tcpdump's everyday flags
-	numeric       int // -n / -nn: segchain never resolves names; accepted
-	extras        dump.Extras
-	snaplen       int
+	numeric int // -n / -nn: segchain never resolves names; accepted
+	extras  dump.Extras
+	snaplen int
 }
 
 func newDumpCmd() *cobra.Command {
