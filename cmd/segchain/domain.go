@@ -38,7 +38,8 @@ func loadDomain(path string) (*config.Domain, error) {
 	if path == "" {
 		return config.Parse(examples.Default, ".")
 	}
-	return config.Load(path)
+	d, err := config.Load(path)
+	return d, config.InFile(path, err)
 }
 
 // defaultDomain is the lab's built-in domain.
