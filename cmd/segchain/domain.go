@@ -257,7 +257,7 @@ before the headend policies that steer traffic into them, so changing a chain
 does not drop packets. If any change fails, every change already made on every
 node is undone and the domain is left as it was. A second apply of an
 unchanged file changes nothing and says so.`,
-		Example: "  segchain lab up && segchain apply --lab default\n  segchain apply -f examples/hmac.yaml --lab hm",
+		Example: "  segchain lab up && segchain apply --lab default\n  segchain lab up -f examples/hmac.yaml --lab demo && segchain apply --lab demo",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {

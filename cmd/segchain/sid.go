@@ -73,12 +73,13 @@ Behaviours:
 Behaviours the kernel lacks (End.DT4, End.DT46 and vrftable need VRF devices,
 which this kernel does not have) fail with an error naming the missing
 feature. See docs/sid.md and docs/behaviors.md.`,
-		Example: `  segchain sid add fc00:2::100 End
-  segchain sid add fc00:2::101 end.x nh6 fc00:23::3
-  segchain sid add fc00:2::/64 End.DT6 table main
-  segchain sid --netns nfv1 show -o json
-  ip netns exec nfv1 segchain sid clear-counters fc00:2::100
-  segchain sid flush`,
+		Example: `  segchain sid --node nfv1 add fc00:2::100 End
+  segchain sid --node nfv1 add fc00:2::101 end.x nh6 fc00:26::6
+  segchain sid add fc00:2::102 action End.X nh6 fc00:26::6 --lab default --node nfv1
+  segchain sid --node nfv1 add fc00:2::ab:0/112 End.DT6 table main
+  segchain sid --netns sc-default-nfv1 show -o json
+  ip netns exec sc-default-nfv1 segchain sid clear-counters fc00:2::100
+  segchain sid --node nfv1 flush`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
