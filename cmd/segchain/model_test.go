@@ -210,3 +210,48 @@ func TestPrivilegedExitCodes(t *testing.T) {
 		t.Errorf("plan summary after drift: %v\n%s", err, out)
 	}
 }
+
+// TestPrivilegedHandMadeEBPFSIDs: SR proxies and firewall instances made by
+// hand (no route protocol tells them apart) survive apply and destroy of a
+// domain that has its own, and sid flush/del leave the domain's alone.
+func TestPrivilegedHandMadeEBPFSIDs(t *testing.T) {
+	name := upLab(t, "")
+	t.Cleanup(func() { _, _ = runRoot(t, "", "destroy", "--lab", name) })
+	node := []string{"--lab", name, "--node", "nfv2"}
+	t.Cleanup(func() { _, _ = runRoot(t, "", append([]string{"sid", "flush"}, node...)...) })
+	const mine = "fc00:3::e1:0/112"
+	if out, err := runRoot(t, "", append([]string{"sid", "add", mine, "End.AN.FW", "policy", "accept"}, node...)...); err != nil {
+		t.Fatalf("sid add End.AN.FW: %v\n%s", err, out)
+	}
+	has := func(when string, sid string, want bool) {
+		t.Helper()
+		out, err := runRoot(t, "", append([]string{"sid", "show"}, node...)...)
+		if err != nil {
+			t.Fatalf("%s: sid show: %v", when, err)
+		}
+		if strings.Contains(out, sid) != want {
+			t.Errorf("%s: %s present = %v, want %v:\n%s", when, sid, !want, want, out)
+		}
+	}
+	if out, err := runRoot(t, "", "apply", "--lab", name); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	has("after apply", mine, true)
+	has("after apply", "fc00:3::f1:0/112", true) // the domain's firewall (nfv2-fw)
+	if _, err := runRoot(t, "", append([]string{"sid", "del", "fc00:3::f1:0/112"}, node...)...); err == nil || !strings.Contains(err.Error(), "belongs to the domain") {
+		t.Errorf("sid del of the domain's firewall: %v, want a refusal", err)
+	}
+	if out, err := runRoot(t, "", append([]string{"sid", "flush"}, node...)...); err != nil {
+		t.Fatalf("sid flush: %v\n%s", err, out)
+	}
+	has("after sid flush", mine, false)
+	has("after sid flush", "fc00:3::f1:0/112", true)
+	if out, err := runRoot(t, "", append([]string{"sid", "add", mine, "End.AN.FW", "policy", "accept"}, node...)...); err != nil {
+		t.Fatalf("sid add End.AN.FW: %v\n%s", err, out)
+	}
+	if out, err := runRoot(t, "", "destroy", "--lab", name); err != nil {
+		t.Fatalf("destroy: %v\n%s", err, out)
+	}
+	has("after destroy", mine, true)
+	has("after destroy", "fc00:3::f1:0/112", false)
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -169,6 +170,11 @@ func (s *sidCLI) add(w, ew io.Writer, args []string) error {
 		if err := ext.Add(s.netns, sid, canon, args[2:]); err != nil {
 			return fmt.Errorf("add %s %s: %w", sid, canon, err)
 		}
+		// eBPF SIDs carry no route protocol: the ownership record tells
+		// apply and destroy to leave this one alone.
+		if err := agent.MarkHandMade(s.netns, sid, canon); err != nil {
+			return fmt.Errorf("add %s %s: record it as hand-made: %w", sid, canon, err)
+		}
 		fmt.Fprintf(w, "added %s %s\n", sid, canon)
 		return nil
 	}
@@ -297,7 +303,17 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 		}
 		n++
 	}
+	hm, err := agent.HandMade(s.netns)
+	if err != nil {
+		return err
+	}
 	for _, e := range s.exts {
+		if _, mine := hm[sid]; !mine {
+			if err := s.refuseDomainExt(e, sid); err != nil {
+				return err
+			}
+			continue
+		}
 		ok, err := e.Del(s.netns, sid)
 		if err != nil {
 			return fmt.Errorf("del %s: %w", sid, err)
@@ -306,10 +322,30 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 			n++
 		}
 	}
+	if _, mine := hm[sid]; mine {
+		if err := agent.MarkHandMade(s.netns, sid, ""); err != nil {
+			return err
+		}
+	}
 	if n == 0 {
 		return fmt.Errorf("sid %s not found in netns %s", sid, s.nsName())
 	}
 	fmt.Fprintf(w, "deleted %s\n", sid)
+	return nil
+}
+
+// refuseDomainExt fails when extension e serves sid but did not get it from
+// sid add: it is the domain's (segchain apply), not ours to delete.
+func (s *sidCLI) refuseDomainExt(e localsid.Extension, sid netip.Prefix) error {
+	entries, err := e.Show(s.netns)
+	if err != nil {
+		return fmt.Errorf("show %s: %w", strings.Join(e.Behaviors(), "/"), err)
+	}
+	for _, en := range entries {
+		if en.SID == sid {
+			return fmt.Errorf("sid %s (%s) belongs to the domain (installed by segchain apply): remove it from the domain file and apply, or segchain destroy", sid, en.Behavior)
+		}
+	}
 	return nil
 }
 
@@ -434,17 +470,30 @@ func (s *sidCLI) flush(w io.Writer) error {
 		}
 		n++
 	}
+	// The extensions' hand-made SIDs only: the domain's stay.
+	hm, err := agent.HandMade(s.netns)
+	if err != nil {
+		return err
+	}
 	for _, e := range s.exts {
 		entries, err := e.Show(s.netns)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("show %s: %w", strings.Join(e.Behaviors(), "/"), err))
 			continue
 		}
-		if err := e.Flush(s.netns); err != nil {
-			errs = append(errs, fmt.Errorf("flush %s: %w", strings.Join(e.Behaviors(), "/"), err))
-			continue
+		for _, en := range entries {
+			if _, mine := hm[en.SID]; !mine {
+				continue
+			}
+			if _, err := e.Del(s.netns, en.SID); err != nil {
+				errs = append(errs, fmt.Errorf("del %s: %w", en.SID, err))
+				continue
+			}
+			if err := agent.MarkHandMade(s.netns, en.SID, ""); err != nil {
+				errs = append(errs, err)
+			}
+			n++
 		}
-		n += len(entries)
 	}
 	fmt.Fprintf(w, "flushed %d local SID(s) from netns %s\n", n, s.nsName())
 	return errors.Join(errs...)

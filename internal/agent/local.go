@@ -115,6 +115,11 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if got.Firewalls, err = ObserveFirewalls(l.netns); err != nil {
 		return nil, fmt.Errorf("node %s: read firewalls: %w", l.name, err)
 	}
+	hm, err := HandMade(l.netns)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: read hand-made SIDs: %w", l.name, err)
+	}
+	ownedOnly(got, hm)
 	if ts, err := h.TunSrc(); err == nil && ts.IsValid() && !ts.IsUnspecified() {
 		got.TunSrc = ts.String()
 	}
@@ -189,6 +194,13 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 		if err != nil {
 			return err
 		}
+		// The node's proxy set is replaced as a whole: the hand-made
+		// proxies stay in it.
+		kept, err := handMadeProxies(l.netns)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, kept...)
 		if len(specs) == 0 {
 			return proxy.Remove(l.netns)
 		}

@@ -25,7 +25,14 @@ func Conflicts(observed, desired *nodestate.Node) []string {
 		foreign[f.Route.Key()] = f
 	}
 	var out []string
-	for _, r := range desired.Routes {
+	want := append([]nodestate.Route(nil), desired.Routes...)
+	for _, p := range desired.Proxies {
+		want = append(want, nodestate.Route{Dst: p.SID, Seg6Local: &nodestate.Seg6Local{Action: p.Behavior}, Owner: "a proxy"})
+	}
+	for _, f := range desired.Firewalls {
+		want = append(want, nodestate.Route{Dst: f.SID, Seg6Local: &nodestate.Seg6Local{Action: "End.AN.FW"}, Owner: "a firewall"})
+	}
+	for _, r := range want {
 		f, ok := foreign[r.Key()]
 		if !ok {
 			continue
