@@ -14,6 +14,7 @@ require (
 	github.com/vishvananda/netns v0.0.5
 	golang.org/x/net v0.55.0
 	golang.org/x/sys v0.49.0
+	gonum.org/v1/gonum v0.15.1
 	gonum.org/v1/plot v0.15.2
 	gopkg.in/yaml.v3 v3.0.1
 )
