@@ -205,19 +205,27 @@ terraform's): 0 no changes, 1 error, 2 changes pending.`,
 				return err
 			}
 			res, err := c.Apply(cmd.Context(), true)
-			if err != nil {
+			if res == nil {
 				return err
 			}
 			sum := res.Summary()
 			if f.output == "json" {
-				if err := writeJSON(cmd.OutOrStdout(), struct {
+				// Conflicts and unsupported behaviours are in the diffs
+				// too; the exit status says they block.
+				if werr := writeJSON(cmd.OutOrStdout(), struct {
 					Plan    *plan.Plan         `json:"plan"`
 					Diffs   []controller.Diff  `json:"diffs"`
 					Summary controller.Summary `json:"summary"`
-				}{c.Plan, res.Diffs, sum}); err != nil {
+				}{c.Plan, res.Diffs, sum}); werr != nil {
+					return werr
+				}
+				if err != nil {
 					return err
 				}
 				return pendingExit(detailed, res.Changes(), "change(s) pending")
+			}
+			if err != nil {
+				return err
 			}
 			printDiffs(cmd.OutOrStdout(), res.Diffs)
 			if res.Changes() == 0 {
