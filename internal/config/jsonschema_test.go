@@ -98,8 +98,13 @@ func TestJSONSchemaValidator(t *testing.T) {
 	}
 	// The default example with lower-case behaviours: validate takes them.
 	b, _ := os.ReadFile("../../examples/default.yaml")
-	if err := sch.Validate(yamlToJSON(t, bytes.ReplaceAll(b, []byte("behavior: End"), []byte("behavior: end")))); err != nil {
-		t.Errorf("lower-case behaviours rejected by the schema: %v", err)
+	// What validate takes in any case, the schema does too.
+	anyCase := bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("behavior: End"), []byte("behavior: end")), []byte("proto: tcp"), []byte("proto: TCP"))
+	if _, err := Parse(anyCase, "../../examples"); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	if err := sch.Validate(yamlToJSON(t, anyCase)); err != nil {
+		t.Errorf("lower-case behaviours or upper-case protocols rejected by the schema: %v", err)
 	}
 
 	base := string(b)

@@ -45,6 +45,15 @@ func caseless(name string) string {
 	return b.String()
 }
 
+// caselessAlts makes every alternative of "a|b|c" match in any case.
+func caselessAlts(alts string) string {
+	parts := strings.Split(alts, "|")
+	for i, p := range parts {
+		parts[i] = caseless(p)
+	}
+	return strings.Join(parts, "|")
+}
+
 func behaviorPattern(names []string) map[string]any {
 	alts := make([]string, len(names))
 	for i, n := range names {
@@ -69,7 +78,7 @@ var schemaFormats = map[string]map[string]any{
 	"Service.function":      anchored(numberRE),
 	"Service.sf_nh6":        withFormat("ipv6", v6AddrRE),
 	"Service.sf_nh4":        withFormat("ipv4", v4AddrRE),
-	"Service.sf_mac":        anchored(`[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}`),
+	"Service.sf_mac":        anchored(`(([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}|([0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4})`),
 	"Service.iface_out":     anchored(ifaceRE),
 	"Service.iface_in":      anchored(ifaceRE),
 	"Params.nh6":            withFormat("ipv6", v6AddrRE),
@@ -81,7 +90,7 @@ var schemaFormats = map[string]map[string]any{
 	"Match.dst":             anchored("(" + v6AddrRE + v6LenRE + "|" + v4AddrRE + v4LenRE + ")"),
 	"Match.sport":           anchored(portRE1 + "(-" + portRE1 + ")?"),
 	"Match.dport":           anchored(portRE1 + "(-" + portRE1 + ")?"),
-	"Match.proto":           anchored("(" + protoNames + "|[0-9]{1,3})"),
+	"Match.proto":           anchored("(" + caselessAlts(protoNames) + "|[0-9]{1,3})"),
 	"Match.iif":             anchored(ifaceRE),
 	"Egress.node":           anchored(nodeRE),
 	"Egress.behavior":       behaviorPattern(EgressBehaviors),
