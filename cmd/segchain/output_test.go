@@ -51,6 +51,16 @@ func TestEveryReadVerbTakesOutput(t *testing.T) {
 	}
 }
 
+// TestOutputCheckedThroughHooks: verbs whose parent has its own pre-run
+// hook (sid, fw) still get -o checked.
+func TestOutputCheckedThroughHooks(t *testing.T) {
+	for _, args := range [][]string{{"sid", "show", "-o", "yaml"}, {"fw", "list", "-o", "yaml"}, {"validate", "-o", "yaml"}} {
+		if _, err := runRoot(t, "", args...); err == nil || !strings.Contains(err.Error(), "want text or json") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
 func TestValidateJSON(t *testing.T) {
 	out, err := runRoot(t, "", "validate", "-o", "json")
 	var v validation
