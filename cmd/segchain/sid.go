@@ -201,6 +201,9 @@ func (s *sidCLI) add(w, ew io.Writer, args []string) error {
 	}
 	for _, l := range sids {
 		if l.Route.Dst == r.Dst && l.Route.Table == r.Table {
+			if l.Protocol == nodestate.Proto {
+				return fmt.Errorf("sid %s already exists and belongs to the domain (%s, installed by segchain apply)", r.Dst, localsid.Format(l.Route, nil))
+			}
 			return fmt.Errorf("sid %s already exists (%s); del it first", r.Dst, localsid.Format(l.Route, nil))
 		}
 	}
