@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -329,6 +330,10 @@ func (l *Local) Unsupported(_ context.Context, want *nodestate.Node) ([]string, 
 	return unsupported(h.Probe(), l.name, want), nil
 }
 
+// probeRouteRE matches "kernel rejected <the probe's route>: " in a
+// feature's reason.
+var probeRouteRE = regexp.MustCompile(`kernel rejected .*?: `)
+
 // unsupported lists what of want the features f lack, naming the domain
 // object (Route.Owner) each route serves.
 func unsupported(f dataplane.Features, node string, want *nodestate.Node) []string {
@@ -355,7 +360,10 @@ func unsupported(f dataplane.Features, node string, want *nodestate.Node) []stri
 			out = append(out, fmt.Sprintf("%s: needs VRF devices, which the kernel of node %s lacks (%s)", what, node, f.VRF.Reason))
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: the kernel of node %s cannot do it (%v)", what, node, err))
+		// The probe's reasons name its own throwaway routes: keep the
+		// kernel's words only.
+		reason := probeRouteRE.ReplaceAllString(err.Error(), "the kernel said: ")
+		out = append(out, fmt.Sprintf("%s: the kernel of node %s cannot do it (%s)", what, node, reason))
 	}
 	if len(want.HMACKeys) > 0 {
 		if err := f.HMAC.Require(); err != nil {

@@ -34,3 +34,16 @@ func TestConflicts(t *testing.T) {
 		t.Errorf("conflicts error: %v", err)
 	}
 }
+
+// TestConflictsEBPF: a hand-made proxy or firewall SID where the domain
+// wants one of its own is a conflict too.
+func TestConflictsEBPF(t *testing.T) {
+	sid := netip.MustParsePrefix("fc00:2::a1/128")
+	desired := &nodestate.Node{Name: "n", Proxies: []nodestate.Proxy{{SID: sid, Behavior: "End.AD"}}}
+	observed := &nodestate.Node{Name: "n", Foreign: []nodestate.ForeignRoute{
+		{Route: nodestate.Route{Dst: sid, Seg6Local: &nodestate.Seg6Local{Action: "End.AS"}}, Protocol: nodestate.ProtoManual},
+	}}
+	if c := Conflicts(observed, desired); len(c) != 1 || !strings.Contains(c[0], "made by hand") {
+		t.Errorf("conflicts %q", c)
+	}
+}
