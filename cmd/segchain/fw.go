@@ -287,12 +287,12 @@ type fwCLI struct {
 // takes --netns NS (or --lab L --node N) anywhere on the line and
 // -h/--help before the SID, then needs at least n more words (SID first).
 func (f *fwCLI) rawRun(cmd *cobra.Command, args []string, n int, fn func(netip.Prefix, []string) error) error {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-		return cmd.Help()
-	}
 	args, err := f.nf.take(args)
 	if err != nil {
 		return err
+	}
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		return cmd.Help()
 	}
 	if f.netns, err = f.nf.resolve(); err != nil {
 		return err
