@@ -34,8 +34,8 @@ dissects SRv6 traffic (segchain dump).
 
 Typical session:
   segchain lab up                      # the thesis' Fig. 3.1 network
-  segchain plan  -f examples/default.yaml --lab default
-  segchain apply -f examples/default.yaml --lab default
+  segchain plan  --lab default         # from the lab's own domain file
+  segchain apply --lab default
   segchain status --lab default
   segchain lab down`,
 		SilenceUsage:      true,
