@@ -291,7 +291,7 @@ unchanged file changes nothing and says so.`,
 			if res.Changes() == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no changes: the domain is already applied")
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "applied %d change(s)\n", res.Changes())
+				fmt.Fprintf(cmd.OutOrStdout(), "applied %d change(s): %s\n", res.Changes(), summaryPast(res.Summary()))
 			}
 			return nil
 		},
