@@ -241,6 +241,11 @@ terraform's): 0 no changes, 1 error, 2 changes pending.`,
 	return cmd
 }
 
+// summaryPast is a summary as apply reports what it did.
+func summaryPast(s controller.Summary) string {
+	return fmt.Sprintf("%d added, %d changed, %d deleted", s.Add, s.Change, s.Delete)
+}
+
 func printDiffs(w io.Writer, diffs []controller.Diff) {
 	for _, d := range diffs {
 		if d.Empty() {

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-
-	"github.com/segchain/segchain/internal/controller"
 )
 
 // Exit statuses for automation (plan --detailed-exitcode follows terraform:
@@ -46,9 +44,4 @@ func pendingExit(gate bool, pending int, what string) error {
 		return nil
 	}
 	return &exitStatus{code: exitChanges, msg: fmt.Sprintf("%d %s", pending, what)}
-}
-
-// summaryPast is a summary as apply reports what it did.
-func summaryPast(s controller.Summary) string {
-	return fmt.Sprintf("%d added, %d changed, %d deleted", s.Add, s.Change, s.Delete)
 }
