@@ -151,3 +151,17 @@ func handMadeProxies(netns string) ([]proxy.Spec, error) {
 	}
 	return out, nil
 }
+
+// ForgetHandMade drops the ownership record of netns: called before the
+// namespace is deleted, so that a later namespace that happens to get the
+// same inode does not inherit it.
+func ForgetHandMade(netns string) error {
+	p, err := handMadePath(HandMadeDir, netns)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}

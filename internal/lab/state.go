@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/proxy"
@@ -186,6 +187,9 @@ func (l *Lab) down() error {
 		}
 		if err := fw.Flush(ns); err != nil {
 			errs = append(errs, fmt.Errorf("remove firewalls of %s: %w", ns, err))
+		}
+		if err := agent.ForgetHandMade(ns); err != nil {
+			errs = append(errs, fmt.Errorf("forget hand-made SIDs of %s: %w", ns, err))
 		}
 		if err := nsutil.Delete(ns); err != nil {
 			errs = append(errs, err)
