@@ -11,8 +11,13 @@ all: build
 deps:
 	@scripts/deps.sh
 
+# segchain version reports these (else Go's embedded VCS information).
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 build:
-	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/segchain
+	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/segchain
 
 # Regenerate the committed eBPF objects and Go bindings (bpf2go; needs clang).
 generate:

@@ -5,7 +5,7 @@
 # the SID lists, per-SID and per-rule counters that prove each packet took
 # its chain; finally a forged SRv6 packet from S is dropped at the SR domain
 # boundary.
-# KEEP=1 leaves the lab up afterwards (segchain lab down --name demo).
+# KEEP=1 leaves the lab up afterwards (segchain lab down --lab demo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SC=${SC:-bin/segchain}
@@ -18,19 +18,19 @@ cleanup() {
 		step "lab down"
 		# destroy first: it also removes the SR proxy's pinned eBPF state.
 		"$SC" destroy --lab "$LAB" >/dev/null || true
-		"$SC" lab down --name "$LAB" || true
+		"$SC" lab down --lab "$LAB" || true
 	else
-		echo; echo "KEEP=1: lab '$LAB' left up. Try: $SC status --lab $LAB; $SC lab down --name $LAB"
+		echo; echo "KEEP=1: lab '$LAB' left up. Try: $SC status --lab $LAB; $SC lab down --lab $LAB"
 	fi
 }
 
 # A lab of this name left by an earlier KEEP=1 demo is ours: replace it.
 if "$SC" lab ls -o json 2>/dev/null | python3 -c "import json,sys; sys.exit(0 if any(l.get('name')=='$LAB' for l in json.load(sys.stdin) or []) else 1)"; then
-	"$SC" lab down --name "$LAB"
+	"$SC" lab down --lab "$LAB"
 fi
 
 step "lab up: the thesis' Figure 3.1 network (S, ingress, R1, NFV1, R2, NFV2, egress, D)"
-"$SC" lab up --name "$LAB"
+"$SC" lab up --lab "$LAB"
 trap cleanup EXIT
 
 step "plan: what apply will install on every node"
@@ -43,11 +43,11 @@ step "apply again: idempotent"
 
 # veth leaves transport checksums to "hardware" that never computes them;
 # make the hosts compute them so captures show real checksums.
-"$SC" lab exec --name "$LAB" s -- ethtool -K eth-ingress tx off >/dev/null
-"$SC" lab exec --name "$LAB" d -- ethtool -K eth-egress tx off >/dev/null
+"$SC" lab exec --lab "$LAB" s -- ethtool -K eth-ingress tx off >/dev/null
+"$SC" lab exec --lab "$LAB" d -- ethtool -K eth-egress tx off >/dev/null
 
 step "sf1: an SR-unaware firewall (nftables) behind nfv1's dynamic proxy (End.AD)"
-"$SC" lab exec --name "$LAB" sf1 -- nft -f - <<'EOF'
+"$SC" lab exec --lab "$LAB" sf1 -- nft -f - <<'EOF'
 table inet sf {
 	counter fw8080 {}
 	chain forward {
@@ -57,7 +57,7 @@ table inet sf {
 	}
 }
 EOF
-"$SC" lab exec --name "$LAB" sf1 -- nft list table inet sf
+"$SC" lab exec --lab "$LAB" sf1 -- nft list table inet sf
 
 counters() { "$SC" status --lab "$LAB" -o json; }
 before=$(counters)
@@ -70,11 +70,11 @@ step "traffic S -> D: ping6 (chain web, encap), TCP 8080 (chain firewalled, thro
 "$SC" dump --lab "$LAB" -i nfv1:eth-r1 -c 1 -v --domain examples/default.yaml ip6 proto 43 > /tmp/segchain-demo-dump1.txt 2>&1 &
 dump1=$!
 sleep 0.5
-"$SC" lab exec --name "$LAB" s -- ping -6 -c 5 -i 0.2 -W 2 "$D6"
+"$SC" lab exec --lab "$LAB" s -- ping -6 -c 5 -i 0.2 -W 2 "$D6"
 wait "$dump1" || true
 step "segchain dump at nfv1 (eth-r1): the H.Encaps packet of chain web"
 cat /tmp/segchain-demo-dump1.txt
-"$SC" lab exec --name "$LAB" d -- python3 -c '
+"$SC" lab exec --lab "$LAB" d -- python3 -c '
 import socket,threading
 s=socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("::",8080)); s.listen(4)
@@ -82,15 +82,15 @@ c,_=s.accept(); data=c.recv(100); c.sendall(b"pong:"+data); c.close()
 ' &
 srv=$!
 sleep 0.5
-"$SC" lab exec --name "$LAB" s -- python3 -c '
+"$SC" lab exec --lab "$LAB" s -- python3 -c '
 import socket
 c=socket.create_connection(("'"$D6"'",8080),timeout=5); c.sendall(b"hello over SRv6"); print("TCP reply:", c.recv(100).decode())
 '
 wait "$srv"
 step "the TCP exchange went through sf1: the proxy's counters and the firewall's"
 "$SC" sid --netns "sc-$LAB-nfv1" show
-"$SC" lab exec --name "$LAB" sf1 -- nft list counter inet sf fw8080
-"$SC" lab exec --name "$LAB" d -- python3 -c '
+"$SC" lab exec --lab "$LAB" sf1 -- nft list counter inet sf fw8080
+"$SC" lab exec --lab "$LAB" d -- python3 -c '
 import socket
 s=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::",5001)); s.settimeout(5)
 for i in range(3):
@@ -100,7 +100,7 @@ srv=$!
 "$SC" dump --lab "$LAB" -i d:eth-egress -c 1 --domain examples/default.yaml ip6 proto 43 > /tmp/segchain-demo-dump2.txt 2>&1 &
 dump2=$!
 sleep 0.5
-"$SC" lab exec --name "$LAB" s -- python3 -c '
+"$SC" lab exec --lab "$LAB" s -- python3 -c '
 import socket
 s=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 for i in range(3): s.sendto(b"datagram %d" % i, ("'"$D6"'",5001))
@@ -114,7 +114,7 @@ step "chain filtered: UDP 6000 and 6666 through nfv1-end and nfv2's SR-aware fir
 echo "nfv2-fw as the domain file configured it (policy drop, two rules):"
 "$SC" fw list --netns "sc-$LAB-nfv2"
 # d counts what arrives on both ports until 2 s pass without a datagram.
-"$SC" lab exec --name "$LAB" d -- python3 -c '
+"$SC" lab exec --lab "$LAB" d -- python3 -c '
 import select, socket, sys
 ss = {}
 for p in (6000, 6666):
@@ -132,7 +132,7 @@ sys.exit(0 if n == {6000: 3, 6666: 0} else 1)
 ' &
 srv=$!
 sleep 0.5
-"$SC" lab exec --name "$LAB" s -- python3 -c '
+"$SC" lab exec --lab "$LAB" s -- python3 -c '
 import socket, time
 s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 for i in range(3):
@@ -148,7 +148,7 @@ fi
 echo "per-rule counters: rule 1 (basic, the inner packet) dropped 6666, rule 2 (-m srh --srh-psid) accepted 6000:"
 "$SC" fw list --netns "sc-$LAB-nfv2"
 
-"$SC" lab exec --name "$LAB" s -- ping -4 -c 3 -i 0.2 -W 2 "$D4"
+"$SC" lab exec --lab "$LAB" s -- ping -4 -c 3 -i 0.2 -W 2 "$D4"
 
 after=$(counters)
 

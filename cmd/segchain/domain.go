@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -41,9 +42,9 @@ func (f *domainFlags) lock(cmd *cobra.Command) (*nodelock.Set, error) {
 
 func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
 	cmd.Flags().StringVarP(&f.file, "file", "f", "", "domain file (YAML); default: the built-in default domain (examples/default.yaml)")
-	cmd.Flags().StringVar(&f.labNm, "lab", "", "run against the nodes of this lab (segchain lab up --name); default: each node's netns field")
+	cmd.Flags().StringVar(&f.labNm, "lab", "", "run against the nodes of this lab (segchain lab up --lab NAME); with no -f, the file the lab was brought up from; default: each node's netns field")
 	if withOutput {
-		cmd.Flags().StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+		outputFlag(cmd, &f.output)
 	}
 }
 
@@ -52,7 +53,8 @@ func loadDomain(path string) (*config.Domain, error) {
 	if path == "" {
 		return config.Parse(examples.Default, ".")
 	}
-	return config.Load(path)
+	d, err := config.Load(path)
+	return d, config.InFile(path, err)
 }
 
 // defaultDomain is the lab's built-in domain.
@@ -60,20 +62,23 @@ func defaultDomain() (*config.Domain, error) { return loadDomain("") }
 
 // controllerFor builds the plan and one agent per node, mapping each node
 // to its namespace through the lab (or the node's netns field).
-func (f *domainFlags) controller() (*controller.Controller, error) {
-	d, err := loadDomain(f.file)
+// A lab remembers the file it was brought up from (lab.Lab.File): without
+// -f that file is the domain; with a different -f, note says so.
+func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error) {
+	var l *lab.Lab
+	var err error
+	if f.labNm != "" {
+		if l, err = lab.Get(f.labNm); err != nil {
+			return nil, err
+		}
+	}
+	d, err := loadDomain(labDomainFile(l, f.file, note))
 	if err != nil {
 		return nil, err
 	}
 	p, err := plan.Build(d)
 	if err != nil {
 		return nil, err
-	}
-	var l *lab.Lab
-	if f.labNm != "" {
-		if l, err = lab.Get(f.labNm); err != nil {
-			return nil, err
-		}
 	}
 	agents := map[string]agent.Agent{}
 	f.netns = map[string]string{}
@@ -116,31 +121,79 @@ func printRecovered(w io.Writer, rec []controller.Recovery) {
 }
 
 func newValidateCmd() *cobra.Command {
-	var file string
+	var file, output string
 	cmd := &cobra.Command{
-		Use:   "validate [-f FILE]",
+		Use:   "validate [-f FILE] [-o json]",
 		Short: "Check a domain file and list every error with its path",
 		Long: `Loads a domain file strictly: unknown fields, bad values and broken references
-are all reported at once, each with its path (chains.web.services[1]) and line.
-Exit status 1 when the file is invalid. The JSON Schema of the format is
-docs/domain.schema.json.`,
-		Example: "  segchain validate -f examples/default.yaml",
+are all reported at once, each with its path (chains.web.services[1]) and
+line:column. Exit status 1 when the file is invalid. With -o json:
+{"file", "valid", "nodes", "services", "chains", "errors": [{"path", "line",
+"col", "message"}]}. The JSON Schema of the format is docs/domain.schema.json.`,
+		Example: "  segchain validate -f examples/default.yaml\n  segchain validate -f examples/hmac.yaml -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			d, err := loadDomain(file)
+			res, err := validateFile(file)
+			if output == "json" {
+				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
+					return werr
+				}
+				if err != nil {
+					return &exitStatus{code: exitError} // the JSON said it all
+				}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
-			if _, err := plan.Build(d); err != nil {
-				return err
-			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (%d nodes, %d services, %d chains)\n",
-				orDefault(file), len(d.Nodes), len(d.Services), len(d.Chains))
+				res.File, res.Nodes, res.Services, res.Chains)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "domain file (default: the built-in default domain)")
+	outputFlag(cmd, &output)
 	return cmd
+}
+
+// validation is validate's result (its -o json form).
+type validation struct {
+	File     string            `json:"file"`
+	Valid    bool              `json:"valid"`
+	Nodes    int               `json:"nodes"`
+	Services int               `json:"services"`
+	Chains   int               `json:"chains"`
+	Errors   []validationError `json:"errors"`
+}
+
+type validationError struct {
+	Path    string `json:"path"`
+	Line    int    `json:"line,omitempty"`
+	Col     int    `json:"col,omitempty"`
+	Message string `json:"message"`
+}
+
+// validateFile loads and plans a domain file; the error is the load's or
+// plan's, the result lists it per field.
+func validateFile(file string) (*validation, error) {
+	res := &validation{File: orDefault(file), Errors: []validationError{}}
+	d, err := loadDomain(file)
+	if err == nil {
+		_, err = plan.Build(d)
+	}
+	if err != nil {
+		var list config.ErrorList
+		if errors.As(err, &list) {
+			for _, e := range list {
+				res.Errors = append(res.Errors, validationError{Path: e.Path, Line: e.Line, Col: e.Col, Message: e.Msg})
+			}
+		} else {
+			res.Errors = append(res.Errors, validationError{Message: err.Error()})
+		}
+		return res, err
+	}
+	res.Valid, res.Nodes, res.Services, res.Chains = true, len(d.Nodes), len(d.Services), len(d.Chains)
+	return res, nil
 }
 
 func orDefault(file string) string {
@@ -152,35 +205,60 @@ func orDefault(file string) string {
 
 func newPlanCmd() *cobra.Command {
 	var f domainFlags
+	var detailed bool
 	cmd := &cobra.Command{
-		Use:   "plan [-f FILE] [--lab NAME] [-o json]",
+		Use:   "plan [-f FILE] [--lab NAME] [-o json] [--detailed-exitcode]",
 		Short: "Show what apply would change on every node",
 		Long: `Computes every node's desired state from the domain file (SIDs, static
 routes, headend policies, classification rules, HMAC keys, sysctls), reads
 what segchain installed on each node and prints the per-node diff:
   + added   - removed   ~ changed in place
-Nothing is changed. With -o json, the plan's nodes, chains and SIDs and the
-diffs are printed.`,
-		Example: "  segchain plan --lab default\n  segchain plan -f examples/hmac.yaml --lab hm -o json",
+and a summary: N to add, N to change, N to delete. Nothing is changed.
+
+Plan catches what apply would reject: each node's kernel is probed and a
+behaviour it lacks (End.DT4, End.DT46 and vrftable need VRF devices) is an
+error; a SID made by hand (segchain sid add) at a SID the domain wants is a
+conflict. Both make plan fail before anything changes.
+
+With --lab and no -f, the domain is the file the lab was brought up from.
+With -o json, the plan's nodes, chains and SIDs, the diffs and the summary
+are printed.
+
+Exit status: 0 on success, 1 on error. With --detailed-exitcode (as
+terraform's): 0 no changes, 1 error, 2 changes pending.`,
+		Example: "  segchain plan --lab default\n  segchain plan --lab default --detailed-exitcode || echo \"status $?\"\n  segchain plan --lab default -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller()
+			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			res, err := c.Apply(cmd.Context(), true)
-			if err != nil {
+			if res == nil {
 				return err
 			}
+			sum := res.Summary()
 			if f.output == "json" {
-				return writeJSON(cmd.OutOrStdout(), struct {
+				// Conflicts and unsupported behaviours are in the diffs
+				// too; the exit status says they block.
+				if werr := writeJSON(cmd.OutOrStdout(), struct {
 					Plan      *plan.Plan            `json:"plan"`
 					Diffs     []controller.Diff     `json:"diffs"`
+					Summary   controller.Summary    `json:"summary"`
 					Recovered []controller.Recovery `json:"recovered,omitempty"`
-				}{c.Plan, res.Diffs, res.Recovered})
+				}{c.Plan, res.Diffs, sum, res.Recovered}); werr != nil {
+					return werr
+				}
+				if err != nil {
+					return err
+				}
+				return pendingExit(detailed, res.Changes(), "change(s) pending")
+			}
+			if err != nil {
+				return err
 			}
 			printWarnings(cmd.OutOrStdout(), c.Plan.Warnings)
 			printRecovered(cmd.OutOrStdout(), res.Recovered)
@@ -188,12 +266,13 @@ diffs are printed.`,
 			if res.Changes() == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no changes: every node matches the domain")
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s); run segchain apply to make them\n", res.Changes())
+				fmt.Fprintf(cmd.OutOrStdout(), "plan: %s; run segchain apply to make them\n", sum)
 			}
-			return nil
+			return pendingExit(detailed, res.Changes(), "change(s) pending")
 		},
 	}
 	f.register(cmd, true)
+	cmd.Flags().BoolVar(&detailed, "detailed-exitcode", false, "exit 0 when nothing would change, 2 when changes are pending, 1 on error")
 	return cmd
 }
 
@@ -202,6 +281,11 @@ func printWarnings(w io.Writer, warnings []string) {
 	for _, m := range warnings {
 		fmt.Fprintf(w, "warning: %s\n", m)
 	}
+}
+
+// summaryPast is a summary as apply reports what it did.
+func summaryPast(s controller.Summary) string {
+	return fmt.Sprintf("%d added, %d changed, %d deleted", s.Add, s.Change, s.Delete)
 }
 
 func printDiffs(w io.Writer, diffs []controller.Diff) {
@@ -233,13 +317,13 @@ Commands that change nodes (apply, destroy, sid and fw edits) take one lock
 per node, always in the same order, so they run one after another; a second
 command prints "waiting for lock on node X held by pid P (COMMAND) since T"
 and waits, or with --no-wait fails at once. See docs/apply.md.`,
-		Example: "  segchain lab up && segchain apply --lab default\n  segchain apply -f examples/hmac.yaml --lab hm",
+		Example: "  segchain lab up && segchain apply --lab default\n  segchain lab up -f examples/hmac.yaml --lab demo && segchain apply --lab demo",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller()
+			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -265,7 +349,7 @@ and waits, or with --no-wait fails at once. See docs/apply.md.`,
 			if res.Changes() == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no changes: the domain is already applied")
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "applied %d change(s)\n", res.Changes())
+				fmt.Fprintf(cmd.OutOrStdout(), "applied %d change(s): %s\n", res.Changes(), summaryPast(res.Summary()))
 			}
 			return nil
 		},
@@ -279,15 +363,22 @@ func newDestroyCmd() *cobra.Command {
 	var f domainFlags
 	var dry bool
 	cmd := &cobra.Command{
-		Use:   "destroy [-f FILE] [--lab NAME] [--dry-run]",
+		Use:   "destroy [-f FILE] [--lab NAME] [--dry-run] [-o json]",
 		Short: "Remove exactly what segchain installed on the domain's nodes",
-		Long: `Removes every route and rule segchain installed (they carry protocol 197,
+		Long: `Removes every route and rule the domain installed (they carry protocol 197,
 "segchain"), the domain's HMAC keys and tunnel source, and restores the sysctls
 segchain changed to the values they had before. Routes, rules and keys that
-segchain did not install are left alone.`,
-		Args: cobra.NoArgs,
+the domain did not install are left alone: that includes SIDs made by hand
+with segchain sid add (protocol 198), which segchain sid del/flush remove.
+With --lab and no -f, the domain is the file the lab was brought up from.
+With -o json, the diffs and their summary are printed.`,
+		Example: "  segchain destroy --lab default --dry-run -o json\n  segchain destroy --lab default",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.controller()
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -299,6 +390,16 @@ segchain did not install are left alone.`,
 				defer locks.Release()
 			}
 			res, err := c.Destroy(cmd.Context(), dry)
+			if f.output == "json" && res != nil {
+				if perr := writeJSON(cmd.OutOrStdout(), struct {
+					*controller.Result
+					DryRun  bool               `json:"dry_run"`
+					Summary controller.Summary `json:"summary"`
+				}{res, dry, res.Summary()}); perr != nil {
+					return perr
+				}
+				return err
+			}
 			if res != nil {
 				printRecovered(cmd.OutOrStdout(), res.Recovered)
 				printDiffs(cmd.OutOrStdout(), res.Diffs)
@@ -307,14 +408,14 @@ segchain did not install are left alone.`,
 				return err
 			}
 			if dry {
-				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s) would be made\n", res.Changes())
+				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s) would be made (%s)\n", res.Changes(), res.Summary())
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed: %d change(s)\n", res.Changes())
 			}
 			return nil
 		},
 	}
-	f.register(cmd, false)
+	f.register(cmd, true)
 	f.registerLock(cmd)
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "only show what would be removed")
 	return cmd
@@ -324,7 +425,7 @@ func newStatusCmd() *cobra.Command {
 	var f domainFlags
 	var check bool
 	cmd := &cobra.Command{
-		Use:   "status [-f FILE] [--lab NAME] [-o json]",
+		Use:   "status [-f FILE] [--lab NAME] [-o json] [--check]",
 		Short: "Show chains, their SID lists and per-SID counters on every node",
 		Long: `For every chain: its headend, mode, classifier and SID list (node, service,
 behaviour of each segment). For every node: each local SID with its
@@ -332,16 +433,20 @@ behaviour, the service it implements and its counters (packets, bytes,
 errors), and whether the node has drifted from the plan: pending changes,
 and the eBPF objects found broken (a proxy or firewall program not attached
 to an interface, a link pin missing, detached or running a foreign program,
-a pinned map missing or of another layout, orphaned pins).
-With --check, the exit status is 1 when any node has drifted or cannot be
-read (for monitoring), 0 otherwise.`,
-		Example: "  segchain status --lab default\n  segchain status --lab default -o json | jq '.nodes[].sids'",
+a pinned map missing or of another layout, orphaned pins), and the chains
+that cross a drifted node.
+With --lab and no -f, the domain is the file the lab was brought up from.
+
+Exit status: 0 on success, 1 on error. With --check: 0 every node matches
+the domain, 1 error, 2 drift (some node has pending changes or broken eBPF
+objects).`,
+		Example: "  segchain status --lab default\n  segchain status --lab default --check\n  segchain status --lab default -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller()
+			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -353,15 +458,30 @@ read (for monitoring), 0 otherwise.`,
 			} else {
 				printStatus(cmd.OutOrStdout(), st)
 			}
-			if check {
-				return checkStatus(st)
-			}
-			return nil
+			return statusExit(check, st)
 		},
 	}
 	f.register(cmd, true)
-	cmd.Flags().BoolVar(&check, "check", false, "exit 1 when any node has drifted from the plan or cannot be read")
+	cmd.Flags().BoolVar(&check, "check", false, "exit 2 when any node has drifted from the domain (for CI and monitoring)")
 	return cmd
+}
+
+// statusExit is status --check's verdict: a node that could not be read is
+// an error, drift the controller observed (st.Drift) is exit status 2.
+func statusExit(check bool, st *controller.Status) error {
+	if !check {
+		return nil
+	}
+	for _, n := range st.Nodes {
+		if n.Error != "" {
+			return fmt.Errorf("node %s: %s", n.Node, n.Error)
+		}
+	}
+	pending := 0
+	for _, n := range st.Drift {
+		pending += n
+	}
+	return pendingExit(true, pending, "pending change(s): drift from the domain")
 }
 
 // detailLine renders an eBPF SID's per-direction counters and its
@@ -433,7 +553,11 @@ func printStatus(w io.Writer, st *controller.Status) {
 		}
 		for _, s := range n.SIDs {
 			svc := s.Service
-			if !s.Owned {
+			switch {
+			case s.Owned:
+			case s.Origin == "hand-made":
+				svc = "(hand-made: segchain sid add)"
+			default:
 				svc = "(not segchain's)"
 			}
 			if !s.Counted {
@@ -465,22 +589,4 @@ func printStatus(w io.Writer, st *controller.Status) {
 			fmt.Fprintln(w, b)
 		}
 	}
-}
-
-// checkStatus is status --check's verdict: an error (exit 1) naming the
-// nodes that drifted or could not be read.
-func checkStatus(st *controller.Status) error {
-	var bad []string
-	for _, n := range st.Nodes {
-		switch {
-		case n.Error != "":
-			bad = append(bad, n.Node+" (unreadable)")
-		case st.Drift[n.Node] > 0:
-			bad = append(bad, fmt.Sprintf("%s (%d pending change(s))", n.Node, st.Drift[n.Node]))
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return fmt.Errorf("status --check: drift on %s", strings.Join(bad, ", "))
 }

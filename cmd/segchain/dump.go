@@ -23,6 +23,10 @@ type dumpFlags struct {
 	verbose, print        bool
 	sid, inner, domain    string
 	segleft, tag          int
+	// tcpdump's everyday flags
+	numeric int // -n / -nn: segchain never resolves names; accepted
+	extras  dump.Extras
+	snaplen int
 }
 
 func newDumpCmd() *cobra.Command {
@@ -42,10 +46,15 @@ printed with the reason, never a crash.
 
 Sources: -i IFACE (current namespace), --netns NAME -i IFACE, --lab NAME
 -i NODE:IFACE, or -r FILE. Trailing arguments are a tcpdump filter expression,
-compiled with tcpdump -dd and run in the kernel (live) or on each frame (-r).
+compiled with tcpdump -dd (tcpdump is a dependency, installed by make deps,
+needed only for a filter expression) and run in the kernel (live) or on each
+frame (-r).
 Times are UTC.
 
 Output: one line per packet, -v a tree, -o json one object per line.
+tcpdump's everyday flags work as there: -n/-nn (accepted: nothing is ever
+resolved), -e (link-level header), -X (hex and ASCII), -A (ASCII), -s N
+(snap length), -c N, -r, -w, -i.
 -w FILE.pcap writes the matching frames (and prints nothing unless --print).
 
 Annotation: --domain FILE annotates each SID with node, service, behaviour and
@@ -54,8 +63,8 @@ built-in default) is used unless --domain is given.
 
 Examples:
   segchain dump -r trace.pcap -v
-  segchain dump --lab default -i nfv1:eth0 --sid fc00:3::/48 -c 10
-  segchain dump -i veth0 --inner 'proto udp port 53' ip6
+  segchain dump --lab default -i nfv1:eth-r1 --sid fc00:3::/48 -c 10
+  segchain dump --netns sc-default-r1 -i eth-nfv1 --inner 'proto udp port 53' ip6
   segchain dump -r trace.pcapng -o json --segleft 0`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,13 +79,18 @@ Examples:
 	fl.StringVarP(&f.write, "write", "w", "", "write matching frames to a pcap file")
 	fl.BoolVar(&f.print, "print", false, "with -w, also print the packets")
 	fl.IntVarP(&f.count, "count", "c", 0, "stop after N matching packets")
-	fl.StringVarP(&f.output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd, &f.output)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "detailed tree (text output)")
 	fl.StringVar(&f.sid, "sid", "", "only packets whose segment list or destination contains ADDR (or PREFIX)")
 	fl.IntVar(&f.segleft, "segleft", -1, "only packets with this Segments Left")
 	fl.IntVar(&f.tag, "tag", -1, "only packets with this SRH tag")
 	fl.StringVar(&f.inner, "inner", "", "inner packet filter: 'src A dst B proto P port N' (parts optional)")
 	fl.StringVar(&f.domain, "domain", "", "domain file: annotate SIDs with node, service, behaviour, ARGS")
+	fl.CountVarP(&f.numeric, "numeric", "n", "as tcpdump -n/-nn: accepted; addresses and ports are always numeric")
+	fl.BoolVarP(&f.extras.LinkHeader, "link-header", "e", false, "as tcpdump -e: print the link-level header (MACs, ethertype)")
+	fl.BoolVarP(&f.extras.Hex, "hex", "X", false, "as tcpdump -X: hex and ASCII dump of each packet (from the network header)")
+	fl.BoolVarP(&f.extras.ASCII, "ascii", "A", false, "as tcpdump -A: ASCII dump of each packet")
+	fl.IntVarP(&f.snaplen, "snaplen", "s", 0, "as tcpdump -s: keep only the first N octets of each frame (0: all)")
 	return cmd
 }
 
@@ -167,7 +181,10 @@ func runDump(cmd *cobra.Command, f dumpFlags, bpfExpr string) error {
 	}
 	defer src.Close()
 
-	cfg := dump.Config{Source: src, Printer: pr, Filter: filter, Count: f.count, Out: cmd.OutOrStdout()}
+	cfg := dump.Config{Source: src, Printer: pr, Filter: filter, Count: f.count, Out: cmd.OutOrStdout(), Snaplen: f.snaplen}
+	if pr.Format != dump.FormatJSON {
+		cfg.Extras = f.extras
+	}
 	if f.write != "" {
 		w, err := os.Create(f.write)
 		if err != nil {

@@ -129,3 +129,40 @@ func TestResolverFromDomainDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestDumpTcpdumpFlags: tcpdump's everyday flags are accepted and do what
+// they do there.
+func TestDumpTcpdumpFlags(t *testing.T) {
+	file := writeDumpPcap(t)
+	plain, err := runDumpCLI(t, "-r", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range [][]string{{"-n"}, {"-nn"}, {"-n", "-e"}} {
+		out, err := runDumpCLI(t, append([]string{"-r", file}, flags...)...)
+		if err != nil {
+			t.Errorf("dump %v: %v", flags, err)
+			continue
+		}
+		if flags[len(flags)-1] == "-e" {
+			if !strings.Contains(out, "link type") {
+				t.Errorf("dump -e: no link-level header:\n%s", out)
+			}
+		} else if out != plain {
+			t.Errorf("dump %v differs from plain output:\n%s", flags, out)
+		}
+	}
+	out, err := runDumpCLI(t, "-r", file, "-X", "-c", "1")
+	if err != nil || !strings.Contains(out, "\t0x0000:  6000 0000 ") {
+		t.Errorf("dump -X: %v\n%s", err, out)
+	}
+	out, err = runDumpCLI(t, "-r", file, "-A", "-c", "1")
+	if err != nil || !strings.Contains(out, "\t0x0000:  `") {
+		t.Errorf("dump -A: %v\n%s", err, out)
+	}
+	// -s 40 keeps the IPv6 header only: the SRH is cut, reported, not a crash.
+	out, err = runDumpCLI(t, "-r", file, "-s", "40", "-c", "1")
+	if err != nil || out == plain || out == "" {
+		t.Errorf("dump -s 40: %v\n%s", err, out)
+	}
+}

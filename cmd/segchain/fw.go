@@ -73,7 +73,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 	add := &cobra.Command{
 		Use:                "add SID RULE...",
 		Short:              "Append a rule",
-		Long:               "Append RULE (ip6tables syntax; -4 for iptables syntax) to the instance at SID.\n--netns NS, if any, goes before SID.",
+		Long:               "Append RULE (ip6tables syntax; -4 for iptables syntax) to the instance at SID.\n--netns NS (or --lab L --node N) may go anywhere on the line.",
 		Example:            "  segchain fw add fc00:2::f1:0/112 -s 2001:db8::/32 -p tcp --dport 80 -j DROP",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -92,7 +92,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 	insert := &cobra.Command{
 		Use:                "insert SID POS RULE...",
 		Short:              "Insert a rule at position POS (1 = first)",
-		Long:               "Insert RULE (ip6tables syntax; -4 for iptables syntax) at position POS of the\ninstance at SID; the rule there and those after it move down.\n--netns NS, if any, goes before SID.",
+		Long:               "Insert RULE (ip6tables syntax; -4 for iptables syntax) at position POS of the\ninstance at SID; the rule there and those after it move down.\n--netns NS (or --lab L --node N) may go anywhere on the line.",
 		Example:            "  segchain fw insert fc00:2::f1:0/112 1 -p ipv6-icmp -j ACCEPT",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -151,7 +151,7 @@ counters, numbered as del and insert take them.`,
 			return f.list(cmd.OutOrStdout(), args, output)
 		},
 	}
-	list.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(list, &output)
 	flush := &cobra.Command{
 		Use:   "flush SID",
 		Short: "Remove every rule of an instance (the policy then decides)",
@@ -263,8 +263,17 @@ Problem. The table starts as 0 go-next, 1 drop, 2 skip-next, 3 go-last.`,
 			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error { in.Policy = k; return nil })
 		},
 	}
-	for _, c := range []*cobra.Command{del, list, flush, imp, argsCmd, policy} {
-		c.Flags().StringVar(&f.netns, "netns", "", "network namespace of the node (default: the current one)")
+	f.nf.register(cmd.PersistentFlags())
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := normalizeOutput(cmd, args); err != nil {
+			return err
+		}
+		if cmd.DisableFlagParsing {
+			return nil // rawRun takes the flags from the words
+		}
+		var err error
+		f.netns, err = f.nf.resolve()
+		return err
 	}
 	for _, c := range []*cobra.Command{del, flush, imp, argsCmd, policy} {
 		c.Flags().BoolVar(&f.noWait, "no-wait", false, noWaitUsage)
@@ -274,29 +283,34 @@ Problem. The table starts as 0 go-next, 1 drop, 2 skip-next, 3 go-last.`,
 }
 
 type fwCLI struct {
-	netns  string
+	nf     nodeFlags // --netns, --lab/--node
+	netns  string    // the namespace they name ("" = the current one)
 	noWait bool
 }
 
 // rawRun handles the verbs whose rule words are not flags of ours: it
-// takes --netns NS, --no-wait and -h/--help before the SID, then needs at least n
-// more words (SID first).
+// takes --netns NS (or --lab L --node N) and --no-wait anywhere on the
+// line and -h/--help before the SID, then needs at least n more words (SID
+// first).
 func (f *fwCLI) rawRun(cmd *cobra.Command, args []string, n int, fn func(netip.Prefix, []string) error) error {
-	for len(args) > 0 {
-		switch a := args[0]; {
-		case a == "-h" || a == "--help":
-			return cmd.Help()
-		case a == "--netns" && len(args) > 1:
-			f.netns, args = args[1], args[2:]
-			continue
-		case strings.HasPrefix(a, "--netns="):
-			f.netns, args = strings.TrimPrefix(a, "--netns="), args[1:]
-			continue
-		case a == "--no-wait":
-			f.noWait, args = true, args[1:]
+	args, err := f.nf.take(args)
+	if err != nil {
+		return err
+	}
+	rest := args[:0:0]
+	for _, a := range args {
+		if a == "--no-wait" {
+			f.noWait = true
 			continue
 		}
-		break
+		rest = append(rest, a)
+	}
+	args = rest
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+		return cmd.Help()
+	}
+	if f.netns, err = f.nf.resolve(); err != nil {
+		return err
 	}
 	if len(args) < n+1 {
 		return fmt.Errorf("usage: segchain fw %s", cmd.Use)

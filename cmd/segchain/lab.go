@@ -44,30 +44,41 @@ every node that is not a host forwards IPv4 and IPv6.
 Each lab is recorded in /run/segchain/labs/<name>.json before anything is
 created; 'lab down' deletes exactly the namespaces recorded there (their veths
 go with them) and nothing else. A lab never adopts a namespace it did not
-create: 'lab up' refuses when a target namespace already exists.`,
+create: 'lab up' refuses when a target namespace already exists.
+
+Every lab verb names its lab with --lab NAME (default: default, or the
+value of $SEGCHAIN_LAB); --name is a deprecated alias.`,
 		Example: `  segchain lab up                          # the built-in default (thesis Fig. 3.1)
-  segchain lab up -f examples/default.yaml --name demo
+  segchain lab up -f examples/default.yaml --lab demo
   segchain lab ls
   segchain lab exec s -- ip -6 route
   segchain lab addr r1
-  segchain lab down --name demo
+  segchain lab down --lab demo
   segchain lab down --all-owned             # every lab with a state file`,
 	}
 	cmd.AddCommand(newLabUpCmd(deps), newLabDownCmd(), newLabLsCmd(), newLabExecCmd(), newLabAddrCmd())
 	return cmd
 }
 
+// labNameFlag registers --lab, the flag every verb uses to name a lab, and
+// --name, its deprecated alias from before the verbs agreed on --lab.
+func labNameFlag(cmd *cobra.Command, name *string, usage string) {
+	cmd.Flags().StringVar(name, "lab", defaultLab(), usage)
+	cmd.Flags().StringVar(name, "name", defaultLab(), usage)
+	_ = cmd.Flags().MarkDeprecated("name", "use --lab")
+}
+
 func newLabUpCmd(deps labDeps) *cobra.Command {
 	var file, name, output string
 	cmd := &cobra.Command{
-		Use:   "up [-f DOMAIN.yaml] [--name NAME]",
+		Use:   "up [-f DOMAIN.yaml] [--lab NAME]",
 		Short: "Create a lab from a domain file (default: the built-in domain)",
 		Long: `Create one namespace per node of the domain and a veth pair per link,
 with the link addresses the domain derives (fc00:xy::x/64 style). On any
 failure everything created so far is removed again. Prints the node to
 namespace table, or the lab state with -o json.`,
 		Example: `  segchain lab up
-  segchain lab up -f examples/default.yaml --name demo -o json`,
+  segchain lab up -f examples/default.yaml --lab demo -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -103,8 +114,8 @@ namespace table, or the lab state with -o json.`,
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "domain file (default: the built-in default domain)")
-	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name, [a-z0-9-]{1,16}")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	labNameFlag(cmd, &name, "lab name, [a-z0-9-]{1,16}")
+	outputFlag(cmd, &output)
 	return cmd
 }
 
@@ -130,13 +141,13 @@ func newLabDownCmd() *cobra.Command {
 	var name string
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "down [--name NAME | --all-owned]",
+		Use:   "down [--lab NAME | --all-owned]",
 		Short: "Delete a lab's namespaces and its state file",
 		Long: `Delete exactly the namespaces recorded in the lab's state file (veths
 die with them), then the state file. Namespaces the lab did not create are
 never touched. With --all-owned, do this for every lab that has a state file.`,
 		Example: `  segchain lab down
-  segchain lab down --name demo
+  segchain lab down --lab demo
   segchain lab down --all-owned`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -147,8 +158,8 @@ never touched. With --all-owned, do this for every lab that has a state file.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "lab %s is down\n", name)
 				return nil
 			}
-			if cmd.Flags().Changed("name") {
-				return errors.New("--name and --all-owned are exclusive")
+			if cmd.Flags().Changed("lab") || cmd.Flags().Changed("name") {
+				return errors.New("--lab and --all-owned are exclusive")
 			}
 			labs, err := lab.List()
 			if err != nil {
@@ -165,7 +176,7 @@ never touched. With --all-owned, do this for every lab that has a state file.`,
 			return errors.Join(errs...)
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name")
+	labNameFlag(cmd, &name, "lab name")
 	cmd.Flags().BoolVar(&all, "all-owned", false, "take down every lab that has a state file")
 	return cmd
 }
@@ -227,7 +238,7 @@ while coming up; 'lab down' cleans it up.`,
 				}
 				state := ""
 				if !l.Complete {
-					state = " (incomplete: run segchain lab down --name " + l.Name + ")"
+					state = " (incomplete: run segchain lab down --lab " + l.Name + ")"
 				}
 				fmt.Fprintf(w, "lab %s, created %s%s%s\n", l.Name, l.Created.Format(time.RFC3339),
 					map[bool]string{true: ", from " + l.File, false: ""}[l.File != ""], state)
@@ -238,20 +249,20 @@ while coming up; 'lab down' cleans it up.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(cmd, &output)
 	return cmd
 }
 
 func newLabExecCmd() *cobra.Command {
 	var name string
 	cmd := &cobra.Command{
-		Use:   "exec [--name NAME] NODE -- CMD [ARGS...]",
+		Use:   "exec [--lab NAME] NODE -- CMD [ARGS...]",
 		Short: "Run a command inside a lab node's namespace",
 		Long: `Run CMD inside the node's namespace (through 'ip netns exec', so /sys
 matches the namespace too) with stdin, stdout and stderr attached. The exit
 status of CMD is the exit status of segchain.`,
 		Example: `  segchain lab exec s -- ip -6 neigh
-  segchain lab exec --name demo r1 -- tcpdump -ni eth0 -c 5`,
+  segchain lab exec --lab demo r1 -- tcpdump -ni eth0 -c 5`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() != 1 {
@@ -282,17 +293,17 @@ status of CMD is the exit status of segchain.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name")
+	labNameFlag(cmd, &name, "lab name")
 	return cmd
 }
 
 func newLabAddrCmd() *cobra.Command {
 	var name, output string
 	cmd := &cobra.Command{
-		Use:   "addr [--name NAME] NODE [-o json]",
+		Use:   "addr [--lab NAME] NODE [-o json]",
 		Short: "Show a lab node's interfaces and addresses",
 		Example: `  segchain lab addr r1
-  segchain lab addr --name demo nfv1 -o json`,
+  segchain lab addr --lab demo nfv1 -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -322,7 +333,7 @@ func newLabAddrCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&name, "name", lab.DefaultName, "lab name")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	labNameFlag(cmd, &name, "lab name")
+	outputFlag(cmd, &output)
 	return cmd
 }

@@ -59,7 +59,7 @@ func TestLabCLI(t *testing.T) {
 		},
 	}
 
-	out, err := runLab(t, deps, "up", "--name", name, "-o", "json")
+	out, err := runLab(t, deps, "up", "--lab", name, "-o", "json")
 	if err != nil {
 		t.Fatalf("lab up: %v\n%s", err, out)
 	}
@@ -99,22 +99,22 @@ func TestLabCLI(t *testing.T) {
 		}
 	})
 	t.Run("exec", func(t *testing.T) {
-		out, err := runLab(t, deps, "exec", "--name", name, "S", "--", "ip", "-6", "addr", "show", "dev", "eth0")
+		out, err := runLab(t, deps, "exec", "--lab", name, "S", "--", "ip", "-6", "addr", "show", "dev", "eth0")
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
 		if !strings.Contains(out, "fc00:12::1/64") {
 			t.Errorf("lab exec S ip addr: no fc00:12::1/64 in\n%s", out)
 		}
-		if _, err := runLab(t, deps, "exec", "--name", name, "S", "ip", "addr"); err == nil {
+		if _, err := runLab(t, deps, "exec", "--lab", name, "S", "ip", "addr"); err == nil {
 			t.Error("lab exec without -- succeeded")
 		}
-		if _, err := runLab(t, deps, "exec", "--name", name, "nope", "--", "true"); err == nil {
+		if _, err := runLab(t, deps, "exec", "--lab", name, "nope", "--", "true"); err == nil {
 			t.Error("lab exec on an unknown node succeeded")
 		}
 	})
 	t.Run("addr", func(t *testing.T) {
-		out, err := runLab(t, deps, "addr", "--name", name, "R", "-o", "json")
+		out, err := runLab(t, deps, "addr", "--lab", name, "R", "-o", "json")
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -135,13 +135,16 @@ func TestLabCLI(t *testing.T) {
 		}
 	})
 	t.Run("up again refused", func(t *testing.T) {
-		if _, err := runLab(t, deps, "up", "--name", name); !errors.Is(err, lab.ErrExists) {
+		if _, err := runLab(t, deps, "up", "--lab", name); !errors.Is(err, lab.ErrExists) {
 			t.Errorf("second lab up = %v, want ErrExists", err)
 		}
 	})
 
+	// --name is the deprecated alias of --lab: it still works, and says so.
 	if out, err := runLab(t, deps, "down", "--name", name); err != nil {
 		t.Fatalf("lab down: %v\n%s", err, out)
+	} else if !strings.Contains(out, "use --lab") {
+		t.Errorf("lab down --name: no deprecation note:\n%s", out)
 	}
 	for _, ns := range l.Nodes {
 		if nsutil.Exists(ns) {
@@ -156,7 +159,7 @@ func TestLabCLI(t *testing.T) {
 func TestLabExecExitStatus(t *testing.T) {
 	if name := os.Getenv("SEGCHAIN_TEST_LAB_EXEC"); name != "" {
 		script := os.Getenv("SEGCHAIN_TEST_LAB_SCRIPT")
-		_, err := runLab(t, labDeps{}, "exec", "--name", name, "S", "--", "sh", "-c", script)
+		_, err := runLab(t, labDeps{}, "exec", "--lab", name, "S", "--", "sh", "-c", script)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "lab exec:", err)
 			os.Exit(99)

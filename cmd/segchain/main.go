@@ -14,12 +14,15 @@ import (
 
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "segchain:", err)
-		os.Exit(1)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "segchain:", msg)
+		}
+		os.Exit(exitCode(err))
 	}
 }
 
 func newRootCmd() *cobra.Command {
+	var showVersion bool
 	root := &cobra.Command{
 		Use:   "segchain",
 		Short: "SRv6 service function chaining on an unpatched Linux kernel",
@@ -31,13 +34,22 @@ dissects SRv6 traffic (segchain dump).
 
 Typical session:
   segchain lab up                      # the thesis' Fig. 3.1 network
-  segchain plan  -f examples/default.yaml --lab default
-  segchain apply -f examples/default.yaml --lab default
+  segchain plan  --lab default         # from the lab's own domain file
+  segchain apply --lab default
   segchain status --lab default
   segchain lab down`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: normalizeOutput,
+		Args:              cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				return printVersion(cmd.OutOrStdout(), "text", true)
+			}
+			return cmd.Help()
+		},
 	}
+	root.Flags().BoolVar(&showVersion, "version", false, "print version, commit, Go and kernel versions and kernel features (as segchain version)")
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(), newWatchCmd(),
@@ -46,6 +58,7 @@ Typical session:
 		newDumpCmd(),
 		newPerfCmd(),
 		newValidateCmd(),
+		newVersionCmd(),
 	)
 	return root
 }

@@ -186,7 +186,7 @@ docs/benchmarks.md ("Ceilings").`,
 	cmd.Flags().IntVar(&size, "size", 64, "bytes of the IP packet (48..400)")
 	cmd.Flags().IntVar(&repeat, "repeat", 3, "measurements")
 	cmd.Flags().DurationVar(&window, "window", time.Second, "measured time per figure (after a 300 ms warm-up)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table (Markdown) or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text (Markdown table) or json; table is an alias of text")
 	return cmd
 }
 
@@ -221,7 +221,7 @@ func newPerfLsCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &output)
 	return cmd
 }
 
@@ -245,6 +245,8 @@ Results: a Markdown table on stdout (or the JSON report with -o json); with
 window: rates, the SUT thread's CPU time, run-queue wait and steal) and
 PNG/SVG plots in DIR. The command exits non-zero when an A/A control is
 more than sandwich.aa_limit from 1 (the report says "valid": false).
+Progress: log lines on stderr, and a progress bar with ETA when stderr is a
+terminal (never in a CI log or a file); -q silences both.
 
 Example:
   segchain perf run -f examples/perf/table5_1.yaml --out bench-out/t51 --rounds 40`,
@@ -280,8 +282,11 @@ Example:
 			}
 			defer down()
 			stderr := cmd.ErrOrStderr()
-			bar := &perf.Bar{W: stderr}
-			runner := &perf.Runner{Driver: drv, Registry: reg, Log: stderr, Progress: bar}
+			// The bar is drawn only on a terminal, and log lines go
+			// through the console so that they never cut into it.
+			con := perf.NewConsole(stderr)
+			bar := &perf.Bar{W: con.Bar()}
+			runner := &perf.Runner{Driver: drv, Registry: reg, Log: con, Progress: bar}
 			if quiet {
 				runner.Log, bar.W = nil, nil
 			}
@@ -317,7 +322,7 @@ Example:
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "experiment file (YAML)")
 	cmd.Flags().StringVar(&out, "out", "", "directory for report.json, results.csv, table.md and plots")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "stdout format: table (Markdown) or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "stdout format: text (Markdown table) or json; table is an alias of text")
 	tb.register(cmd)
 	cmd.Flags().IntVar(&rounds, "rounds", 0, "override sandwich.rounds")
 	cmd.Flags().IntVar(&runs, "runs", 0, "override runs")

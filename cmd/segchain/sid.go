@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/localsid"
@@ -33,12 +34,18 @@ func newSidCmd(exts ...localsid.Extension) *cobra.Command {
 		Long: `segchain sid manages the local SIDs of one node, like srconf localsid:
 every SID is a seg6local route (without 'dev DEV', a local route on lo, as
 'segchain apply' installs SIDs: it does not depend on any interface staying
-up; with 'dev DEV', a route bound to DEV) stamped with segchain's route protocol (` + fmt.Sprint(nodestate.Proto) + `), so that flush removes only
-what segchain installed. State lives in the kernel and stays after the command
-exits. The node is the network namespace segchain runs in
-('ip netns exec NS segchain sid ...') or the one named by --netns.
+up; with 'dev DEV', a route bound to DEV) stamped with the route protocol of
+hand-made SIDs (` + fmt.Sprint(nodestate.ProtoManual) + `), so that flush removes only what segchain sid
+installed. SIDs a domain installed (segchain apply, protocol ` + fmt.Sprint(nodestate.Proto) + `) are shown
+but belong to the domain: sid del and flush leave them alone, and apply and
+destroy never touch hand-made SIDs (plan reports a domain SID at the
+destination of a hand-made one as a conflict).
+State lives in the kernel and stays after the command exits. The node is the network namespace segchain runs in
+('ip netns exec NS segchain sid ...'), the one named by --netns NS, or a lab
+node: --lab LAB --node NODE (--node alone: the default lab). These flags go
+anywhere on the line.
 
-  sid add SID[/LEN] BEHAVIOR [PARAMS...] [count|nocount] [dev DEV]
+  sid add SID[/LEN] [action] BEHAVIOR [PARAMS...] [count|nocount] [dev DEV]
   sid del SID[/LEN]
   sid show [SID[/LEN]] [-o json]
   sid flush
@@ -47,7 +54,8 @@ exits. The node is the network namespace segchain runs in
 A SID without /LEN is a /128. Behaviour names are accepted in iproute2
 spelling or lower case (End.DX6, end.dx6). Per-SID counters (packets, bytes,
 errors) are on by default; 'nocount' turns them off. srconf's positional forms
-are accepted too: 'end.dx6 ip fc00::1 veth0', 'end.dx2 veth0'.
+are accepted too: 'end.dx6 ip fc00::1 veth0', 'end.dx2 veth0'; so is iproute2's
+'action' keyword before the behaviour ('action End.X nh6 fc00::1').
 
 Parameters (iproute2 keywords):
   nh4 IPV4 / nh6 IPV6   next hop of a cross-connect (ip ADDR: either family)
@@ -66,17 +74,26 @@ Behaviours:
 Behaviours the kernel lacks (End.DT4, End.DT46 and vrftable need VRF devices,
 which this kernel does not have) fail with an error naming the missing
 feature. See docs/sid.md and docs/behaviors.md.`,
-		Example: `  segchain sid add fc00:2::100 End
-  segchain sid add fc00:2::101 end.x nh6 fc00:23::3
-  segchain sid add fc00:2::/64 End.DT6 table main
-  segchain sid --netns nfv1 show -o json
-  ip netns exec nfv1 segchain sid clear-counters fc00:2::100
-  segchain sid flush`,
+		Example: `  segchain sid --node nfv1 add fc00:2::100 End
+  segchain sid --node nfv1 add fc00:2::101 end.x nh6 fc00:26::6
+  segchain sid add fc00:2::102 action End.X nh6 fc00:26::6 --lab default --node nfv1
+  segchain sid --node nfv1 add fc00:2::ab:0/112 End.DT6 table main
+  segchain sid --netns sc-default-nfv1 show -o json
+  ip netns exec sc-default-nfv1 segchain sid clear-counters fc00:2::100
+  segchain sid --node nfv1 flush`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&s.netns, "netns", "", "network namespace name (default: the current one)")
+	s.nf.register(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVar(&s.noWait, "no-wait", false, noWaitUsage)
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if err := normalizeOutput(cmd, args); err != nil {
+			return err
+		}
+		var err error
+		s.netns, err = s.nf.resolve()
+		return err
+	}
 
 	add := &cobra.Command{
 		Use:   "add SID[/LEN] BEHAVIOR [PARAMS...]",
@@ -110,10 +127,10 @@ hmac-malformed, hmac-unknown-key; see docs/security.md).`,
 			return s.show(cmd.OutOrStdout(), args, output)
 		},
 	}
-	show.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	outputFlag(show, &output)
 	flush := &cobra.Command{
 		Use:   "flush",
-		Short: "Remove every local SID segchain installed (others are kept)",
+		Short: "Remove every hand-made local SID (the domain's and other tools' are kept)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return s.locked(cmd, func() error { return s.flush(cmd.OutOrStdout()) })
@@ -132,7 +149,8 @@ hmac-malformed, hmac-unknown-key; see docs/security.md).`,
 }
 
 type sidCLI struct {
-	netns  string
+	nf     nodeFlags // --netns, --lab/--node
+	netns  string    // the namespace they name ("" = the current one)
 	noWait bool
 	exts   []localsid.Extension
 }
@@ -163,6 +181,9 @@ func (s *sidCLI) nsName() string {
 }
 
 func (s *sidCLI) add(w, ew io.Writer, args []string) error {
+	if len(args) > 2 && args[1] == "action" { // iproute2: ip -6 route add SID encap seg6local action End.X ...
+		args = append(args[:1:1], args[2:]...)
+	}
 	if ext, canon := localsid.FindExtension(s.exts, args[1]); ext != nil {
 		sid, err := localsid.ParseSID(args[0])
 		if err != nil {
@@ -170,6 +191,11 @@ func (s *sidCLI) add(w, ew io.Writer, args []string) error {
 		}
 		if err := ext.Add(s.netns, sid, canon, args[2:]); err != nil {
 			return fmt.Errorf("add %s %s: %w", sid, canon, err)
+		}
+		// eBPF SIDs carry no route protocol: the ownership record tells
+		// apply and destroy to leave this one alone.
+		if err := agent.MarkHandMade(s.netns, sid, canon); err != nil {
+			return fmt.Errorf("add %s %s: record it as hand-made: %w", sid, canon, err)
 		}
 		fmt.Fprintf(w, "added %s %s\n", sid, canon)
 		return nil
@@ -192,10 +218,13 @@ func (s *sidCLI) add(w, ew io.Writer, args []string) error {
 	}
 	for _, l := range sids {
 		if l.Route.Dst == r.Dst && l.Route.Table == r.Table {
+			if l.Protocol == nodestate.Proto {
+				return fmt.Errorf("sid %s already exists and belongs to the domain (%s, installed by segchain apply)", r.Dst, localsid.Format(l.Route, nil))
+			}
 			return fmt.Errorf("sid %s already exists (%s); del it first", r.Dst, localsid.Format(l.Route, nil))
 		}
 	}
-	if err := h.ReplaceRoute(r); err != nil {
+	if err := h.ReplaceRouteAs(r, nodestate.ProtoManual); err != nil {
 		return fmt.Errorf("add %s: %w", r.Dst, err)
 	}
 	fmt.Fprintf(w, "added %s\n", localsid.Format(r, nil))
@@ -282,15 +311,29 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 		if l.Route.Dst != sid {
 			continue
 		}
-		if l.Protocol != nodestate.Proto {
+		switch l.Protocol {
+		case nodestate.ProtoManual:
+		case nodestate.Proto:
+			return fmt.Errorf("sid %s belongs to the domain (installed by segchain apply): remove it from the domain file and apply, or segchain destroy", sid)
+		default:
 			return fmt.Errorf("sid %s was not installed by segchain (route protocol %s): remove it with ip -6 route del", sid, protoName(l.Protocol))
 		}
-		if err := h.DeleteRoute(l.Route); err != nil {
+		if err := h.DeleteRouteAs(l.Route, l.Protocol); err != nil {
 			return fmt.Errorf("del %s: %w", sid, err)
 		}
 		n++
 	}
+	hm, err := agent.HandMade(s.netns)
+	if err != nil {
+		return err
+	}
 	for _, e := range s.exts {
+		if _, mine := hm[sid]; !mine {
+			if err := s.refuseDomainExt(e, sid); err != nil {
+				return err
+			}
+			continue
+		}
 		ok, err := e.Del(s.netns, sid)
 		if err != nil {
 			return fmt.Errorf("del %s: %w", sid, err)
@@ -299,10 +342,30 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 			n++
 		}
 	}
+	if _, mine := hm[sid]; mine {
+		if err := agent.MarkHandMade(s.netns, sid, ""); err != nil {
+			return err
+		}
+	}
 	if n == 0 {
 		return fmt.Errorf("sid %s not found in netns %s", sid, s.nsName())
 	}
 	fmt.Fprintf(w, "deleted %s\n", sid)
+	return nil
+}
+
+// refuseDomainExt fails when extension e serves sid but did not get it from
+// sid add: it is the domain's (segchain apply), not ours to delete.
+func (s *sidCLI) refuseDomainExt(e localsid.Extension, sid netip.Prefix) error {
+	entries, err := e.Show(s.netns)
+	if err != nil {
+		return fmt.Errorf("show %s: %w", strings.Join(e.Behaviors(), "/"), err)
+	}
+	for _, en := range entries {
+		if en.SID == sid {
+			return fmt.Errorf("sid %s (%s) belongs to the domain (installed by segchain apply): remove it from the domain file and apply, or segchain destroy", sid, en.Behavior)
+		}
+	}
 	return nil
 }
 
@@ -328,7 +391,11 @@ func (s *sidCLI) collect(filter *netip.Prefix) ([]sidRow, error) {
 			continue
 		}
 		text := localsid.Format(l.Route, l.Counters)
-		if l.Protocol != nodestate.Proto {
+		switch l.Protocol {
+		case nodestate.ProtoManual:
+		case nodestate.Proto:
+			text += "  [domain: installed by segchain apply]"
+		default:
 			text += fmt.Sprintf("  [proto %s: not installed by segchain]", protoName(l.Protocol))
 		}
 		rows = append(rows, sidRow{entry: localsid.NativeEntry(l.Route, l.Protocol, l.Counters), text: text})
@@ -404,8 +471,8 @@ func protoName(p int) string {
 }
 
 func (s *sidCLI) show(w io.Writer, args []string, output string) error {
-	if output != "text" && output != "table" && output != "json" {
-		return fmt.Errorf("output format %q: want text or json", output)
+	if err := checkOutput(output); err != nil {
+		return err
 	}
 	var filter *netip.Prefix
 	if len(args) == 1 {
@@ -450,14 +517,19 @@ func (s *sidCLI) flush(w io.Writer) error {
 	n := 0
 	var errs []error
 	for _, l := range sids {
-		if l.Protocol != nodestate.Proto {
+		if l.Protocol != nodestate.ProtoManual {
 			continue
 		}
-		if err := h.DeleteRoute(l.Route); err != nil {
+		if err := h.DeleteRouteAs(l.Route, l.Protocol); err != nil {
 			errs = append(errs, fmt.Errorf("del %s: %w", l.Route.Dst, err))
 			continue
 		}
 		n++
+	}
+	// The extensions' hand-made SIDs only: the domain's stay.
+	hm, err := agent.HandMade(s.netns)
+	if err != nil {
+		return err
 	}
 	for _, e := range s.exts {
 		entries, err := e.Show(s.netns)
@@ -465,11 +537,19 @@ func (s *sidCLI) flush(w io.Writer) error {
 			errs = append(errs, fmt.Errorf("show %s: %w", strings.Join(e.Behaviors(), "/"), err))
 			continue
 		}
-		if err := e.Flush(s.netns); err != nil {
-			errs = append(errs, fmt.Errorf("flush %s: %w", strings.Join(e.Behaviors(), "/"), err))
-			continue
+		for _, en := range entries {
+			if _, mine := hm[en.SID]; !mine {
+				continue
+			}
+			if _, err := e.Del(s.netns, en.SID); err != nil {
+				errs = append(errs, fmt.Errorf("del %s: %w", en.SID, err))
+				continue
+			}
+			if err := agent.MarkHandMade(s.netns, en.SID, ""); err != nil {
+				errs = append(errs, err)
+			}
+			n++
 		}
-		n += len(entries)
 	}
 	fmt.Fprintf(w, "flushed %d local SID(s) from netns %s\n", n, s.nsName())
 	return errors.Join(errs...)

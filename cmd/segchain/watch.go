@@ -36,7 +36,7 @@ usual and reported; watch goes on. Runs until interrupted (SIGINT/SIGTERM).`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller()
+			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

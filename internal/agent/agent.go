@@ -218,12 +218,22 @@ type Agent interface {
 	Originals(ctx context.Context) (map[string]string, error)
 }
 
+// FeatureChecker is optionally implemented by an Agent that can tell, before
+// anything changes, what of a node's desired state its kernel cannot
+// install (a behaviour needing VRF devices, a flavor, an encap mode). Each
+// finding is one sentence in the domain's terms; the error is for a node
+// that could not be checked at all.
+type FeatureChecker interface {
+	Unsupported(ctx context.Context, want *nodestate.Node) ([]string, error)
+}
+
 // SIDCounters is one local SID as status shows it.
 type SIDCounters struct {
 	SID      netip.Prefix `json:"sid"`
 	Behavior string       `json:"behavior"`
 	Route    string       `json:"route"`
-	Owned    bool         `json:"owned"` // installed by segchain
+	Owned    bool         `json:"owned"`            // installed by the domain (segchain apply)
+	Origin   string       `json:"origin,omitempty"` // "domain", "hand-made" (segchain sid add) or "" (nodestate.Origin)
 	Counted  bool         `json:"counted"`
 	Packets  uint64       `json:"packets"`
 	Bytes    uint64       `json:"bytes"`

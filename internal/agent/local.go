@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/segchain/segchain/internal/boundary"
@@ -103,6 +104,9 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if got.Routes, err = h.Routes(); err != nil {
 		return nil, fmt.Errorf("node %s: read routes: %w", l.name, err)
 	}
+	if got.Foreign, err = foreignSIDs(h); err != nil {
+		return nil, fmt.Errorf("node %s: read local SIDs: %w", l.name, err)
+	}
 	if got.Rules, err = h.Rules(); err != nil {
 		return nil, fmt.Errorf("node %s: read rules: %w", l.name, err)
 	}
@@ -124,6 +128,11 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if got.FirewallFaults, err = fw.Check(l.netns); err != nil {
 		return nil, fmt.Errorf("node %s: check firewalls: %w", l.name, err)
 	}
+	hm, err := HandMade(l.netns)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: read hand-made SIDs: %w", l.name, err)
+	}
+	ownedOnly(got, hm)
 	if ts, err := h.TunSrc(); err == nil && ts.IsValid() && !ts.IsUnspecified() {
 		got.TunSrc = ts.String()
 	}
@@ -206,6 +215,13 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 		if err := proxy.Repair(l.netns); err != nil {
 			return err
 		}
+		// The node's proxy set is replaced as a whole: the hand-made
+		// proxies stay in it.
+		kept, err := handMadeProxies(l.netns)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, kept...)
 		if len(specs) == 0 {
 			return proxy.Remove(l.netns)
 		}
@@ -251,7 +267,7 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 	}
 	out = append(out, fws...)
 	for _, s := range sids {
-		c := SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto}
+		c := SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto, Origin: nodestate.Origin(s.Protocol)}
 		if s.Route.Seg6Local != nil {
 			c.Behavior = s.Route.Seg6Local.Action
 		}
@@ -334,4 +350,75 @@ func (l *Local) Forget(context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// foreignSIDs are the node's local SIDs the domain did not install (made
+// by hand with segchain sid add, or by another tool): observed so that a
+// plan can report a domain SID that would replace one of them.
+func foreignSIDs(h *dataplane.Handle) ([]nodestate.ForeignRoute, error) {
+	sids, err := h.LocalSIDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []nodestate.ForeignRoute
+	for _, s := range sids {
+		if s.Protocol != nodestate.Proto {
+			out = append(out, nodestate.ForeignRoute{Route: s.Route, Protocol: s.Protocol})
+		}
+	}
+	return out, nil
+}
+
+// Unsupported implements FeatureChecker with the kernel feature probe
+// (dataplane.Handle.Probe, run once per handle).
+func (l *Local) Unsupported(_ context.Context, want *nodestate.Node) ([]string, error) {
+	h, err := l.open()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return unsupported(h.Probe(), l.name, want), nil
+}
+
+// probeRouteRE matches "kernel rejected <the probe's route>: " in a
+// feature's reason.
+var probeRouteRE = regexp.MustCompile(`kernel rejected .*?: `)
+
+// unsupported lists what of want the features f lack, naming the domain
+// object (Route.Owner) each route serves.
+func unsupported(f dataplane.Features, node string, want *nodestate.Node) []string {
+	var out []string
+	for _, r := range want.Routes {
+		if r.Seg6 == nil && r.Seg6Local == nil {
+			continue
+		}
+		err := f.Check(r)
+		if err == nil {
+			continue
+		}
+		what := r.Dst.String()
+		if r.Seg6Local != nil {
+			what = r.Seg6Local.Action + " at " + what
+		} else {
+			what = "the " + r.Seg6.Mode + " policy to " + what
+		}
+		if r.Owner != "" {
+			what = r.Owner + ": " + what
+		}
+		if l := r.Seg6Local; l != nil && !f.VRF.Supported && (l.VRFTable != 0 || l.Action == "End.DT4" || l.Action == "End.DT46") {
+			// The usual case, said the way the user knows it.
+			out = append(out, fmt.Sprintf("%s: needs VRF devices, which the kernel of node %s lacks (%s)", what, node, f.VRF.Reason))
+			continue
+		}
+		// The probe's reasons name its own throwaway routes: keep the
+		// kernel's words only.
+		reason := probeRouteRE.ReplaceAllString(err.Error(), "the kernel said: ")
+		out = append(out, fmt.Sprintf("%s: the kernel of node %s cannot do it (%s)", what, node, reason))
+	}
+	if len(want.HMACKeys) > 0 {
+		if err := f.HMAC.Require(); err != nil {
+			out = append(out, fmt.Sprintf("HMAC keys: the kernel of node %s cannot do it (%v)", node, err))
+		}
+	}
+	return out
 }

@@ -113,6 +113,9 @@ func decode(data []byte) (*Domain, decoded) {
 			fe.Line, _ = strconv.Atoi(m[1])
 			fe.Msg = strings.TrimSpace(strings.TrimPrefix(lineRE.ReplaceAllString(fe.Msg, ""), ":"))
 		}
+		if l, c := syntaxPosition(data); l > 0 {
+			fe.Line, fe.Col = l, c
+		}
 		res.lists = append(res.lists, fe)
 		return nil, res
 	}
@@ -144,6 +147,7 @@ func decode(data []byte) (*Domain, decoded) {
 		}
 	}
 	applyDefaults(&d, w.present)
+	canonicalNames(&d)
 	return &d, res
 }
 

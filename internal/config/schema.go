@@ -234,6 +234,7 @@ func objectSchema(t reflect.Type, defs map[string]any) map[string]any {
 		for k, v := range schemaExtra[key] {
 			s[k] = v
 		}
+		applyFormats(key, s)
 		props[f.key] = s
 	}
 	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}

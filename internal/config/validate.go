@@ -129,6 +129,7 @@ func validate(d *Domain, pos positions) errorAcc {
 	v.proxyUse()
 	v.security()
 	v.routing()
+	v.checkLoopsAndOverlaps()
 	if len(v.errs) == 0 {
 		if _, err := d.SIDs(); err != nil {
 			v.errf("services", "allocate SIDs: %v", err)

@@ -73,7 +73,13 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 		if err != nil {
 			return nil, err
 		}
-		diffs = append(diffs, Compute(got, want))
+		d := Compute(got, want)
+		if fc, ok := a.(agent.FeatureChecker); ok {
+			if d.Unsupported, err = fc.Unsupported(ctx, want); err != nil {
+				return nil, err
+			}
+		}
+		diffs = append(diffs, d)
 	}
 	// What cannot fit is reported now, before anything changes anywhere.
 	var errs []error
@@ -107,6 +113,9 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Diffs: diffs, Recovered: rec}
+	if err := res.blockers(); err != nil {
+		return res, err
+	}
 	if dryRun || res.Changes() == 0 {
 		return res, nil
 	}
@@ -305,4 +314,35 @@ func (c *Controller) Status(ctx context.Context) *Status {
 		st.Nodes = append(st.Nodes, ns)
 	}
 	return st
+}
+
+// Summary counts a result's ops the way plan prints them: "+" adds, "~"
+// in-place changes, "-" deletes.
+type Summary struct {
+	Add    int `json:"add"`
+	Change int `json:"change"`
+	Delete int `json:"delete"`
+}
+
+// Summary counts the result's ops by kind of change.
+func (r *Result) Summary() Summary {
+	var s Summary
+	for _, d := range r.Diffs {
+		for _, op := range d.Ops() {
+			switch op.String()[0] {
+			case '+':
+				s.Add++
+			case '-':
+				s.Delete++
+			default:
+				s.Change++
+			}
+		}
+	}
+	return s
+}
+
+// String is the summary as plan prints it.
+func (s Summary) String() string {
+	return fmt.Sprintf("%d to add, %d to change, %d to delete", s.Add, s.Change, s.Delete)
 }

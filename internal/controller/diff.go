@@ -13,6 +13,12 @@ type Diff struct {
 	Node    string     `json:"node"`
 	Adds    []agent.Op `json:"adds,omitempty"`
 	Deletes []agent.Op `json:"deletes,omitempty"`
+	// Conflicts are objects the domain wants but another owner holds (a
+	// SID made by hand with segchain sid add): apply refuses to run.
+	Conflicts []string `json:"conflicts,omitempty"`
+	// Unsupported is what the node's kernel cannot install, found by its
+	// feature probe (agent.FeatureChecker): apply refuses to run.
+	Unsupported []string `json:"unsupported,omitempty"`
 }
 
 // Empty reports whether the node is already as desired.
@@ -25,7 +31,7 @@ func (d Diff) Ops() []agent.Op { return append(append([]agent.Op(nil), d.Adds...
 // order: settings, keys, endpoints and static routes, then headend policies,
 // then the rules that steer traffic into them; deletes in the reverse order.
 func Compute(observed, desired *nodestate.Node) Diff {
-	d := Diff{Node: desired.Name}
+	d := Diff{Node: desired.Name, Conflicts: Conflicts(observed, desired)}
 
 	obsSys := map[string]string{}
 	for _, s := range observed.Sysctls {

@@ -223,12 +223,18 @@ func (h *Handle) LocalSIDs() ([]LocalSID, error) {
 // (or "lo") it is installed as a route of type local on lo, because the
 // kernel rejects traffic matching a unicast route via loopback.
 func (h *Handle) ReplaceRoute(r nodestate.Route) error {
+	return h.ReplaceRouteAs(r, nodestate.Proto)
+}
+
+// ReplaceRouteAs is ReplaceRoute with another protocol stamp (segchain sid
+// add uses nodestate.ProtoManual, so that the domain never owns its SIDs).
+func (h *Handle) ReplaceRouteAs(r nodestate.Route, proto int) error {
 	if r.Seg6Local != nil {
 		if err := checkFlavors(r.Seg6Local); err != nil {
 			return fmt.Errorf("replace route %s in netns %q: %w", r, h.netns, err)
 		}
 	}
-	err := h.replaceRoute(r, nodestate.Proto)
+	err := h.replaceRoute(r, proto)
 	if err != nil && !h.isProbe {
 		// Explain a rejection caused by a missing kernel feature.
 		if ferr := h.Probe().Check(r); ferr != nil {
@@ -249,7 +255,13 @@ func (h *Handle) replaceRoute(r nodestate.Route, proto int) error {
 // installed by segchain (protocol nodestate.Proto). A missing route yields
 // an error wrapping unix.ESRCH.
 func (h *Handle) DeleteRoute(r nodestate.Route) error {
-	if err := h.writeRoute(unix.RTM_DELROUTE, 0, r, nodestate.Proto); err != nil {
+	return h.DeleteRouteAs(r, nodestate.Proto)
+}
+
+// DeleteRouteAs is DeleteRoute for a route stamped with protocol proto (the
+// kernel deletes an IPv6 route only when the protocol matches).
+func (h *Handle) DeleteRouteAs(r nodestate.Route, proto int) error {
+	if err := h.writeRoute(unix.RTM_DELROUTE, 0, r, proto); err != nil {
 		return fmt.Errorf("delete route %s in netns %q: %w", r, h.netns, err)
 	}
 	return nil

@@ -23,6 +23,11 @@ type Config struct {
 	PcapOut io.Writer
 	// Count stops after that many matching packets (0: no limit).
 	Count int
+	// Snaplen keeps only that many octets of each frame, as tcpdump -s
+	// (0: all of it).
+	Snaplen int
+	// Extras are tcpdump's -e, -X and -A for the text renderings.
+	Extras Extras
 }
 
 // Stats counts what a session saw.
@@ -46,7 +51,11 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 		pbuf = bufio.NewWriterSize(cfg.PcapOut, 256<<10)
 		defer pbuf.Flush()
 		pw = pcapgo.NewWriter(pbuf)
-		if err := pw.WriteFileHeader(262144, layers.LinkType(cfg.Source.LinkType())); err != nil {
+		snap := uint32(262144)
+		if cfg.Snaplen > 0 {
+			snap = uint32(cfg.Snaplen)
+		}
+		if err := pw.WriteFileHeader(snap, layers.LinkType(cfg.Source.LinkType())); err != nil {
 			return st, fmt.Errorf("write pcap header: %w", err)
 		}
 	}
@@ -63,6 +72,9 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 			return st, fmt.Errorf("read packet %d: %w", st.Seen+1, err)
 		}
 		st.Seen++
+		if cfg.Snaplen > 0 && len(data) > cfg.Snaplen {
+			data, ci.CapLen = data[:cfg.Snaplen], cfg.Snaplen
+		}
 		r.Time, r.CapLen, r.OrigLen = ci.Time, ci.CapLen, ci.Len
 		r.Decode(link, data)
 		if !cfg.Filter.Match(&r) {
@@ -78,7 +90,9 @@ func Run(ctx context.Context, cfg Config) (Stats, error) {
 			}
 		}
 		if out != nil {
-			buf = cfg.Printer.Append(buf[:0], &r)
+			buf = cfg.Extras.Prefix(buf[:0], &r)
+			buf = cfg.Printer.Append(buf, &r)
+			buf = cfg.Extras.Suffix(buf, &r)
 			if _, err := out.Write(buf); err != nil {
 				return st, fmt.Errorf("write output: %w", err)
 			}

@@ -144,7 +144,7 @@ func CompileFilter(expr string, link uint32) ([]bpf.RawInstruction, error) {
 		return nil, fmt.Errorf("compile filter: link type %d: %w", link, ErrNotAvailable)
 	}
 	if _, err := exec.LookPath("tcpdump"); err != nil {
-		return nil, fmt.Errorf("compile filter: tcpdump not installed: %w", ErrNotAvailable)
+		return nil, fmt.Errorf("compile filter %q: segchain compiles filter expressions with tcpdump -dd, and tcpdump is not installed (apt-get install tcpdump, or make deps; a dump without a filter expression needs no tcpdump): %w", expr, ErrNotAvailable)
 	}
 	var stderr bytes.Buffer
 	cmd := exec.Command("tcpdump", "-dd", "-y", dlt, "--", expr)

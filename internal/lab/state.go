@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/nsutil"
@@ -93,7 +94,7 @@ func (l *Lab) create() error {
 	defer os.Remove(tmp)
 	if err := os.Link(tmp, statePath(l.Name)); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("lab %s: state file %s: %w (run `segchain lab down --name %s`)",
+			return fmt.Errorf("lab %s: state file %s: %w (run `segchain lab down --lab %s`)",
 				l.Name, statePath(l.Name), ErrExists, l.Name)
 		}
 		return fmt.Errorf("write lab state: %w", err)
@@ -215,6 +216,9 @@ func (l *Lab) down() error {
 		}
 		if err := boundary.Remove(ns); err != nil {
 			errs = append(errs, fmt.Errorf("remove boundary of %s: %w", ns, err))
+		}
+		if err := agent.ForgetHandMade(ns); err != nil {
+			errs = append(errs, fmt.Errorf("forget hand-made SIDs of %s: %w", ns, err))
 		}
 		if err := nsutil.Delete(ns); err != nil {
 			errs = append(errs, err)

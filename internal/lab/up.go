@@ -61,7 +61,7 @@ func Up(t Topology) (*Lab, error) {
 		Namespaces: []string{},
 	}
 	if _, err := Get(name); err == nil {
-		return nil, fmt.Errorf("lab %s: %w (state file %s; run `segchain lab down --name %s` first)",
+		return nil, fmt.Errorf("lab %s: %w (state file %s; run `segchain lab down --lab %s` first)",
 			name, ErrExists, statePath(name), name)
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
@@ -75,7 +75,7 @@ func Up(t Topology) (*Lab, error) {
 		}
 	}
 	if len(taken) > 0 {
-		return nil, fmt.Errorf("lab %s: namespace %v: %w (not created by this lab; remove it or choose another --name)",
+		return nil, fmt.Errorf("lab %s: namespace %v: %w (not created by this lab; remove it or choose another --lab)",
 			name, taken, ErrExists)
 	}
 	if err := l.create(); err != nil {

@@ -29,9 +29,10 @@ type Entry struct {
 // NativeInfo is the Extra of an Entry describing a native seg6local route.
 type NativeInfo struct {
 	Dev      string `json:"dev"`
-	Table    int    `json:"table,omitempty"` // the table the SID route is in; 0 = main
-	Protocol int    `json:"protocol"`        // rtnetlink protocol of the route
-	Segchain bool   `json:"segchain"`        // installed by segchain (Protocol == nodestate.Proto)
+	Table    int    `json:"table,omitempty"`  // the table the SID route is in; 0 = main
+	Protocol int    `json:"protocol"`         // rtnetlink protocol of the route
+	Segchain bool   `json:"segchain"`         // installed by segchain: by apply (nodestate.Proto) or by hand (nodestate.ProtoManual)
+	Origin   string `json:"origin,omitempty"` // "domain", "hand-made" or "" (nodestate.Origin)
 }
 
 // FindExtension returns the extension that handles behavior (compared

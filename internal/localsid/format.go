@@ -186,7 +186,7 @@ func counterRank(k string) int {
 // NativeEntry describes a native seg6local route as an Entry for `show -o json`.
 func NativeEntry(r nodestate.Route, protocol int, c *dataplane.Counters) Entry {
 	e := Entry{SID: r.Dst, Params: Params(r.Seg6Local),
-		Extra: NativeInfo{Dev: r.Dev, Table: r.Table, Protocol: protocol, Segchain: protocol == nodestate.Proto}}
+		Extra: NativeInfo{Dev: r.Dev, Table: r.Table, Protocol: protocol, Segchain: nodestate.Origin(protocol) != "", Origin: nodestate.Origin(protocol)}}
 	if r.Seg6Local != nil {
 		e.Behavior = r.Seg6Local.Action
 	}

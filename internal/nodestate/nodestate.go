@@ -11,6 +11,24 @@ import (
 // rule it installs, so that reads, diffs and destroy see only its own objects.
 const Proto = 0xc5 // 197: unassigned in /etc/iproute2/rt_protos
 
+// ProtoManual is the rtnetlink protocol of local SIDs made by hand with
+// `segchain sid add`. They are not the domain's: apply and destroy neither
+// see nor remove them, and a domain SID at the same destination is a
+// conflict plan reports.
+const ProtoManual = 0xc6 // 198: unassigned in /etc/iproute2/rt_protos
+
+// Origin says who installed a route, from its protocol: "domain" (apply),
+// "hand-made" (segchain sid add), or "" (not segchain).
+func Origin(protocol int) string {
+	switch protocol {
+	case Proto:
+		return "domain"
+	case ProtoManual:
+		return "hand-made"
+	}
+	return ""
+}
+
 // Node is the desired (or observed) SRv6 state of one node.
 type Node struct {
 	Name     string    `json:"name"`
@@ -34,6 +52,17 @@ type Node struct {
 	// observed state has them.
 	ProxyFaults    []string `json:"proxy_faults,omitempty"`
 	FirewallFaults []string `json:"firewall_faults,omitempty"`
+	// Foreign are the local SIDs (seg6local routes) the domain did not
+	// install: made by hand with segchain sid add or by another tool. Only
+	// observed, never changed; a desired route at the same destination,
+	// table and metric is a conflict.
+	Foreign []ForeignRoute `json:"foreign,omitempty"`
+}
+
+// ForeignRoute is a route the domain does not own, with its protocol.
+type ForeignRoute struct {
+	Route    Route `json:"route"`
+	Protocol int   `json:"protocol"`
 }
 
 // Proxy is one SR proxy SID in the `segchain sid add` syntax: SID is the

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // Summary describes repeated measurements of one quantity.
@@ -32,35 +34,30 @@ func Summarize(xs []float64) Summary {
 	return s
 }
 
-// Mean is the arithmetic mean (0 for no values).
+// Mean is the arithmetic mean (0 for no values), gonum's stat.Mean.
 func Mean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	var t float64
-	for _, x := range xs {
-		t += x
-	}
-	return t / float64(len(xs))
+	return stat.Mean(xs, nil)
 }
 
-// Stddev is the sample standard deviation (n−1).
+// Stddev is the sample standard deviation (n−1), gonum's stat.StdDev.
 func Stddev(xs []float64) float64 {
 	if len(xs) < 2 {
 		return 0
 	}
-	m := Mean(xs)
-	var t float64
-	for _, x := range xs {
-		t += (x - m) * (x - m)
-	}
-	return math.Sqrt(t / float64(len(xs)-1))
+	return stat.StdDev(xs, nil)
 }
 
 // Median of xs (xs is not modified).
 func Median(xs []float64) float64 { return Quantile(xs, 0.5) }
 
-// Quantile with linear interpolation between order statistics.
+// Quantile with linear interpolation between order statistics (Hyndman and
+// Fan's type 7, R's and NumPy's default: the median of an even count is the
+// mean of the middle two). Kept by hand: gonum's stat.Quantile offers
+// Empirical and LinInterp (type 4), which would change the published
+// medians.
 func Quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0

@@ -66,3 +66,18 @@ func TestQuantile(t *testing.T) {
 		t.Errorf("input modified (-want +got)\n%s", diff)
 	}
 }
+
+// TestStatsMatchGonum pins the library-backed statistics to the values the
+// hand-written code gave, so the published figures do not move.
+func TestStatsMatchGonum(t *testing.T) {
+	xs := []float64{3, 1, 4, 1, 5, 9, 2, 6}
+	if got := Mean(xs); got != 3.875 {
+		t.Errorf("Mean = %v, want 3.875", got)
+	}
+	if got, want := Stddev(xs), 2.748376143938713; math.Abs(got-want) > 1e-12 { // python3 statistics.stdev
+		t.Errorf("Stddev = %v, want %v", got, want)
+	}
+	if got := Median(xs); got != 3.5 { // type 7: the mean of the middle two
+		t.Errorf("Median = %v, want 3.5", got)
+	}
+}

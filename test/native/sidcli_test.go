@@ -104,7 +104,7 @@ func TestPrivilegedSidCLI(t *testing.T) {
 	}
 
 	t.Run("state in the kernel", func(t *testing.T) {
-		want := []string{"fc00:2::1 End proto 197", "fc00:2::4 End.B6.Encaps proto 197", "fc00:3::/64 End.DT6 proto 197", "fc00:9::1 End proto static"}
+		want := []string{"fc00:2::1 End proto 198", "fc00:2::4 End.B6.Encaps proto 198", "fc00:3::/64 End.DT6 proto 198", "fc00:9::1 End proto static"}
 		if diff := cmp.Diff(want, ipSIDs(t, ns)); diff != "" {
 			t.Errorf("ip -6 route (-want +got):\n%s", diff)
 		}
