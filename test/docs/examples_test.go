@@ -307,9 +307,15 @@ func TestPrivilegedDocExamples(t *testing.T) {
 					ns = "sc-" + lab + "-nfv1"
 				}
 				live := strings.Contains(cmd, "segchain dump") && strings.Contains(cmd, " -i ")
+				// watch runs until interrupted: it must have made its
+				// first apply by then.
+				watch := strings.Contains(cmd, "segchain watch")
 				timeout := 2 * time.Minute
-				if live {
+				switch {
+				case live:
 					timeout = 3 * time.Second // a live capture runs until -c packets came: started is enough
+				case watch:
+					timeout = 20 * time.Second
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				out, err := run(ctx, work, lab, ns, cmd)
@@ -318,6 +324,7 @@ func TestPrivilegedDocExamples(t *testing.T) {
 				ran++
 				switch {
 				case live && timedOut:
+				case watch && timedOut && (strings.Contains(out, "initial apply") || strings.Contains(out, `"result"`)):
 				case e.wantErr != "":
 					want := e.wantErr
 					if len(want) > 40 {
