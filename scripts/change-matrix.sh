@@ -36,9 +36,9 @@ bin=${SEGCHAIN:-}
 cleanup() {
 	[ -n "${rpid:-}" ] && kill "$rpid" 2>/dev/null || true
 	if [ "$KEEP" = 0 ]; then
-		"$bin" lab down --name "$lab" >/dev/null 2>&1 || true
+		"$bin" lab down --lab "$lab" >/dev/null 2>&1 || true
 	else
-		echo "lab kept: $lab (segchain lab down --name $lab)"
+		echo "lab kept: $lab (segchain lab down --lab $lab)"
 	fi
 	rm -rf "$work"
 }
@@ -139,7 +139,7 @@ with open(f"{work}/cells", "w") as out:
     json.dump(dom({}, ["nfv1-end"]), open(f"{work}/base.yaml", "w"), indent=1)
 PY
 
-"$bin" lab up -f "$work/base.yaml" --name "$lab" >/dev/null
+"$bin" lab up -f "$work/base.yaml" --lab "$lab" >/dev/null
 ns() { echo "sc-$lab-$1"; }
 count=$((RATE * SECONDS_))
 printf "%-10s %-18s %7s %6s %5s %8s %7s %s\n" ROW CHANGE SENT LOST DUP MAXGAP DRIFT "APPLY"

@@ -179,7 +179,7 @@ EOF
 
 step "SR domain boundary: S forges SRv6 straight to the egress End.DX6 SID of chain web (skipping every service)"
 DX6=$("$SC" status --lab "$LAB" -o json | python3 -c 'import json,sys; st=json.load(sys.stdin); print([c for c in st["chains"] if c["name"]=="web"][0]["hops"][-1]["sid"])')
-"$SC" lab exec --name "$LAB" s -- python3 -c "
+"$SC" lab exec --lab "$LAB" s -- python3 -c "
 from scapy.all import IPv6, IPv6ExtHdrSegmentRouting, UDP, send
 send(IPv6(src='fc00:1a::a', dst='$DX6')/IPv6ExtHdrSegmentRouting(addresses=['$DX6'], segleft=0, lastentry=0)/IPv6(src='fc00:1a::a', dst='$D6')/UDP(dport=6666), count=5, verbose=0)
 print('sent 5 forged packets to $DX6')"

@@ -41,7 +41,7 @@ fi
 
 cleanup() {
 	"$BIN" destroy -f "$DOMAIN" --lab "$LAB" >/dev/null 2>&1 || true
-	"$BIN" lab down --name "$LAB" >/dev/null 2>&1 || true
+	"$BIN" lab down --lab "$LAB" >/dev/null 2>&1 || true
 	[ -n "${KEEP:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -88,7 +88,7 @@ snapshot() { # the lab's state, normalised (object ids masked)
 	return 0
 }
 
-"$BIN" lab up -f "$DOMAIN" --name "$LAB" >/dev/null
+"$BIN" lab up -f "$DOMAIN" --lab "$LAB" >/dev/null
 snapshot >"$WORK/clean-lab"
 t0=$(date +%s%N)
 sc apply >/dev/null
