@@ -48,10 +48,10 @@ func newEnv(t *testing.T) *env {
 	}
 	testutil.RequireTool(t, "python3")
 	e := &env{t: t, lab: testutil.UniqueName("h12a-")}
-	e.must("lab", "up", "-f", domainFile, "--name", e.lab)
+	e.must("lab", "up", "-f", domainFile, "--lab", e.lab)
 	t.Cleanup(func() {
 		_, _ = e.run("destroy", "-f", domainFile, "--lab", e.lab)
-		if out, err := e.run("lab", "down", "--name", e.lab); err != nil {
+		if out, err := e.run("lab", "down", "--lab", e.lab); err != nil {
 			t.Errorf("lab down: %v\n%s", err, out)
 		}
 	})
