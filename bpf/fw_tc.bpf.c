@@ -46,7 +46,7 @@
 #define FW_ARGS_MAX 4096			/* eval-args table entries, all tables */
 #define FW_NVAL8 256
 #define FW_LINEAR_MAX 4096			/* offsets read from the linear data directly */
-#define FW_EXT_MAX 8				/* extension headers walked per packet (fwrule.MaxExtHeaders) */
+#define FW_EXT_MAX 8				/* extension headers walked, outer and inner each */
 
 #ifndef TC_ACT_UNSPEC
 #define TC_ACT_UNSPEC (-1)
@@ -92,17 +92,17 @@ enum fw_action {
 };
 
 enum fw_drop_reason {
-	FW_DROP_TRUNCATED,
-	FW_DROP_BAD_SRH,	/* wrong routing type, bad hdr-len, SL > last entry */
-	FW_DROP_BAD_EXT,	/* too many extension headers */
-	FW_DROP_FRAGMENT,
-	FW_DROP_BAD_INNER,	/* the inner header is not what the SRH says */
-	FW_DROP_HOP_LIMIT,
-	FW_DROP_RULE,		/* a DROP rule */
-	FW_DROP_REJECT,		/* a REJECT rule (after the ICMP error, if any) */
-	FW_DROP_POLICY,		/* no rule matched, policy drop */
-	FW_DROP_ARGS,		/* eval-args: the ARGS value has no action */
-	FW_DROP_INTERNAL,
+	FW_DROP_TRUNCATED, /* "truncated" */
+	FW_DROP_BAD_SRH,	/* "bad-srh": wrong routing type, bad hdr-len, SL > last entry */
+	FW_DROP_BAD_EXT,	/* "too-many-ext-hdrs": too many extension headers */
+	FW_DROP_FRAGMENT, /* "fragment" */
+	FW_DROP_BAD_INNER,	/* "bad-inner": the inner header is not what the SRH says */
+	FW_DROP_HOP_LIMIT, /* "hop-limit" */
+	FW_DROP_RULE,		/* "rule": a DROP rule */
+	FW_DROP_REJECT,		/* "reject": a REJECT rule (after the ICMP error, if any) */
+	FW_DROP_POLICY,		/* "policy": no rule matched, policy drop */
+	FW_DROP_ARGS,		/* "unknown-args": eval-args: the ARGS value has no action */
+	FW_DROP_INTERNAL, /* "internal" */
 	FW_DROP_MAX,
 };
 

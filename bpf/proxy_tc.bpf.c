@@ -55,25 +55,25 @@ enum proxy_flag {
 };
 
 enum proxy_drop_reason {
-	PROXY_DROP_TRUNCATED,
-	PROXY_DROP_BAD_SRH,
-	PROXY_DROP_BAD_EXT,
-	PROXY_DROP_NO_SRH,
-	PROXY_DROP_SL_ZERO,
-	PROXY_DROP_INNER_TYPE,
-	PROXY_DROP_FRAGMENT,
-	PROXY_DROP_HOP_LIMIT,
-	PROXY_DROP_HDR_TOO_LONG,
-	PROXY_DROP_ADJUST_ROOM,
-	PROXY_DROP_CACHE_EMPTY,
-	PROXY_DROP_FLOW_MISS,
-	PROXY_DROP_FLOW_EXPIRED,
-	PROXY_DROP_FLOW_FULL,
-	PROXY_DROP_MTU,
-	PROXY_DROP_TOO_BIG,
-	PROXY_DROP_INTERNAL,
-	PROXY_DROP_GSO_L2,  /* a GSO frame for an Ethernet payload */
-	PROXY_DROP_NO_FIB,  /* an Ethernet payload the FIB cannot forward */
+	PROXY_DROP_TRUNCATED, /* "truncated" */
+	PROXY_DROP_BAD_SRH, /* "bad-srh" */
+	PROXY_DROP_BAD_EXT, /* "bad-ext-headers" */
+	PROXY_DROP_NO_SRH, /* "no-srh" */
+	PROXY_DROP_SL_ZERO, /* "sl-zero" */
+	PROXY_DROP_INNER_TYPE, /* "inner-type" */
+	PROXY_DROP_FRAGMENT, /* "fragment" */
+	PROXY_DROP_HOP_LIMIT, /* "hop-limit" */
+	PROXY_DROP_HDR_TOO_LONG, /* "header-too-long" */
+	PROXY_DROP_ADJUST_ROOM, /* "adjust-room" */
+	PROXY_DROP_CACHE_EMPTY, /* "cache-empty" */
+	PROXY_DROP_FLOW_MISS, /* "flow-miss" */
+	PROXY_DROP_FLOW_EXPIRED, /* "flow-expired" */
+	PROXY_DROP_FLOW_FULL, /* "flow-full" */
+	PROXY_DROP_MTU, /* "mtu" */
+	PROXY_DROP_TOO_BIG, /* "too-big" */
+	PROXY_DROP_INTERNAL, /* "internal" */
+	PROXY_DROP_GSO_L2,  /* "gso-ethernet": a GSO frame for an Ethernet payload */
+	PROXY_DROP_NO_FIB,  /* "no-fib": an Ethernet payload the FIB cannot forward */
 	PROXY_DROP_MAX,
 };
 
