@@ -46,7 +46,6 @@
 #define FW_ARGS_MAX 4096			/* eval-args table entries, all tables */
 #define FW_NVAL8 256
 #define FW_LINEAR_MAX 4096			/* offsets read from the linear data directly */
-#define FW_EXT_MAX 8				/* extension headers walked, outer and inner each */
 
 #ifndef TC_ACT_UNSPEC
 #define TC_ACT_UNSPEC (-1)
@@ -404,12 +403,6 @@ __noinline int rd_t(struct __sk_buff *skb, struct fw_scratch *sc, __u32 off, __u
 /* rd reads len bytes at off into dst, which must be sc->t. */
 #define rd(skb, sc, off, dst, len) rd_t(skb, sc, off, len)
 
-static __always_inline int is_ext(__u8 nh)
-{
-	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_FRAGMENT ||
-	       nh == IPPROTO_AH || nh == IPPROTO_DSTOPTS;
-}
-
 /* upper reads ports / ICMP type+code of the original packet's upper-layer
  * header (protocol p->proto) at off; lim is the end of that packet. A
  * header too short for them is truncated (fwrule.Extract's rule). */
@@ -436,72 +429,66 @@ static __always_inline int upper(struct __sk_buff *skb, struct fw_scratch *sc, s
 	return -1;
 }
 
-/* ext_walk walks generic extension headers (hop-by-hop, routing,
- * fragment, AH, destination options) from *off with next header *nh, at
- * most FW_EXT_MAX of them, and stops at the upper layer. A non-first
- * fragment ends the walk: *nh is its next header and *frag is set. */
-static __always_inline int ext_walk(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
-				    __u8 *nh, __u32 lim, int *frag)
-{
-	__u8 *hdr = sc->t.b;
-	__u32 end;
-	int i;
+/* Flags of ext_step / ext_walk. */
+#define FW_EXT_STOP_RH 1 /* stop at a routing header (the outer chain's SRH) */
+#define FW_EXT_INNER 2	 /* the original packet's chain: fragments allowed */
 
-	for (i = 0; i <= FW_EXT_MAX; i++) {
-		if (!is_ext(*nh))
-			return -1;
-		if (i == FW_EXT_MAX)
-			return FW_DROP_BAD_EXT;
-		if (*off + 8 > lim || rd(skb, sc, *off, hdr, 4) < 0)
-			return FW_DROP_TRUNCATED;
-		if (*nh == IPPROTO_FRAGMENT) {
-			if ((((__u16)hdr[2] << 8 | hdr[3]) & 0xfff8) != 0) {
-				*nh = hdr[0];
-				*frag = 1;
-				return -1;
-			}
-			end = *off + 8;
-		} else if (*nh == IPPROTO_AH) {
-			end = *off + ((__u32)hdr[1] + 2) * 4;
-		} else {
-			end = *off + ((__u32)hdr[1] + 1) * 8;
-		}
-		if (end > lim)
-			return FW_DROP_TRUNCATED;
-		*nh = hdr[0];
-		*off = end;
-	}
-	return FW_DROP_BAD_EXT;
-}
-
-/* ext_walk1 takes one step of the outer extension-header walk: -1 at the
- * upper layer (or at a routing header when stop_rh), -2 after skipping a
- * header, else a drop reason. n is the number of headers already walked.
- * Fragments of the outer packet are malformed input here (DESIGN 3.4):
- * a non-first fragment would hide the ports the rules match. */
-static __always_inline int ext_walk1(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
-				     __u8 *nh, __u32 lim, int n, int stop_rh)
+/* ext_step takes one step of an extension-header walk (lib/ipv6.h says
+ * which headers and how long): -1 at the upper layer (or at a routing
+ * header with FW_EXT_STOP_RH), -2 after stepping over a header, else a
+ * drop reason. n is the number of headers already stepped over.
+ * Fragments: in the outer chain they are malformed input (DESIGN 3.4: a
+ * non-first fragment would hide the ports the rules match); in the inner
+ * chain a first fragment is stepped over and a non-first one ends the
+ * walk with *frag set and *nh its next header. Reads 4 bytes (the
+ * fragment offset) from a header known to have 8. */
+static __always_inline int ext_step(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
+				    __u8 *nh, __u32 lim, int n, int flags, int *frag)
 {
 	__u8 *hdr = sc->t.b;
 	__u32 end;
 
-	if (!is_ext(*nh) || (stop_rh && *nh == IPPROTO_ROUTING))
+	if (!ipv6_is_ext(*nh) || ((flags & FW_EXT_STOP_RH) && *nh == IPPROTO_ROUTING))
 		return -1;
-	if (n >= FW_EXT_MAX)
+	if (n >= IPV6_EXT_MAX)
 		return FW_DROP_BAD_EXT;
-	if (*off + 8 > lim || rd(skb, sc, *off, hdr, 2) < 0)
+	if (*off + 8 > lim || rd(skb, sc, *off, hdr, 4) < 0)
 		return FW_DROP_TRUNCATED;
-	if (*nh == IPPROTO_FRAGMENT)
-		return FW_DROP_FRAGMENT;
-	if (*nh == IPPROTO_AH)
-		end = *off + ((__u32)hdr[1] + 2) * 4;
-	else
-		end = *off + ((__u32)hdr[1] + 1) * 8;
+	if (*nh == IPPROTO_FRAGMENT) {
+		if (!(flags & FW_EXT_INNER))
+			return FW_DROP_FRAGMENT;
+		if ((((__u16)hdr[2] << 8 | hdr[3]) & 0xfff8) != 0) {
+			*nh = hdr[0];
+			*frag = 1;
+			return -1;
+		}
+	}
+	end = *off + ipv6_ext_len(*nh, hdr[1]);
 	if (end > lim)
 		return FW_DROP_TRUNCATED;
 	*nh = hdr[0];
 	*off = end;
 	return -2;
+}
+
+/* ext_walk steps over extension headers from *off (next header *nh) until
+ * ext_step stops: -1 at the upper layer (see ext_step's flags), else a
+ * drop reason. *n counts the headers stepped over, across the calls that
+ * walk one chain: the bound IPV6_EXT_MAX is the chain's, not the call's. */
+static __always_inline int ext_walk(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
+				    __u8 *nh, __u32 lim, int *n, int flags, int *frag)
+{
+	int i, r = FW_DROP_BAD_EXT;
+
+	/* A loop with a constant bound (ext_step fails at IPV6_EXT_MAX, so
+	 * the last iteration never steps): the verifier sees it end. */
+	for (i = *n; i <= IPV6_EXT_MAX; i++) {
+		r = ext_step(skb, sc, off, nh, lim, i, flags, frag);
+		if (r != -2)
+			break;
+	}
+	*n = i;
+	return r;
 }
 
 /* inner6 extracts an encapsulated IPv6 original at off (lim: end of the
@@ -512,7 +499,7 @@ static __always_inline int inner6(struct __sk_buff *skb, struct fw_scratch *sc, 
 	struct ipv6hdr *ip = &sc->t.ip6;
 	__u8 nh;
 	__u32 plen;
-	int r, frag = 0;
+	int r, n = 0, frag = 0;
 
 	if (off < lim) {
 		if (rd(skb, sc, off, sc->t.b, 1) < 0)
@@ -531,7 +518,7 @@ static __always_inline int inner6(struct __sk_buff *skb, struct fw_scratch *sc, 
 	p->dst = ip->daddr;
 	nh = ip->nexthdr;
 	off += sizeof(*ip);
-	r = ext_walk(skb, sc, &off, &nh, lim, &frag);
+	r = ext_walk(skb, sc, &off, &nh, lim, &n, FW_EXT_INNER, &frag);
 	if (r >= 0)
 		return r;
 	p->proto = nh;
@@ -856,7 +843,7 @@ int fw_tc(struct __sk_buff *skb)
 	struct fw_pkt *pp;
 	__u32 id, tid, key, zero = 0, lim, plen, off, end, srh_off = 0;
 	__u8 hop, action, code = 0, sl = 0;
-	int r, idx, i, nexts;
+	int r, idx, nexts, frag = 0;
 	__u8 nh;
 
 	cursor_init_skb(&c, skb);
@@ -907,29 +894,22 @@ int fw_tc(struct __sk_buff *skb)
 
 	/* Outer extension headers up to the first routing header, which must
 	 * be an SRH. */
-	r = -1;
-	for (i = 0; i <= FW_EXT_MAX; i++) {
-		r = ext_walk1(skb, sc, &off, &nh, lim, i, 1);
-		if (r != -2)
-			break;
-	}
+	nexts = 0;
+	r = ext_walk(skb, sc, &off, &nh, lim, &nexts, FW_EXT_STOP_RH, &frag);
 	if (r >= 0)
 		return drop(st, r);
-	nexts = i;
 	if (nh == IPPROTO_ROUTING) {
-		if (nexts >= FW_EXT_MAX)
+		if (nexts >= IPV6_EXT_MAX)
 			return drop(st, FW_DROP_BAD_EXT);
 		nexts++;
 		if (off + IPV6_SRH_FIXED_LEN > lim ||
 		    rd(skb, sc, off, &sc->t.srh, sizeof(sc->t.srh)) < 0)
 			return drop(st, FW_DROP_TRUNCATED);
 		srh = sc->t.srh;
-		end = off + ((__u32)srh.hdrlen + 1) * 8;
+		end = off + ipv6_ext_len(IPPROTO_ROUTING, srh.hdrlen);
 		if (end > lim)
 			return drop(st, FW_DROP_TRUNCATED);
-		if (srh.type != IPV6_SRCRT_TYPE_4 ||
-		    ((__u32)srh.first_segment + 1) * 2 > srh.hdrlen ||
-		    srh.segments_left > srh.first_segment)
+		if (!ipv6_srh_valid(&srh))
 			return drop(st, FW_DROP_BAD_SRH);
 		srh_off = off;
 		p.has_srh = 1;
@@ -968,11 +948,7 @@ int fw_tc(struct __sk_buff *skb)
 	if (!p.has_srh || (nh != IPPROTO_IPV6 && nh != IPPROTO_IPIP)) {
 		/* Plain or insert mode: the upper layer after the remaining
 		 * extension headers (the walk's bound counts them all). */
-		for (i = nexts; i <= FW_EXT_MAX; i++) {
-			r = ext_walk1(skb, sc, &off, &nh, lim, i, 0);
-			if (r != -2)
-				break;
-		}
+		r = ext_walk(skb, sc, &off, &nh, lim, &nexts, 0, &frag);
 		if (r >= 0)
 			return drop(st, r);
 		p.proto = nh;

@@ -38,7 +38,7 @@ func bad(reason error, off int, format string, a ...any) error {
 }
 
 // MaxExtHeaders, the bound of the extension-header walk, is the eBPF
-// parser's (generated from bpf/fw_tc.bpf.c into fwtc_bpfconst.go).
+// parser's (generated from bpf/lib/ipv6.h into ipv6_bpfconst.go).
 
 const (
 	nhHopByHop = 0
