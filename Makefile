@@ -25,7 +25,7 @@ generate:
 
 # CI: the committed generated files must be what the C sources produce.
 check-generated: generate
-	@git diff --exit-code --stat -- '*_bpfel.go' '*_bpfel.o' || \
+	@git diff --exit-code --stat -- '*_bpfel.go' '*_bpfel.o' '*_bpfconst.go' || \
 		{ echo "generated eBPF files are stale: run make generate and commit" >&2; exit 1; }
 
 # Unprivileged tests only (no namespaces): quick feedback while editing.

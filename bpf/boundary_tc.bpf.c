@@ -59,14 +59,14 @@ struct bnd_dest {
 };
 
 enum bnd_drop_reason {
-	BND_DROP_SID,	    /* in: DA in the SID space, no SRH */
-	BND_DROP_SID_SRH,   /* in: DA in the SID space, with an SRH */
-	BND_DROP_SRH_NODE,  /* in: SRH addressed to a domain node or this node */
-	BND_DROP_MALFORMED, /* in: addressed to a node, an SRH may hide: headers unreadable, a fragment, two SRHs */
-	BND_DROP_LEAK_SID,  /* out: DA in the SID space leaving the domain */
-	BND_DROP_HMAC_MISSING,	   /* hmac: signed SID, no SRH or an SRH without the HMAC flag */
-	BND_DROP_HMAC_MALFORMED,   /* hmac: HMAC flag, but no well-formed HMAC TLV after the segments */
-	BND_DROP_HMAC_UNKNOWN_KEY, /* hmac: key id not in the domain's key table */
+	BND_DROP_SID,	    /* "sid-space": in: DA in the SID space, no SRH */
+	BND_DROP_SID_SRH,   /* "sid-space-srh": in: DA in the SID space, with an SRH */
+	BND_DROP_SRH_NODE,  /* "srh-to-node": in: SRH addressed to a domain node or this node */
+	BND_DROP_MALFORMED, /* "malformed": in: addressed to a node, an SRH may hide: headers unreadable, a fragment, two SRHs */
+	BND_DROP_LEAK_SID,  /* "leak-sid": out: DA in the SID space leaving the domain */
+	BND_DROP_HMAC_MISSING,	   /* "hmac-missing": hmac: signed SID, no SRH or an SRH without the HMAC flag */
+	BND_DROP_HMAC_MALFORMED,   /* "hmac-malformed": hmac: HMAC flag, but no well-formed HMAC TLV after the segments */
+	BND_DROP_HMAC_UNKNOWN_KEY, /* "hmac-unknown-key": hmac: key id not in the domain's key table */
 	BND_DROP_MAX,
 };
 

@@ -46,7 +46,6 @@
 #define FW_ARGS_MAX 4096			/* eval-args table entries, all tables */
 #define FW_NVAL8 256
 #define FW_LINEAR_MAX 4096			/* offsets read from the linear data directly */
-#define FW_EXT_MAX 8				/* extension headers walked per packet (fwrule.MaxExtHeaders) */
 
 #ifndef TC_ACT_UNSPEC
 #define TC_ACT_UNSPEC (-1)
@@ -92,17 +91,17 @@ enum fw_action {
 };
 
 enum fw_drop_reason {
-	FW_DROP_TRUNCATED,
-	FW_DROP_BAD_SRH,	/* wrong routing type, bad hdr-len, SL > last entry */
-	FW_DROP_BAD_EXT,	/* too many extension headers */
-	FW_DROP_FRAGMENT,
-	FW_DROP_BAD_INNER,	/* the inner header is not what the SRH says */
-	FW_DROP_HOP_LIMIT,
-	FW_DROP_RULE,		/* a DROP rule */
-	FW_DROP_REJECT,		/* a REJECT rule (after the ICMP error, if any) */
-	FW_DROP_POLICY,		/* no rule matched, policy drop */
-	FW_DROP_ARGS,		/* eval-args: the ARGS value has no action */
-	FW_DROP_INTERNAL,
+	FW_DROP_TRUNCATED, /* "truncated" */
+	FW_DROP_BAD_SRH,	/* "bad-srh": wrong routing type, bad hdr-len, SL > last entry */
+	FW_DROP_BAD_EXT,	/* "too-many-ext-hdrs": too many extension headers */
+	FW_DROP_FRAGMENT, /* "fragment" */
+	FW_DROP_BAD_INNER,	/* "bad-inner": the inner header is not what the SRH says */
+	FW_DROP_HOP_LIMIT, /* "hop-limit" */
+	FW_DROP_RULE,		/* "rule": a DROP rule */
+	FW_DROP_REJECT,		/* "reject": a REJECT rule (after the ICMP error, if any) */
+	FW_DROP_POLICY,		/* "policy": no rule matched, policy drop */
+	FW_DROP_ARGS,		/* "unknown-args": eval-args: the ARGS value has no action */
+	FW_DROP_INTERNAL, /* "internal" */
 	FW_DROP_MAX,
 };
 
@@ -404,12 +403,6 @@ __noinline int rd_t(struct __sk_buff *skb, struct fw_scratch *sc, __u32 off, __u
 /* rd reads len bytes at off into dst, which must be sc->t. */
 #define rd(skb, sc, off, dst, len) rd_t(skb, sc, off, len)
 
-static __always_inline int is_ext(__u8 nh)
-{
-	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_FRAGMENT ||
-	       nh == IPPROTO_AH || nh == IPPROTO_DSTOPTS;
-}
-
 /* upper reads ports / ICMP type+code of the original packet's upper-layer
  * header (protocol p->proto) at off; lim is the end of that packet. A
  * header too short for them is truncated (fwrule.Extract's rule). */
@@ -436,72 +429,66 @@ static __always_inline int upper(struct __sk_buff *skb, struct fw_scratch *sc, s
 	return -1;
 }
 
-/* ext_walk walks generic extension headers (hop-by-hop, routing,
- * fragment, AH, destination options) from *off with next header *nh, at
- * most FW_EXT_MAX of them, and stops at the upper layer. A non-first
- * fragment ends the walk: *nh is its next header and *frag is set. */
-static __always_inline int ext_walk(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
-				    __u8 *nh, __u32 lim, int *frag)
-{
-	__u8 *hdr = sc->t.b;
-	__u32 end;
-	int i;
+/* Flags of ext_step / ext_walk. */
+#define FW_EXT_STOP_RH 1 /* stop at a routing header (the outer chain's SRH) */
+#define FW_EXT_INNER 2	 /* the original packet's chain: fragments allowed */
 
-	for (i = 0; i <= FW_EXT_MAX; i++) {
-		if (!is_ext(*nh))
-			return -1;
-		if (i == FW_EXT_MAX)
-			return FW_DROP_BAD_EXT;
-		if (*off + 8 > lim || rd(skb, sc, *off, hdr, 4) < 0)
-			return FW_DROP_TRUNCATED;
-		if (*nh == IPPROTO_FRAGMENT) {
-			if ((((__u16)hdr[2] << 8 | hdr[3]) & 0xfff8) != 0) {
-				*nh = hdr[0];
-				*frag = 1;
-				return -1;
-			}
-			end = *off + 8;
-		} else if (*nh == IPPROTO_AH) {
-			end = *off + ((__u32)hdr[1] + 2) * 4;
-		} else {
-			end = *off + ((__u32)hdr[1] + 1) * 8;
-		}
-		if (end > lim)
-			return FW_DROP_TRUNCATED;
-		*nh = hdr[0];
-		*off = end;
-	}
-	return FW_DROP_BAD_EXT;
-}
-
-/* ext_walk1 takes one step of the outer extension-header walk: -1 at the
- * upper layer (or at a routing header when stop_rh), -2 after skipping a
- * header, else a drop reason. n is the number of headers already walked.
- * Fragments of the outer packet are malformed input here (DESIGN 3.4):
- * a non-first fragment would hide the ports the rules match. */
-static __always_inline int ext_walk1(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
-				     __u8 *nh, __u32 lim, int n, int stop_rh)
+/* ext_step takes one step of an extension-header walk (lib/ipv6.h says
+ * which headers and how long): -1 at the upper layer (or at a routing
+ * header with FW_EXT_STOP_RH), -2 after stepping over a header, else a
+ * drop reason. n is the number of headers already stepped over.
+ * Fragments: in the outer chain they are malformed input (DESIGN 3.4: a
+ * non-first fragment would hide the ports the rules match); in the inner
+ * chain a first fragment is stepped over and a non-first one ends the
+ * walk with *frag set and *nh its next header. Reads 4 bytes (the
+ * fragment offset) from a header known to have 8. */
+static __always_inline int ext_step(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
+				    __u8 *nh, __u32 lim, int n, int flags, int *frag)
 {
 	__u8 *hdr = sc->t.b;
 	__u32 end;
 
-	if (!is_ext(*nh) || (stop_rh && *nh == IPPROTO_ROUTING))
+	if (!ipv6_is_ext(*nh) || ((flags & FW_EXT_STOP_RH) && *nh == IPPROTO_ROUTING))
 		return -1;
-	if (n >= FW_EXT_MAX)
+	if (n >= IPV6_EXT_MAX)
 		return FW_DROP_BAD_EXT;
-	if (*off + 8 > lim || rd(skb, sc, *off, hdr, 2) < 0)
+	if (*off + 8 > lim || rd(skb, sc, *off, hdr, 4) < 0)
 		return FW_DROP_TRUNCATED;
-	if (*nh == IPPROTO_FRAGMENT)
-		return FW_DROP_FRAGMENT;
-	if (*nh == IPPROTO_AH)
-		end = *off + ((__u32)hdr[1] + 2) * 4;
-	else
-		end = *off + ((__u32)hdr[1] + 1) * 8;
+	if (*nh == IPPROTO_FRAGMENT) {
+		if (!(flags & FW_EXT_INNER))
+			return FW_DROP_FRAGMENT;
+		if ((((__u16)hdr[2] << 8 | hdr[3]) & 0xfff8) != 0) {
+			*nh = hdr[0];
+			*frag = 1;
+			return -1;
+		}
+	}
+	end = *off + ipv6_ext_len(*nh, hdr[1]);
 	if (end > lim)
 		return FW_DROP_TRUNCATED;
 	*nh = hdr[0];
 	*off = end;
 	return -2;
+}
+
+/* ext_walk steps over extension headers from *off (next header *nh) until
+ * ext_step stops: -1 at the upper layer (see ext_step's flags), else a
+ * drop reason. *n counts the headers stepped over, across the calls that
+ * walk one chain: the bound IPV6_EXT_MAX is the chain's, not the call's. */
+static __always_inline int ext_walk(struct __sk_buff *skb, struct fw_scratch *sc, __u32 *off,
+				    __u8 *nh, __u32 lim, int *n, int flags, int *frag)
+{
+	int i, r = FW_DROP_BAD_EXT;
+
+	/* A loop with a constant bound (ext_step fails at IPV6_EXT_MAX, so
+	 * the last iteration never steps): the verifier sees it end. */
+	for (i = *n; i <= IPV6_EXT_MAX; i++) {
+		r = ext_step(skb, sc, off, nh, lim, i, flags, frag);
+		if (r != -2)
+			break;
+	}
+	*n = i;
+	return r;
 }
 
 /* inner6 extracts an encapsulated IPv6 original at off (lim: end of the
@@ -512,7 +499,7 @@ static __always_inline int inner6(struct __sk_buff *skb, struct fw_scratch *sc, 
 	struct ipv6hdr *ip = &sc->t.ip6;
 	__u8 nh;
 	__u32 plen;
-	int r, frag = 0;
+	int r, n = 0, frag = 0;
 
 	if (off < lim) {
 		if (rd(skb, sc, off, sc->t.b, 1) < 0)
@@ -531,7 +518,7 @@ static __always_inline int inner6(struct __sk_buff *skb, struct fw_scratch *sc, 
 	p->dst = ip->daddr;
 	nh = ip->nexthdr;
 	off += sizeof(*ip);
-	r = ext_walk(skb, sc, &off, &nh, lim, &frag);
+	r = ext_walk(skb, sc, &off, &nh, lim, &n, FW_EXT_INNER, &frag);
 	if (r >= 0)
 		return r;
 	p->proto = nh;
@@ -840,6 +827,212 @@ static __always_inline int segment(struct __sk_buff *skb, struct fw_scratch *sc,
 	return TC_ACT_OK;
 }
 
+/* What the parse stage leaves to the act stage besides struct fw_pkt. */
+struct fw_parsed {
+	__u32 srh_off; /* offset of the SRH (with p->has_srh) */
+	__u8 sl;       /* its Segments Left */
+	__u8 hop;      /* the outer Hop Limit */
+};
+
+/* fw_parse is the parse stage: it reads the packet once into sc->p (the
+ * fields the rules match, struct fw_pkt) and o. It returns -1, or the drop
+ * reason of a malformed packet. ip6 is the outer header, already checked to
+ * be in the linear data. */
+static __always_inline int fw_parse(struct __sk_buff *skb, struct fw_scratch *sc,
+				    const struct fw_table *t, const struct ipv6hdr *ip6,
+				    struct fw_parsed *o)
+{
+	struct fw_pkt *p = &sc->p;
+	struct ipv6_sr_hdr srh;
+	__u32 lim, plen, off, end;
+	int r, nexts = 0, frag = 0;
+	__u8 nh;
+
+	__builtin_memset(p, 0, sizeof(*p));
+	o->hop = ip6->hop_limit;
+	p->osrc = ip6->saddr;
+	p->odst = ip6->daddr;
+	p->src = p->osrc;
+	p->dst = p->odst;
+	/* Bytes past the payload length are not the packet's (Ethernet
+	 * padding); a payload length past the end is a truncation. */
+	lim = skb->len;
+	plen = bpf_ntohs(ip6->payload_len);
+	if (plen) {
+		if (ETH_HLEN + sizeof(struct ipv6hdr) + plen > lim)
+			return FW_DROP_TRUNCATED;
+		lim = ETH_HLEN + sizeof(struct ipv6hdr) + plen;
+	}
+	off = ETH_HLEN + sizeof(struct ipv6hdr);
+	nh = ip6->nexthdr;
+
+	/* Outer extension headers up to the first routing header, which must
+	 * be an SRH. */
+	r = ext_walk(skb, sc, &off, &nh, lim, &nexts, FW_EXT_STOP_RH, &frag);
+	if (r >= 0)
+		return r;
+	if (nh == IPPROTO_ROUTING) {
+		if (nexts >= IPV6_EXT_MAX)
+			return FW_DROP_BAD_EXT;
+		nexts++;
+		if (off + IPV6_SRH_FIXED_LEN > lim ||
+		    rd(skb, sc, off, &sc->t.srh, sizeof(sc->t.srh)) < 0)
+			return FW_DROP_TRUNCATED;
+		srh = sc->t.srh;
+		end = off + ipv6_ext_len(IPPROTO_ROUTING, srh.hdrlen);
+		if (end > lim)
+			return FW_DROP_TRUNCATED;
+		if (!ipv6_srh_valid(&srh))
+			return FW_DROP_BAD_SRH;
+		o->srh_off = off;
+		o->sl = srh.segments_left;
+		p->has_srh = 1;
+		p->nexthdr = srh.nexthdr;
+		p->hdrlen = srh.hdrlen;
+		p->segs = srh.segments_left;
+		p->last = srh.first_segment;
+		p->tag = bpf_ntohs(srh.tag);
+		/* Segment List[0]: matched by --srh-lsid, and the original
+		 * destination in insert mode. */
+		if ((FW_USED(t, FW_F_LSID) || FW_USED(t, FW_F_DST)) &&
+		    load_sid(skb, sc, off, 0, &p->lsid) < 0)
+			return FW_DROP_TRUNCATED;
+		if (FW_USED(t, FW_F_PSID) && o->sl < srh.first_segment) {
+			if (load_sid(skb, sc, off, (__u32)o->sl + 1, &p->psid) < 0)
+				return FW_DROP_TRUNCATED;
+			p->has_psid = 1;
+		}
+		if (FW_USED(t, FW_F_NSID) && o->sl > 0) {
+			if (load_sid(skb, sc, off, (__u32)o->sl - 1, &p->nsid) < 0)
+				return FW_DROP_TRUNCATED;
+			p->has_nsid = 1;
+		}
+		off = end;
+		nh = srh.nexthdr;
+		/* Encapsulation: the original packet is the inner one. */
+		if (nh == IPPROTO_IPV6)
+			return inner6(skb, sc, p, off, lim);
+		if (nh == IPPROTO_IPIP)
+			return inner4(skb, sc, p, off, lim);
+		p->dst = p->lsid; /* insert mode: the final destination */
+	}
+	/* Plain or insert mode: the upper layer after the remaining extension
+	 * headers (the chain's bound counts them all). */
+	r = ext_walk(skb, sc, &off, &nh, lim, &nexts, 0, &frag);
+	if (r >= 0)
+		return r;
+	p->proto = nh;
+	return upper(skb, sc, p, off, lim);
+}
+
+/* What the classify stage decided. */
+struct fw_verdict {
+	int idx;     /* the matching rule, -1: none (the policy applies) */
+	__u8 action; /* enum fw_action */
+	__u8 code;   /* REJECT: ICMPv6 Destination Unreachable code */
+};
+
+/* fw_match is the classify stage: the first rule of table tid matching
+ * sc->p (or the policy), counted per rule. It returns -1, or a drop
+ * reason on an internal error. */
+static __always_inline int fw_match(struct __sk_buff *skb, const struct fw_table *t, __u32 tid,
+				    struct fw_scratch *sc, struct fw_stats *st,
+				    struct fw_verdict *v)
+{
+	struct fw_counter *rc;
+	struct fw_rule *rule;
+	__u32 key;
+
+	v->code = 0;
+	v->idx = classify(t, tid, &sc->p, sc);
+	if (v->idx == -2)
+		return FW_DROP_INTERNAL;
+	if (v->idx < 0 || (__u32)v->idx >= t->nrules) {
+		v->idx = -1;
+		if (st)
+			st->policy++;
+		v->action = t->policy;
+		return -1;
+	}
+	key = tid * FW_MAX_RULES + (__u32)v->idx;
+	rule = bpf_map_lookup_elem(&fw_rules, &key);
+	if (!rule)
+		return FW_DROP_INTERNAL;
+	v->action = rule->action;
+	v->code = rule->icmp_code;
+	rc = bpf_map_lookup_elem(&fw_rule_stats, &key);
+	if (rc) {
+		rc->packets++;
+		rc->bytes += skb->len;
+	}
+	return -1;
+}
+
+/* fw_act is the act stage: resolve eval-args, then drop, reject, deliver
+ * (no next segment) or update Segments Left and forward. */
+static __always_inline int fw_act(struct __sk_buff *skb, const struct fw_table *t, __u32 tid,
+				  __u32 id, struct fw_stats *st, struct fw_scratch *sc,
+				  const struct ipv6hdr *ip6, const struct fw_parsed *o,
+				  struct fw_verdict *v)
+{
+	__u8 sl = o->sl;
+
+	if (v->action == FW_ACT_EVAL_ARGS) {
+		struct fw_args_key ak = { .table = tid };
+		__u32 *a, bits = t->args_bits;
+
+		if (bits) {
+			ak.value = bpf_ntohl(ip6->daddr.in6_u.u6_addr32[3]);
+			if (bits < 32)
+				ak.value &= (1U << bits) - 1;
+		}
+		a = bpf_map_lookup_elem(&fw_args, &ak);
+		if (!a || *a == FW_ACT_EVAL_ARGS)
+			/* RFC 4443 3.4: erroneous header field, pointer to the DA. */
+			return icmp_error(skb, st, id, sc,
+					  FW_ICMP_MSG(ICMP6_PARAM_PROB, 0, offsetof(struct ipv6hdr, daddr),
+						      FW_DROP_ARGS));
+		v->action = *a;
+		v->code = 4; /* REJECT from an ARGS value: port unreachable */
+	}
+
+	switch (v->action) {
+	case FW_ACT_DROP:
+		return drop(st, v->idx < 0 ? FW_DROP_POLICY : FW_DROP_RULE);
+	case FW_ACT_REJECT:
+		return icmp_error(skb, st, id, sc,
+				  FW_ICMP_MSG(ICMP6_DEST_UNREACH, v->code, 0, FW_DROP_REJECT));
+	case FW_ACT_GO_NEXT:
+	case FW_ACT_SKIP_NEXT:
+	case FW_ACT_GO_LAST:
+		break;
+	default:
+		return drop(st, FW_DROP_INTERNAL);
+	}
+	if (!sc->p.has_srh || sl == 0) {
+		/* No next segment: the packet is for this node. */
+		if (st)
+			st->delivered++;
+		return TC_ACT_OK;
+	}
+	if (v->action == FW_ACT_GO_NEXT) {
+		if (st)
+			st->go_next++;
+		sl--;
+	} else if (v->action == FW_ACT_SKIP_NEXT) {
+		if (st)
+			st->skip_next++;
+		sl = sl >= 2 ? sl - 2 : 0;
+	} else {
+		if (st)
+			st->go_last++;
+		sl = 0;
+	}
+	return segment(skb, sc, st, o->srh_off, sl, o->hop, &sc->p.osrc);
+}
+
+/* fw_tc finds the instance the destination addresses, then runs the three
+ * stages: parse, classify, act. */
 SEC("tc")
 int fw_tc(struct __sk_buff *skb)
 {
@@ -850,14 +1043,11 @@ int fw_tc(struct __sk_buff *skb)
 	struct fw_inst *inst;
 	struct fw_table *t;
 	struct fw_stats *st;
-	struct fw_rule *rule;
-	struct ipv6_sr_hdr srh;
-	struct fw_scratch *s, *sc;
-	struct fw_pkt *pp;
-	__u32 id, tid, key, zero = 0, lim, plen, off, end, srh_off = 0;
-	__u8 hop, action, code = 0, sl = 0;
-	int r, idx, i, nexts;
-	__u8 nh;
+	struct fw_scratch *sc;
+	struct fw_parsed o = {};
+	struct fw_verdict v;
+	__u32 id, tid, zero = 0;
+	int r;
 
 	cursor_init_skb(&c, skb);
 	eth = cursor_eth(&c);
@@ -880,183 +1070,17 @@ int fw_tc(struct __sk_buff *skb)
 		st->bytes += skb->len;
 	}
 	t = bpf_map_lookup_elem(&fw_tables, &tid);
-	s = bpf_map_lookup_elem(&fw_scratch_map, &zero);
-	if (!t || !s)
+	sc = bpf_map_lookup_elem(&fw_scratch_map, &zero);
+	if (!t || !sc)
 		return drop(st, FW_DROP_INTERNAL);
-	sc = s;
-	pp = &s->p;
-	__builtin_memset(pp, 0, sizeof(*pp));
-#define p (*pp)
 
-	hop = ip6->hop_limit;
-	p.osrc = ip6->saddr;
-	p.odst = ip6->daddr;
-	p.src = p.osrc;
-	p.dst = p.odst;
-	/* Bytes past the payload length are not the packet's (Ethernet
-	 * padding); a payload length past the end is a truncation. */
-	lim = skb->len;
-	plen = bpf_ntohs(ip6->payload_len);
-	if (plen) {
-		if (ETH_HLEN + sizeof(struct ipv6hdr) + plen > lim)
-			return drop(st, FW_DROP_TRUNCATED);
-		lim = ETH_HLEN + sizeof(struct ipv6hdr) + plen;
-	}
-	off = ETH_HLEN + sizeof(struct ipv6hdr);
-	nh = ip6->nexthdr;
-
-	/* Outer extension headers up to the first routing header, which must
-	 * be an SRH. */
-	r = -1;
-	for (i = 0; i <= FW_EXT_MAX; i++) {
-		r = ext_walk1(skb, sc, &off, &nh, lim, i, 1);
-		if (r != -2)
-			break;
-	}
+	r = fw_parse(skb, sc, t, ip6, &o);
 	if (r >= 0)
 		return drop(st, r);
-	nexts = i;
-	if (nh == IPPROTO_ROUTING) {
-		if (nexts >= FW_EXT_MAX)
-			return drop(st, FW_DROP_BAD_EXT);
-		nexts++;
-		if (off + IPV6_SRH_FIXED_LEN > lim ||
-		    rd(skb, sc, off, &sc->t.srh, sizeof(sc->t.srh)) < 0)
-			return drop(st, FW_DROP_TRUNCATED);
-		srh = sc->t.srh;
-		end = off + ((__u32)srh.hdrlen + 1) * 8;
-		if (end > lim)
-			return drop(st, FW_DROP_TRUNCATED);
-		if (srh.type != IPV6_SRCRT_TYPE_4 ||
-		    ((__u32)srh.first_segment + 1) * 2 > srh.hdrlen ||
-		    srh.segments_left > srh.first_segment)
-			return drop(st, FW_DROP_BAD_SRH);
-		srh_off = off;
-		p.has_srh = 1;
-		sl = srh.segments_left;
-		p.nexthdr = srh.nexthdr;
-		p.hdrlen = srh.hdrlen;
-		p.segs = sl;
-		p.last = srh.first_segment;
-		p.tag = bpf_ntohs(srh.tag);
-		/* Segment List[0]: matched by --srh-lsid, and the original
-		 * destination in insert mode. */
-		if ((FW_USED(t, FW_F_LSID) || FW_USED(t, FW_F_DST)) &&
-		    load_sid(skb, sc, srh_off, 0, &p.lsid) < 0)
-			return drop(st, FW_DROP_TRUNCATED);
-		if (FW_USED(t, FW_F_PSID) && sl < srh.first_segment) {
-			if (load_sid(skb, sc, srh_off, (__u32)sl + 1, &p.psid) < 0)
-				return drop(st, FW_DROP_TRUNCATED);
-			p.has_psid = 1;
-		}
-		if (FW_USED(t, FW_F_NSID) && sl > 0) {
-			if (load_sid(skb, sc, srh_off, (__u32)sl - 1, &p.nsid) < 0)
-				return drop(st, FW_DROP_TRUNCATED);
-			p.has_nsid = 1;
-		}
-		off = end;
-		nh = srh.nexthdr;
-		if (nh == IPPROTO_IPV6)
-			r = inner6(skb, sc, &p, off, lim);
-		else if (nh == IPPROTO_IPIP)
-			r = inner4(skb, sc, &p, off, lim);
-		else
-			p.dst = p.lsid; /* insert mode: the final destination */
-		if (r >= 0)
-			return drop(st, r);
-	}
-	if (!p.has_srh || (nh != IPPROTO_IPV6 && nh != IPPROTO_IPIP)) {
-		/* Plain or insert mode: the upper layer after the remaining
-		 * extension headers (the walk's bound counts them all). */
-		for (i = nexts; i <= FW_EXT_MAX; i++) {
-			r = ext_walk1(skb, sc, &off, &nh, lim, i, 0);
-			if (r != -2)
-				break;
-		}
-		if (r >= 0)
-			return drop(st, r);
-		p.proto = nh;
-		r = upper(skb, sc, &p, off, lim);
-		if (r >= 0)
-			return drop(st, r);
-	}
-
-	idx = classify(t, tid, &p, s);
-	if (idx == -2)
-		return drop(st, FW_DROP_INTERNAL);
-	if (idx < 0 || (__u32)idx >= t->nrules) {
-		idx = -1;
-		if (st)
-			st->policy++;
-		action = t->policy;
-	} else {
-		key = tid * FW_MAX_RULES + (__u32)idx;
-		rule = bpf_map_lookup_elem(&fw_rules, &key);
-		if (!rule)
-			return drop(st, FW_DROP_INTERNAL);
-		action = rule->action;
-		code = rule->icmp_code;
-		struct fw_counter *rc = bpf_map_lookup_elem(&fw_rule_stats, &key);
-
-		if (rc) {
-			rc->packets++;
-			rc->bytes += skb->len;
-		}
-	}
-
-	if (action == FW_ACT_EVAL_ARGS) {
-		struct fw_args_key ak = { .table = tid };
-		__u32 *a, bits = t->args_bits;
-
-		if (bits) {
-			ak.value = bpf_ntohl(ip6->daddr.in6_u.u6_addr32[3]);
-			if (bits < 32)
-				ak.value &= (1U << bits) - 1;
-		}
-		a = bpf_map_lookup_elem(&fw_args, &ak);
-		if (!a || *a == FW_ACT_EVAL_ARGS)
-			/* RFC 4443 3.4: erroneous header field, pointer to the DA. */
-			return icmp_error(skb, st, id, s,
-					  FW_ICMP_MSG(ICMP6_PARAM_PROB, 0, offsetof(struct ipv6hdr, daddr),
-						      FW_DROP_ARGS));
-		action = *a;
-		code = 4; /* REJECT from an ARGS value: port unreachable */
-	}
-
-	switch (action) {
-	case FW_ACT_DROP:
-		return drop(st, idx < 0 ? FW_DROP_POLICY : FW_DROP_RULE);
-	case FW_ACT_REJECT:
-		return icmp_error(skb, st, id, s,
-				  FW_ICMP_MSG(ICMP6_DEST_UNREACH, code, 0, FW_DROP_REJECT));
-	case FW_ACT_GO_NEXT:
-	case FW_ACT_SKIP_NEXT:
-	case FW_ACT_GO_LAST:
-		break;
-	default:
-		return drop(st, FW_DROP_INTERNAL);
-	}
-	if (!p.has_srh || sl == 0) {
-		/* No next segment: the packet is for this node. */
-		if (st)
-			st->delivered++;
-		return TC_ACT_OK;
-	}
-	if (action == FW_ACT_GO_NEXT) {
-		if (st)
-			st->go_next++;
-		sl--;
-	} else if (action == FW_ACT_SKIP_NEXT) {
-		if (st)
-			st->skip_next++;
-		sl = sl >= 2 ? sl - 2 : 0;
-	} else {
-		if (st)
-			st->go_last++;
-		sl = 0;
-	}
-	return segment(skb, sc, st, srh_off, sl, hop, &p.osrc);
-#undef p
+	r = fw_match(skb, t, tid, sc, st, &v);
+	if (r >= 0)
+		return drop(st, r);
+	return fw_act(skb, t, tid, id, st, sc, ip6, &o, &v);
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

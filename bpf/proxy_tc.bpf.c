@@ -55,25 +55,25 @@ enum proxy_flag {
 };
 
 enum proxy_drop_reason {
-	PROXY_DROP_TRUNCATED,
-	PROXY_DROP_BAD_SRH,
-	PROXY_DROP_BAD_EXT,
-	PROXY_DROP_NO_SRH,
-	PROXY_DROP_SL_ZERO,
-	PROXY_DROP_INNER_TYPE,
-	PROXY_DROP_FRAGMENT,
-	PROXY_DROP_HOP_LIMIT,
-	PROXY_DROP_HDR_TOO_LONG,
-	PROXY_DROP_ADJUST_ROOM,
-	PROXY_DROP_CACHE_EMPTY,
-	PROXY_DROP_FLOW_MISS,
-	PROXY_DROP_FLOW_EXPIRED,
-	PROXY_DROP_FLOW_FULL,
-	PROXY_DROP_MTU,
-	PROXY_DROP_TOO_BIG,
-	PROXY_DROP_INTERNAL,
-	PROXY_DROP_GSO_L2,  /* a GSO frame for an Ethernet payload */
-	PROXY_DROP_NO_FIB,  /* an Ethernet payload the FIB cannot forward */
+	PROXY_DROP_TRUNCATED, /* "truncated" */
+	PROXY_DROP_BAD_SRH, /* "bad-srh" */
+	PROXY_DROP_BAD_EXT, /* "bad-ext-headers" */
+	PROXY_DROP_NO_SRH, /* "no-srh" */
+	PROXY_DROP_SL_ZERO, /* "sl-zero" */
+	PROXY_DROP_INNER_TYPE, /* "inner-type" */
+	PROXY_DROP_FRAGMENT, /* "fragment" */
+	PROXY_DROP_HOP_LIMIT, /* "hop-limit" */
+	PROXY_DROP_HDR_TOO_LONG, /* "header-too-long" */
+	PROXY_DROP_ADJUST_ROOM, /* "adjust-room" */
+	PROXY_DROP_CACHE_EMPTY, /* "cache-empty" */
+	PROXY_DROP_FLOW_MISS, /* "flow-miss" */
+	PROXY_DROP_FLOW_EXPIRED, /* "flow-expired" */
+	PROXY_DROP_FLOW_FULL, /* "flow-full" */
+	PROXY_DROP_MTU, /* "mtu" */
+	PROXY_DROP_TOO_BIG, /* "too-big" */
+	PROXY_DROP_INTERNAL, /* "internal" */
+	PROXY_DROP_GSO_L2,  /* "gso-ethernet": a GSO frame for an Ethernet payload */
+	PROXY_DROP_NO_FIB,  /* "no-fib": an Ethernet payload the FIB cannot forward */
 	PROXY_DROP_MAX,
 };
 
@@ -318,7 +318,7 @@ static long flow_gc_cb(void *map, struct proxy_flow_key *key, struct proxy_cache
 	return 0;
 }
 
-/* flow_insert adds a new flow to a capped cache that is full (-E2BIG):
+/* flow_insert_full adds a new flow to a capped cache that is full (-E2BIG):
  * frees the expired entries (one walk of at most flow max entries, only
  * when full) and tries again. */
 static __always_inline long flow_insert_full(const struct proxy_sid *cfg,
@@ -410,36 +410,107 @@ static __always_inline int inbound_am(struct __sk_buff *skb, struct proxy_sid *c
 	return to_sf(skb, cfg, st, skb->len);
 }
 
+/* decap_inner classifies the payload of an inbound packet (the walk's
+ * upper layer): the proxy's inner type and the adjust_room flags that
+ * strip the outer headers in front of it. -1, or a drop reason. */
+static __always_inline int decap_inner(__u8 upper, __u8 *inner, __u64 *flags)
+{
+	switch (upper) {
+	case IPPROTO_IPV6:
+		*inner = PROXY_INNER_IPV6;
+		*flags = SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV6;
+		return -1;
+	case IPPROTO_IPIP:
+		*inner = PROXY_INNER_IPV4;
+		*flags = SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV4;
+		return -1;
+	case IPPROTO_ETHERNET:
+		*inner = PROXY_INNER_ETH;
+		/* Only lowers adjust_room's minimum remaining length (20):
+		 * the inner frame may be short (ARP). skb->protocol is
+		 * re-derived by the receiver of the redirected frame. */
+		*flags = SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV4;
+		return -1;
+	}
+	return PROXY_DROP_INNER_TYPE;
+}
+
+/* cache_learn is End.AD / End.EAD's policy step: the outer headers (hdr_len
+ * bytes after Ethernet) with End applied (SL--, DA <- Segment List[SL],
+ * hop limit--) become the SID's cache, or its flow's. -1, or a drop
+ * reason. */
+static __always_inline int cache_learn(struct __sk_buff *skb, struct proxy_sid *cfg,
+				       struct proxy_stats *st, const struct ipv6_walk *w,
+				       __u8 hop, __u8 inner, __u32 hdr_len)
+{
+	struct proxy_flow_key fk, *fkp = 0;
+	__u32 zero = 0;
+	struct proxy_cache *s = bpf_map_lookup_elem(&scratch_map, &zero);
+
+	if (!s)
+		return PROXY_DROP_INTERNAL;
+	if (cfg->flags & PROXY_F_FLOW) {
+		if (flow_key(skb, w->upper_off, inner, cfg->id, &fk) < 0)
+			return PROXY_DROP_TRUNCATED;
+		fkp = &fk;
+	}
+	s->updated_ns = bpf_ktime_get_ns();
+	s->valid = 1;
+	if (!w->srh_off || w->sl == 0) {
+		/* Last segment: End.AD forbids it, End.EAD delivers. */
+		if (cfg->behavior != PROXY_EAD)
+			return PROXY_DROP_SL_ZERO;
+		s->len = 0;
+		s->nh_off = 0;
+		s->terminal = 1;
+	} else {
+		__u32 srh_rel = w->srh_off - ETH_HLEN;
+		__u8 sl = w->sl - 1;
+
+		if (hop <= 1)
+			return PROXY_DROP_HOP_LIMIT;
+		/* Verifier: hdr_len must be provably in (0, PROXY_HDR_MAX]. */
+		__u64 n = hdr_len;
+
+		barrier_var(n);
+		if (n < sizeof(struct ipv6hdr) || n > PROXY_HDR_MAX)
+			return PROXY_DROP_HDR_TOO_LONG;
+		if (bpf_skb_load_bytes(skb, ETH_HLEN, s->hdr, n) < 0)
+			return PROXY_DROP_TRUNCATED;
+		/* Apply End to the copy: SL--, DA <- SL, hop limit--. */
+		if (bpf_skb_load_bytes(skb, w->srh_off + IPV6_SRH_FIXED_LEN + (__u32)sl * 16,
+				       &s->hdr[offsetof(struct ipv6hdr, daddr)], 16) < 0)
+			return PROXY_DROP_TRUNCATED;
+		s->hdr[offsetof(struct ipv6hdr, hop_limit)] = hop - 1;
+		/* The payload length is set per packet on the way out;
+		 * cached as 0 so that packets of different sizes do not
+		 * rewrite the cache (one map update per packet). */
+		s->hdr[offsetof(struct ipv6hdr, payload_len)] = 0;
+		s->hdr[offsetof(struct ipv6hdr, payload_len) + 1] = 0;
+		s->hdr[(srh_rel + offsetof(struct ipv6_sr_hdr, segments_left)) &
+		       (PROXY_HDR_MAX - 1)] = sl;
+		s->len = hdr_len;
+		s->nh_off = w->nh_off - ETH_HLEN;
+		s->terminal = 0;
+	}
+	return cache_store(cfg, st, s, fkp);
+}
+
+/* inbound_decap (End.AS, End.AD, End.EAD): classify the payload, learn the
+ * cache (AD/EAD), then strip the outer headers and send the payload to
+ * the SF. */
 static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid *cfg,
 					 struct proxy_stats *st, const struct ipv6_walk *w,
 					 __u8 hop)
 {
-	__u8 inner;
+	__u8 inner = 0;
 	__u32 hdr_len, strip;
-	__u64 flags;
+	__u64 flags = 0;
 	struct ethhdr ieth;
 	int r;
 
-	switch (w->upper) {
-	case IPPROTO_IPV6:
-		inner = PROXY_INNER_IPV6;
-		flags = SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV6;
-		break;
-	case IPPROTO_IPIP:
-		inner = PROXY_INNER_IPV4;
-		flags = SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV4;
-		break;
-	case IPPROTO_ETHERNET:
-		inner = PROXY_INNER_ETH;
-		/* Only lowers adjust_room's minimum remaining length (20):
-		 * the inner frame may be short (ARP). skb->protocol is
-		 * re-derived by the receiver of the redirected frame. */
-		flags = SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV4;
-		break;
-	default:
-		return drop(st, PROXY_DROP_INNER_TYPE);
-	}
-	if (inner != cfg->inner)
+	r = decap_inner(w->upper, &inner, &flags);
+	if (r >= 0 || inner != cfg->inner)
 		return drop(st, PROXY_DROP_INNER_TYPE);
 
 	hdr_len = w->upper_off - ETH_HLEN;
@@ -449,57 +520,7 @@ static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid
 		return drop(st, PROXY_DROP_TRUNCATED);
 
 	if (cfg->behavior == PROXY_AD || cfg->behavior == PROXY_EAD) {
-		struct proxy_flow_key fk, *fkp = 0;
-		__u32 zero = 0;
-		struct proxy_cache *s = bpf_map_lookup_elem(&scratch_map, &zero);
-
-		if (!s)
-			return drop(st, PROXY_DROP_INTERNAL);
-		if (cfg->flags & PROXY_F_FLOW) {
-			if (flow_key(skb, w->upper_off, inner, cfg->id, &fk) < 0)
-				return drop(st, PROXY_DROP_TRUNCATED);
-			fkp = &fk;
-		}
-		s->updated_ns = bpf_ktime_get_ns();
-		s->valid = 1;
-		if (!w->srh_off || w->sl == 0) {
-			/* Last segment: End.AD forbids it, End.EAD delivers. */
-			if (cfg->behavior != PROXY_EAD)
-				return drop(st, PROXY_DROP_SL_ZERO);
-			s->len = 0;
-			s->nh_off = 0;
-			s->terminal = 1;
-		} else {
-			__u32 srh_rel = w->srh_off - ETH_HLEN;
-			__u8 sl = w->sl - 1;
-
-			if (hop <= 1)
-				return drop(st, PROXY_DROP_HOP_LIMIT);
-			/* Verifier: hdr_len must be provably in (0, PROXY_HDR_MAX]. */
-			__u64 n = hdr_len;
-
-			barrier_var(n);
-			if (n < sizeof(struct ipv6hdr) || n > PROXY_HDR_MAX)
-				return drop(st, PROXY_DROP_HDR_TOO_LONG);
-			if (bpf_skb_load_bytes(skb, ETH_HLEN, s->hdr, n) < 0)
-				return drop(st, PROXY_DROP_TRUNCATED);
-			/* Apply End to the copy: SL--, DA <- SL, hop limit--. */
-			if (bpf_skb_load_bytes(skb, w->srh_off + IPV6_SRH_FIXED_LEN + (__u32)sl * 16,
-					       &s->hdr[offsetof(struct ipv6hdr, daddr)], 16) < 0)
-				return drop(st, PROXY_DROP_TRUNCATED);
-			s->hdr[offsetof(struct ipv6hdr, hop_limit)] = hop - 1;
-			/* The payload length is set per packet on the way out;
-			 * cached as 0 so that packets of different sizes do not
-			 * rewrite the cache (one map update per packet). */
-			s->hdr[offsetof(struct ipv6hdr, payload_len)] = 0;
-			s->hdr[offsetof(struct ipv6hdr, payload_len) + 1] = 0;
-			s->hdr[(srh_rel + offsetof(struct ipv6_sr_hdr, segments_left)) &
-			       (PROXY_HDR_MAX - 1)] = sl;
-			s->len = hdr_len;
-			s->nh_off = w->nh_off - ETH_HLEN;
-			s->terminal = 0;
-		}
-		r = cache_store(cfg, st, s, fkp);
+		r = cache_learn(skb, cfg, st, w, hop, inner, hdr_len);
 		if (r >= 0)
 			return drop(st, r);
 	}
@@ -566,7 +587,7 @@ static __always_inline int proxy_inbound(struct __sk_buff *skb)
 	return inbound_decap(skb, cfg, st, &w, hop);
 }
 
-/* forward_after_fib finishes an outbound packet whose outer IPv6 header is
+/* forward finishes an outbound packet whose outer IPv6 header is
  * final: L2 from the FIB result and redirect, or the stack when the FIB
  * cannot tell (local SID, lwt route, ...). */
 static __always_inline int forward(struct __sk_buff *skb, struct proxy_stats *st,
@@ -663,19 +684,71 @@ static __always_inline int write_outer(struct __sk_buff *skb, const struct proxy
 	return 0;
 }
 
+/* What cached_outer returns besides a drop reason. */
+#define PROXY_PUSH (-1)
+#define PROXY_PASS (-2)
+
+/* cached_outer checks cache entry ce before a push: PROXY_PUSH with *len
+ * bytes of outer headers whose next header is at *nh_off, PROXY_PASS for
+ * End.EAD whose SF was the last segment, else a drop reason. */
+static __always_inline int cached_outer(const struct proxy_cache *ce, __u64 *len, __u32 *nh_off)
+{
+	__u64 l;
+
+	if (ce->terminal)
+		return PROXY_PASS; /* End.EAD, SF was the last segment */
+	l = ce->len;
+	*nh_off = ce->nh_off;
+	/* Verifier: bound len for bpf_skb_store_bytes from the map value. */
+	barrier_var(l);
+	if (l < sizeof(struct ipv6hdr) || l > PROXY_HDR_MAX || *nh_off >= l)
+		return PROXY_DROP_INTERNAL;
+	*len = l;
+	return PROXY_PUSH;
+}
+
+/* outbound_cache finds the cache a packet from the SF is pushed with: its
+ * flow's (per-flow End.AD, expired entries deleted) or its SID's. -1, or a
+ * drop reason. */
+static __always_inline int outbound_cache(struct __sk_buff *skb, struct proxy_sid *cfg, __u8 inner,
+					  struct proxy_cache **ce)
+{
+	struct proxy_flow_key fk;
+	void *fm;
+
+	if (!(cfg->flags & PROXY_F_FLOW)) {
+		*ce = bpf_map_lookup_elem(&cache_map, &cfg->id);
+		if (!*ce || !(*ce)->valid)
+			return PROXY_DROP_CACHE_EMPTY;
+		return -1;
+	}
+	if (flow_key(skb, ETH_HLEN, inner, cfg->id, &fk) < 0)
+		return PROXY_DROP_TRUNCATED;
+	fm = flows_of(cfg);
+	if (!fm)
+		return PROXY_DROP_INTERNAL;
+	*ce = bpf_map_lookup_elem(fm, &fk);
+	if (!*ce || !(*ce)->valid)
+		return PROXY_DROP_FLOW_MISS;
+	if (cfg->flow_timeout_ns && bpf_ktime_get_ns() - (*ce)->updated_ns > cfg->flow_timeout_ns) {
+		bpf_map_delete_elem(fm, &fk);
+		return PROXY_DROP_FLOW_EXPIRED;
+	}
+	return -1;
+}
+
 static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid *cfg,
 					 struct proxy_stats *st)
 {
 	struct cursor c;
 	struct ethhdr *eth;
 	struct proxy_cache *ce;
-	struct proxy_flow_key fk;
 	struct bpf_fib_lookup f = {};
 	__u8 inner_nh, inner;
-	__u64 len; /* 64-bit so the bound checked is the one passed to helpers */
-	__u32 inner_len, tot, nh_off;
+	__u64 len = 0; /* 64-bit so the bound checked is the one passed to helpers */
+	__u32 inner_len, tot, nh_off = 0;
 	long rc2;
-	int rc;
+	int rc, r;
 
 	cursor_init_skb(&c, skb);
 	eth = cursor_eth(&c);
@@ -709,36 +782,14 @@ static __always_inline int outbound_push(struct __sk_buff *skb, struct proxy_sid
 		return pass(st); /* ARP and other non-IP traffic */
 	}
 
-	if (cfg->flags & PROXY_F_FLOW) {
-		void *fm;
-
-		if (flow_key(skb, ETH_HLEN, inner, cfg->id, &fk) < 0)
-			return drop(st, PROXY_DROP_TRUNCATED);
-		fm = flows_of(cfg);
-		if (!fm)
-			return drop(st, PROXY_DROP_INTERNAL);
-		ce = bpf_map_lookup_elem(fm, &fk);
-		if (!ce || !ce->valid)
-			return drop(st, PROXY_DROP_FLOW_MISS);
-		if (cfg->flow_timeout_ns &&
-		    bpf_ktime_get_ns() - ce->updated_ns > cfg->flow_timeout_ns) {
-			bpf_map_delete_elem(fm, &fk);
-			return drop(st, PROXY_DROP_FLOW_EXPIRED);
-		}
-	} else {
-		ce = bpf_map_lookup_elem(&cache_map, &cfg->id);
-		if (!ce || !ce->valid)
-			return drop(st, PROXY_DROP_CACHE_EMPTY);
-	}
-	if (ce->terminal)
-		return pass(st); /* End.EAD, SF was the last segment */
-
-	len = ce->len;
-	nh_off = ce->nh_off;
-	/* Verifier: bound len for bpf_skb_store_bytes from the map value. */
-	barrier_var(len);
-	if (len < sizeof(struct ipv6hdr) || len > PROXY_HDR_MAX || nh_off >= len)
-		return drop(st, PROXY_DROP_INTERNAL);
+	r = outbound_cache(skb, cfg, inner, &ce);
+	if (r >= 0)
+		return drop(st, r);
+	r = cached_outer(ce, &len, &nh_off);
+	if (r == PROXY_PASS)
+		return pass(st);
+	if (r >= 0)
+		return drop(st, r);
 	inner_len = skb->len - ETH_HLEN;
 	tot = inner_len + len;
 	if (tot - sizeof(struct ipv6hdr) > 0xffff)
@@ -841,9 +892,9 @@ static __always_inline int outbound_push_eth(struct __sk_buff *skb, struct proxy
 	struct cursor c;
 	struct ethhdr *eth;
 	__u8 inner_nh = IPPROTO_ETHERNET;
-	__u64 len;
-	__u32 tot, nh_off, frame_len = skb->len;
-	int rc;
+	__u64 len = 0;
+	__u32 tot, nh_off = 0, frame_len = skb->len;
+	int rc, r;
 
 	cursor_init_skb(&c, skb);
 	eth = cursor_eth(&c);
@@ -859,14 +910,11 @@ static __always_inline int outbound_push_eth(struct __sk_buff *skb, struct proxy
 	ce = bpf_map_lookup_elem(&cache_map, &cfg->id);
 	if (!ce || !ce->valid)
 		return drop(st, PROXY_DROP_CACHE_EMPTY);
-	if (ce->terminal)
-		return pass(st); /* End.EAD, SF was the last segment */
-	len = ce->len;
-	nh_off = ce->nh_off;
-	/* Verifier: bound len for bpf_skb_store_bytes from the map value. */
-	barrier_var(len);
-	if (len < sizeof(struct ipv6hdr) || len > PROXY_HDR_MAX || nh_off >= len)
-		return drop(st, PROXY_DROP_INTERNAL);
+	r = cached_outer(ce, &len, &nh_off);
+	if (r == PROXY_PASS)
+		return pass(st);
+	if (r >= 0)
+		return drop(st, r);
 	tot = frame_len + len; /* the outer IPv6 packet: headers + the whole frame */
 	if (tot - sizeof(struct ipv6hdr) > 0xffff)
 		return drop(st, PROXY_DROP_TOO_BIG);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
-/* Drop-reason pattern: every program defines `enum <prog>_drop_reason`
- * (exported to Go with bpf2go -type, which gives it a String()) and counts
- * each drop in a per-CPU array before returning the drop verdict, so no
- * packet ever disappears uncounted. */
+/* Drop-reason pattern: every program defines `enum <prog>_drop_reason`, one
+ * enumerator a line, each with a comment that starts with its quoted name
+ * (X_DROP_BAD_SRH's comment starts "bad-srh": ...), ending with X_DROP_MAX. bpf2go
+ * -type exports the numbers; cmd/bpfconst (go generate) writes the Go
+ * DropReason constants and String() from the names, so the C enum is the
+ * only list. Each drop is counted in a per-CPU array before the program
+ * returns the drop verdict, so no packet ever disappears uncounted. */
 #ifndef SEGCHAIN_LIB_DROP_H
 #define SEGCHAIN_LIB_DROP_H
 

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* IPv6 / SRv6 helpers shared by segchain's eBPF programs: address tests,
- * constants the uapi headers lack, and an extension-header walker over
- * bpf_skb_load_bytes (variable offsets are easier on the verifier that way). */
+ * constants the uapi headers lack, and the one definition of an extension
+ * header walk: which Next Header values are extension headers, how long
+ * each is, when an SRH is structurally valid, and the walk's bound. The
+ * proxies and the boundary walk with ipv6_walk_ext (over
+ * bpf_skb_load_bytes: variable offsets are easier on the verifier that
+ * way); the firewall steps with the same primitives over its own reader
+ * (fw_tc.bpf.c: ext_step). */
 #ifndef SEGCHAIN_LIB_IPV6_H
 #define SEGCHAIN_LIB_IPV6_H
 
@@ -26,16 +31,17 @@
 #define SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV4 (1ULL << 7)
 #define SEGCHAIN_ADJ_ROOM_DECAP_L3_IPV6 (1ULL << 8)
 
-/* Bound of the extension-header walk: more headers than this is malformed
- * for our purposes (and keeps the verifier's state count finite). */
-#define IPV6_EXT_MAX 8
+/* Bound of every extension-header walk: more headers than this is
+ * malformed for our purposes (and keeps the verifier's state count finite).
+ * The firewall applies it to the outer and the inner header chain each. */
+#define IPV6_EXT_MAX 8 /* extension headers walked per header chain */
 
-#define IPV6_SRH_FIXED_LEN 8
+#define IPV6_SRH_FIXED_LEN 8 /* sizeof(struct ipv6_sr_hdr) without segments */
 
 /* ICMPv6 neighbour discovery types: router solicitation (133) through
  * redirect (137), RFC 4861. */
 #define ICMPV6_ND_FIRST 133
-#define ICMPV6_ND_LAST 137 /* sizeof(struct ipv6_sr_hdr) without segments */
+#define ICMPV6_ND_LAST 137
 
 static __always_inline int ipv6_addr_is_linklocal(const struct in6_addr *a)
 {
@@ -64,6 +70,37 @@ static __always_inline int ipv4_is_local_scope(__be32 addr)
 	       h == 0xffffffff;
 }
 
+/* ipv6_is_ext: nh names an extension header a walk steps over (RFC 8200
+ * 4.1, and AH, RFC 4302). */
+static __always_inline int ipv6_is_ext(__u8 nh)
+{
+	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_FRAGMENT ||
+	       nh == IPPROTO_AH || nh == IPPROTO_DSTOPTS;
+}
+
+/* ipv6_ext_len is the length in bytes of extension header nh whose second
+ * byte is len: a fragment header is 8 bytes, AH's length counts 4-octet
+ * units minus 2 (RFC 4302 2.2), the others' 8-octet units after the first
+ * (RFC 8200 4.3). */
+static __always_inline __u32 ipv6_ext_len(__u8 nh, __u8 len)
+{
+	if (nh == IPPROTO_FRAGMENT)
+		return 8;
+	if (nh == IPPROTO_AH)
+		return ((__u32)len + 2) * 4;
+	return ((__u32)len + 1) * 8;
+}
+
+/* ipv6_srh_valid: a routing header is a structurally valid SRH: type 4,
+ * (last_entry+1)*2 <= hdrlen (the segments fit), segments_left <=
+ * last_entry. */
+static __always_inline int ipv6_srh_valid(const struct ipv6_sr_hdr *srh)
+{
+	return srh->type == IPV6_SRCRT_TYPE_4 &&
+	       ((__u32)srh->first_segment + 1) * 2 <= srh->hdrlen &&
+	       srh->segments_left <= srh->first_segment;
+}
+
 /* Result of walking the extension headers that follow a fixed IPv6 header. */
 struct ipv6_walk {
 	__u32 srh_off;	 /* offset of the SRH, 0 if none */
@@ -80,9 +117,10 @@ struct ipv6_walk {
 };
 
 /* ipv6_walk_ext walks hop-by-hop, destination options and routing headers
- * starting after the IPv6 header at off (nexthdr is its Next Header). The
- * SRH is validated structurally: type 4, (last_entry+1)*2 <= hdrlen,
- * segments_left <= last_entry. */
+ * starting after the IPv6 header at off (nexthdr is its Next Header); the
+ * routing header must be a valid SRH (ipv6_srh_valid). A fragment header
+ * ends the walk (w->fragment); AH is not walked: it is the upper layer
+ * here (the proxies and the boundary never look past it). */
 static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8 nexthdr,
 					  struct ipv6_walk *w)
 {
@@ -103,16 +141,14 @@ static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8
 			}
 			nh_off = off;
 			nexthdr = hdr[0];
-			off += ((__u32)hdr[1] + 1) * 8;
+			off += ipv6_ext_len(nexthdr, hdr[1]);
 			continue;
 		case IPPROTO_ROUTING:
 			if (bpf_skb_load_bytes(skb, off, &srh, sizeof(srh)) < 0) {
 				w->truncated = 1;
 				return;
 			}
-			if (srh.type != IPV6_SRCRT_TYPE_4 ||
-			    ((__u32)srh.first_segment + 1) * 2 > srh.hdrlen ||
-			    srh.segments_left > srh.first_segment) {
+			if (!ipv6_srh_valid(&srh)) {
 				w->bad_rh = 1;
 				return;
 			}
@@ -125,7 +161,7 @@ static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8
 			w->last_entry = srh.first_segment;
 			nh_off = off;
 			nexthdr = srh.nexthdr;
-			off += ((__u32)srh.hdrlen + 1) * 8;
+			off += ipv6_ext_len(IPPROTO_ROUTING, srh.hdrlen);
 			continue;
 		case IPPROTO_FRAGMENT:
 			w->fragment = 1;

@@ -29,41 +29,6 @@ const StateRoot = "/run/segchain/boundary"
 
 const program = "boundary"
 
-// DropReason is why the boundary dropped a packet.
-type DropReason uint32
-
-// Drop reasons, generated from enum bnd_drop_reason.
-const (
-	DropSID            = DropReason(boundaryTCBndDropReasonBND_DROP_SID)
-	DropSIDSRH         = DropReason(boundaryTCBndDropReasonBND_DROP_SID_SRH)
-	DropSRHNode        = DropReason(boundaryTCBndDropReasonBND_DROP_SRH_NODE)
-	DropMalformed      = DropReason(boundaryTCBndDropReasonBND_DROP_MALFORMED)
-	DropLeakSID        = DropReason(boundaryTCBndDropReasonBND_DROP_LEAK_SID)
-	DropHMACMissing    = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MISSING)
-	DropHMACMalformed  = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MALFORMED)
-	DropHMACUnknownKey = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_UNKNOWN_KEY)
-	numReasons         = int(boundaryTCBndDropReasonBND_DROP_MAX)
-)
-
-var reasonNames = [...]string{
-	DropSID:            "sid-space",
-	DropSIDSRH:         "sid-space-srh",
-	DropSRHNode:        "srh-to-node",
-	DropMalformed:      "malformed",
-	DropLeakSID:        "leak-sid",
-	DropHMACMissing:    "hmac-missing",
-	DropHMACMalformed:  "hmac-malformed",
-	DropHMACUnknownKey: "hmac-unknown-key",
-}
-
-// String is the reason's name as counters and JSON show it.
-func (r DropReason) String() string {
-	if int(r) < len(reasonNames) && reasonNames[r] != "" {
-		return reasonNames[r]
-	}
-	return "unknown"
-}
-
 // Direction is "out" for reasons counted on egress, "hmac" for the HMAC
 // classifier's, "in" otherwise.
 func (r DropReason) Direction() string {
@@ -559,8 +524,8 @@ func ClearCounters(netns string) error {
 
 // Reasons lists every drop reason name (for docs and tests).
 func Reasons() []string {
-	out := make([]string, 0, numReasons)
-	for r := 0; r < numReasons; r++ {
+	out := make([]string, 0, numDropReasons)
+	for r := 0; r < numDropReasons; r++ {
 		out = append(out, DropReason(r).String())
 	}
 	return out

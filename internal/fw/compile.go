@@ -9,20 +9,17 @@ import (
 	"github.com/segchain/segchain/internal/fwrule"
 )
 
-// Limits of the data path (bpf/fw_tc.bpf.c).
+// Derived limits of the data path; the others (MaxRules, MaxInstances,
+// maxBitmaps, maxBlocks, direct, maxArgs) are generated from the
+// #defines of bpf/fw_tc.bpf.c into fwtc_bpfconst.go.
 const (
-	MaxRules     = 4096 // FW_MAX_RULES: rules per instance
-	MaxInstances = 16   // FW_MAX_INSTANCES: firewall SIDs per namespace
-	maxTables    = 2 * MaxInstances
-	maxBitmaps   = 16384 // FW_MAX_BITMAPS, shared by every table
-	maxBlocks    = 4096  // FW_MAX_BLOCKS, shared by every table
-	direct       = 0x80000000
-	words        = MaxRules / 64
-	numFields    = int(fwTCFwFieldFW_F_MAX)
-	first16      = int(fwTCFwFieldFW_F_SPORT)
-	first8       = int(fwTCFwFieldFW_F_PROTO)
-	num8         = numFields - first8
-	num16        = first8 - first16
+	maxTables = 2 * MaxInstances
+	words     = MaxRules / 64
+	numFields = int(fwTCFwFieldFW_F_MAX)
+	first16   = int(fwTCFwFieldFW_F_SPORT)
+	first8    = int(fwTCFwFieldFW_F_PROTO)
+	num8      = numFields - first8
+	num16     = first8 - first16
 )
 
 // Field names, for `fw list` and docs.
@@ -180,8 +177,8 @@ func compile(in Instance) (*compiled, error) {
 		}
 		c.args[v] = a
 	}
-	if len(c.args) > 4096 {
-		return nil, fmt.Errorf("%s: %d ARGS values: at most 4096", in.SID, len(c.args))
+	if len(c.args) > maxArgs {
+		return nil, fmt.Errorf("%s: %d ARGS values: at most %d", in.SID, len(c.args), maxArgs)
 	}
 	for i, r := range in.Rules {
 		a, err := actionOf(r.Target.Kind)

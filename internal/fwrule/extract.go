@@ -37,9 +37,8 @@ func bad(reason error, off int, format string, a ...any) error {
 	return &PacketError{Reason: reason, Offset: off, Detail: fmt.Sprintf(format, a...)}
 }
 
-// MaxExtHeaders bounds the extension-header walk (the eBPF parser has the
-// same bound).
-const MaxExtHeaders = 8
+// MaxExtHeaders, the bound of the extension-header walk, is the eBPF
+// parser's (generated from bpf/lib/ipv6.h into ipv6_bpfconst.go).
 
 const (
 	nhHopByHop = 0

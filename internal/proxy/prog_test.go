@@ -84,7 +84,7 @@ type testNode struct {
 	objs         proxyTCObjects
 }
 
-func newTestNode(t *testing.T) *testNode {
+func newTestNode(t testing.TB) *testNode {
 	t.Helper()
 	testutil.RequireRoot(t)
 	ns := testutil.NewNetns(t, "pxu")
@@ -198,7 +198,7 @@ type sidConf struct {
 	timeout  time.Duration // flow timeout
 }
 
-func (n *testNode) seed(t *testing.T, confs []sidConf) *Model {
+func (n *testNode) seed(t testing.TB, confs []sidConf) *Model {
 	t.Helper()
 	m := &Model{SIDs: map[netip.Addr]ModelSID{}, Ifaces: map[uint32]ModelSID{}, Cache: map[uint32]ModelCache{},
 		Flows: map[string]ModelCache{}, FIB: n.fib}

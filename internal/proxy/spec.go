@@ -286,11 +286,8 @@ func (s Spec) Validate() error {
 	return nil
 }
 
-// flowsMax is the size of the node-wide per-flow cache (PROXY_FLOWS_MAX),
-// and the largest flow max.
-const flowsMax = 65536
-
-// FlowsMax is the largest `flow max` a per-flow SID may have.
+// FlowsMax is the largest `flow max` a per-flow SID may have: the size of
+// the node-wide per-flow cache (flowsMax, generated from PROXY_FLOWS_MAX).
 const FlowsMax = flowsMax
 
 // maxSegs keeps a configured End.AS header within the program's cache.
