@@ -287,9 +287,21 @@ func TestNetnsTeardown(t *testing.T) {
 		if nsutil.Exists(tester) || nsutil.Exists(sut) {
 			t.Errorf("namespaces left after Down")
 		}
-		time.Sleep(100 * time.Millisecond)
-		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.HasPrefix(string(comm), "napi/pi") {
-			t.Errorf("napi thread %d (%s) still there", pid, comm)
+		// The kernel deletes a namespace's devices (and their NAPI
+		// threads) asynchronously, in its cleanup_net work: wait for the
+		// thread to go, with a bound far above that work's latency, so
+		// that only a thread that is really kept alive fails.
+		napiAlive := func() (string, bool) {
+			comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			return string(comm), err == nil && strings.HasPrefix(string(comm), "napi/pi")
+		}
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if _, alive := napiAlive(); !alive {
+				break
+			}
+		}
+		if comm, alive := napiAlive(); alive {
+			t.Errorf("napi thread %d (%s) still there 10 s after Down", pid, comm)
 		}
 	})
 	t.Run("failed-up", func(t *testing.T) {
