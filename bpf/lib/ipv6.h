@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* IPv6 / SRv6 helpers shared by segchain's eBPF programs: address tests,
  * constants the uapi headers lack, and an extension-header walker over
- * bpf_skb_load_bytes (variable offsets are easier on the verifier that way). */
+ * bpf_skb_load_bytes / bpf_xdp_load_bytes (variable offsets are easier on
+ * the verifier that way). */
 #ifndef SEGCHAIN_LIB_IPV6_H
 #define SEGCHAIN_LIB_IPV6_H
 
@@ -79,12 +80,18 @@ struct ipv6_walk {
 	__u8 too_many;	 /* more than IPV6_EXT_MAX extension headers */
 };
 
-/* ipv6_walk_ext walks hop-by-hop, destination options and routing headers
- * starting after the IPv6 header at off (nexthdr is its Next Header). The
- * SRH is validated structurally: type 4, (last_entry+1)*2 <= hdrlen,
+/* ipv6_walk_ext_ctx walks hop-by-hop, destination options and routing
+ * headers starting after the IPv6 header at off (nexthdr is its Next
+ * Header) of a tc (xdp = 0, ctx a __sk_buff) or XDP (xdp = 1, ctx an
+ * xdp_md) packet of len bytes; xdp must be a compile-time constant. The SRH
+ * is validated structurally: type 4, (last_entry+1)*2 <= hdrlen,
  * segments_left <= last_entry. */
-static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8 nexthdr,
-					  struct ipv6_walk *w)
+#define ipv6_load_bytes(ctx, xdp, off, to, n)                                  \
+	((xdp) ? bpf_xdp_load_bytes((ctx), (off), (to), (n))                  \
+	       : bpf_skb_load_bytes((ctx), (off), (to), (n)))
+
+static __always_inline void ipv6_walk_ext_ctx(void *ctx, int xdp, __u32 len, __u32 off,
+					      __u8 nexthdr, struct ipv6_walk *w)
 {
 	__u32 nh_off = off - sizeof(struct ipv6hdr) + 6; /* ipv6hdr.nexthdr */
 	int i;
@@ -97,7 +104,7 @@ static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8
 		switch (nexthdr) {
 		case IPPROTO_HOPOPTS:
 		case IPPROTO_DSTOPTS:
-			if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)) < 0) {
+			if (ipv6_load_bytes(ctx, xdp, off, hdr, sizeof(hdr)) < 0) {
 				w->truncated = 1;
 				return;
 			}
@@ -106,7 +113,7 @@ static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8
 			off += ((__u32)hdr[1] + 1) * 8;
 			continue;
 		case IPPROTO_ROUTING:
-			if (bpf_skb_load_bytes(skb, off, &srh, sizeof(srh)) < 0) {
+			if (ipv6_load_bytes(ctx, xdp, off, &srh, sizeof(srh)) < 0) {
 				w->truncated = 1;
 				return;
 			}
@@ -134,12 +141,19 @@ static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8
 			w->nh_off = nh_off;
 			w->upper_off = off;
 			w->upper = nexthdr;
-			if (off > skb->len)
+			if (off > len)
 				w->truncated = 1;
 			return;
 		}
 	}
 	w->too_many = 1;
+}
+
+/* ipv6_walk_ext is ipv6_walk_ext_ctx for a tc program. */
+static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8 nexthdr,
+					  struct ipv6_walk *w)
+{
+	ipv6_walk_ext_ctx(skb, 0, skb->len, off, nexthdr, w);
 }
 
 #endif
