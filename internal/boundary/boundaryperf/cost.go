@@ -18,6 +18,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -45,6 +47,7 @@ const (
 	modeEmptyFilter        // the empty TCX program and the filter: the filter's cost where a TCX program already runs
 	modeEmptyXDP           // an empty native XDP program (XDP_PASS)
 	modeXDPFilter          // the filter's XDP ingress program and its TCX egress program
+	modeEmptyCls           // the empty program as a tc clsact filter in direct-action mode (cls_bpf)
 )
 
 // toggle is the testbed's generator whose Select also sets the SUT's input
@@ -81,6 +84,11 @@ func (s *portState) set(env *perf.Env, mode int) error {
 		}
 	}
 	s.links = nil
+	if s.mode == modeEmptyCls {
+		if err := env.Do(func() error { return clsact(env.In, nil) }); err != nil {
+			return fmt.Errorf("remove clsact: %w", err)
+		}
+	}
 	if err := setFilter(env, mode == modeFilter || mode == modeEmptyFilter); err != nil {
 		return err
 	}
@@ -97,6 +105,8 @@ func (s *portState) set(env *perf.Env, mode int) error {
 			l, err = link.AttachXDP(link.XDPOptions{Interface: i.Index, Program: s.emptyXDP, Flags: link.XDPDriverMode})
 		case modeXDPFilter:
 			s.links, err = boundary.AttachXDP(i.Index)
+		case modeEmptyCls:
+			err = clsact(env.In, s.empty)
 		}
 		if l != nil {
 			s.links = append(s.links, l)
@@ -108,6 +118,26 @@ func (s *portState) set(env *perf.Env, mode int) error {
 	}
 	s.mode = mode
 	return nil
+}
+
+// clsact adds a clsact qdisc to dev with prog as a direct-action ingress
+// filter, or (prog nil) deletes the qdisc.
+func clsact(dev string, prog *ebpf.Program) error {
+	l, err := netlink.LinkByName(dev)
+	if err != nil {
+		return err
+	}
+	q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index,
+		Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
+	if prog == nil {
+		return netlink.QdiscDel(q)
+	}
+	if err := netlink.QdiscAdd(q); err != nil {
+		return err
+	}
+	return netlink.FilterAdd(&netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: l.Attrs().Index,
+		Parent: netlink.HANDLE_MIN_INGRESS, Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1},
+		Fd: prog.FD(), Name: "h13b-empty", DirectAction: true})
 }
 
 // emptyProgram returns TC_ACT_UNSPEC (TCX_NEXT) at once; emptyXDP XDP_PASS.
@@ -184,6 +214,7 @@ func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
 		{"IPv6+boundary", "IPv6", modeFilter},
 		{"IPv6+empty-tcx", "IPv6", modeEmpty},
 		{"IPv6+empty-tcx+boundary", "IPv6", modeEmptyFilter},
+		{"IPv6+empty-cls", "IPv6", modeEmptyCls},
 		{"IPv6+empty-xdp", "IPv6", modeEmptyXDP},
 		{"IPv6+boundary-xdp", "IPv6", modeXDPFilter},
 		{"T.Encaps", "T.Encaps", modeNone},
