@@ -29,6 +29,7 @@ the arms are, 64-byte packets each:
   IPv6+boundary            the filter as installed (TCX ingress and egress)
   IPv6+empty-tcx           an empty TCX ingress program: the hook's own cost
   IPv6+empty-tcx+boundary  the filter where a TCX program already runs
+  IPv6+empty-cls           the empty program as a cls_bpf direct-action filter
   IPv6+empty-xdp           an empty native XDP program
   IPv6+boundary-xdp        the filter's XDP ingress variant (TCX egress)
   T.Encaps (2 SIDs) without the filter, with it, with its XDP variant

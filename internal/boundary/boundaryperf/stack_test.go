@@ -23,7 +23,7 @@ import (
 // (segchain perf's testbed injects XDP frames instead): a host namespace
 // sends through a router namespace whose host-facing veth carries the
 // boundary (nothing, TCX, or XDP ingress + TCX egress) to a third
-// namespace, over the kernel stack: TCP bulk (GSO/GRO) and 64-byte UDP
+// namespace, over the kernel stack: TCP bulk (GSO/GRO) and small UDP
 // (the Go sender, one datagram per system call, is the bottleneck there).
 // Per round the modes (and an A/A control: nothing again) run in random
 // order; each mode's throughput is
@@ -91,7 +91,7 @@ func TestBoundaryStackPath(t *testing.T) {
 	for _, w := range []struct {
 		name string
 		run  func(time.Duration) float64
-	}{{"TCP bulk", tcpBulk(t, ha, hb)}, {"UDP 64 B", udpFlood(t, ha, hb)}} {
+	}{{"TCP bulk", tcpBulk(t, ha, hb)}, {"UDP 18 B payload", udpFlood(t, ha, hb)}} {
 		ratios := map[string][]float64{}
 		var ref []float64
 		rng := rand.New(rand.NewPCG(13, 0))
@@ -177,8 +177,8 @@ func tcpBulk(t *testing.T, ha, hb string) func(time.Duration) float64 {
 	}
 }
 
-// udpFlood returns a function that sends 64-byte UDP datagrams (18 bytes
-// of payload) from ha to hb for d and returns datagrams per second
+// udpFlood returns a function that sends UDP datagrams of 18 bytes of
+// payload (80-byte frames) from ha to hb for d and returns datagrams per second
 // received.
 func udpFlood(t *testing.T, ha, hb string) func(time.Duration) float64 {
 	var rc *net.UDPConn
