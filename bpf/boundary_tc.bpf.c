@@ -15,7 +15,8 @@
  * Everything else returns TC_ACT_UNSPEC (TCX_NEXT): the next program (the
  * firewall, the proxies) or the stack sees it unchanged. Only packets whose
  * first next header is an extension header are walked, so plain TCP, UDP
- * and ICMPv6 cost one lookup. */
+ * and ICMPv6 cost one lookup. boundary_xdp is the ingress decision as an
+ * XDP program (measured, not attached by segchain). */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <linux/if_ether.h>
@@ -306,10 +307,11 @@ int hmac_in(struct __sk_buff *skb)
 	return r < 0 ? TC_ACT_UNSPEC : bnd_drop(skb, r);
 }
 
-/* boundary_xdp is boundary_in in XDP (the default where the interface
- * takes a native XDP program): drops before any socket buffer exists;
- * boundary_out stays on TCX egress. Counted under the same interface and
- * reasons as boundary_in. */
+/* boundary_xdp is boundary_in in XDP: the same decisions, counted under
+ * the same interface and reasons, with boundary_out on TCX egress. segchain
+ * does not attach it (docs/security.md, Cost: on veth, native XDP turns off
+ * GSO on the peer and costs stack traffic far more than TCX); segchain perf
+ * boundary measures it. */
 SEC("xdp")
 int boundary_xdp(struct xdp_md *ctx)
 {
