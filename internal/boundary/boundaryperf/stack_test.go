@@ -1,7 +1,6 @@
 package boundaryperf
 
 import (
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -154,27 +153,7 @@ func tcpBulk(t *testing.T, ha, hb string) func(time.Duration) float64 {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	var stop atomic.Bool
-	stop.Store(true)
-	return func(d time.Duration) float64 {
-		stop.Store(false)
-		done := make(chan struct{})
-		go func() {
-			buf := make([]byte, 256<<10)
-			for !stop.Load() {
-				if _, err := c.Write(buf); err != nil {
-					break
-				}
-			}
-			close(done)
-		}()
-		g0 := got.Load()
-		time.Sleep(d)
-		g1 := got.Load()
-		stop.Store(true)
-		<-done
-		return float64(g1-g0) / d.Seconds()
-	}
+	return sendFor(c, 256<<10, &got)
 }
 
 // udpFlood returns a function that sends UDP datagrams of 18 bytes of
@@ -204,14 +183,21 @@ func udpFlood(t *testing.T, ha, hb string) func(time.Duration) float64 {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sc.Close() })
+	return sendFor(sc, 18, &got)
+}
+
+// sendFor returns a function that writes size-byte buffers to c for d and
+// returns how much got (what the receiver counts) grew per second.
+func sendFor(c net.Conn, size int, got *atomic.Int64) func(time.Duration) float64 {
 	return func(d time.Duration) float64 {
 		var stop atomic.Bool
 		done := make(chan struct{})
 		go func() {
-			buf := make([]byte, 18)
+			buf := make([]byte, size)
 			for !stop.Load() {
-				if _, err := sc.Write(buf); err != nil && err != io.EOF {
-					continue
+				// A refused datagram (ICMP error) is not the end: go on.
+				if _, err := c.Write(buf); err != nil && c.RemoteAddr().Network() == "tcp" {
+					break
 				}
 			}
 			close(done)
