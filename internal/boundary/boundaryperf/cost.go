@@ -114,7 +114,7 @@ func (s *portState) set(env *perf.Env, mode int) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("attach for mode %d: %w", mode, err)
+		return fmt.Errorf("attach to %s: %w", env.In, err)
 	}
 	s.mode = mode
 	return nil
@@ -135,9 +135,13 @@ func clsact(dev string, prog *ebpf.Program) error {
 	if err := netlink.QdiscAdd(q); err != nil {
 		return err
 	}
-	return netlink.FilterAdd(&netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: l.Attrs().Index,
+	err = netlink.FilterAdd(&netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: l.Attrs().Index,
 		Parent: netlink.HANDLE_MIN_INGRESS, Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1},
-		Fd: prog.FD(), Name: "h13b-empty", DirectAction: true})
+		Fd: prog.FD(), Name: "segchain-perf-empty", DirectAction: true})
+	if err != nil {
+		_ = netlink.QdiscDel(q)
+	}
+	return err
 }
 
 // emptyProgram returns TC_ACT_UNSPEC (TCX_NEXT) at once; emptyXDP XDP_PASS.
