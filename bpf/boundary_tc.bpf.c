@@ -15,7 +15,8 @@
  * Everything else returns TC_ACT_UNSPEC (TCX_NEXT): the next program (the
  * firewall, the proxies) or the stack sees it unchanged. Only packets whose
  * first next header is an extension header are walked, so plain TCP, UDP
- * and ICMPv6 cost one lookup. */
+ * and ICMPv6 cost one lookup. boundary_xdp is the ingress decision as an
+ * XDP program (measured, not attached by segchain). */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <linux/if_ether.h>
@@ -118,9 +119,10 @@ struct {
 	__type(value, __u32);
 } bnd_hmac_keys SEC(".maps");
 
-static __noinline int bnd_drop(struct __sk_buff *skb, __u32 reason)
+/* bnd_count counts a drop on ifindex. */
+static __noinline void bnd_count(__u32 ifindex, __u32 len, __u32 reason)
 {
-	struct bnd_ctr_key k = { .ifindex = skb->ifindex, .reason = reason };
+	struct bnd_ctr_key k = { .ifindex = ifindex, .reason = reason };
 	struct bnd_ctr *c = bpf_map_lookup_elem(&bnd_counters, &k);
 
 	if (!c) {
@@ -133,8 +135,13 @@ static __noinline int bnd_drop(struct __sk_buff *skb, __u32 reason)
 	}
 	if (c) {
 		c->packets++;
-		c->bytes += skb->len;
+		c->bytes += len;
 	}
+}
+
+static __always_inline int bnd_drop(struct __sk_buff *skb, __u32 reason)
+{
+	bnd_count(skb->ifindex, skb->len, reason);
 	return TC_ACT_SHOT;
 }
 
@@ -143,70 +150,98 @@ static __always_inline int ipv6_ext(__u8 nh)
 	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS;
 }
 
-/* local_dest reports whether the FIB delivers daddr locally (or does not
- * forward it at all) for a packet arriving on skb's interface. */
-static __always_inline int local_dest(struct __sk_buff *skb, struct ipv6hdr *ip6)
+/* ip6_at returns the IPv6 header after the Ethernet header of the packet
+ * data..end, or NULL. */
+static __always_inline struct ipv6hdr *ip6_at(void *data, void *end)
 {
-	struct bpf_fib_lookup f = {};
+	struct cursor c = { .pos = data, .end = end };
 
-	f.family = AF_INET6;
-	f.ifindex = skb->ingress_ifindex;
-	f.tot_len = bpf_ntohs(ip6->payload_len);
-	__builtin_memcpy(f.ipv6_src, &ip6->saddr, sizeof(f.ipv6_src));
-	__builtin_memcpy(f.ipv6_dst, &ip6->daddr, sizeof(f.ipv6_dst));
-	return bpf_fib_lookup(skb, &f, sizeof(f), 0) == BPF_FIB_LKUP_RET_NOT_FWDED;
-}
-
-/* ip6_of returns the IPv6 header after the Ethernet header, or NULL. */
-static __always_inline struct ipv6hdr *ip6_of(struct __sk_buff *skb)
-{
-	struct cursor c;
-
-	cursor_init_skb(&c, skb);
 	if (!cursor_eth(&c))
 		return 0;
 	return cursor_ipv6(&c);
 }
 
-static __always_inline int boundary(struct __sk_buff *skb, int ingress)
+/* ctx_ip6 is ip6_at for a tc (xdp = 0) or XDP (xdp = 1) context. */
+#define ctx_ip6(ctx, xdp)                                                              \
+	((xdp) ? ip6_at((void *)(long)((struct xdp_md *)(ctx))->data,                  \
+			(void *)(long)((struct xdp_md *)(ctx))->data_end)              \
+	       : ip6_at((void *)(long)((struct __sk_buff *)(ctx))->data,               \
+			(void *)(long)((struct __sk_buff *)(ctx))->data_end))
+
+static __always_inline struct ipv6hdr *ip6_of(struct __sk_buff *skb)
+{
+	return ctx_ip6(skb, 0);
+}
+
+/* local_dest reports whether the FIB delivers daddr locally (or does not
+ * forward it at all) for a packet arriving on ifindex. */
+static __always_inline int local_dest(void *ctx, __u32 ifindex, struct ipv6hdr *ip6)
+{
+	struct bpf_fib_lookup f = {};
+
+	f.family = AF_INET6;
+	f.ifindex = ifindex;
+	f.tot_len = bpf_ntohs(ip6->payload_len);
+	__builtin_memcpy(f.ipv6_src, &ip6->saddr, sizeof(f.ipv6_src));
+	__builtin_memcpy(f.ipv6_dst, &ip6->daddr, sizeof(f.ipv6_dst));
+	return bpf_fib_lookup(ctx, &f, sizeof(f), 0) == BPF_FIB_LKUP_RET_NOT_FWDED;
+}
+
+#define BND_PASS (-1)
+
+/* bnd_kind_of looks the destination up: one LPM lookup. */
+static __always_inline __u32 bnd_kind_of(struct ipv6hdr *ip6)
 {
 	struct bnd_key key = { .prefixlen = 128 };
-	struct ipv6_walk w;
 	struct bnd_dest *d;
+
+	key.addr = ip6->daddr;
+	d = bpf_map_lookup_elem(&bnd_lpm, &key);
+	return d ? d->kind : BND_NONE;
+}
+
+/* bnd_in is the ingress decision for the IPv6 packet ip6 of ctx (tc or
+ * XDP, len bytes, arrived on ifindex): a drop reason or BND_PASS. The
+ * common case (no extension header) is one LPM lookup. */
+static __always_inline int bnd_in(void *ctx, int xdp, __u32 len, __u32 ifindex, struct ipv6hdr *ip6)
+{
+	struct ipv6_walk w;
+	__u32 kind = bnd_kind_of(ip6);
+
+	if (kind == BND_EXTERNAL)
+		return BND_PASS;
+	if (!ipv6_ext(ip6->nexthdr) && ip6->nexthdr != IPPROTO_FRAGMENT)
+		/* No extension header, so no SRH: the fast path. */
+		return kind == BND_SID ? BND_DROP_SID : BND_PASS;
+	ipv6_walk_ext_ctx(ctx, xdp, len, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
+	if (kind == BND_SID)
+		return w.srh_off ? BND_DROP_SID_SRH : BND_DROP_SID;
+	/* An SRH could hide behind a fragment header (the kernel processes
+	 * it after reassembly), a second SRH or unreadable headers. */
+	if (!w.srh_off && !w.truncated && !w.too_many && !w.fragment && !w.multi_srh)
+		return BND_PASS;
+	ip6 = ctx_ip6(ctx, xdp); /* re-derive: the walk called helpers */
+	if (!ip6)
+		return BND_PASS;
+	if (kind != BND_NODE && !local_dest(ctx, ifindex, ip6))
+		return BND_PASS; /* transit between outside hosts */
+	return w.srh_off && !w.multi_srh ? BND_DROP_SRH_NODE : BND_DROP_MALFORMED;
+}
+
+static __always_inline int boundary(struct __sk_buff *skb, int ingress)
+{
 	struct ipv6hdr *ip6;
-	__u32 kind;
+	int r;
 
 	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return TC_ACT_UNSPEC;
 	ip6 = ip6_of(skb);
 	if (!ip6)
 		return TC_ACT_UNSPEC; /* the stack drops a truncated header */
-	key.addr = ip6->daddr;
-	d = bpf_map_lookup_elem(&bnd_lpm, &key);
-	kind = d ? d->kind : BND_NONE;
-	if (kind == BND_EXTERNAL)
-		return TC_ACT_UNSPEC;
 	if (!ingress)
-		return kind == BND_SID ? bnd_drop(skb, BND_DROP_LEAK_SID) : TC_ACT_UNSPEC;
-	if (!ipv6_ext(ip6->nexthdr) && ip6->nexthdr != IPPROTO_FRAGMENT) {
-		/* No extension header, so no SRH: the fast path. */
-		if (kind == BND_SID)
-			return bnd_drop(skb, BND_DROP_SID);
-		return TC_ACT_UNSPEC;
-	}
-	ipv6_walk_ext(skb, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
-	if (kind == BND_SID)
-		return bnd_drop(skb, w.srh_off ? BND_DROP_SID_SRH : BND_DROP_SID);
-	/* An SRH could hide behind a fragment header (the kernel processes
-	 * it after reassembly), a second SRH or unreadable headers. */
-	if (!w.srh_off && !w.truncated && !w.too_many && !w.fragment && !w.multi_srh)
-		return TC_ACT_UNSPEC;
-	ip6 = ip6_of(skb); /* re-derive: ipv6_walk_ext calls helpers */
-	if (!ip6)
-		return TC_ACT_UNSPEC;
-	if (kind != BND_NODE && !local_dest(skb, ip6))
-		return TC_ACT_UNSPEC; /* transit between outside hosts */
-	return bnd_drop(skb, w.srh_off && !w.multi_srh ? BND_DROP_SRH_NODE : BND_DROP_MALFORMED);
+		return bnd_kind_of(ip6) == BND_SID ? bnd_drop(skb, BND_DROP_LEAK_SID) : TC_ACT_UNSPEC;
+	r = bnd_in(skb, 0, skb->len, skb->ingress_ifindex, ip6);
+	return r == BND_PASS ? TC_ACT_UNSPEC : bnd_drop(skb, r);
 }
 
 /* hmac_reason mirrors the kernel's seg6_hmac_validate_skb with
@@ -270,6 +305,34 @@ int hmac_in(struct __sk_buff *skb)
 		return bnd_drop(skb, BND_DROP_HMAC_MISSING);
 	r = hmac_reason(skb, &w);
 	return r < 0 ? TC_ACT_UNSPEC : bnd_drop(skb, r);
+}
+
+/* boundary_xdp is boundary_in in XDP: the same decisions, counted under
+ * the same interface and reasons, with boundary_out on TCX egress. segchain
+ * does not attach it (docs/security.md, Cost: on veth, native XDP turns off
+ * GSO on the peer and costs stack traffic far more than TCX); segchain perf
+ * boundary measures it. */
+SEC("xdp")
+int boundary_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct ipv6hdr *ip6;
+	__u32 len;
+	int r;
+
+	if (data + sizeof(*eth) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return XDP_PASS;
+	ip6 = ip6_at(data, end);
+	if (!ip6)
+		return XDP_PASS;
+	len = bpf_xdp_get_buff_len(ctx); /* with the fragments of a multi-buffer frame */
+	r = bnd_in(ctx, 1, len, ctx->ingress_ifindex, ip6);
+	if (r == BND_PASS)
+		return XDP_PASS;
+	bnd_count(ctx->ingress_ifindex, len, r);
+	return XDP_DROP;
 }
 
 SEC("tc")

@@ -3,10 +3,10 @@
  * constants the uapi headers lack, and the one definition of an extension
  * header walk: which Next Header values are extension headers, how long
  * each is, when an SRH is structurally valid, and the walk's bound. The
- * proxies and the boundary walk with ipv6_walk_ext (over
- * bpf_skb_load_bytes: variable offsets are easier on the verifier that
- * way); the firewall steps with the same primitives over its own reader
- * (fw_tc.bpf.c: ext_step). */
+ * proxies and the boundary walk with ipv6_walk_ext_ctx (over
+ * bpf_skb_load_bytes / bpf_xdp_load_bytes: variable offsets are easier on
+ * the verifier that way); the firewall steps with the same primitives over
+ * its own reader (fw_tc.bpf.c: ext_step). */
 #ifndef SEGCHAIN_LIB_IPV6_H
 #define SEGCHAIN_LIB_IPV6_H
 
@@ -116,13 +116,19 @@ struct ipv6_walk {
 	__u8 too_many;	 /* more than IPV6_EXT_MAX extension headers */
 };
 
-/* ipv6_walk_ext walks hop-by-hop, destination options and routing headers
- * starting after the IPv6 header at off (nexthdr is its Next Header); the
+/* ipv6_walk_ext_ctx walks hop-by-hop, destination options and routing
+ * headers starting after the IPv6 header at off (nexthdr is its Next
+ * Header) of a tc (xdp = 0, ctx a __sk_buff) or XDP (xdp = 1, ctx an
+ * xdp_md) packet of len bytes; xdp must be a compile-time constant. The
  * routing header must be a valid SRH (ipv6_srh_valid). A fragment header
  * ends the walk (w->fragment); AH is not walked: it is the upper layer
  * here (the proxies and the boundary never look past it). */
-static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8 nexthdr,
-					  struct ipv6_walk *w)
+#define ipv6_load_bytes(ctx, xdp, off, to, n)                                  \
+	((xdp) ? bpf_xdp_load_bytes((ctx), (off), (to), (n))                  \
+	       : bpf_skb_load_bytes((ctx), (off), (to), (n)))
+
+static __always_inline void ipv6_walk_ext_ctx(void *ctx, int xdp, __u32 len, __u32 off,
+					      __u8 nexthdr, struct ipv6_walk *w)
 {
 	__u32 nh_off = off - sizeof(struct ipv6hdr) + 6; /* ipv6hdr.nexthdr */
 	int i;
@@ -135,16 +141,16 @@ static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8
 		switch (nexthdr) {
 		case IPPROTO_HOPOPTS:
 		case IPPROTO_DSTOPTS:
-			if (bpf_skb_load_bytes(skb, off, hdr, sizeof(hdr)) < 0) {
+			if (ipv6_load_bytes(ctx, xdp, off, hdr, sizeof(hdr)) < 0) {
 				w->truncated = 1;
 				return;
 			}
 			nh_off = off;
+			off += ipv6_ext_len(nexthdr, hdr[1]); /* this header's length */
 			nexthdr = hdr[0];
-			off += ipv6_ext_len(nexthdr, hdr[1]);
 			continue;
 		case IPPROTO_ROUTING:
-			if (bpf_skb_load_bytes(skb, off, &srh, sizeof(srh)) < 0) {
+			if (ipv6_load_bytes(ctx, xdp, off, &srh, sizeof(srh)) < 0) {
 				w->truncated = 1;
 				return;
 			}
@@ -170,12 +176,19 @@ static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8
 			w->nh_off = nh_off;
 			w->upper_off = off;
 			w->upper = nexthdr;
-			if (off > skb->len)
+			if (off > len)
 				w->truncated = 1;
 			return;
 		}
 	}
 	w->too_many = 1;
+}
+
+/* ipv6_walk_ext is ipv6_walk_ext_ctx for a tc program. */
+static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8 nexthdr,
+					  struct ipv6_walk *w)
+{
+	ipv6_walk_ext_ctx(skb, 0, skb->len, off, nexthdr, w);
 }
 
 #endif

@@ -75,6 +75,7 @@ const (
 	boundaryTCMapBndLpm           = "bnd_lpm"
 	boundaryTCProgBoundaryIn      = "boundary_in"
 	boundaryTCProgBoundaryOut     = "boundary_out"
+	boundaryTCProgBoundaryXdp     = "boundary_xdp"
 	boundaryTCProgHmacIn          = "hmac_in"
 	boundaryTCVarUnusedDropReason = "unused_drop_reason"
 	boundaryTCVarUnusedKind       = "unused_kind"
@@ -124,6 +125,7 @@ type boundaryTCSpecs struct {
 type boundaryTCProgramSpecs struct {
 	BoundaryIn  *ebpf.ProgramSpec `ebpf:"boundary_in"`
 	BoundaryOut *ebpf.ProgramSpec `ebpf:"boundary_out"`
+	BoundaryXdp *ebpf.ProgramSpec `ebpf:"boundary_xdp"`
 	HmacIn      *ebpf.ProgramSpec `ebpf:"hmac_in"`
 }
 
@@ -194,6 +196,7 @@ type boundaryTCVariables struct {
 type boundaryTCPrograms struct {
 	BoundaryIn  *ebpf.Program `ebpf:"boundary_in"`
 	BoundaryOut *ebpf.Program `ebpf:"boundary_out"`
+	BoundaryXdp *ebpf.Program `ebpf:"boundary_xdp"`
 	HmacIn      *ebpf.Program `ebpf:"hmac_in"`
 }
 
@@ -201,6 +204,7 @@ func (p *boundaryTCPrograms) Close() error {
 	return _BoundaryTCClose(
 		p.BoundaryIn,
 		p.BoundaryOut,
+		p.BoundaryXdp,
 		p.HmacIn,
 	)
 }

@@ -14,6 +14,8 @@ import (
 const (
 	actUnspec = 0xffffffff // TC_ACT_UNSPEC (-1): TCX_NEXT
 	actShot   = 2          // TC_ACT_SHOT
+	xdpDrop   = 1          // XDP_DROP
+	xdpPass   = 2          // XDP_PASS
 )
 
 // loadTest loads the program unpinned with b's tables (no attachment:
@@ -147,6 +149,16 @@ func TestProgramVerdicts(t *testing.T) {
 		{"out: to an external SID passes", n.objs.BoundaryOut, eth6(testutil.IPv6(src, ext, nhUDP, 64, udp())), actUnspec, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) { n.expect(t, tc.prog, tc.frame, tc.want, tc.reason) })
+		if tc.prog != n.objs.BoundaryIn {
+			continue
+		}
+		// The XDP variant of the ingress program: the same decision and
+		// counter, XDP_PASS for TCX_NEXT and XDP_DROP for TC_ACT_SHOT.
+		want := uint32(xdpPass)
+		if tc.want == actShot {
+			want = xdpDrop
+		}
+		t.Run("xdp: "+tc.name, func(t *testing.T) { n.expect(t, n.objs.BoundaryXdp, tc.frame, want, tc.reason) })
 	}
 }
 

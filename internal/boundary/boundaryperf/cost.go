@@ -18,6 +18,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -39,9 +41,13 @@ func Filter() nodestate.Boundary {
 
 // Modes of the SUT's input port during an arm.
 const (
-	modeNone   = iota // nothing attached (the reference)
-	modeFilter        // the boundary filter, ingress and egress
-	modeEmpty         // an empty TCX ingress program: the hook's own cost
+	modeNone        = iota // nothing attached (the reference)
+	modeFilter             // the boundary filter in TCX, ingress and egress
+	modeEmpty              // an empty TCX ingress program: the hook's own cost
+	modeEmptyFilter        // the empty TCX program and the filter: the filter's cost where a TCX program already runs
+	modeEmptyXDP           // an empty native XDP program (XDP_PASS)
+	modeXDPFilter          // the filter's XDP ingress program and its TCX egress program
+	modeEmptyCls           // the empty program as a tc clsact filter in direct-action mode (cls_bpf)
 )
 
 // toggle is the testbed's generator whose Select also sets the SUT's input
@@ -55,9 +61,10 @@ type toggle struct {
 
 // portState is what is attached to the SUT's input port now.
 type portState struct {
-	mode  int
-	empty *ebpf.Program
-	link  link.Link
+	mode     int
+	empty    *ebpf.Program
+	emptyXDP *ebpf.Program
+	links    []link.Link
 }
 
 func (g toggle) Select(slot int) error {
@@ -71,36 +78,81 @@ func (s *portState) set(env *perf.Env, mode int) error {
 	if s.mode == mode {
 		return nil
 	}
-	if s.link != nil {
-		if err := s.link.Close(); err != nil {
+	for _, l := range s.links {
+		if err := l.Close(); err != nil {
 			return err
 		}
-		s.link = nil
 	}
-	if err := setFilter(env, mode == modeFilter); err != nil {
+	s.links = nil
+	if s.mode == modeEmptyCls {
+		if err := env.Do(func() error { return clsact(env.In, nil) }); err != nil {
+			return fmt.Errorf("remove clsact: %w", err)
+		}
+	}
+	if err := setFilter(env, mode == modeFilter || mode == modeEmptyFilter); err != nil {
 		return err
 	}
-	if mode == modeEmpty {
-		err := env.Do(func() error {
-			i, err := net.InterfaceByName(env.In)
-			if err != nil {
-				return err
-			}
-			s.link, err = link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: s.empty, Attach: ebpf.AttachTCXIngress})
-			return err
-		})
+	err := env.Do(func() error {
+		i, err := net.InterfaceByName(env.In)
 		if err != nil {
-			return fmt.Errorf("attach the empty program: %w", err)
+			return err
 		}
+		var l link.Link
+		switch mode {
+		case modeEmpty, modeEmptyFilter:
+			l, err = link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: s.empty, Attach: ebpf.AttachTCXIngress, Anchor: link.Tail()})
+		case modeEmptyXDP:
+			l, err = link.AttachXDP(link.XDPOptions{Interface: i.Index, Program: s.emptyXDP, Flags: link.XDPDriverMode})
+		case modeXDPFilter:
+			s.links, err = boundary.AttachXDP(i.Index)
+		case modeEmptyCls:
+			err = clsact(env.In, s.empty)
+		}
+		if l != nil {
+			s.links = append(s.links, l)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("attach to %s: %w", env.In, err)
 	}
 	s.mode = mode
 	return nil
 }
 
-// emptyProgram returns TC_ACT_UNSPEC (TCX_NEXT) at once.
+// clsact adds a clsact qdisc to dev with prog as a direct-action ingress
+// filter, or (prog nil) deletes the qdisc.
+func clsact(dev string, prog *ebpf.Program) error {
+	l, err := netlink.LinkByName(dev)
+	if err != nil {
+		return err
+	}
+	q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index,
+		Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
+	if prog == nil {
+		return netlink.QdiscDel(q)
+	}
+	if err := netlink.QdiscAdd(q); err != nil {
+		return err
+	}
+	err = netlink.FilterAdd(&netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: l.Attrs().Index,
+		Parent: netlink.HANDLE_MIN_INGRESS, Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1},
+		Fd: prog.FD(), Name: "segchain-perf-empty", DirectAction: true})
+	if err != nil {
+		_ = netlink.QdiscDel(q)
+	}
+	return err
+}
+
+// emptyProgram returns TC_ACT_UNSPEC (TCX_NEXT) at once; emptyXDP XDP_PASS.
 func emptyProgram() (*ebpf.Program, error) {
 	return ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}})
+}
+
+func emptyXDP() (*ebpf.Program, error) {
+	return ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}})
 }
 
 type driver struct {
@@ -162,10 +214,16 @@ func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
 		mode         int
 	}{
 		{"IPv6", "IPv6", modeNone},
+		{"IPv6 (A/A)", "IPv6", modeNone},
 		{"IPv6+boundary", "IPv6", modeFilter},
 		{"IPv6+empty-tcx", "IPv6", modeEmpty},
+		{"IPv6+empty-tcx+boundary", "IPv6", modeEmptyFilter},
+		{"IPv6+empty-cls", "IPv6", modeEmptyCls},
+		{"IPv6+empty-xdp", "IPv6", modeEmptyXDP},
+		{"IPv6+boundary-xdp", "IPv6", modeXDPFilter},
 		{"T.Encaps", "T.Encaps", modeNone},
 		{"T.Encaps+boundary", "T.Encaps", modeFilter},
+		{"T.Encaps+boundary-xdp", "T.Encaps", modeXDPFilter},
 	}
 	gen := d.Generator()
 	mode := map[int]int{}
@@ -192,7 +250,12 @@ func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
 		return nil, err
 	}
 	defer empty.Close()
-	state := &portState{mode: -1, empty: empty}
+	exdp, err := emptyXDP()
+	if err != nil {
+		return nil, err
+	}
+	defer exdp.Close()
+	state := &portState{mode: -1, empty: empty, emptyXDP: exdp}
 	defer func() {
 		_ = state.set(env, modeNone)
 		_ = env.Do(func() error { return boundary.Remove("") })
