@@ -37,6 +37,7 @@ type example struct {
 var skips = []struct{ match, reason string }{
 	{"segchain perf run", "a benchmark run takes minutes"},
 	{"segchain perf limit", "measures the machine for seconds per figure; perf's own tests cover it"},
+	{"segchain perf boundary", "a benchmark run takes minutes"},
 	{"lab down --all-owned", "takes down every lab on the machine, other users' too"},
 	{"tcpdump -ni", "runs tcpdump until interrupted"},
 	{"fw import fc00:2::f1:0/112 rules.v6", "needs the reader's own rules file"},
