@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -127,6 +129,31 @@ func checkFlavors(l *nodestate.Seg6Local) error {
 // in a throwaway network namespace (the kernel is shared by every
 // namespace, so the answer holds for the handle's namespace too). It never
 // fails: a feature that cannot be tried is reported unsupported, with why.
+// probePrefix names the throwaway namespaces of probe: the creating
+// process's pid follows, so that one a killed process left behind (a
+// deferred delete does not run on SIGKILL) is recognised and removed.
+const probePrefix = "segchain-probe-"
+
+// removeOrphanProbes deletes probe namespaces whose creating process is
+// gone.
+func removeOrphanProbes() {
+	ents, _ := os.ReadDir("/run/netns")
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), probePrefix)
+		if !ok {
+			continue
+		}
+		pidStr, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if !ok || err != nil {
+			continue // not of this naming: not ours to judge
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
+			_ = nsutil.Delete(e.Name())
+		}
+	}
+}
+
 func (h *Handle) probe() Features {
 	f := Features{
 		VRF: Feature{Name: "vrf"}, EndDT4: Feature{Name: "End.DT4"}, EndDT46: Feature{Name: "End.DT46"},
@@ -143,9 +170,10 @@ func (h *Handle) probe() Features {
 		}
 		return f
 	}
+	removeOrphanProbes()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	name := "segchain-probe-" + hex.EncodeToString(b)
+	name := fmt.Sprintf("%s%d-%s", probePrefix, os.Getpid(), hex.EncodeToString(b))
 	if err := nsutil.Create(name); err != nil {
 		return all("cannot create a probe namespace: " + err.Error())
 	}

@@ -1,6 +1,11 @@
 package dataplane
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/segchain/segchain/internal/nsutil"
 	"net/netip"
 	"strings"
 	"testing"
@@ -71,4 +76,30 @@ func TestPrivilegedOpen(t *testing.T) {
 	}
 	h.Close()
 	h.Close() // idempotent
+}
+
+// TestPrivilegedOrphanProbeRemoved: a probe namespace whose creator died
+// (SIGKILL skips its deferred delete) is removed by the next probe; one of a
+// live process is left alone.
+func TestPrivilegedOrphanProbeRemoved(t *testing.T) {
+	testutil.RequireRoot(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	orphan := fmt.Sprintf("%s%d-test", probePrefix, dead.Process.Pid)
+	live := fmt.Sprintf("%s%d-test", probePrefix, os.Getpid())
+	for _, n := range []string{orphan, live} {
+		if err := nsutil.Create(n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = nsutil.Delete(n) })
+	}
+	removeOrphanProbes()
+	if nsutil.Exists(orphan) {
+		t.Errorf("orphan probe namespace %s left", orphan)
+	}
+	if !nsutil.Exists(live) {
+		t.Errorf("probe namespace %s of a live process removed", live)
+	}
 }
