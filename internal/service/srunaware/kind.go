@@ -130,3 +130,25 @@ func (Kind) ServiceBehavior(s nodestate.Service) string {
 	p, _ := ProxyOf(s)
 	return p.Behavior
 }
+
+// Services is the proxies as a node's services.
+func Services(ps ...Proxy) []nodestate.Service {
+	out := make([]nodestate.Service, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.Service())
+	}
+	return out
+}
+
+// ProxiesOf reads the services of this kind in list, in order.
+func ProxiesOf(list []nodestate.Service) ([]Proxy, error) {
+	var out []Proxy
+	for _, s := range nodestate.ServicesOf(list, Name) {
+		p, err := ProxyOf(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
