@@ -92,3 +92,37 @@ func TestLayered(t *testing.T) {
 		}
 	}
 }
+
+// kindImporters are the only packages (tests aside) that may import a
+// service kind's own package: the registration list, the kind's data path
+// (its node half), and config, which declares the two first kinds' YAML
+// fields for compatibility. Everybody else iterates the registry
+// (internal/service/kinds, internal/nodeagent/kinds.go).
+var kindImporters = map[string][]string{
+	"internal/service/srunaware": {"internal/service/kinds", "internal/proxy", "internal/config"},
+	"internal/service/firewall":  {"internal/service/kinds", "internal/fw", "internal/config"},
+}
+
+func TestKindsReachedThroughTheRegistry(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], mod)
+		for _, imp := range f[1:] {
+			allowed, isKind := kindImporters[strings.TrimPrefix(imp, mod)]
+			if !isKind || pkg == strings.TrimPrefix(imp, mod) {
+				continue
+			}
+			ok := false
+			for _, a := range allowed {
+				ok = ok || a == pkg
+			}
+			if !ok {
+				t.Errorf("%s imports the service kind %s: iterate the registry (internal/service/kinds) instead", pkg, strings.TrimPrefix(imp, mod))
+			}
+		}
+	}
+}
