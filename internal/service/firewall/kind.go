@@ -204,23 +204,7 @@ func (k Kind) Canonical(s nodestate.Service) string {
 func (Kind) ServiceBehavior(nodestate.Service) string { return Behavior }
 
 // Services is the instances as a node's services.
-func Services(fs ...Spec) []nodestate.Service {
-	out := make([]nodestate.Service, 0, len(fs))
-	for _, f := range fs {
-		out = append(out, f.Service())
-	}
-	return out
-}
+func Services(fs ...Spec) []nodestate.Service { return service.Encode(fs...) }
 
 // SpecsOf reads the services of this kind in list, in order.
-func SpecsOf(list []nodestate.Service) ([]Spec, error) {
-	var out []Spec
-	for _, s := range nodestate.ServicesOf(list, Name) {
-		f, err := SpecOf(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
+func SpecsOf(list []nodestate.Service) ([]Spec, error) { return service.Decode(list, Name, SpecOf) }

@@ -132,23 +132,7 @@ func (Kind) ServiceBehavior(s nodestate.Service) string {
 }
 
 // Services is the proxies as a node's services.
-func Services(ps ...Proxy) []nodestate.Service {
-	out := make([]nodestate.Service, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, p.Service())
-	}
-	return out
-}
+func Services(ps ...Proxy) []nodestate.Service { return service.Encode(ps...) }
 
 // ProxiesOf reads the services of this kind in list, in order.
-func ProxiesOf(list []nodestate.Service) ([]Proxy, error) {
-	var out []Proxy
-	for _, s := range nodestate.ServicesOf(list, Name) {
-		p, err := ProxyOf(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
+func ProxiesOf(list []nodestate.Service) ([]Proxy, error) { return service.Decode(list, Name, ProxyOf) }
