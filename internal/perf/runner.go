@@ -65,6 +65,8 @@ type Control struct {
 	Size     int     `json:"size"`
 	Ratio    Summary `json:"ratio"`
 	CPURatio Summary `json:"cpu_ratio"`
+	// Latency of the A/A arm: its added latency is the method's noise.
+	Latency *LatencyResult `json:"latency,omitempty"`
 	// Valid / CPUValid: the median is within aa_limit of 1.
 	Valid    bool `json:"valid"`
 	CPUValid bool `json:"cpu_valid"`
@@ -110,6 +112,9 @@ type Result struct {
 	// thread lost its CPU in one of their windows (sandwich.max_lost).
 	DisturbedRounds int           `json:"disturbed_rounds,omitempty"`
 	Searches        []SearchTrace `json:"searches,omitempty"`
+	// Latency at the latency phase's paced rate (absolute and added to
+	// the baseline's), nil when the phase did not run.
+	Latency *LatencyResult `json:"latency,omitempty"`
 }
 
 // SearchTrace keeps a search's steps (throughput vs input rate plots).
@@ -208,6 +213,9 @@ func (r *Runner) Run(e *Experiment) (*Report, error) {
 	if *e.Ceiling {
 		steps += 3
 	}
+	if e.Latency.On() {
+		steps += e.Latency.Rounds * (2*(nArms+1) + 1)
+	}
 	r.Progress.Total(steps * len(e.Sizes) * e.Runs)
 
 	gen := r.Driver.Generator()
@@ -293,6 +301,11 @@ func (r *Runner) Run(e *Experiment) (*Report, error) {
 			}
 			if e.Method != "sandwich" {
 				if err := r.pdr(e, ref, arms, results); err != nil {
+					return nil, err
+				}
+			}
+			if e.Latency.On() {
+				if err := r.latency(e, rep, ref, arms, results, run, size); err != nil {
 					return nil, err
 				}
 			}
@@ -388,6 +401,42 @@ func (r *Runner) sandwich(e *Experiment, rep *Report, ref Arm, arms []arm, resul
 		rep.Valid = false
 		r.logf("run %d, %d B: A/A control (throughput %.3f, cpu %.3f) is more than %.0f%% from 1: run rejected",
 			run, size, aa.Median, aaCPU.Median, 100*e.Sandwich.AALimit)
+	}
+	return nil
+}
+
+// latency runs the latency phase and puts each arm's figures into its
+// result (the A/A arm's into the run's control). A testbed that cannot
+// measure latency is logged once, not an error.
+func (r *Runner) latency(e *Experiment, rep *Report, ref Arm, arms []arm, results []Result, run, size int) error {
+	ld, ok := r.Driver.(LatencyDriver)
+	if !ok {
+		if run == 1 && size == e.Sizes[0] {
+			r.logf("latency: testbed %s cannot measure it; skipped", r.Driver.Name())
+		}
+		return nil
+	}
+	plain := make([]Arm, len(arms))
+	for i, a := range arms {
+		plain[i] = a.Arm
+	}
+	l := e.Latency
+	cfg := LatencyConfig{Rounds: l.Rounds, Settle: l.Settle.D(), Window: l.Window.D(), Rate: uint64(l.RatePPS),
+		Seed: e.Sandwich.Seed + uint64(run)*1000 + uint64(size) + 7, Tick: func() { r.Progress.Add(1) }}
+	r.logf("run %d, %d B: latency of %d behaviours at %.0f pps, %d rounds", run, size, len(arms), l.RatePPS, l.Rounds)
+	refRes, res, err := MeasureLatency(ld, ref, plain, cfg)
+	if err != nil {
+		return fmt.Errorf("latency: %w", err)
+	}
+	results[0].Latency = refRes.Summary(cfg.Rate, nil)
+	for i, a := range res {
+		results[i+1].Latency = a.Summary(cfg.Rate, &refRes)
+	}
+	for i := len(rep.Controls) - 1; i >= 0; i-- {
+		if c := &rep.Controls[i]; c.Run == run && c.Size == size {
+			c.Latency = results[1].Latency
+			break
+		}
 	}
 	return nil
 }
