@@ -45,6 +45,12 @@ SUT thread had its CPU to itself; "not measurable" when too few had).
 PDR/NDR searches (exponential then binary) are available for NIC testbeds;
 on veth use a relaxed loss threshold (≥ 2%).
 
+Every run also measures per-packet latency: the generator stamps each
+frame's last 16 bytes with its send time, the sink records how long it
+took; all behaviours at one paced rate (latency.rate_pps), interleaved
+with the baseline. Reported: p50, p99, p99.9, max, and the latency each
+behaviour adds to the baseline (its percentile minus the baseline's).
+
   segchain perf ls                              the behaviour recipes
   segchain perf run -f EXP.yaml [--out DIR]     an experiment (examples/perf/)
   segchain perf limit [--repeat N]              the testbed's physical limit
@@ -238,7 +244,9 @@ func newPerfRunCmd() *cobra.Command {
 		Long: `Run an experiment file (see examples/perf/ and its README for the fields). The
 testbed is built with unique namespace names and torn down afterwards, also
 on error or Ctrl-C. Each run and packet size first measures the testbed's
-ceilings (as "segchain perf limit" does), then the behaviours.
+ceilings (as "segchain perf limit" does), then the behaviours' throughput,
+then their latency at a paced rate (the experiment's latency: section;
+latency.enabled: false skips it).
 
 Results: a Markdown table on stdout (or the JSON report with -o json); with
 --out, report.json, results.csv, table.md, windows.csv (every measured

@@ -200,9 +200,9 @@ type LatencyResult struct {
 	NotMeasured string `json:"not_measured,omitempty"`
 }
 
-// Summary of an arm against the reference arm's result (nil ref: the
+// Result sums an arm up against the reference arm (nil ref: the
 // reference itself).
-func (a LatencyArm) Summary(rate uint64, ref *LatencyArm) *LatencyResult {
+func (a LatencyArm) Result(rate uint64, ref *LatencyArm) *LatencyResult {
 	if !a.Stamped {
 		return &LatencyResult{RatePPS: float64(rate),
 			NotMeasured: fmt.Sprintf("its frames have no room for a %d-byte stamp at the end of the innermost payload", stampLen)}

@@ -428,9 +428,9 @@ func (r *Runner) latency(e *Experiment, rep *Report, ref Arm, arms []arm, result
 	if err != nil {
 		return fmt.Errorf("latency: %w", err)
 	}
-	results[0].Latency = refRes.Summary(cfg.Rate, nil)
+	results[0].Latency = refRes.Result(cfg.Rate, nil)
 	for i, a := range res {
-		results[i+1].Latency = a.Summary(cfg.Rate, &refRes)
+		results[i+1].Latency = a.Result(cfg.Rate, &refRes)
 	}
 	for i := len(rep.Controls) - 1; i >= 0; i-- {
 		if c := &rep.Controls[i]; c.Run == run && c.Size == size {
