@@ -183,7 +183,7 @@ func loadSinks(t *testing.T) []sinkUnderTest {
 		return 0
 	}
 	return []sinkUnderTest{
-		{"tc", tc.PerfSinkTc, func(v bool) error { return tc.PerfLatOn.Set(b(v)) }, tc.PerfLat, tc.PerfLatMiss, 2},   // TC_ACT_SHOT
+		{"tc", tc.PerfSinkTc, func(v bool) error { return tc.PerfLatOn.Set(b(v)) }, tc.PerfLat, tc.PerfLatMiss, 2},       // TC_ACT_SHOT
 		{"xdp", xdp.PerfSinkXdp, func(v bool) error { return xdp.PerfLatOn.Set(b(v)) }, xdp.PerfLat, xdp.PerfLatMiss, 1}, // XDP_DROP
 	}
 }
@@ -268,7 +268,7 @@ func TestSinkLatencyTestRun(t *testing.T) {
 			run(noStamp)
 			run(stamped(latSlots+3, monoNow(t)))
 			run(stamped(4, monoNow(t)+60e9)) // a minute in the future
-			short := make([]byte, 15) // an Ethernet header and one byte
+			short := make([]byte, 15)        // an Ethernet header and one byte
 			short[12], short[13] = 0x88, 0xb5
 			run(short)
 			h, m1 := read(4)

@@ -212,7 +212,7 @@ func TestStampSpot(t *testing.T) {
 	padded := append(append([]byte(nil), ok64...), make([]byte, 8)...)
 	frag := frame4(env, append([]byte(nil), ok64[14:]...))
 	frag[14] = 0x45
-	frag[14+6] = 0x20 // MF
+	frag[14+6] = 0x20                              // MF
 	unknown := frame6(env, ipv6(src6, dst, 50, u)) // ESP: opaque
 	cases := []struct {
 		name  string

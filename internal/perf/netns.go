@@ -65,7 +65,7 @@ type NetnsDriver struct {
 	// latMap, latMiss: the latency histograms and miss counters of the
 	// attached sink.
 	latMap, latMiss *ebpf.Map
-	genHold     link.Link
+	genHold         link.Link
 	// sutTasks are extra tasks whose CPU time is the SUT's (AddSUTTask),
 	// with the last runtime read (kept once a task has ended).
 	sutTasks []sutTask
