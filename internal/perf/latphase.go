@@ -25,6 +25,8 @@ type LatencyConfig struct {
 	Sleep func(time.Duration)
 	// Tick is called after every measured window (progress bars).
 	Tick func()
+	// Trace, if set, receives every measured window (Valid "latency").
+	Trace func(Window)
 }
 
 // Windows returns how many windows the phase measures for n arms.
@@ -42,8 +44,11 @@ type LatencyArm struct {
 	Misses LatencyMisses
 	// Tx and Rx are the frames offered and delivered in its windows.
 	Tx, Rx uint64
-	// Dur is the time its windows lasted in total.
-	Dur time.Duration
+	// Dur is the time its windows lasted in total; Wait the time the SUT
+	// thread spent runnable but not running in them (run-queue wait and
+	// steal: its wake-ups, and co-runners on its CPU).
+	Dur  time.Duration
+	Wait uint64
 	// AddedP50, AddedP99 per round: the arm's window percentile minus the
 	// mean of its two REF neighbours' (empty for REF itself).
 	AddedP50, AddedP99 []float64
@@ -98,6 +103,7 @@ func MeasureLatency(d LatencyDriver, ref Arm, arms []Arm, c LatencyConfig) (Late
 func latencyRounds(d LatencyDriver, ref Arm, arms []Arm, live []int, c LatencyConfig, sleep func(time.Duration), refRes *LatencyArm, res []LatencyArm) error {
 	gen := d.Generator()
 	rng := rand.New(rand.NewPCG(c.Seed, 0x1a7e))
+	round, seq := 0, 0
 	// measure runs one window of slot and returns its histogram.
 	measure := func(a Arm, into *LatencyArm) (LatencyHist, error) {
 		if err := gen.Select(a.Slot); err != nil {
@@ -134,9 +140,15 @@ func latencyRounds(d LatencyDriver, ref Arm, arms []Arm, live []int, c LatencyCo
 		into.Tx += dl.Tx
 		into.Rx += dl.Rx
 		into.Dur += dl.Dur
+		into.Wait += dl.SUTWait + dl.SUTSteal
+		if c.Trace != nil {
+			c.Trace(Window{Round: round, Seq: seq, Arm: a.Name, Slot: a.Slot, Delta: dl, Valid: "latency",
+				LatPackets: w.Count, LatP50: w.Quantile(0.5), LatP99: w.Quantile(0.99)})
+		}
+		seq++
 		return w, nil
 	}
-	for round := 0; round < c.Rounds; round++ {
+	for round = 0; round < c.Rounds; round++ {
 		order := append([]int(nil), live...)
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		prev, err := measure(ref, refRes)
@@ -196,6 +208,11 @@ type LatencyResult struct {
 	// window's percentile minus its REF neighbours'), median and CI.
 	AddedP50Rounds *Summary `json:"added_p50_rounds,omitempty"`
 	AddedP99Rounds *Summary `json:"added_p99_rounds,omitempty"`
+	// SUTWaitPerPacket (ns) is how long the SUT thread waited for its CPU
+	// per delivered packet: on a quiet machine its wake-up delay (a few
+	// µs at a paced rate); far more means co-runners on the SUT CPU, and
+	// the latency is theirs as much as the path's.
+	SUTWaitPerPacket float64 `json:"sut_wait_per_packet_ns,omitempty"`
 	// NotMeasured says why there are no figures (e.g. no room for a stamp).
 	NotMeasured string `json:"not_measured,omitempty"`
 }
@@ -212,6 +229,9 @@ func (a LatencyArm) Result(rate uint64, ref *LatencyArm) *LatencyResult {
 		Packets: h.Count, Unstamped: a.Misses.Total(), Misses: a.Misses.Map(),
 		P50: h.Quantile(0.5), P90: h.Quantile(0.9), P99: h.Quantile(0.99), P999: h.Quantile(0.999),
 		Max: float64(h.MaxNs), Mean: h.MeanNs()}
+	if a.Rx > 0 {
+		r.SUTWaitPerPacket = float64(a.Wait) / float64(a.Rx)
+	}
 	if len(r.Misses) == 0 {
 		r.Misses = nil
 	}

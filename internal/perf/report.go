@@ -199,26 +199,33 @@ func writeLatencyTable(w io.Writer, xs []Result, baseline string) {
 		return
 	}
 	fmt.Fprintf(w, "Latency at %.0f pps offered (µs; added = minus %s in the same run):\n\n", rate, baseline)
-	fmt.Fprintln(w, "| Behaviour | p50 | p99 | p99.9 | max | added p50 | added p99 | added p50 per round (95% CI) | packets | unstamped |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+	fmt.Fprintln(w, "| Behaviour | p50 | p99 | p99.9 | max | added p50 | added p99 | added p50 per round (95% CI) | packets | unstamped | SUT wait/packet |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
 	for _, x := range xs {
 		l := x.Latency
 		switch {
 		case l == nil:
 			continue
 		case l.NotMeasured != "":
-			fmt.Fprintf(w, "| %s | — | — | — | — | — | — | not measured: %s | %d | %d |\n", x.Name, l.NotMeasured, l.Packets, l.Unstamped)
+			fmt.Fprintf(w, "| %s | — | — | — | — | — | — | not measured: %s | %d | %d | |\n", x.Name, l.NotMeasured, l.Packets, l.Unstamped)
 			continue
 		}
 		added50, added99 := us(l.AddedP50), us(l.AddedP99)
 		if x.Behavior == baseline && x.Rules == 0 {
 			added50, added99 = "0", "0"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %d |\n", x.Name, us(l.P50), us(l.P99), us(l.P999), us(l.Max),
-			added50, added99, roundsCI(l.AddedP50Rounds), l.Packets, l.Unstamped)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", x.Name, us(l.P50), us(l.P99), us(l.P999), us(l.Max),
+			added50, added99, roundsCI(l.AddedP50Rounds), l.Packets, l.Unstamped, us(l.SUTWaitPerPacket))
 	}
 	fmt.Fprintln(w)
+	fmt.Fprint(w, latencyLegend)
 }
+
+// latencyLegend explains the latency table (docs/benchmarks.md says more).
+const latencyLegend = "Latency: generator send → sink, every behaviour at the same paced rate; the absolute figures include the testbed's own share " +
+	"(generator batch flush, veth, the SUT thread's wake-up). Added = the behaviour's percentile minus the baseline's: what it adds to plain forwarding; " +
+	"per round: the window's p50 minus its two baseline neighbours'. SUT wait/packet: how long the SUT thread waited for its CPU per packet — " +
+	"a few µs is its wake-up; far more means other work on its CPU, and the tails are that work's.\n\n"
 
 // us formats ns as µs with two decimals, signed when negative.
 func us(ns float64) string { return strconv.FormatFloat(ns/1e3, 'f', 2, 64) }
@@ -316,14 +323,14 @@ func (r *Report) WriteAll(dir string) ([]string, error) {
 func (r *Report) WriteWindowsCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"run", "size", "round", "seq", "arm", "slot", "dur_ns", "tx", "rx", "sut_cpu_ns", "sut_wait_ns", "sut_steal_ns",
-		"rx_pps", "ns_per_packet", "busy", "lost", "valid"})
+		"rx_pps", "ns_per_packet", "busy", "lost", "valid", "lat_packets", "lat_p50_ns", "lat_p99_ns"})
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	fl := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, x := range r.Windows {
 		d := x.Delta
 		_ = cw.Write([]string{strconv.Itoa(x.Run), strconv.Itoa(x.Size), strconv.Itoa(x.Round), strconv.Itoa(x.Seq), x.Arm, strconv.Itoa(x.Slot),
 			strconv.FormatInt(d.Dur.Nanoseconds(), 10), u(d.Tx), u(d.Rx), u(d.SUTCPU), u(d.SUTWait), u(d.SUTSteal),
-			fl(d.RxPPS()), fl(d.NsPerPacket()), fl(d.Busy()), fl(d.Lost()), x.Valid})
+			fl(d.RxPPS()), fl(d.NsPerPacket()), fl(d.Busy()), fl(d.Lost()), x.Valid, u(x.LatPackets), fl(x.LatP50), fl(x.LatP99)})
 	}
 	cw.Flush()
 	return cw.Error()

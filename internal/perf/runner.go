@@ -132,8 +132,13 @@ type Window struct {
 	Slot       int
 	Delta      Delta
 	// Valid: "ok", or why the window's round did not count for the
-	// throughput ratio (see SandwichConfig).
+	// throughput ratio (see SandwichConfig); "latency" for a window of the
+	// latency phase.
 	Valid string
+	// LatPackets, LatP50, LatP99: a latency window's recorded packets and
+	// percentiles (ns).
+	LatPackets     uint64
+	LatP50, LatP99 float64
 }
 
 // Skip is a behaviour that could not be measured, with the reason.
@@ -422,7 +427,11 @@ func (r *Runner) latency(e *Experiment, rep *Report, ref Arm, arms []arm, result
 	}
 	l := e.Latency
 	cfg := LatencyConfig{Rounds: l.Rounds, Settle: l.Settle.D(), Window: l.Window.D(), Rate: uint64(l.RatePPS),
-		Seed: e.Sandwich.Seed + uint64(run)*1000 + uint64(size) + 7, Tick: func() { r.Progress.Add(1) }}
+		Seed: e.Sandwich.Seed + uint64(run)*1000 + uint64(size) + 7, Tick: func() { r.Progress.Add(1) },
+		Trace: func(w Window) {
+			w.Run, w.Size = run, size
+			rep.Windows = append(rep.Windows, w)
+		}}
 	r.logf("run %d, %d B: latency of %d behaviours at %.0f pps, %d rounds", run, size, len(arms), l.RatePPS, l.Rounds)
 	refRes, res, err := MeasureLatency(ld, ref, plain, cfg)
 	if err != nil {
