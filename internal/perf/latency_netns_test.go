@@ -3,8 +3,6 @@ package perf
 import (
 	"testing"
 	"time"
-
-	"github.com/segchain/segchain/internal/testutil"
 )
 
 // TestRunReportsLatency runs a short experiment on the netns testbed and
@@ -12,20 +10,7 @@ import (
 // unstamped, 0 < p50 ≤ p99 ≤ max, the baseline's added latency 0, and the
 // A/A control's latency. No timing is asserted.
 func TestRunReportsLatency(t *testing.T) {
-	testutil.RequireRoot(t)
-	testutil.RequireTool(t, "ethtool")
-	d := NewNetnsDriver(NetnsOptions{GenCPU: 0, SUTCPU: 1, Prefix: "h16p-pf"})
-	if err := d.Up(); err != nil {
-		if IsNotSupported(err) {
-			t.Skipf("testbed: %v", err)
-		}
-		t.Fatalf("testbed up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := d.Down(); err != nil {
-			t.Errorf("testbed down: %v", err)
-		}
-	})
+	d := upTestbedNamed(t, "h16p-pf")
 	reg, err := NewRegistry(NativeRecipes()...)
 	if err != nil {
 		t.Fatal(err)
