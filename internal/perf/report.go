@@ -142,10 +142,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	if len(r.Ceilings) > 0 {
-		fmt.Fprintln(w, "| Run | Size | Generator sent (kpps) | Physical limit: → SUT port XDP_DROP (kpps) | same, frames rewritten (kpps) | → SUT stack + tc drop (kpps) |")
-		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| Run | Size | Generator sent (kpps) | Physical limit: → SUT port XDP_DROP (kpps) | same, frames rewritten (kpps) | → SUT stack + tc drop (kpps) | latency floor p50 / p99 (µs): → XDP_DROP | → stack + tc drop |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, c := range r.Ceilings {
-			fmt.Fprintf(w, "| %d | %d | %.0f | %.0f | %.0f | %.0f |\n", c.Run, c.Size, c.GenPPS/1e3, c.XDPDropPPS/1e3, c.XDPDropRewritePPS/1e3, c.StackDropPPS/1e3)
+			fmt.Fprintf(w, "| %d | %d | %.0f | %.0f | %.0f | %.0f | %s | %s |\n", c.Run, c.Size, c.GenPPS/1e3, c.XDPDropPPS/1e3, c.XDPDropRewritePPS/1e3, c.StackDropPPS/1e3,
+				floorCell(c.XDPDropLatency), floorCell(c.StackDropLatency))
 		}
 		fmt.Fprintln(w)
 	}
@@ -226,6 +227,14 @@ const latencyLegend = "Latency: generator send → sink, every behaviour at the 
 	"(generator batch flush, veth, the SUT thread's wake-up). Added = the behaviour's percentile minus the baseline's: what it adds to plain forwarding; " +
 	"per round: the window's p50 minus its two baseline neighbours'. SUT wait/packet: how long the SUT thread waited for its CPU per packet — " +
 	"a few µs is its wake-up; far more means other work on its CPU, and the tails are that work's.\n\n"
+
+// floorCell is a testbed latency floor as "p50 / p99" in µs.
+func floorCell(l *LatencyResult) string {
+	if l == nil || l.Packets == 0 {
+		return ""
+	}
+	return us(l.P50) + " / " + us(l.P99)
+}
 
 // us formats ns as µs with two decimals, signed when negative.
 func us(ns float64) string { return strconv.FormatFloat(ns/1e3, 'f', 2, 64) }

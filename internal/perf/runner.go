@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -57,6 +58,13 @@ type Ceiling struct {
 	// Window is how long each figure was measured (the median of 5
 	// equal slices of it).
 	Window Duration `json:"window,omitempty"`
+	// XDPDropLatency and StackDropLatency are the testbed's own latency
+	// at the latency phase's default rate, with the baseline's frame:
+	// generator → native XDP_DROP on the SUT port (batch flush, veth, the
+	// NAPI thread's wake-up) and → the SUT's stack and a tc ingress drop
+	// (plus skb and GRO). Nil when the testbed cannot measure latency.
+	XDPDropLatency   *LatencyResult `json:"xdp_drop_latency,omitempty"`
+	StackDropLatency *LatencyResult `json:"stack_drop_latency,omitempty"`
 }
 
 // Control is an A/A control (baseline vs itself).
@@ -216,7 +224,7 @@ func (r *Runner) Run(e *Experiment) (*Report, error) {
 		steps += (nArms + 1) * n * e.PDR.Repeats * e.PDR.Searches * mult
 	}
 	if *e.Ceiling {
-		steps += 3
+		steps += 5
 	}
 	if e.Latency.On() {
 		steps += e.Latency.Rounds * (2*(nArms+1) + 1)
@@ -293,6 +301,10 @@ func (r *Runner) Run(e *Experiment) (*Report, error) {
 				rep.Ceilings = append(rep.Ceilings, c)
 				r.logf("run %d, %d B: physical limit (xdp-drop) %.0f pps, with rewrite %.0f pps, stack-drop %.0f pps",
 					run, size, c.XDPDropPPS, c.XDPDropRewritePPS, c.StackDropPPS)
+				if c.XDPDropLatency != nil && c.StackDropLatency != nil {
+					r.logf("run %d, %d B: testbed latency floor p50 %.1f µs (xdp-drop), %.1f µs (stack-drop)",
+						run, size, c.XDPDropLatency.P50/1e3, c.StackDropLatency.P50/1e3)
+				}
 			}
 			results := make([]Result, len(arms)+1)
 			results[0] = Result{Name: e.Baseline, Behavior: e.Baseline, Size: size, Run: run}
@@ -615,7 +627,67 @@ func MeasureCeiling(d Driver, run, size int, warmup, window time.Duration, tick 
 			tick()
 		}
 	}
+	if ld, ok := d.(LatencyDriver); ok && ld.Stamped(0) {
+		for _, st := range []struct {
+			sink SinkKind
+			dst  **LatencyResult
+		}{{SinkXDPDrop, &c.XDPDropLatency}, {SinkStackDrop, &c.StackDropLatency}} {
+			l, err := latencyFloor(ld, st.sink, warmup, window)
+			if err != nil {
+				return c, fmt.Errorf("latency floor %s: %w", st.sink, err)
+			}
+			*st.dst = l
+			if tick != nil {
+				tick()
+			}
+		}
+	}
 	return c, d.Sink(SinkForward)
+}
+
+// latencyFloor measures the latency of template slot 0 into sink k at
+// the default latency rate: the testbed's own share of every latency.
+func latencyFloor(d LatencyDriver, k SinkKind, warmup, window time.Duration) (*LatencyResult, error) {
+	gen := d.Generator()
+	if err := d.Sink(k); err != nil {
+		return nil, err
+	}
+	if err := gen.Select(0); err != nil {
+		return nil, err
+	}
+	if err := gen.SetRate(defaultLatencyRate); err != nil {
+		return nil, err
+	}
+	if err := d.SetLatency(true); err != nil {
+		return nil, err
+	}
+	a := LatencyArm{Name: k.String(), Stamped: true}
+	err := gen.Start()
+	if err == nil {
+		time.Sleep(warmup)
+		var h0, h1 LatencyHist
+		var m0, m1 LatencyMisses
+		var s0, s1 Sample
+		if h0, m0, err = d.Latency(0); err == nil {
+			if s0, err = d.Sample(); err == nil {
+				time.Sleep(window / 2)
+				if h1, m1, err = d.Latency(0); err == nil {
+					s1, err = d.Sample()
+				}
+			}
+		}
+		a.Hist, a.Misses = h1.Sub(&h0), m1.Sub(m0)
+		dl := s1.Sub(s0)
+		a.Tx, a.Rx, a.Dur, a.Wait = dl.Tx, dl.Rx, dl.Dur, dl.SUTWait+dl.SUTSteal
+		if serr := gen.Stop(); err == nil {
+			err = serr
+		}
+	}
+	err = errors.Join(err, d.SetLatency(false), gen.SetRate(0))
+	if err != nil {
+		return nil, err
+	}
+	return a.Result(defaultLatencyRate, nil), nil
 }
 
 func kernelRelease() string {
