@@ -75,6 +75,12 @@ func MAC(t testing.TB, ns, iface string) string {
 // srv6(sid, segs_wire_order, sl, inner) which builds one packet.
 func (tp *Topo) Send(t testing.TB, setup, pkts string) {
 	t.Helper()
+	tp.SendPaced(t, setup, pkts, 0)
+}
+
+// SendPaced is Send with inter seconds between packets.
+func (tp *Topo) SendPaced(t testing.TB, setup, pkts string, inter float64) {
+	t.Helper()
 	script := fmt.Sprintf(`
 from scapy.all import *
 conf.verb = 0
@@ -84,7 +90,7 @@ def srv6(sid, segs, sl, inner, hlim=64):
     return Ether(dst=%q)/IPv6(src=TIN, dst=sid, hlim=hlim)/IPv6ExtHdrSegmentRouting(addresses=segs, segleft=sl, nh=nh)/inner
 %s
 pkts = %s
-sendp(pkts, iface=%q, verbose=False)
-`, Next, Final, TesterIn, tp.NInMAC, setup, pkts, tp.TIn)
+sendp(pkts, iface=%q, inter=%g, verbose=False)
+`, Next, Final, TesterIn, tp.NInMAC, setup, pkts, tp.TIn, inter)
 	testutil.RunScapyIn(t, tp.Tester, script)
 }
