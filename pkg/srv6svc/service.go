@@ -70,8 +70,6 @@ type Config struct {
 	OnFailure OnFailure
 	// BatchSize bounds the packets a batch handler gets at once (default 64).
 	BatchSize int
-
-	asm bool
 }
 
 // Handler processes one packet (synchronous mode). The packet's memory is
@@ -84,43 +82,44 @@ type BatchHandler func(pkts []*Packet, verdicts []Verdict)
 
 // Counters of a binding, as `segchain sid show` prints them.
 type Counters struct {
-	Steered       uint64 // redirected by XDP to a socket of the binding
-	SteeredBytes  uint64
-	RX            uint64 // received by the process
-	TX            uint64 // sent on after the verdict
-	DropVerdict   uint64 // the handler said Drop
-	DropMalformed uint64 // malformed: bad SRH in XDP, or in the library
+	Steered        uint64 // redirected by XDP to a socket of the binding
+	SteeredBytes   uint64
+	RX             uint64 // received by the process
+	TX             uint64 // sent on after the verdict
+	DropVerdict    uint64 // the handler said Drop
+	DropMalformed  uint64 // malformed: bad SRH in XDP, or in the library
 	DropBadVerdict uint64 // a verdict that could not be applied (e.g. skip-next with SL < 2, bad inner)
-	DropTxFull    uint64 // tx ring full
-	NoSocketDrop  uint64 // no process on the queue; on-failure drop
+	DropTxFull     uint64 // tx ring full
+	NoSocketDrop   uint64 // no process on the queue; on-failure drop
 	NoSocketBypass uint64 // no process on the queue; on-failure bypass
-	Modified      uint64 // inner packet changed by the handler
+	Modified       uint64 // inner packet changed by the handler
 }
 
 // Service is a binding: its SIDs' packets come to its workers.
 type Service struct {
-	cfg      Config
-	steer    *steer
-	slot     uint32
-	workers  []*worker
-	mode     string
-	loopIdx  int
-	started  time.Time
-	batch    bool
-	mu       sync.Mutex
-	serving  bool
-	closed   bool
-	stop     chan struct{}
-	flushWG  sync.WaitGroup
+	cfg     Config
+	steer   *steer
+	slot    uint32
+	workers []*worker
+	mode    string
+	loopIdx int
+	started time.Time
+	batch   atomic.Bool
+	asm     atomic.Bool
+	mu      sync.Mutex
+	serving bool
+	closed  bool
+	stop    chan struct{}
+	flushWG sync.WaitGroup
 }
 
 type worker struct {
-	svc     *Service
-	x       *xsk
-	iface   string
-	queue   int
-	srcMAC  net.HardwareAddr
-	dstMAC  net.HardwareAddr
+	svc                                               *Service
+	x                                                 *xsk
+	iface                                             string
+	queue                                             int
+	srcMAC                                            net.HardwareAddr
+	dstMAC                                            net.HardwareAddr
 	rx, tx, dropV, dropM, dropBad, dropFull, modified atomic.Uint64
 }
 
@@ -331,7 +330,8 @@ func (s *Service) ServeBatch(ctx context.Context, h BatchHandler) error {
 	if h == nil {
 		return errors.New("nil handler")
 	}
-	s.batch = true
+	s.batch.Store(true)
+	_ = s.writeInfo(true)
 	return s.serve(ctx, h, s.cfg.BatchSize)
 }
 
@@ -509,10 +509,10 @@ func (s *Service) writeInfo(running bool) error {
 	if running {
 		in.Pid = uint32(os.Getpid())
 	}
-	if s.cfg.asm {
+	if s.asm.Load() {
 		in.Flags |= infoASM
 	}
-	if s.batch {
+	if s.batch.Load() {
 		in.Flags |= infoBatch
 	}
 	putCString(in.Name[:], s.cfg.Name)

@@ -74,7 +74,7 @@ func (r *ring) submit() { atomic.StoreUint32(r.prod, r.cached) }
 
 // Consumer side (rx, completion): the entries [cached, prod).
 func (r *ring) avail() uint32 { return atomic.LoadUint32(r.prod) - r.cached }
-func (r *ring) release() { atomic.StoreUint32(r.cons, r.cached) }
+func (r *ring) release()      { atomic.StoreUint32(r.cons, r.cached) }
 
 // xsk is one worker's UMEM and its two sockets.
 type xsk struct {
