@@ -10,6 +10,7 @@ import (
 
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/usvc"
 )
 
 func main() {
@@ -53,7 +54,7 @@ Typical session:
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(), newWatchCmd(),
-		newSidCmd(proxy.Extension{}, fw.Extension{}),
+		newSidCmd(proxy.Extension{}, fw.Extension{}, usvc.Extension{}),
 		newFwCmd(),
 		newDumpCmd(),
 		newPerfCmd(),

@@ -26,6 +26,9 @@ func newSidCmd(exts ...localsid.Extension) *cobra.Command {
 	for _, e := range exts {
 		for _, b := range e.Behaviors() {
 			extra[b] = b + " PARAMS...\n      served by segchain in eBPF (see docs/sid.md)"
+			if h, ok := e.(interface{ Help(string) string }); ok {
+				extra[b] = h.Help(b) // an extension whose SIDs are not added here
+			}
 		}
 	}
 	cmd := &cobra.Command{

@@ -88,3 +88,20 @@ func FuzzPacket(f *testing.F) {
 		p.apply(Verdict(v & 3))
 	})
 }
+
+func TestInnerFlow(t *testing.T) {
+	f, ok := innerFlow(protoIPv6, innerUDP())
+	want := Flow{netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"), protoUDP, 1, 2}
+	if !ok || f != want {
+		t.Errorf("IPv6/UDP: %+v %v, want %+v", f, ok, want)
+	}
+	v4 := testutil.IPv4("192.0.2.1", "198.51.100.2", protoTCP, false, make([]byte, 20))
+	v4[20], v4[21], v4[22], v4[23] = 0, 80, 1, 0
+	f, ok = innerFlow(protoIPv4, v4)
+	if !ok || f.Src.String() != "192.0.2.1" || f.Proto != protoTCP || f.SrcPort != 80 || f.DstPort != 256 {
+		t.Errorf("IPv4/TCP: %+v %v", f, ok)
+	}
+	if _, ok := innerFlow(protoIPv6, innerUDP()[:30]); ok {
+		t.Error("truncated IPv6 accepted")
+	}
+}
