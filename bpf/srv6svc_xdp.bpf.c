@@ -4,6 +4,15 @@
  * bits are ARGS) to the AF_XDP socket of the service on the receiving queue.
  * Every other packet goes on to the kernel path untouched (XDP_PASS).
  *
+ * Each binding has its own veth pair (loop -> own): an AF_XDP socket can
+ * only take frames of the device and queue it is bound to, and only one
+ * process can bind a device queue, so the program on the receiving
+ * interface redirects a bound SID's frame (DEVMAP) to the binding's loop
+ * veth; on the peer ("own"), the same program redirects it to the socket of
+ * the receiving queue. The service sends processed frames on loop too; on
+ * own they meet this program again: a next SID bound by another binding is
+ * redirected to that binding's pair, anything else goes to the node's stack.
+ *
  * When no socket is bound for the SID on this queue (the service died: the
  * kernel removes a closed socket from the XSKMAP), the SID's on-failure
  * policy applies: bypass passes the packet to the kernel (whose seg6local End
@@ -32,8 +41,12 @@ struct svc_key {
 };
 
 struct svc_val {
-	__u32 slot;  /* the binding: index into svc_stats / svc_info, XSKMAP row */
-	__u32 flags; /* enum svc_flag */
+	__u32 slot;	   /* the binding: index into svc_counters / svc_infos, XSKMAP row, DEVMAP key */
+	__u32 flags;	   /* enum svc_flag */
+	__u32 own_ifindex; /* the binding's own veth, where its sockets are bound */
+	__u8 own_mac[ETH_ALEN]; /* its MAC: a frame handed over is addressed to it,
+				 * so that the stack there accepts it (bypass) */
+	__u8 pad[2];
 };
 
 /* svc_stats: per slot, per CPU, counted here in the kernel. */
@@ -60,7 +73,7 @@ struct svc_info {
 	__u64 modified;
 	__u64 started_ns; /* CLOCK_REALTIME ns when the process bound */
 	char name[32];
-	char mode[32];	  /* e.g. "xdp=native xsk=copy" */
+	char mode[64];	  /* e.g. "xdp eth0:native s6svc0k:native, xsk copy" */
 };
 
 enum svc_info_flag {
@@ -85,6 +98,16 @@ struct {
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } svc_xsks SEC(".maps");
+
+/* svc_devs: slot -> the binding's loop veth (redirecting there delivers
+ * to its own veth). */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, SVC_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} svc_devs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -160,6 +183,13 @@ int srv6svc_xdp(struct xdp_md *ctx)
 	    (void *)srh + ((__u32)srh->hdrlen + 1) * 8 > end)
 		goto malformed;
 
+	if (ctx->ingress_ifindex != val->own_ifindex) {
+		/* Not on the binding's own veth yet: hand it over. */
+		__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
+		if (bpf_redirect_map(&svc_devs, idx, 0) == XDP_REDIRECT)
+			return XDP_REDIRECT;
+		goto nosock;
+	}
 	q = ctx->rx_queue_index;
 	if (q >= SVC_MAX_QUEUES)
 		goto nosock;

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,8 +64,9 @@ type Config struct {
 	// Netns is the network namespace (a name under /run/netns), "" for the
 	// caller's.
 	Netns string
-	// Queues per interface to serve, one worker (AF_XDP socket) each; 0
-	// serves every receive queue.
+	// Queues is the number of workers, one AF_XDP socket each (the
+	// receive queues of the binding's own veth; a frame lands on the queue
+	// of the CPU that redirected it). 0: one per CPU.
 	Queues int
 	// OnFailure applies while no process serves the SIDs.
 	OnFailure OnFailure
@@ -103,6 +105,7 @@ type Service struct {
 	workers []*worker
 	mode    string
 	loopIdx int
+	ownIdx  int
 	started time.Time
 	batch   atomic.Bool
 	asm     atomic.Bool
@@ -187,49 +190,48 @@ func (s *Service) setup(dir string) error {
 	if s.slot, err = st.chooseSlot(s.cfg.Name, s.cfg.SIDs); err != nil {
 		return err
 	}
-	type q struct {
-		link  netlink.Link
-		queue int
-	}
-	var qs []q
 	var modes []string
 	for _, name := range s.cfg.Interfaces {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
 			return fmt.Errorf("interface %s: %w", name, err)
 		}
-		n := rxQueues(name)
-		if s.cfg.Queues > 0 {
-			n = min(n, s.cfg.Queues)
-		}
-		if n > MaxQueues {
-			n = MaxQueues
-		}
 		mode, err := st.attach(l.Attrs().Index)
 		if err != nil {
 			return err
 		}
-		modes = append(modes, fmt.Sprintf("%s:xdp=%s", name, mode))
-		for i := 0; i < n; i++ {
-			qs = append(qs, q{l, i})
-		}
+		modes = append(modes, name+":"+mode)
 	}
-	loop, peer, err := loopPair(s.slot, len(qs))
+	n := s.cfg.Queues
+	if n == 0 {
+		n = min(runtime.NumCPU(), MaxQueues)
+	}
+	loop, peer, err := loopPair(s.slot, n)
 	if err != nil {
 		return err
 	}
-	s.loopIdx = loop.Attrs().Index
+	s.loopIdx, s.ownIdx = loop.Attrs().Index, peer.Attrs().Index
+	mode, err := st.attach(s.ownIdx)
+	if err != nil {
+		return err
+	}
+	modes = append(modes, peer.Attrs().Name+":"+mode)
+	if err := st.objs.SvcDevs.Put(s.slot, uint32(s.loopIdx)); err != nil {
+		return fmt.Errorf("DEVMAP entry %d: %w", s.slot, err)
+	}
+	if got := rxQueues(peer.Attrs().Name); got < n {
+		return fmt.Errorf("loop veth %s has %d receive queues, want %d", peer.Attrs().Name, got, n)
+	}
 	zc := true
-	for i, qq := range qs {
-		x, err := newXSK(qq.link.Attrs().Index, qq.queue, loop.Attrs().Index, i)
+	for q := 0; q < n; q++ {
+		x, err := newXSK(s.ownIdx, q, s.loopIdx, q)
 		if err != nil {
-			return fmt.Errorf("AF_XDP on %s queue %d: %w", qq.link.Attrs().Name, qq.queue, err)
+			return fmt.Errorf("AF_XDP on %s queue %d: %w", peer.Attrs().Name, q, err)
 		}
 		zc = zc && x.zerocopy
-		w := &worker{svc: s, x: x, iface: qq.link.Attrs().Name, queue: qq.queue,
-			srcMAC: loop.Attrs().HardwareAddr, dstMAC: peer.Attrs().HardwareAddr}
+		w := &worker{svc: s, x: x, queue: q, srcMAC: loop.Attrs().HardwareAddr, dstMAC: peer.Attrs().HardwareAddr}
 		s.workers = append(s.workers, w)
-		key := s.slot*MaxQueues + uint32(qq.queue)
+		key := s.slot*MaxQueues + uint32(q)
 		if err := st.objs.SvcXsks.Put(key, uint32(x.rxfd)); err != nil {
 			return fmt.Errorf("XSKMAP entry %d: %w", key, err)
 		}
@@ -238,7 +240,7 @@ func (s *Service) setup(dir string) error {
 	if zc {
 		xskMode = "zerocopy"
 	}
-	s.mode = strings.Join(modes, ",") + " xsk=" + xskMode
+	s.mode = "xdp " + strings.Join(modes, " ") + ", xsk " + xskMode
 	if s.cfg.OnFailure == OnFailureBypass {
 		for _, p := range s.cfg.SIDs {
 			if err := endRoute(p, peer.Attrs().Index); err != nil {
@@ -246,7 +248,7 @@ func (s *Service) setup(dir string) error {
 			}
 		}
 	}
-	if err := st.register(s.slot, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass); err != nil {
+	if err := st.register(s.slot, s.ownIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass); err != nil {
 		return err
 	}
 	return s.writeInfo(true)

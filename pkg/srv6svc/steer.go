@@ -3,6 +3,7 @@ package srv6svc
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -234,11 +235,14 @@ func putCString(dst []int8, s string) {
 
 // register writes the binding's SIDs (after its sockets are in the XSKMAP)
 // and removes SIDs the slot held before but the new binding lacks.
-func (s *steer) register(slot uint32, sids []netip.Prefix, bypass bool) error {
+func (s *steer) register(slot uint32, own int, mac net.HardwareAddr, sids []netip.Prefix, bypass bool) error {
+	val := steerXDPSvcVal{Slot: slot, OwnIfindex: uint32(own)}
+	copy(val.OwnMac[:], mac)
 	flags := uint32(0)
 	if bypass {
 		flags = flagBypass
 	}
+	val.Flags = flags
 	entries, err := s.sids()
 	if err != nil {
 		return err
@@ -246,7 +250,7 @@ func (s *steer) register(slot uint32, sids []netip.Prefix, bypass bool) error {
 	var errs []error
 	for _, p := range sids {
 		k := sidKey(p)
-		if err := s.objs.SvcSids.Put(&k, &steerXDPSvcVal{Slot: slot, Flags: flags}); err != nil {
+		if err := s.objs.SvcSids.Put(&k, &val); err != nil {
 			errs = append(errs, fmt.Errorf("register SID %s: %w", p, err))
 		}
 	}

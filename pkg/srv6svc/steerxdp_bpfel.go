@@ -27,7 +27,7 @@ type steerXDPSvcInfo struct {
 	Modified      uint64
 	StartedNs     uint64
 	Name          [32]int8
-	Mode          [32]int8
+	Mode          [64]int8
 }
 
 type steerXDPSvcKey struct {
@@ -46,9 +46,12 @@ type steerXDPSvcStats struct {
 }
 
 type steerXDPSvcVal struct {
-	_     structs.HostLayout
-	Slot  uint32
-	Flags uint32
+	_          structs.HostLayout
+	Slot       uint32
+	Flags      uint32
+	OwnIfindex uint32
+	OwnMac     [6]uint8
+	Pad        [2]uint8
 }
 
 // Names of all BPF objects in the ELF.
@@ -56,6 +59,7 @@ type steerXDPSvcVal struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	steerXDPMapSvcCounters = "svc_counters"
+	steerXDPMapSvcDevs     = "svc_devs"
 	steerXDPMapSvcInfos    = "svc_infos"
 	steerXDPMapSvcSids     = "svc_sids"
 	steerXDPMapSvcXsks     = "svc_xsks"
@@ -112,6 +116,7 @@ type steerXDPProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type steerXDPMapSpecs struct {
 	SvcCounters *ebpf.MapSpec `ebpf:"svc_counters"`
+	SvcDevs     *ebpf.MapSpec `ebpf:"svc_devs"`
 	SvcInfos    *ebpf.MapSpec `ebpf:"svc_infos"`
 	SvcSids     *ebpf.MapSpec `ebpf:"svc_sids"`
 	SvcXsks     *ebpf.MapSpec `ebpf:"svc_xsks"`
@@ -144,6 +149,7 @@ func (o *steerXDPObjects) Close() error {
 // It can be passed to loadSteerXDPObjects or ebpf.CollectionSpec.LoadAndAssign.
 type steerXDPMaps struct {
 	SvcCounters *ebpf.Map `ebpf:"svc_counters"`
+	SvcDevs     *ebpf.Map `ebpf:"svc_devs"`
 	SvcInfos    *ebpf.Map `ebpf:"svc_infos"`
 	SvcSids     *ebpf.Map `ebpf:"svc_sids"`
 	SvcXsks     *ebpf.Map `ebpf:"svc_xsks"`
@@ -152,6 +158,7 @@ type steerXDPMaps struct {
 func (m *steerXDPMaps) Close() error {
 	return _SteerXDPClose(
 		m.SvcCounters,
+		m.SvcDevs,
 		m.SvcInfos,
 		m.SvcSids,
 		m.SvcXsks,
