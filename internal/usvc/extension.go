@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/pkg/srv6svc"
@@ -23,7 +24,11 @@ func (Extension) Add(string, netip.Prefix, string, []string) error {
 }
 
 // Del removes the binding holding sid when no process serves it.
-func (Extension) Del(netns string, sid netip.Prefix) (bool, error) {
+func (e Extension) Del(netns string, sid netip.Prefix) (bool, error) { return e.DelBinding(netns, sid) }
+
+// DelBinding is Del; `segchain sid del` calls it before looking at
+// hand-made SIDs, since a binding is made by its process, not by sid add.
+func (Extension) DelBinding(netns string, sid netip.Prefix) (bool, error) {
 	bs, err := srv6svc.Status(netns)
 	if err != nil {
 		return false, err
@@ -64,7 +69,12 @@ func Entry(b srv6svc.Binding, sid netip.Prefix) localsid.Entry {
 		mode = "batch"
 	}
 	params := map[string]string{"name": b.Name, "state": b.State, "on-failure": b.OnFailure,
-		"queues": strconv.Itoa(b.Queues), "mode": b.Mode, "serve": mode}
+		"queues": strconv.Itoa(b.Queues), "serve": mode}
+	for _, kv := range strings.Fields(b.Mode) { // xdp=IF:MODE,... xsk=MODE
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			params[k] = v
+		}
+	}
 	if b.PID != 0 {
 		params["pid"] = strconv.Itoa(b.PID)
 	}

@@ -240,7 +240,7 @@ func (s *Service) setup(dir string) error {
 	if zc {
 		xskMode = "zerocopy"
 	}
-	s.mode = "xdp " + strings.Join(modes, " ") + ", xsk " + xskMode
+	s.mode = "xdp=" + strings.Join(modes, ",") + " xsk=" + xskMode
 	if s.cfg.OnFailure == OnFailureBypass {
 		for _, p := range s.cfg.SIDs {
 			if err := endRoute(p, peer.Attrs().Index); err != nil {
@@ -293,14 +293,16 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, err error) {
 	return loop, peer, err
 }
 
-// routeProto marks the End routes srv6svc installs for on-failure bypass.
-const routeProto = 0xc6
+// RouteProtocol marks the End routes srv6svc installs for on-failure
+// bypass (rtnetlink protocol 199, unassigned in /etc/iproute2/rt_protos;
+// segchain apply uses 197, segchain sid add 198).
+const RouteProtocol = 0xc7
 
 func endRoute(p netip.Prefix, ifindex int) error {
 	enc := &netlink.SEG6LocalEncap{Action: nl.SEG6_LOCAL_ACTION_END}
 	enc.Flags[nl.SEG6_LOCAL_ACTION] = true
 	r := &netlink.Route{LinkIndex: ifindex, Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 128)},
-		Encap: enc, Protocol: routeProto}
+		Encap: enc, Protocol: RouteProtocol}
 	err := netlink.RouteAdd(r)
 	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("End route for %s (on-failure bypass): %w", p, err)
@@ -308,9 +310,10 @@ func endRoute(p netip.Prefix, ifindex int) error {
 	return nil
 }
 
-// Mode says how packets reach the service: per interface the XDP mode
-// (native or generic), then the AF_XDP mode obtained (zerocopy or copy;
-// veth only has copy).
+// Mode says how packets reach the service, e.g. "xdp=eth0:native,s6svc0k:native
+// xsk=copy": per interface (those of Config.Interfaces, then the binding's
+// own veth) the XDP mode obtained (native or generic), then the AF_XDP mode
+// (zerocopy or copy; veth only has copy).
 func (s *Service) Mode() string { return s.mode }
 
 // Queues is the number of workers (one AF_XDP socket each).
@@ -565,5 +568,5 @@ func (s *Service) teardown() {
 // its loop interface and End routes are deleted.
 func (s *Service) Release() error {
 	_ = s.Close()
-	return Unbind(s.cfg.Netns, s.cfg.Name)
+	return unbind(s.cfg.Netns, s.cfg.Name, true)
 }

@@ -151,7 +151,11 @@ func Status(netns string) ([]Binding, error) {
 // steering map, its End routes and loop interface are deleted. A process
 // still serving it is refused. When no binding is left, the steering
 // program leaves the interfaces and its pins are removed.
-func Unbind(netns, name string) error {
+func Unbind(netns, name string) error { return unbind(netns, name, false) }
+
+// unbind is Unbind; self also removes a binding this process serves
+// (Release).
+func unbind(netns, name string, self bool) error {
 	pm, dir, err := openPinned(netns)
 	if err != nil {
 		if errors.Is(err, ErrNoBindings) {
@@ -168,7 +172,7 @@ func Unbind(netns, name string) error {
 	for i := uint32(0); i < MaxServices; i++ {
 		var in steerXDPSvcInfo
 		if pm.infos.Lookup(i, &in) == nil && in.Flags&infoUsed != 0 && cString(in.Name[:]) == name {
-			if in.Pid != 0 && alive(in.Pid) && int(in.Pid) != os.Getpid() {
+			if in.Pid != 0 && alive(in.Pid) && !(self && int(in.Pid) == os.Getpid()) {
 				return fmt.Errorf("binding %q is served by pid %d: stop it first", name, in.Pid)
 			}
 			slot = int64(i)
@@ -190,7 +194,7 @@ func Unbind(netns, name string) error {
 				errs = append(errs, err)
 			}
 			r := &netlink.Route{Dst: &net.IPNet{IP: e.prefix.Addr().AsSlice(), Mask: net.CIDRMask(e.prefix.Bits(), 128)},
-				Protocol: routeProto}
+				Protocol: RouteProtocol}
 			if rs, _ := netlink.RouteListFiltered(netlink.FAMILY_V6, r, netlink.RT_FILTER_DST|netlink.RT_FILTER_PROTOCOL); len(rs) > 0 {
 				for _, rr := range rs {
 					errs = append(errs, netlink.RouteDel(&rr))
