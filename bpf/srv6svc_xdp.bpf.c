@@ -10,8 +10,9 @@
  * interface redirects a bound SID's frame (DEVMAP) to the binding's loop
  * veth; on the peer ("own"), the same program redirects it to the socket of
  * the receiving queue. The service sends processed frames on loop too; on
- * own they meet this program again: a next SID bound by another binding is
- * redirected to that binding's pair, anything else goes to the node's stack.
+ * own, these arrive on the loop side, where srv6svc_tc (TCX ingress) hands a
+ * frame whose next SID another binding serves to that binding's pair;
+ * anything else goes on to the node's stack, which routes it.
  *
  * When no socket is bound for the SID on this queue (the service died: the
  * kernel removes a closed socket from the XSKMAP), the SID's on-failure
@@ -19,6 +20,7 @@
  * route for the SID then applies End), drop drops it. Both are counted. */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
 #include <linux/in.h>
 #include <linux/ipv6.h>
 #include <linux/seg6.h>
@@ -44,6 +46,7 @@ struct svc_val {
 	__u32 slot;	   /* the binding: index into svc_counters / svc_infos, XSKMAP row, DEVMAP key */
 	__u32 flags;	   /* enum svc_flag */
 	__u32 own_ifindex; /* the binding's own veth, where its sockets are bound */
+	__u32 loop_ifindex; /* its peer: redirecting there delivers to own */
 	__u8 own_mac[ETH_ALEN]; /* its MAC: a frame handed over is addressed to it,
 				 * so that the stack there accepts it (bypass) */
 	__u8 pad[2];
@@ -209,6 +212,36 @@ nosock:
 malformed:
 	st->malformed++;
 	return XDP_DROP;
+}
+
+/* srv6svc_tc: TCX ingress on every binding's loop side, where the frames a
+ * service sent enter the node's stack. A frame whose (new) destination is
+ * a SID bound on this node goes straight to that binding's own veth; the
+ * rest continue into the stack. On the skb path (not XDP) because frames
+ * sent over AF_XDP in copy mode are skbs already: running XDP on them
+ * would copy each into a new page. */
+SEC("tcx/ingress")
+int srv6svc_tc(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct ipv6hdr *ip6;
+	struct svc_key key = {};
+	struct svc_val *val;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
+	ip6 = (void *)(eth + 1);
+	if ((void *)(ip6 + 1) > end)
+		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
+	key.prefixlen = 128;
+	__builtin_memcpy(key.addr, &ip6->daddr, 16);
+	val = bpf_map_lookup_elem(&svc_sids, &key);
+	if (!val || !val->loop_ifindex)
+		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
+	__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
+	return bpf_redirect(val->loop_ifindex, 0);
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

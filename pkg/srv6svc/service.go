@@ -72,6 +72,10 @@ type Config struct {
 	OnFailure OnFailure
 	// BatchSize bounds the packets a batch handler gets at once (default 64).
 	BatchSize int
+	// WorkerStart, if set, is called by each worker on its own OS thread,
+	// locked to it for the worker's life, before it serves queue: a
+	// benchmark pins the thread (unix.Gettid) and accounts its CPU time.
+	WorkerStart func(queue int)
 }
 
 // Handler processes one packet (synchronous mode). The packet's memory is
@@ -216,6 +220,9 @@ func (s *Service) setup(dir string) error {
 		return err
 	}
 	modes = append(modes, peer.Attrs().Name+":"+mode)
+	if err := st.attachTC(s.loopIdx); err != nil {
+		return err
+	}
 	if err := st.objs.SvcDevs.Put(s.slot, uint32(s.loopIdx)); err != nil {
 		return fmt.Errorf("DEVMAP entry %d: %w", s.slot, err)
 	}
@@ -224,15 +231,15 @@ func (s *Service) setup(dir string) error {
 	}
 	zc := true
 	for q := 0; q < n; q++ {
-		x, err := newXSK(s.ownIdx, q, s.loopIdx, q)
+		x, err := newXSK(s.ownIdx, q)
 		if err != nil {
 			return fmt.Errorf("AF_XDP on %s queue %d: %w", peer.Attrs().Name, q, err)
 		}
 		zc = zc && x.zerocopy
-		w := &worker{svc: s, x: x, queue: q, srcMAC: loop.Attrs().HardwareAddr, dstMAC: peer.Attrs().HardwareAddr}
+		w := &worker{svc: s, x: x, queue: q, srcMAC: peer.Attrs().HardwareAddr, dstMAC: loop.Attrs().HardwareAddr}
 		s.workers = append(s.workers, w)
 		key := s.slot*MaxQueues + uint32(q)
-		if err := st.objs.SvcXsks.Put(key, uint32(x.rxfd)); err != nil {
+		if err := st.objs.SvcXsks.Put(key, uint32(x.fd)); err != nil {
 			return fmt.Errorf("XSKMAP entry %d: %w", key, err)
 		}
 	}
@@ -248,7 +255,7 @@ func (s *Service) setup(dir string) error {
 			}
 		}
 	}
-	if err := st.register(s.slot, s.ownIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass); err != nil {
+	if err := st.register(s.slot, s.ownIdx, s.loopIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass); err != nil {
 		return err
 	}
 	return s.writeInfo(true)
@@ -268,14 +275,16 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, err error) {
 		}
 		netlink.LinkDel(l)
 	}
-	// The loop side needs no IPv6 of its own (no DAD, no router
-	// solicitations); the peer keeps it: its stack receives the packets.
+	// Both sides hand frames to the stack: the loop side those the service
+	// sends, the own side those bypassed while no process serves.
 	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, NumTxQueues: n, NumRxQueues: n}, PeerName: pname}
 	if err := netlink.LinkAdd(v); err != nil {
 		return nil, nil, fmt.Errorf("create loop veth %s: %w", name, err)
 	}
-	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("1"), 0)
-	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+pname+"/accept_dad", []byte("0"), 0)
+	for _, nm := range []string{name, pname} { // no DAD, no router solicitations
+		_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+nm+"/accept_dad", []byte("0"), 0)
+		_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+nm+"/router_solicitations", []byte("0"), 0)
+	}
 	for _, nm := range []string{name, pname} {
 		l, err := netlink.LinkByName(nm)
 		if err != nil {
@@ -359,7 +368,13 @@ func (s *Service) serve(ctx context.Context, h BatchHandler, batch int) error {
 	}()
 	errc := make(chan error, len(s.workers))
 	for _, w := range s.workers {
-		go func() { errc <- w.run(ctx, h, batch) }()
+		go func() {
+			if s.cfg.WorkerStart != nil {
+				runtime.LockOSThread() // never unlocked: the thread ends with the worker
+				s.cfg.WorkerStart(w.queue)
+			}
+			errc <- w.run(ctx, h, batch)
+		}()
 	}
 	var errs []error
 	for range s.workers {
@@ -384,7 +399,7 @@ func (w *worker) run(ctx context.Context, h BatchHandler, batch int) error {
 		pkts[i].Queue = w.queue
 	}
 	bound := w.svc.cfg.SIDs
-	pfd := []unix.PollFd{{Fd: int32(x.rxfd), Events: unix.POLLIN}}
+	pfd := []unix.PollFd{{Fd: int32(x.fd), Events: unix.POLLIN}}
 	for ctx.Err() == nil {
 		x.reclaim()
 		x.refill()

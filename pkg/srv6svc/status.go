@@ -202,6 +202,11 @@ func unbind(netns, name string, self bool) error {
 			}
 		}
 		if l, err := netlink.LinkByName(fmt.Sprintf("s6svc%d", slot)); err == nil {
+			for _, idx := range []int{l.Attrs().Index, l.Attrs().ParentIndex} { // the pair's pins
+				for _, pre := range []string{xdpPinPrefix, tcxPinPrefix} {
+					_ = os.Remove(filepath.Join(dir, fmt.Sprintf("%s%d", pre, idx)))
+				}
+			}
 			errs = append(errs, netlink.LinkDel(l))
 		}
 		errs = append(errs, pm.infos.Put(uint32(slot), &steerXDPSvcInfo{}))
@@ -223,6 +228,8 @@ func unbind(netns, name string, self bool) error {
 // namespace's pins.
 func detachAll(dir string) error {
 	pins, _ := filepath.Glob(filepath.Join(dir, xdpPinPrefix+"*"))
+	tcx, _ := filepath.Glob(filepath.Join(dir, tcxPinPrefix+"*"))
+	pins = append(pins, tcx...)
 	var errs []error
 	for _, p := range pins {
 		if lk, err := link.LoadPinnedLink(p, nil); err == nil {

@@ -28,6 +28,7 @@ const (
 	infoASM      = 2
 	infoBatch    = 4
 	xdpPinPrefix = "xdp-"
+	tcxPinPrefix = "tcx-"
 )
 
 // steer is the namespace's steering program and its pinned maps.
@@ -88,6 +89,29 @@ func (s *steer) attach(ifindex int) (string, error) {
 		return "", fmt.Errorf("pin XDP link: %w", err)
 	}
 	return xdpMode(ifindex), nil
+}
+
+// attachTC puts srv6svc_tc on TCX ingress of a binding's loop side (once;
+// the link is pinned as tcx-<ifindex>).
+func (s *steer) attachTC(ifindex int) error {
+	pin := filepath.Join(s.dir, fmt.Sprintf("%s%d", tcxPinPrefix, ifindex))
+	if lk, err := link.LoadPinnedLink(pin, nil); err == nil {
+		info, ierr := lk.Info()
+		lk.Close()
+		if ierr == nil && info.TCX() != nil && info.TCX().Ifindex == uint32(ifindex) {
+			return nil
+		}
+		os.Remove(pin)
+	}
+	lk, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: s.objs.Srv6svcTc, Attach: ebpf.AttachTCXIngress})
+	if err != nil {
+		return fmt.Errorf("attach TCX to the loop veth: %w", err)
+	}
+	defer lk.Close()
+	if err := lk.Pin(pin); err != nil {
+		return fmt.Errorf("pin TCX link: %w", err)
+	}
+	return nil
 }
 
 func xdpMode(ifindex int) string {
@@ -235,8 +259,8 @@ func putCString(dst []int8, s string) {
 
 // register writes the binding's SIDs (after its sockets are in the XSKMAP)
 // and removes SIDs the slot held before but the new binding lacks.
-func (s *steer) register(slot uint32, own int, mac net.HardwareAddr, sids []netip.Prefix, bypass bool) error {
-	val := steerXDPSvcVal{Slot: slot, OwnIfindex: uint32(own)}
+func (s *steer) register(slot uint32, own, loop int, mac net.HardwareAddr, sids []netip.Prefix, bypass bool) error {
+	val := steerXDPSvcVal{Slot: slot, OwnIfindex: uint32(own), LoopIfindex: uint32(loop)}
 	copy(val.OwnMac[:], mac)
 	flags := uint32(0)
 	if bypass {

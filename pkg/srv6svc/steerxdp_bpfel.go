@@ -46,12 +46,13 @@ type steerXDPSvcStats struct {
 }
 
 type steerXDPSvcVal struct {
-	_          structs.HostLayout
-	Slot       uint32
-	Flags      uint32
-	OwnIfindex uint32
-	OwnMac     [6]uint8
-	Pad        [2]uint8
+	_           structs.HostLayout
+	Slot        uint32
+	Flags       uint32
+	OwnIfindex  uint32
+	LoopIfindex uint32
+	OwnMac      [6]uint8
+	Pad         [2]uint8
 }
 
 // Names of all BPF objects in the ELF.
@@ -63,6 +64,7 @@ const (
 	steerXDPMapSvcInfos    = "svc_infos"
 	steerXDPMapSvcSids     = "svc_sids"
 	steerXDPMapSvcXsks     = "svc_xsks"
+	steerXDPProgSrv6svcTc  = "srv6svc_tc"
 	steerXDPProgSrv6svcXdp = "srv6svc_xdp"
 )
 
@@ -108,6 +110,7 @@ type steerXDPSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type steerXDPProgramSpecs struct {
+	Srv6svcTc  *ebpf.ProgramSpec `ebpf:"srv6svc_tc"`
 	Srv6svcXdp *ebpf.ProgramSpec `ebpf:"srv6svc_xdp"`
 }
 
@@ -175,11 +178,13 @@ type steerXDPVariables struct {
 //
 // It can be passed to loadSteerXDPObjects or ebpf.CollectionSpec.LoadAndAssign.
 type steerXDPPrograms struct {
+	Srv6svcTc  *ebpf.Program `ebpf:"srv6svc_tc"`
 	Srv6svcXdp *ebpf.Program `ebpf:"srv6svc_xdp"`
 }
 
 func (p *steerXDPPrograms) Close() error {
 	return _SteerXDPClose(
+		p.Srv6svcTc,
 		p.Srv6svcXdp,
 	)
 }

@@ -9,12 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The AF_XDP plumbing: one UMEM per worker, shared by two sockets: rx, bound
-// to a queue of the interface where the SID's traffic arrives (the XDP
-// program redirects to it), and tx, bound to a queue of the service's loop
-// veth (its peer is in the node's stack, which routes the processed packet
-// to its next SID). A received frame is processed in place and sent from the
-// same UMEM chunk: no copy in userspace.
+// The AF_XDP plumbing: one socket and one UMEM per worker, bound to a
+// queue of the binding's own veth: the XDP program there redirects the
+// SIDs' frames to it, and the frames it sends leave on that veth, whose
+// peer (the loop side) hands them to the node's stack, which routes them
+// to their next segment. A received frame is processed in place and sent
+// from the same UMEM chunk: no copy in userspace.
 
 const (
 	frameSize  = 4096 // one page per chunk: room for a longer inner packet
@@ -76,17 +76,14 @@ func (r *ring) submit() { atomic.StoreUint32(r.prod, r.cached) }
 func (r *ring) avail() uint32 { return atomic.LoadUint32(r.prod) - r.cached }
 func (r *ring) release()      { atomic.StoreUint32(r.cons, r.cached) }
 
-// xsk is one worker's UMEM and its two sockets.
+// xsk is one worker's UMEM and socket.
 type xsk struct {
-	umem     []byte
-	rxfd     int
-	txfd     int
-	fill, rx *ring // rx socket's (fill feeds the rx socket)
-	comp, tx *ring // tx socket's completion and tx rings
-	txFill   *ring // tx socket's own fill ring (required by the kernel, unused)
-	txComp0  *ring // rx socket's completion ring (required, unused)
-	free     []uint64
-	zerocopy bool
+	umem       []byte
+	fd         int
+	fill, comp *ring
+	rx, tx     *ring
+	free       []uint64
+	zerocopy   bool
 }
 
 func sockopt(fd, opt int, p unsafe.Pointer, n uintptr) error {
@@ -108,11 +105,11 @@ func mmapOffsets(fd int) (unix.XDPMmapOffsets, error) {
 	return off, nil
 }
 
-// newXSK opens the worker's sockets: rx on (rxIfindex, rxQueue), tx on
-// (txIfindex, txQueue). It must run in the network namespace of both
-// interfaces. ErrNotSupported wraps a kernel without AF_XDP.
-func newXSK(rxIfindex, rxQueue, txIfindex, txQueue int) (x *xsk, err error) {
-	x = &xsk{rxfd: -1, txfd: -1}
+// newXSK opens a worker's socket on (ifindex, queue). It must run in the
+// interface's network namespace. ErrNotSupported wraps a kernel without
+// AF_XDP.
+func newXSK(ifindex, queue int) (x *xsk, err error) {
+	x = &xsk{fd: -1}
 	defer func() {
 		if err != nil {
 			x.close()
@@ -123,57 +120,43 @@ func newXSK(rxIfindex, rxQueue, txIfindex, txQueue int) (x *xsk, err error) {
 	if err != nil {
 		return x, fmt.Errorf("mmap umem: %w", err)
 	}
-	if x.rxfd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
+	if x.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
 		if errors.Is(err, unix.EAFNOSUPPORT) {
 			return x, fmt.Errorf("AF_XDP socket: %w (%w)", err, ErrNotSupported)
 		}
 		return x, fmt.Errorf("AF_XDP socket: %w", err)
 	}
 	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&x.umem[0]))), Len: uint64(len(x.umem)), Size: frameSize}
-	if err = sockopt(x.rxfd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+	if err = sockopt(x.fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
 		return x, fmt.Errorf("register umem: %w", err)
 	}
-	if x.fill, x.txComp0, err = umemRings(x.rxfd); err != nil {
+	if x.fill, x.comp, err = umemRings(x.fd); err != nil {
 		return x, err
 	}
-	if err = unix.SetsockoptInt(x.rxfd, unix.SOL_XDP, unix.XDP_RX_RING, ringSize); err != nil {
+	if err = unix.SetsockoptInt(x.fd, unix.SOL_XDP, unix.XDP_RX_RING, ringSize); err != nil {
 		return x, fmt.Errorf("rx ring: %w", err)
 	}
-	off, err := mmapOffsets(x.rxfd)
+	if err = unix.SetsockoptInt(x.fd, unix.SOL_XDP, unix.XDP_TX_RING, ringSize); err != nil {
+		return x, fmt.Errorf("tx ring: %w", err)
+	}
+	off, err := mmapOffsets(x.fd)
 	if err != nil {
 		return x, err
 	}
-	if x.rx, err = mapRing(x.rxfd, off.Rx, unix.XDP_PGOFF_RX_RING, ringSize, descSize); err != nil {
+	if x.rx, err = mapRing(x.fd, off.Rx, unix.XDP_PGOFF_RX_RING, ringSize, descSize); err != nil {
 		return x, err
 	}
-	if err = unix.Bind(x.rxfd, &unix.SockaddrXDP{Ifindex: uint32(rxIfindex), QueueID: uint32(rxQueue)}); err != nil {
-		return x, fmt.Errorf("bind AF_XDP to ifindex %d queue %d: %w", rxIfindex, rxQueue, err)
+	if x.tx, err = mapRing(x.fd, off.Tx, unix.XDP_PGOFF_TX_RING, ringSize, descSize); err != nil {
+		return x, err
+	}
+	if err = unix.Bind(x.fd, &unix.SockaddrXDP{Ifindex: uint32(ifindex), QueueID: uint32(queue)}); err != nil {
+		return x, fmt.Errorf("bind AF_XDP to ifindex %d queue %d: %w", ifindex, queue, err)
 	}
 	var opts uint32
 	n := uint32(4)
-	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(x.rxfd), unix.SOL_XDP, unix.XDP_OPTIONS,
+	if _, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(x.fd), unix.SOL_XDP, unix.XDP_OPTIONS,
 		uintptr(unsafe.Pointer(&opts)), uintptr(unsafe.Pointer(&n)), 0); e == 0 {
 		x.zerocopy = opts&unix.XDP_OPTIONS_ZEROCOPY != 0
-	}
-
-	if x.txfd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
-		return x, fmt.Errorf("AF_XDP socket: %w", err)
-	}
-	if x.txFill, x.comp, err = umemRings(x.txfd); err != nil {
-		return x, err
-	}
-	if err = unix.SetsockoptInt(x.txfd, unix.SOL_XDP, unix.XDP_TX_RING, ringSize); err != nil {
-		return x, fmt.Errorf("tx ring: %w", err)
-	}
-	if off, err = mmapOffsets(x.txfd); err != nil {
-		return x, err
-	}
-	if x.tx, err = mapRing(x.txfd, off.Tx, unix.XDP_PGOFF_TX_RING, ringSize, descSize); err != nil {
-		return x, err
-	}
-	if err = unix.Bind(x.txfd, &unix.SockaddrXDP{Flags: unix.XDP_SHARED_UMEM, Ifindex: uint32(txIfindex),
-		QueueID: uint32(txQueue), SharedUmemFD: uint32(x.rxfd)}); err != nil {
-		return x, fmt.Errorf("bind AF_XDP (shared umem) to ifindex %d queue %d: %w", txIfindex, txQueue, err)
 	}
 	// Every frame starts in the fill ring: a processed frame is sent from
 	// where it was received and comes back through the completion ring.
@@ -235,18 +218,24 @@ func (x *xsk) reclaim() {
 }
 
 // kick asks the kernel to send what the tx ring holds (copy mode always
-// needs it).
+// needs it). The kernel sends at most 32 frames per call in copy mode, so
+// it is asked again while frames remain, a bounded number of times.
 func (x *xsk) kick() error {
-	for {
-		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(x.txfd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
+	for try := 0; try < 64; try++ {
+		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(x.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch e {
-		case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS:
-			return nil
-		case unix.EINTR:
-			continue
+		case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS, unix.EINTR:
+		default:
+			return fmt.Errorf("AF_XDP tx kick: %w", e)
 		}
-		return fmt.Errorf("AF_XDP tx kick: %w", e)
+		if atomic.LoadUint32(x.tx.cons) == x.tx.cached {
+			return nil
+		}
+		if e == unix.ENOBUFS || e == unix.EBUSY {
+			return nil // the device is busy: frames stay queued for the next kick
+		}
 	}
+	return nil
 }
 
 // frame returns the UMEM bytes of a descriptor and the chunk it lies in.
@@ -258,22 +247,18 @@ func (x *xsk) frame(addr uint64, n uint32) (buf []byte, chunk uint64) {
 func (x *xsk) stats() unix.XDPStatistics {
 	var s unix.XDPStatistics
 	n := uint32(unsafe.Sizeof(s))
-	unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(x.rxfd), unix.SOL_XDP, unix.XDP_STATISTICS,
+	unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(x.fd), unix.SOL_XDP, unix.XDP_STATISTICS,
 		uintptr(unsafe.Pointer(&s)), uintptr(unsafe.Pointer(&n)), 0)
 	return s
 }
 
 func (x *xsk) close() {
-	for _, r := range []*ring{x.fill, x.rx, x.comp, x.tx, x.txFill, x.txComp0} {
+	for _, r := range []*ring{x.fill, x.rx, x.comp, x.tx} {
 		r.unmap()
 	}
-	if x.txfd >= 0 {
-		unix.Close(x.txfd)
-		x.txfd = -1
-	}
-	if x.rxfd >= 0 {
-		unix.Close(x.rxfd)
-		x.rxfd = -1
+	if x.fd >= 0 {
+		unix.Close(x.fd)
+		x.fd = -1
 	}
 	if x.umem != nil {
 		_ = unix.Munmap(x.umem)
