@@ -8,8 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/segchain/segchain/internal/fw"
-	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/usvc"
 )
 
@@ -54,7 +53,9 @@ Typical session:
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(), newWatchCmd(),
-		newSidCmd(proxy.Extension{}, fw.Extension{}, usvc.Extension{}),
+		// Userspace bindings are made by their processes, not by apply:
+		// not a service kind (yet), only shown and removed by sid.
+		newSidCmd(append(nodeagent.SIDExtensions(), usvc.Extension{})...),
 		newFwCmd(),
 		newDumpCmd(),
 		newPerfCmd(),
