@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/segchain/segchain/internal/nodeagent"
-	"github.com/segchain/segchain/internal/usvc"
 )
 
 func main() {
@@ -53,9 +52,7 @@ Typical session:
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(), newWatchCmd(),
-		// Userspace bindings are made by their processes, not by apply:
-		// not a service kind (yet), only shown and removed by sid.
-		newSidCmd(append(nodeagent.SIDExtensions(), usvc.Extension{})...),
+		newSidCmd(nodeagent.SIDExtensions()...),
 		newFwCmd(),
 		newDumpCmd(),
 		newPerfCmd(),

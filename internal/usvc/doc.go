@@ -1,5 +1,7 @@
-// Package usvc shows userspace SR-aware services (pkg/srv6svc bindings,
-// End.ASM included) in `segchain sid`: show lists every binding's SIDs with
-// state, queues, mode and counters; del and flush remove bindings whose
-// process is gone. Binding itself is done by the service process.
+// Package usvc is the node half of the `userspace` service kind: a domain
+// names a SID served by a userspace process (pkg/srv6svc; End.ASM
+// included), apply waits until a live process has bound it (observe, apply,
+// counters), and `segchain sid` shows every binding with its state, queues,
+// modes and counters and removes the dead ones. Binding itself is done by
+// the service process.
 package usvc
