@@ -3,6 +3,7 @@ package svctest
 import (
 	"fmt"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -93,4 +94,33 @@ pkts = %s
 sendp(pkts, iface=%q, inter=%g, verbose=False)
 `, Next, Final, TesterIn, tp.NInMAC, setup, pkts, tp.TIn, inter)
 	testutil.RunScapyIn(t, tp.Tester, script)
+}
+
+// TsharkChecked dissects pcap with tshark, IPv4/UDP checksum validation on
+// (a *.checksum.status of 1 is good, 0 bad), and returns fields per packet
+// (several occurrences joined with ",").
+func TsharkChecked(t testing.TB, pcap string, fields ...string) []map[string]string {
+	t.Helper()
+	testutil.RequireTool(t, "tshark")
+	args := []string{"-r", pcap, "-n", "-o", "udp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE",
+		"-o", "tcp.check_checksum:TRUE", "-T", "fields", "-E", "separator=/t"}
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	out, err := exec.Command("tshark", args...).Output()
+	if err != nil {
+		t.Fatalf("tshark -r %s: %v", pcap, err)
+	}
+	var rows []map[string]string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		cols := strings.Split(line, "\t")
+		r := map[string]string{}
+		for i, f := range fields {
+			if i < len(cols) {
+				r[f] = cols[i]
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -27,31 +26,8 @@ func udpSport(p *Packet) uint16 {
 	return 0
 }
 
-// tsharkChecked dissects pcap with checksum validation on (status 1 =
-// good, 0 = bad).
 func tsharkChecked(t *testing.T, pcap string, fields ...string) []map[string]string {
-	t.Helper()
-	args := []string{"-r", pcap, "-n", "-o", "udp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE",
-		"-T", "fields", "-E", "separator=/t"}
-	for _, f := range fields {
-		args = append(args, "-e", f)
-	}
-	out, err := exec.Command("tshark", args...).Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	var rows []map[string]string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		cols := strings.Split(line, "\t")
-		m := map[string]string{}
-		for i, f := range fields {
-			if i < len(cols) {
-				m[f] = cols[i]
-			}
-		}
-		rows = append(rows, m)
-	}
-	return rows
+	return svctest.TsharkChecked(t, pcap, fields...)
 }
 
 func TestPrivilegedVerdicts(t *testing.T) {

@@ -14,11 +14,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"compress/flate"
 
@@ -26,14 +23,7 @@ import (
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "compress:", err)
-		os.Exit(1)
-	}
-}
+func main() { svcflags.Main("compress", run) }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("compress", flag.ContinueOnError)

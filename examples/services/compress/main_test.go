@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/hex"
 	"io"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,7 +22,10 @@ func start(t *testing.T, tp *svctest.Topo, args ...string) {
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, append([]string{"--netns", tp.NFV, "--dev", tp.NIn}, args...), pw); pw.Close() }()
+	go func() {
+		done <- run(ctx, append([]string{"--netns", tp.NFV, "--dev", tp.NIn}, args...), pw)
+		pw.Close()
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -39,28 +41,8 @@ func start(t *testing.T, tp *svctest.Topo, args ...string) {
 
 // dissect reads the sink's packets with tshark, checksums validated.
 func dissect(t *testing.T, pcap string) []map[string]string {
-	t.Helper()
-	fields := []string{"udp.srcport", "tcp.srcport", "ipv6.plen", "ip.len", "udp.length", "udp.checksum.status", "ip.checksum.status", "udp.payload", "_ws.expert"}
-	args := []string{"-r", pcap, "-n", "-o", "udp.check_checksum:TRUE", "-o", "ip.check_checksum:TRUE", "-T", "fields", "-E", "separator=/t"}
-	for _, f := range fields {
-		args = append(args, "-e", f)
-	}
-	out, err := exec.Command("tshark", args...).Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	var rows []map[string]string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		cols := strings.Split(line, "\t")
-		r := map[string]string{}
-		for i, f := range fields {
-			if i < len(cols) {
-				r[f] = cols[i]
-			}
-		}
-		rows = append(rows, r)
-	}
-	return rows
+	return svctest.TsharkChecked(t, pcap, "udp.srcport", "tcp.srcport", "ipv6.plen", "ip.len", "udp.length",
+		"udp.checksum.status", "ip.checksum.status", "udp.payload", "_ws.expert")
 }
 
 const craft = `

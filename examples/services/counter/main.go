@@ -11,9 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -22,14 +19,7 @@ import (
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "counter:", err)
-		os.Exit(1)
-	}
-}
+func main() { svcflags.Main("counter", run) }
 
 // run binds, serves and exports until ctx ends. It prints "metrics on
 // ADDR" once it serves.

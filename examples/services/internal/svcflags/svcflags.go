@@ -4,10 +4,15 @@
 package svcflags
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
@@ -68,4 +73,16 @@ func (f *Flags) Config() (srv6svc.Config, error) {
 		return cfg, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return cfg, nil
+}
+
+// Main runs a service's run function until SIGINT or SIGTERM and exits 1
+// on error, printing it after the service's name.
+func Main(name string, run func(ctx context.Context, args []string, out io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		stop()
+		os.Exit(1)
+	}
 }
