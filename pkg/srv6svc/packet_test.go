@@ -3,6 +3,7 @@ package srv6svc
 import (
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/segchain/segchain/internal/testutil"
@@ -103,5 +104,21 @@ func TestInnerFlow(t *testing.T) {
 	}
 	if _, ok := innerFlow(protoIPv6, innerUDP()[:30]); ok {
 		t.Error("truncated IPv6 accepted")
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	c := Config{Name: "", SIDs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fc00::1/64")}, Queues: 99, BatchSize: -1}
+	err := c.check()
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	for _, want := range []string{"name:", "sids[0]:", "sids[1]:", "interfaces:", "queues:", "batch size:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if _, err := Listen(Config{Name: "x"}); err == nil || !strings.Contains(err.Error(), "sids:") {
+		t.Errorf("Listen with no SID: %v", err)
 	}
 }

@@ -79,11 +79,13 @@ type Config struct {
 }
 
 // Handler processes one packet (synchronous mode). The packet's memory is
-// valid until it returns.
+// valid until it returns. Workers (one per queue) call it concurrently:
+// shared state needs a lock or per-queue copies (Packet.Queue).
 type Handler func(p *Packet) Verdict
 
 // BatchHandler processes a batch (asynchronous batched mode): it sets
-// verdicts[i] for pkts[i] (the slice comes zeroed: Forward).
+// verdicts[i] for pkts[i] (the slice comes zeroed: Forward). Workers call
+// it concurrently, as Handler.
 type BatchHandler func(pkts []*Packet, verdicts []Verdict)
 
 // Counters of a binding, as `segchain sid show` prints them.
@@ -158,9 +160,10 @@ func (c *Config) check() error {
 }
 
 // Listen binds cfg.SIDs: it attaches the steering XDP program to the
-// interfaces (once per namespace; it stays attached), opens one AF_XDP
-// socket per interface queue, puts them in the program's socket map and
-// registers the SIDs. Packets then queue until Serve or ServeBatch runs.
+// interfaces (once per namespace; it stays attached), creates the
+// binding's veth pair, opens one AF_XDP socket per worker on it, puts them
+// in the program's socket map and registers the SIDs. If it fails, the
+// pair it created is removed and no SID is registered. Packets then queue until Serve or ServeBatch runs.
 // The AF_XDP mode actually obtained (zero-copy or copy) and the XDP mode
 // (native or generic) are in Mode().
 func Listen(cfg Config) (*Service, error) {
@@ -185,7 +188,7 @@ func Listen(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-func (s *Service) setup(dir string) error {
+func (s *Service) setup(dir string) (err error) {
 	st, err := openSteer(dir)
 	if err != nil {
 		return err
@@ -210,10 +213,15 @@ func (s *Service) setup(dir string) error {
 	if n == 0 {
 		n = min(runtime.NumCPU(), MaxQueues)
 	}
-	loop, peer, err := loopPair(s.slot, n)
+	loop, peer, created, err := loopPair(s.slot, n)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil && created {
+			netlink.LinkDel(loop)
+		}
+	}()
 	s.loopIdx, s.ownIdx = loop.Attrs().Index, peer.Attrs().Index
 	mode, err := st.attach(s.ownIdx)
 	if err != nil {
@@ -264,13 +272,13 @@ func (s *Service) setup(dir string) error {
 // loopPair returns the service's loop veth pair (created if needed, with
 // at least n queues): the service sends processed packets on loop; peer
 // hands them to the node's stack, which routes them to the next SID.
-func loopPair(slot uint32, n int) (loop, peer netlink.Link, err error) {
+func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err error) {
 	name := fmt.Sprintf("s6svc%d", slot)
 	pname := name + "k"
 	if l, err := netlink.LinkByName(name); err == nil {
 		if l.Attrs().NumTxQueues >= n {
 			if p, err := netlink.LinkByName(pname); err == nil {
-				return l, p, nil
+				return l, p, false, nil
 			}
 		}
 		netlink.LinkDel(l)
@@ -279,7 +287,7 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, err error) {
 	// sends, the own side those bypassed while no process serves.
 	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, NumTxQueues: n, NumRxQueues: n}, PeerName: pname}
 	if err := netlink.LinkAdd(v); err != nil {
-		return nil, nil, fmt.Errorf("create loop veth %s: %w", name, err)
+		return nil, nil, false, fmt.Errorf("create loop veth %s: %w", name, err)
 	}
 	for _, nm := range []string{name, pname} { // no DAD, no router solicitations
 		_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+nm+"/accept_dad", []byte("0"), 0)
@@ -287,19 +295,22 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, err error) {
 	}
 	for _, nm := range []string{name, pname} {
 		l, err := netlink.LinkByName(nm)
+		if err == nil {
+			err = netlink.LinkSetUp(l)
+		}
 		if err != nil {
-			return nil, nil, err
-		}
-		if err := netlink.LinkSetUp(l); err != nil {
-			return nil, nil, fmt.Errorf("set %s up: %w", nm, err)
+			netlink.LinkDel(v)
+			return nil, nil, false, fmt.Errorf("set %s up: %w", nm, err)
 		}
 	}
-	loop, err = netlink.LinkByName(name)
+	if loop, err = netlink.LinkByName(name); err == nil {
+		peer, err = netlink.LinkByName(pname)
+	}
 	if err != nil {
-		return nil, nil, err
+		netlink.LinkDel(v)
+		return nil, nil, false, err
 	}
-	peer, err = netlink.LinkByName(pname)
-	return loop, peer, err
+	return loop, peer, true, nil
 }
 
 // RouteProtocol marks the End routes srv6svc installs for on-failure
@@ -307,11 +318,16 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, err error) {
 // segchain apply uses 197, segchain sid add 198).
 const RouteProtocol = 0xc7
 
+// RouteMetric is the metric of those routes: not the default one, so that
+// a domain's plan for the same SID (a userspace service kind) does not see
+// them as a route of another tool it would replace.
+const RouteMetric = 1199
+
 func endRoute(p netip.Prefix, ifindex int) error {
 	enc := &netlink.SEG6LocalEncap{Action: nl.SEG6_LOCAL_ACTION_END}
 	enc.Flags[nl.SEG6_LOCAL_ACTION] = true
 	r := &netlink.Route{LinkIndex: ifindex, Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 128)},
-		Encap: enc, Protocol: RouteProtocol}
+		Encap: enc, Protocol: RouteProtocol, Priority: RouteMetric}
 	err := netlink.RouteAdd(r)
 	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("End route for %s (on-failure bypass): %w", p, err)
