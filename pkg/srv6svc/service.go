@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
 )
 
@@ -273,7 +274,7 @@ func (s *Service) setup(dir string) (err error) {
 // at least n queues): the service sends processed packets on loop; peer
 // hands them to the node's stack, which routes them to the next SID.
 func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err error) {
-	name := fmt.Sprintf("s6svc%d", slot)
+	name := fmt.Sprintf("%s%d", nodestate.UserspaceLoopPrefix, slot)
 	pname := name + "k"
 	if l, err := netlink.LinkByName(name); err == nil {
 		if l.Attrs().NumTxQueues >= n {

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
 )
 
@@ -201,7 +202,7 @@ func unbind(netns, name string, self bool) error {
 				}
 			}
 		}
-		if l, err := netlink.LinkByName(fmt.Sprintf("s6svc%d", slot)); err == nil {
+		if l, err := netlink.LinkByName(fmt.Sprintf("%s%d", nodestate.UserspaceLoopPrefix, slot)); err == nil {
 			for _, idx := range []int{l.Attrs().Index, l.Attrs().ParentIndex} { // the pair's pins
 				for _, pre := range []string{xdpPinPrefix, tcxPinPrefix} {
 					_ = os.Remove(filepath.Join(dir, fmt.Sprintf("%s%d", pre, idx)))
