@@ -181,11 +181,16 @@ func (p *Packet) Segment(i int) netip.Addr {
 // Segments returns the segment list in wire order (Segments()[0] is the
 // last segment, Segments()[SegmentsLeft] the active one).
 func (p *Packet) Segments() []netip.Addr {
-	out := make([]netip.Addr, int(p.SRH.LastEntry)+1)
-	for i := range out {
-		out[i] = p.Segment(i)
+	return p.AppendSegments(make([]netip.Addr, 0, int(p.SRH.LastEntry)+1))
+}
+
+// AppendSegments appends the segment list (wire order) to dst: with a
+// buffer reused per worker, reading the list allocates nothing.
+func (p *Packet) AppendSegments(dst []netip.Addr) []netip.Addr {
+	for i := 0; i <= int(p.SRH.LastEntry); i++ {
+		dst = append(dst, p.Segment(i))
 	}
-	return out
+	return dst
 }
 
 // TLVs returns the SRH's TLVs (after the segment list), padding included.
