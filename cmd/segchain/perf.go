@@ -14,6 +14,7 @@ import (
 	"github.com/segchain/segchain/internal/fw/fwperf"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/proxy/proxyperf"
+	"github.com/segchain/segchain/internal/usvc/usvcperf"
 )
 
 // perfRegistry lists every recipe segchain knows. Other areas add their
@@ -22,6 +23,7 @@ func perfRegistry() (*perf.Registry, error) {
 	recipes := append(perf.NativeRecipes(), perf.BaselineRecipes()...)
 	recipes = append(recipes, proxyperf.Recipes()...)
 	recipes = append(recipes, fwperf.Recipes()...)
+	recipes = append(recipes, usvcperf.Recipes()...)
 	return perf.NewRegistry(recipes...)
 }
 
