@@ -12,6 +12,7 @@ import (
 	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/usvc"
 )
 
 // ServiceKind is the node half of a service kind (its intent half is
@@ -59,6 +60,7 @@ func serviceKinds() []ServiceKind {
 	return []ServiceKind{
 		proxy.NodeKind{},
 		fw.NodeKind{},
+		usvc.NodeKind{},
 	}
 }
 
