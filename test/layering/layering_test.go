@@ -22,6 +22,7 @@ var intent = []string{
 	"internal/service/kinds",
 	"internal/service/srunaware",
 	"internal/service/firewall",
+	"internal/service/userspace",
 }
 
 // kernel are the modules only the agent implementation and the data path
@@ -38,10 +39,10 @@ var layers = [][]string{
 	{"internal/plan"},
 	{"internal/config"},
 	{"internal/nodeagent"},
-	{"internal/proxy", "internal/fw", "internal/boundary", "internal/dataplane", "internal/localsid", "internal/bpfpin"},
+	{"internal/proxy", "internal/fw", "internal/usvc", "pkg/srv6svc", "internal/boundary", "internal/dataplane", "internal/localsid", "internal/bpfpin"},
 	{"internal/agent", "internal/journal"},
 	{"internal/service/kinds"},
-	{"internal/service/srunaware", "internal/service/firewall"},
+	{"internal/service/srunaware", "internal/service/firewall", "internal/service/userspace"},
 	{"internal/service"},
 	{"internal/nodestate"},
 }
@@ -101,6 +102,7 @@ func TestLayered(t *testing.T) {
 var kindImporters = map[string][]string{
 	"internal/service/srunaware": {"internal/service/kinds", "internal/proxy", "internal/config"},
 	"internal/service/firewall":  {"internal/service/kinds", "internal/fw", "internal/config"},
+	"internal/service/userspace": {"internal/service/kinds", "internal/usvc"},
 }
 
 func TestKindsReachedThroughTheRegistry(t *testing.T) {
