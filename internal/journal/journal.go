@@ -28,6 +28,9 @@ type Header struct {
 }
 
 func (h Header) String() string {
+	if h.PID == 0 { // written by an agent for a remote controller (SetWho)
+		return fmt.Sprintf("%s, started %s", h.Command, h.Started.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("pid %d (%s) started %s", h.PID, h.Command, h.Started.UTC().Format(time.RFC3339))
 }
 
