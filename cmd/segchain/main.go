@@ -59,6 +59,7 @@ Typical session:
 		newPerfCmd(),
 		newValidateCmd(),
 		newVersionCmd(),
+		newAgentCmd(), newPKICmd(),
 	)
 	return root
 }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agentrpc"
+	"github.com/segchain/segchain/internal/journal"
+	"github.com/segchain/segchain/internal/metrics"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/pki"
+)
+
+type agentFlags struct {
+	listen, netns, node, pkiDir string
+	ca, cert, key               string
+	insecure                    bool
+	metrics, logFormat          string
+	stateDir                    string
+}
+
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent --node NAME --listen ADDR (--pki DIR | --insecure) [--netns NS] [--metrics ADDR]",
+		Short: "Serve one node to remote controllers over gRPC + mutual TLS",
+		Long: `Runs the node side of segchain as a daemon: a controller whose domain file
+gives the node an agent address (nodes.NAME.agent: HOST:PORT) observes,
+changes and reads the node through it. The agent serves the namespace NS
+(default: its own), and opens its listening socket inside NS, so ADDR is
+one of the node's addresses.
+
+The agent owns no state of its own beyond the apply journal and the lease:
+what is programmed lives in the kernel (routes, rules, pinned eBPF programs
+and maps) and is observed on every request. Starting (or restarting) it
+changes nothing — it never reloads a program or flushes a map — so a
+restart under traffic loses no packet.
+
+Security: mutual TLS with the domain PKI (segchain pki): the agent presents
+node-NAME.crt and accepts only controller certificates of the domain CA.
+--insecure serves plaintext, and only on a loopback address.
+
+Changes need the node's lease (one controller at a time: a second one is
+told "domain is being applied by …"); the per-apply journal is kept under
+--state-dir/journal, so an apply whose controller died is undone by the next.
+
+--metrics ADDR serves Prometheus /metrics (docs/metrics.md) in the host's
+namespace. Logs go to stderr (log/slog, --log-format text|json).
+See docs/agents.md.`,
+		Example: `  segchain agent --node nfv1 --listen [2001:db8::11]:7070 --pki /etc/segchain/pki --metrics :9470
+  segchain agent --node r1 --netns r1 --listen 127.0.0.1:7070 --insecure`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runAgent(ctx, f, cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.node, "node", "", "the node's name in the domain file (its certificate must name it)")
+	fl.StringVar(&f.listen, "listen", "", "gRPC listen address HOST:PORT, inside --netns")
+	fl.StringVar(&f.netns, "netns", "", "network namespace of the node (default: the agent's own)")
+	fl.StringVar(&f.pkiDir, "pki", "", "PKI directory: ca.crt, node-NAME.crt, node-NAME.key (segchain pki)")
+	fl.StringVar(&f.ca, "ca", "", "CA certificate file (overrides --pki)")
+	fl.StringVar(&f.cert, "cert", "", "agent certificate file (overrides --pki)")
+	fl.StringVar(&f.key, "key", "", "agent key file (overrides --pki)")
+	fl.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC without TLS (loopback listen addresses only)")
+	fl.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this address (host namespace)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/segchain", "directory of the agent's apply journal")
+	cmd.MarkFlagRequired("node")
+	cmd.MarkFlagRequired("listen")
+	return cmd
+}
+
+func agentLogger(format string, w io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
+	log, err := agentLogger(f.logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	log = log.With("node", f.node)
+	if f.netns != "" && !nsutil.Exists(f.netns) {
+		return fmt.Errorf("no network namespace %q (ip netns list)", f.netns)
+	}
+	var files pki.Files
+	if f.pkiDir != "" {
+		files = pki.DirFiles(f.pkiDir, pki.RoleNode, f.node)
+	}
+	for _, o := range []struct {
+		dst *string
+		v   string
+	}{{&files.CA, f.ca}, {&files.Cert, f.cert}, {&files.Key, f.key}} {
+		if o.v != "" {
+			*o.dst = o.v
+		}
+	}
+	secure := files.CA != "" || files.Cert != "" || files.Key != ""
+	switch {
+	case f.insecure && secure:
+		return errors.New("--insecure and TLS files (--pki, --ca, --cert, --key) exclude each other")
+	case f.insecure:
+		if err := agentrpc.CheckInsecureListen(f.listen); err != nil {
+			return err
+		}
+	case !secure:
+		return errors.New("give the agent its certificates (--pki DIR, or --ca/--cert/--key); --insecure serves plaintext on loopback only")
+	}
+	var tc *tls.Config
+	if secure {
+		if tc, err = pki.ServerTLS(files); err != nil {
+			return err
+		}
+	}
+	// The listening socket is the node's: opened inside its namespace.
+	var lis net.Listener
+	if err := nsutil.Do(f.netns, func() error {
+		var err error
+		lis, err = net.Listen("tcp", f.listen)
+		return err
+	}); err != nil {
+		return fmt.Errorf("listen %s in netns %q: %w", f.listen, f.netns, err)
+	}
+	bv := buildVersion()
+	local := agent.NewLocal(f.node, f.netns)
+	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
+	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
+	defer jr.Close()
+	srv := agentrpc.NewServer(local, log, agentrpc.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr,
+		agentrpc.Hooks{Op: m.Op, Execute: m.Execute})
+	g := agentrpc.NewGRPCServer(tc, log)
+	srv.Register(g)
+	if f.metrics != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", m.Handler())
+		hs := &http.Server{Addr: f.metrics, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		ml, err := net.Listen("tcp", f.metrics)
+		if err != nil {
+			lis.Close()
+			return fmt.Errorf("metrics: %w", err)
+		}
+		go hs.Serve(ml)
+		defer hs.Close()
+		log.Info("serving metrics", "addr", ml.Addr().String())
+	}
+	log.Info("agent serving", "listen", lis.Addr().String(), "netns", f.netns, "tls", secure, "version", bv.Version, "pid", os.Getpid())
+	err = agentrpc.Serve(ctx, g, lis)
+	log.Info("agent stopped")
+	return err
+}
