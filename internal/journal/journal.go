@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
@@ -43,6 +44,7 @@ type line struct {
 // Disk is the journal of one command over its nodes. It implements
 // controller.Journal.
 type Disk struct {
+	mu    sync.Mutex // nodes are journaled in parallel (controller.Concurrency)
 	root  string
 	ids   map[string]string // node name → node id (directory)
 	files map[string]*os.File
@@ -70,6 +72,8 @@ func (d *Disk) dir(node string) (string, error) {
 // Record appends op to node's journal and syncs it to disk before
 // returning: the op may run only after that.
 func (d *Disk) Record(node string, op agent.Op) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	f := d.files[node]
 	if f == nil {
 		dir, err := d.dir(node)
@@ -127,6 +131,8 @@ func syncDir(dir string) error {
 
 // Clear removes node's journal: its ops are complete, or undone.
 func (d *Disk) Clear(node string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if f := d.files[node]; f != nil {
 		f.Close()
 		delete(d.files, node)
@@ -184,6 +190,8 @@ func (d *Disk) Unfinished(node string) ([]agent.Op, string, error) {
 
 // Close releases the open journal files (they stay on disk).
 func (d *Disk) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for n, f := range d.files {
 		f.Close()
 		delete(d.files, n)

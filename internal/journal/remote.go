@@ -6,5 +6,7 @@ import "time"
 // controller across the wire (the agent writes its node's journal on the
 // controller's behalf, agentrpc.Server), instead of this process.
 func (d *Disk) SetWho(who string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.me = Header{Command: who, Started: time.Now()}
 }
