@@ -21,6 +21,7 @@ import (
 	"github.com/segchain/segchain/internal/agentrpc"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/metrics"
+	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pki"
 )
@@ -58,8 +59,8 @@ Changes need the node's lease (one controller at a time: a second one is
 told "domain is being applied by …"); the per-apply journal is kept under
 --state-dir/journal, so an apply whose controller died is undone by the next.
 
---metrics ADDR serves Prometheus /metrics (docs/metrics.md) in the host's
-namespace. Logs go to stderr (log/slog, --log-format text|json).
+--metrics ADDR serves Prometheus /metrics (docs/metrics.md), also from
+inside NS. Logs go to stderr (log/slog, --log-format text|json).
 See docs/agents.md.`,
 		Example: `  segchain agent --node nfv1 --listen [2001:db8::11]:7070 --pki /etc/segchain/pki --metrics :9470
   segchain agent --node r1 --netns r1 --listen 127.0.0.1:7070 --insecure`,
@@ -79,7 +80,7 @@ See docs/agents.md.`,
 	fl.StringVar(&f.cert, "cert", "", "agent certificate file (overrides --pki)")
 	fl.StringVar(&f.key, "key", "", "agent key file (overrides --pki)")
 	fl.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC without TLS (loopback listen addresses only)")
-	fl.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this address (host namespace)")
+	fl.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this address HOST:PORT, inside --netns")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/segchain", "directory of the agent's apply journal")
 	cmd.MarkFlagRequired("node")
@@ -135,17 +136,30 @@ func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
 			return err
 		}
 	}
-	// The listening socket is the node's: opened inside its namespace.
-	var lis net.Listener
+	// The listening sockets are the node's: opened inside its namespace
+	// (a socket stays in the namespace it was made in).
+	var lis, ml net.Listener
 	if err := nsutil.Do(f.netns, func() error {
 		var err error
-		lis, err = net.Listen("tcp", f.listen)
-		return err
+		if lis, err = net.Listen("tcp", f.listen); err != nil {
+			return err
+		}
+		if f.metrics != "" {
+			if ml, err = net.Listen("tcp", f.metrics); err != nil {
+				lis.Close()
+				return fmt.Errorf("metrics: %w", err)
+			}
+		}
+		return nil
 	}); err != nil {
-		return fmt.Errorf("listen %s in netns %q: %w", f.listen, f.netns, err)
+		return fmt.Errorf("listen in netns %q: %w", f.netns, err)
 	}
 	bv := buildVersion()
-	local := agent.NewLocal(f.node, f.netns)
+	key, err := nodeKey(f.netns)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", f.node, err)
+	}
+	local := &lockedLocal{Local: agent.NewLocal(f.node, f.netns), key: key}
 	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
 	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
 	defer jr.Close()
@@ -156,12 +170,7 @@ func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
 	if f.metrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Handler())
-		hs := &http.Server{Addr: f.metrics, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		ml, err := net.Listen("tcp", f.metrics)
-		if err != nil {
-			lis.Close()
-			return fmt.Errorf("metrics: %w", err)
-		}
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go hs.Serve(ml)
 		defer hs.Close()
 		log.Info("serving metrics", "addr", ml.Addr().String())
@@ -170,4 +179,21 @@ func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
 	err = agentrpc.Serve(ctx, g, lis)
 	log.Info("agent stopped")
 	return err
+}
+
+// lockedLocal runs each Execute under the node's lock (nodelock), like an
+// in-process apply: the agent's changes and local segchain sid/fw edits
+// of the same namespace go one after the other.
+type lockedLocal struct {
+	*agent.Local
+	key string
+}
+
+func (l *lockedLocal) Execute(ctx context.Context, ops []agent.Op) (int, error) {
+	set, err := nodelock.Acquire(ctx, []nodelock.Node{{Key: l.key, Name: l.Node()}}, nodelock.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer set.Release()
+	return l.Local.Execute(ctx, ops)
 }

@@ -41,8 +41,10 @@ func (f *fake) Execute(_ context.Context, ops []agent.Op) (int, error) {
 func (f *fake) Counters(context.Context) ([]agent.SIDCounters, error) {
 	return []agent.SIDCounters{{SID: netip.MustParsePrefix("fc00:2::f1/128"), Behavior: "End", Packets: 7}}, nil
 }
-func (f *fake) Forget(context.Context) error                          { return nil }
-func (f *fake) Originals(context.Context) (map[string]string, error) { return map[string]string{"net.x": "0"}, nil }
+func (f *fake) Forget(context.Context) error { return nil }
+func (f *fake) Originals(context.Context) (map[string]string, error) {
+	return map[string]string{"net.x": "0"}, nil
+}
 func (f *fake) executed() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -18,7 +18,7 @@ links:
 `
 	for _, tc := range []struct {
 		name, a, b, pki string
-		want          []string
+		want            []string
 	}{
 		{"ok", "192.0.2.1:7070", "", "security:\n  pki: {ca: ca.crt, cert: c.crt, key: c.key}\n", nil},
 		{"no pki", "192.0.2.1:7070", "", "", []string{"security.pki: required: nodes.a.agent is an agent, reached over mutual TLS (ca, cert, key; segchain pki)"}},
