@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/segchain/segchain/internal/agentrpc"
@@ -96,6 +97,9 @@ func (l *domainLocks) Release() {
 // leaseAll takes the lease of every remote node; on any failure none is
 // kept.
 func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*agentrpc.Client) ([]*agentrpc.Client, error) {
+	if err := preflightAll(ctx, remote); err != nil {
+		return nil, err
+	}
 	var got []*agentrpc.Client
 	holder := holderName()
 	var errs []error
@@ -114,6 +118,27 @@ func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*agentrpc.Cli
 		return nil, err
 	}
 	return got, nil
+}
+
+// preflightAll checks every remote node (controller.Preflighter) at once,
+// before any lease is taken: one unreachable or incompatible agent fails
+// the command before anything changes.
+func preflightAll(ctx context.Context, remote map[string]*agentrpc.Client) error {
+	names := sortedNames(remote)
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = remote[n].Preflight(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("preflight failed, nothing changed on any node:\n%w", err)
+	}
+	return nil
 }
 
 func sortedNames[T any](m map[string]T) []string {
