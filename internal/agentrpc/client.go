@@ -281,8 +281,18 @@ func (c *Client) renew(holder string, ttl time.Duration, id string, stop chan st
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), ttl/3)
-			c.rpc.AcquireLease(ctx, &pb.AcquireLeaseRequest{Holder: holder, TtlSeconds: uint32(ttl / time.Second), LeaseId: id})
+			r, err := c.rpc.AcquireLease(ctx, &pb.AcquireLeaseRequest{Holder: holder, TtlSeconds: uint32(ttl / time.Second), LeaseId: id})
 			cancel()
+			if err == nil && r.LeaseId != id {
+				// The agent restarted and lost the lease; nobody took
+				// it meanwhile, so it is this controller's again.
+				c.mu.Lock()
+				if c.stop == stop {
+					c.lease = r.LeaseId
+				}
+				c.mu.Unlock()
+				id = r.LeaseId
+			}
 		}
 	}
 }
