@@ -165,8 +165,7 @@ func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
 	defer jr.Close()
 	srv := agentrpc.NewServer(local, log, agentrpc.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr,
 		agentrpc.Hooks{Op: m.Op, Execute: m.Execute})
-	g := agentrpc.NewGRPCServer(tc, log)
-	srv.Register(g)
+	g := agentrpc.NewGRPCServer(srv, tc, log)
 	if f.metrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Handler())

@@ -263,6 +263,9 @@ func (c *Client) AcquireLease(ctx context.Context, holder string, ttl time.Durat
 		return c.wrap("lease", err)
 	}
 	c.mu.Lock()
+	if c.stop != nil { // a lease taken again: one renewer
+		close(c.stop)
+	}
 	c.lease = r.LeaseId
 	stop := make(chan struct{})
 	c.stop = stop

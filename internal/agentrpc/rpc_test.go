@@ -99,8 +99,7 @@ func (e *env) logged() string {
 func start(t *testing.T, dir string, tc *tls.Config) *env {
 	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
 	log := slog.New(slog.NewTextHandler(syncWriter{e.log}, nil))
-	g := NewGRPCServer(tc, log)
-	NewServer(e.fake, log, Build{Version: "test"}, nil, Hooks{}).Register(g)
+	g := NewGRPCServer(NewServer(e.fake, log, Build{Version: "test"}, nil, Hooks{}), tc, log)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -303,5 +302,19 @@ func TestLease(t *testing.T) {
 	}
 	if err := b.AcquireLease(ctx, "pid 2 (segchain apply) on host b", time.Minute); err != nil {
 		t.Fatalf("after release: %v", err)
+	}
+	// A controller that dies (its connection closes) without releasing
+	// leaves no lease behind.
+	b.conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := a.AcquireLease(ctx, "pid 1 (segchain apply) on host a", time.Minute)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease of a closed connection is still held: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/stats"
 )
 
 // CheckInsecureListen refuses a plaintext listen address that is not a
@@ -30,19 +31,42 @@ func CheckInsecureListen(addr string) error {
 	return fmt.Errorf("--insecure listens in plaintext: only on a loopback address (127.0.0.1:PORT, [::1]:PORT), not %q", addr)
 }
 
-// NewGRPCServer is the gRPC server of an agent: mutual TLS with tlsConf
+// NewGRPCServer is the gRPC server of agent s: mutual TLS with tlsConf
 // (pki.ServerTLS), or plaintext when tlsConf is nil (the caller checked
 // CheckInsecureListen). Refused handshakes (wrong CA, expired
 // certificate, a client that is not a controller, plaintext) are logged.
-func NewGRPCServer(tlsConf *tls.Config, log *slog.Logger) *grpc.Server {
-	opts := ServerOptions()
+// It registers s and tells it when a connection closes (leases).
+func NewGRPCServer(s *Server, tlsConf *tls.Config, log *slog.Logger) *grpc.Server {
+	opts := append(ServerOptions(), grpc.StatsHandler(connWatch{s}))
 	if tlsConf != nil {
 		opts = append(opts, grpc.Creds(loggedCreds{credentials.NewTLS(tlsConf), log}))
 	} else {
 		opts = append(opts, grpc.Creds(insecure.NewCredentials()))
 	}
-	return grpc.NewServer(opts...)
+	g := grpc.NewServer(opts...)
+	s.Register(g)
+	return g
 }
+
+// connWatch reports closed connections to the server.
+type connWatch struct{ s *Server }
+
+type peerKey struct{}
+
+func (w connWatch) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, peerKey{}, info.RemoteAddr.String())
+}
+
+func (w connWatch) HandleConn(ctx context.Context, st stats.ConnStats) {
+	if _, ok := st.(*stats.ConnEnd); ok {
+		if p, ok := ctx.Value(peerKey{}).(string); ok {
+			w.s.connClosed(p)
+		}
+	}
+}
+
+func (connWatch) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (connWatch) HandleRPC(context.Context, stats.RPCStats)                       {}
 
 // loggedCreds logs the handshakes the TLS credentials refuse.
 type loggedCreds struct {

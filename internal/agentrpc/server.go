@@ -64,6 +64,10 @@ type Server struct {
 	lease  string
 	holder string
 	until  time.Time
+	// conn is the peer address of the connection the lease was taken or
+	// last renewed on: when it closes (the controller exited or was
+	// killed) the lease ends at once instead of at its expiry.
+	conn string
 }
 
 // NewServer serves a. journal (may be nil: no journal RPCs) keeps the
@@ -348,6 +352,7 @@ func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*
 		s.log.Info("lease acquired", "peer", who(ctx), "holder", r.Holder, "ttl", ttl)
 	}
 	s.until = now.Add(ttl)
+	s.conn = who(ctx)
 	return &pb.AcquireLeaseReply{LeaseId: s.lease, ExpiresUnix: s.until.Unix()}, nil
 }
 
@@ -357,9 +362,20 @@ func (s *Server) ReleaseLease(ctx context.Context, r *pb.ReleaseLeaseRequest) (*
 	defer s.mu.Unlock()
 	if r.LeaseId != "" && r.LeaseId == s.lease {
 		s.log.Info("lease released", "peer", who(ctx), "holder", s.holder)
-		s.lease, s.holder, s.until = "", "", time.Time{}
+		s.lease, s.holder, s.until, s.conn = "", "", time.Time{}, ""
 	}
 	return &pb.ReleaseLeaseReply{}, nil
+}
+
+// connClosed ends the lease taken on a connection that closed: its
+// controller is gone (exited, killed: the kernel closes its sockets).
+func (s *Server) connClosed(peer string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease != "" && s.conn == peer {
+		s.log.Info("lease ended: the holder's connection closed", "peer", peer, "holder", s.holder)
+		s.lease, s.holder, s.until, s.conn = "", "", time.Time{}, ""
+	}
 }
 
 func (s *Server) needJournal() error {

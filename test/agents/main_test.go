@@ -133,7 +133,7 @@ func (e *env) owned() string {
 	for _, n := range e.l.NodeNames() {
 		for _, c := range [][]string{{"-6", "route", "show", "table", "all", "proto", "197"}, {"-4", "route", "show", "table", "all", "proto", "197"},
 			{"-6", "rule", "show", "proto", "197"}, {"-4", "rule", "show", "proto", "197"}} {
-			out, err := exec.Command("ip", append([]string{"-n", e.ns(n)}, c...)...).CombinedOutput()
+			out, err := exec.Command("ip", append([]string{"-N", "-n", e.ns(n)}, c...)...).CombinedOutput()
 			if err != nil {
 				e.t.Fatalf("ip %v: %v\n%s", c, err, out)
 			}
