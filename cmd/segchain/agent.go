@@ -21,6 +21,7 @@ import (
 	"github.com/segchain/segchain/internal/agentrpc"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/metrics"
+	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pki"
@@ -159,7 +160,7 @@ func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("node %s: %w", f.node, err)
 	}
-	local := &lockedLocal{Local: agent.NewLocal(f.node, f.netns), key: key}
+	local := &lockedLocal{Local: nodeagent.NewLocal(f.node, f.netns), key: key}
 	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
 	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
 	defer jr.Close()
@@ -184,7 +185,7 @@ func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
 // in-process apply: the agent's changes and local segchain sid/fw edits
 // of the same namespace go one after the other.
 type lockedLocal struct {
-	*agent.Local
+	*nodeagent.Local
 	key string
 }
 

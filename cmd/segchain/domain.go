@@ -17,6 +17,7 @@ import (
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/plan"
 )
 
@@ -113,7 +114,7 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 			missing = append(missing, name)
 			continue
 		}
-		agents[name] = agent.NewLocal(name, ns)
+		agents[name] = nodeagent.NewLocal(name, ns)
 		f.netns[name] = ns
 	}
 	if len(missing) > 0 {

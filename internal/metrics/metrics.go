@@ -63,10 +63,19 @@ func result(err error) string {
 	return "ok"
 }
 
+// opKind labels an op: its object kind, and for a services op the
+// service kind too ("services/fw").
+func opKind(op agent.Op) string {
+	if op.Service != "" {
+		return string(op.Kind) + "/" + op.Service
+	}
+	return string(op.Kind)
+}
+
 // Op records one op (agentrpc.Hooks.Op).
 func (m *Metrics) Op(op agent.Op, d time.Duration, err error) {
-	m.opDur.WithLabelValues(string(op.Kind), result(err)).Observe(d.Seconds())
-	m.ops.WithLabelValues(string(op.Kind), result(err)).Inc()
+	m.opDur.WithLabelValues(opKind(op), result(err)).Observe(d.Seconds())
+	m.ops.WithLabelValues(opKind(op), result(err)).Inc()
 }
 
 // Execute records one Execute (agentrpc.Hooks.Execute).
