@@ -49,10 +49,11 @@ on veth use a relaxed loss threshold (≥ 2%).
   segchain perf run -f EXP.yaml [--out DIR]     an experiment (examples/perf/)
   segchain perf limit [--repeat N]              the testbed's physical limit
   segchain perf boundary [--rounds N]           the SR domain boundary filter's cost
+  segchain perf control-plane [--nodes 10,50]   apply through agents at scale
 
 See docs/benchmarks.md.`,
 	}
-	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd(), newPerfBoundaryCmd())
+	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd(), newPerfBoundaryCmd(), newPerfControlPlaneCmd())
 	return cmd
 }
 
