@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,8 @@ type domainFlags struct {
 	labNm  string
 	output string
 	noWait bool
+	// nodeTimeout bounds each node's part of each apply phase.
+	nodeTimeout time.Duration
 	// netns maps each in-process node to its namespace, remote each node
 	// programmed through its agent (both set by controller).
 	netns  map[string]string
@@ -36,6 +39,7 @@ type domainFlags struct {
 // registerLock adds --no-wait to a verb that changes nodes.
 func (f *domainFlags) registerLock(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.noWait, "no-wait", false, noWaitUsage)
+	cmd.Flags().DurationVar(&f.nodeTimeout, "node-timeout", 0, "bound each node's changes in each apply phase (0: none); a node that exceeds it fails the apply, which is rolled back everywhere")
 }
 
 // lock takes every in-process node's lock (see lock.go) and every remote
@@ -130,7 +134,7 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 			ids[name] = key
 		}
 	}
-	c := &controller.Controller{Plan: p, Agents: agents, Journal: journal.New("", ids)}
+	c := &controller.Controller{Plan: p, Agents: agents, Journal: journal.New("", ids), NodeTimeout: f.nodeTimeout}
 	if len(f.remote) > 0 {
 		// A remote node's journal is kept on its agent.
 		c.Journal = &agentrpc.Journal{Local: c.Journal, Remote: f.remote, Who: holderName()}
