@@ -30,7 +30,9 @@ and measures, through the agents:
   from scratch   apply on empty nodes
   no-op          apply again (observes every node, changes nothing)
   one chain      apply with one chain's SID list changed
-  agent RSS      resident memory of the agents after these (max and mean)
+  agent RSS      resident memory of the agents after these (max and mean),
+                 and its anonymous part (heap, stacks: the rest is the
+                 binary's pages, shared by all agents of a host)
 
 Wall-clock times of the segchain commands (process start included), one
 run each: a benchmark on a possibly loaded machine, not a test. The labs
@@ -52,10 +54,10 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "NODES\tCHANGES\tLAB UP\tFROM SCRATCH\tNO-OP\tONE CHAIN\tDESTROY\tAGENT RSS MAX\tMEAN\t")
+			fmt.Fprintln(tw, "NODES\tCHANGES\tLAB UP\tFROM SCRATCH\tNO-OP\tONE CHAIN\tDESTROY\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\t")
 			for _, r := range res {
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.1f MiB\t%.1f MiB\t\n", r.Nodes, r.Changes, secs(r.LabUp), secs(r.FromScratch),
-					secs(r.NoOp), secs(r.OneChain), secs(r.Destroy), float64(r.AgentRSSMaxKiB)/1024, float64(r.AgentRSSMeanKiB)/1024)
+				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Changes, secs(r.LabUp), secs(r.FromScratch),
+					secs(r.NoOp), secs(r.OneChain), secs(r.Destroy), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB))
 			}
 			tw.Flush()
 			return err
@@ -65,5 +67,7 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	outputFlag(cmd, &output)
 	return cmd
 }
+
+func mib(kib int) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }

@@ -77,9 +77,13 @@ type Result struct {
 	NoOp        time.Duration `json:"noop_ns"`
 	OneChain    time.Duration `json:"one_chain_ns"`
 	Destroy     time.Duration `json:"destroy_ns"`
-	// Agent resident memory after the applies (VmRSS), KiB.
-	AgentRSSMaxKiB  int `json:"agent_rss_max_kib"`
-	AgentRSSMeanKiB int `json:"agent_rss_mean_kib"`
+	// Agent resident memory after the applies (VmRSS), KiB, and its
+	// anonymous part (RssAnon: heap and stacks; the rest is the binary's
+	// file pages, shared by every agent on the host).
+	AgentRSSMaxKiB      int `json:"agent_rss_max_kib"`
+	AgentRSSMeanKiB     int `json:"agent_rss_mean_kib"`
+	AgentRSSAnonMaxKiB  int `json:"agent_rss_anon_max_kib"`
+	AgentRSSAnonMeanKiB int `json:"agent_rss_anon_mean_kib"`
 }
 
 // Run measures each size with the segchain binary exe; labs are named
@@ -148,14 +152,17 @@ func runOne(ctx context.Context, exe, labName string, n int, log io.Writer) (Res
 	if err != nil {
 		return r, err
 	}
-	total := 0
+	total, anon := 0, 0
 	for _, a := range l.Agents {
-		kib := rssKiB(a.PID)
+		kib, akib := rssKiB(a.PID, "VmRSS:"), rssKiB(a.PID, "RssAnon:")
 		total += kib
+		anon += akib
 		r.AgentRSSMaxKiB = max(r.AgentRSSMaxKiB, kib)
+		r.AgentRSSAnonMaxKiB = max(r.AgentRSSAnonMaxKiB, akib)
 	}
 	if len(l.Agents) > 0 {
 		r.AgentRSSMeanKiB = total / len(l.Agents)
+		r.AgentRSSAnonMeanKiB = anon / len(l.Agents)
 	}
 	if r.Destroy, _, err = run("destroy", "-f", changed, "--lab", labName); err != nil {
 		return r, err
@@ -177,14 +184,14 @@ func appliedChanges(out string) int {
 	return n
 }
 
-// rssKiB is a process's VmRSS.
-func rssKiB(pid int) int {
+// rssKiB is a memory figure of /proc/PID/status (field "VmRSS:" ...).
+func rssKiB(pid int, field string) int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(l, field); ok {
 			f := strings.Fields(rest)
 			if len(f) > 0 {
 				n, _ := strconv.Atoi(f[0])
