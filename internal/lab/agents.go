@@ -127,7 +127,13 @@ func (l *Lab) startAgents(exe string, pfx netip.Prefix) error {
 			Metrics: net.JoinHostPort(addr.String(), strconv.Itoa(MetricsPort)),
 			Log:     filepath.Join(l.agentDir(), node+".log"),
 		}
-		if err := l.StartAgent(exe, node); err != nil {
+		if err := l.spawn(exe, node); err != nil {
+			return err
+		}
+	}
+	// All started: now wait for each (they start up in parallel).
+	for _, node := range l.NodeNames() {
+		if err := l.waitAgent(node, 60*time.Second); err != nil {
 			return err
 		}
 	}
@@ -179,6 +185,14 @@ func (l *Lab) mgmtLink(br *netlink.Bridge, node string, i int, addr netip.Addr) 
 // StartAgent starts node's agent process (again, after StopAgent) and
 // waits until it answers.
 func (l *Lab) StartAgent(exe, node string) error {
+	if err := l.spawn(exe, node); err != nil {
+		return err
+	}
+	return l.waitAgent(node, 20*time.Second)
+}
+
+// spawn starts node's agent process and records its pid.
+func (l *Lab) spawn(exe, node string) error {
 	a := l.Agents[node]
 	if a == nil {
 		return fmt.Errorf("lab %s: node %s has no agent", l.Name, node)
@@ -204,10 +218,7 @@ func (l *Lab) StartAgent(exe, node string) error {
 	a.PID = cmd.Process.Pid
 	// Reap it whenever it exits (this process may live on: tests).
 	go cmd.Wait()
-	if err := l.save(); err != nil {
-		return err
-	}
-	return l.waitAgent(node, 20*time.Second)
+	return l.save()
 }
 
 // waitAgent waits until node's agent answers Health over mTLS.
