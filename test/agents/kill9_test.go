@@ -3,10 +3,8 @@ package agents
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,44 +16,17 @@ import (
 	"github.com/segchain/segchain/internal/testutil"
 )
 
-var objectIDs = regexp.MustCompile(`\b(prog_id|link_id|id) \d+`)
-
-// snapshot is the lab's state that apply and destroy manage, per node:
-// routes and rules of every table, HMAC keys, tunsrc, TCX attachments
-// (ids masked), segchain's pins and state files, and the journal each
-// agent keeps.
+// snapshot is the lab's state that apply and destroy manage, per node
+// (testutil.KernelSnapshot), and the journal files each agent keeps.
 func (e *env) snapshot() string {
 	e.t.Helper()
 	var b strings.Builder
+	b.WriteString(testutil.KernelSnapshot(e.t, e.l.NodeNames(), e.ns, pinRoot(e.t)))
 	for _, n := range e.l.NodeNames() {
-		ns := e.ns(n)
-		fmt.Fprintf(&b, "=== %s\n", n)
-		for _, args := range [][]string{
-			// -N: protocol numbers, whatever rt_protos names them.
-			{"ip", "-N", "-4", "route", "show", "table", "all"}, {"ip", "-N", "-6", "route", "show", "table", "all"},
-			{"ip", "-N", "-4", "rule"}, {"ip", "-N", "-6", "rule"}, {"ip", "sr", "hmac", "show"}, {"ip", "sr", "tunsrc", "show"},
-			{"bpftool", "net", "show"},
-		} {
-			out, _ := testutil.ExecErr(ns, args...)
-			b.WriteString(objectIDs.ReplaceAllString(out, "$1 N"))
-		}
-		name, _, err := bpfpin.Namespace(ns)
-		if err != nil {
-			e.t.Fatal(err)
-		}
 		// The agent's journal files (its journal directory itself stays).
 		js, _ := filepath.Glob(filepath.Join("/run/segchain/labs", e.lab+".agents", "state", n, "journal", "*", "*"))
 		for _, j := range js {
 			fmt.Fprintf(&b, "journal %s\n", strings.TrimPrefix(j, "/run/segchain/labs/"+e.lab))
-		}
-		for _, dir := range []string{filepath.Join("/sys/fs/bpf/segchain", name), filepath.Join("/run/segchain/fw", name),
-			filepath.Join("/run/segchain/nodes", ns+".json")} {
-			_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-				if err == nil {
-					fmt.Fprintf(&b, "%s %v\n", strings.Replace(p, name, "NS", 1), fi.Mode().IsDir())
-				}
-				return nil
-			})
 		}
 	}
 	return b.String()
@@ -126,4 +97,13 @@ func TestPrivilegedKill9ControllerAgents(t *testing.T) {
 		t.Logf("kill %s, then %s: %d of %d runs killed mid-way (delays up to %v)", ph.killed, ph.verb, killed, ph.runs, took)
 	}
 	t.Logf("%d runs found an unfinished journal on an agent and undid it", recovered)
+}
+
+func pinRoot(t testing.TB) string {
+	t.Helper()
+	root, err := bpfpin.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }

@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/testutil"
@@ -152,55 +150,9 @@ func (e *env) owned() string {
 // seqstream is scripts/seqstream.py (sequence-numbered UDP stream).
 const seqstream = "../../scripts/seqstream.py"
 
-type streamResult struct {
-	Sent, Received, Unique, Lost, Duplicates int
-	LongestGap                               int `json:"longest_gap"`
-}
-
 // stream sends count datagrams s → d:port at rate/s, running during
 // meanwhile, and returns the receiver's counts.
-func (e *env) stream(port, count, rate int, during func()) streamResult {
-	t := e.t
-	t.Helper()
-	abs, _ := filepath.Abs(seqstream)
-	ready := filepath.Join(t.TempDir(), "ready")
-	rcv := exec.Command("ip", "netns", "exec", e.ns("d"), "python3", abs, "recv", fmt.Sprint(port), "--ready", ready, "--first", "10", "--idle", "1")
-	var out strings.Builder
-	rcv.Stdout, rcv.Stderr = &out, &out
-	if err := rcv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- rcv.Wait() }()
-	defer rcv.Process.Kill()
-	for {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("receiver exited: %v\n%s", err, out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	snd := exec.Command("ip", "netns", "exec", e.ns("s"), "python3", abs, "send", "fc00:4d::d", fmt.Sprint(port), "--count", fmt.Sprint(count), "--rate", fmt.Sprint(rate))
-	var sout strings.Builder
-	snd.Stdout, snd.Stderr = &sout, &sout
-	if err := snd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if during != nil {
-		during()
-	}
-	if err := snd.Wait(); err != nil {
-		t.Fatalf("sender: %v\n%s", err, sout.String())
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("receiver: %v\n%s", err, out.String())
-	}
-	var r streamResult
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &r); err != nil {
-		t.Fatalf("receiver output %q: %v", out.String(), err)
-	}
-	return r
+func (e *env) stream(port, count, rate int, during func()) testutil.StreamResult {
+	e.t.Helper()
+	return testutil.Stream(e.t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", port, count, rate, during)
 }

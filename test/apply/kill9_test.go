@@ -1,61 +1,26 @@
 package apply
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"sort"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
-var objectIDs = regexp.MustCompile(`\b(prog_id|link_id|id) \d+`)
-
 // snapshot is the lab's kernel state that apply and destroy manage, per
-// node: routes and rules of every table, HMAC keys, tunsrc, TCX
-// attachments (ids masked), segchain's pins and state files, and any
-// journal left (scripts/soak-kill9.sh takes a fuller one).
+// node (testutil.KernelSnapshot; scripts/soak-kill9.sh takes a fuller
+// one).
 func (e *env) snapshot() string {
 	e.t.Helper()
-	var b strings.Builder
 	nodes := e.l.NodeNames()
 	sort.Strings(nodes)
-	for _, n := range nodes {
-		ns := e.ns(n)
-		fmt.Fprintf(&b, "=== %s\n", n)
-		for _, args := range [][]string{
-			{"ip", "-4", "route", "show", "table", "all"}, {"ip", "-6", "route", "show", "table", "all"},
-			{"ip", "-4", "rule"}, {"ip", "-6", "rule"}, {"ip", "sr", "hmac", "show"}, {"ip", "sr", "tunsrc", "show"},
-			{"bpftool", "net", "show"},
-		} {
-			out, _ := testutil.ExecErr(ns, args...)
-			b.WriteString(objectIDs.ReplaceAllString(out, "$1 N"))
-		}
-		name, _, err := bpfpin.Namespace(ns)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		for _, dir := range []string{filepath.Join(pinRoot(e.t), name), filepath.Join("/run/segchain/fw", name),
-			filepath.Join("/run/segchain/journal", name), filepath.Join("/run/segchain/nodes", ns+".json")} {
-			_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-				if err == nil {
-					fmt.Fprintf(&b, "%s %v\n", strings.Replace(p, name, "NS", 1), fi.Mode().IsDir())
-				}
-				return nil
-			})
-		}
-	}
-	return b.String()
+	return testutil.KernelSnapshot(e.t, nodes, e.ns, pinRoot(e.t))
 }
 
 // killAt starts segchain VERB on the lab and SIGKILLs it after delay;
