@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/segchain/segchain/internal/metrics"
 	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nodelock"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pki"
 )
@@ -187,6 +191,35 @@ func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
 type lockedLocal struct {
 	*nodeagent.Local
 	key string
+
+	// The kernel feature probe builds and removes a throwaway namespace:
+	// its answer for the last desired state is kept, since the kernel
+	// does not change while the agent runs (a no-op apply asks again with
+	// the same state).
+	probeMu   sync.Mutex
+	probeKey  [sha256.Size]byte
+	probeSeen bool
+	probeLast []string
+}
+
+// Unsupported implements agent.FeatureChecker, remembering the last
+// answer.
+func (l *lockedLocal) Unsupported(ctx context.Context, want *nodestate.Node) ([]string, error) {
+	b, err := json.Marshal(want)
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256(b)
+	l.probeMu.Lock()
+	defer l.probeMu.Unlock()
+	if l.probeSeen && key == l.probeKey {
+		return l.probeLast, nil
+	}
+	out, err := l.Local.Unsupported(ctx, want)
+	if err == nil {
+		l.probeKey, l.probeSeen, l.probeLast = key, true, out
+	}
+	return out, err
 }
 
 func (l *lockedLocal) Execute(ctx context.Context, ops []agent.Op) (int, error) {

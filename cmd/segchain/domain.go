@@ -137,7 +137,11 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 	c := &controller.Controller{Plan: p, Agents: agents, Journal: journal.New("", ids), NodeTimeout: f.nodeTimeout}
 	if len(f.remote) > 0 {
 		// A remote node's journal is kept on its agent.
-		c.Journal = &agentrpc.Journal{Local: c.Journal, Remote: f.remote, Who: holderName()}
+		who := holderName()
+		c.Journal = &agentrpc.Journal{Local: c.Journal, Remote: f.remote, Who: who}
+		for _, rc := range f.remote {
+			rc.JournalOnExecute(who)
+		}
 	}
 	if len(f.remote) == len(agents) {
 		// Agents work in parallel; in-process nodes share this process

@@ -17,9 +17,13 @@ type Journal struct {
 	Who string
 }
 
-// Record implements controller.Journal.
+// Record implements controller.Journal. A remote node whose client
+// journals on Execute (Client.JournalOnExecute) records the op there.
 func (j *Journal) Record(node string, op agent.Op) error {
 	if c := j.Remote[node]; c != nil {
+		if c.journalWho != "" {
+			return nil
+		}
 		return c.JournalRecord(context.Background(), j.Who, op)
 	}
 	if j.Local == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	pb "github.com/segchain/segchain/internal/agentrpc/agentpb"
+	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/pki"
 )
@@ -316,5 +317,54 @@ func TestLease(t *testing.T) {
 			t.Fatalf("the lease of a closed connection is still held: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// With JournalOnExecute each op is in the node's journal on the agent
+// before it runs, naming the controller; JournalClear forgets it.
+func TestJournalOnExecute(t *testing.T) {
+	dir := t.TempDir()
+	pki.Init(dir, "test")
+	nf, _ := pki.Issue(dir, pki.RoleNode, "nfv1", pki.IssueOptions{})
+	pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{})
+	tc, err := pki.ServerTLS(nf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
+	jr := journal.New(t.TempDir(), map[string]string{"nfv1": "node-nfv1"})
+	g := NewGRPCServer(NewServer(e.fake, nil, Build{}, jr, Hooks{}), tc, nil)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = lis.Addr().String()
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	c := e.client(t, pki.DirFiles(dir, pki.RoleController, "ctl"), "nfv1")
+	ctx := context.Background()
+	if err := c.AcquireLease(ctx, "ctl", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.JournalOnExecute("pid 7 (segchain apply) on host ctl")
+	j := &Journal{Remote: map[string]*Client{"nfv1": c}}
+	if err := j.Record("nfv1", addOp); err != nil { // a no-op: Execute journals
+		t.Fatal(err)
+	}
+	if _, err := c.Execute(ctx, []agent.Op{addOp, addOp.Inverse()}); err != nil {
+		t.Fatal(err)
+	}
+	ops, who, err := j.Unfinished("nfv1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]agent.Op{addOp, addOp.Inverse()}, ops); diff != "" || !strings.Contains(who, "pid 7 (segchain apply) on host ctl") {
+		t.Fatalf("journal on the agent: who %q, ops (-want +got):\n%s", who, diff)
+	}
+	if err := j.Clear("nfv1"); err != nil {
+		t.Fatal(err)
+	}
+	if ops, _, _ := j.Unfinished("nfv1"); ops != nil {
+		t.Fatalf("journal not cleared: %v", ops)
 	}
 }

@@ -187,7 +187,22 @@ func (s *Server) Execute(ctx context.Context, r *pb.ExecuteRequest) (*pb.Execute
 	done := 0
 	var err error
 	// One op at a time, so that each is timed and logged on its own.
+	if r.JournalWho != "" {
+		if err := s.needJournal(); err != nil {
+			return nil, s.fail(ctx, "Execute", err)
+		}
+		if w, ok := s.journal.(interface{ SetWho(string) }); ok {
+			w.SetWho(r.JournalWho)
+		}
+	}
 	for _, op := range ops {
+		if r.JournalWho != "" {
+			// Durable before the op runs, as the controller's own
+			// journal would be.
+			if err = s.journal.Record(s.agent.Node(), op); err != nil {
+				break
+			}
+		}
 		t := s.now()
 		var n int
 		n, err = s.agent.Execute(ctx, []agent.Op{op})

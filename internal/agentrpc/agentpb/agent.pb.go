@@ -329,7 +329,11 @@ type ExecuteRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	LeaseId string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
 	// ops_json is a []agent.Op (agent.MarshalOps).
-	OpsJson       []byte `protobuf:"bytes,2,opt,name=ops_json,json=opsJson,proto3" json:"ops_json,omitempty"`
+	OpsJson []byte `protobuf:"bytes,2,opt,name=ops_json,json=opsJson,proto3" json:"ops_json,omitempty"`
+	// journal_who, when set, makes the agent record each op in the node's
+	// journal (as JournalRecord would, naming this controller) before it
+	// runs it: one round trip per op instead of two.
+	JournalWho    string `protobuf:"bytes,3,opt,name=journal_who,json=journalWho,proto3" json:"journal_who,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -376,6 +380,13 @@ func (x *ExecuteRequest) GetOpsJson() []byte {
 		return x.OpsJson
 	}
 	return nil
+}
+
+func (x *ExecuteRequest) GetJournalWho() string {
+	if x != nil {
+		return x.JournalWho
+	}
+	return ""
 }
 
 type ExecuteReply struct {
@@ -1409,10 +1420,12 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\x0eObserveRequest\x12\x1b\n" +
 	"\twant_json\x18\x01 \x01(\fR\bwantJson\"+\n" +
 	"\fObserveReply\x12\x1b\n" +
-	"\tnode_json\x18\x01 \x01(\fR\bnodeJson\"F\n" +
+	"\tnode_json\x18\x01 \x01(\fR\bnodeJson\"g\n" +
 	"\x0eExecuteRequest\x12\x19\n" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x19\n" +
-	"\bops_json\x18\x02 \x01(\fR\aopsJson\"8\n" +
+	"\bops_json\x18\x02 \x01(\fR\aopsJson\x12\x1f\n" +
+	"\vjournal_who\x18\x03 \x01(\tR\n" +
+	"journalWho\"8\n" +
 	"\fExecuteReply\x12\x12\n" +
 	"\x04done\x18\x01 \x01(\rR\x04done\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\")\n" +
