@@ -100,16 +100,23 @@ func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*agentrpc.Cli
 	if err := preflightAll(ctx, remote); err != nil {
 		return nil, err
 	}
-	var got []*agentrpc.Client
 	holder := holderName()
-	var errs []error
-	for _, n := range sortedNames(remote) {
-		c := remote[n]
-		if err := c.AcquireLease(ctx, holder, leaseTTL); err != nil {
-			errs = append(errs, err)
-			continue
+	names := sortedNames(remote)
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = remote[n].AcquireLease(ctx, holder, leaseTTL)
+		}()
+	}
+	wg.Wait()
+	var got []*agentrpc.Client
+	for i, n := range names {
+		if errs[i] == nil {
+			got = append(got, remote[n])
 		}
-		got = append(got, c)
 	}
 	if err := errors.Join(errs...); err != nil {
 		for _, c := range got {
