@@ -17,6 +17,7 @@ func newPerfControlPlaneCmd() *cobra.Command {
 	var (
 		sizes  []int
 		output string
+		plotTo string
 	)
 	cmd := &cobra.Command{
 		Use:   "control-plane [--nodes 10,50,100] [-o json]",
@@ -47,6 +48,11 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 			b := make([]byte, 2)
 			rand.Read(b)
 			res, err := cpbench.Run(cmd.Context(), exe, "cp"+hex.EncodeToString(b)+"-", sizes, cmd.ErrOrStderr())
+			if plotTo != "" && len(res) > 0 {
+				if perr := cpbench.WritePlot(res, plotTo); perr != nil {
+					return perr
+				}
+			}
 			if output == "json" {
 				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
 					return werr
@@ -65,6 +71,7 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	}
 	cmd.Flags().IntSliceVar(&sizes, "nodes", []int{10, 50, 100}, "domain sizes (nodes, at least 5)")
 	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the times against the number of nodes to this file (.svg, .png)")
 	return cmd
 }
 
