@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/segchain/segchain/internal/bpfpin"
 )
 
 var objectIDs = regexp.MustCompile(`\b(prog_id|link_id|id) \d+`)
@@ -17,9 +15,11 @@ var objectIDs = regexp.MustCompile(`\b(prog_id|link_id|id) \d+`)
 // namespace, in the order given): routes and rules of every table
 // (protocol numbers, whatever rt_protos names them), HMAC keys, tunsrc,
 // TCX attachments (object ids masked), segchain's pins under pinRoot and
-// its state files, and any local journal left. The kill -9 tests compare
-// one after a killed command and its successor with a clean one's.
-func KernelSnapshot(t testing.TB, nodes []string, netns func(node string) string, pinRoot string) string {
+// its state files, and any local journal left. key names a namespace's
+// pin and state directories (bpfpin.Namespace; passed in: bpfpin's own
+// tests use this package). The kill -9 tests compare one after a killed
+// command and its successor with a clean one's.
+func KernelSnapshot(t testing.TB, nodes []string, netns func(node string) string, key func(netns string) (string, error), pinRoot string) string {
 	t.Helper()
 	var b strings.Builder
 	for _, n := range nodes {
@@ -33,7 +33,7 @@ func KernelSnapshot(t testing.TB, nodes []string, netns func(node string) string
 			out, _ := ExecErr(ns, args...)
 			b.WriteString(objectIDs.ReplaceAllString(out, "$1 N"))
 		}
-		name, _, err := bpfpin.Namespace(ns)
+		name, err := key(ns)
 		if err != nil {
 			t.Fatal(err)
 		}

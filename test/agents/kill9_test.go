@@ -21,7 +21,7 @@ import (
 func (e *env) snapshot() string {
 	e.t.Helper()
 	var b strings.Builder
-	b.WriteString(testutil.KernelSnapshot(e.t, e.l.NodeNames(), e.ns, pinRoot(e.t)))
+	b.WriteString(testutil.KernelSnapshot(e.t, e.l.NodeNames(), e.ns, nsKey, pinRoot(e.t)))
 	for _, n := range e.l.NodeNames() {
 		// The agent's journal files (its journal directory itself stays).
 		js, _ := filepath.Glob(filepath.Join("/run/segchain/labs", e.lab+".agents", "state", n, "journal", "*", "*"))
@@ -106,4 +106,10 @@ func pinRoot(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// nsKey names a namespace's pin and state directories.
+func nsKey(ns string) (string, error) {
+	k, _, err := bpfpin.Namespace(ns)
+	return k, err
 }

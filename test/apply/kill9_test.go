@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -20,7 +21,7 @@ func (e *env) snapshot() string {
 	e.t.Helper()
 	nodes := e.l.NodeNames()
 	sort.Strings(nodes)
-	return testutil.KernelSnapshot(e.t, nodes, e.ns, pinRoot(e.t))
+	return testutil.KernelSnapshot(e.t, nodes, e.ns, nsKey, pinRoot(e.t))
 }
 
 // killAt starts segchain VERB on the lab and SIGKILLs it after delay;
@@ -84,4 +85,10 @@ func TestKill9(t *testing.T) {
 		}
 		t.Logf("kill %s, then %s: %d of %d runs killed mid-way (delays up to %v)", ph.killed, ph.verb, killed, ph.runs, took)
 	}
+}
+
+// nsKey names a namespace's pin and state directories.
+func nsKey(ns string) (string, error) {
+	k, _, err := bpfpin.Namespace(ns)
+	return k, err
 }
