@@ -46,6 +46,10 @@ type Client struct {
 // a no-op for this node (one round trip per op instead of two).
 func (c *Client) JournalOnExecute(who string) { c.journalWho = who }
 
+// JournalsEachOp implements controller.BatchJournaler: with
+// JournalOnExecute the agent journals each op before it runs it.
+func (c *Client) JournalsEachOp() bool { return c.journalWho != "" }
+
 // Dial returns the client of node's agent at addr. With tlsConf nil the
 // connection is plaintext (--insecure, loopback only). Nothing is sent
 // until the first call.
@@ -125,7 +129,8 @@ func (c *Client) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := c.call(ctx)
+	// A batch gets a second per op on top of the call's timeout.
+	ctx, cancel := context.WithTimeout(ctx, c.timeout+time.Duration(len(ops))*time.Second)
 	defer cancel()
 	r, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: b, JournalWho: c.journalWho})
 	if err != nil {

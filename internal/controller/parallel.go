@@ -82,6 +82,40 @@ func (c *Controller) each(ctx context.Context, names []string, fn func(ctx conte
 	return out
 }
 
+// BatchJournaler is implemented by agents that record each op in the
+// node's journal themselves, right before running it (agentrpc.Client
+// with JournalOnExecute): a node's ops of one phase can then go in one
+// Execute instead of one each, with the same crash safety.
+type BatchJournaler interface {
+	JournalsEachOp() bool
+}
+
+// runBatch runs a node's ops of one phase in one Execute, recording the
+// ones that ran.
+func (c *Controller) runBatch(ctx context.Context, a agent.Agent, n string, list []agent.Op, mu *sync.Mutex, failed *bool, record func(string, agent.Op)) error {
+	mu.Lock()
+	stop := *failed
+	mu.Unlock()
+	if stop {
+		return nil
+	}
+	start := time.Now()
+	done, err := a.Execute(ctx, list)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, op := range list[:min(max(done, 0), len(list))] {
+		record(n, op)
+	}
+	if err != nil {
+		*failed = true
+		if ctx.Err() != nil {
+			err = fmt.Errorf("node %s: %w after %v: %w", n, ctx.Err(), time.Since(start).Round(time.Millisecond), err)
+		}
+		return err
+	}
+	return nil
+}
+
 // phases splits an order of diff indexes into runs of consecutive nodes
 // of the same kind (headend or not): the nodes of one run may change at
 // the same time; runs go one after the other, which keeps the
@@ -123,6 +157,9 @@ func (c *Controller) runPhases(ctx context.Context, diffs []Diff, phases [][]int
 			a, err := c.agentFor(n)
 			if err != nil {
 				return err
+			}
+			if b, ok := a.(BatchJournaler); ok && b.JournalsEachOp() {
+				return c.runBatch(ctx, a, n, list, &mu, &failed, record)
 			}
 			for _, op := range list {
 				mu.Lock()

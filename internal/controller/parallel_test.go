@@ -25,7 +25,10 @@ type lockedAgent struct {
 	mu        *sync.Mutex
 	preflight error
 	delay     time.Duration
+	batch     bool
 }
+
+func (l *lockedAgent) JournalsEachOp() bool { return l.batch }
 
 func (l *lockedAgent) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	time.Sleep(l.delay) // lets the other nodes of the phase run meanwhile
@@ -61,13 +64,13 @@ func fanPlan(n int) *plan.Plan {
 	return p
 }
 
-func newParallelCtl(p *plan.Plan, workers int) (*Controller, map[string]*lockedAgent, *[]string) {
+func newParallelCtl(p *plan.Plan, workers int, batch ...bool) (*Controller, map[string]*lockedAgent, *[]string) {
 	var mu sync.Mutex
 	var all []string
 	ls := map[string]*lockedAgent{}
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
-		l := &lockedAgent{fakeAgent: &fakeAgent{name: n, orig: map[string]string{}, all: &all}, mu: &mu, delay: time.Millisecond}
+		l := &lockedAgent{fakeAgent: &fakeAgent{name: n, orig: map[string]string{}, all: &all}, mu: &mu, delay: time.Millisecond, batch: len(batch) > 0 && batch[0]}
 		ls[n] = l
 		agents[n] = l
 	}
@@ -75,8 +78,14 @@ func newParallelCtl(p *plan.Plan, workers int) (*Controller, map[string]*lockedA
 }
 
 func TestParallelApplyKeepsMakeBeforeBreak(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) { testParallelMBB(t, batch) })
+	}
+}
+
+func testParallelMBB(t *testing.T, batch bool) {
 	ctx := context.Background()
-	c, _, all := newParallelCtl(fanPlan(6), 4)
+	c, _, all := newParallelCtl(fanPlan(6), 4, batch)
 	if _, err := c.Apply(ctx, false); err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +107,14 @@ func TestParallelApplyKeepsMakeBeforeBreak(t *testing.T) {
 }
 
 func TestParallelFailureRollsBackEveryNode(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) { testParallelRollback(t, batch) })
+	}
+}
+
+func testParallelRollback(t *testing.T, batch bool) {
 	ctx := context.Background()
-	c, ls, _ := newParallelCtl(fanPlan(6), 4)
+	c, ls, _ := newParallelCtl(fanPlan(6), 4, batch)
 	if _, err := c.Apply(ctx, false); err != nil {
 		t.Fatal(err)
 	}
