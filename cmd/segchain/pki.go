@@ -26,9 +26,9 @@ Keys are ECDSA P-256; every file is written with mode 0600. Layout of DIR:
   node-NAME.crt node-NAME.key        an agent's (copy to the node with ca.crt)
   controller-NAME.crt controller-NAME.key
 See docs/agents.md.`,
-		Example: `  segchain pki init --dir pki
-  segchain pki issue nfv1 --dir pki --host 192.0.2.11
-  segchain pki issue --controller ops --dir pki`,
+		Example: `  segchain pki init --dir ca
+  segchain pki issue nfv1 --dir ca --host 192.0.2.11
+  segchain pki issue --controller ops --dir ca`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", "pki", "PKI directory")
 	var domain string
