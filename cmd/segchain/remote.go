@@ -101,17 +101,7 @@ func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*agentrpc.Cli
 		return nil, err
 	}
 	holder := holderName()
-	names := sortedNames(remote)
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, n := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = remote[n].AcquireLease(ctx, holder, leaseTTL)
-		}()
-	}
-	wg.Wait()
+	names, errs := eachRemote(remote, func(c *agentrpc.Client) error { return c.AcquireLease(ctx, holder, leaseTTL) })
 	var got []*agentrpc.Client
 	for i, n := range names {
 		if errs[i] == nil {
@@ -131,6 +121,16 @@ func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*agentrpc.Cli
 // before any lease is taken: one unreachable or incompatible agent fails
 // the command before anything changes.
 func preflightAll(ctx context.Context, remote map[string]*agentrpc.Client) error {
+	_, errs := eachRemote(remote, func(c *agentrpc.Client) error { return c.Preflight(ctx) })
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("preflight failed, nothing changed on any node:\n%w", err)
+	}
+	return nil
+}
+
+// eachRemote runs fn on every remote node's client at once and returns
+// the node names, sorted, with each one's error.
+func eachRemote(remote map[string]*agentrpc.Client, fn func(*agentrpc.Client) error) ([]string, []error) {
 	names := sortedNames(remote)
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -138,14 +138,11 @@ func preflightAll(ctx context.Context, remote map[string]*agentrpc.Client) error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = remote[n].Preflight(ctx)
+			errs[i] = fn(remote[n])
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("preflight failed, nothing changed on any node:\n%w", err)
-	}
-	return nil
+	return names, errs
 }
 
 func sortedNames[T any](m map[string]T) []string {
