@@ -1037,7 +1037,6 @@ SEC("tc")
 int fw_tc(struct __sk_buff *skb)
 {
 	struct cursor c;
-	struct ethhdr *eth;
 	struct ipv6hdr *ip6;
 	struct fw_sid_key sk = { .prefixlen = 128 };
 	struct fw_inst *inst;
@@ -1049,11 +1048,7 @@ int fw_tc(struct __sk_buff *skb)
 	__u32 id, tid, zero = 0;
 	int r;
 
-	cursor_init_skb(&c, skb);
-	eth = cursor_eth(&c);
-	if (!eth || eth->h_proto != bpf_htons(ETH_P_IPV6))
-		return TC_ACT_UNSPEC;
-	ip6 = cursor_ipv6(&c);
+	ip6 = cursor_skb_ipv6(&c, skb);
 	if (!ip6 || ip6->version != 6)
 		return TC_ACT_UNSPEC;
 	__builtin_memcpy(sk.addr, &ip6->daddr, 16);

@@ -556,7 +556,6 @@ static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid
 static __always_inline int proxy_inbound(struct __sk_buff *skb)
 {
 	struct cursor c;
-	struct ethhdr *eth;
 	struct ipv6hdr *ip6;
 	struct proxy_sid *cfg;
 	struct proxy_stats *st;
@@ -564,11 +563,7 @@ static __always_inline int proxy_inbound(struct __sk_buff *skb)
 	__u8 hop, nexthdr;
 	int r;
 
-	cursor_init_skb(&c, skb);
-	eth = cursor_eth(&c);
-	if (!eth || eth->h_proto != bpf_htons(ETH_P_IPV6))
-		return PROXY_NEXT;
-	ip6 = cursor_ipv6(&c);
+	ip6 = cursor_skb_ipv6(&c, skb);
 	if (!ip6)
 		return PROXY_NEXT;
 	cfg = bpf_map_lookup_elem(&sids_map, &ip6->daddr);
@@ -611,7 +606,6 @@ static __always_inline int forward(struct __sk_buff *skb, struct proxy_stats *st
 static __always_inline int outbound_am(struct __sk_buff *skb, struct proxy_stats *st)
 {
 	struct cursor c;
-	struct ethhdr *eth;
 	struct ipv6hdr *ip6;
 	struct ipv6_walk w;
 	struct bpf_fib_lookup f = {};
@@ -619,11 +613,7 @@ static __always_inline int outbound_am(struct __sk_buff *skb, struct proxy_stats
 	__u8 hop, sl;
 	int rc, r;
 
-	cursor_init_skb(&c, skb);
-	eth = cursor_eth(&c);
-	if (!eth || eth->h_proto != bpf_htons(ETH_P_IPV6))
-		return pass(st);
-	ip6 = cursor_ipv6(&c);
+	ip6 = cursor_skb_ipv6(&c, skb);
 	if (!ip6)
 		return pass(st);
 	hop = ip6->hop_limit;

@@ -10,6 +10,7 @@
 #include <linux/if_ether.h>
 #include <linux/ipv6.h>
 #include <linux/ip.h>
+#include <bpf/bpf_endian.h>
 
 /* barrier_var hides a value's provenance from clang so that a bounds check
  * written after it is really emitted on the register later passed to a
@@ -54,6 +55,20 @@ static __always_inline struct ipv6hdr *cursor_ipv6(struct cursor *c)
 static __always_inline struct iphdr *cursor_ipv4(struct cursor *c)
 {
 	return cursor_pull(c, sizeof(struct iphdr));
+}
+
+/* cursor_skb_ipv6 points c at skb's frame and returns its IPv6 header, c
+ * past it; NULL when the frame is not Ethernet + IPv6 or is too short: the
+ * prologue of the tc programs that serve SIDs. */
+static __always_inline struct ipv6hdr *cursor_skb_ipv6(struct cursor *c, struct __sk_buff *skb)
+{
+	struct ethhdr *eth;
+
+	cursor_init_skb(c, skb);
+	eth = cursor_eth(c);
+	if (!eth || eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return 0;
+	return cursor_ipv6(c);
 }
 
 #endif

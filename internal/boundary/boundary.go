@@ -30,6 +30,9 @@ const StateRoot = "/run/segchain/boundary"
 
 const program = "boundary"
 
+// loader is the boundary filter's pinned state in a namespace.
+var loader = bpfpin.Program{Name: program, What: "boundary", Flush: "segchain destroy", Load: loadBoundaryTC}
+
 // Direction is "out" for reasons counted on egress, "hmac" for the HMAC
 // classifier's, "in" otherwise.
 func (r DropReason) Direction() string {
@@ -54,38 +57,25 @@ func stateFile(name string) string { return filepath.Join(StateRoot, name+".json
 // open opens the pinned maps of netns; with create it makes them (and
 // loads the programs), else it returns nil when nothing is installed.
 func open(netns string, create bool) (*node, error) {
-	name, ino, err := bpfpin.Namespace(netns)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := bpfpin.Dir(name, program)
+	// With create, the state of deleted namespaces goes first: one whose
+	// inode this one inherited, or whose links all lost their interface.
+	name, dir, err := loader.Dir(netns, create, func(d string) {
+		_ = bpfpin.Remove(d)
+		_ = os.Remove(stateFile(filepath.Base(filepath.Dir(d))))
+	})
 	if err != nil {
 		return nil, err
 	}
 	n := &node{netns: netns, name: name, dir: dir}
-	if create {
-		// State of deleted namespaces: one whose inode this one inherited,
-		// or whose links all lost their interface.
-		for _, d := range append(bpfpin.Stale(name, ino, program), bpfpin.Defunct(program, name)...) {
-			_ = bpfpin.Remove(d)
-			_ = os.Remove(stateFile(filepath.Base(filepath.Dir(d))))
+	if !create {
+		if _, err := os.Stat(filepath.Join(n.dir, "bnd_lpm")); err != nil {
+			return nil, nil
 		}
-		if err := os.MkdirAll(n.dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create pin dir: %w", err)
-		}
-	} else if _, err := os.Stat(filepath.Join(n.dir, "bnd_lpm")); err != nil {
-		return nil, nil
 	}
-	spec, err := loadBoundaryTC()
+	spec, err := loader.Spec()
 	if err != nil {
-		return nil, fmt.Errorf("load boundary spec: %w", err)
+		return nil, err
 	}
-	for name, m := range spec.Maps {
-		if !strings.HasPrefix(name, ".") {
-			m.Pinning = ebpf.PinByName
-		}
-	}
-	opts := &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}}
 	if create {
 		// The programs apply attaches, not boundary_xdp (measured by
 		// perf boundary, never attached): verifying it would only slow
@@ -96,17 +86,14 @@ func open(netns string, create bool) (*node, error) {
 			BoundaryOut *ebpf.Program `ebpf:"boundary_out"`
 			HmacIn      *ebpf.Program `ebpf:"hmac_in"`
 		}
-		err = spec.LoadAndAssign(&tc, opts)
+		err = loader.Assign(spec, &tc, n.dir)
 		n.objs.boundaryTCMaps = tc.boundaryTCMaps
 		n.objs.BoundaryIn, n.objs.BoundaryOut, n.objs.HmacIn = tc.BoundaryIn, tc.BoundaryOut, tc.HmacIn
 	} else {
-		err = spec.LoadAndAssign(&n.objs.boundaryTCMaps, opts)
+		err = loader.Assign(spec, &n.objs.boundaryTCMaps, n.dir)
 	}
 	if err != nil {
-		if errors.Is(err, ebpf.ErrMapIncompatible) {
-			return nil, fmt.Errorf("pinned boundary maps in %s are from another segchain version (segchain destroy): %w", n.dir, err)
-		}
-		return nil, fmt.Errorf("load boundary program: %w", err)
+		return nil, err
 	}
 	return n, nil
 }

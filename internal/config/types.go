@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/segchain/segchain/internal/service"
+	"github.com/segchain/segchain/internal/service/firewall"
 	"github.com/segchain/segchain/internal/service/srunaware"
 )
 
@@ -44,9 +45,9 @@ const (
 
 // Service kinds.
 const (
-	KindNative    = "native"     // a seg6local (or End.BPF) behaviour; the default
-	KindSRUnaware = "sr-unaware" // an SR-unaware SF behind an SR proxy on the node
-	KindFirewall  = "firewall"   // the SR-aware firewall End.AN.FW (eBPF) on the node
+	KindNative    = "native"       // a seg6local (or End.BPF) behaviour; the default
+	KindSRUnaware = srunaware.Name // an SR-unaware SF behind an SR proxy on the node
+	KindFirewall  = firewall.Name  // the SR-aware firewall End.AN.FW (eBPF) on the node
 )
 
 // SR proxy types of sr-unaware services and the inner packet types they

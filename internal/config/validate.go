@@ -323,8 +323,6 @@ func (v *validator) services(fmtOK bool) {
 			v.noProxyFields(p, s)
 		case KindSRUnaware:
 			v.proxyService(p, s)
-		case KindFirewall:
-			v.firewallService(p, s)
 		default:
 			if k := s.ServiceKind(); k != nil {
 				v.kindService(p, s, k)

@@ -27,13 +27,10 @@ func Conflicts(observed, desired *nodestate.Node) []string {
 	}
 	var out []string
 	want := append([]nodestate.Route(nil), desired.Routes...)
-	reg := kinds.Registry()
-	for _, s := range desired.Services {
-		k, ok := reg.Lookup(s.Kind)
-		if !ok {
-			continue
+	for _, k := range kinds.Registry().Kinds() {
+		for _, s := range nodestate.ServicesOf(desired.Services, k.Name()) {
+			want = append(want, nodestate.Route{Dst: s.SID, Seg6Local: &nodestate.Seg6Local{Action: k.ServiceBehavior(s)}, Owner: k.Noun()})
 		}
-		want = append(want, nodestate.Route{Dst: s.SID, Seg6Local: &nodestate.Seg6Local{Action: k.ServiceBehavior(s)}, Owner: k.Noun()})
 	}
 	for _, r := range want {
 		f, ok := foreign[r.Key()]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/segchain/segchain/internal/fwrule"
 	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/testutil"
 )
 
 // BenchmarkProgCost reports the program's cost per packet
@@ -33,7 +34,7 @@ func BenchmarkProgCost(b *testing.B) {
 		})
 	}
 	b.Run("foreign", func(b *testing.B) {
-		foreign := eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidNx, 43, 60, srh(41, list(0), 1, 0, inner6)))
+		foreign := testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, sidNx, 43, 60, srh(41, list(0), 1, 0, inner6)))
 		runCost(b, tn, foreign, -1)
 	})
 }

@@ -2,7 +2,6 @@ package fw
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/segchain/segchain/internal/bpfpin"
 )
@@ -16,20 +15,16 @@ func Check(netns string) ([]string, error) {
 }
 
 func health(netns string) (bpfpin.Health, *Node, error) {
-	root, err := bpfpin.Root()
-	if err != nil {
-		return bpfpin.Health{}, nil, err
-	}
 	name, err := nsName(netns, false)
 	if err != nil {
 		return bpfpin.Health{}, nil, err
 	}
-	n := &Node{netns: netns, dir: filepath.Join(root, name, "fw"), state: filepath.Join(StateRoot, name)}
-	spec, err := n.spec()
+	n, err := newNode(netns, name)
 	if err != nil {
-		return bpfpin.Health{}, n, err
+		return bpfpin.Health{}, nil, err
 	}
-	return bpfpin.Check(netns, n.dir, spec, "fw_tc", "fw_sids"), n, nil
+	h, err := program.Health(netns, n.dir, "fw_tc", "fw_sids")
+	return h, n, err
 }
 
 // Repair makes the firewall state of netns fit for Apply: broken links

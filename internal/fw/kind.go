@@ -57,6 +57,9 @@ func (NodeKind) Observe(netns string) ([]nodestate.Service, error) {
 // SIDExtension is the kind's `segchain sid` syntax (Extension).
 func (NodeKind) SIDExtension() localsid.Extension { return Extension{} }
 
+// Purge removes every firewall instance of netns (Flush).
+func (NodeKind) Purge(netns string) error { return Flush(netns) }
+
 // Faults lists the broken eBPF objects behind the instances (Check).
 func (NodeKind) Faults(netns string) ([]string, error) { return Check(netns) }
 

@@ -34,50 +34,41 @@ type Node struct {
 	noAttach bool
 }
 
+// program is the firewall's pinned state in a namespace.
+var program = bpfpin.Program{Name: "fw", What: "firewall", Flush: "segchain sid flush", Load: loadFwTC}
+
 // open loads (or re-opens) the pinned maps of netns ("" = the calling
 // thread's namespace).
 func open(netns string) (*Node, error) {
-	root, err := bpfpin.Root()
-	if err != nil {
-		return nil, err
-	}
 	name, err := nsName(netns, true)
 	if err != nil {
 		return nil, err
 	}
 	// The firewall of a namespace lives in Root/ns-<inode>-<cookie>/fw,
 	// next to the proxies' .../proxy.
-	n := &Node{netns: netns, dir: filepath.Join(root, name, "fw"), state: filepath.Join(StateRoot, name)}
-	if err := os.MkdirAll(n.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create pin dir: %w", err)
+	n, err := newNode(netns, name)
+	if err != nil {
+		return nil, err
 	}
-	spec, err := n.spec()
+	spec, err := program.Spec()
 	if err != nil {
 		return nil, err
 	}
 	// Maps only: verifying the program takes seconds, and only attaching
 	// needs it (attachAll loads it when an interface lacks it).
-	err = spec.LoadAndAssign(&n.objs.fwTCMaps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}})
-	if err != nil {
-		if errors.Is(err, ebpf.ErrMapIncompatible) {
-			return nil, fmt.Errorf("pinned firewall maps in %s are from another segchain version (segchain sid flush): %w", n.dir, err)
-		}
-		return nil, fmt.Errorf("load firewall program: %w", err)
+	if err := program.Assign(spec, &n.objs.fwTCMaps, n.dir); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
 
-func (n *Node) spec() (*ebpf.CollectionSpec, error) {
-	spec, err := loadFwTC()
+// newNode is the firewall of the namespace called name, nothing loaded.
+func newNode(netns, name string) (*Node, error) {
+	dir, err := bpfpin.Dir(name, program.Name)
 	if err != nil {
-		return nil, fmt.Errorf("load firewall spec: %w", err)
+		return nil, err
 	}
-	for name, m := range spec.Maps {
-		if !strings.HasPrefix(name, ".") {
-			m.Pinning = ebpf.PinByName
-		}
-	}
-	return spec, nil
+	return &Node{netns: netns, dir: dir, state: filepath.Join(StateRoot, name)}, nil
 }
 
 // Close releases the process' handles; pinned state stays.
@@ -89,17 +80,11 @@ func (n *Node) Close() error { return n.objs.Close() }
 // pins would otherwise keep ~13 MB of maps alive per namespace, e.g. after
 // every perf run).
 func nsName(netns string, clean bool) (string, error) {
-	name, ino, err := bpfpin.Namespace(netns)
-	if err != nil {
-		return "", err
-	}
-	if clean {
-		for _, d := range append(bpfpin.Stale(name, ino, "fw"), bpfpin.Defunct("fw", name)...) {
-			old := &Node{dir: d, state: filepath.Join(StateRoot, filepath.Base(filepath.Dir(d)))}
-			_ = old.teardown()
-		}
-	}
-	return name, nil
+	name, _, err := program.Dir(netns, clean, func(d string) {
+		old := &Node{dir: d, state: filepath.Join(StateRoot, filepath.Base(filepath.Dir(d)))}
+		_ = old.teardown()
+	})
+	return name, err
 }
 
 // installed reports whether netns has pinned firewall state (read-only
@@ -125,26 +110,18 @@ func (n *Node) attachAll() error {
 	if n.noAttach {
 		return nil
 	}
-	err := bpfpin.AttachAll(n.netns, n.dir, func() (*ebpf.Program, error) {
+	return program.Attach(n.netns, n.dir, func() (*ebpf.Program, error) {
 		if n.objs.FwTc == nil {
-			spec, err := n.spec()
+			spec, err := program.Spec()
 			if err != nil {
 				return nil, err
 			}
-			err = spec.LoadAndAssign(&n.objs.fwTCPrograms, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}})
-			if err != nil {
-				return nil, fmt.Errorf("load firewall program: %w", err)
+			if err := program.Assign(spec, &n.objs.fwTCPrograms, n.dir); err != nil {
+				return nil, err
 			}
 		}
 		return n.objs.FwTc, nil
-	})
-	if errors.Is(err, ebpf.ErrNotSupported) {
-		return fmt.Errorf("attach firewall: %w: %w", ErrNotSupported, err)
-	}
-	if err != nil {
-		return fmt.Errorf("attach firewall: %w", err)
-	}
-	return nil
+	}, ErrNotSupported)
 }
 
 // teardown removes links, pinned maps and rule files: nothing of the

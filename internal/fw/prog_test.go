@@ -4,43 +4,24 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
-	"net"
 	"net/netip"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/segchain/segchain/internal/fwrule"
-	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
 // ---- packet builders (independent of the code under test) ----
 
 var (
-	macNode = mustMAC("02:00:00:00:00:0a") // the node's uplink (pa)
-	macNext = mustMAC("02:00:00:00:00:0b") // next hop behind pa
-	macPeer = mustMAC("02:00:00:00:00:99") // whoever sent the frame
+	macNode = testutil.MustMAC("02:00:00:00:00:0a") // the node's uplink (pa)
+	macNext = testutil.MustMAC("02:00:00:00:00:0b") // next hop behind pa
+	macPeer = testutil.MustMAC("02:00:00:00:00:99") // whoever sent the frame
 )
 
-func mustMAC(s string) net.HardwareAddr {
-	m, err := net.ParseMAC(s)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
-
 func a6(s string) netip.Addr { return netip.MustParseAddr(s) }
-
-func eth(dst, src net.HardwareAddr, et uint16, payload []byte) []byte {
-	return testutil.Eth(dst, src, et, payload)
-}
-
-func ip6(src, dst netip.Addr, nh, hlim uint8, payload []byte) []byte {
-	return testutil.IPv6(src, dst, nh, hlim, payload)
-}
 
 // srh builds an SRH; list is Segment List[0..n-1] (list[0] = last segment).
 func srh(nh uint8, list []netip.Addr, sl uint8, tag uint16, payload []byte) []byte {
@@ -51,13 +32,7 @@ func ip4(src, dst string, proto uint8, payload []byte) []byte {
 	return testutil.IPv4(src, dst, proto, false, payload)
 }
 
-func l4(sport, dport uint16, n int) []byte {
-	b := make([]byte, 8+n)
-	binary.BigEndian.PutUint16(b[0:], sport)
-	binary.BigEndian.PutUint16(b[2:], dport)
-	binary.BigEndian.PutUint16(b[4:], uint16(8+n))
-	return b
-}
+func l4(sport, dport uint16, n int) []byte { return testutil.L4(sport, dport, make([]byte, n)) }
 
 // icmp6Err is the ICMPv6 error the node (fc00:99::1) owes the source of
 // pkt (an IPv6 packet): RFC 4443, quoting as much as fits in 1280 bytes.
@@ -77,26 +52,7 @@ func newTestNode(t testing.TB) *testNode {
 	t.Helper()
 	testutil.RequireRoot(t)
 	ns := testutil.NewNetns(t, "fwu")
-	x := func(args ...string) { testutil.Exec(t, ns, args...) }
-	x("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
-	x("ip", "link", "add", "pa", "address", macNode.String(), "type", "veth", "peer", "pb", "address", macNext.String())
-	x("ip", "link", "set", "pa", "up")
-	x("ip", "link", "set", "pb", "up")
-	x("ip", "-6", "addr", "add", "fc00:99::1/64", "dev", "pa", "nodad")
-	x("ip", "-6", "route", "add", "default", "via", "fc00:99::2", "dev", "pa")
-	x("ip", "-6", "neigh", "replace", "fc00:99::2", "lladdr", macNext.String(), "dev", "pa", "nud", "permanent")
-	tn := &testNode{ns: ns}
-	err := nsutil.Do(ns, func() error {
-		i, err := net.InterfaceByName("pa")
-		if err != nil {
-			return err
-		}
-		tn.pa = uint32(i.Index)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tn := &testNode{ns: ns, pa: testutil.Uplink(t, ns, macNode, macNext)}
 	tn.n = &Node{netns: ns, state: t.TempDir(), noAttach: true}
 	if err := loadFwTCObjects(&tn.n.objs, nil); err != nil {
 		t.Fatalf("load: %v", err)
@@ -117,13 +73,6 @@ func (tn *testNode) seed(t testing.TB, in Instance) {
 	}
 }
 
-// skbCtx is the head of struct __sk_buff that BPF_PROG_TEST_RUN accepts.
-type skbCtx struct {
-	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTci, VlanProto, Priority uint32
-	IngressIfindex, Ifindex, TcIndex                                                      uint32
-	Cb                                                                                    [5]uint32
-}
-
 // Verdicts of a tc program.
 const (
 	vUnspec   = ^uint32(0) // TC_ACT_UNSPEC (-1): TCX_NEXT
@@ -134,19 +83,7 @@ const (
 
 func (tn *testNode) run(t *testing.T, pkt []byte) (uint32, []byte) {
 	t.Helper()
-	var ret uint32
-	out := make([]byte, len(pkt)+256)
-	err := nsutil.Do(tn.ns, func() error {
-		opts := &ebpf.RunOptions{Data: pkt, DataOut: out, Context: skbCtx{IngressIfindex: tn.pa, Ifindex: tn.pa}}
-		var err error
-		ret, err = tn.n.objs.FwTc.Run(opts)
-		out = opts.DataOut
-		return err
-	})
-	if err != nil {
-		t.Fatalf("test run (%d bytes): %v", len(pkt), err)
-	}
-	return ret, out
+	return testutil.RunTC(t, tn.ns, tn.n.objs.FwTc, tn.pa, pkt, 256)
 }
 
 func (tn *testNode) status(t *testing.T, sid netip.Prefix) Status {
@@ -186,7 +123,7 @@ var (
 	sidIn  = a6("fc00:1::1")
 	sidNx  = a6("fc00:3::1")
 	sidEg  = a6("fc00:4::d6")
-	inner6 = ip6(hostS, hostD, 17, 63, l4(1000, 2000, 16))
+	inner6 = testutil.IPv6(hostS, hostD, 17, 63, l4(1000, 2000, 16))
 	inner4 = ip4("10.0.0.1", "10.9.9.9", 17, l4(1000, 53, 16))
 	other4 = ip4("192.0.2.1", "10.9.9.9", 17, l4(1000, 53, 16))
 )
@@ -204,13 +141,13 @@ func list(args uint16) []netip.Addr { return []netip.Addr{sidEg, sidNx, fwSID(ar
 
 // srPkt is an SRv6 packet at the firewall (SL 2) carrying payload.
 func srPkt(args uint16, nh uint8, payload []byte) []byte {
-	return eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(args), 43, 60, srh(nh, list(args), 2, 0, payload)))
+	return testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, fwSID(args), 43, 60, srh(nh, list(args), 2, 0, payload)))
 }
 
 // after is the same packet forwarded with SL sl: DA = list[sl], hop 59.
 func after(args uint16, nh uint8, sl uint8, payload []byte) []byte {
 	l := list(args)
-	return eth(macNext, macNode, 0x86dd, ip6(sidIn, l[sl], 43, 59, srh(nh, l, sl, 0, payload)))
+	return testutil.Eth(macNext, macNode, 0x86dd, testutil.IPv6(sidIn, l[sl], 43, 59, srh(nh, l, sl, 0, payload)))
 }
 
 func l3(frame []byte) []byte { return frame[14:] }
@@ -242,22 +179,22 @@ func TestProgFixtures(t *testing.T) {
 			"-d fc00:d::1 -p udp --dport 2005 -j SEG6 --seg6-action eval-args",
 		}, fwrule.IPv6, []step{
 			{"accept = End", srPkt(0, 41, inner6), vRedirect, after(0, 41, 1, inner6), "", 1},
-			{"drop", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2001, 8))), vShot, nil, "rule", 2},
-			{"skip-next", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2002, 8))), vRedirect, after(0, 41, 0, ip6(hostS, hostD, 17, 63, l4(1, 2002, 8))), "", 3},
-			{"go-last", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2003, 8))), vRedirect, after(0, 41, 0, ip6(hostS, hostD, 17, 63, l4(1, 2003, 8))), "", 4},
-			{"reject: ICMPv6 administratively prohibited to the source", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2004, 8))), vRedirect,
-				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2004, 8)))), 1, 1, 0)), "reject", 5},
-			{"eval-args 0 = go-next", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect, after(0, 41, 1, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), "", 6},
-			{"eval-args 1 = drop", srPkt(1, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vShot, nil, "rule", 6},
-			{"eval-args 2 = skip-next", srPkt(2, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect, after(2, 41, 0, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), "", 6},
-			{"eval-args 3 = go-last", srPkt(3, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect, after(3, 41, 0, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), "", 6},
-			{"eval-args 7: Parameter Problem pointing at the DA", srPkt(7, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect,
-				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(7, 41, ip6(hostS, hostD, 17, 63, l4(1, 2005, 8)))), 4, 0, 24)), "unknown-args", 6},
-			{"no match: policy drop", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 9, 8))), vShot, nil, "policy", -1},
-			{"source outside the prefix", srPkt(0, 41, ip6(a6("fc00:b::1"), hostD, 17, 63, l4(1, 2000, 8))), vShot, nil, "policy", -1},
-			{"hop limit 1", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 43, 1, srh(41, list(0), 2, 0, inner6))), vShot, nil, "hop-limit", 1},
-			{"not a firewall SID: next TCX program", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidNx, 43, 60, srh(41, list(0), 1, 0, inner6))), vUnspec, nil, "", 0},
-			{"IPv4: next TCX program", eth(macNode, macPeer, 0x0800, inner4), vUnspec, nil, "", 0},
+			{"drop", srPkt(0, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2001, 8))), vShot, nil, "rule", 2},
+			{"skip-next", srPkt(0, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2002, 8))), vRedirect, after(0, 41, 0, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2002, 8))), "", 3},
+			{"go-last", srPkt(0, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2003, 8))), vRedirect, after(0, 41, 0, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2003, 8))), "", 4},
+			{"reject: ICMPv6 administratively prohibited to the source", srPkt(0, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2004, 8))), vRedirect,
+				testutil.Eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(0, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2004, 8)))), 1, 1, 0)), "reject", 5},
+			{"eval-args 0 = go-next", srPkt(0, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect, after(0, 41, 1, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2005, 8))), "", 6},
+			{"eval-args 1 = drop", srPkt(1, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vShot, nil, "rule", 6},
+			{"eval-args 2 = skip-next", srPkt(2, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect, after(2, 41, 0, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2005, 8))), "", 6},
+			{"eval-args 3 = go-last", srPkt(3, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect, after(3, 41, 0, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2005, 8))), "", 6},
+			{"eval-args 7: Parameter Problem pointing at the DA", srPkt(7, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2005, 8))), vRedirect,
+				testutil.Eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(7, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 2005, 8)))), 4, 0, 24)), "unknown-args", 6},
+			{"no match: policy drop", srPkt(0, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 9, 8))), vShot, nil, "policy", -1},
+			{"source outside the prefix", srPkt(0, 41, testutil.IPv6(a6("fc00:b::1"), hostD, 17, 63, l4(1, 2000, 8))), vShot, nil, "policy", -1},
+			{"hop limit 1", testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, fwSID(0), 43, 1, srh(41, list(0), 2, 0, inner6))), vShot, nil, "hop-limit", 1},
+			{"not a firewall SID: next TCX program", testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, sidNx, 43, 60, srh(41, list(0), 1, 0, inner6))), vUnspec, nil, "", 0},
+			{"IPv4: next TCX program", testutil.Eth(macNode, macPeer, 0x0800, inner4), vUnspec, nil, "", 0},
 		}},
 		{"iptables rules on an inner IPv4 packet, policy accept", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept}, []string{
 			"-s 10.0.0.0/8 -p udp --dport 53 -j DROP",
@@ -272,12 +209,12 @@ func TestProgFixtures(t *testing.T) {
 			"-j SEG6 --seg6-action eval-args",
 		}, fwrule.IPv4, []step{
 			{"icmp-host-prohibited = administratively prohibited", srPkt(0, 4, inner4), vRedirect,
-				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(0, 4, inner4)), 1, 1, 0)), "reject", 1},
+				testutil.Eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(0, 4, inner4)), 1, 1, 0)), "reject", 1},
 			{"ARGS 6 = go-last", srPkt(6, 4, other4), vRedirect, after(6, 4, 0, other4), "", 2},
 			{"ARGS 5 = reject: port unreachable", srPkt(5, 4, other4), vRedirect,
-				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(5, 4, other4)), 1, 4, 0)), "reject", 2},
+				testutil.Eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(5, 4, other4)), 1, 4, 0)), "reject", 2},
 			{"ARGS 0 is not in this table: parameter problem", srPkt(0, 4, other4), vRedirect,
-				eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(0, 4, other4)), 4, 0, 24)), "unknown-args", 2},
+				testutil.Eth(macNext, macNode, 0x86dd, icmp6Err(l3(srPkt(0, 4, other4)), 4, 0, 24)), "unknown-args", 2},
 		}},
 		{"insert mode: source, final destination, transport after the SRH", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept}, []string{
 			"-s fc00:1::1 -d fc00:4::d6 -p udp --dport 2000 -j DROP",
@@ -292,13 +229,13 @@ func TestProgFixtures(t *testing.T) {
 			"-m srh ! --srh-next-hdr 41 --srh-hdr-len-gt 7 -j DROP",
 			"-p udp --dport 9 -j ACCEPT",
 		}, fwrule.IPv6, []step{
-			{"psid/nsid/lsid/sl/last", srPkt(0, 41, ip6(hostS, hostD, 17, 63, l4(1, 7, 8))), vShot, nil, "rule", 1},
-			{"tag", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 43, 60, srh(41, list(0), 2, 5, inner6))), vShot, nil, "rule", 2},
+			{"psid/nsid/lsid/sl/last", srPkt(0, 41, testutil.IPv6(hostS, hostD, 17, 63, l4(1, 7, 8))), vShot, nil, "rule", 1},
+			{"tag", testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, fwSID(0), 43, 60, srh(41, list(0), 2, 5, inner6))), vShot, nil, "rule", 2},
 			{"inner-src IPv4 in an advanced rule", srPkt(0, 4, inner4), vRedirect, after(0, 4, 0, inner4), "", 3},
 			{"next-hdr negated + hdr-len gt", srPkt(0, 17, l4(1, 2, 8)), vShot, nil, "rule", 4},
-			{"no SRH: advanced rules never match, accept is delivery", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 17, 60, l4(1, 9, 8))), vOK,
-				eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 17, 60, l4(1, 9, 8))), "", 5},
-			{"last segment accepted: delivered to the stack", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 43, 60, srh(41, []netip.Addr{fwSID(0), sidIn}, 0, 0, inner6))), vOK, nil, "", -1},
+			{"no SRH: advanced rules never match, accept is delivery", testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, fwSID(0), 17, 60, l4(1, 9, 8))), vOK,
+				testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, fwSID(0), 17, 60, l4(1, 9, 8))), "", 5},
+			{"last segment accepted: delivered to the stack", testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, fwSID(0), 43, 60, srh(41, []netip.Addr{fwSID(0), sidIn}, 0, 0, inner6))), vOK, nil, "", -1},
 		}},
 		{"malformed input", Instance{SID: fwPfx, ArgsBits: 16, Policy: fwrule.Accept}, nil, fwrule.IPv6, []step{
 			{"truncated SRH", mal(func(b []byte) []byte { b = b[:14+40+20]; binary.BigEndian.PutUint16(b[18:], 20); return b }), vShot, nil, "truncated", 0},
@@ -307,8 +244,8 @@ func TestProgFixtures(t *testing.T) {
 			{"routing type 0", mal(func(b []byte) []byte { b[14+40+2] = 0; return b }), vShot, nil, "bad-srh", 0},
 			{"hdr-len shorter than the segment list", mal(func(b []byte) []byte { b[14+40+1] = 2; return b }), vShot, nil, "bad-srh", 0},
 			{"inner version is not 6", mal(func(b []byte) []byte { b[14+40+8+64] = 0x45; return b }), vShot, nil, "bad-inner", 0},
-			{"fragment header", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 44, 60, append([]byte{43, 0, 0, 1, 0, 0, 0, 1}, srh(41, list(0), 2, 0, inner6)...))), vShot, nil, "fragment", 0},
-			{"nine extension headers", eth(macNode, macPeer, 0x86dd, ip6(sidIn, fwSID(0), 60, 60, func() []byte {
+			{"fragment header", testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, fwSID(0), 44, 60, append([]byte{43, 0, 0, 1, 0, 0, 0, 1}, srh(41, list(0), 2, 0, inner6)...))), vShot, nil, "fragment", 0},
+			{"nine extension headers", testutil.Eth(macNode, macPeer, 0x86dd, testutil.IPv6(sidIn, fwSID(0), 60, 60, func() []byte {
 				var b []byte
 				for range 8 {
 					b = append(b, 60, 0, 1, 4, 0, 0, 0, 0)
@@ -318,7 +255,7 @@ func TestProgFixtures(t *testing.T) {
 				b[8*7] = 60
 				return append(b[:8*8], append([]byte{17, 0, 1, 4, 0, 0, 0, 0}, l4(1, 2, 8)...)...)
 			}())), vShot, nil, "too-many-ext-hdrs", 0},
-			{"inner UDP header cut", srPkt(0, 41, ip6(hostS, hostD, 17, 63, nil)), vShot, nil, "truncated", 0},
+			{"inner UDP header cut", srPkt(0, 41, testutil.IPv6(hostS, hostD, 17, 63, nil)), vShot, nil, "truncated", 0},
 		}},
 	}
 	for _, tc := range tests {
@@ -436,7 +373,7 @@ func randFrame(r *rand.Rand) []byte {
 		switch mode {
 		case 1, 2:
 			inh6, up6 := extChain(r, proto, upper, true)
-			inner, inh = ip6(a6p(), a6p(), inh6, 64, up6), 41
+			inner, inh = testutil.IPv6(a6p(), a6p(), inh6, 64, up6), 41
 		case 3:
 			inner, inh = ip4(pick(r, pool4), pick(r, pool4), proto, upper), 4
 			if r.IntN(5) == 0 { // a non-first fragment: no ports
@@ -457,7 +394,7 @@ func randFrame(r *rand.Rand) []byte {
 	if r.IntN(10) == 0 {
 		da = a6p() // probably not ours
 	}
-	p := ip6(a6p(), da, nh, hop, payload)
+	p := testutil.IPv6(a6p(), da, nh, hop, payload)
 	switch r.IntN(20) {
 	case 0:
 		p = p[:40+r.IntN(len(p)-40+1)] // cut, payload length left as is
@@ -466,7 +403,7 @@ func randFrame(r *rand.Rand) []byte {
 			p[40+r.IntN(len(p)-40)] ^= 1 << r.IntN(8)
 		}
 	}
-	return eth(macNode, macPeer, 0x86dd, p)
+	return testutil.Eth(macNode, macPeer, 0x86dd, p)
 }
 
 func reasonOf(err error) string {

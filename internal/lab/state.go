@@ -11,11 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segchain/segchain/internal/boundary"
-	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nsutil"
-	"github.com/segchain/segchain/internal/proxy"
 )
 
 // StateDir holds one JSON state file per lab.
@@ -216,19 +213,10 @@ func (l *Lab) down() error {
 		if !nsutil.Exists(ns) {
 			continue
 		}
-		// eBPF proxy state is pinned in bpffs, outside the namespace: it
-		// would outlive the namespace if not removed first.
-		if err := proxy.Remove(ns); err != nil {
-			errs = append(errs, fmt.Errorf("remove proxies of %s: %w", ns, err))
-		}
-		if err := fw.Flush(ns); err != nil {
-			errs = append(errs, fmt.Errorf("remove firewalls of %s: %w", ns, err))
-		}
-		if err := boundary.Remove(ns); err != nil {
-			errs = append(errs, fmt.Errorf("remove boundary of %s: %w", ns, err))
-		}
-		if err := nodeagent.ForgetHandMade(ns); err != nil {
-			errs = append(errs, fmt.Errorf("forget hand-made SIDs of %s: %w", ns, err))
+		// eBPF state is pinned in bpffs, outside the namespace: it would
+		// outlive the namespace if not removed first.
+		if err := nodeagent.Purge(ns); err != nil {
+			errs = append(errs, err)
 		}
 		if err := nsutil.Delete(ns); err != nil {
 			errs = append(errs, err)

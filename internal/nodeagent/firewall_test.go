@@ -17,24 +17,14 @@ import (
 func CanonicalFirewall(f firewall.Spec) string { return firewall.Kind{}.Canonical(f.Service()) }
 
 func firewalls(n *nodestate.Node) []firewall.Spec {
-	var out []firewall.Spec
-	for _, s := range nodestate.ServicesOf(n.Services, firewall.Name) {
-		f, err := firewall.SpecOf(s)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, f)
+	fs, err := firewall.SpecsOf(n.Services)
+	if err != nil {
+		panic(err)
 	}
-	return out
+	return fs
 }
 
-func services(fs ...firewall.Spec) []nodestate.Service {
-	var out []nodestate.Service
-	for _, f := range fs {
-		out = append(out, f.Service())
-	}
-	return out
-}
+var services = firewall.Services
 
 func testFirewall() firewall.Spec {
 	return firewall.Spec{SID: netip.MustParsePrefix("fc00:2::f1:0/112"), ArgsBits: 16, Policy: "drop",

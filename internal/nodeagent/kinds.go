@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -43,6 +44,10 @@ type ServiceKind interface {
 	// AttachNew attaches the kind's programs to interfaces created since
 	// they were attached (the service loop device).
 	AttachNew(netns string) error
+	// Purge removes every trace of the kind from netns, hand-made SIDs
+	// included (before the namespace is deleted: pins in bpffs would
+	// outlive it).
+	Purge(netns string) error
 	// SIDExtension is the kind's `segchain sid` syntax: the behaviours it
 	// serves, with add, del, show, flush and clear-counters (nil: the kind
 	// has no hand-made SIDs).
@@ -57,6 +62,26 @@ func serviceKinds() []ServiceKind {
 		fw.NodeKind{},
 		usvc.NodeKind{},
 	}
+}
+
+// Purge removes everything segchain keeps for netns outside the namespace
+// itself (the service kinds' and the boundary filter's pins in bpffs, the
+// hand-made SID records), before the namespace is deleted. It tries all
+// and returns every failure.
+func Purge(netns string) error {
+	var errs []error
+	for _, k := range serviceKinds() {
+		if err := k.Purge(netns); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s services of %s: %w", k.Name(), netns, err))
+		}
+	}
+	if err := boundary.Remove(netns); err != nil {
+		errs = append(errs, fmt.Errorf("remove boundary of %s: %w", netns, err))
+	}
+	if err := ForgetHandMade(netns); err != nil {
+		errs = append(errs, fmt.Errorf("forget hand-made SIDs of %s: %w", netns, err))
+	}
+	return errors.Join(errs...)
 }
 
 // SIDExtensions returns the `segchain sid` extensions of the service

@@ -11,27 +11,19 @@ import (
 // proxiesOf returns the node's services of kind sr-unaware.
 func proxiesOf(t *testing.T, n *nodestate.Node) []srunaware.Proxy {
 	t.Helper()
-	var out []srunaware.Proxy
-	for _, s := range nodestate.ServicesOf(n.Services, srunaware.Name) {
-		p, err := srunaware.ProxyOf(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, p)
+	ps, err := srunaware.ProxiesOf(n.Services)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return ps
 }
 
 // firewallsOf returns the node's services of kind firewall.
 func firewallsOf(t *testing.T, n *nodestate.Node) []firewall.Spec {
 	t.Helper()
-	var out []firewall.Spec
-	for _, s := range nodestate.ServicesOf(n.Services, firewall.Name) {
-		f, err := firewall.SpecOf(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, f)
+	fs, err := firewall.SpecsOf(n.Services)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return fs
 }

@@ -12,12 +12,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/testutil"
 )
 
 // testRunCtx is BPF_PROG_TEST_RUN with a context and repeat n, returning
 // the kernel's mean duration per run: ebpf.Program.Benchmark takes no
 // context, and the ingress ifindex in it picks the proxy's half.
-func testRunCtx(p *ebpf.Program, pkt []byte, ctx skbCtx, n int) (uint32, time.Duration, error) {
+func testRunCtx(p *ebpf.Program, pkt []byte, ctx testutil.SkbCtx, n int) (uint32, time.Duration, error) {
 	var attr struct {
 		progFD, retval, dataSizeIn, dataSizeOut uint32
 		dataIn, dataOut                         uint64
@@ -76,7 +77,7 @@ func BenchmarkProgCost(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			var d time.Duration
 			err := nsutil.Do(tn.ns, func() error {
-				ret, dur, err := testRunCtx(tn.objs.ProxyTc, c.pkt, skbCtx{IngressIfindex: c.iif, Ifindex: c.iif}, b.N)
+				ret, dur, err := testRunCtx(tn.objs.ProxyTc, c.pkt, testutil.SkbCtx{IngressIfindex: c.iif, Ifindex: c.iif}, b.N)
 				if err == nil && Verdict(int32(ret)) != c.want {
 					return fmt.Errorf("verdict %d, want %d", int32(ret), c.want)
 				}

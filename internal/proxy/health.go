@@ -19,11 +19,8 @@ func health(netns string) (bpfpin.Health, string, error) {
 	if err != nil {
 		return bpfpin.Health{}, "", err
 	}
-	spec, err := loadProxyTC()
-	if err != nil {
-		return bpfpin.Health{}, dir, fmt.Errorf("load proxy spec: %w", err)
-	}
-	return bpfpin.Check(netns, dir, spec, "proxy_tc", "sids_map"), dir, nil
+	h, err := program.Health(netns, dir, "proxy_tc", "sids_map")
+	return h, dir, err
 }
 
 // Repair makes the proxy state of netns fit for Apply: broken links are

@@ -39,6 +39,9 @@ func (NodeKind) Observe(netns string) ([]nodestate.Service, error) {
 // SIDExtension is the kind's `segchain sid` syntax (Extension).
 func (NodeKind) SIDExtension() localsid.Extension { return Extension{} }
 
+// Purge removes every proxy of netns (Remove).
+func (NodeKind) Purge(netns string) error { return Remove(netns) }
+
 // Faults lists the broken eBPF objects behind the proxies (Check).
 func (NodeKind) Faults(netns string) ([]string, error) { return Check(netns) }
 

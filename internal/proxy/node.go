@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -27,6 +24,9 @@ type Node struct {
 	objs  proxyTCObjects
 }
 
+// program is the proxies' pinned state in a namespace.
+var program = bpfpin.Program{Name: "proxy", What: "proxy", Flush: "flush them", Load: loadProxyTC}
+
 // Open loads (or re-opens) the pinned proxy maps of netns ("" = the
 // calling thread's namespace).
 func Open(netns string) (*Node, error) {
@@ -34,25 +34,13 @@ func Open(netns string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create pin dir: %w", err)
-	}
-	spec, err := loadProxyTC()
+	spec, err := program.Spec()
 	if err != nil {
-		return nil, fmt.Errorf("load proxy spec: %w", err)
-	}
-	for name, m := range spec.Maps {
-		if !strings.HasPrefix(name, ".") {
-			m.Pinning = ebpf.PinByName
-		}
+		return nil, err
 	}
 	n := &Node{netns: netns, dir: dir}
-	err = spec.LoadAndAssign(&n.objs, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}})
-	if err != nil {
-		if errors.Is(err, ebpf.ErrMapIncompatible) {
-			return nil, fmt.Errorf("pinned proxy maps in %s are from another segchain version (flush them): %w", dir, err)
-		}
-		return nil, fmt.Errorf("load proxy program: %w", err)
+	if err := program.Assign(spec, &n.objs, dir); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
@@ -62,20 +50,8 @@ func Open(netns string) (*Node, error) {
 // namespace whose inode this one inherited, or whose links all lost their
 // interface.
 func pinDir(netns string, clean bool) (string, error) {
-	root, err := bpfpin.Root()
-	if err != nil {
-		return "", err
-	}
-	name, ino, err := bpfpin.Namespace(netns)
-	if err != nil {
-		return "", err
-	}
-	if clean {
-		for _, d := range append(bpfpin.Stale(name, ino, "proxy"), bpfpin.Defunct("proxy", name)...) {
-			_ = bpfpin.Remove(d)
-		}
-	}
-	return filepath.Join(root, name, "proxy"), nil
+	_, dir, err := program.Dir(netns, clean, nil)
+	return dir, err
 }
 
 // Close releases the process' handles; pinned state stays.
@@ -106,14 +82,7 @@ func (n *Node) ifaces() (map[string]net.Interface, error) {
 // attachAll attaches the program (TCX ingress, link pinned) to every
 // interface but loopback that does not have it yet.
 func (n *Node) attachAll() error {
-	err := bpfpin.AttachAll(n.netns, n.dir, func() (*ebpf.Program, error) { return n.objs.ProxyTc, nil })
-	if errors.Is(err, ebpf.ErrNotSupported) {
-		return fmt.Errorf("attach proxy: %w: %w", ErrNotSupported, err)
-	}
-	if err != nil {
-		return fmt.Errorf("attach proxy: %w", err)
-	}
-	return nil
+	return program.Attach(n.netns, n.dir, func() (*ebpf.Program, error) { return n.objs.ProxyTc, nil }, ErrNotSupported)
 }
 
 // teardown removes the links and the pinned maps: nothing of the proxies

@@ -3,14 +3,16 @@ package proxy
 import (
 	"net"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-	"github.com/segchain/segchain/internal/nsutil"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/segchain/segchain/internal/nsutil"
 
 	"github.com/segchain/segchain/internal/testutil"
 )

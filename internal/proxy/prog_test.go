@@ -9,30 +9,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
 // ---- packet builders (independent of the code under test) ----
 
 var (
-	macNode  = mustMAC("02:00:00:00:00:0a") // the node's uplink (pa)
-	macNext  = mustMAC("02:00:00:00:00:0b") // next hop behind pa
-	macSFOut = mustMAC("02:00:00:00:00:1a") // IFACE-OUT (sfa)
-	macSF    = mustMAC("02:00:00:00:00:1b") // the SF
-	macPeer  = mustMAC("02:00:00:00:00:99") // whoever sent the frame
+	macNode  = testutil.MustMAC("02:00:00:00:00:0a") // the node's uplink (pa)
+	macNext  = testutil.MustMAC("02:00:00:00:00:0b") // next hop behind pa
+	macSFOut = testutil.MustMAC("02:00:00:00:00:1a") // IFACE-OUT (sfa)
+	macSF    = testutil.MustMAC("02:00:00:00:00:1b") // the SF
+	macPeer  = testutil.MustMAC("02:00:00:00:00:99") // whoever sent the frame
 )
-
-func mustMAC(s string) net.HardwareAddr {
-	m, err := net.ParseMAC(s)
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
 
 func a6(s string) netip.Addr { return netip.MustParseAddr(s) }
 
@@ -55,14 +45,11 @@ func ip4(src, dst string, proto uint8, payload []byte) []byte {
 }
 
 func udp(sport, dport uint16, n int) []byte {
-	b := make([]byte, 8+n)
-	binary.BigEndian.PutUint16(b[0:], sport)
-	binary.BigEndian.PutUint16(b[2:], dport)
-	binary.BigEndian.PutUint16(b[4:], uint16(8+n))
+	p := make([]byte, n)
 	for i := range n {
-		b[8+i] = byte(i)
+		p[i] = byte(i)
 	}
-	return b
+	return testutil.L4(sport, dport, p)
 }
 
 // hmacTLV is an RFC 8754 HMAC TLV (type 5, 1-byte length, 40 bytes total).
@@ -89,36 +76,16 @@ func newTestNode(t testing.TB) *testNode {
 	testutil.RequireRoot(t)
 	ns := testutil.NewNetns(t, "pxu")
 	x := func(args ...string) { testutil.Exec(t, ns, args...) }
-	x("sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
-	x("ip", "link", "add", "pa", "address", macNode.String(), "type", "veth", "peer", "pb", "address", macNext.String())
+	n := &testNode{ns: ns, pa: testutil.Uplink(t, ns, macNode, macNext)}
 	x("ip", "link", "add", "sfa", "address", macSFOut.String(), "type", "veth", "peer", "sfb", "address", macSF.String())
-	for _, d := range []string{"pa", "pb", "sfa", "sfb"} {
+	for _, d := range []string{"sfa", "sfb"} {
 		x("ip", "link", "set", d, "up")
 	}
-	x("ip", "-6", "addr", "add", "fc00:99::1/64", "dev", "pa", "nodad")
-	x("ip", "-6", "route", "add", "default", "via", "fc00:99::2", "dev", "pa")
-	x("ip", "-6", "neigh", "replace", "fc00:99::2", "lladdr", macNext.String(), "dev", "pa", "nud", "permanent")
 	x("sysctl", "-qw", "net.ipv4.ip_forward=1")
 	x("ip", "addr", "add", "10.99.0.1/24", "dev", "pa")
 	x("ip", "route", "add", "default", "via", "10.99.0.2", "dev", "pa")
 	x("ip", "neigh", "replace", "10.99.0.2", "lladdr", macNext.String(), "dev", "pa", "nud", "permanent")
-	n := &testNode{ns: ns}
-	err := nsutil.Do(ns, func() error {
-		for _, p := range []struct {
-			name string
-			idx  *uint32
-		}{{"pa", &n.pa}, {"sfa", &n.sfa}, {"sfb", &n.sfb}} {
-			i, err := net.InterfaceByName(p.name)
-			if err != nil {
-				return err
-			}
-			*p.idx = uint32(i.Index)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n.sfa, n.sfb = testutil.IfIndex(t, ns, "sfa"), testutil.IfIndex(t, ns, "sfb")
 	if err := loadProxyTCObjects(&n.objs, nil); err != nil {
 		t.Fatalf("load: %v", err)
 	}
@@ -138,27 +105,9 @@ func (n *testNode) fib(dst netip.Addr) FIBResult {
 	return FIBResult{OK: true, MTU: 1500, SMAC: macNode, DMAC: macNext, Src: src}
 }
 
-// skbCtx is the head of struct __sk_buff that BPF_PROG_TEST_RUN accepts.
-type skbCtx struct {
-	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTci, VlanProto, Priority uint32
-	IngressIfindex, Ifindex, TcIndex                                                      uint32
-	Cb                                                                                    [5]uint32
-}
-
 func (n *testNode) run(t *testing.T, iif uint32, pkt []byte) (Verdict, []byte) {
 	t.Helper()
-	var ret uint32
-	out := make([]byte, len(pkt)+cacheHdrMax+64)
-	err := nsutil.Do(n.ns, func() error {
-		opts := &ebpf.RunOptions{Data: pkt, DataOut: out, Context: skbCtx{IngressIfindex: iif, Ifindex: iif}}
-		var err error
-		ret, err = n.objs.ProxyTc.Run(opts)
-		out = opts.DataOut
-		return err
-	})
-	if err != nil {
-		t.Fatalf("test run (%d bytes, % x): %v", len(pkt), pkt, err)
-	}
+	ret, out := testutil.RunTC(t, n.ns, n.objs.ProxyTc, iif, pkt, cacheHdrMax+64)
 	return Verdict(int32(ret)), out
 }
 
@@ -295,11 +244,11 @@ func ip4cs(src, dst string, proto uint8, payload []byte) []byte {
 // Frames of an L2 service (inner ethernet): from a client (macCl) to the
 // edge's MAC (macEdge), as H.Encaps.L2 carries them.
 var (
-	macCl    = mustMAC("02:00:00:00:00:c1")
-	macEdge  = mustMAC("02:00:00:00:00:e1")
+	macCl    = testutil.MustMAC("02:00:00:00:00:c1")
+	macEdge  = testutil.MustMAC("02:00:00:00:00:e1")
 	frameIn  = eth(macEdge, macCl, 0x86dd, ip6(hostS, hostD, 17, 64, udp(1000, 2000, 16)))
-	arpFrame = eth(mustMAC("ff:ff:ff:ff:ff:ff"), macCl, 0x0806, make([]byte, 28))
-	bpdu     = eth(mustMAC("01:80:c2:00:00:00"), macSF, 38, append([]byte{0x42, 0x42, 0x03}, make([]byte, 35)...)) // 802.3 length + LLC
+	arpFrame = eth(testutil.MustMAC("ff:ff:ff:ff:ff:ff"), macCl, 0x0806, make([]byte, 28))
+	bpdu     = eth(testutil.MustMAC("01:80:c2:00:00:00"), macSF, 38, append([]byte{0x42, 0x42, 0x03}, make([]byte, 35)...)) // 802.3 length + LLC
 )
 
 // big6 fills a 1500-byte MTU by itself.

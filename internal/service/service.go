@@ -91,3 +91,26 @@ func Errorf(path, format string, a ...any) FieldError {
 type Documented interface {
 	FieldDocs() map[string]string
 }
+
+// Encode is a kind's plain-data values as a node's services.
+func Encode[T interface{ Service() nodestate.Service }](xs ...T) []nodestate.Service {
+	out := make([]nodestate.Service, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, x.Service())
+	}
+	return out
+}
+
+// Decode reads the services of kind in list, in order, with read (the
+// kind's decoder).
+func Decode[T any](list []nodestate.Service, kind string, read func(nodestate.Service) (T, error)) ([]T, error) {
+	var out []T
+	for _, s := range nodestate.ServicesOf(list, kind) {
+		x, err := read(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}

@@ -169,5 +169,10 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 // AttachNew: the steering program is attached by the binding process.
 func (NodeKind) AttachNew(string) error { return nil }
 
+// Purge removes the bindings of netns no process serves any more (their
+// pins in bpffs would outlive the namespace); a binding whose process still
+// runs is its process's to release.
+func (NodeKind) Purge(netns string) error { return Extension{}.Flush(netns) }
+
 // SIDExtension shows and removes bindings in `segchain sid`.
 func (NodeKind) SIDExtension() localsid.Extension { return Extension{} }

@@ -22,6 +22,7 @@ var intent = []string{
 	"internal/service/kinds",
 	"internal/service/srunaware",
 	"internal/service/firewall",
+	"internal/service/userspace",
 }
 
 // kernel are the modules only the agent implementation and the data path
@@ -38,10 +39,10 @@ var layers = [][]string{
 	{"internal/plan"},
 	{"internal/config"},
 	{"internal/nodeagent"},
-	{"internal/proxy", "internal/fw", "internal/boundary", "internal/dataplane", "internal/localsid", "internal/bpfpin"},
+	{"internal/proxy", "internal/fw", "internal/usvc", "pkg/srv6svc", "internal/boundary", "internal/dataplane", "internal/localsid", "internal/bpfpin"},
 	{"internal/agent", "internal/journal"},
 	{"internal/service/kinds"},
-	{"internal/service/srunaware", "internal/service/firewall"},
+	{"internal/service/srunaware", "internal/service/firewall", "internal/service/userspace"},
 	{"internal/service"},
 	{"internal/nodestate"},
 }
@@ -89,6 +90,41 @@ func TestLayered(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// kindImporters are the only packages (tests aside) that may import a
+// service kind's own package: the registration list, the kind's data path
+// (its node half), and config, which declares the two first kinds' YAML
+// fields for compatibility. Everybody else iterates the registry
+// (internal/service/kinds, internal/nodeagent/kinds.go).
+var kindImporters = map[string][]string{
+	"internal/service/srunaware": {"internal/service/kinds", "internal/proxy", "internal/config"},
+	"internal/service/firewall":  {"internal/service/kinds", "internal/fw", "internal/config"},
+	"internal/service/userspace": {"internal/service/kinds", "internal/usvc"},
+}
+
+func TestKindsReachedThroughTheRegistry(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], mod)
+		for _, imp := range f[1:] {
+			allowed, isKind := kindImporters[strings.TrimPrefix(imp, mod)]
+			if !isKind || pkg == strings.TrimPrefix(imp, mod) {
+				continue
+			}
+			ok := false
+			for _, a := range allowed {
+				ok = ok || a == pkg
+			}
+			if !ok {
+				t.Errorf("%s imports the service kind %s: iterate the registry (internal/service/kinds) instead", pkg, strings.TrimPrefix(imp, mod))
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -132,9 +133,38 @@ func (Kind) MatchesArgs() bool { return true }
 
 func (Kind) Behavior(service.Input) string { return Behavior }
 
-// Validate: config validates the firewall block (internal/config's
-// firewallService, with Resolve).
-func (Kind) Validate(service.Input) []service.FieldError { return nil }
+// Validate checks a firewall service: no behaviour of its own, a
+// firewall block whose rules, rules file, policy and ARGS table resolve.
+func (Kind) Validate(in service.Input) []service.FieldError {
+	var out []service.FieldError
+	if in.Behavior != "" {
+		out = append(out, service.Errorf("behavior", "must be empty for kind %s (it is %s)", Name, Behavior))
+	}
+	c, _ := in.Block.(*Config)
+	if c == nil {
+		return append(out, service.Errorf("firewall", "required for kind %s (at least a policy or rules)", Name))
+	}
+	_, err := Resolve(c, in.Dir, in.ArgsBits)
+	for _, e := range unjoin(err) {
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			out = append(out, service.FieldError{Path: fe.Path, Msg: fe.Msg})
+		} else {
+			out = append(out, service.Errorf("firewall", "%v", e))
+		}
+	}
+	return out
+}
+
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
 
 // Plan emits the instance: rules in canonical syntax, the policy and the
 // eval-args table.
@@ -172,3 +202,9 @@ func (k Kind) Canonical(s nodestate.Service) string {
 }
 
 func (Kind) ServiceBehavior(nodestate.Service) string { return Behavior }
+
+// Services is the instances as a node's services.
+func Services(fs ...Spec) []nodestate.Service { return service.Encode(fs...) }
+
+// SpecsOf reads the services of this kind in list, in order.
+func SpecsOf(list []nodestate.Service) ([]Spec, error) { return service.Decode(list, Name, SpecOf) }

@@ -130,3 +130,9 @@ func (Kind) ServiceBehavior(s nodestate.Service) string {
 	p, _ := ProxyOf(s)
 	return p.Behavior
 }
+
+// Services is the proxies as a node's services.
+func Services(ps ...Proxy) []nodestate.Service { return service.Encode(ps...) }
+
+// ProxiesOf reads the services of this kind in list, in order.
+func ProxiesOf(list []nodestate.Service) ([]Proxy, error) { return service.Decode(list, Name, ProxyOf) }
