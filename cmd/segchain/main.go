@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/segchain/segchain/internal/fw"
+	"github.com/segchain/segchain/internal/netfilter"
 	"github.com/segchain/segchain/internal/proxy"
 )
 
@@ -53,7 +54,7 @@ Typical session:
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(), newWatchCmd(),
-		newSidCmd(proxy.Extension{}, fw.Extension{}),
+		newSidCmd(proxy.Extension{}, fw.Extension{}, netfilter.Extension{}),
 		newFwCmd(),
 		newDumpCmd(),
 		newPerfCmd(),
