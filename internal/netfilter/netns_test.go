@@ -332,3 +332,34 @@ for p in ps:
 		want(t, "drops "+r, cs.Drops[r], 1)
 	}
 }
+
+// TestNextSIDLocal: the SID after End.AN.NF is served by this node too —
+// a second End.AN.NF SID (which no route covers: nf_out hands the packet to
+// the stack through the loop's outer end, where nf_in catches it again),
+// then a native seg6local End — and the packet arrives at B with both
+// applied; the rule set sees the inner packet twice (counter 2).
+func TestNextSIDLocal(t *testing.T) {
+	tp := newTopo(t, 16)
+	testutil.Exec(t, tp.n, "ip", "-6", "route", "add", "fc00:e::ed/128", "encap", "seg6local", "action", "End", "dev", "n0")
+	tp.load(t, "nft", nftForward("udp dport 5000 counter"))
+	c := capture(t, tp.b, "b0", "fc00:b::1", 1)
+	testutil.RunScapyIn(t, tp.a, fmt.Sprintf(`
+p = IPv6(src="fc00:a::1", dst="fc00:e::e0:1", hlim=64) / \
+    IPv6ExtHdrSegmentRouting(addresses=["fc00:b::1", "fc00:e::ed", "fc00:e::e0:2", "fc00:e::e0:1"], segleft=3) / %s
+send(p, iface="a0", verbose=False)
+`, udp4("10.0.1.1", "10.0.2.1", 1000, 5000)))
+	pkts, _ := got(t, c)
+	if len(pkts) != 1 {
+		t.Fatalf("at B: %v", pkts)
+	}
+	want(t, "SL at B", pkts[0].First("ipv6.routing.segleft"), "0")
+	want(t, "inner TTL", pkts[0].First("ip.ttl"), "64")
+	cs := counters(t, tp.n)
+	want(t, "packets (two passes)", cs.Packets, 2)
+	want(t, "accepted", cs.Accepted, 2)
+	want(t, "to the stack", cs.ToStack, 2)
+	out := testutil.Exec(t, tp.n, "nft", "list", "chain", "inet", "t", "c")
+	if !strings.Contains(out, "counter packets 2 ") {
+		t.Errorf("the rule set saw the inner packet %s, want twice", out)
+	}
+}
