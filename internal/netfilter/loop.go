@@ -186,3 +186,6 @@ func loopRules(nh *netlink.Handle) (int, error) {
 	}
 	return n, nil
 }
+
+// newHandle opens a netlink handle in the calling thread's namespace.
+func newHandle() (*netlink.Handle, error) { return netlink.NewHandle() }

@@ -175,7 +175,7 @@ func (n *node) loadProgs() error {
 func (n *node) setup() error {
 	var ls loopState
 	err := nsutil.Do(n.netns, func() error {
-		nh, err := netlink.NewHandle()
+		nh, err := newHandle()
 		if err != nil {
 			return err
 		}
@@ -231,7 +231,7 @@ func (n *node) attach(out int) error {
 func (n *node) teardown() error {
 	err := bpfpin.Remove(n.dir)
 	lerr := nsutil.Do(n.netns, func() error {
-		nh, err := netlink.NewHandle()
+		nh, err := newHandle()
 		if err != nil {
 			return err
 		}

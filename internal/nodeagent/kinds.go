@@ -9,6 +9,7 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/localsid"
+	"github.com/segchain/segchain/internal/netfilter"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/proxy"
 )
@@ -54,6 +55,7 @@ func serviceKinds() []ServiceKind {
 	return []ServiceKind{
 		proxy.NodeKind{},
 		fw.NodeKind{},
+		netfilter.NodeKind{},
 	}
 }
 

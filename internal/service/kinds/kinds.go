@@ -5,6 +5,7 @@ package kinds
 import (
 	"github.com/segchain/segchain/internal/service"
 	"github.com/segchain/segchain/internal/service/firewall"
+	"github.com/segchain/segchain/internal/service/netfilter"
 	"github.com/segchain/segchain/internal/service/srunaware"
 )
 
@@ -14,6 +15,7 @@ func Registry() *service.Registry {
 	r, err := service.NewRegistry(
 		srunaware.Kind{},
 		firewall.Kind{},
+		netfilter.Kind{},
 	)
 	if err != nil {
 		panic(err) // a duplicate name in the list above: a programming error
