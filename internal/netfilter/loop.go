@@ -10,6 +10,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nodestate"
 )
 
 // The netfilter loop: a veth pair inside the node. nf_in redirects the
@@ -22,8 +24,8 @@ import (
 // Packets nf_out hands to the stack enter through LoopOut's ingress, which
 // no rule diverts: the main table routes them.
 const (
-	LoopOut  = "sc-nfloop"
-	LoopIn   = "sc-nfloop-in"
+	LoopOut  = nodestate.NFLoopOut
+	LoopIn   = nodestate.NFLoopIn
 	Table    = 20038 // 0x4e46, "NF"
 	RulePref = 99
 	// RouteProto stamps the loop's rules and routes (rtnetlink protocol),
