@@ -113,29 +113,47 @@ func tablesPresent(netns string, tables []string) (map[string]bool, error) {
 	return got, nil
 }
 
-// loadRuleset replaces the tables of text with text in one nft
-// transaction (all or nothing).
-func loadRuleset(netns, text string, tables []string) error {
+// replaceTables deletes tables and loads text after them in one nft
+// transaction (all or nothing). "table X" first makes the delete succeed
+// whether X exists or not.
+func replaceTables(netns string, tables []string, text string) error {
 	var b strings.Builder
 	for _, t := range tables {
 		fmt.Fprintf(&b, "table %s\ndelete table %s\n", t, t)
 	}
-	b.WriteString(text)
-	b.WriteString("\n")
-	_, err := nft(netns, b.String(), "-f", "-")
-	return err
-}
-
-func deleteTables(netns string, tables []string) error {
-	var b strings.Builder
-	for _, t := range tables {
-		fmt.Fprintf(&b, "table %s\ndelete table %s\n", t, t)
+	if text != "" {
+		b.WriteString(text + "\n")
 	}
 	if b.Len() == 0 {
 		return nil
 	}
 	_, err := nft(netns, b.String(), "-f", "-")
 	return err
+}
+
+// except returns the tables not in keep.
+func except(tables []string, keep map[string]bool) []string {
+	var out []string
+	for _, t := range tables {
+		if !keep[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// missing returns the tables of sid's loaded rule set that are gone from
+// the node (none when it loaded none).
+func missing(netns string, sid netip.Prefix) ([]string, error) {
+	l, ok, err := readLoaded(netns, sid)
+	if err != nil || !ok {
+		return nil, err
+	}
+	have, err := tablesPresent(netns, l.Tables)
+	if err != nil {
+		return nil, err
+	}
+	return except(l.Tables, have), nil
 }
 
 // Observe reads the End.AN.NF SIDs of netns with the rule sets they
@@ -169,21 +187,12 @@ func (NodeKind) Faults(netns string) ([]string, error) {
 	}
 	var out []string
 	for _, st := range sts {
-		l, ok, err := readLoaded(netns, st.SID)
+		gone, err := missing(netns, st.SID)
 		if err != nil {
 			return nil, err
 		}
-		if !ok {
-			continue
-		}
-		have, err := tablesPresent(netns, l.Tables)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range l.Tables {
-			if !have[t] {
-				out = append(out, fmt.Sprintf("netfilter %s: table %s of its rule set is missing", st.SID, t))
-			}
+		for _, t := range gone {
+			out = append(out, fmt.Sprintf("netfilter %s: table %s of its rule set is missing", st.SID, t))
 		}
 	}
 	var n int
@@ -213,19 +222,17 @@ func (NodeKind) Repair(netns string) error {
 		return err
 	}
 	for _, st := range sts {
-		l, ok, err := readLoaded(netns, st.SID)
-		if err != nil || !ok {
-			continue
-		}
-		have, err := tablesPresent(netns, l.Tables)
+		gone, err := missing(netns, st.SID)
 		if err != nil {
 			return err
 		}
-		for _, t := range l.Tables {
-			if !have[t] {
-				f, _ := rulesetFile(netns, st.SID)
-				_ = os.Remove(f)
-				break
+		if len(gone) > 0 {
+			f, err := rulesetFile(netns, st.SID)
+			if err != nil {
+				return err
+			}
+			if err := os.Remove(f); err != nil {
+				return err
 			}
 		}
 	}
@@ -255,21 +262,11 @@ func (NodeKind) Apply(netns string, want, old []nodestate.Service, _ map[netip.P
 			return err
 		}
 		if !ok || l.Ruleset != sp.Ruleset {
-			if ok {
-				var gone []string
-				for _, t := range l.Tables {
-					if !keepTables[t] {
-						gone = append(gone, t)
-					}
-				}
-				if err := deleteTables(netns, gone); err != nil {
-					return fmt.Errorf("netfilter %s: %w", sp.SID, err)
-				}
-			}
-			if sp.Ruleset != "" {
-				if err := loadRuleset(netns, sp.Ruleset, sp.Tables); err != nil {
-					return fmt.Errorf("netfilter %s: load rule set: %w", sp.SID, err)
-				}
+			// The old text's tables no service keeps, and the new
+			// text's, go; the new text comes: one transaction.
+			del := append(except(l.Tables, keepTables), sp.Tables...)
+			if err := replaceTables(netns, del, sp.Ruleset); err != nil {
+				return fmt.Errorf("netfilter %s: load rule set: %w", sp.SID, err)
 			}
 		}
 		// The SID after its rules: no packet meets an empty rule set.
@@ -292,13 +289,7 @@ func (NodeKind) Apply(netns string, want, old []nodestate.Service, _ map[netip.P
 			return err
 		}
 		if ok {
-			var gone []string
-			for _, t := range l.Tables {
-				if !keepTables[t] {
-					gone = append(gone, t)
-				}
-			}
-			if err := deleteTables(netns, gone); err != nil {
+			if err := replaceTables(netns, except(l.Tables, keepTables), ""); err != nil {
 				return fmt.Errorf("remove netfilter %s: %w", s.SID, err)
 			}
 			f, _ := rulesetFile(netns, s.SID)

@@ -108,9 +108,10 @@ var fields = []string{"ipv6.dst", "ipv6.hlim", "ipv6.routing.segleft", "ipv6.rou
 	"ip.checksum.status", "udp.srcport", "udp.dstport", "udp.checksum.status"}
 
 // capture starts an inbound capture on dev of ns of the packets for dst
-// (the last segment) that stops after n packets.
+// (the last segment) carrying an SRH (not ND: neighbour probes to dst
+// come at any time) that stops after n packets.
 func capture(t *testing.T, ns, dev, dst string, n int) *testutil.Capture {
-	return testutil.StartInboundCapture(t, ns, dev, "ip6 dst "+dst, n)
+	return testutil.StartInboundCapture(t, ns, dev, "ip6 dst "+dst+" and ip6 proto 43", n)
 }
 
 // got dissects the capture: the inner source ports seen, sorted.
