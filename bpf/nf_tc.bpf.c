@@ -19,8 +19,8 @@
  *         the loop's outer end, FORWARD, POSTROUTING.
  *  nf_out (TCX egress of the loop's outer end): what netfilter accepted
  *         arrives here; the tag finds the slot, the stashed headers are
- *         pushed back (payload length and SRH next header fixed: NAT may
- *         have changed the size), the original mark restored, and the
+ *         pushed back (payload length and the Next Header naming the
+ *         inner packet fixed: NAT may have changed the size), the original mark restored, and the
  *         packet forwarded by FIB lookup, or handed to the stack through
  *         the ingress of the outer end (a local next SID, an lwt route ...).
  *
@@ -100,6 +100,9 @@ struct nf_slot {
 	__u32 mark;	/* its mark before ARGS replaced it */
 	__u16 len;	/* bytes of hdr */
 	__u16 srh_off;	/* offset of the SRH in hdr */
+	__u16 nh_off;	/* offset in hdr of the Next Header byte naming the inner packet
+			 * (the SRH's, or a destination options header's after it) */
+	__u16 _pad;
 	__u8 hdr[NF_HDR_MAX];
 };
 
@@ -191,7 +194,7 @@ static __always_inline int ttl_up(struct __sk_buff *skb, __u32 off, int v4)
  * into a fresh slot and applies End to the copy. It returns the slot's tag,
  * or 0 with *reason set. */
 static __always_inline __u32 stash(struct __sk_buff *skb, __u32 id, __u64 hlen, __u32 srh_off,
-				   __u8 sl, __u32 *reason)
+				   __u32 nh_off, __u8 sl, __u32 *reason)
 {
 	__u32 zero = 0, idx, tag;
 	__u64 *next, n, so, seg;
@@ -251,6 +254,7 @@ static __always_inline __u32 stash(struct __sk_buff *skb, __u32 id, __u64 hlen, 
 	s->mark = skb->mark;
 	s->len = hlen;
 	s->srh_off = srh_off;
+	s->nh_off = nh_off;
 	return tag;
 }
 
@@ -329,7 +333,7 @@ int nf_in(struct __sk_buff *skb)
 		return drop(st, NF_DROP_NO_LOOP);
 
 	hlen = w.upper_off - ETH_HLEN;
-	tag = stash(skb, id, hlen, w.srh_off - ETH_HLEN, w.sl, &reason);
+	tag = stash(skb, id, hlen, w.srh_off - ETH_HLEN, w.nh_off - ETH_HLEN, w.sl, &reason);
 	if (!tag)
 		return drop(st, reason);
 
@@ -363,7 +367,7 @@ int nf_in(struct __sk_buff *skb)
 static __always_inline int push_outer(struct __sk_buff *skb, struct nf_slot *s, int v4)
 {
 	__u64 len = s->len; /* 64-bit: no zero-extended copy for clang to check instead */
-	__u32 srh_off = s->srh_off;
+	__u32 nh_off = s->nh_off;
 	__be16 plen, proto = bpf_htons(ETH_P_IPV6);
 	__u8 nh = v4 ? IPPROTO_IPIP : IPPROTO_IPV6;
 	long rc;
@@ -395,10 +399,10 @@ static __always_inline int push_outer(struct __sk_buff *skb, struct nf_slot *s, 
 	if (bpf_skb_store_bytes(skb, ETH_HLEN, s->hdr, len, 0) < 0)
 		return -1;
 	plen = bpf_htons(skb->len - ETH_HLEN - sizeof(struct ipv6hdr));
-	if (srh_off > NF_HDR_MAX)
+	if (nh_off > NF_HDR_MAX)
 		return -1;
 	if (bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, payload_len), &plen, 2, 0) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN + srh_off + offsetof(struct ipv6_sr_hdr, nexthdr), &nh, 1, 0) < 0 ||
+	    bpf_skb_store_bytes(skb, ETH_HLEN + nh_off, &nh, 1, 0) < 0 ||
 	    bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto, 2, 0) < 0)
 		return -1;
 	return 0;

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -119,11 +120,8 @@ func got(t *testing.T, c *testutil.Capture) ([]testutil.Packet, []string) {
 	t.Helper()
 	pcap := c.Wait(5 * time.Second)
 	// tshark validates the checksums it reports (status 1 = good).
-	out, err := testutil.ExecErr("", "tshark", "-r", pcap, "-n", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
+	out := tshark(t, "-r", pcap, "-n", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
 		"-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|", "-e", "udp.srcport", "-e", "ip.checksum.status", "-e", "udp.checksum.status")
-	if err != nil {
-		t.Fatalf("tshark: %v\n%s", err, out)
-	}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if l == "" {
 			continue
@@ -142,6 +140,16 @@ func got(t *testing.T, c *testutil.Capture) ([]testutil.Packet, []string) {
 	}
 	sort.Strings(ports)
 	return pkts, ports
+}
+
+// tshark runs tshark and returns its standard output.
+func tshark(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("tshark", args...).Output()
+	if err != nil {
+		t.Fatalf("tshark %s: %v", strings.Join(args, " "), err)
+	}
+	return string(out)
 }
 
 func counters(t *testing.T, ns string) Counters {
@@ -363,4 +371,25 @@ send(p, iface="a0", verbose=False)
 	if !strings.Contains(out, "counter packets 2 ") {
 		t.Errorf("the rule set saw the inner packet %s, want twice", out)
 	}
+}
+
+// TestExtHeadersSurvive: a hop-by-hop header before the SRH and a
+// destination options header after it come back with the packet, the
+// Next Header chain intact (the inner packet's family is written into the
+// destination options header, not the SRH).
+func TestExtHeadersSurvive(t *testing.T) {
+	tp := newTopo(t, 16)
+	c := testutil.StartInboundCapture(t, tp.b, "b0", "ip6 dst fc00:b::1 and ip6[6] == 0", 1) // hop-by-hop first
+	testutil.RunScapyIn(t, tp.a, fmt.Sprintf(`
+p = IPv6(src="fc00:a::1", dst="fc00:e::e0:1", hlim=64) / IPv6ExtHdrHopByHop() / \
+    IPv6ExtHdrSegmentRouting(addresses=["fc00:b::1", "fc00:e::e0:1"], segleft=1) / IPv6ExtHdrDestOpt() / %s
+send(p, iface="a0", verbose=False)
+`, udp4("10.0.1.1", "10.0.2.1", 1000, 5000)))
+	pkts, _ := got(t, c)
+	if len(pkts) != 1 {
+		t.Fatalf("at B: %v", pkts)
+	}
+	out := tshark(t, "-r", c.Path(), "-n", "-T", "fields", "-e", "ipv6.nxt", "-e", "ipv6.hopopts.nxt",
+		"-e", "ipv6.routing.nxt", "-e", "ipv6.dstopts.nxt", "-e", "ip.dst", "-e", "udp.dstport")
+	want(t, "next header chain (ipv6, hbh, srh, dstopts, inner dst, dport)", strings.Fields(out), []string{"0", "43", "60", "4", "10.0.2.1", "5000"})
 }

@@ -63,6 +63,8 @@ type nfTCNfSlot struct {
 	Mark    uint32
 	Len     uint16
 	SrhOff  uint16
+	NhOff   uint16
+	Pad     uint16
 	Hdr     [512]uint8
 }
 
