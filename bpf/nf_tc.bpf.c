@@ -455,7 +455,10 @@ int nf_out(struct __sk_buff *skb)
 		return drop(st, NF_DROP_INTERNAL);
 	f.family = AF_INET6;
 	f.ifindex = s->ifindex;
-	f.tot_len = skb->len - ETH_HLEN;
+	/* tot_len 0: the helper checks the skb itself against the egress
+	 * MTU, GSO-aware (is_skb_forwardable); a length would refuse every
+	 * GSO packet as too big and send it the slow way. */
+	f.tot_len = 0;
 	__builtin_memcpy(f.ipv6_src, &ip6.saddr, 16);
 	__builtin_memcpy(f.ipv6_dst, &ip6.daddr, 16);
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);

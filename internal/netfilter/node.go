@@ -90,7 +90,6 @@ type LoopStatus struct {
 type node struct {
 	netns string
 	dir   string
-	lock  string
 	objs  nfTCObjects
 }
 
@@ -134,7 +133,7 @@ func spec() (*ebpf.CollectionSpec, error) {
 }
 
 func open(netns string) (*node, error) {
-	name, dir, err := nsDir(netns, true)
+	_, dir, err := nsDir(netns, true)
 	if err != nil {
 		return nil, err
 	}
@@ -145,14 +144,49 @@ func open(netns string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &node{netns: netns, dir: dir, lock: filepath.Join(lockRoot, name+".lock")}
+	n := &node{netns: netns, dir: dir}
 	if err := s.LoadAndAssign(&n.objs.nfTCMaps, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: dir}}); err != nil {
 		if errors.Is(err, ebpf.ErrMapIncompatible) {
-			return nil, fmt.Errorf("pinned End.AN.NF maps in %s are from another segchain version (segchain sid flush): %w", dir, err)
+			return n, fmt.Errorf("pinned End.AN.NF maps in %s are from another segchain version: %w", dir, err)
 		}
 		return nil, fmt.Errorf("load End.AN.NF maps: %w", err)
 	}
 	return n, nil
+}
+
+// upgrade replaces the state another segchain version left in n.dir (maps
+// of another layout): it reads the SIDs from the old nf_sids (whose
+// layout has not changed), removes everything, and installs them again
+// (their counters start at zero). Without a readable nf_sids the SIDs are
+// lost and the state is removed all the same: a node must never be stuck
+// with state nothing can load.
+func upgrade(netns string, n *node) error {
+	var keep []Instance
+	if m, err := ebpf.LoadPinnedMap(filepath.Join(n.dir, "nf_sids"), nil); err == nil {
+		var (
+			k nfTCNfSidKey
+			v nfTCNfSid
+		)
+		it := m.Iterate()
+		for it.Next(&k, &v) {
+			keep = append(keep, Instance{SID: netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)), ArgsBits: int(v.ArgsBits)})
+		}
+		m.Close()
+	}
+	if err := n.teardown(); err != nil {
+		return err
+	}
+	fresh, err := open(netns)
+	if err != nil {
+		return err
+	}
+	defer fresh.Close()
+	for _, in := range keep {
+		if err := fresh.apply(in); err != nil {
+			return fmt.Errorf("reinstall %s after an upgrade: %w", in.SID, err)
+		}
+	}
+	return nil
 }
 
 func (n *node) Close() error { return n.objs.Close() }
@@ -389,16 +423,17 @@ func (n *node) list() ([]Status, error) {
 	return out, nil
 }
 
+// withNode runs fn on the namespace's state under its lock (one writer
+// at a time), upgrading state another segchain version left first.
 func withNode(netns string, fn func(*node) error) error {
-	n, err := open(netns)
+	name, _, err := nsDir(netns, false)
 	if err != nil {
 		return err
 	}
-	defer n.Close()
 	if err := os.MkdirAll(lockRoot, 0o700); err != nil {
 		return err
 	}
-	lf, err := os.OpenFile(n.lock, os.O_CREATE|os.O_RDWR, 0o600)
+	lf, err := os.OpenFile(filepath.Join(lockRoot, name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("lock End.AN.NF state: %w", err)
 	}
@@ -406,6 +441,16 @@ func withNode(netns string, fn func(*node) error) error {
 	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
 		return fmt.Errorf("lock End.AN.NF state: %w", err)
 	}
+	n, err := open(netns)
+	if errors.Is(err, ebpf.ErrMapIncompatible) {
+		if err = upgrade(netns, n); err == nil {
+			n, err = open(netns)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer n.Close()
 	return fn(n)
 }
 
@@ -485,12 +530,18 @@ func ClearCounters(netns string, sid *netip.Prefix) error {
 	})
 }
 
-// Flush removes every End.AN.NF SID of netns, with the loop.
+// Flush removes every End.AN.NF SID of netns, with the loop. It does not
+// load the pinned maps, so it also clears the state of another segchain
+// version (whose maps no longer load).
 func Flush(netns string) error {
 	if !installed(netns) {
 		return nil
 	}
-	return withNode(netns, func(n *node) error { return n.teardown() })
+	_, dir, err := nsDir(netns, false)
+	if err != nil {
+		return err
+	}
+	return (&node{netns: netns, dir: dir}).teardown()
 }
 
 // AttachNew attaches nf_in to interfaces created after the SIDs (the
