@@ -75,6 +75,20 @@ func (Extension) Show(netns string) ([]localsid.Entry, error) {
 	for _, st := range sts {
 		out = append(out, EntryOf(st))
 	}
+	// Drops of packets without a SID (no tag, a reused slot), when any:
+	// one row for the loop, as the boundary filter's rows.
+	ls, err := Loop(netns)
+	if err != nil {
+		return nil, err
+	}
+	if len(ls.Drops) > 0 {
+		e := localsid.Entry{SID: netip.PrefixFrom(netip.IPv6Unspecified(), 0), Behavior: Behavior + "-loop",
+			Params: map[string]string{"dev": LoopOut}, Counters: map[string]uint64{}}
+		for r, v := range ls.Drops {
+			e.Counters["drop-"+r] = v
+		}
+		out = append(out, e)
+	}
 	return out, nil
 }
 

@@ -340,6 +340,13 @@ for p in ps:
 	for _, r := range []string{"sl-zero", "truncated", "no-srh", "insert-mode", "hop-limit"} {
 		want(t, "drops "+r, cs.Drops[r], 1)
 	}
+	// A packet of the node's own out of the loop has no tag: dropped and
+	// counted on the loop's row, never sent on.
+	_, _ = testutil.ExecErr(tp.n, "ping", "-c", "1", "-W", "1", "-I", LoopOut, "10.9.9.9")
+	ls, err := Loop(tp.n)
+	if err != nil || ls.Drops["no-tag"] == 0 {
+		t.Errorf("loop drops %v, %v: want no-tag", ls.Drops, err)
+	}
 }
 
 // TestNextSIDLocal: the SID after End.AN.NF is served by this node too —
