@@ -120,6 +120,11 @@ func ensureLoop(nh *netlink.Handle) (loopState, error) {
 		}
 		r := loopRoute(out.Attrs().Index, gw)
 		if err := nh.RouteReplace(r); err != nil {
+			if errors.Is(err, unix.EINVAL) && gw.Is4() {
+				// Seen: the kernel refuses the on-link IPv4 gateway
+				// ("Nexthop has invalid gateway") while lo is down.
+				return st, fmt.Errorf("netfilter loop route %s: %w (is the loopback device up?)", r, err)
+			}
 			return st, fmt.Errorf("netfilter loop route %s: %w", r, err)
 		}
 		if err := nh.RuleAdd(loopRule(fam)); err != nil && !errors.Is(err, unix.EEXIST) {

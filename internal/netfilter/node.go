@@ -337,8 +337,12 @@ func (n *node) apply(in Instance) error {
 		}
 	}
 	// The loop and the programs first, the SID last: a packet is caught
-	// only once everything it needs is there.
+	// only once everything it needs is there. The first SID's failure
+	// leaves nothing behind (no maps, no half-made loop).
 	if err := n.setup(); err != nil {
+		if len(es) == 0 {
+			return errors.Join(err, n.teardown())
+		}
 		return err
 	}
 	k := sidKey(in.SID)
