@@ -264,6 +264,8 @@ func (n *node) attach(out int) error {
 // teardown removes links, maps and the loop.
 func (n *node) teardown() error {
 	err := bpfpin.Remove(n.dir)
+	// The records of loaded rule sets (kind.go) go with the SIDs.
+	_ = os.RemoveAll(filepath.Join(lockRoot, filepath.Base(filepath.Dir(n.dir))))
 	lerr := nsutil.Do(n.netns, func() error {
 		nh, err := newHandle()
 		if err != nil {
