@@ -281,12 +281,13 @@ func (NodeKind) Apply(netns string, want, old []nodestate.Service, _ map[netip.P
 		if keep[s.SID.Masked()] {
 			continue
 		}
-		if _, err := Remove(netns, s.SID); err != nil {
-			return fmt.Errorf("remove netfilter %s: %w", s.SID, err)
-		}
+		// The record first: removing the last SID removes the records.
 		l, ok, err := readLoaded(netns, s.SID)
 		if err != nil {
 			return err
+		}
+		if _, err := Remove(netns, s.SID); err != nil {
+			return fmt.Errorf("remove netfilter %s: %w", s.SID, err)
 		}
 		if ok {
 			if err := replaceTables(netns, except(l.Tables, keepTables), ""); err != nil {
