@@ -65,9 +65,14 @@ func (tp topo) load(t *testing.T, tool, rules string) {
 	}
 	if tool == "nft" {
 		testutil.Exec(t, tp.n, "nft", "-f", f)
-		return
+	} else {
+		testutil.Exec(t, tp.n, "sh", "-c", tool+" < "+f)
 	}
-	testutil.Exec(t, tp.n, "sh", "-c", tool+" < "+f)
+	// A UDP flow's conntrack entry lives 30 s without a reply by default;
+	// on a loaded machine the test's reply can come later than that (it
+	// did: the reply was then a new flow). Where conntrack is loaded (the
+	// rules use it), give the tests time.
+	_, _ = testutil.ExecErr(tp.n, "sysctl", "-qw", "net.netfilter.nf_conntrack_udp_timeout=600")
 }
 
 // nftForward is an nft rule set with rules in a forward base chain.
