@@ -12,6 +12,7 @@ import (
 	"github.com/segchain/segchain/internal/netfilter"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/usvc"
 )
 
 // ServiceKind is the node half of a service kind (its intent half is
@@ -56,6 +57,7 @@ func serviceKinds() []ServiceKind {
 		proxy.NodeKind{},
 		fw.NodeKind{},
 		netfilter.NodeKind{},
+		usvc.NodeKind{},
 	}
 }
 

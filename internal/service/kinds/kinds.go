@@ -7,6 +7,7 @@ import (
 	"github.com/segchain/segchain/internal/service/firewall"
 	"github.com/segchain/segchain/internal/service/netfilter"
 	"github.com/segchain/segchain/internal/service/srunaware"
+	"github.com/segchain/segchain/internal/service/userspace"
 )
 
 // Registry returns the registry of every service kind, in the order plan
@@ -16,6 +17,7 @@ func Registry() *service.Registry {
 		srunaware.Kind{},
 		firewall.Kind{},
 		netfilter.Kind{},
+		userspace.Kind{},
 	)
 	if err != nil {
 		panic(err) // a duplicate name in the list above: a programming error
