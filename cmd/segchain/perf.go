@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/segchain/segchain/internal/fw/fwperf"
+	"github.com/segchain/segchain/internal/netfilter/nfperf"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/proxy/proxyperf"
 	"github.com/segchain/segchain/internal/usvc/usvcperf"
@@ -23,6 +24,7 @@ func perfRegistry() (*perf.Registry, error) {
 	recipes := append(perf.NativeRecipes(), perf.BaselineRecipes()...)
 	recipes = append(recipes, proxyperf.Recipes()...)
 	recipes = append(recipes, fwperf.Recipes()...)
+	recipes = append(recipes, nfperf.Recipes()...)
 	recipes = append(recipes, usvcperf.Recipes()...)
 	return perf.NewRegistry(recipes...)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/localsid"
+	"github.com/segchain/segchain/internal/netfilter"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/proxy"
 	"github.com/segchain/segchain/internal/usvc"
@@ -60,6 +61,7 @@ func serviceKinds() []ServiceKind {
 	return []ServiceKind{
 		proxy.NodeKind{},
 		fw.NodeKind{},
+		netfilter.NodeKind{},
 		usvc.NodeKind{},
 	}
 }

@@ -24,3 +24,13 @@ const (
 // LoopGateway is the next hop of service-loop routes: a neighbour of the
 // NOARP LoopDev, owned by nobody.
 var LoopGateway = netip.MustParseAddr("fe80::5c")
+
+// The netfilter loop (End.AN.NF, internal/netfilter): a veth pair inside
+// the node through which inner packets cross the node's netfilter hooks
+// (NFLoopIn: they enter the stack; NFLoopOut: they leave it, and what the
+// FIB cannot forward re-enters there re-encapsulated). Like the service
+// loop, never a boundary.
+const (
+	NFLoopOut = "sc-nfloop"
+	NFLoopIn  = "sc-nfloop-in"
+)

@@ -245,8 +245,8 @@ func (e *Experiment) Validate() error {
 		bad("behaviors", "%d behaviour × rule-count combinations, at most %d per experiment (generator slots)", arms, perfTmplSlots-2)
 	}
 	for i, n := range e.Rules {
-		if n < 1 {
-			bad(fmt.Sprintf("rules[%d]", i), "%d: want ≥ 1", n)
+		if n < 0 { // 0: the recipe's rule set is there, empty (hooks without rules)
+			bad(fmt.Sprintf("rules[%d]", i), "%d: want ≥ 0", n)
 		}
 	}
 	for i, s := range e.Sizes {

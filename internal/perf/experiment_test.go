@@ -35,6 +35,12 @@ func TestParseExperiment(t *testing.T) {
 		{name: "all errors listed", yaml: "behaviors: [End, End]\nsizes: [10]\nmethod: fast\n",
 			wantErr: []string{"name: required", "behaviors[1]", "sizes[0]", "method"}},
 		{name: "baseline listed", yaml: "name: x\nbehaviors: [IPv6]\n", wantErr: []string{"behaviors[0]"}},
+		{name: "rule count 0", yaml: "name: x\nbehaviors: [End]\nrules: [0, 128]\n", check: func(t *testing.T, e *Experiment) {
+			if diff := cmp.Diff([]int{0, 128}, e.Rules); diff != "" {
+				t.Errorf("rules (-want +got)\n%s", diff)
+			}
+		}},
+		{name: "negative rule count", yaml: "name: x\nbehaviors: [End]\nrules: [1, -1]\n", wantErr: []string{"rules[1]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

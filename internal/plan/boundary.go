@@ -95,8 +95,9 @@ func (b *builder) boundary() {
 		}
 		// The service loop (a veth pair inside the node) carries SRv6 to
 		// the node's own tc-served SIDs, the userspace services' pairs to
-		// and from their processes: never a boundary.
-		trusted[n] = append(trusted[n], nodestate.LoopDev, nodestate.LoopPeer, nodestate.UserspaceLoopPattern)
+		// and from their processes, the netfilter loop End.AN.NF's inner
+		// packets and its output: never a boundary.
+		trusted[n] = append(trusted[n], nodestate.LoopDev, nodestate.LoopPeer, nodestate.UserspaceLoopPattern, nodestate.NFLoopOut, nodestate.NFLoopIn)
 		if trustedNode[n] {
 			b.warn("security.boundary.trusted: node " + n + " is trusted: it filters nothing at the boundary")
 			continue

@@ -5,6 +5,7 @@ package kinds
 import (
 	"github.com/segchain/segchain/internal/service"
 	"github.com/segchain/segchain/internal/service/firewall"
+	"github.com/segchain/segchain/internal/service/netfilter"
 	"github.com/segchain/segchain/internal/service/srunaware"
 	"github.com/segchain/segchain/internal/service/userspace"
 )
@@ -15,6 +16,7 @@ func Registry() *service.Registry {
 	r, err := service.NewRegistry(
 		srunaware.Kind{},
 		firewall.Kind{},
+		netfilter.Kind{},
 		userspace.Kind{},
 	)
 	if err != nil {
