@@ -179,6 +179,7 @@ func parseExpr[T any](l *listScanner, leaf func(string) (T, error)) ([]item[T], 
 	if l.i >= len(l.s) {
 		return nil, l.errf("empty %s", l.what)
 	}
+	exprStart := l.i
 	neg := false
 	if l.s[l.i] == '!' {
 		neg = true
@@ -223,7 +224,7 @@ func parseExpr[T any](l *listScanner, leaf func(string) (T, error)) ([]item[T], 
 	switch {
 	case e == "any":
 		if neg {
-			return nil, perrf(l.base+start, "!any matches nothing")
+			return nil, perrf(l.base+exprStart, "!any matches nothing")
 		}
 		return []item[T]{{anyLeaf: true}}, nil
 	case strings.HasPrefix(e, "$"):

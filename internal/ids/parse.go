@@ -221,10 +221,14 @@ func (p *ruleParser) header() {
 				depth++
 			} else if c == ']' {
 				depth--
-			} else if depth <= 0 && (c == ' ' || c == '\t' || c == '(') {
+			} else if c == '(' || (depth <= 0 && (c == ' ' || c == '\t')) {
 				break
 			}
 			i++
+		}
+		if depth > 0 {
+			p.errAt(start, "unterminated '[' list")
+			return
 		}
 		toks = append(toks, token{t[start:i], start})
 	}
@@ -332,6 +336,7 @@ func (p *ruleParser) options(open int) {
 			val = t[valStart:i]
 			if inQ {
 				p.errAt(valStart, "%s: unterminated quoted string", name)
+				continue
 			}
 			// Keep valStart pointing at the first non-blank of the value.
 			lead := len(val) - len(strings.TrimLeft(val, " \t"))

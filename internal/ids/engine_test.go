@@ -1,0 +1,348 @@
+package ids
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// pkt builds an inner packet with gopacket: proto is "tcp", "udp" or
+// "icmp" (ICMPv4 or ICMPv6 after the addresses' family).
+func pkt(t testing.TB, proto, src, dst string, sport, dport uint16, payload string) []byte {
+	t.Helper()
+	s, d := net.ParseIP(src), net.ParseIP(dst)
+	v6 := s.To4() == nil
+	var ip gopacket.NetworkLayer
+	var nl gopacket.SerializableLayer
+	ipproto := map[string]layers.IPProtocol{"tcp": layers.IPProtocolTCP, "udp": layers.IPProtocolUDP, "icmp": layers.IPProtocolICMPv4}[proto]
+	if v6 {
+		if proto == "icmp" {
+			ipproto = layers.IPProtocolICMPv6
+		}
+		l := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: ipproto, SrcIP: s, DstIP: d}
+		ip, nl = l, l
+	} else {
+		l := &layers.IPv4{Version: 4, TTL: 64, Protocol: ipproto, SrcIP: s.To4(), DstIP: d.To4()}
+		ip, nl = l, l
+	}
+	ls := []gopacket.SerializableLayer{nl}
+	switch proto {
+	case "tcp":
+		l := &layers.TCP{SrcPort: layers.TCPPort(sport), DstPort: layers.TCPPort(dport), PSH: true, ACK: true, Window: 512}
+		_ = l.SetNetworkLayerForChecksum(ip)
+		ls = append(ls, l)
+	case "udp":
+		l := &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: layers.UDPPort(dport)}
+		_ = l.SetNetworkLayerForChecksum(ip)
+		ls = append(ls, l)
+	case "icmp":
+		if v6 {
+			l := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(128, 0)}
+			_ = l.SetNetworkLayerForChecksum(ip)
+			ls = append(ls, l, &layers.ICMPv6Echo{Identifier: 1, SeqNumber: 1})
+		} else {
+			ls = append(ls, &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(8, 0), Id: 1, Seq: 1})
+		}
+	}
+	ls = append(ls, gopacket.Payload(payload))
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func addrs(ss ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
+
+const engineRules = `
+alert tcp any any -> any 80 (msg:"passwd"; content:"/etc/passwd"; sid:1; rev:2;)
+drop tcp any any -> any any (msg:"sqlmap ua"; content:"user-agent|3a| sqlmap"; nocase; sid:2;)
+alert tcp any any -> any any (msg:"GET at start"; content:"GET "; depth:4; content:"admin"; distance:0; within:20; sid:3;)
+alert tcp any any -> any any (msg:"magic at 4"; content:"MAGIC"; offset:4; depth:5; sid:4;)
+alert tcp any any -> any any (msg:"cmd not curl"; content:"/bin/sh"; content:!"curl"; sid:5;)
+pass tcp 10.0.0.1 any -> any any (msg:"trusted"; content:"/etc/passwd"; sid:6;)
+alert icmp any any -> any any (msg:"any icmp"; sid:7;)
+alert udp any any -> any 53 (msg:"dns"; sid:8;)
+alert ip any any -> any any (msg:"quarantine path"; srv6.segment:fc00:66::/32; sid:9;)
+drop ip any any -> any any (msg:"args bad"; srv6.args:0xbad; sid:10;)
+alert ipv6 any any -> any any (msg:"sl 2 active f1"; srv6.sl:2; srv6.active:fc00:2::f1:0/112; sid:11;)
+alert udp any any <> 192.0.2.9 7000 (msg:"bidir"; sid:12;)
+alert tcp any any -> any any (msg:"last not d6"; content:"xyzzy"; srv6.last:!fc00:3::d6; sid:13;)
+alert tcp any any -> any any (msg:"no SRH"; content:"plain"; srv6.segments:0; sid:14;)
+alert ip any any -> any any (msg:"outer src"; srv6.src:fc00:9::/32; sid:15;)
+`
+
+func TestInspect(t *testing.T) {
+	rules, err := Parse(strings.NewReader(engineRules), "engine", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := New(rules, Options{Mode: ModeIDS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips, err := New(rules, Options{Mode: ModeIPS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := addrs("fc00:3::d6", "fc00:2::f1:0")
+	for _, tc := range []struct {
+		name     string
+		p        Packet
+		want     []uint32 // sids fired, in order
+		ipsDrops bool
+	}{
+		{"passwd v6", Packet{Segments: sr, SL: 1, Inner: pkt(t, "tcp", "2001:db8::1", "2001:db8::2", 1000, 80, "GET /etc/passwd HTTP/1.1")}, []uint32{1}, false},
+		{"passwd wrong port", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1000, 81, "GET /etc/passwd")}, nil, false},
+		{"benign", Packet{Segments: sr, SL: 1, Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1000, 80, "GET /index.html")}, nil, false},
+		{"sqlmap nocase v4", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1000, 8080, "x\r\nUser-Agent: SQLMAP/1")}, []uint32{2}, true},
+		{"sqlmap case matters without nocase", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1000, 8080, "x\r\nUser-Agent; sqlmap")}, nil, false},
+		{"depth+within", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1, 2, "GET /x/admin")}, []uint32{3}, false},
+		{"depth fails", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1, 2, " GET /x/admin")}, nil, false},
+		{"within fails", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1, 2, "GET /aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/admin")}, nil, false},
+		{"offset ok", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1, 2, "1234MAGIC")}, []uint32{4}, false},
+		{"offset too early", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1, 2, "123MAGIC")}, nil, false},
+		{"depth too late", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1, 2, "12345MAGIC")}, nil, false},
+		{"negated content absent", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1, 2, "wget x;/bin/sh")}, []uint32{5}, false},
+		{"negated content present", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1, 2, "curl x|/bin/sh")}, nil, false},
+		{"pass suppresses", Packet{Inner: pkt(t, "tcp", "10.0.0.1", "10.0.0.2", 1000, 80, "GET /etc/passwd User-Agent: sqlmap")}, nil, false},
+		{"drop ordered first", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1000, 80, "GET /etc/passwd User-Agent: sqlmap")}, []uint32{2, 1}, true},
+		{"icmp4", Packet{Inner: pkt(t, "icmp", "10.0.0.3", "10.0.0.2", 0, 0, "ping")}, []uint32{7}, false},
+		{"icmp6", Packet{Inner: pkt(t, "icmp", "2001:db8::1", "2001:db8::2", 0, 0, "ping")}, []uint32{7}, false},
+		{"udp port index", Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 5000, 53, "q")}, []uint32{8}, false},
+		{"udp other port", Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 5000, 54, "q")}, nil, false},
+		{"segment prefix", Packet{Segments: addrs("fc00:3::d6", "fc00:66::1", "fc00:2::f1:0"), SL: 1, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "q")}, []uint32{9}, false},
+		{"args", Packet{Segments: sr, SL: 1, Args: 0xbad, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "q")}, []uint32{10}, true},
+		{"args other", Packet{Segments: sr, SL: 1, Args: 0xbae, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "q")}, nil, false},
+		{"args without SRH", Packet{Args: 0xbad, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "q")}, nil, false},
+		{"sl and active", Packet{Segments: addrs("fc00:3::d6", "fc00:5::1", "fc00:2::f1:7"), SL: 2, Inner: pkt(t, "udp", "2001:db8::1", "2001:db8::2", 1, 2, "q")}, []uint32{11}, false},
+		{"sl and active: v4 inner", Packet{Segments: addrs("fc00:3::d6", "fc00:5::1", "fc00:2::f1:7"), SL: 2, Inner: pkt(t, "udp", "10.0.0.1", "10.0.0.2", 1, 2, "q")}, nil, false},
+		{"sl wrong", Packet{Segments: addrs("fc00:3::d6", "fc00:5::1", "fc00:2::f1:7"), SL: 1, Inner: pkt(t, "udp", "2001:db8::1", "2001:db8::2", 1, 2, "q")}, nil, false},
+		{"bidir forward", Packet{Inner: pkt(t, "udp", "10.0.0.3", "192.0.2.9", 1, 7000, "q")}, []uint32{12}, false},
+		{"bidir reverse", Packet{Inner: pkt(t, "udp", "192.0.2.9", "10.0.0.3", 7000, 1, "q")}, []uint32{12}, false},
+		{"bidir no", Packet{Inner: pkt(t, "udp", "192.0.2.9", "10.0.0.3", 7001, 1, "q")}, nil, false},
+		{"negated last", Packet{Segments: addrs("fc00:3::d7", "fc00:2::f1:0"), SL: 1, Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 2, "xyzzy")}, []uint32{13}, false},
+		{"negated last holds", Packet{Segments: sr, SL: 1, Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 2, "xyzzy")}, nil, false},
+		{"segments count needs SRH", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 2, "plain")}, nil, false},
+		{"outer src", Packet{OuterSrc: netip.MustParseAddr("fc00:9::1"), Segments: sr, SL: 1, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "q")}, []uint32{15}, false},
+		{"not ip", Packet{Inner: []byte{0x00, 0x11, 0x22}}, nil, false},
+		{"truncated", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1000, 80, "GET /etc/passwd")[:30]}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, fired := ids.Match(&tc.p, nil)
+			var sids []uint32
+			for _, r := range fired {
+				sids = append(sids, r.SID)
+			}
+			if diff := cmp.Diff(tc.want, sids); diff != "" {
+				t.Errorf("fired sids (-want +got):\n%s", diff)
+			}
+			if v != Forward {
+				t.Errorf("IDS verdict = %v, want forward", v)
+			}
+			wantV := Forward
+			if tc.ipsDrops {
+				wantV = Drop
+			}
+			if v := ips.Inspect(&tc.p); v != wantV {
+				t.Errorf("IPS verdict = %v, want %v", v, wantV)
+			}
+		})
+	}
+}
+
+func TestDropUndecodable(t *testing.T) {
+	e, err := New(nil, Options{Mode: ModeIPS, DropUndecodable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := e.Inspect(&Packet{Inner: []byte{0x45, 0}}); v != Drop {
+		t.Errorf("verdict = %v, want drop", v)
+	}
+	if v := e.Inspect(&Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "q")}); v != Forward {
+		t.Errorf("verdict = %v, want forward", v)
+	}
+	if s := e.Stats(); s.Undecodable != 1 || s.Dropped != 1 || s.Inspected != 2 {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+// TestBacktracking: a relative content succeeds on the second occurrence
+// of its predecessor.
+func TestBacktracking(t *testing.T) {
+	r, err := ParseRule(`alert tcp any any -> any any (content:"a="; content:"42"; distance:0; within:2; sid:1;)`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := New([]*Rule{r}, Options{})
+	_, fired := e.Match(&Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 2, "a=1&a=42")}, nil)
+	if len(fired) != 1 {
+		t.Errorf("fired %d rules, want 1", len(fired))
+	}
+}
+
+func TestEVE(t *testing.T) {
+	rules, err := Parse(strings.NewReader(engineRules), "engine", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	e, err := New(rules, Options{Mode: ModeIPS, Alerts: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := time.Date(2026, 11, 25, 12, 0, 0, 123456000, time.UTC)
+	p := &Packet{
+		Time:     ts,
+		OuterSrc: netip.MustParseAddr("fc00:1::1"), OuterDst: netip.MustParseAddr("fc00:2::f1:bad"),
+		Segments: addrs("fc00:3::d6", "fc00:2::f1:bad"), SL: 1, Args: 0xbad,
+		Inner: pkt(t, "tcp", "2001:db8::1", "2001:db8::2", 40000, 80, "GET /etc/passwd"),
+	}
+	if v := e.Inspect(p); v != Drop {
+		t.Fatalf("verdict %v", v)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), out.String())
+	}
+	var got []map[string]any
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		got = append(got, m)
+	}
+	want0 := map[string]any{
+		"timestamp": "2026-11-25T12:00:00.123456+0000", "event_type": "alert",
+		"src_ip": "2001:db8::1", "src_port": 40000.0, "dest_ip": "2001:db8::2", "dest_port": 80.0, "proto": "TCP",
+		"alert": map[string]any{"action": "blocked", "gid": 1.0, "signature_id": 10.0, "rev": 0.0, "signature": "args bad", "category": "", "severity": 3.0},
+		"srv6": map[string]any{"outer_src": "fc00:1::1", "outer_dst": "fc00:2::f1:bad", "segments": []any{"fc00:3::d6", "fc00:2::f1:bad"},
+			"segments_left": 1.0, "active_segment": "fc00:2::f1:bad", "args": 2989.0},
+	}
+	if diff := cmp.Diff(want0, got[0]); diff != "" {
+		t.Errorf("first alert (-want +got):\n%s", diff)
+	}
+	a1 := got[1]["alert"].(map[string]any)
+	if a1["action"] != "allowed" || a1["signature_id"] != 1.0 || a1["rev"] != 2.0 {
+		t.Errorf("second alert = %v", a1)
+	}
+	// ICMP: no ports, type and code instead; no SRH: no srv6 object.
+	out.Reset()
+	e.Inspect(&Packet{Time: ts, Inner: pkt(t, "icmp", "10.0.0.3", "10.0.0.2", 0, 0, "ping")})
+	var m map[string]any
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"proto": "ICMP", "icmp_type": 8.0, "icmp_code": 0.0, "src_port": nil, "srv6": nil} {
+		if m[k] != want {
+			t.Errorf("%s = %v, want %v", k, m[k], want)
+		}
+	}
+	if s := e.Stats(); s.Alerts != 3 || s.Dropped != 1 {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+// TestNoAllocs: a packet that matches nothing allocates nothing, with and
+// without prefilter hits.
+func TestNoAllocs(t *testing.T) {
+	rules := genRules(t, 1000)
+	e, err := New(rules, Options{Mode: ModeIPS, Alerts: &bytes.Buffer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Packet{Segments: addrs("fc00:3::d6", "fc00:2::f1:0"), SL: 1, Inner: pkt(t, "tcp", "2001:db8::1", "2001:db8::2", 40000, 80, benignHTTP)}
+	if n := testing.AllocsPerRun(100, func() { e.Inspect(p) }); n != 0 {
+		t.Errorf("Inspect allocates %.1f times per benign packet", n)
+	}
+	if _, fired := e.Match(p, nil); len(fired) != 0 {
+		t.Errorf("benign packet fired %d rules", len(fired))
+	}
+}
+
+// TestACAgainstNaive compares the automaton with a naive search.
+func TestACAgainstNaive(t *testing.T) {
+	pats := [][]byte{[]byte("he"), []byte("She"), []byte("his"), []byte("hers"), []byte("\x00\xff"), []byte("s")}
+	m := newACMatcher(pats)
+	text := []byte("uSHErs ahishers \x00\xff\x00\xffs")
+	type hit struct{ ID, End int }
+	var got, want []hit
+	m.scan(text, func(id int32, end int) { got = append(got, hit{int(id), end}) })
+	for end := 1; end <= len(text); end++ {
+		for id, p := range pats {
+			if end >= len(p) && index(text[end-len(p):end], p, true) == 0 {
+				want = append(want, hit{id, end})
+			}
+		}
+	}
+	sortHits := func(h []hit) {
+		for i := 1; i < len(h); i++ {
+			for j := i; j > 0 && (h[j].End < h[j-1].End || h[j].End == h[j-1].End && h[j].ID < h[j-1].ID); j-- {
+				h[j], h[j-1] = h[j-1], h[j]
+			}
+		}
+	}
+	sortHits(got)
+	sortHits(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("hits (-want +got):\n%s", diff)
+	}
+}
+
+const benignHTTP = "GET /static/css/site.min.css?v=20261125 HTTP/1.1\r\n" +
+	"Host: www.example.com\r\n" +
+	"User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0\r\n" +
+	"Accept: text/css,*/*;q=0.1\r\n" +
+	"Accept-Language: en-US,en;q=0.5\r\n" +
+	"Accept-Encoding: gzip, deflate, br\r\n" +
+	"Referer: https://www.example.com/articles/2026/11/segment-routing.html\r\n" +
+	"Connection: keep-alive\r\n" +
+	"Cookie: session=3f9a1c0e7b2d4a6f8e0c1b3d5f7a9c2e; theme=dark\r\n\r\n"
+
+// genRules makes n content rules shaped like web-attack signatures: a
+// URI-ish or header-ish pattern (some nocase, some with depth), a quarter
+// with a second relative content; none matches benignHTTP.
+func genRules(t testing.TB, n int) []*Rule {
+	t.Helper()
+	words := []string{"cmd", "exec", "shell", "admin", "passwd", "union", "select", "eval", "base64", "wp-", "phpmy", "cgi", "backdoor", "upload", "config", "debug", "setup", "xmlrpc", "invoker", "struts"}
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		w := words[i%len(words)]
+		pat := fmt.Sprintf("/%s%d.%s", w, i, []string{"php", "asp", "jsp", "cgi"}[i%4])
+		opts := fmt.Sprintf(`content:"%s";`, pat)
+		if i%3 == 0 {
+			opts += " nocase;"
+		}
+		if i%5 == 0 {
+			opts = fmt.Sprintf(`content:"GET "; depth:4; %s`, opts)
+		}
+		if i%4 == 0 {
+			opts += fmt.Sprintf(` content:"id=%d"; distance:0;`, i)
+		}
+		if i%7 == 0 {
+			opts = fmt.Sprintf(`content:"X-Attack-%d|3a|"; nocase;`, i)
+		}
+		fmt.Fprintf(&b, "alert tcp any any -> any [80,8080] (msg:\"rule %d\"; %s sid:%d;)\n", i, opts, 1000000+i)
+	}
+	rules, err := Parse(strings.NewReader(b.String()), "gen", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
