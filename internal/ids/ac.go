@@ -1,14 +1,17 @@
 package ids
 
+import "fmt"
+
 // acMatcher is an Aho–Corasick automaton compiled to a DFA over a reduced
 // alphabet: bytes are case-folded (ASCII) and mapped to classes, bytes that
-// occur in no pattern sharing class 0. Transitions are int32; a negative
-// entry means the target state has outputs (its id is ^entry), so the scan
-// loop tests one sign bit per byte.
+// occur in no pattern sharing class 0. A transition holds the target
+// state's row offset (state*nclass), so the scan loop does one add and one
+// load per byte; a negative entry (^offset) means the target state has
+// outputs, so the loop tests one sign bit per byte.
 type acMatcher struct {
 	class    [256]uint8
 	nclass   int
-	delta    []int32 // state*nclass + class -> next state (negative: has output)
+	delta    []int32 // row offset + class -> next row offset (negative: has output)
 	outStart []int32 // per state: outputs are outs[outStart[s]:outStart[s+1]]
 	outs     []int32 // pattern ids
 	plen     []int32 // pattern id -> length
@@ -25,9 +28,13 @@ var foldTable = func() (t [256]byte) {
 	return
 }()
 
+// maxACCells bounds the DFA table (states × classes) so row offsets fit
+// an int32; about 2^31 cells would be 8 GiB anyway.
+const maxACCells = 1 << 28
+
 // newACMatcher builds the automaton; patterns must be non-empty and are
 // matched case-insensitively.
-func newACMatcher(patterns [][]byte) *acMatcher {
+func newACMatcher(patterns [][]byte) (*acMatcher, error) {
 	m := &acMatcher{}
 	// Alphabet classes.
 	var used [256]bool
@@ -80,6 +87,9 @@ func newACMatcher(patterns [][]byte) *acMatcher {
 	// BFS: failure links, merged outputs, full DFA rows.
 	n := len(nodes)
 	nc := m.nclass
+	if n*nc > maxACCells {
+		return nil, fmt.Errorf("pattern automaton needs %d states × %d byte classes, more than %d cells", n, nc, maxACCells)
+	}
 	m.delta = make([]int32, n*nc)
 	queue := make([]int32, 0, n)
 	for k := 0; k < nc; k++ {
@@ -111,11 +121,12 @@ func newACMatcher(patterns [][]byte) *acMatcher {
 	}
 	m.outStart[n] = int32(len(m.outs))
 	for i, t := range m.delta {
+		m.delta[i] = t * int32(nc)
 		if len(nodes[t].out) > 0 {
-			m.delta[i] = ^t
+			m.delta[i] = ^m.delta[i]
 		}
 	}
-	return m
+	return m, nil
 }
 
 // states returns the number of DFA states.
@@ -124,16 +135,21 @@ func (m *acMatcher) states() int { return len(m.outStart) - 1 }
 // scan runs the automaton over b and calls hit(pattern, end) for every
 // occurrence (end is the index just past the match).
 func (m *acMatcher) scan(b []byte, hit func(pattern int32, end int)) {
-	s := int32(0)
-	nc := int32(m.nclass)
-	delta := m.delta
+	delta, class := m.delta, &m.class
+	row := int32(0)
 	for i, c := range b {
-		s = delta[s*nc+int32(m.class[c])]
-		if s < 0 {
-			s = ^s
-			for _, id := range m.outs[m.outStart[s]:m.outStart[s+1]] {
+		row = delta[row+int32(class[c])]
+		if row < 0 {
+			row = ^row
+			for _, id := range m.output(row) {
 				hit(id, i+1)
 			}
 		}
 	}
+}
+
+// output returns the patterns ending in the state at row offset row.
+func (m *acMatcher) output(row int32) []int32 {
+	s := row / int32(m.nclass)
+	return m.outs[m.outStart[s]:m.outStart[s+1]]
 }

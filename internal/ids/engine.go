@@ -85,8 +85,10 @@ type Engine struct {
 	opts  Options
 	rules []*Rule
 
-	ac       *acMatcher
-	patRules [][]int32 // AC pattern id -> rules whose fast pattern it is
+	// One prefilter per packet class, over the fast patterns of the rules
+	// that can match that class (Suricata's per-protocol signature
+	// groups): a UDP packet is not scanned for the patterns of TCP rules.
+	prefilters [numClasses]*prefilter
 
 	// Header-only index for rules without a positive content: per packet
 	// class, rules keyed by destination port and the rest.
@@ -105,23 +107,15 @@ func New(rules []*Rule, o Options) (*Engine, error) {
 	if o.Alerts != nil {
 		e.eve = &eveWriter{w: o.Alerts}
 	}
-	patID := map[string]int32{}
-	var patterns [][]byte
+	var groups [numClasses]prefilterBuilder
 	for i, r := range rules {
 		if r == nil {
 			return nil, fmt.Errorf("rule %d is nil", i)
 		}
 		if r.fast >= 0 {
-			p := r.Contents[r.fast].Pattern
-			key := string(fold(p))
-			id, ok := patID[key]
-			if !ok {
-				id = int32(len(patterns))
-				patID[key] = id
-				patterns = append(patterns, p)
-				e.patRules = append(e.patRules, nil)
+			for _, c := range r.Proto.classes() {
+				groups[c].add(r.Contents[r.fast].Pattern, int32(i))
 			}
-			e.patRules[id] = append(e.patRules[id], int32(i))
 			continue
 		}
 		for _, c := range r.Proto.classes() {
@@ -138,12 +132,55 @@ func New(rules []*Rule, o Options) (*Engine, error) {
 			e.generic[c] = append(e.generic[c], int32(i))
 		}
 	}
-	if len(patterns) > 0 {
-		e.ac = newACMatcher(patterns)
+	for c := range groups {
+		pf, err := groups[c].build()
+		if err != nil {
+			return nil, err
+		}
+		e.prefilters[c] = pf
 	}
 	n := len(rules)
 	e.pool.New = func() any { return &scratch{mark: make([]uint32, n)} }
 	return e, nil
+}
+
+// prefilter is an automaton over fast patterns and, per pattern, the
+// rules it makes candidates.
+type prefilter struct {
+	ac       *acMatcher
+	patRules [][]int32 // pattern id -> rule indexes
+}
+
+type prefilterBuilder struct {
+	ids      map[string]int32 // case-folded pattern -> id
+	patterns [][]byte
+	patRules [][]int32
+}
+
+func (b *prefilterBuilder) add(p []byte, rule int32) {
+	if b.ids == nil {
+		b.ids = map[string]int32{}
+	}
+	key := string(fold(p))
+	id, ok := b.ids[key]
+	if !ok {
+		id = int32(len(b.patterns))
+		b.ids[key] = id
+		b.patterns = append(b.patterns, p)
+		b.patRules = append(b.patRules, nil)
+	}
+	b.patRules[id] = append(b.patRules[id], rule)
+}
+
+func (b *prefilterBuilder) build() (*prefilter, error) {
+	if len(b.patterns) == 0 {
+		return nil, nil
+	}
+	ac, err := newACMatcher(b.patterns)
+	if err != nil {
+		return nil, err
+	}
+	return &prefilter{ac: ac, patRules: b.patRules}, nil
 }
 
 func fold(p []byte) []byte {
@@ -175,13 +212,16 @@ func (e *Engine) Stats() Stats {
 	return s
 }
 
-// Patterns returns the number of distinct fast patterns and the number of
-// states of the automaton that prefilters them.
+// Patterns returns, summed over the per-class prefilters, the number of
+// distinct fast patterns and of automaton states.
 func (e *Engine) Patterns() (patterns, states int) {
-	if e.ac == nil {
-		return 0, 0
+	for _, pf := range e.prefilters {
+		if pf != nil {
+			patterns += len(pf.patRules)
+			states += pf.ac.states()
+		}
 	}
-	return len(e.patRules), e.ac.states()
+	return patterns, states
 }
 
 // scratch is per-call working memory, pooled so that a packet that matches
@@ -248,23 +288,10 @@ func (e *Engine) match(p *Packet, s *scratch) Verdict {
 		return Forward
 	}
 	// Candidates: the prefilter over the payload, then the header index.
-	if e.ac != nil && len(f.payload) > 0 {
-		m := e.ac
-		st := int32(0)
-		nc := int32(m.nclass)
-		for _, c := range f.payload {
-			st = m.delta[st*nc+int32(m.class[c])]
-			if st < 0 {
-				st = ^st
-				for _, id := range m.outs[m.outStart[st]:m.outStart[st+1]] {
-					for _, ri := range e.patRules[id] {
-						s.add(ri)
-					}
-				}
-			}
-		}
-	}
 	c := f.class()
+	if pf := e.prefilters[c]; pf != nil && len(f.payload) > 0 {
+		pf.scan(f.payload, s)
+	}
 	if c == classTCP || c == classUDP {
 		if idx := e.byPort[c]; idx != nil {
 			for _, ri := range idx[f.dport] {
@@ -307,6 +334,26 @@ func (e *Engine) match(p *Packet, s *scratch) Verdict {
 		return Drop
 	}
 	return Forward
+}
+
+// scan runs the automaton over the payload and makes candidates of the
+// rules whose fast pattern occurs (acMatcher.scan's loop, inlined: no call
+// per hit).
+func (pf *prefilter) scan(payload []byte, s *scratch) {
+	m := pf.ac
+	delta, class := m.delta, &m.class
+	row := int32(0)
+	for _, c := range payload {
+		row = delta[row+int32(class[c])]
+		if row < 0 {
+			row = ^row
+			for _, id := range m.output(row) {
+				for _, ri := range pf.patRules[id] {
+					s.add(ri)
+				}
+			}
+		}
+	}
 }
 
 // sortMatches orders fired rules: drop before alert, then priority (1

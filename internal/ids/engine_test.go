@@ -279,7 +279,10 @@ func TestNoAllocs(t *testing.T) {
 // TestACAgainstNaive compares the automaton with a naive search.
 func TestACAgainstNaive(t *testing.T) {
 	pats := [][]byte{[]byte("he"), []byte("She"), []byte("his"), []byte("hers"), []byte("\x00\xff"), []byte("s")}
-	m := newACMatcher(pats)
+	m, err := newACMatcher(pats)
+	if err != nil {
+		t.Fatal(err)
+	}
 	text := []byte("uSHErs ahishers \x00\xff\x00\xffs")
 	type hit struct{ ID, End int }
 	var got, want []hit
@@ -317,7 +320,9 @@ const benignHTTP = "GET /static/css/site.min.css?v=20261125 HTTP/1.1\r\n" +
 
 // genRules makes n content rules shaped like web-attack signatures: a
 // URI-ish or header-ish pattern (some nocase, some with depth), a quarter
-// with a second relative content; none matches benignHTTP.
+// with a second relative content; 80% are TCP rules on ports 80/8080, 10%
+// UDP and 10% ip rules (so every packet class has a prefilter to run);
+// none matches benignHTTP.
 func genRules(t testing.TB, n int) []*Rule {
 	t.Helper()
 	words := []string{"cmd", "exec", "shell", "admin", "passwd", "union", "select", "eval", "base64", "wp-", "phpmy", "cgi", "backdoor", "upload", "config", "debug", "setup", "xmlrpc", "invoker", "struts"}
@@ -338,7 +343,14 @@ func genRules(t testing.TB, n int) []*Rule {
 		if i%7 == 0 {
 			opts = fmt.Sprintf(`content:"X-Attack-%d|3a|"; nocase;`, i)
 		}
-		fmt.Fprintf(&b, "alert tcp any any -> any [80,8080] (msg:\"rule %d\"; %s sid:%d;)\n", i, opts, 1000000+i)
+		hdr := "tcp any any -> any [80,8080]"
+		switch i % 10 {
+		case 8:
+			hdr = "udp any any -> any any"
+		case 9:
+			hdr = "ip any any -> any any"
+		}
+		fmt.Fprintf(&b, "alert %s (msg:\"rule %d\"; %s sid:%d;)\n", hdr, i, opts, 1000000+i)
 	}
 	rules, err := Parse(strings.NewReader(b.String()), "gen", nil)
 	if err != nil {
