@@ -112,9 +112,9 @@ func New(rules []*Rule, o Options) (*Engine, error) {
 		if r == nil {
 			return nil, fmt.Errorf("rule %d is nil", i)
 		}
-		if r.fast >= 0 {
+		if fp := r.FastPattern(); fp >= 0 {
 			for _, c := range r.Proto.classes() {
-				groups[c].add(r.Contents[r.fast].Pattern, int32(i))
+				groups[c].add(r.Contents[fp].Pattern, int32(i))
 			}
 			continue
 		}

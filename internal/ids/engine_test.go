@@ -358,3 +358,55 @@ func genRules(t testing.TB, n int) []*Rule {
 	}
 	return rules
 }
+
+// TestConcurrentInspect: worker queues share one engine (run with -race).
+func TestConcurrentInspect(t *testing.T) {
+	rules, err := Parse(strings.NewReader(engineRules), "engine", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	e, err := New(rules, Options{Mode: ModeIPS, Alerts: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := &Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1000, 80, "GET /etc/passwd")}
+	good := &Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1000, 80, "GET /")}
+	const workers, n = 4, 200
+	done := make(chan struct{})
+	for w := 0; w < workers; w++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < n; i++ {
+				e.Inspect(bad)
+				e.Inspect(good)
+			}
+		}()
+	}
+	for w := 0; w < workers; w++ {
+		<-done
+	}
+	if got := strings.Count(out.String(), "\n"); got != workers*n {
+		t.Errorf("%d alert lines, want %d", got, workers*n)
+	}
+	if s := e.Stats(); s.Inspected != 2*workers*n || s.Alerts != workers*n {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+// TestHandBuiltRule: a Rule built without the parser works (the fast
+// pattern is chosen by New, never a negated content).
+func TestHandBuiltRule(t *testing.T) {
+	r := &Rule{Action: ActionAlert, Proto: ProtoIP, Src: AddrSet{any: true}, Dst: AddrSet{any: true}, SID: 1,
+		Contents: []Content{{Pattern: []byte("evil"), Negated: true}, {Pattern: []byte("ok")}}}
+	e, err := New([]*Rule{r}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, fired := e.Match(&Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "ok fine")}, nil); len(fired) != 1 {
+		t.Errorf("fired %d, want 1", len(fired))
+	}
+	if _, fired := e.Match(&Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "ok evil")}, nil); len(fired) != 0 {
+		t.Errorf("fired %d, want 0", len(fired))
+	}
+}

@@ -191,7 +191,7 @@ func parseLogical(l *logical, file string, vars map[string]string) (*Rule, Error
 	text := l.text.String()
 	p := &ruleParser{l: l, text: text, file: file, vars: vars}
 	line, _ := l.pos(0)
-	p.r = &Rule{Text: text, File: file, Line: line, GID: 1, Priority: 3, fast: -1}
+	p.r = &Rule{Text: text, File: file, Line: line, GID: 1, Priority: 3}
 	p.header()
 	if len(p.errs) > 0 {
 		return nil, p.errs
@@ -546,27 +546,37 @@ var optionNames = map[string]struct{}{
 	"srv6.last": {}, "srv6.src": {}, "srv6.sl": {}, "srv6.args": {}, "srv6.segments": {},
 }
 
-// finishContents picks the fast pattern: the one marked fast_pattern, else
-// the longest positive content (the first of equal ones).
+// finishContents checks that at most one content is marked fast_pattern.
 func (p *ruleParser) finishContents(open int) {
-	r := p.r
 	explicit := 0
-	for i, c := range r.Contents {
+	for _, c := range p.r.Contents {
 		if c.FastPattern {
 			explicit++
-			r.fast = i
 		}
 	}
 	if explicit > 1 {
 		p.errAt(open, "fast_pattern given on %d contents, at most one allowed", explicit)
 	}
-	if explicit == 0 {
-		for i, c := range r.Contents {
-			if !c.Negated && (r.fast < 0 || len(c.Pattern) > len(r.Contents[r.fast].Pattern)) {
-				r.fast = i
-			}
+}
+
+// FastPattern returns the index in Contents of the rule's prefilter
+// pattern: the positive content marked fast_pattern, else the longest
+// positive content (the first of equal ones); -1 when the rule has no
+// positive content.
+func (r *Rule) FastPattern() int {
+	fast := -1
+	for i, c := range r.Contents {
+		if c.Negated {
+			continue
+		}
+		if c.FastPattern {
+			return i
+		}
+		if fast < 0 || len(c.Pattern) > len(r.Contents[fast].Pattern) {
+			fast = i
 		}
 	}
+	return fast
 }
 
 // unquote reads a "quoted" value with \" \\ \; \: escapes.

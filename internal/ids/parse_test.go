@@ -35,8 +35,8 @@ func TestParseRuleFields(t *testing.T) {
 	if diff := cmp.Diff(want, r.Contents); diff != "" {
 		t.Errorf("contents (-want +got):\n%s", diff)
 	}
-	if r.fast != 1 {
-		t.Errorf("fast pattern = %d, want 1 (the longest)", r.fast)
+	if fp := r.FastPattern(); fp != 1 {
+		t.Errorf("fast pattern = %d, want 1 (the longest)", fp)
 	}
 	for _, tc := range []struct {
 		a    string

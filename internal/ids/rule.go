@@ -103,8 +103,6 @@ type Rule struct {
 	Text string
 	File string
 	Line int
-
-	fast int // index in Contents of the fast pattern, -1 without one
 }
 
 // SRMatch holds the srv6.* conditions of a rule; zero fields are absent.
