@@ -10,6 +10,7 @@ import "fmt"
 // outputs, so the loop tests one sign bit per byte.
 type acMatcher struct {
 	class    [256]uint8
+	stay     [256]bool // the byte leaves the automaton at the root
 	nclass   int
 	delta    []int32 // row offset + class -> next row offset (negative: has output)
 	outStart []int32 // per state: outputs are outs[outStart[s]:outStart[s+1]]
@@ -120,6 +121,9 @@ func newACMatcher(patterns [][]byte) (*acMatcher, error) {
 		m.outs = append(m.outs, nodes[s].out...)
 	}
 	m.outStart[n] = int32(len(m.outs))
+	for c := 0; c < 256; c++ {
+		m.stay[c] = m.delta[m.class[c]] == 0
+	}
 	for i, t := range m.delta {
 		m.delta[i] = t * int32(nc)
 		if len(nodes[t].out) > 0 {

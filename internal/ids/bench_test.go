@@ -15,9 +15,9 @@ func benchPackets(b *testing.B) map[string]*Packet {
 	body := strings.Repeat("<p>Segment routing steers a packet through an ordered list of instructions.</p>\n", 18)[:1400]
 	seg := addrs("fc00:3::d6", "fc00:2::f1:0")
 	return map[string]*Packet{
-		"http-req": {Segments: seg, SL: 1, Inner: pkt(b, "tcp", "2001:db8:a::10", "2001:db8:b::80", 40000, 80, benignHTTP)},
+		"http-req":       {Segments: seg, SL: 1, Inner: pkt(b, "tcp", "2001:db8:a::10", "2001:db8:b::80", 40000, 80, benignHTTP)},
 		"http-resp-1400": {Segments: seg, SL: 1, Inner: pkt(b, "tcp", "2001:db8:b::80", "2001:db8:a::10", 80, 40000, body)},
-		"udp-64": {Segments: seg, SL: 1, Inner: pkt(b, "udp", "10.0.1.10", "10.0.9.53", 5353, 53, "\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\x07example\x03com\x00\x00\x01\x00\x01")},
+		"udp-64":         {Segments: seg, SL: 1, Inner: pkt(b, "udp", "10.0.1.10", "10.0.9.53", 5353, 53, "\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x03www\x07example\x03com\x00\x00\x01\x00\x01")},
 	}
 }
 

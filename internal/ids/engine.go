@@ -339,12 +339,24 @@ func (e *Engine) match(p *Packet, s *scratch) Verdict {
 // scan runs the automaton over the payload and makes candidates of the
 // rules whose fast pattern occurs (acMatcher.scan's loop, inlined: no call
 // per hit).
+//
+// At the root state, bytes that start no pattern are skipped by a tight
+// loop without the DFA's load-to-load dependency (most payload bytes, for
+// most rule sets).
 func (pf *prefilter) scan(payload []byte, s *scratch) {
 	m := pf.ac
-	delta, class := m.delta, &m.class
+	delta, class, stay := m.delta, &m.class, &m.stay
 	row := int32(0)
-	for _, c := range payload {
-		row = delta[row+int32(class[c])]
+	for i := 0; i < len(payload); i++ {
+		if row == 0 {
+			for i < len(payload) && stay[payload[i]] {
+				i++
+			}
+			if i == len(payload) {
+				return
+			}
+		}
+		row = delta[row+int32(class[payload[i]])]
 		if row < 0 {
 			row = ^row
 			for _, id := range m.output(row) {

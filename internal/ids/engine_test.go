@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"strings"
@@ -318,8 +319,10 @@ const benignHTTP = "GET /static/css/site.min.css?v=20261125 HTTP/1.1\r\n" +
 	"Connection: keep-alive\r\n" +
 	"Cookie: session=3f9a1c0e7b2d4a6f8e0c1b3d5f7a9c2e; theme=dark\r\n\r\n"
 
-// genRules makes n content rules shaped like web-attack signatures: a
-// URI-ish or header-ish pattern (some nocase, some with depth), a quarter
+// genRules makes n content rules shaped like web-attack signatures: a URI
+// path, query parameter, header value, function call or binary pattern,
+// so that fast patterns start with many different bytes (some nocase,
+// some with depth), a quarter
 // with a second relative content; 80% are TCP rules on ports 80/8080, 10%
 // UDP and 10% ip rules (so every packet class has a prefilter to run);
 // none matches benignHTTP.
@@ -329,7 +332,19 @@ func genRules(t testing.TB, n int) []*Rule {
 	var b strings.Builder
 	for i := 0; i < n; i++ {
 		w := words[i%len(words)]
-		pat := fmt.Sprintf("/%s%d.%s", w, i, []string{"php", "asp", "jsp", "cgi"}[i%4])
+		var pat string
+		switch i % 6 {
+		case 0, 1: // a URI path
+			pat = fmt.Sprintf("/%s%d.%s", w, i, []string{"php", "asp", "jsp", "cgi"}[i%4])
+		case 2: // a query parameter
+			pat = fmt.Sprintf("%s%d=", w, i)
+		case 3: // a header value
+			pat = fmt.Sprintf("User-Agent|3a| %s-%d", w, i)
+		case 4: // a function call in a body
+			pat = fmt.Sprintf("%s_%d(", w, i)
+		case 5: // binary
+			pat = fmt.Sprintf("|de ad be ef|%s%d", w, i)
+		}
 		opts := fmt.Sprintf(`content:"%s";`, pat)
 		if i%3 == 0 {
 			opts += " nocase;"
@@ -408,5 +423,46 @@ func TestHandBuiltRule(t *testing.T) {
 	}
 	if _, fired := e.Match(&Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "ok evil")}, nil); len(fired) != 0 {
 		t.Errorf("fired %d, want 0", len(fired))
+	}
+}
+
+// TestPrefilterAgainstNaive: on random patterns and payloads over a small
+// alphabet (many overlaps, many root skips), the prefilter's candidates
+// are exactly the rules whose pattern occurs (case-folded).
+func TestPrefilterAgainstNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alpha := []byte("abAB/\x00")
+	word := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alpha[rng.IntN(len(alpha))]
+		}
+		return b
+	}
+	for round := 0; round < 200; round++ {
+		var b prefilterBuilder
+		var pats [][]byte
+		for i := 0; i < 1+rng.IntN(20); i++ {
+			p := word(1 + rng.IntN(4))
+			pats = append(pats, p)
+			b.add(p, int32(i))
+		}
+		pf, err := b.build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload := word(rng.IntN(40))
+		s := &scratch{mark: make([]uint32, len(pats))}
+		s.reset()
+		pf.scan(payload, s)
+		got := map[int32]bool{}
+		for _, c := range s.cands {
+			got[c] = true
+		}
+		for i, p := range pats {
+			if want := index(payload, p, true) >= 0; got[int32(i)] != want {
+				t.Fatalf("round %d: pattern %q in %q: candidate %v, want %v", round, p, payload, got[int32(i)], want)
+			}
+		}
 	}
 }
