@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/segchain/segchain/internal/srh"
 )
@@ -56,16 +57,25 @@ func FromWire(b []byte, p *Packet, argsBits int) error {
 		if len(p.Segments) == 0 {
 			return ErrNotInspectable
 		}
-		in := make([]byte, 40+len(d.Inner))
-		copy(in, b[:40])
-		binary.BigEndian.PutUint16(in[4:6], uint16(len(d.Inner)))
-		in[6] = d.InnerProto
-		final := p.Segments[0].As16()
-		copy(in[24:40], final[:])
-		copy(in[40:], d.Inner)
-		p.Inner = in
+		p.Inner = AppendInsertInner(nil, b[:40], p.Segments[0], d.InnerProto, d.Inner)
 	default:
 		return fmt.Errorf("%w (%s)", ErrNotInspectable, d.InnerKind)
 	}
 	return nil
+}
+
+// AppendInsertInner appends to dst the packet an insert-mode SRv6 packet
+// carries: its outer IPv6 header hdr (40 bytes) with the SRH removed —
+// next header proto, payload length len(payload), destination the last
+// segment final — followed by payload (the transport header and data
+// after the SRH). A service reusing dst across packets allocates nothing.
+func AppendInsertInner(dst, hdr []byte, final netip.Addr, proto uint8, payload []byte) []byte {
+	start := len(dst)
+	dst = append(dst, hdr[:40]...)
+	h := dst[start:]
+	binary.BigEndian.PutUint16(h[4:6], uint16(len(payload)))
+	h[6] = proto
+	f := final.As16()
+	copy(h[24:40], f[:])
+	return append(dst, payload...)
 }
