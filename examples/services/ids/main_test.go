@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,7 +38,7 @@ type alert struct {
 func runIDS(t *testing.T, args ...string) (code int, alerts []alert, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(args, &out, &errb)
+	code = run(context.Background(), args, &out, &errb)
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		if l == "" {
 			continue

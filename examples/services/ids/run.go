@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -60,7 +61,7 @@ is then 2. -check only parses the rules.
 Flags:
 `
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ids", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -76,6 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	writePcap := fs.String("write-pcap", "", "write the forwarded packets to this pcap `file`")
 	eveFile := fs.String("eve", "", "write EVE lines to this `file` instead of standard output")
 	check := fs.Bool("check", false, "parse the rules, report errors, and exit")
+	live := addLiveFlags(fs)
 	fs.Var(vars, "var", "define a rule variable: `NAME=VALUE` (repeatable; HOME_NET, EXTERNAL_NET default to any, HTTP_PORTS to [80,8080])")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -83,8 +85,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if *rulesFile == "" || (*pcapFile == "" && !*check) || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "ids: -rules and -pcap are required (or -rules with -check)")
+	if *rulesFile == "" || (*pcapFile == "" && !*check && !live.enabled()) || fs.NArg() > 0 ||
+		(*pcapFile != "" && live.enabled()) {
+		fmt.Fprintln(stderr, "ids: -rules and one of -pcap (offline) or -sid/-dev (live) are required (or -rules with -check)")
 		return 2
 	}
 	rules, err := ids.ParseFile(*rulesFile, vars)
@@ -118,6 +121,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "ids:", err)
 		return 1
+	}
+	if live.enabled() {
+		if err := live.run(ctx, engine, stderr); err != nil {
+			fmt.Fprintln(stderr, "ids:", err)
+			return 1
+		}
+		return 0
 	}
 	sum, err := inspectCapture(engine, *pcapFile, *argsBits, *writePcap)
 	if err != nil {
