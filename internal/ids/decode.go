@@ -29,6 +29,7 @@ const (
 	DecodeNotIP                 // the inner packet is neither IPv4 nor IPv6
 	DecodeTruncated             // a header runs past the end of the bytes
 	DecodeBadHeader             // a header field is inconsistent
+	numDecodeErrors
 )
 
 func (d DecodeError) String() string {

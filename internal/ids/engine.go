@@ -55,6 +55,7 @@ type Packet struct {
 	Segments []netip.Addr
 	SL       int
 	Args     uint64 // ARGS bits of the active SID, as the binding defines them
+	Tag      uint16 // the SRH's Tag field
 	Inner    []byte // the inner IPv4 or IPv6 packet, from its IP header
 }
 
@@ -76,7 +77,10 @@ type Stats struct {
 	Dropped     uint64 // packets with verdict Drop
 	Passed      uint64 // packets a pass rule matched
 	Undecodable uint64 // packets whose inner packet could not be decoded
-	WriteErrors uint64 // alert lines the writer refused
+	// UndecodableBy splits Undecodable by reason ("not-ip", "truncated",
+	// "bad-header").
+	UndecodableBy map[string]uint64
+	WriteErrors   uint64 // alert lines the writer refused
 }
 
 // Engine inspects packets against a compiled rule set. It is safe for
@@ -99,6 +103,7 @@ type Engine struct {
 	eve  *eveWriter
 
 	inspected, alerts, dropped, passed, undecodable atomic.Uint64
+	undecodableBy                                   [numDecodeErrors]atomic.Uint64
 }
 
 // New compiles rules (as Parse returns them) into an Engine.
@@ -206,6 +211,14 @@ func (e *Engine) Stats() Stats {
 		Passed:      e.passed.Load(),
 		Undecodable: e.undecodable.Load(),
 	}
+	for d := DecodeNotIP; d < numDecodeErrors; d++ {
+		if n := e.undecodableBy[d].Load(); n > 0 {
+			if s.UndecodableBy == nil {
+				s.UndecodableBy = map[string]uint64{}
+			}
+			s.UndecodableBy[d.String()] = n
+		}
+	}
 	if e.eve != nil {
 		s.WriteErrors = e.eve.errors.Load()
 	}
@@ -281,6 +294,7 @@ func (e *Engine) match(p *Packet, s *scratch) Verdict {
 	f := &s.f
 	if derr := f.decode(p.Inner); derr != decodeOK {
 		e.undecodable.Add(1)
+		e.undecodableBy[derr].Add(1)
 		if e.opts.Mode == ModeIPS && e.opts.DropUndecodable {
 			e.dropped.Add(1)
 			return Drop
@@ -431,7 +445,7 @@ func (m *SRMatch) match(p *Packet) bool {
 				return false
 			}
 		}
-		if m.SL != nil || m.Args != nil || m.NumSegs != nil {
+		if m.SL != nil || m.Args != nil || m.NumSegs != nil || m.Tag != nil {
 			return false
 		}
 	} else {
@@ -466,6 +480,9 @@ func (m *SRMatch) match(p *Packet) bool {
 			return false
 		}
 		if m.Args != nil && !m.Args.match(p.Args) {
+			return false
+		}
+		if m.Tag != nil && !m.Tag.match(uint64(p.Tag)) {
 			return false
 		}
 	}

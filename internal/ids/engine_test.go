@@ -86,6 +86,7 @@ alert udp any any <> 192.0.2.9 7000 (msg:"bidir"; sid:12;)
 alert tcp any any -> any any (msg:"last not d6"; content:"xyzzy"; srv6.last:!fc00:3::d6; sid:13;)
 alert tcp any any -> any any (msg:"no SRH"; content:"plain"; srv6.segments:0; sid:14;)
 alert ip any any -> any any (msg:"outer src"; srv6.src:fc00:9::/32; sid:15;)
+alert udp any any -> any 9 (msg:"tag"; srv6.tag:&0xff00=0x4200; sid:16;)
 `
 
 func TestInspect(t *testing.T) {
@@ -141,6 +142,8 @@ func TestInspect(t *testing.T) {
 		{"negated last holds", Packet{Segments: sr, SL: 1, Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 2, "xyzzy")}, nil, false},
 		{"segments count needs SRH", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 2, "plain")}, nil, false},
 		{"outer src", Packet{OuterSrc: netip.MustParseAddr("fc00:9::1"), Segments: sr, SL: 1, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "q")}, []uint32{15}, false},
+		{"tag", Packet{Segments: sr, SL: 1, Tag: 0x42ff, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 9, "q")}, []uint32{16}, false},
+		{"tag other", Packet{Segments: sr, SL: 1, Tag: 0x43ff, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 9, "q")}, nil, false},
 		{"not ip", Packet{Inner: []byte{0x00, 0x11, 0x22}}, nil, false},
 		{"truncated", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1000, 80, "GET /etc/passwd")[:30]}, nil, false},
 	} {
@@ -178,8 +181,14 @@ func TestDropUndecodable(t *testing.T) {
 	if v := e.Inspect(&Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "q")}); v != Forward {
 		t.Errorf("verdict = %v, want forward", v)
 	}
-	if s := e.Stats(); s.Undecodable != 1 || s.Dropped != 1 || s.Inspected != 2 {
+	e.Inspect(&Packet{Inner: []byte{0x20}})
+	e.Inspect(&Packet{Inner: []byte{0x45, 0, 0, 10, 0, 0, 0, 0, 64, 6, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2}}) // total length < header
+	s := e.Stats()
+	if s.Undecodable != 3 || s.Dropped != 3 || s.Inspected != 4 {
 		t.Errorf("stats = %+v", s)
+	}
+	if diff := cmp.Diff(map[string]uint64{"truncated": 1, "not-ip": 1, "bad-header": 1}, s.UndecodableBy); diff != "" {
+		t.Errorf("undecodable by reason (-want +got):\n%s", diff)
 	}
 }
 
@@ -234,7 +243,7 @@ func TestEVE(t *testing.T) {
 		"src_ip": "2001:db8::1", "src_port": 40000.0, "dest_ip": "2001:db8::2", "dest_port": 80.0, "proto": "TCP",
 		"alert": map[string]any{"action": "blocked", "gid": 1.0, "signature_id": 10.0, "rev": 0.0, "signature": "args bad", "category": "", "severity": 3.0},
 		"srv6": map[string]any{"outer_src": "fc00:1::1", "outer_dst": "fc00:2::f1:bad", "segments": []any{"fc00:3::d6", "fc00:2::f1:bad"},
-			"segments_left": 1.0, "active_segment": "fc00:2::f1:bad", "args": 2989.0},
+			"segments_left": 1.0, "active_segment": "fc00:2::f1:bad", "args": 2989.0, "tag": 0.0},
 	}
 	if diff := cmp.Diff(want0, got[0]); diff != "" {
 		t.Errorf("first alert (-want +got):\n%s", diff)

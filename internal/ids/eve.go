@@ -50,6 +50,7 @@ type EVESRv6 struct {
 	SegmentsLeft  int      `json:"segments_left"`
 	ActiveSegment string   `json:"active_segment,omitempty"`
 	Args          uint64   `json:"args"`
+	Tag           uint16   `json:"tag"`
 }
 
 // NewEVE builds the record of rule r firing on packet p (whose inner
@@ -95,6 +96,7 @@ func newEVE(p *Packet, f *flow, r *Rule, mode Mode) *EVE {
 			Segments:     make([]string, len(p.Segments)),
 			SegmentsLeft: p.SL,
 			Args:         p.Args,
+			Tag:          p.Tag,
 		}
 		for i, a := range p.Segments {
 			sr.Segments[i] = a.String()

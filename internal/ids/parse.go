@@ -516,7 +516,7 @@ func (p *ruleParser) option(name, val string, hasVal bool, nameOff, valOff int) 
 		case "srv6.src":
 			r.SR.OuterSrc = pc
 		}
-	case "srv6.sl", "srv6.args", "srv6.segments":
+	case "srv6.sl", "srv6.args", "srv6.segments", "srv6.tag":
 		uc, err := parseUintCond(val)
 		if err != nil {
 			p.errAt(valOff, "%s: %v", name, err)
@@ -529,6 +529,12 @@ func (p *ruleParser) option(name, val string, hasVal bool, nameOff, valOff int) 
 			r.SR.Args = uc
 		case "srv6.segments":
 			r.SR.NumSegs = uc
+		case "srv6.tag":
+			if uc.A > 0xffff || uc.B > 0xffff {
+				p.errAt(valOff, "srv6.tag: %q: the tag is 16 bits", val)
+				return
+			}
+			r.SR.Tag = uc
 		}
 	case "srv6.present":
 		t := true
@@ -543,7 +549,7 @@ var optionNames = map[string]struct{}{
 	"msg": {}, "sid": {}, "rev": {}, "gid": {}, "priority": {}, "classtype": {},
 	"reference": {}, "metadata": {}, "content": {}, "offset": {}, "depth": {},
 	"distance": {}, "within": {}, "srv6.segment": {}, "srv6.active": {},
-	"srv6.last": {}, "srv6.src": {}, "srv6.sl": {}, "srv6.args": {}, "srv6.segments": {},
+	"srv6.last": {}, "srv6.src": {}, "srv6.sl": {}, "srv6.args": {}, "srv6.segments": {}, "srv6.tag": {},
 }
 
 // finishContents checks that at most one content is marked fast_pattern.

@@ -175,6 +175,7 @@ func TestParseErrors(t *testing.T) {
 		{"ports on icmp", `alert icmp any 80 -> any any (sid:1;)`, []string{`protocol icmp has no ports`}},
 		{"srv6 bad prefix", `alert ip any any -> any any (srv6.segment:fc00::/200; sid:1;)`, []string{`1:43: srv6.segment: "fc00::/200"`}},
 		{"srv6 bad int", `alert ip any any -> any any (srv6.sl:>x; sid:1;)`, []string{`srv6.sl: "x" is not an unsigned integer`}},
+		{"srv6 tag too big", `alert ip any any -> any any (srv6.tag:>65536; sid:1;)`, []string{`srv6.tag: ">65536": the tag is 16 bits`}},
 		{"srv6 empty range", `alert ip any any -> any any (srv6.args:3-4; sid:1;)`, []string{`range 3-4 is exclusive and matches nothing`}},
 		{"text after", `alert ip any any -> any any (sid:1;) x`, []string{`text after the closing ')'`}},
 		{"several errors", `alert tcp any any -> any any (flow:x; content:"|zz|"; sid:0; isdataat:1;)`, []string{`unsupported keyword "flow"`, `not a hex byte`, `sid: "0"`, `unsupported keyword "isdataat"`}},

@@ -114,12 +114,13 @@ type SRMatch struct {
 	SL       *UintCond   // srv6.sl: Segments Left
 	Args     *UintCond   // srv6.args: ARGS of the active SID
 	NumSegs  *UintCond   // srv6.segments: number of segments
+	Tag      *UintCond   // srv6.tag: the SRH's Tag
 	Present  *bool       // srv6.present / srv6.absent: packet has an SRH
 }
 
 func (m *SRMatch) any() bool {
 	return m.Segment != nil || m.Active != nil || m.Last != nil || m.OuterSrc != nil ||
-		m.SL != nil || m.Args != nil || m.NumSegs != nil || m.Present != nil
+		m.SL != nil || m.Args != nil || m.NumSegs != nil || m.Tag != nil || m.Present != nil
 }
 
 // PrefixCond matches an address against a set of prefixes, possibly

@@ -42,6 +42,7 @@ func FromWire(b []byte, p *Packet, argsBits int) error {
 	p.OuterSrc, p.OuterDst = d.Src, d.Dst
 	p.Segments = d.SRH.Segments
 	p.SL = int(d.SRH.SegmentsLeft)
+	p.Tag = d.SRH.Tag
 	if argsBits > 0 {
 		a := d.Dst.As16()
 		v := binary.BigEndian.Uint64(a[8:])

@@ -16,7 +16,7 @@ func TestFromWire(t *testing.T) {
 	path := addrs("fc00:2::f1:bad", "fc00:3::d6") // visiting order
 	inner6 := pkt(t, "tcp", "2001:db8::1", "2001:db8::2", 40000, 80, "GET /etc/passwd")
 	inner4 := pkt(t, "udp", "10.0.0.1", "10.0.0.2", 1, 53, "q")
-	enc6, err := srh.BuildEncap(src, path, inner6, 41, srh.Options{})
+	enc6, err := srh.BuildEncap(src, path, inner6, 41, srh.Options{Tag: 0x4242})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestFromWire(t *testing.T) {
 	if diff := cmp.Diff(addrs("fc00:3::d6", "fc00:2::f1:bad"), p.Segments, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("segments (-want +got):\n%s", diff)
 	}
-	if p.SL != 1 || p.Args != 0x0bad || p.OuterSrc != src || p.OuterDst != path[0] || !bytes.Equal(p.Inner, inner6) {
+	if p.SL != 1 || p.Args != 0x0bad || p.Tag != 0x4242 || p.OuterSrc != src || p.OuterDst != path[0] || !bytes.Equal(p.Inner, inner6) {
 		t.Errorf("encap6: %+v", p)
 	}
 	if err := FromWire(enc4, &p, 0); err != nil || p.Args != 0 || !bytes.Equal(p.Inner, inner4) {

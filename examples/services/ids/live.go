@@ -92,7 +92,7 @@ func (l *liveInspector) verdict(sp *srv6svc.Packet) srv6svc.Verdict {
 	p := &s.p
 	*p = ids.Packet{
 		OuterSrc: sp.Outer.Src, OuterDst: sp.Outer.Dst,
-		SL: int(sp.SRH.SegmentsLeft), Args: sp.Args(),
+		SL: int(sp.SRH.SegmentsLeft), Args: sp.Args(), Tag: sp.SRH.Tag,
 	}
 	s.segs = s.segs[:0]
 	for i := 0; i <= int(sp.SRH.LastEntry); i++ {

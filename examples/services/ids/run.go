@@ -137,6 +137,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	st := engine.Stats()
 	fmt.Fprintf(stderr, "ids: %s mode, %d rules: %d packets, %d forwarded, %d dropped, %d alerts, %d not inspected\n",
 		mode, len(rules), sum.packets, sum.forwarded, st.Dropped, st.Alerts, sum.skipped+int(st.Undecodable))
+	if len(st.UndecodableBy) > 0 {
+		fmt.Fprintf(stderr, "ids: undecodable inner packets by reason: %v\n", st.UndecodableBy)
+	}
 	return 0
 }
 
