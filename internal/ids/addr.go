@@ -11,64 +11,41 @@ import (
 // variable ($HOME_NET), a negation (!x) or a list ([a,b,!c], nested). A
 // list matches when some positive element matches (or it has none) and no
 // negated element does.
-type AddrSet struct {
-	any   bool
-	items []addrItem
-}
-
-type addrItem struct {
-	neg    bool
-	prefix netip.Prefix
-	sub    *AddrSet
-}
-
-// Any reports whether the set is "any".
-func (s *AddrSet) Any() bool { return s.any }
-
-// Contains reports whether a is in the set.
-func (s *AddrSet) Contains(a netip.Addr) bool {
-	if s.any {
-		return true
-	}
-	pos, hasPos := false, false
-	for i := range s.items {
-		it := &s.items[i]
-		var m bool
-		if it.sub != nil {
-			m = it.sub.Contains(a)
-		} else {
-			m = it.prefix.Contains(a)
-		}
-		if it.neg {
-			if m {
-				return false
-			}
-			continue
-		}
-		hasPos = true
-		pos = pos || m
-	}
-	return pos || !hasPos
-}
+type AddrSet = set[prefix, netip.Addr]
 
 // PortSet is a rule's port field: "any", a port, a range (a:b, a:, :b), a
 // variable, a negation or a list, with AddrSet's list semantics.
-type PortSet struct {
+type PortSet = set[portRange, uint16]
+
+// member is an element of a set: a prefix of addresses, a range of ports.
+type member[X any] interface{ has(X) bool }
+
+type prefix netip.Prefix
+
+func (p prefix) has(a netip.Addr) bool { return netip.Prefix(p).Contains(a) }
+
+type portRange struct{ lo, hi uint16 }
+
+func (r portRange) has(p uint16) bool { return p >= r.lo && p <= r.hi }
+
+// set is an address or port expression: any, or a list of elements and
+// sub-expressions (lists, variables), each possibly negated.
+type set[T member[X], X any] struct {
 	any   bool
-	items []portItem
+	items []setItem[T, X]
 }
 
-type portItem struct {
-	neg    bool
-	lo, hi uint16
-	sub    *PortSet
+type setItem[T member[X], X any] struct {
+	neg bool
+	v   T
+	sub *set[T, X] // a list or a variable; nil for an element
 }
 
 // Any reports whether the set is "any".
-func (s *PortSet) Any() bool { return s.any }
+func (s *set[T, X]) Any() bool { return s.any }
 
-// Contains reports whether port p is in the set.
-func (s *PortSet) Contains(p uint16) bool {
+// Contains reports whether x is in the set.
+func (s *set[T, X]) Contains(x X) bool {
 	if s.any {
 		return true
 	}
@@ -77,9 +54,9 @@ func (s *PortSet) Contains(p uint16) bool {
 		it := &s.items[i]
 		var m bool
 		if it.sub != nil {
-			m = it.sub.Contains(p)
+			m = it.sub.Contains(x)
 		} else {
-			m = p >= it.lo && p <= it.hi
+			m = it.v.has(x)
 		}
 		if it.neg {
 			if m {
@@ -93,9 +70,9 @@ func (s *PortSet) Contains(p uint16) bool {
 	return pos || !hasPos
 }
 
-// single returns the ports of a set made only of positive single ports
-// or small ranges (for the header index); ok is false otherwise.
-func (s *PortSet) single() (ports []uint16, ok bool) {
+// singlePorts returns the ports of a set made only of positive ports or
+// short ranges (for the header index); ok is false otherwise.
+func singlePorts(s *PortSet) (ports []uint16, ok bool) {
 	if s.any {
 		return nil, false
 	}
@@ -104,17 +81,17 @@ func (s *PortSet) single() (ports []uint16, ok bool) {
 			return nil, false
 		}
 		if it.sub != nil {
-			sp, ok := it.sub.single()
+			sp, ok := singlePorts(it.sub)
 			if !ok {
 				return nil, false
 			}
 			ports = append(ports, sp...)
 			continue
 		}
-		if int(it.hi)-int(it.lo) > 16 {
+		if int(it.v.hi)-int(it.v.lo) > 16 {
 			return nil, false
 		}
-		for p := int(it.lo); p <= int(it.hi); p++ {
+		for p := int(it.v.lo); p <= int(it.v.hi); p++ {
 			ports = append(ports, uint16(p))
 		}
 	}
@@ -174,7 +151,7 @@ func (l *listScanner) elem() string {
 
 // parseExpr parses one expression (negation, list, any, variable or
 // leaf) into items; leaf parses a plain element.
-func parseExpr[T any](l *listScanner, leaf func(string) (T, error)) ([]item[T], error) {
+func parseExpr[T member[X], X any](l *listScanner, leaf func(string) (T, error)) ([]setItem[T, X], error) {
 	l.skipSpace()
 	if l.i >= len(l.s) {
 		return nil, l.errf("empty %s", l.what)
@@ -189,7 +166,7 @@ func parseExpr[T any](l *listScanner, leaf func(string) (T, error)) ([]item[T], 
 	if l.i < len(l.s) && l.s[l.i] == '[' {
 		open := l.i
 		l.i++
-		var items []item[T]
+		var items []setItem[T, X]
 		for {
 			l.skipSpace()
 			if l.i >= len(l.s) {
@@ -198,7 +175,7 @@ func parseExpr[T any](l *listScanner, leaf func(string) (T, error)) ([]item[T], 
 			if l.s[l.i] == ']' && len(items) == 0 {
 				return nil, l.errf("empty %s list", l.what)
 			}
-			sub, err := parseExpr(l, leaf)
+			sub, err := parseExpr[T, X](l, leaf)
 			if err != nil {
 				return nil, err
 			}
@@ -217,7 +194,7 @@ func parseExpr[T any](l *listScanner, leaf func(string) (T, error)) ([]item[T], 
 			}
 			return nil, l.errf("unexpected %q in %s list", l.s[l.i], l.what)
 		}
-		return []item[T]{{neg: neg, sub: items, list: true}}, nil
+		return []setItem[T, X]{{neg: neg, sub: &set[T, X]{items: items}}}, nil
 	}
 	start := l.i
 	e := l.elem()
@@ -226,7 +203,7 @@ func parseExpr[T any](l *listScanner, leaf func(string) (T, error)) ([]item[T], 
 		if neg {
 			return nil, perrf(l.base+exprStart, "!any matches nothing")
 		}
-		return []item[T]{{anyLeaf: true}}, nil
+		return []setItem[T, X]{{sub: &set[T, X]{any: true}}}, nil
 	case strings.HasPrefix(e, "$"):
 		name := e[1:]
 		val, ok := l.vars[name]
@@ -237,7 +214,7 @@ func parseExpr[T any](l *listScanner, leaf func(string) (T, error)) ([]item[T], 
 			return nil, perrf(l.base+start, "variable $%s: expansion deeper than %d (a loop?)", name, maxVarDepth)
 		}
 		sl := &listScanner{s: val, vars: l.vars, depth: l.depth + 1, what: l.what}
-		items, err := parseExpr(sl, leaf)
+		items, err := parseExpr[T, X](sl, leaf)
 		if err == nil {
 			sl.skipSpace()
 			if sl.i < len(sl.s) {
@@ -247,13 +224,13 @@ func parseExpr[T any](l *listScanner, leaf func(string) (T, error)) ([]item[T], 
 		if err != nil {
 			return nil, perrf(l.base+start, "variable $%s = %q: %v", name, val, err)
 		}
-		return []item[T]{{neg: neg, sub: items, list: true}}, nil
+		return []setItem[T, X]{{neg: neg, sub: &set[T, X]{items: items}}}, nil
 	}
 	v, err := leaf(e)
 	if err != nil {
 		return nil, perrf(l.base+start, "%s %q: %v", l.what, e, err)
 	}
-	return []item[T]{{neg: neg, v: v}}, nil
+	return []setItem[T, X]{{neg: neg, v: v}}, nil
 }
 
 func (l *listScanner) skipSpace() {
@@ -262,52 +239,37 @@ func (l *listScanner) skipSpace() {
 	}
 }
 
-// item is the generic form of addrItem/portItem during parsing.
-type item[T any] struct {
-	neg     bool
-	v       T
-	sub     []item[T]
-	list    bool // sub holds the items (a list or a variable)
-	anyLeaf bool // "any"
-}
-
-// isAny reports whether items say "any" and nothing else.
-func isAny[T any](items []item[T]) bool {
-	for len(items) == 1 && items[0].list && !items[0].neg {
-		items = items[0].sub
+// parseSet parses a whole address or port field.
+func parseSet[T member[X], X any](s string, base int, vars map[string]string, what string, leaf func(string) (T, error)) (set[T, X], error) {
+	l := &listScanner{s: s, base: base, vars: vars, what: what}
+	items, err := parseExpr[T, X](l, leaf)
+	if err != nil {
+		return set[T, X]{}, err
 	}
-	return len(items) == 1 && items[0].anyLeaf
+	if l.skipSpace(); l.i < len(l.s) {
+		return set[T, X]{}, l.errf("trailing %q after %s", l.s[l.i:], what)
+	}
+	// "any", possibly inside single-element lists or variables.
+	for len(items) == 1 && items[0].sub != nil && !items[0].neg {
+		if items[0].sub.any {
+			return set[T, X]{any: true}, nil
+		}
+		items = items[0].sub.items
+	}
+	return set[T, X]{items: items}, nil
 }
 
 func parseAddrSet(s string, base int, vars map[string]string) (AddrSet, error) {
-	l := &listScanner{s: s, base: base, vars: vars, what: "address"}
-	items, err := parseExpr(l, parsePrefix)
-	if err != nil {
-		return AddrSet{}, err
-	}
-	if l.skipSpace(); l.i < len(l.s) {
-		return AddrSet{}, l.errf("trailing %q after address", l.s[l.i:])
-	}
-	if isAny(items) {
-		return AddrSet{any: true}, nil
-	}
-	return toAddrSet(items), nil
+	return parseSet[prefix, netip.Addr](s, base, vars, "address", parsePrefixElem)
 }
 
-func toAddrSet(items []item[netip.Prefix]) AddrSet {
-	var s AddrSet
-	for _, it := range items {
-		switch {
-		case it.anyLeaf:
-			s.items = append(s.items, addrItem{sub: &AddrSet{any: true}})
-		case it.list:
-			sub := toAddrSet(it.sub)
-			s.items = append(s.items, addrItem{neg: it.neg, sub: &sub})
-		default:
-			s.items = append(s.items, addrItem{neg: it.neg, prefix: it.v})
-		}
-	}
-	return s
+func parsePortSet(s string, base int, vars map[string]string) (PortSet, error) {
+	return parseSet[portRange, uint16](s, base, vars, "port", parsePortRange)
+}
+
+func parsePrefixElem(e string) (prefix, error) {
+	p, err := parsePrefix(e)
+	return prefix(p), err
 }
 
 func parsePrefix(e string) (netip.Prefix, error) {
@@ -326,39 +288,6 @@ func parsePrefix(e string) (netip.Prefix, error) {
 		return netip.Prefix{}, fmt.Errorf("zones are not allowed")
 	}
 	return netip.PrefixFrom(a, a.BitLen()), nil
-}
-
-type portRange struct{ lo, hi uint16 }
-
-func parsePortSet(s string, base int, vars map[string]string) (PortSet, error) {
-	l := &listScanner{s: s, base: base, vars: vars, what: "port"}
-	items, err := parseExpr(l, parsePortRange)
-	if err != nil {
-		return PortSet{}, err
-	}
-	if l.skipSpace(); l.i < len(l.s) {
-		return PortSet{}, l.errf("trailing %q after port", l.s[l.i:])
-	}
-	if isAny(items) {
-		return PortSet{any: true}, nil
-	}
-	return toPortSet(items), nil
-}
-
-func toPortSet(items []item[portRange]) PortSet {
-	var s PortSet
-	for _, it := range items {
-		switch {
-		case it.anyLeaf:
-			s.items = append(s.items, portItem{sub: &PortSet{any: true}})
-		case it.list:
-			sub := toPortSet(it.sub)
-			s.items = append(s.items, portItem{neg: it.neg, sub: &sub})
-		default:
-			s.items = append(s.items, portItem{neg: it.neg, lo: it.v.lo, hi: it.v.hi})
-		}
-	}
-	return s
 }
 
 func parsePortRange(e string) (portRange, error) {

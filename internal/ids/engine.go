@@ -124,7 +124,7 @@ func New(rules []*Rule, o Options) (*Engine, error) {
 			continue
 		}
 		for _, c := range r.Proto.classes() {
-			ports, ok := r.DstPort.single()
+			ports, ok := singlePorts(&r.DstPort)
 			if ok && !r.Bidir && (c == classTCP || c == classUDP) {
 				if e.byPort[c] == nil {
 					e.byPort[c] = map[uint16][]int32{}

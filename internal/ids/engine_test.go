@@ -89,19 +89,23 @@ alert ip any any -> any any (msg:"outer src"; srv6.src:fc00:9::/32; sid:15;)
 alert udp any any -> any 9 (msg:"tag"; srv6.tag:&0xff00=0x4200; sid:16;)
 `
 
+// newEngine parses rules and compiles them with o.
+func newEngine(t testing.TB, rules string, o Options) *Engine {
+	t.Helper()
+	rs, err := Parse(strings.NewReader(rules), "engine", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(rs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 func TestInspect(t *testing.T) {
-	rules, err := Parse(strings.NewReader(engineRules), "engine", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := New(rules, Options{Mode: ModeIDS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ips, err := New(rules, Options{Mode: ModeIPS})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ids := newEngine(t, engineRules, Options{Mode: ModeIDS})
+	ips := newEngine(t, engineRules, Options{Mode: ModeIPS})
 	sr := addrs("fc00:3::d6", "fc00:2::f1:0")
 	for _, tc := range []struct {
 		name     string
@@ -207,15 +211,8 @@ func TestBacktracking(t *testing.T) {
 }
 
 func TestEVE(t *testing.T) {
-	rules, err := Parse(strings.NewReader(engineRules), "engine", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	e, err := New(rules, Options{Mode: ModeIPS, Alerts: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newEngine(t, engineRules, Options{Mode: ModeIPS, Alerts: &out})
 	ts := time.Date(2026, 11, 25, 12, 0, 0, 123456000, time.UTC)
 	p := &Packet{
 		Time:     ts,
@@ -385,15 +382,8 @@ func genRules(t testing.TB, n int) []*Rule {
 
 // TestConcurrentInspect: worker queues share one engine (run with -race).
 func TestConcurrentInspect(t *testing.T) {
-	rules, err := Parse(strings.NewReader(engineRules), "engine", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	e, err := New(rules, Options{Mode: ModeIPS, Alerts: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := newEngine(t, engineRules, Options{Mode: ModeIPS, Alerts: &out})
 	bad := &Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1000, 80, "GET /etc/passwd")}
 	good := &Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1000, 80, "GET /")}
 	const workers, n = 4, 200

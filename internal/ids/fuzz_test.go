@@ -43,14 +43,7 @@ func FuzzParse(f *testing.F) {
 func FuzzInspect(f *testing.F) {
 	f.Add([]byte{0x45, 0, 0, 20, 0, 0, 0, 0, 64, 1, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2})
 	f.Add(append([]byte{0x60, 0, 0, 0, 0, 8, 44, 64}, make([]byte, 40)...))
-	rules, err := Parse(strings.NewReader(engineRules), "engine", nil)
-	if err != nil {
-		f.Fatal(err)
-	}
-	e, err := New(rules, Options{Mode: ModeIPS, DropUndecodable: true})
-	if err != nil {
-		f.Fatal(err)
-	}
+	e := newEngine(f, engineRules, Options{Mode: ModeIPS, DropUndecodable: true})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e.Inspect(&Packet{Inner: b, Segments: addrs("fc00::1"), SL: 3})
 	})

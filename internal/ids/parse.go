@@ -506,36 +506,18 @@ func (p *ruleParser) option(name, val string, hasVal bool, nameOff, valOff int) 
 			p.errAt(valOff, "%s: %v", name, err)
 			return
 		}
-		switch name {
-		case "srv6.segment":
-			r.SR.Segment = pc
-		case "srv6.active":
-			r.SR.Active = pc
-		case "srv6.last":
-			r.SR.Last = pc
-		case "srv6.src":
-			r.SR.OuterSrc = pc
-		}
+		*prefixKeywords[name](&r.SR) = pc
 	case "srv6.sl", "srv6.args", "srv6.segments", "srv6.tag":
 		uc, err := parseUintCond(val)
 		if err != nil {
 			p.errAt(valOff, "%s: %v", name, err)
 			return
 		}
-		switch name {
-		case "srv6.sl":
-			r.SR.SL = uc
-		case "srv6.args":
-			r.SR.Args = uc
-		case "srv6.segments":
-			r.SR.NumSegs = uc
-		case "srv6.tag":
-			if uc.A > 0xffff || uc.B > 0xffff {
-				p.errAt(valOff, "srv6.tag: %q: the tag is 16 bits", val)
-				return
-			}
-			r.SR.Tag = uc
+		if name == "srv6.tag" && (uc.A > 0xffff || uc.B > 0xffff) {
+			p.errAt(valOff, "srv6.tag: %q: the tag is 16 bits", val)
+			return
 		}
+		*uintKeywords[name](&r.SR) = uc
 	case "srv6.present":
 		t := true
 		r.SR.Present = &t
@@ -543,6 +525,23 @@ func (p *ruleParser) option(name, val string, hasVal bool, nameOff, valOff int) 
 		p.errAt(nameOff, "unsupported keyword %q", name)
 	}
 }
+
+// prefixKeywords and uintKeywords say which SRMatch field each srv6.*
+// keyword sets.
+var (
+	prefixKeywords = map[string]func(*SRMatch) **PrefixCond{
+		"srv6.segment": func(m *SRMatch) **PrefixCond { return &m.Segment },
+		"srv6.active":  func(m *SRMatch) **PrefixCond { return &m.Active },
+		"srv6.last":    func(m *SRMatch) **PrefixCond { return &m.Last },
+		"srv6.src":     func(m *SRMatch) **PrefixCond { return &m.OuterSrc },
+	}
+	uintKeywords = map[string]func(*SRMatch) **UintCond{
+		"srv6.sl":       func(m *SRMatch) **UintCond { return &m.SL },
+		"srv6.args":     func(m *SRMatch) **UintCond { return &m.Args },
+		"srv6.segments": func(m *SRMatch) **UintCond { return &m.NumSegs },
+		"srv6.tag":      func(m *SRMatch) **UintCond { return &m.Tag },
+	}
+)
 
 // optionNames are the supported keywords (for "needs a value" errors).
 var optionNames = map[string]struct{}{
