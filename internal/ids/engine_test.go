@@ -3,7 +3,6 @@ package ids
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -325,55 +324,10 @@ const benignHTTP = "GET /static/css/site.min.css?v=20261125 HTTP/1.1\r\n" +
 	"Connection: keep-alive\r\n" +
 	"Cookie: session=3f9a1c0e7b2d4a6f8e0c1b3d5f7a9c2e; theme=dark\r\n\r\n"
 
-// genRules makes n content rules shaped like web-attack signatures: a URI
-// path, query parameter, header value, function call or binary pattern,
-// so that fast patterns start with many different bytes (some nocase,
-// some with depth), a quarter
-// with a second relative content; 80% are TCP rules on ports 80/8080, 10%
-// UDP and 10% ip rules (so every packet class has a prefilter to run);
-// none matches benignHTTP.
+// genRules parses SyntheticRules(n).
 func genRules(t testing.TB, n int) []*Rule {
 	t.Helper()
-	words := []string{"cmd", "exec", "shell", "admin", "passwd", "union", "select", "eval", "base64", "wp-", "phpmy", "cgi", "backdoor", "upload", "config", "debug", "setup", "xmlrpc", "invoker", "struts"}
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		w := words[i%len(words)]
-		var pat string
-		switch i % 6 {
-		case 0, 1: // a URI path
-			pat = fmt.Sprintf("/%s%d.%s", w, i, []string{"php", "asp", "jsp", "cgi"}[i%4])
-		case 2: // a query parameter
-			pat = fmt.Sprintf("%s%d=", w, i)
-		case 3: // a header value
-			pat = fmt.Sprintf("User-Agent|3a| %s-%d", w, i)
-		case 4: // a function call in a body
-			pat = fmt.Sprintf("%s_%d(", w, i)
-		case 5: // binary
-			pat = fmt.Sprintf("|de ad be ef|%s%d", w, i)
-		}
-		opts := fmt.Sprintf(`content:"%s";`, pat)
-		if i%3 == 0 {
-			opts += " nocase;"
-		}
-		if i%5 == 0 {
-			opts = fmt.Sprintf(`content:"GET "; depth:4; %s`, opts)
-		}
-		if i%4 == 0 {
-			opts += fmt.Sprintf(` content:"id=%d"; distance:0;`, i)
-		}
-		if i%7 == 0 {
-			opts = fmt.Sprintf(`content:"X-Attack-%d|3a|"; nocase;`, i)
-		}
-		hdr := "tcp any any -> any [80,8080]"
-		switch i % 10 {
-		case 8:
-			hdr = "udp any any -> any any"
-		case 9:
-			hdr = "ip any any -> any any"
-		}
-		fmt.Fprintf(&b, "alert %s (msg:\"rule %d\"; %s sid:%d;)\n", hdr, i, opts, 1000000+i)
-	}
-	rules, err := Parse(strings.NewReader(b.String()), "gen", nil)
+	rules, err := Parse(strings.NewReader(SyntheticRules(n)), "synthetic", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

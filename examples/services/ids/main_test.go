@@ -148,6 +148,14 @@ func TestRuleErrors(t *testing.T) {
 	if code, _, stderr := runIDS(t, "-rules", rulesFile, "-check"); code != 0 || !strings.Contains(stderr, "7 rules OK") {
 		t.Errorf("-check on the example rules: exit %d, %s", code, stderr)
 	}
+	// Synthetic rules fire on nothing in the capture.
+	if code, alerts, stderr := runIDS(t, "-synthetic-rules", "1000", "-pcap", pcapFile); code != 0 || len(alerts) != 0 ||
+		!strings.Contains(stderr, "1000 rules: 9 packets, 9 forwarded") {
+		t.Errorf("-synthetic-rules 1000: exit %d, %d alerts, %s", code, len(alerts), stderr)
+	}
+	if code, _, _ := runIDS(t, "-synthetic-rules", "10", "-rules", rulesFile, "-pcap", pcapFile); code != 2 {
+		t.Errorf("-rules with -synthetic-rules: exit %d, want 2", code)
+	}
 }
 
 // TestPcapUpToDate regenerates testdata/srv6.pcap with scapy (gen.py) and

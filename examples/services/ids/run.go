@@ -47,6 +47,10 @@ Usage:
   ids -rules FILE -pcap FILE [-ips] [-var NAME=VALUE]... [-args-bits N]
       [-drop-undecodable] [-write-pcap OUT] [-eve OUT]
   ids -rules FILE -check
+  ids -rules FILE -sid SID[/LEN] -dev DEV [-netns NS] [-ips] [-batch] ...   (live mode, with pkg/srv6svc)
+
+-synthetic-rules N replaces -rules FILE with N generated content rules (the
+benchmark rule sets: docs/ids.md).
 
 Reads packets from a capture (raw IP, Ethernet or Linux cooked; pcap or
 pcapng), inspects the inner packet of each SRv6 packet (and plain packets
@@ -77,6 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	writePcap := fs.String("write-pcap", "", "write the forwarded packets to this pcap `file`")
 	eveFile := fs.String("eve", "", "write EVE lines to this `file` instead of standard output")
 	check := fs.Bool("check", false, "parse the rules, report errors, and exit")
+	synthetic := fs.Int("synthetic-rules", 0, "instead of -rules, `N` generated content rules (the benchmark rule sets, see docs/ids.md)")
 	live := addLiveFlags(fs)
 	fs.Var(vars, "var", "define a rule variable: `NAME=VALUE` (repeatable; HOME_NET, EXTERNAL_NET default to any, HTTP_PORTS to [80,8080])")
 	if err := fs.Parse(args); err != nil {
@@ -85,12 +90,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	if *rulesFile == "" || (*pcapFile == "" && !*check && !live.enabled()) || fs.NArg() > 0 ||
+	if (*rulesFile == "") == (*synthetic == 0) || (*pcapFile == "" && !*check && !live.enabled()) || fs.NArg() > 0 ||
 		(*pcapFile != "" && live.enabled()) {
-		fmt.Fprintln(stderr, "ids: -rules and one of -pcap (offline) or -sid/-dev (live) are required (or -rules with -check)")
+		fmt.Fprintln(stderr, "ids: one of -rules or -synthetic-rules, and one of -pcap (offline) or -sid/-dev (live), are required (or -rules with -check)")
 		return 2
 	}
-	rules, err := ids.ParseFile(*rulesFile, vars)
+	var rules []*ids.Rule
+	var err error
+	if *synthetic > 0 {
+		*rulesFile = fmt.Sprintf("synthetic-%d", *synthetic)
+		rules, err = ids.Parse(strings.NewReader(ids.SyntheticRules(*synthetic)), *rulesFile, vars)
+	} else {
+		rules, err = ids.ParseFile(*rulesFile, vars)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		var el ids.ErrorList
