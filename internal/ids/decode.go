@@ -61,7 +61,7 @@ type flow struct {
 func (f *flow) decode(b []byte) DecodeError {
 	*f = flow{}
 	if len(b) < 1 {
-		return DecodeTruncated
+		return DecodeNotIP // nothing (an L2 frame a service left out, No Next Header)
 	}
 	var rest []byte
 	switch b[0] >> 4 {

@@ -102,7 +102,7 @@ func (l *liveInspector) verdict(sp *srv6svc.Packet) srv6svc.Verdict {
 	switch proto := sp.InnerProto(); proto {
 	case protoIPv4, protoIPv6: // encap mode
 		p.Inner = sp.Inner()
-	case protoEthernet, protoNoNext: // nothing IP to inspect: counted undecodable
+	case protoEthernet, protoNoNext: // nothing IP to inspect: counted undecodable (not-ip)
 	default: // insert mode: the original packet, SRH removed
 		s.buf = ids.AppendInsertInner(s.buf[:0], sp.Frame()[14:54], sp.Segment(0), proto, sp.Inner())
 		p.Inner = s.buf
