@@ -416,6 +416,16 @@ func (r *Rule) matches(f *flow, p *Packet) bool {
 	if r.SR.any() && !r.SR.match(p) {
 		return false
 	}
+	if r.Dsize != nil && !r.Dsize.match(uint64(len(f.payload))) {
+		return false
+	}
+	if r.IType != nil || r.ICode != nil {
+		if c := f.class(); c != classICMP4 && c != classICMP6 ||
+			r.IType != nil && !r.IType.match(uint64(f.icmpType)) ||
+			r.ICode != nil && !r.ICode.match(uint64(f.icmpCd)) {
+			return false
+		}
+	}
 	if len(r.Contents) > 0 {
 		budget := maxContentSteps
 		return matchContents(r.Contents, f.payload, 0, &budget)
@@ -518,6 +528,15 @@ func matchContents(cs []Content, buf []byte, prevEnd int, budget *int) bool {
 		end = min(end, c.Offset+c.Depth)
 	}
 	start = max(start, 0)
+	if c.EndsWith {
+		// Only one place can match: the end of the payload.
+		at := len(buf) - len(c.Pattern)
+		found := at >= start && at+len(c.Pattern) <= end && index(buf[at:], c.Pattern, c.NoCase) == 0
+		if c.Negated {
+			return !found && matchContents(cs[1:], buf, prevEnd, budget)
+		}
+		return found && matchContents(cs[1:], buf, len(buf), budget)
+	}
 	if c.Negated {
 		if start <= end && index(buf[start:end], c.Pattern, c.NoCase) >= 0 {
 			return false

@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/segchain/segchain/internal/testutil"
 )
 
 // pkt builds an inner packet with gopacket: proto is "tcp", "udp" or
@@ -86,6 +88,10 @@ alert tcp any any -> any any (msg:"last not d6"; content:"xyzzy"; srv6.last:!fc0
 alert tcp any any -> any any (msg:"no SRH"; content:"plain"; srv6.segments:0; sid:14;)
 alert ip any any -> any any (msg:"outer src"; srv6.src:fc00:9::/32; sid:15;)
 alert udp any any -> any 9 (msg:"tag"; srv6.tag:&0xff00=0x4200; sid:16;)
+alert tcp any any -> any 25 (msg:"starts"; content:"HELO"; startswith; sid:17;)
+alert tcp any any -> any 21 (msg:"ends"; content:".exe"; nocase; endswith; sid:18;)
+alert udp any any -> any 7 (msg:"big"; dsize:100<>1000; sid:19;)
+alert icmp any any -> any any (msg:"unreachable"; itype:3; icode:<4; sid:20;)
 `
 
 // newEngine parses rules and compiles them with o.
@@ -147,6 +153,14 @@ func TestInspect(t *testing.T) {
 		{"outer src", Packet{OuterSrc: netip.MustParseAddr("fc00:9::1"), Segments: sr, SL: 1, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "q")}, []uint32{15}, false},
 		{"tag", Packet{Segments: sr, SL: 1, Tag: 0x42ff, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 9, "q")}, []uint32{16}, false},
 		{"tag other", Packet{Segments: sr, SL: 1, Tag: 0x43ff, Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 9, "q")}, nil, false},
+		{"startswith", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 25, "HELO x")}, []uint32{17}, false},
+		{"startswith not at start", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 25, " HELO x")}, nil, false},
+		{"endswith", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 21, "RETR a.exe.EXE")}, []uint32{18}, false},
+		{"endswith not at end", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 21, "RETR a.exe ")}, nil, false},
+		{"dsize in range", Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 7, strings.Repeat("x", 200))}, []uint32{19}, false},
+		{"dsize at bound", Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 7, strings.Repeat("x", 100))}, nil, false},
+		{"itype icode", Packet{Inner: testutil.IPv4("10.0.0.3", "10.0.0.2", 1, false, []byte{3, 1, 0, 0, 0, 0, 0, 0, 'x'})}, []uint32{7, 20}, false},
+		{"icode out", Packet{Inner: testutil.IPv4("10.0.0.3", "10.0.0.2", 1, false, []byte{3, 4, 0, 0, 0, 0, 0, 0, 'x'})}, []uint32{7}, false},
 		{"not ip", Packet{Inner: []byte{0x00, 0x11, 0x22}}, nil, false},
 		{"truncated", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1000, 80, "GET /etc/passwd")[:30]}, nil, false},
 	} {

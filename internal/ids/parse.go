@@ -362,7 +362,7 @@ func (p *ruleParser) options(open int) {
 }
 
 // noValue lists the options written without a value.
-var noValue = map[string]bool{"nocase": true, "fast_pattern": true, "srv6.present": true}
+var noValue = map[string]bool{"nocase": true, "fast_pattern": true, "startswith": true, "endswith": true, "srv6.present": true}
 
 func (p *ruleParser) option(name, val string, hasVal bool, nameOff, valOff int) {
 	r := p.r
@@ -446,6 +446,34 @@ func (p *ruleParser) option(name, val string, hasVal bool, nameOff, valOff int) 
 				return
 			}
 			c.FastPattern = true
+		}
+	case "startswith":
+		c := last()
+		if c == nil {
+			return
+		}
+		if c.Relative || c.Offset != 0 || c.HasDepth {
+			p.errAt(nameOff, "startswith cannot be combined with offset/depth/distance/within on one content")
+			return
+		}
+		c.Depth, c.HasDepth = len(c.Pattern), true
+	case "endswith":
+		if c := last(); c != nil {
+			c.EndsWith = true
+		}
+	case "dsize", "itype", "icode":
+		uc, err := parseUintCond(val)
+		if err != nil {
+			p.errAt(valOff, "%s: %v", name, err)
+			return
+		}
+		switch name {
+		case "dsize":
+			r.Dsize = uc
+		case "itype":
+			r.IType = uc
+		case "icode":
+			r.ICode = uc
 		}
 	case "offset", "depth":
 		c := last()
@@ -547,7 +575,7 @@ var (
 var optionNames = map[string]struct{}{
 	"msg": {}, "sid": {}, "rev": {}, "gid": {}, "priority": {}, "classtype": {},
 	"reference": {}, "metadata": {}, "content": {}, "offset": {}, "depth": {},
-	"distance": {}, "within": {}, "srv6.segment": {}, "srv6.active": {},
+	"distance": {}, "within": {}, "dsize": {}, "itype": {}, "icode": {}, "srv6.segment": {}, "srv6.active": {},
 	"srv6.last": {}, "srv6.src": {}, "srv6.sl": {}, "srv6.args": {}, "srv6.segments": {}, "srv6.tag": {},
 }
 
@@ -722,7 +750,11 @@ func parseUintCond(v string) (*UintCond, error) {
 	case strings.HasPrefix(v, "="):
 		v = v[1:]
 	}
-	if a, b, ok := strings.Cut(v, "-"); ok && u.Op == opEq {
+	sep := "-"
+	if strings.Contains(v, "<>") { // Suricata's older range syntax (dsize:300<>400)
+		sep = "<>"
+	}
+	if a, b, ok := strings.Cut(v, sep); ok && u.Op == opEq {
 		u.Op = opRange
 		if u.A, err = num(a); err != nil {
 			return nil, err

@@ -123,7 +123,7 @@ func TestSetsAndIntegers(t *testing.T) {
 	}{
 		{"3", 3, true}, {"=3", 4, false}, {"!3", 3, false}, {"!=3", 4, true}, {">3", 4, true}, {">3", 3, false},
 		{">=3", 3, true}, {"<3", 2, true}, {"<=3", 4, false}, {"1-4", 1, false}, {"1-4", 2, true}, {"1-4", 4, false},
-		{"!1-4", 4, true}, {"&0xf0=0x20", 0x2f, true}, {"&0xf0=0x20", 0x3f, false}, {"&0xf0!=0", 0x0f, false},
+		{"!1-4", 4, true}, {"300<>400", 300, false}, {"300<>400", 301, true}, {"&0xf0=0x20", 0x2f, true}, {"&0xf0=0x20", 0x3f, false}, {"&0xf0!=0", 0x0f, false},
 	} {
 		c, err := parseUintCond(tc.cond)
 		if err != nil {
@@ -176,6 +176,8 @@ func TestParseErrors(t *testing.T) {
 		{"srv6 bad prefix", `alert ip any any -> any any (srv6.segment:fc00::/200; sid:1;)`, []string{`1:43: srv6.segment: "fc00::/200"`}},
 		{"srv6 bad int", `alert ip any any -> any any (srv6.sl:>x; sid:1;)`, []string{`srv6.sl: "x" is not an unsigned integer`}},
 		{"srv6 tag too big", `alert ip any any -> any any (srv6.tag:>65536; sid:1;)`, []string{`srv6.tag: ">65536": the tag is 16 bits`}},
+		{"startswith with depth", `alert tcp any any -> any any (content:"ab"; depth:5; startswith; sid:1;)`, []string{`startswith cannot be combined`}},
+		{"bad dsize", `alert tcp any any -> any any (dsize:>>3; sid:1;)`, []string{`dsize: ">3" is not an unsigned integer`}},
 		{"srv6 empty range", `alert ip any any -> any any (srv6.args:3-4; sid:1;)`, []string{`range 3-4 is exclusive and matches nothing`}},
 		{"text after", `alert ip any any -> any any (sid:1;) x`, []string{`text after the closing ')'`}},
 		{"several errors", `alert tcp any any -> any any (flow:x; content:"|zz|"; sid:0; isdataat:1;)`, []string{`unsupported keyword "flow"`, `not a hex byte`, `sid: "0"`, `unsupported keyword "isdataat"`}},

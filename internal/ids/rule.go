@@ -75,6 +75,7 @@ type Content struct {
 	HasDepth         bool
 	HasWithin        bool
 	Relative         bool
+	EndsWith         bool // endswith: the match ends at the end of the payload
 	FastPattern      bool // fast_pattern given explicitly
 }
 
@@ -95,6 +96,10 @@ type Rule struct {
 	Priority  int // 1 (high) .. 255; 3 when not given
 	Classtype string
 	Contents  []Content
+
+	// Dsize compares the payload length; IType and ICode the ICMP/ICMPv6
+	// type and code (a rule with them matches only ICMP packets).
+	Dsize, IType, ICode *UintCond
 
 	SR SRMatch
 
