@@ -16,6 +16,7 @@ import (
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/plan"
 )
@@ -94,7 +95,7 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 			missing = append(missing, name)
 			continue
 		}
-		agents[name] = agent.NewLocal(name, ns)
+		agents[name] = nodeagent.NewLocal(name, ns)
 		f.netns[name] = ns
 	}
 	if len(missing) > 0 {

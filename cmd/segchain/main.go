@@ -8,8 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/segchain/segchain/internal/fw"
-	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/nodeagent"
 )
 
 func main() {
@@ -53,7 +52,7 @@ Typical session:
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(), newWatchCmd(),
-		newSidCmd(proxy.Extension{}, fw.Extension{}),
+		newSidCmd(nodeagent.SIDExtensions()...),
 		newFwCmd(),
 		newDumpCmd(),
 		newPerfCmd(),

@@ -8,25 +8,26 @@ import (
 	"strings"
 
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/service/kinds"
 )
 
-// Kind names the kind of kernel object an Op changes.
-type Kind string
+// ObjectKind names the kind of node object an Op changes (not to be
+// confused with a service kind, nodestate.Service.Kind).
+type ObjectKind string
 
-// Kinds of managed kernel objects.
+// Kinds of managed node objects.
 const (
-	KindSysctl Kind = "sysctl"
-	KindHMAC   Kind = "hmac"
-	KindTunSrc Kind = "tunsrc"
-	KindRoute  Kind = "route"
-	KindRule   Kind = "rule"
-	// KindProxies sets the node's whole list of SR proxies at once.
-	KindProxies Kind = "proxies"
-	// KindFirewalls sets the node's SR-aware firewall instances at once.
-	KindFirewalls Kind = "firewalls"
+	KindSysctl ObjectKind = "sysctl"
+	KindHMAC   ObjectKind = "hmac"
+	KindTunSrc ObjectKind = "tunsrc"
+	KindRoute  ObjectKind = "route"
+	KindRule   ObjectKind = "rule"
+	// KindServices sets the node's whole list of services of one service
+	// kind (Op.Service) at once.
+	KindServices ObjectKind = "services"
 	// KindBoundary sets (or, with a nil Boundary, removes) the node's SR
 	// domain boundary filter.
-	KindBoundary Kind = "boundary"
+	KindBoundary ObjectKind = "boundary"
 )
 
 // Action says what an Op does to its object.
@@ -45,8 +46,8 @@ const (
 // it can be inverted for rollback, and is plain data so that a remote agent
 // can receive it over the wire.
 type Op struct {
-	Kind   Kind   `json:"kind"`
-	Action Action `json:"action"`
+	Kind   ObjectKind `json:"kind"`
+	Action Action     `json:"action"`
 
 	Route    *nodestate.Route   `json:"route,omitempty"`
 	OldRoute *nodestate.Route   `json:"old_route,omitempty"`
@@ -57,21 +58,20 @@ type Op struct {
 	OldHMAC  *nodestate.HMACKey `json:"old_hmac,omitempty"`
 	TunSrc   string             `json:"tunsrc,omitempty"`
 	OldTun   string             `json:"old_tunsrc,omitempty"`
-	// Proxies is the node's complete desired proxy list (KindProxies, with
-	// ActSet; empty removes every proxy), OldProxies the list it replaces.
-	Proxies    []nodestate.Proxy `json:"proxies,omitempty"`
-	OldProxies []nodestate.Proxy `json:"old_proxies,omitempty"`
-	// Firewalls is the node's complete desired list of firewall instances
-	// (KindFirewalls, with ActSet; empty removes them), OldFirewalls the
-	// list it replaces (instances in it but not in Firewalls are removed).
-	Firewalls    []nodestate.Firewall `json:"firewalls,omitempty"`
-	OldFirewalls []nodestate.Firewall `json:"old_firewalls,omitempty"`
+	// Service is the service kind (nodestate.Service.Kind) of a
+	// KindServices op; Services is the node's complete desired list of
+	// that kind's services (ActSet; empty removes them all), OldServices
+	// the list it replaces (services in it but not in Services are
+	// removed; a failed op is undone by applying OldServices again).
+	Service     string              `json:"service,omitempty"`
+	Services    []nodestate.Service `json:"services,omitempty"`
+	OldServices []nodestate.Service `json:"old_services,omitempty"`
 	// Boundary is the node's desired boundary filter (KindBoundary, with
 	// ActSet; nil removes it), OldBoundary the one it replaces.
 	Boundary    *nodestate.Boundary `json:"boundary,omitempty"`
 	OldBoundary *nodestate.Boundary `json:"old_boundary,omitempty"`
-	// Faults (KindProxies, KindFirewalls) are the broken eBPF objects
-	// observed: the op repairs them even when the lists are equal.
+	// Faults (KindServices) are the broken eBPF objects of the service
+	// kind observed: the op repairs them even when the lists are equal.
 	Faults []string `json:"faults,omitempty"`
 }
 
@@ -105,30 +105,9 @@ func (o Op) String() string {
 			return "- " + o.Rule.String()
 		}
 		return "+ " + o.Rule.String()
-	case KindProxies:
+	case KindServices:
 		var b strings.Builder
-		fmt.Fprintf(&b, "~ proxies: %d -> %d", len(o.OldProxies), len(o.Proxies))
-		old := map[string]bool{}
-		for _, p := range o.OldProxies {
-			old[p.String()] = true
-		}
-		now := map[string]bool{}
-		for _, p := range o.Proxies {
-			now[p.String()] = true
-			if !old[p.String()] {
-				b.WriteString("\n    + " + p.String())
-			}
-		}
-		for _, p := range o.OldProxies {
-			if !now[p.String()] {
-				b.WriteString("\n    - " + p.String())
-			}
-		}
-		writeFaults(&b, o.Faults)
-		return b.String()
-	case KindFirewalls:
-		var b strings.Builder
-		b.WriteString(firewallsString(o.OldFirewalls, o.Firewalls))
+		b.WriteString(servicesString(o.Service, o.OldServices, o.Services))
 		writeFaults(&b, o.Faults)
 		return b.String()
 	case KindBoundary:
@@ -142,6 +121,39 @@ func (o Op) String() string {
 		}
 	}
 	return "? " + string(o.Kind)
+}
+
+// servicesString renders a KindServices op: the count, then the services
+// added (+, with their detail lines) and removed (-) by canonical form.
+func servicesString(kind string, old, now []nodestate.Service) string {
+	reg := kinds.Registry()
+	var b strings.Builder
+	fmt.Fprintf(&b, "~ %s: %d -> %d", reg.Plural(kind), len(old), len(now))
+	was := map[string]bool{}
+	for _, s := range old {
+		was[reg.Canonical(s)] = true
+	}
+	is := map[string]bool{}
+	for _, s := range now {
+		k := reg.Canonical(s)
+		is[k] = true
+		if was[k] {
+			continue
+		}
+		for i, l := range reg.Lines(s) {
+			if i == 0 {
+				b.WriteString("\n    + " + l)
+			} else {
+				b.WriteString("\n      " + l)
+			}
+		}
+	}
+	for _, s := range old {
+		if !is[reg.Canonical(s)] {
+			b.WriteString("\n    - " + reg.Lines(s)[0])
+		}
+	}
+	return b.String()
 }
 
 // writeFaults lists the broken eBPF objects an op repairs.
@@ -184,10 +196,8 @@ func (o Op) Inverse() Op {
 			return Op{Kind: KindRule, Action: ActAdd, Rule: o.Rule}
 		}
 		return Op{Kind: KindRule, Action: ActDelete, Rule: o.Rule}
-	case KindProxies:
-		return Op{Kind: KindProxies, Action: ActSet, Proxies: o.OldProxies, OldProxies: o.Proxies}
-	case KindFirewalls:
-		return Op{Kind: KindFirewalls, Action: ActSet, Firewalls: o.OldFirewalls, OldFirewalls: o.Firewalls}
+	case KindServices:
+		return Op{Kind: KindServices, Action: ActSet, Service: o.Service, Services: o.OldServices, OldServices: o.Services}
 	case KindBoundary:
 		return Op{Kind: KindBoundary, Action: ActSet, Boundary: o.OldBoundary, OldBoundary: o.Boundary}
 	}
@@ -201,14 +211,14 @@ type Agent interface {
 	// Node is the domain's name of the node.
 	Node() string
 	// Observe returns what segchain manages on the node now: its routes and
-	// rules, the HMAC keys, the tunnel source, the SR proxies, and the
+	// rules, the HMAC keys, the tunnel source, the services, and the
 	// current values of the sysctl keys that want names.
 	Observe(ctx context.Context, want *nodestate.Node) (*nodestate.Node, error)
 	// Execute runs ops in order and stops at the first failure, returning
 	// how many succeeded.
 	Execute(ctx context.Context, ops []Op) (int, error)
 	// Counters returns every local SID of the node with its counters,
-	// SR proxy SIDs included.
+	// the services' SIDs included.
 	Counters(ctx context.Context) ([]SIDCounters, error)
 	// Forget drops what the agent remembers about the node (saved original
 	// sysctl values) once the node has been destroyed.
@@ -255,6 +265,14 @@ type BoundaryReader interface {
 // pools): plan and apply ask before anything changes on any node.
 type Checker interface {
 	Check(ctx context.Context, ops []Op) error
+}
+
+// LinkWatcher is an Agent that can report its node's interfaces coming up
+// (Local does; see controller.Watch).
+type LinkWatcher interface {
+	// LinkUps sends the name of every interface that comes up (admin up
+	// with carrier) until ctx ends.
+	LinkUps(ctx context.Context) (<-chan string, error)
 }
 
 // MarshalOps is the wire form of a batch of ops (for logs and remote agents).

@@ -2,152 +2,34 @@ package config
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 
-	"github.com/segchain/segchain/internal/fwrule"
+	"github.com/segchain/segchain/internal/service/firewall"
 )
 
+// The firewall kind's block and its resolution are the kind's own
+// (internal/service/firewall); config keeps these names for its callers.
+
 // BehaviorFirewall is the behaviour of a kind: firewall service.
-const BehaviorFirewall = "End.AN.FW"
+const BehaviorFirewall = firewall.Behavior
 
 // Firewall policies.
 const (
-	PolicyAccept = "accept" // unmatched packets go to the next segment (End)
-	PolicyDrop   = "drop"
+	PolicyAccept = firewall.PolicyAccept
+	PolicyDrop   = firewall.PolicyDrop
 )
 
-// Firewall is the SR-aware firewall of a kind: firewall service (after
-// SERA): rules in ip6tables/iptables syntax (internal/fwrule), from the
-// file and/or a save file, a default policy and the eval-args table.
-type Firewall struct {
-	// Policy applies to packets no rule matches: accept (default; = go-next)
-	// or drop. Without it, a rules_file's FORWARD policy applies.
-	Policy string `yaml:"policy,omitempty" json:"policy,omitempty"`
-	// Rules in ip6tables syntax (iptables syntax after -4), first match wins.
-	Rules []string `yaml:"rules,omitempty" json:"rules,omitempty"`
-	// RulesFile is ip6tables-save or iptables-save output (relative to the
-	// domain file); its filter FORWARD chain comes before Rules.
-	RulesFile string `yaml:"rules_file,omitempty" json:"rules_file,omitempty"`
-	// Args maps ARGS values of the SID to actions for eval-args rules;
-	// default 0 go-next, 1 drop, 2 skip-next, 3 go-last.
-	Args map[string]string `yaml:"args,omitempty" json:"args,omitempty"`
-}
+// Firewall is the `firewall:` block of a kind: firewall service.
+type Firewall = firewall.Config
 
-// FirewallConfig is a firewall service resolved: parsed rules (the
-// rules_file's first), the policy and the eval-args table.
-type FirewallConfig struct {
-	Rules  []fwrule.Rule
-	Policy fwrule.TargetKind
-	Args   map[uint32]fwrule.TargetKind
-}
+// FirewallConfig is a firewall block resolved.
+type FirewallConfig = firewall.Resolved
 
-// FirewallError is one problem of a firewall block, with the path of the
-// offending key (relative to the service: "firewall.rules[2]").
-type FirewallError struct {
-	Path string
-	Msg  string
-}
+// FirewallError is one problem of a firewall block.
+type FirewallError = firewall.FieldError
 
-func (e *FirewallError) Error() string { return e.Path + ": " + e.Msg }
-
-// ResolveFirewall parses the firewall block of service s; relative
-// rules_file paths resolve against dir. argsBits is the SID format's ARGS
-// width. Every problem is returned (as *FirewallError values joined).
+// ResolveFirewall parses a firewall block (firewall.Resolve).
 func ResolveFirewall(fw *Firewall, dir string, argsBits int) (FirewallConfig, error) {
-	var errs []error
-	bad := func(path, format string, a ...any) {
-		errs = append(errs, &FirewallError{Path: "firewall" + path, Msg: fmt.Sprintf(format, a...)})
-	}
-	out := FirewallConfig{Policy: fwrule.Accept}
-	if fw == nil {
-		return out, nil
-	}
-	policySet := false
-	switch fw.Policy {
-	case "":
-	case PolicyAccept:
-		policySet = true
-	case PolicyDrop:
-		out.Policy, policySet = fwrule.Drop, true
-	default:
-		bad(".policy", "unknown policy %q (accept or drop)", fw.Policy)
-	}
-	if fw.RulesFile != "" {
-		path := fw.RulesFile
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			bad(".rules_file", "%v", err)
-		} else {
-			res, err := fwrule.Import(f)
-			f.Close()
-			var ie *fwrule.ImportError
-			switch {
-			case errors.As(err, &ie):
-				for _, l := range ie.Lines {
-					bad(".rules_file", "%s line %d: %s", fw.RulesFile, l.Line, l.Reason)
-				}
-			case err != nil:
-				bad(".rules_file", "%v", err)
-			default:
-				out.Rules = append(out.Rules, res.Rules...)
-				if res.Policy != nil && !policySet {
-					out.Policy = *res.Policy
-				}
-			}
-		}
-	}
-	for i, line := range fw.Rules {
-		r, err := fwrule.ParseLine(line, fwrule.IPv6)
-		if err != nil {
-			bad(fmt.Sprintf(".rules[%d]", i), "%v", err)
-			continue
-		}
-		out.Rules = append(out.Rules, r)
-	}
-	for i, r := range out.Rules {
-		if r.Target.Kind == fwrule.EvalArgs && argsBits == 0 {
-			errs = append(errs, &FirewallError{Path: "firewall.rules", Msg: fmt.Sprintf("rule %d (%s) uses eval-args but the SID format has no ARGS bits (sid.args_bits: 0)", i+1, r)})
-		}
-	}
-	out.Args = fwrule.DefaultArgs()
-	if len(fw.Args) > 0 {
-		out.Args = map[uint32]fwrule.TargetKind{}
-		keys := make([]string, 0, len(fw.Args))
-		for k := range fw.Args {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			p := ".args." + k
-			n, err := strconv.ParseUint(k, 0, 32)
-			if err != nil {
-				bad(p, "not an ARGS value: %q (a number)", k)
-				continue
-			}
-			if argsBits < 32 && n >= 1<<argsBits {
-				bad(p, "%d does not fit %d ARGS bits", n, argsBits)
-				continue
-			}
-			kind, err := fwrule.ParseTargetKind(fw.Args[k])
-			switch {
-			case err != nil:
-				bad(p, "%v", err)
-				continue
-			case kind == fwrule.EvalArgs:
-				bad(p, "eval-args cannot be an ARGS action")
-				continue
-			}
-			out.Args[uint32(n)] = kind
-		}
-	}
-	return out, errors.Join(errs...)
+	return firewall.Resolve(fw, dir, argsBits)
 }
 
 // firewallService checks a kind: firewall service: no behaviour, no

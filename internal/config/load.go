@@ -146,6 +146,7 @@ func decode(data []byte) (*Domain, decoded) {
 			res.lists = append(res.lists, fe)
 		}
 	}
+	decodeBlocks(&d, w.blocks, &res)
 	applyDefaults(&d, w.present)
 	canonicalNames(&d)
 	return &d, res
@@ -155,6 +156,8 @@ func decode(data []byte) (*Domain, decoded) {
 // keys, wrong node kinds and unparsable scalars, recording every path's
 // position.
 type walker struct {
+	// blocks are the service kinds' blocks found (path → node).
+	blocks  map[string]*yaml.Node
 	pos     positions
 	present map[string]bool
 	errs    errorAcc
@@ -245,15 +248,29 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		fields := yamlFields(t)
+		blocks := kindBlocks(t)
 		w.mapping(n, path, func(key string, k, v *yaml.Node) bool {
 			if key == "<<" {
 				w.walk(v, t, path)
 				return true
 			}
+			if bt, ok := blocks[key]; ok {
+				// A service kind's own block: checked against the kind's
+				// type here, decoded into Service.Blocks after.
+				w.walk(v, bt, join(path, key))
+				if w.blocks == nil {
+					w.blocks = map[string]*yaml.Node{}
+				}
+				w.blocks[join(path, key)] = v
+				return false
+			}
 			idx, ok := fields[key]
 			if !ok {
-				known := make([]string, 0, len(fields))
+				known := make([]string, 0, len(fields)+len(blocks))
 				for f := range fields {
+					known = append(known, f)
+				}
+				for f := range blocks {
 					known = append(known, f)
 				}
 				sort.Strings(known)

@@ -19,7 +19,7 @@ func canonicalBehavior(name string) string {
 // that a domain file matches behaviour names exactly as `segchain sid` does.
 func canonicalNames(d *Domain) {
 	for _, s := range d.Services {
-		if s != nil && !s.SRUnaware() && s.Kind != KindFirewall {
+		if s != nil && !s.Served() {
 			s.Behavior = canonicalBehavior(s.Behavior)
 		}
 	}

@@ -37,7 +37,7 @@ func (v *validator) sameNodeAfterEthernetProxy(p string, c *Chain) {
 			if a.svc == nil || !a.svc.SRUnaware() || a.svc.Inner != InnerEthernet || a.node != b.node {
 				continue
 			}
-			if b.svc != nil && (b.svc.SRUnaware() || b.svc.Kind == KindFirewall) {
+			if b.svc.Served() {
 				continue
 			}
 			v.errf(b.path, "%s%s follows the inner-ethernet proxy %s on node %s: an Ethernet-in-IPv6 frame the proxy built cannot be handed to the kernel on the same node (only forwarded by the FIB); put it on another node", dir, b.name, a.name, a.node)

@@ -7,7 +7,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/service"
+	"github.com/segchain/segchain/internal/service/srunaware"
 )
 
 // fieldDoc describes every field of the domain file, keyed "Type.key". The
@@ -146,7 +147,7 @@ var schemaExtra = map[string]map[string]any{
 	"SIDFormat.args_bits":     {"minimum": 0, "maximum": 64},
 	"Params.table":            {"minimum": 1},
 	"Service.flow_timeout":    {"minimum": 1},
-	"Service.flow_max":        {"minimum": 1, "maximum": proxy.FlowsMax},
+	"Service.flow_max":        {"minimum": 1, "maximum": srunaware.FlowsMax},
 	"Params.vrftable":         {"minimum": 1},
 	"Firewall.args": {"propertyNames": map[string]any{"pattern": "^(0x[0-9a-fA-F]+|[0-9]+)$"},
 		"additionalProperties": map[string]any{"type": "string", "enum": []any{"go-next", "skip-next", "go-last", "accept", "drop", "reject"}}},
@@ -191,12 +192,64 @@ func structFields(t reflect.Type) []field {
 			continue
 		}
 		if strings.Contains(opts, "inline") {
-			out = append(out, structFields(f.Type)...)
+			in := structFields(f.Type)
+			if f.Type.PkgPath() != t.PkgPath() {
+				// A kind's fields inline in the service (srunaware.Config)
+				// are documented as the service's.
+				for j := range in {
+					in[j].owner = schemaName(t)
+				}
+			}
+			out = append(out, in...)
 			continue
 		}
-		out = append(out, field{key: name, owner: t.Name(), typ: f.Type})
+		out = append(out, field{key: name, owner: schemaName(t), typ: f.Type})
+	}
+	blocks := kindBlocks(t)
+	keys := make([]string, 0, len(blocks))
+	for k := range blocks {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, field{key: k, owner: schemaName(t), typ: reflect.PointerTo(blocks[k])})
 	}
 	return out
+}
+
+// schemaName names a struct type in the schema and the reference: a
+// service kind's block type by its key ("netfilter" → "Netfilter"), a
+// type called Config of another package (firewall.Config) by its package
+// ("Firewall").
+func schemaName(t reflect.Type) string {
+	for key, bt := range kindBlocks(reflect.TypeOf(Service{})) {
+		if bt == t {
+			return strings.ToUpper(key[:1]) + key[1:]
+		}
+	}
+	if t.PkgPath() != reflect.TypeOf(Domain{}).PkgPath() && t.Name() == "Config" {
+		pkg := t.PkgPath()[strings.LastIndex(t.PkgPath(), "/")+1:]
+		return strings.ToUpper(pkg[:1]) + pkg[1:]
+	}
+	return t.Name()
+}
+
+// doc is the description of a schema key ("Type" or "Type.key"): config's
+// own, or a service kind's (its block's FieldDocs).
+func doc(key string) (string, bool) {
+	if d, ok := fieldDoc[key]; ok {
+		return d, true
+	}
+	for _, k := range registry().Kinds() {
+		if _, zero := k.Block(); zero != nil {
+			if dd, ok := zero.(service.Documented); ok {
+				if d, ok := dd.FieldDocs()[key]; ok {
+					return d, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 // Schema generates the JSON Schema (draft 2020-12) of the domain file from
@@ -221,7 +274,7 @@ func objectSchema(t reflect.Type, defs map[string]any) map[string]any {
 	for _, f := range structFields(t) {
 		key := f.owner + "." + f.key
 		s := typeSchema(f.typ, defs)
-		if d, ok := fieldDoc[key]; ok {
+		if d, ok := doc(key); ok {
 			s["description"] = d
 		}
 		if e, ok := schemaEnum[key]; ok {
@@ -238,10 +291,10 @@ func objectSchema(t reflect.Type, defs map[string]any) map[string]any {
 		props[f.key] = s
 	}
 	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if d, ok := fieldDoc[t.Name()]; ok {
+	if d, ok := doc(schemaName(t)); ok {
 		s["description"] = d
 	}
-	if r, ok := schemaRequired[t.Name()]; ok {
+	if r, ok := schemaRequired[schemaName(t)]; ok {
 		s["required"] = r
 	}
 	return s
@@ -263,11 +316,11 @@ func typeSchema(t reflect.Type, defs map[string]any) map[string]any {
 	case reflect.Map:
 		return map[string]any{"type": "object", "additionalProperties": typeSchema(t.Elem(), defs)}
 	case reflect.Struct:
-		if _, ok := defs[t.Name()]; !ok {
-			defs[t.Name()] = nil // break cycles
-			defs[t.Name()] = objectSchema(t, defs)
+		if _, ok := defs[schemaName(t)]; !ok {
+			defs[schemaName(t)] = nil // break cycles
+			defs[schemaName(t)] = objectSchema(t, defs)
 		}
-		return map[string]any{"$ref": "#/$defs/" + t.Name()}
+		return map[string]any{"$ref": "#/$defs/" + schemaName(t)}
 	}
 	return map[string]any{}
 }
@@ -283,10 +336,10 @@ func Reference() string {
 		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
 			t = t.Elem()
 		}
-		if t.Kind() != reflect.Struct || seen[t.Name()] {
+		if t.Kind() != reflect.Struct || seen[schemaName(t)] {
 			return
 		}
-		seen[t.Name()] = true
+		seen[schemaName(t)] = true
 		order = append(order, t)
 		for _, f := range structFields(t) {
 			walk(f.typ)
@@ -294,15 +347,16 @@ func Reference() string {
 	}
 	walk(reflect.TypeOf(Domain{}))
 	for _, t := range order {
-		fmt.Fprintf(&b, "### %s\n\n%s\n\n", t.Name(), fieldDoc[t.Name()])
+		d, _ := doc(schemaName(t))
+		fmt.Fprintf(&b, "### %s\n\n%s\n\n", schemaName(t), d)
 		b.WriteString("| key | type | required | description |\n|---|---|---|---|\n")
 		req := map[string]bool{}
-		for _, r := range schemaRequired[t.Name()] {
+		for _, r := range schemaRequired[schemaName(t)] {
 			req[r] = true
 		}
 		for _, f := range structFields(t) {
 			key := f.owner + "." + f.key
-			desc := fieldDoc[key]
+			desc, _ := doc(key)
 			if e, ok := schemaEnum[key]; ok {
 				var vals []string
 				for _, v := range e {
@@ -331,7 +385,7 @@ func typeName(t reflect.Type) string {
 	case reflect.Map:
 		return "map of " + typeName(t.Elem())
 	case reflect.Struct:
-		return t.Name()
+		return schemaName(t)
 	case reflect.Int:
 		return "integer"
 	}

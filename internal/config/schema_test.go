@@ -75,10 +75,10 @@ func TestEveryFieldDocumented(t *testing.T) {
 		for tp.Kind() == reflect.Pointer || tp.Kind() == reflect.Slice || tp.Kind() == reflect.Map {
 			tp = tp.Elem()
 		}
-		if tp.Kind() != reflect.Struct || keys[tp.Name()] {
+		if tp.Kind() != reflect.Struct || keys[schemaName(tp)] {
 			return
 		}
-		keys[tp.Name()] = true
+		keys[schemaName(tp)] = true
 		for _, f := range structFields(tp) {
 			keys[f.owner+"."+f.key] = true
 			walk(f.typ)
@@ -87,7 +87,7 @@ func TestEveryFieldDocumented(t *testing.T) {
 	walk(reflect.TypeOf(Domain{}))
 	keys["Params"] = true // inline: documented per field
 	for k := range keys {
-		if _, ok := fieldDoc[k]; !ok && k != "Params" {
+		if _, ok := doc(k); !ok && k != "Params" {
 			t.Errorf("no description for %s", k)
 		}
 	}

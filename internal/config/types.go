@@ -1,9 +1,8 @@
 package config
 
 import (
-	"net/netip"
-	"strconv"
-	"strings"
+	"github.com/segchain/segchain/internal/service"
+	"github.com/segchain/segchain/internal/service/srunaware"
 )
 
 // Domain is one SRv6 domain: the nodes, how they are wired (in the lab), the
@@ -50,19 +49,16 @@ const (
 	KindFirewall  = "firewall"   // the SR-aware firewall End.AN.FW (eBPF) on the node
 )
 
-// SR proxy types of sr-unaware services (RFC 8986 section 4 / the SR proxy draft).
+// SR proxy types of sr-unaware services and the inner packet types they
+// hand to the SF: the sr-unaware kind's (internal/service/srunaware).
 const (
-	ProxyStatic       = "static"       // End.AS
-	ProxyDynamic      = "dynamic"      // End.AD
-	ProxyDynamicFlow  = "dynamic-flow" // End.AD with a per-flow cache
-	ProxyMasquerading = "masquerading" // End.AM
-)
-
-// Inner packet types of sr-unaware services (proxy `inner`).
-const (
-	InnerIPv4     = "ipv4"
-	InnerIPv6     = "ipv6"
-	InnerEthernet = "ethernet" // the whole Ethernet frame (l2encap chains)
+	ProxyStatic       = srunaware.ProxyStatic
+	ProxyDynamic      = srunaware.ProxyDynamic
+	ProxyDynamicFlow  = srunaware.ProxyDynamicFlow
+	ProxyMasquerading = srunaware.ProxyMasquerading
+	InnerIPv4         = srunaware.InnerTypeIPv4
+	InnerIPv6         = srunaware.InnerTypeIPv6
+	InnerEthernet     = srunaware.InnerTypeEthernet
 )
 
 // Node is one machine (a network namespace in the lab).
@@ -103,32 +99,18 @@ type Service struct {
 	// Kind is native (default: Behavior is a seg6local behaviour) or
 	// sr-unaware (an SR proxy on Node hands the inner packet to an SF).
 	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
-	// Proxy is the proxy type of an sr-unaware service: static, dynamic,
-	// dynamic-flow or masquerading.
-	Proxy string `yaml:"proxy,omitempty" json:"proxy,omitempty"`
-	// Inner is the packet type handed to the SF: ipv4, ipv6 or ethernet
-	// (the whole frame of an l2encap chain, its own MACs kept; no SF
-	// address). Not for masquerading, which is IPv6 only.
-	Inner string `yaml:"inner,omitempty" json:"inner,omitempty"`
-	// SFNh6, SFNh4 and SFMac address the SF; exactly one is given (none
-	// for inner ethernet).
-	SFNh6 string `yaml:"sf_nh6,omitempty" json:"sf_nh6,omitempty"`
-	SFNh4 string `yaml:"sf_nh4,omitempty" json:"sf_nh4,omitempty"`
-	SFMac string `yaml:"sf_mac,omitempty" json:"sf_mac,omitempty"`
-	// IfaceOut (towards the SF) and IfaceIn (from the SF) are interfaces
-	// of Node; they may be the same.
-	IfaceOut string `yaml:"iface_out,omitempty" json:"iface_out,omitempty"`
-	IfaceIn  string `yaml:"iface_in,omitempty" json:"iface_in,omitempty"`
-	// FlowTimeout is the idle timeout in seconds of a dynamic-flow proxy's
-	// per-flow cache entries (0: the proxy's default).
-	FlowTimeout int `yaml:"flow_timeout,omitempty" json:"flow_timeout,omitempty"`
-	// FlowMax caps the flows a dynamic-flow proxy caches in a hash of its
-	// own (0: the node-wide LRU shared by every per-flow SID). Needs
-	// FlowTimeout.
-	FlowMax int `yaml:"flow_max,omitempty" json:"flow_max,omitempty"`
+	// Config is an sr-unaware service's proxy (proxy, inner, sf_nh6,
+	// sf_nh4, sf_mac, iface_out, iface_in, flow_timeout, flow_max): the
+	// sr-unaware kind's fields, inline in the service for compatibility.
+	srunaware.Config `yaml:",inline" json:",inline"`
 
 	// Firewall configures a kind: firewall service (End.AN.FW).
 	Firewall *Firewall `yaml:"firewall,omitempty" json:"firewall,omitempty"`
+
+	// Blocks are the blocks of the service kinds that have one of their
+	// own (service.Kind.Block), decoded, by block key. They are YAML keys
+	// of the service like any other field (see kinds.go).
+	Blocks map[string]any `yaml:"-" json:"-"`
 
 	// External makes the service's SID reachable from outside the SR
 	// domain (an SR-aware host's segment): boundary interfaces pass it.
@@ -144,63 +126,14 @@ func (s *Service) ProxyBehavior() string {
 	if !s.SRUnaware() {
 		return ""
 	}
-	switch s.Proxy {
-	case ProxyStatic:
-		return "End.AS"
-	case ProxyDynamic, ProxyDynamicFlow:
-		return "End.AD"
-	case ProxyMasquerading:
-		return "End.AM"
-	}
-	return ""
+	return s.Config.Behavior()
 }
 
-// ProxyParams renders an sr-unaware service as the parameters of its proxy
-// in the canonical `segchain sid add` order (proxy.Spec.Params): the plan
-// emits them and validation parses them with proxy.ParseSpec. src and segs
-// are a static proxy's CACHE (its node's address and the rest of its chain);
-// other proxy types ignore them.
-func (s *Service) ProxyParams(src netip.Addr, segs []netip.Addr) []string {
-	var prm []string
-	if s.Proxy != ProxyMasquerading {
-		prm = append(prm, "inner", s.Inner)
-	}
-	switch {
-	case s.SFMac != "":
-		prm = append(prm, "mac", strings.ToLower(s.SFMac))
-	case s.SFNh4 != "":
-		prm = append(prm, "nh4", s.SFNh4)
-	case s.SFNh6 != "":
-		prm = append(prm, "nh6", s.SFNh6)
-	}
-	prm = append(prm, "oif", s.IfaceOut, "iif", s.IfaceIn)
-	switch s.Proxy {
-	case ProxyStatic:
-		ss := make([]string, len(segs))
-		for i, a := range segs {
-			ss[i] = a.String()
-		}
-		prm = append(prm, "src", src.String(), "segs", strings.Join(ss, ","))
-	case ProxyDynamicFlow:
-		prm = append(prm, "flow")
-		if s.FlowMax != 0 {
-			prm = append(prm, "max", strconv.Itoa(s.FlowMax))
-		}
-		if s.FlowTimeout != 0 {
-			prm = append(prm, "timeout", strconv.Itoa(s.FlowTimeout))
-		}
-	}
-	return prm
-}
-
-// EffectiveBehavior is Behavior, or the derived proxy behaviour, or
-// End.AN.FW for a firewall.
+// EffectiveBehavior is Behavior, or the behaviour the service's kind
+// derives (the proxy behaviour, End.AN.FW ...).
 func (s *Service) EffectiveBehavior() string {
-	if s.SRUnaware() {
-		return s.ProxyBehavior()
-	}
-	if s.Kind == KindFirewall {
-		return BehaviorFirewall
+	if k := s.ServiceKind(); k != nil {
+		return k.Behavior(service.Input{Behavior: s.Behavior, Block: s.KindBlock()})
 	}
 	return s.Behavior
 }

@@ -11,15 +11,16 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/service/srunaware"
 	"github.com/segchain/segchain/internal/sid"
 )
 
 // Roles lists the valid node roles.
 var Roles = []string{RoleHost, RoleIngress, RoleEgress, RoleRouter, RoleNFV, RoleEdge, RoleSF}
 
-// Kinds lists the valid service kinds.
-var Kinds = []string{KindNative, KindSRUnaware, KindFirewall}
+// Kinds lists the valid service kinds: native and every kind of
+// internal/service/kinds.
+var Kinds = kindNames()
 
 // Proxies lists the SR proxy types of sr-unaware services.
 var Proxies = []string{ProxyStatic, ProxyDynamic, ProxyDynamicFlow, ProxyMasquerading}
@@ -325,8 +326,13 @@ func (v *validator) services(fmtOK bool) {
 		case KindFirewall:
 			v.firewallService(p, s)
 		default:
-			v.errf(p+".kind", "unknown kind %q (one of %s)", s.Kind, strings.Join(Kinds, ", "))
+			if k := s.ServiceKind(); k != nil {
+				v.kindService(p, s, k)
+			} else {
+				v.errf(p+".kind", "unknown kind %q (one of %s)", s.Kind, strings.Join(kindNames(), ", "))
+			}
 		}
+		v.strayBlocks(p, s)
 		if s.SID != "" && s.Function != "" {
 			v.errf(p, "sid and function are exclusive")
 			continue
@@ -487,15 +493,15 @@ func (v *validator) proxyService(p string, s *Service) {
 	case s.FlowMax == 0:
 	case s.Proxy != ProxyDynamicFlow:
 		v.errf(p+".flow_max", "only for proxy %s", ProxyDynamicFlow)
-	case s.FlowMax < 1 || s.FlowMax > proxy.FlowsMax:
-		v.errf(p+".flow_max", "%d: want 1..%d flows", s.FlowMax, proxy.FlowsMax)
+	case s.FlowMax < 1 || s.FlowMax > srunaware.FlowsMax:
+		v.errf(p+".flow_max", "%d: want 1..%d flows", s.FlowMax, srunaware.FlowsMax)
 	case s.FlowTimeout == 0:
 		v.errf(p+".flow_max", "needs flow_timeout: a full cache frees only expired flows, so without a timeout finished flows would hold their slots forever")
 	}
 }
 
 // proxySpec parses an sr-unaware service that passed every check above
-// the way the agent will (proxy.ParseSpec, on the parameters the plan
+// the way the agent will (srunaware.ParseSpec, on the parameters the plan
 // emits), so nothing the proxy refuses gets past validation. segs is the
 // number of segments after the service in its chain (a static proxy's
 // CACHE); the addresses are placeholders.
@@ -508,7 +514,7 @@ func (v *validator) proxySpec(p string, s *Service, segs int) {
 		sl[i] = netip.AddrFrom16(b)
 	}
 	src := netip.MustParseAddr("fc00::ffff")
-	if _, err := proxy.ParseSpec(placeholder, s.ProxyBehavior(), s.ProxyParams(src, sl)); err != nil {
+	if _, err := srunaware.ParseSpec(placeholder, s.ProxyBehavior(), s.ProxyParams(src, sl)); err != nil {
 		msg := strings.TrimPrefix(err.Error(), placeholder.String()+" "+s.ProxyBehavior()+": ")
 		v.errf(p, "the proxy refuses it: %s", strings.ReplaceAll(msg, "\n", "; "))
 	}

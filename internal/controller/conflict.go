@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/service/kinds"
 )
 
 // ErrConflict is returned (wrapped) by Apply, dry run included, when the
@@ -26,11 +27,13 @@ func Conflicts(observed, desired *nodestate.Node) []string {
 	}
 	var out []string
 	want := append([]nodestate.Route(nil), desired.Routes...)
-	for _, p := range desired.Proxies {
-		want = append(want, nodestate.Route{Dst: p.SID, Seg6Local: &nodestate.Seg6Local{Action: p.Behavior}, Owner: "a proxy"})
-	}
-	for _, f := range desired.Firewalls {
-		want = append(want, nodestate.Route{Dst: f.SID, Seg6Local: &nodestate.Seg6Local{Action: "End.AN.FW"}, Owner: "a firewall"})
+	reg := kinds.Registry()
+	for _, s := range desired.Services {
+		k, ok := reg.Lookup(s.Kind)
+		if !ok {
+			continue
+		}
+		want = append(want, nodestate.Route{Dst: s.SID, Seg6Local: &nodestate.Seg6Local{Action: k.ServiceBehavior(s)}, Owner: k.Noun()})
 	}
 	for _, r := range want {
 		f, ok := foreign[r.Key()]

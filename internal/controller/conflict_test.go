@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/service/srunaware"
 )
 
 func TestConflicts(t *testing.T) {
@@ -39,7 +40,7 @@ func TestConflicts(t *testing.T) {
 // wants one of its own is a conflict too.
 func TestConflictsEBPF(t *testing.T) {
 	sid := netip.MustParsePrefix("fc00:2::a1/128")
-	desired := &nodestate.Node{Name: "n", Proxies: []nodestate.Proxy{{SID: sid, Behavior: "End.AD"}}}
+	desired := &nodestate.Node{Name: "n", Services: proxies(srunaware.Proxy{SID: sid, Behavior: "End.AD"})}
 	observed := &nodestate.Node{Name: "n", Foreign: []nodestate.ForeignRoute{
 		{Route: nodestate.Route{Dst: sid, Seg6Local: &nodestate.Seg6Local{Action: "End.AS"}}, Protocol: nodestate.ProtoManual},
 	}}

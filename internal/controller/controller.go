@@ -9,6 +9,7 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
+	"github.com/segchain/segchain/internal/service/kinds"
 )
 
 // Controller applies a plan to a set of node agents.
@@ -302,7 +303,11 @@ func (c *Controller) Status(ctx context.Context) *Status {
 						st.Drift[n] = len(d.Adds) + len(d.Deletes)
 						st.Broken = append(st.Broken, brokenBy(c.Plan.Chains, d)...)
 					}
-					if f := append(got.ProxyFaults, got.FirewallFaults...); len(f) > 0 {
+					var f []string
+					for _, k := range kinds.Registry().Kinds() {
+						f = append(f, got.Faults[k.Name()]...)
+					}
+					if len(f) > 0 {
 						st.Faults[n] = f
 					}
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
@@ -32,7 +33,7 @@ func (f *fakeAgent) Observe(_ context.Context, want *nodestate.Node) (*nodestate
 	got.Routes = append(got.Routes, f.state.Routes...)
 	got.Rules = append(got.Rules, f.state.Rules...)
 	got.HMACKeys = append(got.HMACKeys, f.state.HMACKeys...)
-	got.Proxies = append(got.Proxies, f.state.Proxies...)
+	got.Services = append(got.Services, f.state.Services...)
 	vals := map[string]string{}
 	for _, s := range f.state.Sysctls {
 		vals[s.Key] = s.Value
@@ -111,8 +112,14 @@ func (f *fakeAgent) apply(op agent.Op) {
 			keep = append(keep, r)
 		}
 		st.Rules = keep
-	case agent.KindProxies:
-		st.Proxies = append([]nodestate.Proxy(nil), op.Proxies...)
+	case agent.KindServices:
+		var keep []nodestate.Service
+		for _, s := range st.Services {
+			if s.Kind != op.Service {
+				keep = append(keep, s)
+			}
+		}
+		st.Services = append(keep, op.Services...)
 	}
 	st.Sort()
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/service/kinds"
 )
 
 // Diff is what must change on one node, split so that the controller can
@@ -98,27 +99,26 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		}
 	}
 	d.Adds = append(d.Adds, endpointAdds...)
-	// Proxies and firewalls are endpoints too: in place before the
-	// policies steer traffic into them, make-before-break (stage).
-	// Broken eBPF objects behind them (observed faults) are drift too:
-	// the first op repairs them, or an op of its own when nothing else
-	// changes.
-	proxyAdd, proxyDel := stageProxies(observed.Proxies, desired.Proxies)
-	proxyAdd, proxyDel = withFaults(proxyAdd, proxyDel, observed.ProxyFaults, len(desired.Proxies) == 0, func() agent.Op {
-		return agent.Op{Kind: agent.KindProxies, Action: agent.ActSet,
-			Proxies: append([]nodestate.Proxy(nil), desired.Proxies...), OldProxies: append([]nodestate.Proxy(nil), observed.Proxies...)}
-	})
-	fwAdd, fwDel := stageFirewalls(observed.Firewalls, desired.Firewalls)
-	fwAdd, fwDel = withFaults(fwAdd, fwDel, observed.FirewallFaults, len(desired.Firewalls) == 0, func() agent.Op {
-		return agent.Op{Kind: agent.KindFirewalls, Action: agent.ActSet,
-			Firewalls:    append([]nodestate.Firewall(nil), desired.Firewalls...),
-			OldFirewalls: append([]nodestate.Firewall(nil), observed.Firewalls...)}
-	})
-	if proxyAdd != nil {
-		d.Adds = append(d.Adds, *proxyAdd)
-	}
-	if fwAdd != nil {
-		d.Adds = append(d.Adds, *fwAdd)
+	// Services (proxies, firewalls ...) are endpoints too: in place before
+	// the policies steer traffic into them, make-before-break (stage), one
+	// op pair per service kind in registry order. Broken eBPF objects
+	// behind them (observed faults) are drift too: the first op repairs
+	// them, or an op of its own when nothing else changes.
+	reg := kinds.Registry()
+	var svcDels []agent.Op
+	for _, k := range reg.Kinds() {
+		kind := k.Name()
+		obs, want := nodestate.ServicesOf(observed.Services, kind), nodestate.ServicesOf(desired.Services, kind)
+		add, del := stageServices(reg, kind, obs, want)
+		add, del = withFaults(add, del, observed.Faults[kind], len(want) == 0, func() agent.Op {
+			return servicesOp(kind, want, obs)
+		})
+		if add != nil {
+			d.Adds = append(d.Adds, *add)
+		}
+		if del != nil {
+			svcDels = append(svcDels, *del)
+		}
 	}
 	d.Adds = append(d.Adds, policyAdds...)
 
@@ -155,57 +155,12 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		}
 	}
 	d.Deletes = append(d.Deletes, policyDels...)
-	if proxyDel != nil {
-		d.Deletes = append(d.Deletes, *proxyDel)
-	}
-	if fwDel != nil {
-		d.Deletes = append(d.Deletes, *fwDel)
-	}
+	d.Deletes = append(d.Deletes, svcDels...)
 	d.Deletes = append(d.Deletes, endpointDels...)
 	if boundaryDel != nil {
 		d.Deletes = append(d.Deletes, *boundaryDel)
 	}
 	return d
-}
-
-// sameFirewalls compares two firewall lists by their canonical form,
-// ignoring order.
-func sameFirewalls(a, b []nodestate.Firewall) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	count := map[string]int{}
-	for _, f := range a {
-		count[agent.CanonicalFirewall(f)]++
-	}
-	for _, f := range b {
-		k := agent.CanonicalFirewall(f)
-		if count[k] == 0 {
-			return false
-		}
-		count[k]--
-	}
-	return true
-}
-
-// sameProxies compares two proxy lists by canonical `sid add` line,
-// ignoring order.
-func sameProxies(a, b []nodestate.Proxy) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	count := map[string]int{}
-	for _, p := range a {
-		count[agent.CanonicalProxy(p)]++
-	}
-	for _, p := range b {
-		k := agent.CanonicalProxy(p)
-		if count[k] == 0 {
-			return false
-		}
-		count[k]--
-	}
-	return true
 }
 
 // Teardown is the diff that removes everything segchain installed on a node:

@@ -6,10 +6,11 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/service/firewall"
 )
 
 func TestDiffFirewalls(t *testing.T) {
-	fw := nodestate.Firewall{SID: netip.MustParsePrefix("fc00:2::f1:0/112"), ArgsBits: 16, Policy: "accept",
+	fw := firewall.Spec{SID: netip.MustParsePrefix("fc00:2::f1:0/112"), ArgsBits: 16, Policy: "accept",
 		Rules: []string{"-p tcp --dport 22 -j DROP"}}
 	same := fw
 	same.Rules = []string{"-p tcp -m tcp --dport 22 -j DROP"} // spelled differently
@@ -18,13 +19,15 @@ func TestDiffFirewalls(t *testing.T) {
 	changed.Policy = "drop"
 	kinds := func(ops []agent.Op) (n int) {
 		for _, o := range ops {
-			if o.Kind == agent.KindFirewalls {
+			if isKind(o, firewall.Name) {
 				n++
 			}
 		}
 		return n
 	}
-	node := func(fws ...nodestate.Firewall) *nodestate.Node { return &nodestate.Node{Name: "nfv", Firewalls: fws} }
+	node := func(fws ...firewall.Spec) *nodestate.Node {
+		return &nodestate.Node{Name: "nfv", Services: firewalls(fws...)}
+	}
 	tests := []struct {
 		name          string
 		obs, want     *nodestate.Node

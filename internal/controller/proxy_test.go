@@ -11,12 +11,14 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
+	"github.com/segchain/segchain/internal/service/kinds"
+	"github.com/segchain/segchain/internal/service/srunaware"
 )
 
 // proxyPlan is twoNodePlan whose nfv node also runs an End.AD proxy.
 func proxyPlan(params ...string) *plan.Plan {
 	p := twoNodePlan("fc00:2::100")
-	p.Nodes["nfv"].Proxies = []nodestate.Proxy{{SID: mustPrefix("fc00:2::ad/128"), Behavior: "End.AD", Params: params}}
+	p.Nodes["nfv"].Services = proxies(srunaware.Proxy{SID: mustPrefix("fc00:2::ad/128"), Behavior: "End.AD", Params: params})
 	return p
 }
 
@@ -57,7 +59,7 @@ func TestProxies(t *testing.T) {
 			from: proxyPlan(adParams...),
 			to: func() *plan.Plan {
 				p := proxyPlan(adParams...)
-				p.Nodes["nfv"].Proxies[0].SID = mustPrefix("fc00:2::ae/128")
+				p.Nodes["nfv"].Services[0].SID = mustPrefix("fc00:2::ae/128")
 				return p
 			}(),
 			wantOps: []string{
@@ -106,13 +108,16 @@ func TestProxyOpOrder(t *testing.T) {
 			{Dst: mustPrefix("fc00:2::100/128"), Dev: "lo", Seg6Local: &nodestate.Seg6Local{Action: "End"}},
 			{Dst: mustPrefix("fc00:d::/64"), Table: 1500, Dev: "eth0", Seg6: &nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{mustAddr("fc00:2::ad")}}},
 		},
-		Rules:   []nodestate.Rule{{Family: 6, Priority: 5000, Dst: mustPrefix("fc00:d::/64"), Table: 1500}},
-		Proxies: []nodestate.Proxy{{SID: mustPrefix("fc00:2::ad/128"), Behavior: "End.AD", Params: adParams}},
+		Rules:    []nodestate.Rule{{Family: 6, Priority: 5000, Dst: mustPrefix("fc00:d::/64"), Table: 1500}},
+		Services: proxies(srunaware.Proxy{SID: mustPrefix("fc00:2::ad/128"), Behavior: "End.AD", Params: adParams}),
 	}
 	kinds := func(ops []agent.Op) []string {
 		var k []string
 		for _, o := range ops {
 			s := string(o.Kind)
+			if o.Kind == agent.KindServices {
+				s = kinds.Registry().Plural(o.Service)
+			}
 			if o.Kind == agent.KindRoute && o.Route.Seg6 != nil {
 				s = "policy"
 			}
@@ -132,11 +137,11 @@ func TestProxyOpOrder(t *testing.T) {
 		t.Errorf("teardown adds %v", td.Adds)
 	}
 	for _, o := range td.Deletes {
-		if o.Kind == agent.KindProxies {
-			if len(o.Proxies) != 0 || len(o.OldProxies) != 1 {
+		if isKind(o, srunaware.Name) {
+			if len(o.Services) != 0 || len(o.OldServices) != 1 {
 				t.Errorf("teardown proxies op = %s", o)
 			}
-			if inv := o.Inverse(); len(inv.Proxies) != 1 || !strings.Contains(inv.String(), "+ proxy fc00:2::ad/128") {
+			if inv := o.Inverse(); len(inv.Services) != 1 || !strings.Contains(inv.String(), "+ proxy fc00:2::ad/128") {
 				t.Errorf("inverse of teardown = %s", inv)
 			}
 		}

@@ -3,9 +3,10 @@ package controller
 import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/service"
 )
 
-// Proxies and firewalls change in two steps, so that a SID keeps working
+// Services (proxies, firewalls ...) change in two steps, so that a SID keeps working
 // until no headend steers traffic to it any more (make-before-break):
 //
 //  1. with the adds: the union of the desired instances and the observed
@@ -42,18 +43,14 @@ func stage[T any](observed, desired []T, sid func(T) string, same func(a, b []T)
 	return add, del
 }
 
-func stageProxies(observed, desired []nodestate.Proxy) (add, del *agent.Op) {
-	return stage(observed, desired, func(p nodestate.Proxy) string { return p.SID.String() }, sameProxies,
-		func(now, old []nodestate.Proxy) agent.Op {
-			return agent.Op{Kind: agent.KindProxies, Action: agent.ActSet,
-				Proxies: append([]nodestate.Proxy(nil), now...), OldProxies: append([]nodestate.Proxy(nil), old...)}
-		})
+// stageServices stages the services of one kind.
+func stageServices(reg *service.Registry, kind string, observed, desired []nodestate.Service) (add, del *agent.Op) {
+	return stage(observed, desired, func(s nodestate.Service) string { return s.SID.Masked().String() }, reg.Same,
+		func(now, old []nodestate.Service) agent.Op { return servicesOp(kind, now, old) })
 }
 
-func stageFirewalls(observed, desired []nodestate.Firewall) (add, del *agent.Op) {
-	return stage(observed, desired, func(f nodestate.Firewall) string { return f.SID.Masked().String() }, sameFirewalls,
-		func(now, old []nodestate.Firewall) agent.Op {
-			return agent.Op{Kind: agent.KindFirewalls, Action: agent.ActSet,
-				Firewalls: append([]nodestate.Firewall(nil), now...), OldFirewalls: append([]nodestate.Firewall(nil), old...)}
-		})
+// servicesOp sets the node's services of kind to now, replacing old.
+func servicesOp(kind string, now, old []nodestate.Service) agent.Op {
+	return agent.Op{Kind: agent.KindServices, Action: agent.ActSet, Service: kind,
+		Services: append([]nodestate.Service(nil), now...), OldServices: append([]nodestate.Service(nil), old...)}
 }

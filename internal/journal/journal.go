@@ -173,6 +173,12 @@ func (d *Disk) Unfinished(node string) ([]agent.Op, string, error) {
 		case l.Header != nil:
 			who = l.Header.String()
 		case l.Op != nil:
+			if k := l.Op.Kind; k == "proxies" || k == "firewalls" {
+				// Before the service-kind seam a node's proxies and
+				// firewalls had ops of their own; their fields are gone.
+				return nil, who, fmt.Errorf("journal of node %s was written by an older segchain (a %q op, now a %q op of a service kind): finish or undo that command with the segchain that started it, or remove %s",
+					node, k, agent.KindServices, filepath.Join(dir, file))
+			}
 			ops = append(ops, *l.Op)
 		}
 	}

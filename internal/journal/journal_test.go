@@ -57,3 +57,17 @@ func TestRecordUnfinishedClear(t *testing.T) {
 		t.Errorf("after Clear: %v", got)
 	}
 }
+
+// TestUnfinishedOldOps: a journal from before the service-kind seam (a
+// "proxies" op) is refused with a clear error, not replayed half-read.
+func TestUnfinishedOldOps(t *testing.T) {
+	root := t.TempDir()
+	d := New(root, map[string]string{"n": "ns-1-1"})
+	if err := d.Record("n", agent.Op{Kind: "proxies", Action: agent.ActSet}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := New(root, map[string]string{"n": "ns-1-1"}).Unfinished("n")
+	if err == nil || !strings.Contains(err.Error(), "older segchain") {
+		t.Fatalf("Unfinished = %v, want an error about an older segchain", err)
+	}
+}

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/fw"
+	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/proxy"
 )
@@ -217,7 +217,7 @@ func (l *Lab) down() error {
 		if err := boundary.Remove(ns); err != nil {
 			errs = append(errs, fmt.Errorf("remove boundary of %s: %w", ns, err))
 		}
-		if err := agent.ForgetHandMade(ns); err != nil {
+		if err := nodeagent.ForgetHandMade(ns); err != nil {
 			errs = append(errs, fmt.Errorf("forget hand-made SIDs of %s: %w", ns, err))
 		}
 		if err := nsutil.Delete(ns); err != nil {

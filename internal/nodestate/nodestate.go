@@ -37,21 +37,18 @@ type Node struct {
 	HMACKeys []HMACKey `json:"hmac_keys,omitempty"`
 	Routes   []Route   `json:"routes,omitempty"`
 	Rules    []Rule    `json:"rules,omitempty"`
-	// Proxies are the node's SR proxy SIDs (End.AS/End.AD/End.AM), served by
-	// internal/proxy's tc program rather than by seg6local routes.
-	Proxies []Proxy `json:"proxies,omitempty"`
-	// Firewalls are the node's SR-aware firewall instances (End.AN.FW),
-	// served by internal/fw's tc program.
-	Firewalls []Firewall `json:"firewalls,omitempty"`
+	// Services are the node's SIDs served by a service kind's data path
+	// (SR proxies, the SR-aware firewall ...) rather than by seg6local
+	// routes: one list for every kind (internal/service).
+	Services []Service `json:"services,omitempty"`
 	// Boundary is the node's SR domain boundary filter; nil = none.
 	Boundary *Boundary `json:"boundary,omitempty"`
-	// ProxyFaults and FirewallFaults are what observation found broken in
-	// the eBPF objects behind Proxies and Firewalls (a program not
-	// attached, a link pin missing or foreign, a map missing or of another
-	// layout, orphaned pins): drift even when the SID lists match. Only
-	// observed state has them.
-	ProxyFaults    []string `json:"proxy_faults,omitempty"`
-	FirewallFaults []string `json:"firewall_faults,omitempty"`
+	// Faults are what observation found broken in the eBPF objects
+	// behind Services, by service kind (a program not attached, a link pin
+	// missing or foreign, a map missing or of another layout, orphaned
+	// pins): drift even when the service lists match. Only observed state
+	// has them.
+	Faults map[string][]string `json:"faults,omitempty"`
 	// Foreign are the local SIDs (seg6local routes) the domain did not
 	// install: made by hand with segchain sid add or by another tool. Only
 	// observed, never changed; a desired route at the same destination,
@@ -63,20 +60,6 @@ type Node struct {
 type ForeignRoute struct {
 	Route    Route `json:"route"`
 	Protocol int   `json:"protocol"`
-}
-
-// Proxy is one SR proxy SID in the `segchain sid add` syntax: SID is the
-// /128 the proxy matches, Params the keyword parameters after the behaviour
-// (as proxy.ParseSpec accepts them).
-type Proxy struct {
-	SID      netip.Prefix `json:"sid"`
-	Behavior string       `json:"behavior"`
-	Params   []string     `json:"params,omitempty"`
-}
-
-// String is the proxy as one `sid add` line.
-func (p Proxy) String() string {
-	return strings.TrimSpace("proxy " + p.SID.String() + " " + p.Behavior + " " + strings.Join(p.Params, " "))
 }
 
 // Sysctl is one /proc/sys/net value, Key written with dots
@@ -301,8 +284,13 @@ func (r Rule) String() string {
 func (n *Node) Sort() {
 	sort.Slice(n.Sysctls, func(i, j int) bool { return n.Sysctls[i].Key < n.Sysctls[j].Key })
 	sort.Slice(n.HMACKeys, func(i, j int) bool { return n.HMACKeys[i].ID < n.HMACKeys[j].ID })
-	sort.Slice(n.Proxies, func(i, j int) bool { return n.Proxies[i].SID.Addr().Less(n.Proxies[j].SID.Addr()) })
-	sort.Slice(n.Firewalls, func(i, j int) bool { return n.Firewalls[i].SID.Addr().Less(n.Firewalls[j].SID.Addr()) })
+	sort.SliceStable(n.Services, func(i, j int) bool {
+		a, b := n.Services[i], n.Services[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.SID.Addr().Less(b.SID.Addr())
+	})
 	if n.Boundary != nil {
 		n.Boundary.Sort()
 	}

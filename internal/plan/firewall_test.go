@@ -60,11 +60,12 @@ func TestFirewalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := p.Nodes["nfv"]
-	if len(n.Firewalls) != 1 {
-		t.Fatalf("firewalls: %+v", n.Firewalls)
+	fws := firewallsOf(t, n)
+	if len(fws) != 1 {
+		t.Fatalf("firewalls: %+v", fws)
 	}
 	var got []string
-	for _, f := range n.Firewalls {
+	for _, f := range fws {
 		got = append(got, f.Lines()...)
 	}
 	want := []string{
@@ -77,7 +78,7 @@ func TestFirewalls(t *testing.T) {
 		t.Errorf("firewall (-want +got):\n%s", diff)
 	}
 	// Every rule the plan carries parses back.
-	for _, r := range n.Firewalls[0].Rules {
+	for _, r := range fws[0].Rules {
 		if _, err := fwrule.ParseLine(r, fwrule.IPv6); err != nil {
 			t.Errorf("plan rule %q: %v", r, err)
 		}

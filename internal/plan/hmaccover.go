@@ -3,8 +3,6 @@ package plan
 import (
 	"fmt"
 	"sort"
-
-	"github.com/segchain/segchain/internal/config"
 )
 
 // hmacCover decides which nodes require HMAC (seg6_require_hmac = 1 on all
@@ -39,7 +37,7 @@ func (b *builder) hmacCover() {
 		var uses []use
 		for _, s := range c.Services {
 			if sv := b.d.Services[s]; sv != nil {
-				uses = append(uses, use{name, s, sv.Node, sv.SRUnaware() || sv.Kind == config.KindFirewall})
+				uses = append(uses, use{name, s, sv.Node, sv.Served()})
 			}
 		}
 		if c.Egress != nil && c.Egress.Node != "" {

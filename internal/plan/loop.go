@@ -3,7 +3,6 @@ package plan
 import (
 	"net/netip"
 
-	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
@@ -24,14 +23,13 @@ func (b *builder) loopRoutes(hops []Hop) {
 		if s == nil {
 			continue
 		}
-		var dst netip.Prefix
-		switch {
-		case s.SRUnaware():
-			dst = netip.PrefixFrom(h.SID, 128)
-		case s.Kind == config.KindFirewall:
-			dst = b.d.SIDPrefix(h.SID)
-		default:
+		k := s.ServiceKind()
+		if k == nil {
 			continue
+		}
+		dst := netip.PrefixFrom(h.SID, 128)
+		if k.MatchesArgs() {
+			dst = b.d.SIDPrefix(h.SID)
 		}
 		key := h.Node + " " + dst.String()
 		if b.looped[key] {

@@ -88,10 +88,7 @@ func Build(d *config.Domain) (*Plan, error) {
 	if err := b.chains(); err != nil {
 		return nil, err
 	}
-	if err := b.proxies(); err != nil {
-		return nil, err
-	}
-	if err := b.firewalls(); err != nil {
+	if err := b.kindServices(); err != nil {
 		return nil, err
 	}
 	b.boundary()
@@ -116,9 +113,9 @@ type builder struct {
 	ifs   []config.Interface
 	first map[string]map[string]edge // src → dst node → first-hop edge
 	dist  map[string]map[string]int
-	// staticSegs is, per static proxy service, the rest of its chain's SID
+	// afterSegs is, per service of a service kind, the rest of its chain's SID
 	// list after it (End.AS re-encapsulates with it).
-	staticSegs map[string][]netip.Addr
+	afterSegs map[string][]netip.Addr
 	// requireHMAC are the nodes that require HMAC (see hmacCover).
 	requireHMAC map[string]bool
 	// looped records the service-loop routes emitted (node + SID prefix).
@@ -409,16 +406,18 @@ func (b *builder) services() error {
 		if !ok {
 			return fmt.Errorf("services.%s: no SID allocated", name)
 		}
-		if s.SRUnaware() {
-			// Served by the proxy's tc program, which matches the SID
-			// exactly: no seg6local route (see proxies).
+		if k := s.ServiceKind(); k != nil {
+			// Served by the kind's data path (a tc program), which
+			// matches the SID exactly or, for a kind that reads ARGS,
+			// its LOC:FUNCT prefix: no seg6local route (see
+			// kindServices).
 			f := b.d.Format()
-			b.p.SIDs = append(b.p.SIDs, SIDInfo{SID: netip.PrefixFrom(a, 128), Node: s.Node, Service: name,
+			sid := netip.PrefixFrom(a, 128)
+			if k.MatchesArgs() {
+				sid = b.d.SIDPrefix(a)
+			}
+			b.p.SIDs = append(b.p.SIDs, SIDInfo{SID: sid, Node: s.Node, Service: name,
 				Behavior: s.EffectiveBehavior(), LocatorBits: f.LocatorBits, FunctionBits: f.FunctionBits, Args: f.ArgsBits})
-			continue
-		}
-		if s.Kind == config.KindFirewall {
-			b.firewallSID(name, s, a) // served by internal/fw's tc program (see firewalls)
 			continue
 		}
 		r, err := b.endpoint("services."+name, s.Node, "service "+name, s.Behavior, s.Params, a)
@@ -510,11 +509,11 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 	b.loopRoutes(ch.Hops)
 	ch.Nodes = b.pathNodes(headend, ch.Hops)
 	for i, h := range ch.Hops {
-		if sv := b.d.Services[h.Service]; sv != nil && sv.SRUnaware() && sv.Proxy == config.ProxyStatic {
-			if b.staticSegs == nil {
-				b.staticSegs = map[string][]netip.Addr{}
+		if sv := b.d.Services[h.Service]; sv != nil && sv.Served() {
+			if b.afterSegs == nil {
+				b.afterSegs = map[string][]netip.Addr{}
 			}
-			b.staticSegs[h.Service] = append([]netip.Addr(nil), segs[i+1:]...)
+			b.afterSegs[h.Service] = append([]netip.Addr(nil), segs[i+1:]...)
 		}
 	}
 
@@ -669,33 +668,29 @@ func describeMatch(m config.Match) string {
 	return strings.Join(parts, " ")
 }
 
-// proxies emits the SR proxy of every sr-unaware service on its node, in the
-// canonical parameter order of `segchain sid add` (proxy.Spec.Params, built
-// by config.Service.ProxyParams: inner ethernet without an S-ADDR,
-// dynamic-flow with its flow max and timeout).
-func (b *builder) proxies() error {
+// kindServices emits the service of every service kind's service on its
+// node (internal/service: the SR proxies in the canonical parameter order
+// of `segchain sid add`, the firewall instances ...).
+func (b *builder) kindServices() error {
 	names := make([]string, 0, len(b.d.Services))
-	for n := range b.d.Services {
-		names = append(names, n)
+	for n, s := range b.d.Services {
+		if s.Served() {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	var errs []error
 	for _, name := range names {
 		s := b.d.Services[name]
-		if !s.SRUnaware() {
+		in := b.d.KindInput(name)
+		in.SID, in.Prefix, in.Segs = b.sids[name], b.d.SIDPrefix(b.sids[name]), b.afterSegs[name]
+		svc, err := s.ServiceKind().Plan(in)
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		var segs []netip.Addr
-		if s.Proxy == config.ProxyStatic {
-			var ok bool
-			if segs, ok = b.staticSegs[name]; !ok || len(segs) == 0 {
-				errs = append(errs, fmt.Errorf("services.%s: a static proxy needs a chain with segments after it", name))
-				continue
-			}
-		}
-		prm := s.ProxyParams(b.d.NodeAddr(s.Node), segs)
 		n := b.p.Nodes[s.Node]
-		n.Proxies = append(n.Proxies, nodestate.Proxy{SID: netip.PrefixFrom(b.sids[name], 128), Behavior: s.EffectiveBehavior(), Params: prm})
+		n.Services = append(n.Services, svc)
 	}
 	return errors.Join(errs...)
 }

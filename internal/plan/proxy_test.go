@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/segchain/segchain/internal/config"
-	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/service/srunaware"
 )
 
 // proxyDomain is a small domain with one sr-unaware service per proxy type,
@@ -79,10 +79,10 @@ func TestProxies(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, x := range p.Nodes["nfv"].Proxies {
+	for _, x := range proxiesOf(t, p.Nodes["nfv"]) {
 		got = append(got, x.String())
 		t.Run(x.SID.String(), func(t *testing.T) {
-			s, err := proxy.ParseSpec(x.SID, x.Behavior, x.Params)
+			s, err := srunaware.ParseSpec(x.SID, x.Behavior, x.Params)
 			if err != nil {
 				t.Fatalf("ParseSpec(%s): %v", x, err)
 			}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/service/kinds"
 )
 
 // Render writes the plan in a stable, human-readable form: chains with
@@ -42,12 +45,12 @@ func (p *Plan) Render(w io.Writer) {
 		for _, r := range n.Rules {
 			fmt.Fprintf(w, "  %s\n", r)
 		}
-		for _, x := range n.Proxies {
-			fmt.Fprintf(w, "  %s\n", x)
-		}
-		for _, x := range n.Firewalls {
-			for _, l := range x.Lines() {
-				fmt.Fprintf(w, "  %s\n", l)
+		reg := kinds.Registry()
+		for _, k := range reg.Kinds() {
+			for _, x := range nodestate.ServicesOf(n.Services, k.Name()) {
+				for _, l := range k.Lines(x) {
+					fmt.Fprintf(w, "  %s\n", l)
+				}
 			}
 		}
 		if n.Boundary != nil {

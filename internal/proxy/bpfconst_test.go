@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/bpfconst"
+	"github.com/segchain/segchain/internal/service/srunaware"
 )
 
 // TestBPFConstMatchesProgram fails when the Go tables drift from the
@@ -22,5 +23,30 @@ func TestBPFConstMatchesProgram(t *testing.T) {
 	}
 	if n := len(proxyTCProxyStats{}.Drops); n != numDropReasons {
 		t.Errorf("proxy_stats has %d drop counters, Go expects %d", n, numDropReasons)
+	}
+}
+
+// TestInnerMatchesProgram: the inner packet types of the pure spec
+// (srunaware) are the eBPF program's enum proxy_inner.
+func TestInnerMatchesProgram(t *testing.T) {
+	for _, c := range []struct {
+		go_ Inner
+		c   proxyTCProxyInner
+	}{{InnerAny, proxyTCProxyInnerPROXY_INNER_ANY}, {InnerIPv6, proxyTCProxyInnerPROXY_INNER_IPV6},
+		{InnerIPv4, proxyTCProxyInnerPROXY_INNER_IPV4}, {InnerEthernet, proxyTCProxyInnerPROXY_INNER_ETH}} {
+		if uint8(c.go_) != uint8(c.c) {
+			t.Errorf("inner %s: Go %d, C %d", c.go_, c.go_, c.c)
+		}
+	}
+}
+
+// TestSpecLimitsMatchProgram: the limits the pure spec validates against
+// are the program's.
+func TestSpecLimitsMatchProgram(t *testing.T) {
+	if srunaware.FlowsMax != flowsMax {
+		t.Errorf("srunaware.FlowsMax %d, PROXY_FLOWS_MAX %d", srunaware.FlowsMax, flowsMax)
+	}
+	if srunaware.CacheHdrMax != cacheHdrMax {
+		t.Errorf("srunaware.CacheHdrMax %d, proxy_cache.hdr %d", srunaware.CacheHdrMax, cacheHdrMax)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/segchain/segchain/internal/dump"
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/srh"
 	"github.com/segchain/segchain/internal/testutil"
@@ -63,7 +64,7 @@ func setup(t *testing.T, file string) *env {
 	t.Cleanup(func() {
 		for _, n := range l.NodeNames() {
 			ns, _ := l.Netns(n)
-			_ = agent.NewLocal(n, ns).Forget(context.Background())
+			_ = nodeagent.NewLocal(n, ns).Forget(context.Background())
 		}
 	})
 	return e
@@ -77,7 +78,7 @@ func (e *env) controllerFor(d *config.Domain) *controller.Controller {
 	}
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
-		agents[n] = agent.NewLocal(n, e.ns(n))
+		agents[n] = nodeagent.NewLocal(n, e.ns(n))
 	}
 	return &controller.Controller{Plan: p, Agents: agents}
 }
@@ -116,7 +117,7 @@ func (e *env) sid(name string) netip.Addr {
 // counters returns the counters of the local SID entry covering sid.
 func (e *env) counters(node string, sid netip.Addr) agent.SIDCounters {
 	e.t.Helper()
-	cs, err := agent.NewLocal(node, e.ns(node)).Counters(context.Background())
+	cs, err := nodeagent.NewLocal(node, e.ns(node)).Counters(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -69,13 +70,13 @@ func TestFWDomain(t *testing.T) {
 		}
 		agents := map[string]agent.Agent{}
 		for n := range p.Nodes {
-			agents[n] = agent.NewLocal(n, ns(n))
+			agents[n] = nodeagent.NewLocal(n, ns(n))
 		}
 		return &controller.Controller{Plan: p, Agents: agents}
 	}
 	t.Cleanup(func() {
 		for _, n := range l.NodeNames() {
-			_ = agent.NewLocal(n, ns(n)).Forget(context.Background())
+			_ = nodeagent.NewLocal(n, ns(n)).Forget(context.Background())
 		}
 	})
 	ctx := context.Background()

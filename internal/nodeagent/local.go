@@ -1,4 +1,4 @@
-package agent
+package nodeagent
 
 import (
 	"context"
@@ -9,61 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
-	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/nodestate"
-	"github.com/segchain/segchain/internal/proxy"
 )
-
-// ObserveProxies reads the SR proxies of netns without creating any proxy
-// state, in the canonical `sid add` form (proxy.Spec.Params).
-func ObserveProxies(netns string) ([]nodestate.Proxy, error) {
-	ents, err := proxy.Extension{}.Show(netns)
-	if err != nil {
-		return nil, err
-	}
-	var out []nodestate.Proxy
-	for _, e := range ents {
-		st, ok := e.Extra.(proxy.Status)
-		if !ok {
-			return nil, fmt.Errorf("proxy %s: no status", e.SID)
-		}
-		out = append(out, ProxyOf(st.Spec))
-	}
-	return out, nil
-}
-
-// ProxyOf converts a proxy spec to its plain-data form.
-func ProxyOf(s proxy.Spec) nodestate.Proxy {
-	return nodestate.Proxy{SID: s.SID, Behavior: s.Behavior, Params: s.Params()}
-}
-
-// ProxySpecs parses a node's proxies with proxy.ParseSpec.
-func ProxySpecs(ps []nodestate.Proxy) ([]proxy.Spec, error) {
-	specs := make([]proxy.Spec, 0, len(ps))
-	for _, p := range ps {
-		s, err := proxy.ParseSpec(p.SID, p.Behavior, p.Params)
-		if err != nil {
-			return nil, fmt.Errorf("proxy %s: %w", p.SID, err)
-		}
-		specs = append(specs, s)
-	}
-	return specs, nil
-}
-
-// CanonicalProxy is the proxy's `sid add` line with its parameters in the
-// canonical order (the line as given if it does not parse), so that
-// differently spelled but equal proxies compare equal.
-func CanonicalProxy(p nodestate.Proxy) string {
-	s, err := proxy.ParseSpec(p.SID, p.Behavior, p.Params)
-	if err != nil {
-		return p.String()
-	}
-	return ProxyOf(s).String()
-}
 
 // StateDir keeps what the kernel cannot tell us back: the sysctl values a
 // node had before segchain changed them, so destroy can restore them.
@@ -113,20 +64,27 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if got.HMACKeys, err = h.HMACKeys(); err != nil && !errors.Is(err, dataplane.ErrNotSupported) {
 		return nil, fmt.Errorf("node %s: read hmac keys: %w", l.name, err)
 	}
-	if got.Proxies, err = ObserveProxies(l.netns); err != nil {
-		return nil, fmt.Errorf("node %s: read proxies: %w", l.name, err)
-	}
-	if got.Firewalls, err = ObserveFirewalls(l.netns); err != nil {
-		return nil, fmt.Errorf("node %s: read firewalls: %w", l.name, err)
+	for _, k := range serviceKinds() {
+		svcs, err := k.Observe(l.netns)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: read %s services: %w", l.name, k.Name(), err)
+		}
+		got.Services = append(got.Services, svcs...)
 	}
 	if got.Boundary, err = boundary.Observe(l.netns); err != nil {
 		return nil, fmt.Errorf("node %s: read boundary: %w", l.name, err)
 	}
-	if got.ProxyFaults, err = proxy.Check(l.netns); err != nil {
-		return nil, fmt.Errorf("node %s: check proxies: %w", l.name, err)
-	}
-	if got.FirewallFaults, err = fw.Check(l.netns); err != nil {
-		return nil, fmt.Errorf("node %s: check firewalls: %w", l.name, err)
+	for _, k := range serviceKinds() {
+		f, err := k.Faults(l.netns)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: check %s services: %w", l.name, k.Name(), err)
+		}
+		if len(f) > 0 {
+			if got.Faults == nil {
+				got.Faults = map[string][]string{}
+			}
+			got.Faults[k.Name()] = f
+		}
 	}
 	hm, err := HandMade(l.netns)
 	if err != nil {
@@ -148,7 +106,7 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 }
 
 // Execute implements Agent.
-func (l *Local) Execute(_ context.Context, ops []Op) (int, error) {
+func (l *Local) Execute(_ context.Context, ops []agent.Op) (int, error) {
 	h, err := l.open()
 	if err != nil {
 		return 0, err
@@ -171,14 +129,14 @@ func firstLine(s string) string {
 	return s
 }
 
-func (l *Local) exec(h *dataplane.Handle, op Op) error {
+func (l *Local) exec(h *dataplane.Handle, op agent.Op) error {
 	switch op.Kind {
-	case KindSysctl:
+	case agent.KindSysctl:
 		if err := l.rememberOriginal(op.Sysctl.Key, op.OldValue); err != nil {
 			return err
 		}
 		return h.SetSysctl(op.Sysctl.Key, op.Sysctl.Value)
-	case KindTunSrc:
+	case agent.KindTunSrc:
 		a := netip.IPv6Unspecified()
 		if op.TunSrc != "" {
 			var err error
@@ -187,51 +145,40 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 			}
 		}
 		return h.SetTunSrc(a)
-	case KindHMAC:
-		if op.Action == ActDelete {
+	case agent.KindHMAC:
+		if op.Action == agent.ActDelete {
 			return h.DeleteHMACKey(op.HMAC.ID)
 		}
 		return h.SetHMACKey(*op.HMAC)
-	case KindRoute:
+	case agent.KindRoute:
 		if op.Route.Dev == dataplane.LoopDev {
 			return l.loopRoute(h, op)
 		}
-		if op.Action == ActDelete {
+		if op.Action == agent.ActDelete {
 			return h.DeleteRoute(*op.Route)
 		}
 		return h.ReplaceRoute(*op.Route)
-	case KindRule:
-		if op.Action == ActDelete {
+	case agent.KindRule:
+		if op.Action == agent.ActDelete {
 			return h.DeleteRule(*op.Rule)
 		}
 		return h.AddRule(*op.Rule)
-	case KindProxies:
-		specs, err := ProxySpecs(op.Proxies)
-		if err != nil {
-			return err
+	case agent.KindServices:
+		k, ok := serviceKind(op.Service)
+		if !ok {
+			return fmt.Errorf("unknown service kind %q", op.Service)
 		}
 		// Whatever observation found broken is dropped first, so that
 		// Apply below attaches or installs it again.
-		if err := proxy.Repair(l.netns); err != nil {
+		if err := k.Repair(l.netns); err != nil {
 			return err
 		}
-		// The node's proxy set is replaced as a whole: the hand-made
-		// proxies stay in it.
-		kept, err := handMadeProxies(l.netns)
+		hm, err := HandMade(l.netns)
 		if err != nil {
 			return err
 		}
-		specs = append(specs, kept...)
-		if len(specs) == 0 {
-			return proxy.Remove(l.netns)
-		}
-		return proxy.Apply(l.netns, specs)
-	case KindFirewalls:
-		if err := fw.Repair(l.netns); err != nil {
-			return err
-		}
-		return applyFirewalls(l.netns, op.Firewalls, op.OldFirewalls)
-	case KindBoundary:
+		return k.Apply(l.netns, op.Services, op.OldServices, hm)
+	case agent.KindBoundary:
 		if op.Boundary == nil {
 			return boundary.Remove(l.netns)
 		}
@@ -241,7 +188,7 @@ func (l *Local) exec(h *dataplane.Handle, op Op) error {
 }
 
 // Counters implements Agent.
-func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
+func (l *Local) Counters(_ context.Context) ([]agent.SIDCounters, error) {
 	h, err := l.open()
 	if err != nil {
 		return nil, err
@@ -251,23 +198,16 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s: read local SIDs: %w", l.name, err)
 	}
-	out := make([]SIDCounters, 0, len(sids))
-	prx, err := proxy.Extension{}.Show(l.netns)
-	if err != nil {
-		return nil, fmt.Errorf("node %s: read proxies: %w", l.name, err)
+	out := make([]agent.SIDCounters, 0, len(sids))
+	for _, k := range serviceKinds() {
+		cs, err := k.Counters(l.netns)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: read %s services: %w", l.name, k.Name(), err)
+		}
+		out = append(out, cs...)
 	}
-	for _, e := range prx {
-		st, _ := e.Extra.(proxy.Status)
-		out = append(out, SIDCounters{SID: e.SID, Behavior: e.Behavior, Route: st.Spec.String(), Owned: true, Counted: true,
-			Packets: e.Counters["packets"], Bytes: e.Counters["bytes"], Errors: e.Counters["errors"], Detail: detail(e.Counters)})
-	}
-	fws, err := firewallCounters(l.netns)
-	if err != nil {
-		return nil, fmt.Errorf("node %s: read firewalls: %w", l.name, err)
-	}
-	out = append(out, fws...)
 	for _, s := range sids {
-		c := SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto, Origin: nodestate.Origin(s.Protocol)}
+		c := agent.SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto, Origin: nodestate.Origin(s.Protocol)}
 		if s.Route.Seg6Local != nil {
 			c.Behavior = s.Route.Seg6Local.Action
 		}
@@ -280,20 +220,7 @@ func (l *Local) Counters(_ context.Context) ([]SIDCounters, error) {
 	return out, nil
 }
 
-// detail keeps the counters status shows under a SID: each direction and
-// every drop reason.
-func detail(c map[string]uint64) map[string]uint64 {
-	out := map[string]uint64{}
-	for k, v := range c {
-		switch {
-		case k == "in-packets", k == "out-packets", k == "in-drops", k == "out-drops", strings.HasPrefix(k, "drop-"):
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// BoundaryCounters implements BoundaryReader.
+// BoundaryCounters implements agent.BoundaryReader.
 func (l *Local) BoundaryCounters(_ context.Context) ([]nodestate.BoundaryCounter, error) {
 	c, err := boundary.Counters(l.netns)
 	if err != nil {
@@ -369,7 +296,7 @@ func foreignSIDs(h *dataplane.Handle) ([]nodestate.ForeignRoute, error) {
 	return out, nil
 }
 
-// Unsupported implements FeatureChecker with the kernel feature probe
+// Unsupported implements agent.FeatureChecker with the kernel feature probe
 // (dataplane.Handle.Probe, run once per handle).
 func (l *Local) Unsupported(_ context.Context, want *nodestate.Node) ([]string, error) {
 	h, err := l.open()

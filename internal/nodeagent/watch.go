@@ -1,4 +1,4 @@
-package agent
+package nodeagent
 
 import (
 	"context"
@@ -12,15 +12,7 @@ import (
 	"github.com/segchain/segchain/internal/nsutil"
 )
 
-// LinkWatcher is an Agent that can report its node's interfaces coming up
-// (Local does; see controller.Watch).
-type LinkWatcher interface {
-	// LinkUps sends the name of every interface that comes up (admin up
-	// with carrier) until ctx ends.
-	LinkUps(ctx context.Context) (<-chan string, error)
-}
-
-// LinkUps implements LinkWatcher: an RTNLGRP_LINK subscription inside the
+// LinkUps implements agent.LinkWatcher: an RTNLGRP_LINK subscription inside the
 // node's namespace.
 func (l *Local) LinkUps(ctx context.Context) (<-chan string, error) {
 	var h vnetns.NsHandle

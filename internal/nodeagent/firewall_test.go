@@ -1,4 +1,4 @@
-package agent
+package nodeagent
 
 import (
 	"context"
@@ -6,12 +6,38 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/service/firewall"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
-func testFirewall() nodestate.Firewall {
-	return nodestate.Firewall{SID: netip.MustParsePrefix("fc00:2::f1:0/112"), ArgsBits: 16, Policy: "drop",
+// CanonicalFirewall is the firewall kind's canonical text of f.
+func CanonicalFirewall(f firewall.Spec) string { return firewall.Kind{}.Canonical(f.Service()) }
+
+func firewalls(n *nodestate.Node) []firewall.Spec {
+	var out []firewall.Spec
+	for _, s := range nodestate.ServicesOf(n.Services, firewall.Name) {
+		f, err := firewall.SpecOf(s)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func services(fs ...firewall.Spec) []nodestate.Service {
+	var out []nodestate.Service
+	for _, f := range fs {
+		out = append(out, f.Service())
+	}
+	return out
+}
+
+func testFirewall() firewall.Spec {
+	return firewall.Spec{SID: netip.MustParsePrefix("fc00:2::f1:0/112"), ArgsBits: 16, Policy: "drop",
 		Rules: []string{"-p udp --dport 53 -m srh -j SEG6 --seg6-action skip-next", "-4 -s 10.0.0.0/8 -j DROP"},
 		Args:  map[uint32]string{0: "go-next", 1: "drop", 2: "skip-next", 3: "go-last"}}
 }
@@ -29,15 +55,15 @@ func TestCanonicalFirewall(t *testing.T) {
 	if CanonicalFirewall(a) == CanonicalFirewall(c) {
 		t.Error("a policy change is not a difference")
 	}
-	op := Op{Kind: KindFirewalls, Action: ActSet, Firewalls: []nodestate.Firewall{a}}
+	op := agent.Op{Kind: agent.KindServices, Action: agent.ActSet, Service: firewall.Name, Services: services(a)}
 	if s := op.String(); !strings.Contains(s, "~ firewalls: 0 -> 1") || !strings.Contains(s, "+ firewall fc00:2::f1:0/112") ||
 		!strings.Contains(s, "2: -4 -s 10.0.0.0/8 -j DROP") {
 		t.Errorf("op string:\n%s", s)
 	}
-	if inv := op.Inverse(); len(inv.Firewalls) != 0 || len(inv.OldFirewalls) != 1 {
+	if inv := op.Inverse(); len(inv.Services) != 0 || len(inv.OldServices) != 1 {
 		t.Errorf("inverse %+v", inv)
 	}
-	if _, err := InstanceOf(nodestate.Firewall{SID: a.SID, Policy: "drop", Rules: []string{"-j NOPE"}}); err == nil ||
+	if _, err := fw.InstanceOf(firewall.Spec{SID: a.SID, Policy: "drop", Rules: []string{"-j NOPE"}}.Service()); err == nil ||
 		!strings.Contains(err.Error(), "rule 1") {
 		t.Errorf("bad rule: %v", err)
 	}
@@ -52,31 +78,31 @@ func TestLocalFirewallOps(t *testing.T) {
 	l.stateDir = t.TempDir()
 	ctx := context.Background()
 	want := testFirewall()
-	op := Op{Kind: KindFirewalls, Action: ActSet, Firewalls: []nodestate.Firewall{want}}
-	if _, err := l.Execute(ctx, []Op{op}); err != nil {
+	op := agent.Op{Kind: agent.KindServices, Action: agent.ActSet, Service: firewall.Name, Services: services(want)}
+	if _, err := l.Execute(ctx, []agent.Op{op}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = l.Execute(ctx, []Op{op.Inverse()}) })
+	t.Cleanup(func() { _, _ = l.Execute(ctx, []agent.Op{op.Inverse()}) })
 	got, err := l.Observe(ctx, &nodestate.Node{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Firewalls) != 1 || CanonicalFirewall(got.Firewalls[0]) != CanonicalFirewall(want) {
-		t.Fatalf("observed %+v, want %+v", got.Firewalls, want)
+	if fs := firewalls(got); len(fs) != 1 || CanonicalFirewall(fs[0]) != CanonicalFirewall(want) {
+		t.Fatalf("observed %+v, want %+v", fs, want)
 	}
 	// Replace: a new rule list on the same SID.
 	repl := testFirewall()
 	repl.Rules = append(repl.Rules, "-d fc00:d1::/64 -j REJECT")
-	op2 := Op{Kind: KindFirewalls, Action: ActSet, Firewalls: []nodestate.Firewall{repl}, OldFirewalls: got.Firewalls}
-	if _, err := l.Execute(ctx, []Op{op2}); err != nil {
+	op2 := agent.Op{Kind: agent.KindServices, Action: agent.ActSet, Service: firewall.Name, Services: services(repl), OldServices: got.Services}
+	if _, err := l.Execute(ctx, []agent.Op{op2}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = l.Observe(ctx, &nodestate.Node{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Firewalls) != 1 || len(got.Firewalls[0].Rules) != 3 {
-		t.Fatalf("after replace: %+v", got.Firewalls)
+	if fs := firewalls(got); len(fs) != 1 || len(fs[0].Rules) != 3 {
+		t.Fatalf("after replace: %+v", fs)
 	}
 	cs, err := l.Counters(ctx)
 	if err != nil {
@@ -92,10 +118,10 @@ func TestLocalFirewallOps(t *testing.T) {
 		t.Errorf("counters lack the firewall: %+v", cs)
 	}
 	// Remove everything (the inverse of the first op, after the replace).
-	if _, err := l.Execute(ctx, []Op{{Kind: KindFirewalls, Action: ActSet, OldFirewalls: got.Firewalls}}); err != nil {
+	if _, err := l.Execute(ctx, []agent.Op{{Kind: agent.KindServices, Action: agent.ActSet, Service: firewall.Name, OldServices: got.Services}}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = l.Observe(ctx, &nodestate.Node{}); err != nil || len(got.Firewalls) != 0 {
-		t.Fatalf("after remove: %+v, %v", got.Firewalls, err)
+	if got, err = l.Observe(ctx, &nodestate.Node{}); err != nil || len(got.Services) != 0 {
+		t.Fatalf("after remove: %+v, %v", got.Services, err)
 	}
 }

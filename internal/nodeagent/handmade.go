@@ -1,4 +1,4 @@
-package agent
+package nodeagent
 
 import (
 	"encoding/json"
@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/segchain/segchain/internal/nodestate"
-	"github.com/segchain/segchain/internal/proxy"
 )
 
 // HandMadeDir holds the ownership records of the eBPF SIDs (SR proxies,
@@ -115,41 +114,14 @@ func ownedOnly(got *nodestate.Node, hm map[netip.Prefix]string) {
 	if len(hm) == 0 {
 		return
 	}
-	var ps []nodestate.Proxy
-	for _, p := range got.Proxies {
-		if _, ok := hm[p.SID]; !ok {
-			ps = append(ps, p)
+	var svcs []nodestate.Service
+	for _, s := range got.Services {
+		if _, ok := hm[s.SID]; !ok {
+			svcs = append(svcs, s)
 		}
 	}
-	var fs []nodestate.Firewall
-	for _, f := range got.Firewalls {
-		if _, ok := hm[f.SID]; !ok {
-			fs = append(fs, f)
-		}
-	}
-	got.Proxies, got.Firewalls = ps, fs
+	got.Services = svcs
 	got.Foreign = append(got.Foreign, handMadeForeign(hm)...)
-}
-
-// handMadeProxies returns the installed proxies of netns made by hand.
-func handMadeProxies(netns string) ([]proxy.Spec, error) {
-	hm, err := HandMade(netns)
-	if err != nil || len(hm) == 0 {
-		return nil, err
-	}
-	ents, err := proxy.Extension{}.Show(netns)
-	if err != nil {
-		return nil, err
-	}
-	var out []proxy.Spec
-	for _, e := range ents {
-		if st, ok := e.Extra.(proxy.Status); ok {
-			if _, mine := hm[e.SID]; mine {
-				out = append(out, st.Spec)
-			}
-		}
-	}
-	return out, nil
 }
 
 // ForgetHandMade drops the ownership record of netns: called before the

@@ -1,17 +1,16 @@
-package agent
+package nodeagent
 
 import (
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/dataplane"
-	"github.com/segchain/segchain/internal/fw"
-	"github.com/segchain/segchain/internal/proxy"
 )
 
 // loopRoute installs or removes a route through the service loop
 // (dataplane.LoopDev: a SID served by a tc program, reached from a service
 // on the same node). The loop exists while a route uses it, and the
 // node's tc programs are attached to it as soon as it exists.
-func (l *Local) loopRoute(h *dataplane.Handle, op Op) error {
-	if op.Action == ActDelete {
+func (l *Local) loopRoute(h *dataplane.Handle, op agent.Op) error {
+	if op.Action == agent.ActDelete {
 		if err := h.DeleteRoute(*op.Route); err != nil {
 			return err
 		}
@@ -20,11 +19,10 @@ func (l *Local) loopRoute(h *dataplane.Handle, op Op) error {
 	if err := h.EnsureLoop(); err != nil {
 		return err
 	}
-	if err := proxy.AttachNew(l.netns); err != nil {
-		return err
-	}
-	if err := fw.AttachNew(l.netns); err != nil {
-		return err
+	for _, k := range serviceKinds() {
+		if err := k.AttachNew(l.netns); err != nil {
+			return err
+		}
 	}
 	return h.ReplaceRoute(*op.Route)
 }

@@ -1,4 +1,4 @@
-package agent
+package nodeagent
 
 import (
 	"net/netip"

@@ -1,0 +1,22 @@
+// Package kinds lists the service kinds' intent halves: one line per kind.
+// Their node halves are listed in internal/nodeagent/kinds.go.
+package kinds
+
+import (
+	"github.com/segchain/segchain/internal/service"
+	"github.com/segchain/segchain/internal/service/firewall"
+	"github.com/segchain/segchain/internal/service/srunaware"
+)
+
+// Registry returns the registry of every service kind, in the order plan
+// output and diffs visit them.
+func Registry() *service.Registry {
+	r, err := service.NewRegistry(
+		srunaware.Kind{},
+		firewall.Kind{},
+	)
+	if err != nil {
+		panic(err) // a duplicate name in the list above: a programming error
+	}
+	return r
+}
