@@ -325,12 +325,11 @@ func (e *Engine) match(p *Packet, s *scratch) Verdict {
 		if !r.matches(f, p) {
 			continue
 		}
-		switch r.Action {
-		case ActionPass:
+		if r.Action == ActionPass {
 			pass = true
-		case ActionDrop:
-			drop = true
+			break // nothing else matters
 		}
+		drop = drop || r.Action == ActionDrop
 		s.matched = append(s.matched, r)
 	}
 	if pass {

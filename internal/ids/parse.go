@@ -237,8 +237,7 @@ func (p *ruleParser) header() {
 		return
 	}
 	optStart := i
-	names := []string{"action", "protocol", "source address", "source port", "direction", "destination address", "destination port"}
-	if len(toks) != len(names) {
+	if len(toks) != 7 {
 		p.errAt(0, "rule header has %d fields, want 7: action protocol src_addr src_port direction dst_addr dst_port", len(toks))
 		return
 	}
