@@ -21,6 +21,6 @@ func addLiveFlags(*flag.FlagSet) *liveFlags { return &liveFlags{} }
 
 func (*liveFlags) enabled() bool { return false }
 
-func (*liveFlags) run(context.Context, *ids.Engine, io.Writer) error {
+func (*liveFlags) run(context.Context, *ids.Engine, string, func() (*ids.Engine, error), io.Writer) error {
 	return errors.New("live mode needs pkg/srv6svc (build with -tags srv6svc)")
 }

@@ -95,20 +95,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ids: one of -rules or -synthetic-rules, and one of -pcap (offline) or -sid/-dev (live), are required (or -rules with -check)")
 		return 2
 	}
-	var rules []*ids.Rule
-	var err error
 	if *synthetic > 0 {
 		*rulesFile = fmt.Sprintf("synthetic-%d", *synthetic)
-		rules, err = ids.Parse(strings.NewReader(ids.SyntheticRules(*synthetic)), *rulesFile, vars)
-	} else {
-		rules, err = ids.ParseFile(*rulesFile, vars)
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		var el ids.ErrorList
-		if errors.As(err, &el) {
-			fmt.Fprintf(stderr, "ids: %d error(s) in %s\n", len(el), *rulesFile)
+	// parse reads the rules again at every call (live mode reloads them
+	// on SIGHUP).
+	parse := func() ([]*ids.Rule, error) {
+		if *synthetic > 0 {
+			return ids.Parse(strings.NewReader(ids.SyntheticRules(*synthetic)), *rulesFile, vars)
 		}
+		return ids.ParseFile(*rulesFile, vars)
+	}
+	rules, err := parse()
+	if err != nil {
+		reportRuleErrors(stderr, *rulesFile, err)
 		return 2
 	}
 	if *check {
@@ -129,13 +129,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *ips {
 		mode = ids.ModeIPS
 	}
-	engine, err := ids.New(rules, ids.Options{Mode: mode, Alerts: eve, DropUndecodable: *dropUndecodable})
+	opts := ids.Options{Mode: mode, Alerts: eve, DropUndecodable: *dropUndecodable}
+	engine, err := ids.New(rules, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "ids:", err)
 		return 1
 	}
 	if live.enabled() {
-		if err := live.run(ctx, engine, stderr); err != nil {
+		reload := func() (*ids.Engine, error) {
+			rules, err := parse()
+			if err != nil {
+				return nil, err
+			}
+			return ids.New(rules, opts)
+		}
+		if err := live.run(ctx, engine, *rulesFile, reload, stderr); err != nil {
 			fmt.Fprintln(stderr, "ids:", err)
 			return 1
 		}
@@ -153,6 +161,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ids: undecodable inner packets by reason: %v\n", st.UndecodableBy)
 	}
 	return 0
+}
+
+// reportRuleErrors prints every error of a rule file, then their count.
+func reportRuleErrors(w io.Writer, file string, err error) {
+	fmt.Fprintln(w, err)
+	var el ids.ErrorList
+	if errors.As(err, &el) {
+		fmt.Fprintf(w, "ids: %d error(s) in %s\n", len(el), file)
+	}
 }
 
 type summary struct{ packets, forwarded, skipped int }
