@@ -52,12 +52,16 @@ Usage:
 -synthetic-rules N replaces -rules FILE with N generated content rules (the
 benchmark rule sets: docs/ids.md).
 
-Reads packets from a capture (raw IP, Ethernet or Linux cooked; pcap or
-pcapng), inspects the inner packet of each SRv6 packet (and plain packets
-as they are) against the rules, and writes one EVE JSON line per alert to
-standard output (or -eve OUT). A summary goes to standard error. With
--ips, packets matched by a drop rule are dropped: -write-pcap writes the
-packets that are forwarded.
+Offline (-pcap): reads a capture (raw IP, Ethernet or Linux cooked; pcap
+or pcapng), inspects the inner packet of each SRv6 packet (and plain
+packets as they are) against the rules, and writes one EVE JSON line per
+alert to standard output (or -eve OUT); a summary goes to standard error.
+With -ips, packets matched by a drop rule are dropped: -write-pcap writes
+the packets that are forwarded.
+
+Live (-sid, -dev; built with pkg/srv6svc): binds the SIDs over AF_XDP and
+forwards (End) or drops each packet; SIGHUP reloads the rules (a file with
+errors is refused and the running rules stay); SIGINT/SIGTERM stop.
 
 Rule errors are all reported, with their line and column; the exit status
 is then 2. -check only parses the rules.
