@@ -527,6 +527,16 @@ func matchContents(cs []Content, buf []byte, prevEnd int, budget *int) bool {
 		end = min(end, c.Offset+c.Depth)
 	}
 	start = max(start, 0)
+	if c.Regex != nil {
+		var loc []int
+		if start <= end {
+			loc = c.Regex.FindIndex(buf[start:end])
+		}
+		if c.Negated {
+			return loc == nil && matchContents(cs[1:], buf, prevEnd, budget)
+		}
+		return loc != nil && matchContents(cs[1:], buf, start+loc[1], budget)
+	}
 	if c.EndsWith {
 		// Only one place can match: the end of the payload.
 		at := len(buf) - len(c.Pattern)

@@ -93,6 +93,7 @@ alert tcp any any -> any 25 (msg:"starts"; content:"HELO"; startswith; sid:17;)
 alert tcp any any -> any 21 (msg:"ends"; content:".exe"; nocase; endswith; sid:18;)
 alert udp any any -> any 7 (msg:"big"; dsize:100<>1000; sid:19;)
 alert icmp any any -> any any (msg:"unreachable"; itype:3; icode:<4; sid:20;)
+alert tcp any any -> any 8000 (msg:"pcre"; content:"user="; pcre:"/^[a-z]{3,}\d+;/iR"; pcre:!"/admin/i"; sid:21;)
 `
 
 // newEngine parses rules and compiles them with o.
@@ -162,6 +163,9 @@ func TestInspect(t *testing.T) {
 		{"dsize at bound", Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 7, strings.Repeat("x", 100))}, nil, false},
 		{"itype icode", Packet{Inner: testutil.IPv4("10.0.0.3", "10.0.0.2", 1, false, []byte{3, 1, 0, 0, 0, 0, 0, 0, 'x'})}, []uint32{7, 20}, false},
 		{"icode out", Packet{Inner: testutil.IPv4("10.0.0.3", "10.0.0.2", 1, false, []byte{3, 4, 0, 0, 0, 0, 0, 0, 'x'})}, []uint32{7}, false},
+		{"pcre relative", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 8000, "x user=Bob42; y")}, []uint32{21}, false},
+		{"pcre not right after", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 8000, "x user= Bob42; y")}, nil, false},
+		{"pcre negated", Packet{Inner: pkt(t, "tcp", "10.0.0.3", "10.0.0.2", 1, 8000, "x user=bob42; ADMIN")}, nil, false},
 		{"not ip", Packet{Inner: []byte{0x00, 0x11, 0x22}}, nil, false},
 		{"truncated", Packet{Inner: pkt(t, "tcp", "10.0.0.9", "10.0.0.2", 1000, 80, "GET /etc/passwd")[:30]}, nil, false},
 	} {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -383,7 +384,12 @@ func (p *ruleParser) option(name, val string, hasVal bool, nameOff, valOff int) 
 			p.errAt(nameOff, "%s needs a preceding content", name)
 			return nil
 		}
-		return &r.Contents[len(r.Contents)-1]
+		c := &r.Contents[len(r.Contents)-1]
+		if c.Regex != nil {
+			p.errAt(nameOff, "%s modifies a content, not a pcre (use the pcre's flags)", name)
+			return nil
+		}
+		return c
 	}
 	num := func(min, max int) (int, bool) {
 		n, err := strconv.Atoi(val)
@@ -431,6 +437,17 @@ func (p *ruleParser) option(name, val string, hasVal bool, nameOff, valOff int) 
 		c, err := parseContent(val)
 		if err != nil {
 			p.errAt(valOff, "content: %v", err)
+			return
+		}
+		r.Contents = append(r.Contents, c)
+	case "pcre":
+		c, err := parsePCRE(val)
+		if err != nil {
+			p.errAt(valOff, "pcre: %v", err)
+			return
+		}
+		if c.Relative && len(r.Contents) == 0 {
+			p.errAt(valOff, "pcre: the R flag needs a content or pcre before")
 			return
 		}
 		r.Contents = append(r.Contents, c)
@@ -574,7 +591,7 @@ var (
 var optionNames = map[string]struct{}{
 	"msg": {}, "sid": {}, "rev": {}, "gid": {}, "priority": {}, "classtype": {},
 	"reference": {}, "metadata": {}, "content": {}, "offset": {}, "depth": {},
-	"distance": {}, "within": {}, "dsize": {}, "itype": {}, "icode": {}, "srv6.segment": {}, "srv6.active": {},
+	"distance": {}, "within": {}, "pcre": {}, "dsize": {}, "itype": {}, "icode": {}, "srv6.segment": {}, "srv6.active": {},
 	"srv6.last": {}, "srv6.src": {}, "srv6.sl": {}, "srv6.args": {}, "srv6.segments": {}, "srv6.tag": {},
 }
 
@@ -598,7 +615,7 @@ func (p *ruleParser) finishContents(open int) {
 func (r *Rule) FastPattern() int {
 	fast := -1
 	for i, c := range r.Contents {
-		if c.Negated {
+		if c.Negated || c.Regex != nil {
 			continue
 		}
 		if c.FastPattern {
@@ -770,4 +787,75 @@ func parseUintCond(v string) (*UintCond, error) {
 		return nil, err
 	}
 	return u, nil
+}
+
+// parsePCRE reads [!]"/regex/flags". The regex is Go's RE2 syntax, which
+// shares PCRE's common constructs; what RE2 lacks (backreferences,
+// lookaround, possessive quantifiers) fails to compile and is reported.
+// Flags: i (caseless), s (dot matches newline), m (multiline), G
+// (ungreedy), A (anchored at the start of the search), E (accepted: a Go
+// '$' already matches only at the very end), R (relative to the previous
+// match's end). The rule parser's escapes \" and \; are undone; other
+// backslashes belong to the regex. Bytes and \x escapes above 0x7f are
+// refused: Go matches UTF-8 text, not raw bytes.
+func parsePCRE(v string) (Content, error) {
+	var c Content
+	if strings.HasPrefix(v, "!") {
+		c.Negated = true
+		v = strings.TrimSpace(v[1:])
+	}
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return c, fmt.Errorf("value must be a quoted \"/regex/flags\"")
+	}
+	var b strings.Builder
+	in := v[1 : len(v)-1]
+	for i := 0; i < len(in); i++ {
+		if in[i] == '\\' && i+1 < len(in) && (in[i+1] == '"' || in[i+1] == ';') {
+			i++
+		}
+		b.WriteByte(in[i])
+	}
+	s := b.String()
+	end := strings.LastIndexByte(s, '/')
+	if !strings.HasPrefix(s, "/") || end < 1 {
+		return c, fmt.Errorf("%q is not /regex/flags", s)
+	}
+	re, flags := s[1:end], s[end+1:]
+	for i := 0; i < len(re); i++ {
+		if re[i] >= 0x80 {
+			return c, fmt.Errorf("non-ASCII byte in the regex: Go regexps match UTF-8 text, not raw bytes")
+		}
+		if re[i] == '\\' && i+1 < len(re) {
+			if re[i+1] == 'x' && i+2 < len(re) && strings.IndexByte("89abcdefABCDEF", re[i+2]) >= 0 {
+				return c, fmt.Errorf("\\x escape above 0x7f: Go regexps match UTF-8 text, not raw bytes")
+			}
+			i++
+		}
+	}
+	var goFlags, prefix string
+	for _, f := range flags {
+		switch f {
+		case 'i', 's', 'm':
+			goFlags += string(f)
+		case 'G':
+			goFlags += "U"
+		case 'A':
+			prefix = `\A`
+		case 'E':
+		case 'R':
+			c.Relative = true
+		default:
+			return c, fmt.Errorf("unsupported flag %q (supported: i s m G A E R)", f)
+		}
+	}
+	expr := prefix + "(?:" + re + ")"
+	if goFlags != "" {
+		expr = "(?" + goFlags + ")" + expr
+	}
+	rx, err := regexp.Compile(expr)
+	if err != nil {
+		return c, fmt.Errorf("/%s/: %v", re, err)
+	}
+	c.Regex = rx
+	return c, nil
 }

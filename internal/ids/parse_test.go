@@ -143,7 +143,15 @@ func TestParseErrors(t *testing.T) {
 		want       []string // "line:col: substring"
 	}{
 		{"unsupported keyword", `alert tcp any any -> any any (msg:"m"; flow:established; sid:1;)`, []string{`1:40: unsupported keyword "flow"`}},
-		{"pcre unsupported", `alert tcp any any -> any any (pcre:"/a/"; sid:1;)`, []string{`1:31: unsupported keyword "pcre"`}},
+		{"byte_test unsupported", `alert tcp any any -> any any (byte_test:1,>,2,0; sid:1;)`, []string{`1:31: unsupported keyword "byte_test"`}},
+		{"pcre x flag", `alert tcp any any -> any any (pcre:"/a b/x"; sid:1;)`, []string{`1:36: pcre: unsupported flag 'x'`}},
+		{"pcre buffer flag", `alert tcp any any -> any any (pcre:"/a/U"; sid:1;)`, []string{`unsupported flag 'U'`}},
+		{"pcre backreference", `alert tcp any any -> any any (pcre:"/(a)\1/"; sid:1;)`, []string{`pcre: /(a)\1/: error parsing regexp: invalid escape sequence`}},
+		{"pcre lookahead", `alert tcp any any -> any any (pcre:"/a(?=b)/"; sid:1;)`, []string{`error parsing regexp`}},
+		{"pcre high byte", `alert tcp any any -> any any (pcre:"/\x90\x90/"; sid:1;)`, []string{`\x escape above 0x7f`}},
+		{"pcre not slashed", `alert tcp any any -> any any (pcre:"abc"; sid:1;)`, []string{`"abc" is not /regex/flags`}},
+		{"pcre relative first", `alert tcp any any -> any any (pcre:"/a/R"; sid:1;)`, []string{`the R flag needs a content or pcre before`}},
+		{"modifier on pcre", `alert tcp any any -> any any (pcre:"/a/"; nocase; sid:1;)`, []string{`nocase modifies a content, not a pcre`}},
 		{"unknown no-value keyword", `alert tcp any any -> any any (sid:1; noalert;)`, []string{`1:38: unsupported keyword "noalert"`}},
 		{"action", `reject tcp any any -> any any (sid:1;)`, []string{`1:1: unsupported action "reject"`}},
 		{"protocol", `alert sctp any any -> any any (sid:1;)`, []string{`1:7: unsupported protocol "sctp"`}},

@@ -3,6 +3,7 @@ package ids
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 )
 
 // Action is what a rule does when it matches.
@@ -60,10 +61,12 @@ func (p Proto) String() string {
 // hasPorts reports whether packets of p carry ports.
 func (p Proto) hasPorts() bool { return p == ProtoTCP || p == ProtoUDP }
 
-// Content is one content match of a rule, with its modifiers.
+// Content is one content match of a rule, with its modifiers, or a pcre
+// (Regex set, Pattern nil).
 type Content struct {
 	Pattern []byte
-	Negated bool // content:!"..."
+	Regex   *regexp.Regexp // pcre: matched in the same place of the sequence
+	Negated bool           // content:!"..."
 	NoCase  bool
 
 	// Offset and Depth bound an absolute match: the pattern starts at
