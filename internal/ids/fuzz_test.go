@@ -14,7 +14,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(`alert tcp [10.0.0.0/8,![10.1.0.0/16]] [80,!81:90] <> $HOME_NET any (msg:"a\;b"; content:"|00 ff|x"; nocase; offset:1; depth:9; content:"y"; distance:-1; within:3; sid:1;)`)
 	f.Add("alert tcp any any -> any any (sid:1;) \\\n  \\\n")
-	f.Add(`alert tcp any any -> any 80 (content:"a"; pcre:"/^b+[c-e]{2}\\d/iRG"; pcre:!"/z/"; sid:4;)`)
+	f.Add(`alert tcp any any -> any 80 (content:"a"; pcre:"/^b+[c-e]{2}\d/iRG"; pcre:!"/z/"; sid:4;)`)
 	f.Add(`drop ip any any -> any any (srv6.args:&0xff!=0x0; srv6.sl:!1-9; srv6.segments:>=2; srv6.present; sid:3;)`)
 	f.Add("alert tcp any any -> any any (content:\"\xff\xfe\"; sid:9;)")
 	inner := []byte{0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
