@@ -87,7 +87,7 @@ func TestOfflineIDS(t *testing.T) {
 	if alerts[6].SRv6 != nil {
 		t.Errorf("plain packet alert has srv6 %+v", alerts[6].SRv6)
 	}
-	if !strings.Contains(stderr, "9 packets, 9 forwarded, 0 dropped, 7 alerts") {
+	if !strings.Contains(stderr, "8 rules: 9 packets, 9 forwarded, 0 dropped, 7 alerts") {
 		t.Errorf("summary: %s", stderr)
 	}
 }
@@ -145,7 +145,7 @@ func TestRuleErrors(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", w, stderr)
 		}
 	}
-	if code, _, stderr := runIDS(t, "-rules", rulesFile, "-check"); code != 0 || !strings.Contains(stderr, "7 rules OK") {
+	if code, _, stderr := runIDS(t, "-rules", rulesFile, "-check"); code != 0 || !strings.Contains(stderr, "8 rules OK") {
 		t.Errorf("-check on the example rules: exit %d, %s", code, stderr)
 	}
 	// Synthetic rules fire on nothing in the capture.
