@@ -18,6 +18,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "perf_gen.h"
+#include "perf_lat.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -98,6 +99,38 @@ static __always_inline __u32 rewrite(struct xdp_md *ctx, const struct perf_tmpl 
 	return PERF_GEN_SENT;
 }
 
+/* stamp writes the latency stamp over the frame's last PERF_STAMP_LEN
+ * bytes (template slot, send time, and the word that keeps the frame's
+ * one's-complement sum, so every checksum over the payload, unchanged). */
+static __always_inline void stamp(struct xdp_md *ctx, const struct perf_tmpl *t, __u32 slot)
+{
+	__u32 off = t->stamp_off;
+
+	/* Bound the variable offset for the verifier. */
+	if (!off || off > PERF_TMPL_MAX - PERF_STAMP_LEN)
+		return;
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct perf_stamp *st = data + off;
+
+	if ((void *)(st + 1) > data_end)
+		return;
+	__u64 ts = bpf_ktime_get_ns();
+	__u32 sum = t->stamp_csum;
+
+	/* comp = stamp_csum − the four words of ts (one's complement). */
+	sum += (__u16)~ts;
+	sum += (__u16)~(ts >> 16);
+	sum += (__u16)~(ts >> 32);
+	sum += (__u16)~(ts >> 48);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	st->magic = PERF_STAMP_MAGIC;
+	st->slot = (__u16)slot;
+	st->comp = (__u16)sum;
+	st->ts_ns = ts;
+}
+
 SEC("xdp")
 int perf_gen(struct xdp_md *ctx)
 {
@@ -160,6 +193,8 @@ int perf_gen(struct xdp_md *ctx)
 		sc->frames++;
 		sc->bytes += len;
 	}
+	if (ctl->flags & PERF_GEN_F_STAMP)
+		stamp(ctx, t, slot);
 	return bpf_redirect(ctl->ifindex, 0);
 }
 

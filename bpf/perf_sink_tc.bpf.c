@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* segchain perf counting sink (tc): counts and drops every packet. Attached
  * to the SUT's output interface (egress) it is the rx port of the testbed;
- * on the SUT's input interface (ingress) it measures the stack ceiling. */
+ * on the SUT's input interface (ingress) it measures the stack ceiling.
+ * While perf_lat_on is set it also records each packet's latency from the
+ * generator's stamp in its last bytes (perf_lat.h). */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include "perf_sink.h"
+#define PERF_LAT_MAPS
+#include "perf_lat.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -23,6 +27,13 @@ int perf_sink_tc(struct __sk_buff *skb)
 	if (c) {
 		c->packets++;
 		c->bytes += skb->len;
+	}
+	if (perf_lat_on) {
+		struct perf_stamp st = {};
+		int ok = skb->len >= PERF_STAMP_LEN &&
+			 !bpf_skb_load_bytes(skb, skb->len - PERF_STAMP_LEN, &st, sizeof(st));
+
+		perf_lat_record(&st, ok);
 	}
 	return TC_ACT_SHOT;
 }

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* segchain perf counting sink (XDP): counts and drops every frame before
  * the stack sees it. Attached to the SUT's input interface it measures the
- * generator's own ceiling, the physical limit of the testbed. */
+ * generator's own ceiling, the physical limit of the testbed. While
+ * perf_lat_on is set it also records each frame's latency from the
+ * generator's stamp (perf_lat.h): the testbed's own latency floor. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "perf_sink.h"
+#define PERF_LAT_MAPS
+#include "perf_lat.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -22,6 +26,14 @@ int perf_sink_xdp(struct xdp_md *ctx)
 	if (c) {
 		c->packets++;
 		c->bytes += ctx->data_end - ctx->data;
+	}
+	if (perf_lat_on) {
+		struct perf_stamp st = {};
+		__u32 len = ctx->data_end - ctx->data;
+		int ok = len >= PERF_STAMP_LEN &&
+			 !bpf_xdp_load_bytes(ctx, len - PERF_STAMP_LEN, &st, sizeof(st));
+
+		perf_lat_record(&st, ok);
 	}
 	return XDP_DROP;
 }

@@ -25,7 +25,7 @@ def shares(path):
     its CPU or was stolen) and idled (no work: the generator lost its CPU)."""
     if not os.path.exists(path):
         return ""
-    rows = list(csv.DictReader(open(path)))
+    rows = [r for r in csv.DictReader(open(path)) if r["valid"] != "latency"]  # throughput windows only
     b = [float(r["busy"]) for r in rows]
     l = [float(r["lost"]) for r in rows]
     i = [max(0.0, 1 - x - y) for x, y in zip(b, l)]

@@ -18,6 +18,14 @@ struct perf_tmpl {
 	__u32 len;      /* bytes of data used, 14..PERF_TMPL_MAX */
 	__u16 flow_off; /* offset of a 16-bit field varied per frame, 0 = none */
 	__u16 flows;    /* number of distinct values at flow_off (0/1 = fixed) */
+	/* Offset of the latency stamp (len − PERF_STAMP_LEN, inside the
+	 * innermost payload), 0 = the frame has no room for one. */
+	__u16 stamp_off;
+	/* One's-complement sum (16-bit host-order words) of the template's
+	 * bytes the stamp replaces, less the stamp's magic and slot words:
+	 * the generator completes it with the time (perf_lat.h). */
+	__u16 stamp_csum;
+	__u32 pad;      /* keeps data 8-byte aligned for the word copy */
 	__u8 data[PERF_TMPL_MAX];
 };
 
@@ -29,6 +37,9 @@ enum perf_gen_flags {
 	 * limit) and the active slot is the one the run's pages were
 	 * initialised with; any template switch clears it. */
 	PERF_GEN_F_PRISTINE = 1 << 0,
+	/* Stamp every frame whose template has a stamp_off with the send
+	 * time (latency measurement, perf_lat.h). */
+	PERF_GEN_F_STAMP = 1 << 1,
 };
 
 /* Generator control, written by user space while the generator runs. */

@@ -14,6 +14,7 @@ import (
 	"github.com/segchain/segchain/internal/fw/fwperf"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/proxy/proxyperf"
+	"github.com/segchain/segchain/internal/usvc/usvcperf"
 )
 
 // perfRegistry lists every recipe segchain knows. Other areas add their
@@ -22,6 +23,7 @@ func perfRegistry() (*perf.Registry, error) {
 	recipes := append(perf.NativeRecipes(), perf.BaselineRecipes()...)
 	recipes = append(recipes, proxyperf.Recipes()...)
 	recipes = append(recipes, fwperf.Recipes()...)
+	recipes = append(recipes, usvcperf.Recipes()...)
 	return perf.NewRegistry(recipes...)
 }
 
@@ -44,6 +46,12 @@ machine) and the throughput ratio (counted only over windows in which the
 SUT thread had its CPU to itself; "not measurable" when too few had).
 PDR/NDR searches (exponential then binary) are available for NIC testbeds;
 on veth use a relaxed loss threshold (≥ 2%).
+
+Every run also measures per-packet latency: the generator stamps each
+frame's last 16 bytes with its send time, the sink records how long it
+took; all behaviours at one paced rate (latency.rate_pps), interleaved
+with the baseline. Reported: p50, p99, p99.9, max, and the latency each
+behaviour adds to the baseline (its percentile minus the baseline's).
 
   segchain perf ls                              the behaviour recipes
   segchain perf run -f EXP.yaml [--out DIR]     an experiment (examples/perf/)
@@ -118,6 +126,9 @@ measures once per run and size before its trials (report "ceilings"):
                    limit as used in trials
   stack ceiling    the generator into the SUT's stack (skb + GRO) and a tc
                    ingress drop: the most any stack-based SUT can forward
+  latency floor    the latency (p50 / p99) of the same two paths at the
+                   latency phase's 20000 pps: the testbed's own share of
+                   every latency perf run reports
 
 The frame is plain IPv6 (the baseline's) with a --size-byte IP packet. Each
 figure is the median of 5 slices of --window after a 300 ms warm-up;
@@ -169,15 +180,24 @@ docs/benchmarks.md ("Ceilings").`,
 				return enc.Encode(cs)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "| Repeat | Generator sent (kpps) | Physical limit: → XDP_DROP (kpps) | with rewrite (kpps) | → stack + tc drop (kpps) |\n")
-			fmt.Fprintf(w, "|---:|---:|---:|---:|---:|\n")
-			var gen, lim, rw, st []float64
+			fmt.Fprintf(w, "| Repeat | Generator sent (kpps) | Physical limit: → XDP_DROP (kpps) | with rewrite (kpps) | → stack + tc drop (kpps) | latency floor p50 / p99 (µs): → XDP_DROP | → stack + tc drop |\n")
+			fmt.Fprintf(w, "|---:|---:|---:|---:|---:|---:|---:|\n")
+			var gen, lim, rw, st, lx, ls []float64
+			floor := func(l *perf.LatencyResult, into *[]float64) string {
+				if l == nil || l.Packets == 0 {
+					return ""
+				}
+				*into = append(*into, l.P50)
+				return fmt.Sprintf("%.2f / %.2f", l.P50/1e3, l.P99/1e3)
+			}
 			for _, c := range cs {
-				fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f | %.0f |\n", c.Run, c.GenPPS/1e3, c.XDPDropPPS/1e3, c.XDPDropRewritePPS/1e3, c.StackDropPPS/1e3)
+				fmt.Fprintf(w, "| %d | %.0f | %.0f | %.0f | %.0f | %s | %s |\n", c.Run, c.GenPPS/1e3, c.XDPDropPPS/1e3, c.XDPDropRewritePPS/1e3, c.StackDropPPS/1e3,
+					floor(c.XDPDropLatency, &lx), floor(c.StackDropLatency, &ls))
 				gen, lim, rw, st = append(gen, c.GenPPS), append(lim, c.XDPDropPPS), append(rw, c.XDPDropRewritePPS), append(st, c.StackDropPPS)
 			}
 			if len(cs) > 1 {
-				fmt.Fprintf(w, "| median | %.0f | %.0f | %.0f | %.0f |\n", perf.Median(gen)/1e3, perf.Median(lim)/1e3, perf.Median(rw)/1e3, perf.Median(st)/1e3)
+				fmt.Fprintf(w, "| median | %.0f | %.0f | %.0f | %.0f | %.2f (p50) | %.2f (p50) |\n", perf.Median(gen)/1e3, perf.Median(lim)/1e3, perf.Median(rw)/1e3, perf.Median(st)/1e3,
+					perf.Median(lx)/1e3, perf.Median(ls)/1e3)
 			}
 			return nil
 		},
@@ -238,7 +258,9 @@ func newPerfRunCmd() *cobra.Command {
 		Long: `Run an experiment file (see examples/perf/ and its README for the fields). The
 testbed is built with unique namespace names and torn down afterwards, also
 on error or Ctrl-C. Each run and packet size first measures the testbed's
-ceilings (as "segchain perf limit" does), then the behaviours.
+ceilings (as "segchain perf limit" does), then the behaviours' throughput,
+then their latency at a paced rate (the experiment's latency: section;
+latency.enabled: false skips it).
 
 Results: a Markdown table on stdout (or the JSON report with -o json); with
 --out, report.json, results.csv, table.md, windows.csv (every measured

@@ -43,6 +43,9 @@ detaches them, before the settle time. Reported per arm: R_cpu (reference SUT
 CPU ns/packet ÷ the arm's; median and 95 % CI) and the throughput ratio when
 enough windows had the SUT CPU to themselves. The filter's cost is 1 − R_cpu
 for IPv6 and 1 − R_cpu(T.Encaps+boundary) ÷ R_cpu(T.Encaps) at a headend.
+Then every arm's latency at 20000 pps offered (rounds/4 interleaved rounds):
+p50, p99, max and the latency added to the reference (docs/benchmarks.md,
+"Latency").
 
 The testbed's generator hands the SUT XDP frames, the one case where native
 XDP on veth is cheap; for traffic sent through the stack see
@@ -75,15 +78,23 @@ TestBoundaryStackPath in internal/boundary/boundaryperf. 40 rounds take about
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "reference IPv6 without the filter: %.1f ns/packet (median of %d windows)\n\n",
 				res.RefNsPerPkt.Median, res.RefNsPerPkt.Runs)
+			if l := res.RefLatency; l != nil {
+				fmt.Fprintf(w, "latency at %.0f pps offered, reference: p50 %.2f µs, p99 %.2f µs, max %.2f µs (%d packets)\n\n",
+					l.RatePPS, l.P50/1e3, l.P99/1e3, l.Max/1e3, l.Packets)
+			}
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ARM\tR_CPU\tCI95\tTHROUGHPUT RATIO\tNS/PACKET")
+			fmt.Fprintln(tw, "ARM\tR_CPU\tCI95\tTHROUGHPUT RATIO\tNS/PACKET\tP50 µs\tP99 µs\tMAX µs\tADDED P50 µs\tADDED P99 µs")
 			for _, a := range res.Arms {
 				thr := "not measurable"
 				if a.Throughput.Runs > 0 {
 					thr = fmt.Sprintf("%.4f (n=%d)", a.Throughput.Median, a.Throughput.Runs)
 				}
-				fmt.Fprintf(tw, "%s\t%.4f\t%.4f–%.4f\t%s\t%.1f\n", a.Name, a.CPURatio.Median,
-					a.CPURatio.CI95[0], a.CPURatio.CI95[1], thr, a.NsPerPkt.Median)
+				lat := "\t\t\t\t"
+				if l := a.Latency; l != nil && l.NotMeasured == "" {
+					lat = fmt.Sprintf("%.2f\t%.2f\t%.2f\t%.2f\t%.2f", l.P50/1e3, l.P99/1e3, l.Max/1e3, l.AddedP50/1e3, l.AddedP99/1e3)
+				}
+				fmt.Fprintf(tw, "%s\t%.4f\t%.4f–%.4f\t%s\t%.1f\t%s\n", a.Name, a.CPURatio.Median,
+					a.CPURatio.CI95[0], a.CPURatio.CI95[1], thr, a.NsPerPkt.Median, lat)
 			}
 			return tw.Flush()
 		},

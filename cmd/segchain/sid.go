@@ -16,6 +16,7 @@ import (
 	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/pkg/srv6svc"
 )
 
 // newSidCmd is the localsid CLI (after srconf localsid). Behaviours the
@@ -26,6 +27,9 @@ func newSidCmd(exts ...localsid.Extension) *cobra.Command {
 	for _, e := range exts {
 		for _, b := range e.Behaviors() {
 			extra[b] = b + " PARAMS...\n      served by segchain in eBPF (see docs/sid.md)"
+			if h, ok := e.(interface{ Help(string) string }); ok {
+				extra[b] = h.Help(b) // an extension whose SIDs are not added here
+			}
 		}
 	}
 	cmd := &cobra.Command{
@@ -297,6 +301,20 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 	if err != nil {
 		return err
 	}
+	// SIDs bound by a process (userspace services) are not made by sid
+	// add: their extension removes a dead binding, bypass route included.
+	for _, e := range s.exts {
+		if u, ok := e.(interface {
+			DelBinding(string, netip.Prefix) (bool, error)
+		}); ok {
+			if done, err := u.DelBinding(s.netns, sid); err != nil {
+				return fmt.Errorf("del %s: %w", sid, err)
+			} else if done {
+				fmt.Fprintf(w, "deleted %s\n", sid)
+				return nil
+			}
+		}
+	}
 	h, err := s.open()
 	if err != nil {
 		return err
@@ -395,6 +413,8 @@ func (s *sidCLI) collect(filter *netip.Prefix) ([]sidRow, error) {
 		case nodestate.ProtoManual:
 		case nodestate.Proto:
 			text += "  [domain: installed by segchain apply]"
+		case srv6svc.RouteProtocol:
+			text += "  [on-failure bypass route of a userspace service]"
 		default:
 			text += fmt.Sprintf("  [proto %s: not installed by segchain]", protoName(l.Protocol))
 		}

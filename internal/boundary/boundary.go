@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -342,6 +343,32 @@ func (n *node) wantedOn(trusted, hmac bool) []attachment {
 	return out
 }
 
+// trustSet tells whether an interface name is trusted: equal to an entry,
+// or matching an entry that is a shell pattern (path.Match: the userspace
+// services' loop veths, nodestate.UserspaceLoopPattern).
+func trustSet(trusted []string) func(string) bool {
+	exact := map[string]bool{}
+	var patterns []string
+	for _, t := range trusted {
+		if strings.ContainsAny(t, "*?[") {
+			patterns = append(patterns, t)
+		} else {
+			exact[t] = true
+		}
+	}
+	return func(name string) bool {
+		if exact[name] {
+			return true
+		}
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, name); ok {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // attach puts the programs on every interface lacking one it needs and
 // takes them off where they are no longer needed (trusted interfaces,
 // interfaces that no longer exist).
@@ -350,13 +377,10 @@ func (n *node) attach(trusted []string, hmac bool) error {
 	if err != nil {
 		return err
 	}
-	trust := map[string]bool{}
-	for _, t := range trusted {
-		trust[t] = true
-	}
+	trust := trustSet(trusted)
 	keep := map[string]bool{}
 	for _, i := range ifs {
-		for _, a := range n.wantedOn(trust[i.name], hmac) {
+		for _, a := range n.wantedOn(trust(i.name), hmac) {
 			p := pin(n.dir, i.index, a.name)
 			keep[p] = true
 			if live(p) {
@@ -449,12 +473,9 @@ func Observe(netns string) (*nodestate.Boundary, error) {
 	if err != nil {
 		return nil, err
 	}
-	trust := map[string]bool{}
-	for _, t := range b.Trusted {
-		trust[t] = true
-	}
+	trust := trustSet(b.Trusted)
 	for _, i := range ifs {
-		for _, a := range n.wantedOn(trust[i.name], len(b.HMACSIDs) > 0) {
+		for _, a := range n.wantedOn(trust(i.name), len(b.HMACSIDs) > 0) {
 			if !live(pin(n.dir, i.index, a.name)) {
 				b.Unfiltered = append(b.Unfiltered, i.name)
 				break

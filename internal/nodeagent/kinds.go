@@ -11,6 +11,7 @@ import (
 	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/usvc"
 )
 
 // ServiceKind is the node half of a service kind (its intent half is
@@ -54,6 +55,7 @@ func serviceKinds() []ServiceKind {
 	return []ServiceKind{
 		proxy.NodeKind{},
 		fw.NodeKind{},
+		usvc.NodeKind{},
 	}
 }
 

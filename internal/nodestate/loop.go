@@ -11,6 +11,16 @@ const (
 	LoopPeer = "sc-svcloop-in"
 )
 
+// UserspaceLoopPrefix names the veth pairs of userspace SR-aware services
+// (pkg/srv6svc: s6svcN and s6svcNk, one pair per binding): frames the
+// services send enter the node's stack there, and SRv6 handed to a binding
+// arrives there. UserspaceLoopPattern matches them all: like the service
+// loop, never a boundary interface.
+const (
+	UserspaceLoopPrefix  = "s6svc"
+	UserspaceLoopPattern = UserspaceLoopPrefix + "*"
+)
+
 // LoopGateway is the next hop of service-loop routes: a neighbour of the
 // NOARP LoopDev, owned by nobody.
 var LoopGateway = netip.MustParseAddr("fe80::5c")

@@ -194,3 +194,22 @@ func (k SinkKind) String() string {
 	}
 	return "unknown"
 }
+
+// LatencyDriver is a testbed that measures per-packet latency: its
+// generator stamps each frame with its send time and its sink records how
+// long the frame took, per template slot (docs/benchmarks.md, "Latency").
+// MeasureLatency drives it; the netns testbed implements it.
+type LatencyDriver interface {
+	Driver
+	// SetLatency turns stamping and recording on or off. Off (the
+	// default) the generator and the sink do exactly the work they did
+	// before latency existed: throughput is measured with it off.
+	SetLatency(on bool) error
+	// Stamped reports whether the frames of a loaded slot carry a stamp
+	// (their innermost payload has room for it).
+	Stamped(slot int) bool
+	// Latency reads the cumulative histogram of the packets built from
+	// slot that reached the active sink, and the sink's cumulative count
+	// of packets without a usable stamp.
+	Latency(slot int) (LatencyHist, LatencyMisses, error)
+}

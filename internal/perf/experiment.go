@@ -49,7 +49,26 @@ type Experiment struct {
 
 	Sandwich SandwichSpec `yaml:"sandwich,omitempty" json:"sandwich"`
 	PDR      PDRSpec      `yaml:"pdr,omitempty" json:"pdr"`
+	Latency  LatencySpec  `yaml:"latency,omitempty" json:"latency"`
 }
+
+// LatencySpec configures the latency phase (after the throughput
+// measurement, every arm at one paced rate; docs/benchmarks.md).
+type LatencySpec struct {
+	// Enabled runs the phase (default true).
+	Enabled *bool `yaml:"enabled,omitempty" json:"enabled"`
+	// RatePPS is the offered rate of every arm (default 20000: below the
+	// point where any behaviour here queues; see docs/benchmarks.md).
+	RatePPS float64 `yaml:"rate_pps,omitempty" json:"rate_pps"`
+	// Rounds of REF, X, REF, Y, … (default 10), each window Settle +
+	// Window long (default 20 ms + 100 ms).
+	Rounds int      `yaml:"rounds,omitempty" json:"rounds"`
+	Settle Duration `yaml:"settle,omitempty" json:"settle"`
+	Window Duration `yaml:"window,omitempty" json:"window"`
+}
+
+// On reports whether the latency phase runs.
+func (l LatencySpec) On() bool { return l.Enabled == nil || *l.Enabled }
 
 // SandwichSpec configures the saturated measurement.
 type SandwichSpec struct {
@@ -89,6 +108,9 @@ type PDRSpec struct {
 	// Searches per behaviour (mean/CV/CI over them).
 	Searches int `yaml:"searches,omitempty" json:"searches"`
 }
+
+// defaultLatencyRate is the default offered rate of the latency phase.
+const defaultLatencyRate = 20000
 
 // LoadExperiment reads and validates an experiment file; unknown fields
 // are errors.
@@ -157,6 +179,23 @@ func (e *Experiment) Defaults() {
 	}
 	if s.MaxLost == 0 {
 		s.MaxLost = 0.05
+	}
+	l := &e.Latency
+	if l.Enabled == nil {
+		t := true
+		l.Enabled = &t
+	}
+	if l.RatePPS == 0 {
+		l.RatePPS = defaultLatencyRate
+	}
+	if l.Rounds == 0 {
+		l.Rounds = 10
+	}
+	if l.Settle == 0 {
+		l.Settle = Duration(20 * time.Millisecond)
+	}
+	if l.Window == 0 {
+		l.Window = Duration(100 * time.Millisecond)
 	}
 	p := &e.PDR
 	if p.LossPercent == 0 {
@@ -230,6 +269,15 @@ func (e *Experiment) Validate() error {
 	}
 	if e.Sandwich.MaxLost >= 1 {
 		bad("sandwich.max_lost", "%g: want a fraction below 1 (negative disables)", e.Sandwich.MaxLost)
+	}
+	if e.Latency.RatePPS < 0 {
+		bad("latency.rate_pps", "%g: want > 0", e.Latency.RatePPS)
+	}
+	if e.Latency.Rounds < 0 {
+		bad("latency.rounds", "%d: want ≥ 1", e.Latency.Rounds)
+	}
+	if e.Latency.Window < 0 || e.Latency.Settle < 0 {
+		bad("latency.window", "settle and window must not be negative")
 	}
 	if e.PDR.LossPercent < 0 || e.PDR.LossPercent >= 100 {
 		bad("pdr.loss_percent", "must be in [0, 100)")

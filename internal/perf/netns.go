@@ -62,7 +62,10 @@ type NetnsDriver struct {
 	sinkLink    link.Link
 	sinkKind    SinkKind
 	sinkMap     *ebpf.Map
-	genHold     link.Link
+	// latMap, latMiss: the latency histograms and miss counters of the
+	// attached sink.
+	latMap, latMiss *ebpf.Map
+	genHold         link.Link
 	// sutTasks are extra tasks whose CPU time is the SUT's (AddSUTTask),
 	// with the last runtime read (kept once a task has ended).
 	sutTasks []sutTask
@@ -479,13 +482,13 @@ func (d *NetnsDriver) Sink(k SinkKind) error {
 		switch k {
 		case SinkForward:
 			l, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: d.sinkTC.PerfSinkTc, Attach: ebpf.AttachTCXEgress})
-			d.sinkMap = d.sinkTC.PerfSinkCounts
+			d.sinkMap, d.latMap, d.latMiss = d.sinkTC.PerfSinkCounts, d.sinkTC.PerfLat, d.sinkTC.PerfLatMiss
 		case SinkStackDrop:
 			l, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: d.sinkTC.PerfSinkTc, Attach: ebpf.AttachTCXIngress})
-			d.sinkMap = d.sinkTC.PerfSinkCounts
+			d.sinkMap, d.latMap, d.latMiss = d.sinkTC.PerfSinkCounts, d.sinkTC.PerfLat, d.sinkTC.PerfLatMiss
 		case SinkXDPDrop:
 			l, err = link.AttachXDP(link.XDPOptions{Interface: ifi.Index, Program: d.sinkXDP.PerfSinkXdp, Flags: link.XDPDriverMode})
-			d.sinkMap = d.sinkXDP.PerfSinkCounts
+			d.sinkMap, d.latMap, d.latMiss = d.sinkXDP.PerfSinkCounts, d.sinkXDP.PerfLat, d.sinkXDP.PerfLatMiss
 		default:
 			return fmt.Errorf("unknown sink %d", k)
 		}
@@ -571,6 +574,60 @@ func (d *NetnsDriver) read() (Sample, error) {
 		return s, err
 	}
 	return s, nil
+}
+
+// SetLatency turns the generator's stamps and both sinks' recording on
+// or off (LatencyDriver).
+func (d *NetnsDriver) SetLatency(on bool) error {
+	var v uint32
+	if on {
+		v = 1
+	}
+	if err := d.sinkTC.PerfLatOn.Set(v); err != nil {
+		return fmt.Errorf("tc sink latency switch: %w", err)
+	}
+	if err := d.sinkXDP.PerfLatOn.Set(v); err != nil {
+		return fmt.Errorf("xdp sink latency switch: %w", err)
+	}
+	return d.gen.SetStamp(on)
+}
+
+// Stamped reports whether slot's frames carry a latency stamp.
+func (d *NetnsDriver) Stamped(slot int) bool { return d.gen.Stamped(slot) }
+
+// Latency reads the attached sink's histogram of slot and its misses.
+func (d *NetnsDriver) Latency(slot int) (LatencyHist, LatencyMisses, error) {
+	d.mu.Lock()
+	hm, mm := d.latMap, d.latMiss
+	d.mu.Unlock()
+	return readLatency(hm, mm, slot)
+}
+
+// readLatency sums a sink's per-CPU histogram of slot and its misses.
+func readLatency(hm, mm *ebpf.Map, slot int) (LatencyHist, LatencyMisses, error) {
+	var h LatencyHist
+	var m LatencyMisses
+	if slot < 0 || slot >= latSlots {
+		return h, m, fmt.Errorf("latency slot %d out of range 0..%d", slot, latSlots-1)
+	}
+	var per []perfSinkTCPerfLatHist
+	if err := hm.Lookup(uint32(slot), &per); err != nil {
+		return h, m, fmt.Errorf("read latency histogram %d: %w", slot, err)
+	}
+	for i := range per {
+		c := &per[i]
+		h.Add(&LatencyHist{Count: c.Count, SumNs: c.SumNs, MaxNs: c.MaxNs, Buckets: c.Buckets})
+	}
+	for r := range m {
+		var n []uint64
+		if err := mm.Lookup(uint32(r), &n); err != nil {
+			return h, m, fmt.Errorf("read latency misses: %w", err)
+		}
+		for _, v := range n {
+			m[r] += v
+		}
+	}
+	return h, m, nil
 }
 
 func sinkPackets(m *ebpf.Map) (uint64, error) {

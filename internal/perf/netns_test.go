@@ -14,11 +14,14 @@ import (
 )
 
 // upTestbed builds the netns testbed for a privileged test.
-func upTestbed(t *testing.T) *NetnsDriver {
+func upTestbed(t *testing.T) *NetnsDriver { return upTestbedNamed(t, "sct-pf") }
+
+// upTestbedNamed is upTestbed with the namespaces' name prefix.
+func upTestbedNamed(t *testing.T, prefix string) *NetnsDriver {
 	t.Helper()
 	testutil.RequireRoot(t)
 	testutil.RequireTool(t, "ethtool")
-	d := NewNetnsDriver(NetnsOptions{GenCPU: 0, SUTCPU: 1, Prefix: "sct-pf"})
+	d := NewNetnsDriver(NetnsOptions{GenCPU: 0, SUTCPU: 1, Prefix: prefix})
 	if err := d.Up(); err != nil {
 		if IsNotSupported(err) {
 			t.Skipf("testbed: %v", err)

@@ -3,7 +3,6 @@ package perf
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"net"
@@ -165,14 +164,7 @@ func TestTemplatesTshark(t *testing.T) {
 		{"End.DX6", "fc00:a:1::1,fc00:100:1::1\t0\t1"},
 		{"SRv6-transit", "fc00:b00:1::1,fc00:100:1::1\t1\t1"},
 	}
-	var pcap bytes.Buffer
-	hdr := make([]byte, 24)
-	binary.LittleEndian.PutUint32(hdr[0:], 0xa1b2c3d4)
-	binary.LittleEndian.PutUint16(hdr[4:], 2)
-	binary.LittleEndian.PutUint16(hdr[6:], 4)
-	binary.LittleEndian.PutUint32(hdr[16:], 65535)
-	binary.LittleEndian.PutUint32(hdr[20:], 1) // Ethernet
-	pcap.Write(hdr)
+	var frames [][]byte
 	for _, c := range cases {
 		r, err := reg.Get(c.recipe)
 		if err != nil {
@@ -182,14 +174,10 @@ func TestTemplatesTshark(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := make([]byte, 16)
-		binary.LittleEndian.PutUint32(rec[8:], uint32(len(frame)))
-		binary.LittleEndian.PutUint32(rec[12:], uint32(len(frame)))
-		pcap.Write(rec)
-		pcap.Write(frame)
+		frames = append(frames, frame)
 	}
 	path := filepath.Join(t.TempDir(), "templates.pcap")
-	if err := os.WriteFile(path, pcap.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, pcapOf(frames), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("tshark", "-r", path, "-o", "udp.check_checksum:TRUE", "-T", "fields",

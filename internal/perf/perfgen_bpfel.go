@@ -34,6 +34,7 @@ type perfGenPerfGenFlags uint32
 
 const (
 	perfGenPerfGenFlagsPERF_GEN_F_PRISTINE perfGenPerfGenFlags = 1
+	perfGenPerfGenFlagsPERF_GEN_F_STAMP    perfGenPerfGenFlags = 2
 )
 
 type perfGenPerfGenVerdict uint32
@@ -50,11 +51,14 @@ const (
 )
 
 type perfGenPerfTmpl struct {
-	_       structs.HostLayout
-	Len     uint32
-	FlowOff uint16
-	Flows   uint16
-	Data    [512]uint8
+	_         structs.HostLayout
+	Len       uint32
+	FlowOff   uint16
+	Flows     uint16
+	StampOff  uint16
+	StampCsum uint16
+	Pad       uint32
+	Data      [512]uint8
 }
 
 // Names of all BPF objects in the ELF.

@@ -13,18 +13,49 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type perfSinkTCPerfLatHist struct {
+	_       structs.HostLayout
+	Count   uint64
+	SumNs   uint64
+	MaxNs   uint64
+	Buckets [1984]uint64
+}
+
+type perfSinkTCPerfLatMissReason uint32
+
+const (
+	perfSinkTCPerfLatMissReasonPERF_LAT_MISS_SHORT perfSinkTCPerfLatMissReason = 0
+	perfSinkTCPerfLatMissReasonPERF_LAT_MISS_MAGIC perfSinkTCPerfLatMissReason = 1
+	perfSinkTCPerfLatMissReasonPERF_LAT_MISS_SLOT  perfSinkTCPerfLatMissReason = 2
+	perfSinkTCPerfLatMissReasonPERF_LAT_MISS_CLOCK perfSinkTCPerfLatMissReason = 3
+	perfSinkTCPerfLatMissReasonPERF_LAT_MISS_MAX   perfSinkTCPerfLatMissReason = 4
+)
+
 type perfSinkTCPerfSinkCount struct {
 	_       structs.HostLayout
 	Packets uint64
 	Bytes   uint64
 }
 
+type perfSinkTCPerfStamp struct {
+	_     structs.HostLayout
+	Magic uint32
+	Slot  uint16
+	Comp  uint16
+	TsNs  uint64
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	perfSinkTCMapPerfSinkCounts = "perf_sink_counts"
-	perfSinkTCProgPerfSinkTc    = "perf_sink_tc"
+	perfSinkTCMapPerfLat                 = "perf_lat"
+	perfSinkTCMapPerfLatMiss             = "perf_lat_miss"
+	perfSinkTCMapPerfSinkCounts          = "perf_sink_counts"
+	perfSinkTCProgPerfSinkTc             = "perf_sink_tc"
+	perfSinkTCVarPerfLatOn               = "perf_lat_on"
+	perfSinkTCVarUnusedPerfLatMissReason = "unused_perf_lat_miss_reason"
+	perfSinkTCVarUnusedPerfStamp         = "unused_perf_stamp"
 )
 
 // loadPerfSinkTC returns the embedded CollectionSpec for perfSinkTC.
@@ -76,6 +107,8 @@ type perfSinkTCProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type perfSinkTCMapSpecs struct {
+	PerfLat        *ebpf.MapSpec `ebpf:"perf_lat"`
+	PerfLatMiss    *ebpf.MapSpec `ebpf:"perf_lat_miss"`
 	PerfSinkCounts *ebpf.MapSpec `ebpf:"perf_sink_counts"`
 }
 
@@ -83,6 +116,9 @@ type perfSinkTCMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type perfSinkTCVariableSpecs struct {
+	PerfLatOn               *ebpf.VariableSpec `ebpf:"perf_lat_on"`
+	UnusedPerfLatMissReason *ebpf.VariableSpec `ebpf:"unused_perf_lat_miss_reason"`
+	UnusedPerfStamp         *ebpf.VariableSpec `ebpf:"unused_perf_stamp"`
 }
 
 // perfSinkTCObjects contains all objects after they have been loaded into the kernel.
@@ -105,11 +141,15 @@ func (o *perfSinkTCObjects) Close() error {
 //
 // It can be passed to loadPerfSinkTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type perfSinkTCMaps struct {
+	PerfLat        *ebpf.Map `ebpf:"perf_lat"`
+	PerfLatMiss    *ebpf.Map `ebpf:"perf_lat_miss"`
 	PerfSinkCounts *ebpf.Map `ebpf:"perf_sink_counts"`
 }
 
 func (m *perfSinkTCMaps) Close() error {
 	return _PerfSinkTCClose(
+		m.PerfLat,
+		m.PerfLatMiss,
 		m.PerfSinkCounts,
 	)
 }
@@ -118,6 +158,9 @@ func (m *perfSinkTCMaps) Close() error {
 //
 // It can be passed to loadPerfSinkTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type perfSinkTCVariables struct {
+	PerfLatOn               *ebpf.Variable `ebpf:"perf_lat_on"`
+	UnusedPerfLatMissReason *ebpf.Variable `ebpf:"unused_perf_lat_miss_reason"`
+	UnusedPerfStamp         *ebpf.Variable `ebpf:"unused_perf_stamp"`
 }
 
 // perfSinkTCPrograms contains all programs after they have been loaded into the kernel.

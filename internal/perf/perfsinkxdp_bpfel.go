@@ -13,6 +13,14 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type perfSinkXDPPerfLatHist struct {
+	_       structs.HostLayout
+	Count   uint64
+	SumNs   uint64
+	MaxNs   uint64
+	Buckets [1984]uint64
+}
+
 type perfSinkXDPPerfSinkCount struct {
 	_       structs.HostLayout
 	Packets uint64
@@ -23,8 +31,13 @@ type perfSinkXDPPerfSinkCount struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	perfSinkXDPMapPerfSinkCounts = "perf_sink_counts"
-	perfSinkXDPProgPerfSinkXdp   = "perf_sink_xdp"
+	perfSinkXDPMapPerfLat                 = "perf_lat"
+	perfSinkXDPMapPerfLatMiss             = "perf_lat_miss"
+	perfSinkXDPMapPerfSinkCounts          = "perf_sink_counts"
+	perfSinkXDPProgPerfSinkXdp            = "perf_sink_xdp"
+	perfSinkXDPVarPerfLatOn               = "perf_lat_on"
+	perfSinkXDPVarUnusedPerfLatMissReason = "unused_perf_lat_miss_reason"
+	perfSinkXDPVarUnusedPerfStamp         = "unused_perf_stamp"
 )
 
 // loadPerfSinkXDP returns the embedded CollectionSpec for perfSinkXDP.
@@ -76,6 +89,8 @@ type perfSinkXDPProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type perfSinkXDPMapSpecs struct {
+	PerfLat        *ebpf.MapSpec `ebpf:"perf_lat"`
+	PerfLatMiss    *ebpf.MapSpec `ebpf:"perf_lat_miss"`
 	PerfSinkCounts *ebpf.MapSpec `ebpf:"perf_sink_counts"`
 }
 
@@ -83,6 +98,9 @@ type perfSinkXDPMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type perfSinkXDPVariableSpecs struct {
+	PerfLatOn               *ebpf.VariableSpec `ebpf:"perf_lat_on"`
+	UnusedPerfLatMissReason *ebpf.VariableSpec `ebpf:"unused_perf_lat_miss_reason"`
+	UnusedPerfStamp         *ebpf.VariableSpec `ebpf:"unused_perf_stamp"`
 }
 
 // perfSinkXDPObjects contains all objects after they have been loaded into the kernel.
@@ -105,11 +123,15 @@ func (o *perfSinkXDPObjects) Close() error {
 //
 // It can be passed to loadPerfSinkXDPObjects or ebpf.CollectionSpec.LoadAndAssign.
 type perfSinkXDPMaps struct {
+	PerfLat        *ebpf.Map `ebpf:"perf_lat"`
+	PerfLatMiss    *ebpf.Map `ebpf:"perf_lat_miss"`
 	PerfSinkCounts *ebpf.Map `ebpf:"perf_sink_counts"`
 }
 
 func (m *perfSinkXDPMaps) Close() error {
 	return _PerfSinkXDPClose(
+		m.PerfLat,
+		m.PerfLatMiss,
 		m.PerfSinkCounts,
 	)
 }
@@ -118,6 +140,9 @@ func (m *perfSinkXDPMaps) Close() error {
 //
 // It can be passed to loadPerfSinkXDPObjects or ebpf.CollectionSpec.LoadAndAssign.
 type perfSinkXDPVariables struct {
+	PerfLatOn               *ebpf.Variable `ebpf:"perf_lat_on"`
+	UnusedPerfLatMissReason *ebpf.Variable `ebpf:"unused_perf_lat_miss_reason"`
+	UnusedPerfStamp         *ebpf.Variable `ebpf:"unused_perf_stamp"`
 }
 
 // perfSinkXDPPrograms contains all programs after they have been loaded into the kernel.

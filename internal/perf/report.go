@@ -31,7 +31,9 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	_ = cw.Write([]string{"run", "size", "name", "behavior", "rules",
 		"throughput_pps_median", "throughput_pps_cv", "ns_per_packet_median",
 		"ratio_median", "ratio_ci95_lo", "ratio_ci95_hi", "cpu_ratio_median", "cpu_ratio_ci95_lo", "cpu_ratio_ci95_hi",
-		"pdr_pps_mean", "pdr_pps_cv", "ndr_pps_mean", "pdr_ratio"})
+		"pdr_pps_mean", "pdr_pps_cv", "ndr_pps_mean", "pdr_ratio",
+		"latency_rate_pps", "latency_p50_ns", "latency_p99_ns", "latency_p999_ns", "latency_max_ns",
+		"latency_added_p50_ns", "latency_added_p99_ns", "latency_packets", "latency_unstamped"})
 	med := func(s *Summary) float64 { return s.Median }
 	mean := func(s *Summary) float64 { return s.Mean }
 	cv := func(s *Summary) float64 { return s.CV }
@@ -42,13 +44,24 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		if x.PDRRatio != 0 {
 			pr = strconv.FormatFloat(x.PDRRatio, 'f', 4, 64)
 		}
-		_ = cw.Write([]string{strconv.Itoa(x.Run), strconv.Itoa(x.Size), x.Name, x.Behavior, strconv.Itoa(x.Rules),
+		_ = cw.Write(append([]string{strconv.Itoa(x.Run), strconv.Itoa(x.Size), x.Name, x.Behavior, strconv.Itoa(x.Rules),
 			f0(x.ThroughputPPS, med), f0(x.ThroughputPPS, cv), f0(x.NsPerPacket, med),
 			f0(x.Ratio, med), f0(x.Ratio, lo), f0(x.Ratio, hi), f0(x.CPURatio, med), f0(x.CPURatio, lo), f0(x.CPURatio, hi),
-			f0(x.PDRPPS, mean), f0(x.PDRPPS, cv), f0(x.NDRPPS, mean), pr})
+			f0(x.PDRPPS, mean), f0(x.PDRPPS, cv), f0(x.NDRPPS, mean), pr}, latencyCells(x.Latency)...))
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// latencyCells are a result's latency columns of results.csv (empty when
+// not measured).
+func latencyCells(l *LatencyResult) []string {
+	if l == nil || l.NotMeasured != "" {
+		return make([]string, 9)
+	}
+	fl := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	return []string{fl(l.RatePPS), fl(l.P50), fl(l.P99), fl(l.P999), fl(l.Max), fl(l.AddedP50), fl(l.AddedP99),
+		strconv.FormatUint(l.Packets, 10), strconv.FormatUint(l.Unstamped, 10)}
 }
 
 // WriteMarkdown writes tables in the style of the thesis' Table 5.1: per
@@ -120,6 +133,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if hasSat {
 			fmt.Fprint(w, roundsLegend)
 		}
+		writeLatencyTable(w, groups[k], r.Baseline)
 		for _, x := range groups[k] {
 			if x.ThroughputDisturbed {
 				fmt.Fprint(w, "Throughput in parentheses: no window had the SUT thread on its CPU throughout; the figure is the co-runners' as much as the SUT's.\n\n")
@@ -128,10 +142,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	if len(r.Ceilings) > 0 {
-		fmt.Fprintln(w, "| Run | Size | Generator sent (kpps) | Physical limit: → SUT port XDP_DROP (kpps) | same, frames rewritten (kpps) | → SUT stack + tc drop (kpps) |")
-		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| Run | Size | Generator sent (kpps) | Physical limit: → SUT port XDP_DROP (kpps) | same, frames rewritten (kpps) | → SUT stack + tc drop (kpps) | latency floor p50 / p99 (µs): → XDP_DROP | → stack + tc drop |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, c := range r.Ceilings {
-			fmt.Fprintf(w, "| %d | %d | %.0f | %.0f | %.0f | %.0f |\n", c.Run, c.Size, c.GenPPS/1e3, c.XDPDropPPS/1e3, c.XDPDropRewritePPS/1e3, c.StackDropPPS/1e3)
+			fmt.Fprintf(w, "| %d | %d | %.0f | %.0f | %.0f | %.0f | %s | %s |\n", c.Run, c.Size, c.GenPPS/1e3, c.XDPDropPPS/1e3, c.XDPDropRewritePPS/1e3, c.StackDropPPS/1e3,
+				floorCell(c.XDPDropLatency), floorCell(c.StackDropLatency))
 		}
 		fmt.Fprintln(w)
 	}
@@ -159,10 +174,77 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
+	for _, c := range r.Controls {
+		if l := c.Latency; l != nil && l.NotMeasured == "" {
+			fmt.Fprintf(w, "Run %d, %d B: A/A latency control (the baseline against itself): added p50 %s µs, p99 %s µs; per round, added p50 %s.\n\n",
+				c.Run, c.Size, us(l.AddedP50), us(l.AddedP99), roundsCI(l.AddedP50Rounds))
+		}
+	}
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "* skipped %s: %s\n", s.Behavior, s.Reason)
 	}
 	return nil
+}
+
+// writeLatencyTable writes the latency of one run and size, if measured:
+// absolute percentiles and what each behaviour adds to the baseline.
+func writeLatencyTable(w io.Writer, xs []Result, baseline string) {
+	var rate float64
+	for _, x := range xs {
+		if x.Latency != nil {
+			rate = x.Latency.RatePPS
+			break
+		}
+	}
+	if rate == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Latency at %.0f pps offered (µs; added = minus %s in the same run):\n\n", rate, baseline)
+	fmt.Fprintln(w, "| Behaviour | p50 | p99 | p99.9 | max | added p50 | added p99 | added p50 per round (95% CI) | packets | unstamped | SUT wait/packet |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+	for _, x := range xs {
+		l := x.Latency
+		switch {
+		case l == nil:
+			continue
+		case l.NotMeasured != "":
+			fmt.Fprintf(w, "| %s | — | — | — | — | — | — | not measured: %s | %d | %d | |\n", x.Name, l.NotMeasured, l.Packets, l.Unstamped)
+			continue
+		}
+		added50, added99 := us(l.AddedP50), us(l.AddedP99)
+		if x.Behavior == baseline && x.Rules == 0 {
+			added50, added99 = "0", "0"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", x.Name, us(l.P50), us(l.P99), us(l.P999), us(l.Max),
+			added50, added99, roundsCI(l.AddedP50Rounds), l.Packets, l.Unstamped, us(l.SUTWaitPerPacket))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprint(w, latencyLegend)
+}
+
+// latencyLegend explains the latency table (docs/benchmarks.md says more).
+const latencyLegend = "Latency: generator send → sink, every behaviour at the same paced rate; the absolute figures include the testbed's own share " +
+	"(generator batch flush, veth, the SUT thread's wake-up). Added = the behaviour's percentile minus the baseline's: what it adds to plain forwarding; " +
+	"per round: the window's p50 minus its two baseline neighbours'. SUT wait/packet: how long the SUT thread waited for its CPU per packet — " +
+	"a few µs is its wake-up; far more means other work on its CPU, and the tails are that work's.\n\n"
+
+// floorCell is a testbed latency floor as "p50 / p99" in µs.
+func floorCell(l *LatencyResult) string {
+	if l == nil || l.Packets == 0 {
+		return ""
+	}
+	return us(l.P50) + " / " + us(l.P99)
+}
+
+// us formats ns as µs with two decimals, signed when negative.
+func us(ns float64) string { return strconv.FormatFloat(ns/1e3, 'f', 2, 64) }
+
+// roundsCI formats a per-round added-latency summary (ns) as µs.
+func roundsCI(s *Summary) string {
+	if s == nil || s.Runs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s – %s, %d rounds)", us(s.Median), us(s.CI95[0]), us(s.CI95[1]), s.Runs)
 }
 
 // roundsLegend explains the table's rounds column (docs/benchmarks.md says
@@ -250,14 +332,14 @@ func (r *Report) WriteAll(dir string) ([]string, error) {
 func (r *Report) WriteWindowsCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"run", "size", "round", "seq", "arm", "slot", "dur_ns", "tx", "rx", "sut_cpu_ns", "sut_wait_ns", "sut_steal_ns",
-		"rx_pps", "ns_per_packet", "busy", "lost", "valid"})
+		"rx_pps", "ns_per_packet", "busy", "lost", "valid", "lat_packets", "lat_p50_ns", "lat_p99_ns"})
 	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
 	fl := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	for _, x := range r.Windows {
 		d := x.Delta
 		_ = cw.Write([]string{strconv.Itoa(x.Run), strconv.Itoa(x.Size), strconv.Itoa(x.Round), strconv.Itoa(x.Seq), x.Arm, strconv.Itoa(x.Slot),
 			strconv.FormatInt(d.Dur.Nanoseconds(), 10), u(d.Tx), u(d.Rx), u(d.SUTCPU), u(d.SUTWait), u(d.SUTSteal),
-			fl(d.RxPPS()), fl(d.NsPerPacket()), fl(d.Busy()), fl(d.Lost()), x.Valid})
+			fl(d.RxPPS()), fl(d.NsPerPacket()), fl(d.Busy()), fl(d.Lost()), x.Valid, u(x.LatPackets), fl(x.LatP50), fl(x.LatP99)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -123,3 +123,71 @@ func TestReportPlots(t *testing.T) {
 		t.Errorf("plots not written: %v", want)
 	}
 }
+
+// TestReportLatency: the latency figures appear beside the throughput in
+// every format — a table under the run's throughput table, the A/A
+// control's noise line, "latency" in the JSON results and controls, and
+// the latency_* columns of results.csv.
+func TestReportLatency(t *testing.T) {
+	r := sampleReport()
+	s := func(v float64) *Summary { x := Summarize([]float64{v, v, v}); return &x }
+	r.Results[0].Latency = &LatencyResult{RatePPS: 20000, DeliveredPPS: 19990, Packets: 40000, P50: 21500, P90: 23000, P99: 40250,
+		P999: 90000, Max: 120000, Mean: 22000, SUTWaitPerPacket: 4200}
+	r.Results[1].Latency = &LatencyResult{RatePPS: 20000, Packets: 20000, Unstamped: 3, Misses: map[string]uint64{"no-stamp": 3},
+		P50: 22250, P90: 24000, P99: 41000, P999: 95000, Max: 130000, Mean: 23000, AddedP50: 750, AddedP99: 750, AddedMean: 1000,
+		AddedP50Rounds: s(800), AddedP99Rounds: s(700), SUTWaitPerPacket: 4300}
+	r.Results[2].Latency = &LatencyResult{RatePPS: 20000, NotMeasured: "its frames have no room for a 16-byte stamp"}
+	r.Controls[0].Latency = &LatencyResult{RatePPS: 20000, Packets: 20000, P50: 21400, P99: 40000, Max: 1e5, AddedP50: -100, AddedP99: -250, AddedP50Rounds: s(-50)}
+	var md bytes.Buffer
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Latency at 20000 pps offered (µs; added = minus IPv6 in the same run):",
+		"| IPv6 | 21.50 | 40.25 | 90.00 | 120.00 | 0 | 0 |  | 40000 | 0 | 4.20 |",
+		"| End | 22.25 | 41.00 | 95.00 | 130.00 | 0.75 | 0.75 | 0.80 (0.80 – 0.80, 3 rounds) | 20000 | 3 | 4.30 |",
+		"| fw/1 rules | — | — | — | — | — | — | not measured: its frames have no room for a 16-byte stamp | 0 | 0 | |",
+		"A/A latency control (the baseline against itself): added p50 -0.10 µs, p99 -0.25 µs; per round, added p50 -0.05 (-0.05 – -0.05, 3 rounds).",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results []struct {
+			Latency map[string]json.RawMessage `json:"latency"`
+		} `json:"results"`
+		Controls []struct {
+			Latency map[string]json.RawMessage `json:"latency"`
+		} `json:"controls"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"rate_pps", "packets", "unstamped", "misses", "p50_ns", "p99_ns", "max_ns", "added_p50_ns", "added_p99_ns", "added_p50_rounds"} {
+		if _, ok := doc.Results[1].Latency[k]; !ok {
+			t.Errorf("result latency lacks %q: %s", k, js.String())
+		}
+	}
+	if _, ok := doc.Controls[0].Latency["added_p50_ns"]; !ok {
+		t.Errorf("control lacks its latency: %s", js.String())
+	}
+	var csv bytes.Buffer
+	if err := r.WriteCSV(&csv); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(csv.String()), "\n")
+	if !strings.HasSuffix(lines[0], ",latency_rate_pps,latency_p50_ns,latency_p99_ns,latency_p999_ns,latency_max_ns,latency_added_p50_ns,latency_added_p99_ns,latency_packets,latency_unstamped") {
+		t.Errorf("csv header: %s", lines[0])
+	}
+	if !strings.HasSuffix(lines[2], ",20000,22250,41000,95000,130000,750,750,20000,3") {
+		t.Errorf("csv End row: %s", lines[2])
+	}
+	if !strings.HasSuffix(lines[3], ",,,,,,,,,") {
+		t.Errorf("csv row without latency: %s", lines[3])
+	}
+}

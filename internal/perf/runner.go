@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -57,6 +58,13 @@ type Ceiling struct {
 	// Window is how long each figure was measured (the median of 5
 	// equal slices of it).
 	Window Duration `json:"window,omitempty"`
+	// XDPDropLatency and StackDropLatency are the testbed's own latency
+	// at the latency phase's default rate, with the baseline's frame:
+	// generator → native XDP_DROP on the SUT port (batch flush, veth, the
+	// NAPI thread's wake-up) and → the SUT's stack and a tc ingress drop
+	// (plus skb and GRO). Nil when the testbed cannot measure latency.
+	XDPDropLatency   *LatencyResult `json:"xdp_drop_latency,omitempty"`
+	StackDropLatency *LatencyResult `json:"stack_drop_latency,omitempty"`
 }
 
 // Control is an A/A control (baseline vs itself).
@@ -65,6 +73,8 @@ type Control struct {
 	Size     int     `json:"size"`
 	Ratio    Summary `json:"ratio"`
 	CPURatio Summary `json:"cpu_ratio"`
+	// Latency of the A/A arm: its added latency is the method's noise.
+	Latency *LatencyResult `json:"latency,omitempty"`
 	// Valid / CPUValid: the median is within aa_limit of 1.
 	Valid    bool `json:"valid"`
 	CPUValid bool `json:"cpu_valid"`
@@ -110,6 +120,9 @@ type Result struct {
 	// thread lost its CPU in one of their windows (sandwich.max_lost).
 	DisturbedRounds int           `json:"disturbed_rounds,omitempty"`
 	Searches        []SearchTrace `json:"searches,omitempty"`
+	// Latency at the latency phase's paced rate (absolute and added to
+	// the baseline's), nil when the phase did not run.
+	Latency *LatencyResult `json:"latency,omitempty"`
 }
 
 // SearchTrace keeps a search's steps (throughput vs input rate plots).
@@ -127,8 +140,13 @@ type Window struct {
 	Slot       int
 	Delta      Delta
 	// Valid: "ok", or why the window's round did not count for the
-	// throughput ratio (see SandwichConfig).
+	// throughput ratio (see SandwichConfig); "latency" for a window of the
+	// latency phase.
 	Valid string
+	// LatPackets, LatP50, LatP99: a latency window's recorded packets and
+	// percentiles (ns).
+	LatPackets     uint64
+	LatP50, LatP99 float64
 }
 
 // Skip is a behaviour that could not be measured, with the reason.
@@ -206,7 +224,10 @@ func (r *Runner) Run(e *Experiment) (*Report, error) {
 		steps += (nArms + 1) * n * e.PDR.Repeats * e.PDR.Searches * mult
 	}
 	if *e.Ceiling {
-		steps += 3
+		steps += 5
+	}
+	if e.Latency.On() {
+		steps += e.Latency.Rounds * (2*(nArms+1) + 1)
 	}
 	r.Progress.Total(steps * len(e.Sizes) * e.Runs)
 
@@ -280,6 +301,10 @@ func (r *Runner) Run(e *Experiment) (*Report, error) {
 				rep.Ceilings = append(rep.Ceilings, c)
 				r.logf("run %d, %d B: physical limit (xdp-drop) %.0f pps, with rewrite %.0f pps, stack-drop %.0f pps",
 					run, size, c.XDPDropPPS, c.XDPDropRewritePPS, c.StackDropPPS)
+				if c.XDPDropLatency != nil && c.StackDropLatency != nil {
+					r.logf("run %d, %d B: testbed latency floor p50 %.1f µs (xdp-drop), %.1f µs (stack-drop)",
+						run, size, c.XDPDropLatency.P50/1e3, c.StackDropLatency.P50/1e3)
+				}
 			}
 			results := make([]Result, len(arms)+1)
 			results[0] = Result{Name: e.Baseline, Behavior: e.Baseline, Size: size, Run: run}
@@ -293,6 +318,11 @@ func (r *Runner) Run(e *Experiment) (*Report, error) {
 			}
 			if e.Method != "sandwich" {
 				if err := r.pdr(e, ref, arms, results); err != nil {
+					return nil, err
+				}
+			}
+			if e.Latency.On() {
+				if err := r.latency(e, rep, ref, arms, results, run, size); err != nil {
 					return nil, err
 				}
 			}
@@ -388,6 +418,46 @@ func (r *Runner) sandwich(e *Experiment, rep *Report, ref Arm, arms []arm, resul
 		rep.Valid = false
 		r.logf("run %d, %d B: A/A control (throughput %.3f, cpu %.3f) is more than %.0f%% from 1: run rejected",
 			run, size, aa.Median, aaCPU.Median, 100*e.Sandwich.AALimit)
+	}
+	return nil
+}
+
+// latency runs the latency phase and puts each arm's figures into its
+// result (the A/A arm's into the run's control). A testbed that cannot
+// measure latency is logged once, not an error.
+func (r *Runner) latency(e *Experiment, rep *Report, ref Arm, arms []arm, results []Result, run, size int) error {
+	ld, ok := r.Driver.(LatencyDriver)
+	if !ok {
+		if run == 1 && size == e.Sizes[0] {
+			r.logf("latency: testbed %s cannot measure it; skipped", r.Driver.Name())
+		}
+		return nil
+	}
+	plain := make([]Arm, len(arms))
+	for i, a := range arms {
+		plain[i] = a.Arm
+	}
+	l := e.Latency
+	cfg := LatencyConfig{Rounds: l.Rounds, Settle: l.Settle.D(), Window: l.Window.D(), Rate: uint64(l.RatePPS),
+		Seed: e.Sandwich.Seed + uint64(run)*1000 + uint64(size) + 7, Tick: func() { r.Progress.Add(1) },
+		Trace: func(w Window) {
+			w.Run, w.Size = run, size
+			rep.Windows = append(rep.Windows, w)
+		}}
+	r.logf("run %d, %d B: latency of %d behaviours at %.0f pps, %d rounds", run, size, len(arms), l.RatePPS, l.Rounds)
+	refRes, res, err := MeasureLatency(ld, ref, plain, cfg)
+	if err != nil {
+		return fmt.Errorf("latency: %w", err)
+	}
+	results[0].Latency = refRes.Result(cfg.Rate, nil)
+	for i, a := range res {
+		results[i+1].Latency = a.Result(cfg.Rate, &refRes)
+	}
+	for i := len(rep.Controls) - 1; i >= 0; i-- {
+		if c := &rep.Controls[i]; c.Run == run && c.Size == size {
+			c.Latency = results[1].Latency
+			break
+		}
 	}
 	return nil
 }
@@ -557,7 +627,67 @@ func MeasureCeiling(d Driver, run, size int, warmup, window time.Duration, tick 
 			tick()
 		}
 	}
+	if ld, ok := d.(LatencyDriver); ok && ld.Stamped(0) {
+		for _, st := range []struct {
+			sink SinkKind
+			dst  **LatencyResult
+		}{{SinkXDPDrop, &c.XDPDropLatency}, {SinkStackDrop, &c.StackDropLatency}} {
+			l, err := latencyFloor(ld, st.sink, warmup, window)
+			if err != nil {
+				return c, fmt.Errorf("latency floor %s: %w", st.sink, err)
+			}
+			*st.dst = l
+			if tick != nil {
+				tick()
+			}
+		}
+	}
 	return c, d.Sink(SinkForward)
+}
+
+// latencyFloor measures the latency of template slot 0 into sink k at
+// the default latency rate: the testbed's own share of every latency.
+func latencyFloor(d LatencyDriver, k SinkKind, warmup, window time.Duration) (*LatencyResult, error) {
+	gen := d.Generator()
+	if err := d.Sink(k); err != nil {
+		return nil, err
+	}
+	if err := gen.Select(0); err != nil {
+		return nil, err
+	}
+	if err := gen.SetRate(defaultLatencyRate); err != nil {
+		return nil, err
+	}
+	if err := d.SetLatency(true); err != nil {
+		return nil, err
+	}
+	a := LatencyArm{Name: k.String(), Stamped: true}
+	err := gen.Start()
+	if err == nil {
+		time.Sleep(warmup)
+		var h0, h1 LatencyHist
+		var m0, m1 LatencyMisses
+		var s0, s1 Sample
+		if h0, m0, err = d.Latency(0); err == nil {
+			if s0, err = d.Sample(); err == nil {
+				time.Sleep(window / 2)
+				if h1, m1, err = d.Latency(0); err == nil {
+					s1, err = d.Sample()
+				}
+			}
+		}
+		a.Hist, a.Misses = h1.Sub(&h0), m1.Sub(m0)
+		dl := s1.Sub(s0)
+		a.Tx, a.Rx, a.Dur, a.Wait = dl.Tx, dl.Rx, dl.Dur, dl.SUTWait+dl.SUTSteal
+		if serr := gen.Stop(); err == nil {
+			err = serr
+		}
+	}
+	err = errors.Join(err, d.SetLatency(false), gen.SetRate(0))
+	if err != nil {
+		return nil, err
+	}
+	return a.Result(defaultLatencyRate, nil), nil
 }
 
 func kernelRelease() string {

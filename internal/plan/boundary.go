@@ -94,8 +94,9 @@ func (b *builder) boundary() {
 			continue
 		}
 		// The service loop (a veth pair inside the node) carries SRv6 to
-		// the node's own tc-served SIDs: never a boundary.
-		trusted[n] = append(trusted[n], nodestate.LoopDev, nodestate.LoopPeer)
+		// the node's own tc-served SIDs, the userspace services' pairs to
+		// and from their processes: never a boundary.
+		trusted[n] = append(trusted[n], nodestate.LoopDev, nodestate.LoopPeer, nodestate.UserspaceLoopPattern)
 		if trustedNode[n] {
 			b.warn("security.boundary.trusted: node " + n + " is trusted: it filters nothing at the boundary")
 			continue

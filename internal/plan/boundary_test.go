@@ -46,7 +46,7 @@ func TestBoundaryDefaults(t *testing.T) {
 		if node.Boundary == nil {
 			t.Fatalf("%s has no boundary", n)
 		}
-		w = append(w, nodestate.LoopDev, nodestate.LoopPeer) // the service loop, always
+		w = append(w, nodestate.UserspaceLoopPattern, nodestate.LoopDev, nodestate.LoopPeer) // the service loops, always
 		if diff := cmp.Diff(w, node.Boundary.Trusted); diff != "" {
 			t.Errorf("%s trusted (-want +got):\n%s", n, diff)
 		}
@@ -69,13 +69,13 @@ func TestBoundaryOverrides(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Nodes["r1"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-ingress", nodestate.LoopDev, nodestate.LoopPeer}) {
+	if got := p.Nodes["r1"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-ingress", nodestate.UserspaceLoopPattern, nodestate.LoopDev, nodestate.LoopPeer}) {
 		t.Errorf("r1 trusted %v, want [eth-ingress] (eth-nfv1 made a boundary)", got)
 	}
-	if got := p.Nodes["ingress"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-r1", "eth-s", nodestate.LoopDev, nodestate.LoopPeer}) {
+	if got := p.Nodes["ingress"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-r1", "eth-s", nodestate.UserspaceLoopPattern, nodestate.LoopDev, nodestate.LoopPeer}) {
 		t.Errorf("ingress trusted %v", got)
 	}
-	if got := p.Nodes["egress"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-mgmt", "eth-nfv2", nodestate.LoopDev, nodestate.LoopPeer}) {
+	if got := p.Nodes["egress"].Boundary.Trusted; !cmp.Equal(got, []string{"eth-mgmt", "eth-nfv2", nodestate.UserspaceLoopPattern, nodestate.LoopDev, nodestate.LoopPeer}) {
 		t.Errorf("egress trusted %v (an undescribed interface can be trusted)", got)
 	}
 	if p.Nodes["r2"].Boundary != nil {

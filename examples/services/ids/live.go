@@ -1,5 +1,3 @@
-//go:build srv6svc
-
 package main
 
 import (
@@ -157,10 +155,7 @@ func (l *liveInspector) verdict(sp *srv6svc.Packet) srv6svc.Verdict {
 		OuterSrc: sp.Outer.Src, OuterDst: sp.Outer.Dst,
 		SL: int(sp.SRH.SegmentsLeft), Args: sp.Args(), Tag: sp.SRH.Tag,
 	}
-	s.segs = s.segs[:0]
-	for i := 0; i <= int(sp.SRH.LastEntry); i++ {
-		s.segs = append(s.segs, sp.Segment(i))
-	}
+	s.segs = sp.AppendSegments(s.segs[:0])
 	p.Segments = s.segs
 	switch proto := sp.InnerProto(); proto {
 	case protoIPv4, protoIPv6: // encap mode

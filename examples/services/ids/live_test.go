@@ -1,5 +1,3 @@
-//go:build srv6svc
-
 package main
 
 import (

@@ -47,7 +47,7 @@ Usage:
   ids -rules FILE -pcap FILE [-ips] [-var NAME=VALUE]... [-args-bits N]
       [-drop-undecodable] [-write-pcap OUT] [-eve OUT]
   ids -rules FILE -check
-  ids -rules FILE -sid SID[/LEN] -dev DEV [-netns NS] [-ips] [-batch] ...   (live mode, with pkg/srv6svc)
+  ids -rules FILE -sid SID[/LEN] -dev DEV [-netns NS] [-ips] [-batch] ...   (live mode)
 
 -synthetic-rules N replaces -rules FILE with N generated content rules (the
 benchmark rule sets: docs/ids.md).
@@ -59,7 +59,7 @@ alert to standard output (or -eve OUT); a summary goes to standard error.
 With -ips, packets matched by a drop rule are dropped: -write-pcap writes
 the packets that are forwarded.
 
-Live (-sid, -dev; built with pkg/srv6svc): binds the SIDs over AF_XDP and
+Live (-sid, -dev): binds the SIDs with pkg/srv6svc (AF_XDP) and
 forwards (End) or drops each packet; SIGHUP reloads the rules (a file with
 errors is refused and the running rules stay); SIGINT/SIGTERM stop.
 

@@ -181,18 +181,36 @@ func setFilter(env *perf.Env, on bool) error {
 }
 
 // Arm is one measured traffic type: its ratio to the reference (IPv6
-// without the filter) by SUT CPU ns/packet and by throughput.
+// without the filter) by SUT CPU ns/packet and by throughput, and its
+// latency at a paced rate (absolute and added to the reference's).
 type Arm struct {
 	Name       string
 	CPURatio   perf.Summary
 	Throughput perf.Summary
 	NsPerPkt   perf.Summary
+	Latency    *perf.LatencyResult `json:",omitempty"`
 }
 
-// Result is a run: the reference's ns/packet and every arm.
+// Result is a run: the reference's ns/packet and latency, and every arm.
 type Result struct {
 	RefNsPerPkt perf.Summary
+	RefLatency  *perf.LatencyResult `json:",omitempty"`
 	Arms        []Arm
+}
+
+// latencyRate is the paced rate of the latency phase (perf's default).
+const latencyRate = 20000
+
+// latDriver adds the testbed's latency measurement to driver.
+type latDriver struct {
+	driver
+	ld perf.LatencyDriver
+}
+
+func (d latDriver) SetLatency(on bool) error { return d.ld.SetLatency(on) }
+func (d latDriver) Stamped(slot int) bool    { return d.ld.Stamped(slot) }
+func (d latDriver) Latency(slot int) (perf.LatencyHist, perf.LatencyMisses, error) {
+	return d.ld.Latency(slot)
 }
 
 // Measure runs the sandwich on an up testbed d (PrepareSUT done): rounds
@@ -273,6 +291,20 @@ func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
 	for _, a := range res {
 		out.Arms = append(out.Arms, Arm{Name: a.Name, CPURatio: perf.Summarize(a.CPURatio),
 			Throughput: perf.Summarize(a.Ratio), NsPerPkt: perf.Summarize(a.NsPerPacket)})
+	}
+	// Latency: every arm at one paced rate, its programs attached by the
+	// same template switch (perf.MeasureLatency; docs/benchmarks.md).
+	if ld, ok := d.(perf.LatencyDriver); ok {
+		lref, lres, err := perf.MeasureLatency(latDriver{driver: td, ld: ld}, perf.Arm{Name: "IPv6", Slot: 0}, arms,
+			perf.LatencyConfig{Rounds: max(1, rounds/4), Settle: 50 * time.Millisecond, Window: 100 * time.Millisecond,
+				Rate: latencyRate, Seed: 17})
+		if err != nil {
+			return nil, err
+		}
+		out.RefLatency = lref.Result(latencyRate, nil)
+		for i := range lres {
+			out.Arms[i].Latency = lres[i].Result(latencyRate, &lref)
+		}
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/segchain/segchain/internal/service"
 	"github.com/segchain/segchain/internal/service/firewall"
 	"github.com/segchain/segchain/internal/service/srunaware"
+	"github.com/segchain/segchain/internal/service/userspace"
 )
 
 // Registry returns the registry of every service kind, in the order plan
@@ -14,6 +15,7 @@ func Registry() *service.Registry {
 	r, err := service.NewRegistry(
 		srunaware.Kind{},
 		firewall.Kind{},
+		userspace.Kind{},
 	)
 	if err != nil {
 		panic(err) // a duplicate name in the list above: a programming error

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* segchain userspace SR-aware services (pkg/srv6svc): steer the packets whose
+ * IPv6 destination is a bound SID (or lies in a bound SID prefix, whose low
+ * bits are ARGS) to the AF_XDP socket of the service on the receiving queue.
+ * Every other packet goes on to the kernel path untouched (XDP_PASS).
+ *
+ * Each binding has its own veth pair (loop -> own): an AF_XDP socket can
+ * only take frames of the device and queue it is bound to, and only one
+ * process can bind a device queue, so the program on the receiving
+ * interface redirects a bound SID's frame (DEVMAP) to the binding's loop
+ * veth; on the peer ("own"), the same program redirects it to the socket of
+ * the receiving queue. The service sends processed frames on loop too; on
+ * own, these arrive on the loop side, where srv6svc_tc (TCX ingress) hands a
+ * frame whose next SID another binding serves to that binding's pair;
+ * anything else goes on to the node's stack, which routes it.
+ *
+ * When no socket is bound for the SID on this queue (the service died: the
+ * kernel removes a closed socket from the XSKMAP), the SID's on-failure
+ * policy applies: bypass passes the packet to the kernel (whose seg6local End
+ * route for the SID then applies End), drop drops it. Both are counted. */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
+#include <linux/in.h>
+#include <linux/ipv6.h>
+#include <linux/seg6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define SVC_MAX_SLOTS 64   /* services (bindings) per namespace */
+#define SVC_MAX_QUEUES 64  /* receive queues per interface a service serves */
+#define SVC_MAX_SIDS 1024  /* SIDs / SID prefixes over all services */
+#define SVC_EXT_MAX 2      /* extension headers allowed before the SRH */
+
+enum svc_flag {
+	SVC_F_BYPASS = 1, /* on-failure bypass (else drop) */
+};
+
+/* svc_key: LPM trie key, a SID prefix (prefixlen 128 for a plain SID). */
+struct svc_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+struct svc_val {
+	__u32 slot;	   /* the binding: index into svc_counters / svc_infos, XSKMAP row, DEVMAP key */
+	__u32 flags;	   /* enum svc_flag */
+	__u32 own_ifindex; /* the binding's own veth, where its sockets are bound */
+	__u32 loop_ifindex; /* its peer: redirecting there delivers to own */
+	__u8 own_mac[ETH_ALEN]; /* its MAC: a frame handed over is addressed to it,
+				 * so that the stack there accepts it (bypass) */
+	__u8 pad[2];
+};
+
+/* svc_stats: per slot, per CPU, counted here in the kernel. */
+struct svc_stats {
+	__u64 steered;	      /* redirected to the service's socket */
+	__u64 steered_bytes;
+	__u64 nosock_drop;    /* no socket on the queue, on-failure drop */
+	__u64 nosock_bypass;  /* no socket on the queue, on-failure bypass */
+	__u64 malformed;      /* bound SID but no valid SRH with SL > 0: dropped */
+};
+
+/* svc_info: per slot, written by the service process (userspace counters
+ * and who serves the slot), read by `segchain sid show`. */
+struct svc_info {
+	__u32 pid;
+	__u32 queues;
+	__u32 flags;	  /* SVC_INFO_* */
+	__u32 sids;
+	__u64 rx;
+	__u64 tx;
+	__u64 drop_verdict;
+	__u64 drop_malformed;
+	__u64 drop_tx_full;
+	__u64 modified;
+	__u64 started_ns; /* CLOCK_REALTIME ns when the process bound */
+	char name[32];
+	char mode[64];	  /* e.g. "xdp eth0:native s6svc0k:native, xsk copy" */
+};
+
+enum svc_info_flag {
+	SVC_INFO_USED = 1,
+	SVC_INFO_ASM = 2,
+	SVC_INFO_BATCH = 4,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SVC_MAX_SIDS);
+	__type(key, struct svc_key);
+	__type(value, struct svc_val);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} svc_sids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, SVC_MAX_SLOTS * SVC_MAX_QUEUES);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} svc_xsks SEC(".maps");
+
+/* svc_devs: slot -> the binding's loop veth (redirecting there delivers
+ * to its own veth). */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, SVC_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} svc_devs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SVC_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct svc_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} svc_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SVC_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct svc_info);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} svc_infos SEC(".maps");
+
+SEC("xdp")
+int srv6svc_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct ipv6hdr *ip6;
+	struct svc_key key = {};
+	struct svc_val *val;
+	struct svc_stats *st;
+	struct ipv6_sr_hdr *srh;
+	void *pos;
+	__u8 nh;
+	__u32 idx, q;
+	long ret;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return XDP_PASS;
+	ip6 = (void *)(eth + 1);
+	if ((void *)(ip6 + 1) > end)
+		return XDP_PASS;
+
+	key.prefixlen = 128;
+	__builtin_memcpy(key.addr, &ip6->daddr, 16);
+	val = bpf_map_lookup_elem(&svc_sids, &key);
+	if (!val)
+		return XDP_PASS;
+	idx = val->slot;
+	st = bpf_map_lookup_elem(&svc_counters, &idx);
+	if (!st) /* slot out of range: a corrupt entry, never steer */
+		return XDP_PASS;
+
+	/* A bound SID's packet must carry a valid SRH with a next segment:
+	 * End needs one. Hop-by-hop / destination options may precede it. */
+	nh = ip6->nexthdr;
+	pos = ip6 + 1;
+#pragma unroll
+	for (int i = 0; i < SVC_EXT_MAX; i++) {
+		__u8 *h = pos;
+
+		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_DSTOPTS)
+			break;
+		if ((void *)(h + 2) > end)
+			goto malformed;
+		nh = h[0];
+		pos = h + ((__u32)h[1] + 1) * 8;
+	}
+	if (nh != IPPROTO_ROUTING)
+		goto malformed;
+	srh = pos;
+	if ((void *)(srh + 1) > end)
+		goto malformed;
+	if (srh->type != IPV6_SRCRT_TYPE_4 || srh->segments_left == 0 ||
+	    srh->segments_left > srh->first_segment ||
+	    ((__u32)srh->first_segment + 1) * 2 > srh->hdrlen ||
+	    (void *)srh + ((__u32)srh->hdrlen + 1) * 8 > end)
+		goto malformed;
+
+	if (ctx->ingress_ifindex != val->own_ifindex) {
+		/* Not on the binding's own veth yet: hand it over. */
+		__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
+		if (bpf_redirect_map(&svc_devs, idx, 0) == XDP_REDIRECT)
+			return XDP_REDIRECT;
+		goto nosock;
+	}
+	q = ctx->rx_queue_index;
+	if (q >= SVC_MAX_QUEUES)
+		goto nosock;
+	ret = bpf_redirect_map(&svc_xsks, idx * SVC_MAX_QUEUES + q, 0);
+	if (ret == XDP_REDIRECT) {
+		st->steered++;
+		st->steered_bytes += end - data;
+		return XDP_REDIRECT;
+	}
+nosock:
+	if (val->flags & SVC_F_BYPASS) {
+		st->nosock_bypass++;
+		return XDP_PASS;
+	}
+	st->nosock_drop++;
+	return XDP_DROP;
+malformed:
+	st->malformed++;
+	return XDP_DROP;
+}
+
+/* srv6svc_tc: TCX ingress on every binding's loop side, where the frames a
+ * service sent enter the node's stack. A frame whose (new) destination is
+ * a SID bound on this node goes straight to that binding's own veth; the
+ * rest continue into the stack. On the skb path (not XDP) because frames
+ * sent over AF_XDP in copy mode are skbs already: running XDP on them
+ * would copy each into a new page. */
+SEC("tcx/ingress")
+int srv6svc_tc(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct ipv6hdr *ip6;
+	struct svc_key key = {};
+	struct svc_val *val;
+
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
+	ip6 = (void *)(eth + 1);
+	if ((void *)(ip6 + 1) > end)
+		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
+	key.prefixlen = 128;
+	__builtin_memcpy(key.addr, &ip6->daddr, 16);
+	val = bpf_map_lookup_elem(&svc_sids, &key);
+	if (!val || !val->loop_ifindex)
+		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
+	__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
+	return bpf_redirect(val->loop_ifindex, 0);
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

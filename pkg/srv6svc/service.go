@@ -1,0 +1,604 @@
+package srv6svc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// OnFailure is what happens to a bound SID's packets while no process
+// serves it (the service died or closed).
+type OnFailure uint8
+
+const (
+	// OnFailureDrop drops them in XDP and counts them.
+	OnFailureDrop OnFailure = iota
+	// OnFailureBypass hands them to the kernel, whose End route for the
+	// SID (installed by Listen) forwards them to the next segment.
+	OnFailureBypass
+)
+
+func (f OnFailure) String() string {
+	if f == OnFailureBypass {
+		return "bypass"
+	}
+	return "drop"
+}
+
+// ParseOnFailure parses "drop" or "bypass".
+func ParseOnFailure(s string) (OnFailure, error) {
+	switch s {
+	case "drop", "":
+		return OnFailureDrop, nil
+	case "bypass":
+		return OnFailureBypass, nil
+	}
+	return 0, fmt.Errorf("on-failure %q: want drop or bypass", s)
+}
+
+// Config describes a binding.
+type Config struct {
+	// Name identifies the binding in `segchain sid show` (at most 31
+	// bytes). A process binding again under the same name takes its slot.
+	Name string
+	// SIDs to bind. A /128 is one SID; a shorter prefix binds every SID in
+	// it and its low bits are the ARGS (Packet.Args).
+	SIDs []netip.Prefix
+	// Interfaces where the SIDs' traffic arrives; the steering XDP program
+	// is attached to each.
+	Interfaces []string
+	// Netns is the network namespace (a name under /run/netns), "" for the
+	// caller's.
+	Netns string
+	// Queues is the number of workers, one AF_XDP socket each (the
+	// receive queues of the binding's own veth; a frame lands on the queue
+	// of the CPU that redirected it). 0: one per CPU.
+	Queues int
+	// OnFailure applies while no process serves the SIDs.
+	OnFailure OnFailure
+	// BatchSize bounds the packets a batch handler gets at once (default 64).
+	BatchSize int
+	// WorkerStart, if set, is called by each worker on its own OS thread,
+	// locked to it for the worker's life, before it serves queue: a
+	// benchmark pins the thread (unix.Gettid) and accounts its CPU time.
+	WorkerStart func(queue int)
+}
+
+// Handler processes one packet (synchronous mode). The packet's memory is
+// valid until it returns. Workers (one per queue) call it concurrently:
+// shared state needs a lock or per-queue copies (Packet.Queue).
+type Handler func(p *Packet) Verdict
+
+// BatchHandler processes a batch (asynchronous batched mode): it sets
+// verdicts[i] for pkts[i] (the slice comes zeroed: Forward). Workers call
+// it concurrently, as Handler.
+type BatchHandler func(pkts []*Packet, verdicts []Verdict)
+
+// Counters of a binding, as `segchain sid show` prints them.
+type Counters struct {
+	Steered        uint64 // redirected by XDP to a socket of the binding
+	SteeredBytes   uint64
+	RX             uint64 // received by the process
+	TX             uint64 // sent on after the verdict
+	DropVerdict    uint64 // the handler said Drop
+	DropMalformed  uint64 // malformed: bad SRH in XDP, or in the library
+	DropBadVerdict uint64 // a verdict that could not be applied (e.g. skip-next with SL < 2, bad inner)
+	DropTxFull     uint64 // tx ring full
+	NoSocketDrop   uint64 // no process on the queue; on-failure drop
+	NoSocketBypass uint64 // no process on the queue; on-failure bypass
+	Modified       uint64 // inner packet changed by the handler
+}
+
+// Service is a binding: its SIDs' packets come to its workers.
+type Service struct {
+	cfg     Config
+	steer   *steer
+	slot    uint32
+	workers []*worker
+	mode    string
+	loopIdx int
+	ownIdx  int
+	started time.Time
+	batch   atomic.Bool
+	asm     atomic.Bool
+	mu      sync.Mutex
+	serving bool
+	closed  bool
+	stop    chan struct{}
+	flushWG sync.WaitGroup
+}
+
+type worker struct {
+	svc                                               *Service
+	x                                                 *xsk
+	iface                                             string
+	queue                                             int
+	srcMAC                                            net.HardwareAddr
+	dstMAC                                            net.HardwareAddr
+	rx, tx, dropV, dropM, dropBad, dropFull, modified atomic.Uint64
+}
+
+func (c *Config) check() error {
+	var errs []error
+	if c.Name == "" || len(c.Name) > 31 || strings.ContainsRune(c.Name, 0) {
+		errs = append(errs, fmt.Errorf("name: %q must be 1 to 31 bytes", c.Name))
+	}
+	if len(c.SIDs) == 0 {
+		errs = append(errs, errors.New("sids: at least one SID is needed"))
+	}
+	for i, p := range c.SIDs {
+		if !p.IsValid() || !p.Addr().Is6() || p.Addr().Is4In6() || p.Bits() < 1 {
+			errs = append(errs, fmt.Errorf("sids[%d]: %s is not an IPv6 prefix", i, p))
+		} else if p.Masked() != p {
+			errs = append(errs, fmt.Errorf("sids[%d]: %s has bits set after the prefix length (use %s)", i, p, p.Masked()))
+		}
+	}
+	if len(c.Interfaces) == 0 {
+		errs = append(errs, errors.New("interfaces: at least one interface is needed"))
+	}
+	if c.Queues < 0 || c.Queues > MaxQueues {
+		errs = append(errs, fmt.Errorf("queues: %d out of 0..%d", c.Queues, MaxQueues))
+	}
+	if c.BatchSize < 0 || c.BatchSize > ringSize {
+		errs = append(errs, fmt.Errorf("batch size: %d out of 0..%d", c.BatchSize, ringSize))
+	}
+	return errors.Join(errs...)
+}
+
+// Listen binds cfg.SIDs: it attaches the steering XDP program to the
+// interfaces (once per namespace; it stays attached), creates the
+// binding's veth pair, opens one AF_XDP socket per worker on it, puts them
+// in the program's socket map and registers the SIDs. If it fails, the
+// pair it created is removed and no SID is registered. Packets then queue until Serve or ServeBatch runs.
+// The AF_XDP mode actually obtained (zero-copy or copy) and the XDP mode
+// (native or generic) are in Mode().
+func Listen(cfg Config) (*Service, error) {
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 64
+	}
+	if err := cfg.check(); err != nil {
+		return nil, fmt.Errorf("srv6svc config: %w", err)
+	}
+	dir, err := pinDir(cfg.Netns)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, started: time.Now(), stop: make(chan struct{})}
+	err = nsutil.Do(cfg.Netns, func() error { return s.setup(dir) })
+	if err != nil {
+		s.teardown()
+		return nil, err
+	}
+	s.flushWG.Add(1)
+	go s.flusher()
+	return s, nil
+}
+
+func (s *Service) setup(dir string) (err error) {
+	st, err := openSteer(dir)
+	if err != nil {
+		return err
+	}
+	s.steer = st
+	if s.slot, err = st.chooseSlot(s.cfg.Name, s.cfg.SIDs); err != nil {
+		return err
+	}
+	var modes []string
+	for _, name := range s.cfg.Interfaces {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("interface %s: %w", name, err)
+		}
+		mode, err := st.attach(l.Attrs().Index)
+		if err != nil {
+			return err
+		}
+		modes = append(modes, name+":"+mode)
+	}
+	n := s.cfg.Queues
+	if n == 0 {
+		n = min(runtime.NumCPU(), MaxQueues)
+	}
+	loop, peer, created, err := loopPair(s.slot, n)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil && created {
+			netlink.LinkDel(loop)
+		}
+	}()
+	s.loopIdx, s.ownIdx = loop.Attrs().Index, peer.Attrs().Index
+	mode, err := st.attach(s.ownIdx)
+	if err != nil {
+		return err
+	}
+	modes = append(modes, peer.Attrs().Name+":"+mode)
+	if err := st.attachTC(s.loopIdx); err != nil {
+		return err
+	}
+	if err := st.objs.SvcDevs.Put(s.slot, uint32(s.loopIdx)); err != nil {
+		return fmt.Errorf("DEVMAP entry %d: %w", s.slot, err)
+	}
+	if got := rxQueues(peer.Attrs().Name); got < n {
+		return fmt.Errorf("loop veth %s has %d receive queues, want %d", peer.Attrs().Name, got, n)
+	}
+	zc := true
+	for q := 0; q < n; q++ {
+		x, err := newXSK(s.ownIdx, q)
+		if err != nil {
+			return fmt.Errorf("AF_XDP on %s queue %d: %w", peer.Attrs().Name, q, err)
+		}
+		zc = zc && x.zerocopy
+		w := &worker{svc: s, x: x, queue: q, srcMAC: peer.Attrs().HardwareAddr, dstMAC: loop.Attrs().HardwareAddr}
+		s.workers = append(s.workers, w)
+		key := s.slot*MaxQueues + uint32(q)
+		if err := st.objs.SvcXsks.Put(key, uint32(x.fd)); err != nil {
+			return fmt.Errorf("XSKMAP entry %d: %w", key, err)
+		}
+	}
+	xskMode := "copy"
+	if zc {
+		xskMode = "zerocopy"
+	}
+	s.mode = "xdp=" + strings.Join(modes, ",") + " xsk=" + xskMode
+	if s.cfg.OnFailure == OnFailureBypass {
+		for _, p := range s.cfg.SIDs {
+			if err := endRoute(p, peer.Attrs().Index); err != nil {
+				return err
+			}
+		}
+	}
+	if err := st.register(s.slot, s.ownIdx, s.loopIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass); err != nil {
+		return err
+	}
+	return s.writeInfo(true)
+}
+
+// loopPair returns the service's loop veth pair (created if needed, with
+// at least n queues): the service sends processed packets on loop; peer
+// hands them to the node's stack, which routes them to the next SID.
+func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err error) {
+	name := fmt.Sprintf("%s%d", nodestate.UserspaceLoopPrefix, slot)
+	pname := name + "k"
+	if l, err := netlink.LinkByName(name); err == nil {
+		if l.Attrs().NumTxQueues >= n {
+			if p, err := netlink.LinkByName(pname); err == nil {
+				return l, p, false, nil
+			}
+		}
+		netlink.LinkDel(l)
+	}
+	// Both sides hand frames to the stack: the loop side those the service
+	// sends, the own side those bypassed while no process serves.
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, NumTxQueues: n, NumRxQueues: n}, PeerName: pname}
+	if err := netlink.LinkAdd(v); err != nil {
+		return nil, nil, false, fmt.Errorf("create loop veth %s: %w", name, err)
+	}
+	for _, nm := range []string{name, pname} { // no DAD, no router solicitations
+		_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+nm+"/accept_dad", []byte("0"), 0)
+		_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+nm+"/router_solicitations", []byte("0"), 0)
+	}
+	for _, nm := range []string{name, pname} {
+		l, err := netlink.LinkByName(nm)
+		if err == nil {
+			err = netlink.LinkSetUp(l)
+		}
+		if err != nil {
+			netlink.LinkDel(v)
+			return nil, nil, false, fmt.Errorf("set %s up: %w", nm, err)
+		}
+	}
+	if loop, err = netlink.LinkByName(name); err == nil {
+		peer, err = netlink.LinkByName(pname)
+	}
+	if err != nil {
+		netlink.LinkDel(v)
+		return nil, nil, false, err
+	}
+	return loop, peer, true, nil
+}
+
+// RouteProtocol marks the End routes srv6svc installs for on-failure
+// bypass (rtnetlink protocol 199, unassigned in /etc/iproute2/rt_protos;
+// segchain apply uses 197, segchain sid add 198).
+const RouteProtocol = 0xc7
+
+// RouteMetric is the metric of those routes: not the default one, so that
+// a domain's plan for the same SID (a userspace service kind) does not see
+// them as a route of another tool it would replace.
+const RouteMetric = 1199
+
+func endRoute(p netip.Prefix, ifindex int) error {
+	enc := &netlink.SEG6LocalEncap{Action: nl.SEG6_LOCAL_ACTION_END}
+	enc.Flags[nl.SEG6_LOCAL_ACTION] = true
+	r := &netlink.Route{LinkIndex: ifindex, Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 128)},
+		Encap: enc, Protocol: RouteProtocol, Priority: RouteMetric}
+	err := netlink.RouteAdd(r)
+	if err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("End route for %s (on-failure bypass): %w", p, err)
+	}
+	return nil
+}
+
+// Mode says how packets reach the service, e.g. "xdp=eth0:native,s6svc0k:native
+// xsk=copy": per interface (those of Config.Interfaces, then the binding's
+// own veth) the XDP mode obtained (native or generic), then the AF_XDP mode
+// (zerocopy or copy; veth only has copy).
+func (s *Service) Mode() string { return s.mode }
+
+// Queues is the number of workers (one AF_XDP socket each).
+func (s *Service) Queues() int { return len(s.workers) }
+
+// Serve runs h on every packet, one at a time per worker (synchronous
+// mode: each packet is sent on before the next is read), until ctx ends or
+// Close. Workers run in parallel, one goroutine each.
+func (s *Service) Serve(ctx context.Context, h Handler) error {
+	if h == nil {
+		return errors.New("nil handler")
+	}
+	return s.serve(ctx, func(p []*Packet, v []Verdict) { v[0] = h(p[0]) }, 1)
+}
+
+// ServeBatch runs h on batches of up to Config.BatchSize packets per
+// worker (asynchronous batched mode: one kernel call per batch each way).
+func (s *Service) ServeBatch(ctx context.Context, h BatchHandler) error {
+	if h == nil {
+		return errors.New("nil handler")
+	}
+	s.batch.Store(true)
+	_ = s.writeInfo(true)
+	return s.serve(ctx, h, s.cfg.BatchSize)
+}
+
+func (s *Service) serve(ctx context.Context, h BatchHandler, batch int) error {
+	s.mu.Lock()
+	if s.serving || s.closed {
+		s.mu.Unlock()
+		return errors.New("service already serving or closed")
+	}
+	s.serving = true
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	errc := make(chan error, len(s.workers))
+	for _, w := range s.workers {
+		go func() {
+			if s.cfg.WorkerStart != nil {
+				runtime.LockOSThread() // never unlocked: the thread ends with the worker
+				s.cfg.WorkerStart(w.queue)
+			}
+			errc <- w.run(ctx, h, batch)
+		}()
+	}
+	var errs []error
+	for range s.workers {
+		if err := <-errc; err != nil {
+			errs = append(errs, err)
+			cancel()
+		}
+	}
+	s.mu.Lock()
+	s.serving = false
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+func (w *worker) run(ctx context.Context, h BatchHandler, batch int) error {
+	x := w.x
+	pkts := make([]Packet, batch)
+	ptrs := make([]*Packet, 0, batch)
+	verdicts := make([]Verdict, batch)
+	for i := range pkts {
+		pkts[i].w = w
+		pkts[i].Queue = w.queue
+	}
+	bound := w.svc.cfg.SIDs
+	pfd := []unix.PollFd{{Fd: int32(x.fd), Events: unix.POLLIN}}
+	for ctx.Err() == nil {
+		x.reclaim()
+		x.refill()
+		n := x.rx.avail()
+		if n == 0 {
+			if _, err := unix.Poll(pfd, 50); err != nil && !errors.Is(err, unix.EINTR) {
+				return fmt.Errorf("poll: %w", err)
+			}
+			continue
+		}
+		n = min(n, uint32(batch))
+		ptrs = ptrs[:0]
+		for i := uint32(0); i < n; i++ {
+			d := *x.rx.xdesc(x.rx.cached + i)
+			buf, chunk := x.frame(d.Addr, d.Len)
+			p := &pkts[len(ptrs)]
+			if err := p.parse(buf); err != nil {
+				w.dropM.Add(1)
+				x.free = append(x.free, chunk)
+				continue
+			}
+			p.chunk, p.addr = chunk, d.Addr
+			p.Bound = match(bound, p.Outer.Dst)
+			ptrs = append(ptrs, p)
+		}
+		x.rx.cached += n
+		x.rx.release()
+		w.rx.Add(uint64(n))
+		if len(ptrs) == 0 {
+			continue
+		}
+		clear(verdicts[:len(ptrs)])
+		h(ptrs, verdicts[:len(ptrs)])
+		sent := 0
+		for i, p := range ptrs {
+			v := verdicts[i]
+			if v == Drop {
+				w.dropV.Add(1)
+				x.free = append(x.free, p.chunk)
+				continue
+			}
+			if p.modified {
+				w.modified.Add(1)
+			}
+			if !p.apply(v) {
+				w.dropBad.Add(1)
+				x.free = append(x.free, p.chunk)
+				continue
+			}
+			if x.tx.free() == 0 {
+				x.reclaim()
+				if x.tx.free() == 0 {
+					w.dropFull.Add(1)
+					x.free = append(x.free, p.chunk)
+					continue
+				}
+			}
+			copy(p.buf[0:6], w.dstMAC)
+			copy(p.buf[6:12], w.srcMAC)
+			*x.tx.xdesc(x.tx.cached) = unix.XDPDesc{Addr: p.addr, Len: uint32(len(p.buf))}
+			x.tx.cached++
+			sent++
+		}
+		if sent > 0 {
+			x.tx.submit()
+			w.tx.Add(uint64(sent))
+			if err := x.kick(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// match returns the bound prefix containing a (longest first).
+func match(bound []netip.Prefix, a netip.Addr) netip.Prefix {
+	best := netip.Prefix{}
+	for _, p := range bound {
+		if p.Contains(a) && (!best.IsValid() || p.Bits() > best.Bits()) {
+			best = p
+		}
+	}
+	return best
+}
+
+// Counters returns the binding's counters (kernel and process).
+func (s *Service) Counters() Counters {
+	var c Counters
+	if s.steer != nil {
+		c = kernelCounters(s.steer.objs.SvcCounters, s.slot)
+	}
+	for _, w := range s.workers {
+		c.RX += w.rx.Load()
+		c.TX += w.tx.Load()
+		c.DropVerdict += w.dropV.Load()
+		c.DropMalformed += w.dropM.Load()
+		c.DropBadVerdict += w.dropBad.Load()
+		c.DropTxFull += w.dropFull.Load()
+		c.Modified += w.modified.Load()
+	}
+	return c
+}
+
+func (s *Service) flusher() {
+	defer s.flushWG.Done()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			_ = s.writeInfo(true)
+		}
+	}
+}
+
+// writeInfo publishes the process's counters for `segchain sid show`.
+func (s *Service) writeInfo(running bool) error {
+	if s.steer == nil {
+		return nil
+	}
+	c := s.Counters()
+	in := steerXDPSvcInfo{Queues: uint32(len(s.workers)), Flags: infoUsed, Sids: uint32(len(s.cfg.SIDs)),
+		Rx: c.RX, Tx: c.TX, DropVerdict: c.DropVerdict, DropMalformed: c.DropMalformed + c.DropBadVerdict,
+		DropTxFull: c.DropTxFull, Modified: c.Modified, StartedNs: uint64(s.started.UnixNano())}
+	if running {
+		in.Pid = uint32(os.Getpid())
+	}
+	if s.asm.Load() {
+		in.Flags |= infoASM
+	}
+	if s.batch.Load() {
+		in.Flags |= infoBatch
+	}
+	putCString(in.Name[:], s.cfg.Name)
+	putCString(in.Mode[:], s.mode)
+	return s.steer.objs.SvcInfos.Put(s.slot, &in)
+}
+
+// Close stops serving and closes the sockets. The SIDs stay registered:
+// their on-failure policy applies until a process binds them again (Listen
+// with the same name or SIDs) or Release removes them.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	s.mu.Unlock()
+	s.flushWG.Wait()
+	for !s.idle() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = s.writeInfo(false)
+	s.teardown()
+	return nil
+}
+
+func (s *Service) idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.serving
+}
+
+func (s *Service) teardown() {
+	for _, w := range s.workers {
+		w.x.close()
+	}
+	s.workers = nil
+	if s.steer != nil {
+		s.steer.close()
+		s.steer = nil
+	}
+}
+
+// Release closes the service and removes its binding: its SIDs leave the
+// steering map (their traffic then takes the kernel path like any other),
+// its loop interface and End routes are deleted.
+func (s *Service) Release() error {
+	_ = s.Close()
+	return unbind(s.cfg.Netns, s.cfg.Name, true)
+}

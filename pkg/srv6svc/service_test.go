@@ -1,0 +1,89 @@
+package srv6svc
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/svctest"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// serve binds cfg in tp's NFV namespace and serves h until the test ends.
+func serve(t *testing.T, tp *svctest.Topo, cfg Config, h Handler, bh BatchHandler) *Service {
+	t.Helper()
+	cfg.Netns = tp.NFV
+	if cfg.Interfaces == nil {
+		cfg.Interfaces = []string{tp.NIn}
+	}
+	s, err := Listen(cfg)
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	t.Logf("mode %s, %d queue(s)", s.Mode(), s.Queues())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		if bh != nil {
+			done <- s.ServeBatch(ctx, bh)
+		} else {
+			done <- s.Serve(ctx, h)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if err := s.Release(); err != nil {
+			t.Errorf("Release: %v", err)
+		}
+	})
+	return s
+}
+
+func sid(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+func TestPrivilegedForward(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		name := "sync"
+		if batch {
+			name = "batch"
+		}
+		t.Run(name, func(t *testing.T) {
+			tp := svctest.New(t, "h17s")
+			var got []string
+			h := func(p *Packet) Verdict {
+				got = append(got, p.Outer.Dst.String()+"/"+p.Segment(0).String())
+				return Forward
+			}
+			var bh BatchHandler
+			if batch {
+				bh = func(ps []*Packet, vs []Verdict) {
+					for i, p := range ps {
+						vs[i] = h(p)
+					}
+				}
+			}
+			s := serve(t, tp, Config{Name: "fwd", SIDs: []netip.Prefix{sid("fc00:5::100/128")}}, h, bh)
+			c := testutil.StartInboundCapture(t, tp.Tester, tp.TOut, "ip6 dst net fc00:9::/64", 5)
+			tp.Send(t, "", `[srv6("fc00:5::100", [FINAL, NEXT, "fc00:5::100"], 2, IPv6(src="2001:db8::1", dst="2001:db8::2")/UDP(sport=1000+i, dport=53)/Raw(b"x"*20)) for i in range(5)]`)
+			pkts := testutil.Tshark(t, c.Wait(5*time.Second), "ipv6.dst", "ipv6.hlim", "ipv6.routing.segleft", "udp.srcport")
+			if len(pkts) != 5 {
+				t.Fatalf("sink got %d packets, want 5; counters %+v", len(pkts), s.Counters())
+			}
+			for _, p := range pkts {
+				if p.First("ipv6.dst") != svctest.Next || p.First("ipv6.routing.segleft") != "1" || p.First("ipv6.hlim") != "63" {
+					t.Errorf("packet %v: want dst %s, SL 1, hop limit 63", p, svctest.Next)
+				}
+			}
+			if cn := s.Counters(); cn.RX != 5 || cn.TX != 5 || cn.Steered != 5 {
+				t.Errorf("counters %+v: want 5 steered, rx, tx", cn)
+			}
+			if len(got) != 5 || got[0] != "fc00:5::100/"+svctest.Final {
+				t.Errorf("handler saw %v", got)
+			}
+		})
+	}
+}
