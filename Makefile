@@ -19,14 +19,19 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 build:
 	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/segchain
 
-# Regenerate the committed eBPF objects and Go bindings (bpf2go; needs clang).
+# Regenerate the committed eBPF objects and Go bindings (bpf2go; needs clang)
+# and the agent protocol's Go code (protoc; proto/).
+# The protoc plugins are installed by scripts/deps.sh into $(GOBIN_DIR).
+GOBIN_DIR ?= $(shell $(GO) env GOPATH)/bin
 generate:
-	$(GO) generate ./...
+	PATH="$(GOBIN_DIR):$$PATH" $(GO) generate ./...
 
 # CI: the committed generated files must be what the C sources produce.
 check-generated: generate
-	@git diff --exit-code --stat -- '*_bpfel.go' '*_bpfel.o' '*_bpfconst.go' || \
-		{ echo "generated eBPF files are stale: run make generate and commit" >&2; exit 1; }
+	@git diff --exit-code --stat -- '*_bpfel.go' '*_bpfel.o' '*_bpfconst.go' '*.pb.go' || \
+		{ echo "generated eBPF or protobuf files are stale: run make generate and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- '*.pb.go')" || \
+		{ echo "make generate made protobuf files that are not committed" >&2; exit 1; }
 
 # Unprivileged tests only (no namespaces): quick feedback while editing.
 unit:

@@ -17,6 +17,8 @@ require (
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/gonum v0.15.1
 	gonum.org/v1/plot v0.15.2
+	google.golang.org/grpc v1.72.2
+	google.golang.org/protobuf v1.36.6
 	gopkg.in/yaml.v3 v3.0.1
 )
 
@@ -38,5 +40,5 @@ require (
 	github.com/prometheus/procfs v0.15.1 // indirect
 	golang.org/x/image v0.24.0 // indirect
 	golang.org/x/text v0.37.0 // indirect
-	google.golang.org/protobuf v1.36.5 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20250218202821-56aae31c358a // indirect
 )

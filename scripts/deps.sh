@@ -4,7 +4,8 @@
 set -euo pipefail
 
 APT_PKGS=(clang llvm libbpf-dev bpftool iproute2 nftables iptables tcpdump tshark
-          python3 python3-scapy ethtool iputils-ping curl nginx-light haproxy jq)
+          python3 python3-scapy ethtool iputils-ping curl nginx-light haproxy jq
+          protobuf-compiler prometheus)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
@@ -29,3 +30,15 @@ if ! command -v go >/dev/null 2>&1; then
 	exit 1
 fi
 go mod download
+
+# The protoc plugins of make generate (proto/ -> internal/agentrpc/agentpb),
+# pinned: the generated code names their versions.
+GOBIN_DIR="$(go env GOPATH)/bin"
+want_plugin() { # name module@version version-string
+	"$GOBIN_DIR/$1" --version 2>/dev/null | grep -qF "$3" || {
+		echo "deps: installing $2"
+		GOBIN="$GOBIN_DIR" go install "$2"
+	}
+}
+want_plugin protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.6 v1.36.6
+want_plugin protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1 1.5.1

@@ -7,17 +7,18 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/segchain/segchain/examples"
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agentrpc"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodeagent"
-	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/plan"
 )
 
@@ -27,18 +28,33 @@ type domainFlags struct {
 	labNm  string
 	output string
 	noWait bool
-	// netns maps each node to its namespace (set by controller).
-	netns map[string]string
+	// nodeTimeout bounds each node's part of each apply phase.
+	nodeTimeout time.Duration
+	// netns maps each in-process node to its namespace, remote each node
+	// programmed through its agent (both set by controller).
+	netns  map[string]string
+	remote map[string]*agentrpc.Client
 }
 
 // registerLock adds --no-wait to a verb that changes nodes.
 func (f *domainFlags) registerLock(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.noWait, "no-wait", false, noWaitUsage)
+	cmd.Flags().DurationVar(&f.nodeTimeout, "node-timeout", 0, "bound each node's changes in each apply phase (0: none); a node that exceeds it fails the apply, which is rolled back everywhere")
 }
 
-// lock takes every node's lock (see lock.go); Release it when done.
-func (f *domainFlags) lock(cmd *cobra.Command) (*nodelock.Set, error) {
-	return lockNodes(cmd.Context(), cmd.ErrOrStderr(), f.netns, f.noWait)
+// lock takes every in-process node's lock (see lock.go) and every remote
+// node's lease (remote.go); Release them when done.
+func (f *domainFlags) lock(cmd *cobra.Command) (*domainLocks, error) {
+	set, err := lockNodes(cmd.Context(), cmd.ErrOrStderr(), f.netns, f.noWait)
+	if err != nil {
+		return nil, err
+	}
+	remote, err := leaseAll(cmd.Context(), cmd.ErrOrStderr(), f.remote)
+	if err != nil {
+		set.Release()
+		return nil, err
+	}
+	return &domainLocks{set: set, remote: remote}, nil
 }
 
 func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
@@ -83,8 +99,15 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 	}
 	agents := map[string]agent.Agent{}
 	f.netns = map[string]string{}
+	if f.remote, err = remoteAgents(d, l); err != nil {
+		return nil, err
+	}
 	var missing []string
 	for name := range p.Nodes {
+		if c := f.remote[name]; c != nil {
+			agents[name] = c
+			continue
+		}
 		ns := d.Nodes[name].Netns
 		if l != nil {
 			if ns, err = l.Netns(name); err != nil {
@@ -111,7 +134,21 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 			ids[name] = key
 		}
 	}
-	return &controller.Controller{Plan: p, Agents: agents, Journal: journal.New("", ids)}, nil
+	c := &controller.Controller{Plan: p, Agents: agents, Journal: journal.New("", ids), NodeTimeout: f.nodeTimeout}
+	if len(f.remote) > 0 {
+		// A remote node's journal is kept on its agent.
+		who := holderName()
+		c.Journal = &agentrpc.Journal{Local: c.Journal, Remote: f.remote, Who: who}
+		for _, rc := range f.remote {
+			rc.JournalOnExecute(who)
+		}
+	}
+	if len(f.remote) == len(agents) {
+		// Agents work in parallel; in-process nodes share this process
+		// and go one at a time.
+		c.Concurrency = remoteConcurrency
+	}
+	return c, nil
 }
 
 // printRecovered tells what was found of commands killed half-way.

@@ -70,13 +70,21 @@ func labNameFlag(cmd *cobra.Command, name *string, usage string) {
 
 func newLabUpCmd(deps labDeps) *cobra.Command {
 	var file, name, output string
+	var agents bool
 	cmd := &cobra.Command{
-		Use:   "up [-f DOMAIN.yaml] [--lab NAME]",
+		Use:   "up [-f DOMAIN.yaml] [--lab NAME] [--agents]",
 		Short: "Create a lab from a domain file (default: the built-in domain)",
 		Long: `Create one namespace per node of the domain and a veth pair per link,
 with the link addresses the domain derives (fc00:xy::x/64 style). On any
 failure everything created so far is removed again. Prints the node to
-namespace table, or the lab state with -o json.`,
+namespace table, or the lab state with -o json.
+
+With --agents, every node also gets a management interface (mgmt0) on a
+lab bridge in the host namespace (its own ULA /64, outside the data plane)
+and a real 'segchain agent' process serving it over gRPC + mutual TLS with
+certificates of a lab CA; plan, apply, destroy and status --lab then
+program the nodes through their agents. 'lab down' stops the agents.
+See docs/agents.md.`,
 		Example: `  segchain lab up
   segchain lab up -f examples/default.yaml --lab demo -o json`,
 		Args: cobra.NoArgs,
@@ -106,6 +114,15 @@ namespace table, or the lab state with -o json.`,
 			if err != nil {
 				return err
 			}
+			if agents {
+				exe, err := os.Executable()
+				if err == nil {
+					err = l.StartAgents(exe)
+				}
+				if err != nil {
+					return errors.Join(err, lab.Down(l.Name))
+				}
+			}
 			if output == "json" {
 				return writeJSON(cmd.OutOrStdout(), l)
 			}
@@ -116,6 +133,7 @@ namespace table, or the lab state with -o json.`,
 	cmd.Flags().StringVarP(&file, "file", "f", "", "domain file (default: the built-in default domain)")
 	labNameFlag(cmd, &name, "lab name, [a-z0-9-]{1,16}")
 	outputFlag(cmd, &output)
+	cmd.Flags().BoolVar(&agents, "agents", false, "run a segchain agent in every node, reached over a management network (mTLS)")
 	return cmd
 }
 

@@ -58,6 +58,7 @@ Typical session:
 		newPerfCmd(),
 		newValidateCmd(),
 		newVersionCmd(),
+		newAgentCmd(), newPKICmd(),
 	)
 	return root
 }

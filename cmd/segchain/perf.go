@@ -57,10 +57,11 @@ behaviour adds to the baseline (its percentile minus the baseline's).
   segchain perf run -f EXP.yaml [--out DIR]     an experiment (examples/perf/)
   segchain perf limit [--repeat N]              the testbed's physical limit
   segchain perf boundary [--rounds N]           the SR domain boundary filter's cost
+  segchain perf control-plane [--nodes 10,50]   apply through agents at scale
 
 See docs/benchmarks.md.`,
 	}
-	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd(), newPerfBoundaryCmd())
+	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd(), newPerfBoundaryCmd(), newPerfControlPlaneCmd())
 	return cmd
 }
 

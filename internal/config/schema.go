@@ -35,6 +35,7 @@ var fieldDoc = map[string]string{
 	"Node.locator": "SID prefix of the node (IPv6, exactly sid.locator_bits long, no host bits, unique). Required for every role but host, router and sf; forbidden for hosts and sf.",
 	"Node.netns":   "Network namespace of the node outside a lab (in a lab, the lab names it).",
 	"Node.sysctls": "Extra net.* sysctls for the node.",
+	"Node.agent":   "HOST:PORT of the node's segchain agent (segchain agent): the node is programmed over gRPC with mutual TLS (security.pki) instead of in-process. Without it the node is a namespace on the controller's machine. See docs/agents.md.",
 
 	"Link":           "A point-to-point link. Each end's address is the link prefix with the node id as host part (fc00:12::/64 gives node 2 fc00:12::2/64).",
 	"Link.endpoints": "Exactly two \"node:iface\" ends; interface names are 1..15 characters of [A-Za-z0-9._-], unique per node, not lo.",
@@ -106,6 +107,12 @@ var fieldDoc = map[string]string{
 	"Security.hmac":         "HMAC keys of the kernel's seg6 HMAC table, by name.",
 	"Security.require_hmac": "Nodes that drop SRv6 packets without a valid HMAC (seg6_require_hmac = 1). Every node hosting a SID of a chain with hmac is added automatically.",
 	"Security.boundary":     "Where the SR domain ends (RFC 8754 section 5.1). Filtering is on by default; see docs/security.md.",
+	"Security.pki":          "The controller's TLS files toward the agents (required when a node has an agent).",
+
+	"PKI":      "Mutual-TLS files of the controller (segchain pki issue --controller NAME), relative to the domain file.",
+	"PKI.ca":   "The domain CA's certificate (ca.crt): agents must present a node certificate it signed naming their node.",
+	"PKI.cert": "The controller's certificate (controller-NAME.crt).",
+	"PKI.key":  "The controller's private key (controller-NAME.key).",
 
 	"Boundary":            "SR domain boundary. Default: every interface of an SR node that faces a host, an sf node it does not serve, or anything the domain file does not describe (an interface not in links) is a boundary interface: packets arriving there addressed into a locator (unless to an external service's SID), or carrying an SRH addressed to a domain node, are dropped and counted; packets leaving there addressed into a locator are dropped and counted.",
 	"Boundary.off":        "Turn boundary filtering off on every node (the SIDs become reachable from outside; plan warns).",

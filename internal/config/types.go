@@ -71,6 +71,9 @@ type Node struct {
 	// Netns names the network namespace of a node outside a lab; in a lab the
 	// lab names it.
 	Netns string `yaml:"netns,omitempty" json:"netns,omitempty"`
+	// Agent is the HOST:PORT of the node's segchain agent: the node is
+	// programmed through it (gRPC + mutual TLS) instead of in-process.
+	Agent string `yaml:"agent,omitempty" json:"agent,omitempty"`
 	// Sysctls are extra net.* settings for this node.
 	Sysctls map[string]string `yaml:"sysctls,omitempty" json:"sysctls,omitempty"`
 }
@@ -213,6 +216,16 @@ type Security struct {
 	RequireHMAC []string `yaml:"require_hmac,omitempty" json:"require_hmac,omitempty"`
 	// Boundary says where the SR domain ends (RFC 8754 section 5.1).
 	Boundary Boundary `yaml:"boundary,omitempty" json:"boundary,omitempty"`
+	// PKI is the controller's mutual-TLS files toward the nodes' agents.
+	PKI *PKI `yaml:"pki,omitempty" json:"pki,omitempty"`
+}
+
+// PKI names the controller's TLS files (segchain pki), relative to the
+// domain file.
+type PKI struct {
+	CA   string `yaml:"ca" json:"ca"`
+	Cert string `yaml:"cert" json:"cert"`
+	Key  string `yaml:"key" json:"key"`
 }
 
 // Boundary adjusts the SR domain boundary. By default every interface of

@@ -978,6 +978,7 @@ func (v *validator) security() {
 		}
 	}
 	v.boundary()
+	v.agents()
 }
 
 // boundary checks security.boundary: every name is an SR node (and, for

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -22,6 +23,11 @@ type Controller struct {
 	// (Watch), so that it is serialized with other segchain commands on
 	// the same nodes; it returns the release function.
 	Lock func(ctx context.Context) (release func(), err error)
+	// Concurrency is how many nodes change (and are observed) at once
+	// (≤ 1: one at a time); NodeTimeout, if set, bounds each node's part
+	// of each phase (parallel.go).
+	Concurrency int
+	NodeTimeout time.Duration
 }
 
 // Result is what an apply or destroy did (or, for a dry run, would do).
@@ -63,24 +69,29 @@ func (c *Controller) agentFor(node string) (agent.Agent, error) {
 
 // Diff observes every node and computes what apply would change.
 func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
-	var diffs []Diff
-	for _, n := range c.nodes() {
+	names := c.nodes()
+	diffs := make([]Diff, len(names))
+	// Nodes are observed Concurrency at a time (parallel.go).
+	if errs := c.each(ctx, names, func(ctx context.Context, i int, n string) error {
 		a, err := c.agentFor(n)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		want := c.Plan.Nodes[n]
 		got, err := a.Observe(ctx, want)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		d := Compute(got, want)
 		if fc, ok := a.(agent.FeatureChecker); ok {
 			if d.Unsupported, err = fc.Unsupported(ctx, want); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		diffs = append(diffs, d)
+		diffs[i] = d
+		return nil
+	}); len(errs) > 0 {
+		return nil, errs[0]
 	}
 	// What cannot fit is reported now, before anything changes anywhere.
 	var errs []error
@@ -105,6 +116,9 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 // op already executed on every node is undone in reverse order, so the
 // domain is left as it was.
 func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
+	if err := c.Preflight(ctx); err != nil {
+		return nil, err
+	}
 	rec, err := c.Recover(ctx, dryRun)
 	if err != nil {
 		return &Result{Recovered: rec}, err
@@ -125,6 +139,9 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 
 // Destroy removes everything segchain installed on the plan's nodes.
 func (c *Controller) Destroy(ctx context.Context, dryRun bool) (*Result, error) {
+	if err := c.Preflight(ctx); err != nil {
+		return nil, err
+	}
 	rec, err := c.Recover(ctx, dryRun)
 	res := &Result{Recovered: rec}
 	if err != nil {
@@ -184,37 +201,16 @@ func (c *Controller) headendFirst(diffs []Diff) []int {
 
 func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) {
 	order := c.headendFirst(res.Diffs)
+	reversed := make([]int, len(order))
+	for i, j := range order {
+		reversed[len(order)-1-i] = j
+	}
 	var journal []journalEntry
-	run := func(d Diff, ops []agent.Op) error {
-		if len(ops) == 0 {
-			return nil
-		}
-		a, err := c.agentFor(d.Node)
-		if err != nil {
-			return err
-		}
-		for _, op := range ops {
-			done, err := c.step(ctx, a, d.Node, op)
-			if done {
-				journal = append(journal, journalEntry{node: d.Node, op: op})
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var failure error
-	for i := len(order) - 1; i >= 0 && failure == nil; i-- {
-		d := res.Diffs[order[i]]
-		failure = run(d, d.Adds)
-	}
-	for _, i := range order {
-		if failure != nil {
-			break
-		}
-		d := res.Diffs[i]
-		failure = run(d, d.Deletes)
+	record := func(node string, op agent.Op) { journal = append(journal, journalEntry{node: node, op: op}) }
+	// Adds: endpoints, then headends; deletes: headends, then endpoints.
+	failure := c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, reversed), func(d Diff) []agent.Op { return d.Adds }, record)
+	if failure == nil {
+		failure = c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, order), func(d Diff) []agent.Op { return d.Deletes }, record)
 	}
 	if failure == nil {
 		res.Applied = true
@@ -223,9 +219,12 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 	res.Errors = append(res.Errors, failure.Error())
 	res.RolledBack = true
 	var rbErrs []error
+	// The rollback runs even when the command was cancelled (^C, a
+	// node's timeout): it is what leaves the domain as it was.
+	rctx := context.WithoutCancel(ctx)
 	for i := len(journal) - 1; i >= 0; i-- {
 		e := journal[i]
-		if _, err := c.Agents[e.node].Execute(ctx, []agent.Op{e.op.Inverse()}); err != nil {
+		if _, err := c.Agents[e.node].Execute(rctx, []agent.Op{e.op.Inverse()}); err != nil {
 			rbErrs = append(rbErrs, fmt.Errorf("rollback: %w", err))
 			res.Errors = append(res.Errors, "rollback: "+err.Error())
 		}

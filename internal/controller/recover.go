@@ -57,11 +57,23 @@ func (c *Controller) Recover(ctx context.Context, dryRun bool) ([]Recovery, erro
 		return nil, nil
 	}
 	var out []Recovery
-	for _, n := range c.nodes() {
+	// The journals are read Concurrency at a time (remote ones are on
+	// the agents); what they hold is undone node after node.
+	names := c.nodes()
+	type found struct {
+		ops []agent.Op
+		who string
+	}
+	journals := make([]found, len(names))
+	if errs := c.each(ctx, names, func(_ context.Context, i int, n string) error {
 		ops, who, err := c.Journal.Unfinished(n)
-		if err != nil {
-			return out, err
-		}
+		journals[i] = found{ops, who}
+		return err
+	}); len(errs) > 0 {
+		return out, errs[0]
+	}
+	for i, n := range names {
+		ops, who := journals[i].ops, journals[i].who
 		if ops == nil && who == "" {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
@@ -28,6 +29,9 @@ type Header struct {
 }
 
 func (h Header) String() string {
+	if h.PID == 0 { // written by an agent for a remote controller (SetWho)
+		return fmt.Sprintf("%s, started %s", h.Command, h.Started.UTC().Format(time.RFC3339))
+	}
 	return fmt.Sprintf("pid %d (%s) started %s", h.PID, h.Command, h.Started.UTC().Format(time.RFC3339))
 }
 
@@ -40,6 +44,7 @@ type line struct {
 // Disk is the journal of one command over its nodes. It implements
 // controller.Journal.
 type Disk struct {
+	mu    sync.Mutex // nodes are journaled in parallel (controller.Concurrency)
 	root  string
 	ids   map[string]string // node name → node id (directory)
 	files map[string]*os.File
@@ -67,6 +72,8 @@ func (d *Disk) dir(node string) (string, error) {
 // Record appends op to node's journal and syncs it to disk before
 // returning: the op may run only after that.
 func (d *Disk) Record(node string, op agent.Op) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	f := d.files[node]
 	if f == nil {
 		dir, err := d.dir(node)
@@ -124,6 +131,8 @@ func syncDir(dir string) error {
 
 // Clear removes node's journal: its ops are complete, or undone.
 func (d *Disk) Clear(node string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if f := d.files[node]; f != nil {
 		f.Close()
 		delete(d.files, node)
@@ -187,6 +196,8 @@ func (d *Disk) Unfinished(node string) ([]agent.Op, string, error) {
 
 // Close releases the open journal files (they stay on disk).
 func (d *Disk) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for n, f := range d.files {
 		f.Close()
 		delete(d.files, n)

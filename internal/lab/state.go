@@ -45,6 +45,12 @@ type Lab struct {
 	Links []LinkState `json:"links,omitempty"`
 	// Complete is true once Up finished.
 	Complete bool `json:"complete"`
+	// Agents (lab up --agents) are the running agent of each node, on
+	// the management network Mgmt, with certificates in AgentPKI
+	// (agents.go).
+	Agents   map[string]*AgentState `json:"agents,omitempty"`
+	Mgmt     *Mgmt                  `json:"mgmt,omitempty"`
+	AgentPKI string                 `json:"agent_pki,omitempty"`
 }
 
 // LinkState is a created link with its endpoints' addresses.
@@ -202,6 +208,10 @@ func Down(name string) error {
 func (l *Lab) down() error {
 	var errs []error
 	var left []string
+	// Agents first: none may act on a namespace being removed.
+	if err := l.StopAgents(); err != nil {
+		errs = append(errs, fmt.Errorf("stop agents: %w", err))
+	}
 	for _, ns := range l.Namespaces {
 		if !nsutil.Exists(ns) {
 			continue

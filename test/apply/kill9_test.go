@@ -1,14 +1,9 @@
 package apply
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"sort"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,43 +14,14 @@ import (
 	"github.com/segchain/segchain/internal/testutil"
 )
 
-var objectIDs = regexp.MustCompile(`\b(prog_id|link_id|id) \d+`)
-
 // snapshot is the lab's kernel state that apply and destroy manage, per
-// node: routes and rules of every table, HMAC keys, tunsrc, TCX
-// attachments (ids masked), segchain's pins and state files, and any
-// journal left (scripts/soak-kill9.sh takes a fuller one).
+// node (testutil.KernelSnapshot; scripts/soak-kill9.sh takes a fuller
+// one).
 func (e *env) snapshot() string {
 	e.t.Helper()
-	var b strings.Builder
 	nodes := e.l.NodeNames()
 	sort.Strings(nodes)
-	for _, n := range nodes {
-		ns := e.ns(n)
-		fmt.Fprintf(&b, "=== %s\n", n)
-		for _, args := range [][]string{
-			{"ip", "-4", "route", "show", "table", "all"}, {"ip", "-6", "route", "show", "table", "all"},
-			{"ip", "-4", "rule"}, {"ip", "-6", "rule"}, {"ip", "sr", "hmac", "show"}, {"ip", "sr", "tunsrc", "show"},
-			{"bpftool", "net", "show"},
-		} {
-			out, _ := testutil.ExecErr(ns, args...)
-			b.WriteString(objectIDs.ReplaceAllString(out, "$1 N"))
-		}
-		name, _, err := bpfpin.Namespace(ns)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		for _, dir := range []string{filepath.Join(pinRoot(e.t), name), filepath.Join("/run/segchain/fw", name),
-			filepath.Join("/run/segchain/journal", name), filepath.Join("/run/segchain/nodes", ns+".json")} {
-			_ = filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-				if err == nil {
-					fmt.Fprintf(&b, "%s %v\n", strings.Replace(p, name, "NS", 1), fi.Mode().IsDir())
-				}
-				return nil
-			})
-		}
-	}
-	return b.String()
+	return testutil.KernelSnapshot(e.t, nodes, e.ns, nsKey, pinRoot(e.t))
 }
 
 // killAt starts segchain VERB on the lab and SIGKILLs it after delay;
@@ -119,4 +85,10 @@ func TestKill9(t *testing.T) {
 		}
 		t.Logf("kill %s, then %s: %d of %d runs killed mid-way (delays up to %v)", ph.killed, ph.verb, killed, ph.runs, took)
 	}
+}
+
+// nsKey names a namespace's pin and state directories.
+func nsKey(ns string) (string, error) {
+	k, _, err := bpfpin.Namespace(ns)
+	return k, err
 }

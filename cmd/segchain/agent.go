@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agentrpc"
+	"github.com/segchain/segchain/internal/journal"
+	"github.com/segchain/segchain/internal/metrics"
+	"github.com/segchain/segchain/internal/nodeagent"
+	"github.com/segchain/segchain/internal/nodelock"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/pki"
+)
+
+type agentFlags struct {
+	listen, netns, node, pkiDir string
+	ca, cert, key               string
+	insecure                    bool
+	metrics, logFormat          string
+	stateDir                    string
+}
+
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent --node NAME --listen ADDR (--pki DIR | --insecure) [--netns NS] [--metrics ADDR]",
+		Short: "Serve one node to remote controllers over gRPC + mutual TLS",
+		Long: `Runs the node side of segchain as a daemon: a controller whose domain file
+gives the node an agent address (nodes.NAME.agent: HOST:PORT) observes,
+changes and reads the node through it. The agent serves the namespace NS
+(default: its own), and opens its listening socket inside NS, so ADDR is
+one of the node's addresses.
+
+The agent owns no state of its own beyond the apply journal and the lease:
+what is programmed lives in the kernel (routes, rules, pinned eBPF programs
+and maps) and is observed on every request. Starting (or restarting) it
+changes nothing — it never reloads a program or flushes a map — so a
+restart under traffic loses no packet.
+
+Security: mutual TLS with the domain PKI (segchain pki): the agent presents
+node-NAME.crt and accepts only controller certificates of the domain CA.
+--insecure serves plaintext, and only on a loopback address.
+
+Changes need the node's lease (one controller at a time: a second one is
+told "domain is being applied by …"); the per-apply journal is kept under
+--state-dir/journal, so an apply whose controller died is undone by the next.
+
+--metrics ADDR serves Prometheus /metrics (docs/metrics.md), also from
+inside NS. Logs go to stderr (log/slog, --log-format text|json).
+See docs/agents.md.`,
+		Example: `  segchain agent --node nfv1 --listen [2001:db8::11]:7070 --pki /etc/segchain/pki --metrics :9470
+  segchain agent --node r1 --netns r1 --listen 127.0.0.1:7070 --insecure`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runAgent(ctx, f, cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.node, "node", "", "the node's name in the domain file (its certificate must name it)")
+	fl.StringVar(&f.listen, "listen", "", "gRPC listen address HOST:PORT, inside --netns")
+	fl.StringVar(&f.netns, "netns", "", "network namespace of the node (default: the agent's own)")
+	fl.StringVar(&f.pkiDir, "pki", "", "PKI directory: ca.crt, node-NAME.crt, node-NAME.key (segchain pki)")
+	fl.StringVar(&f.ca, "ca", "", "CA certificate file (overrides --pki)")
+	fl.StringVar(&f.cert, "cert", "", "agent certificate file (overrides --pki)")
+	fl.StringVar(&f.key, "key", "", "agent key file (overrides --pki)")
+	fl.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC without TLS (loopback listen addresses only)")
+	fl.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this address HOST:PORT, inside --netns")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/segchain", "directory of the agent's apply journal")
+	cmd.MarkFlagRequired("node")
+	cmd.MarkFlagRequired("listen")
+	return cmd
+}
+
+func agentLogger(format string, w io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
+	log, err := agentLogger(f.logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	log = log.With("node", f.node)
+	if f.netns != "" && !nsutil.Exists(f.netns) {
+		return fmt.Errorf("no network namespace %q (ip netns list)", f.netns)
+	}
+	var files pki.Files
+	if f.pkiDir != "" {
+		files = pki.DirFiles(f.pkiDir, pki.RoleNode, f.node)
+	}
+	for _, o := range []struct {
+		dst *string
+		v   string
+	}{{&files.CA, f.ca}, {&files.Cert, f.cert}, {&files.Key, f.key}} {
+		if o.v != "" {
+			*o.dst = o.v
+		}
+	}
+	secure := files.CA != "" || files.Cert != "" || files.Key != ""
+	switch {
+	case f.insecure && secure:
+		return errors.New("--insecure and TLS files (--pki, --ca, --cert, --key) exclude each other")
+	case f.insecure:
+		if err := agentrpc.CheckInsecureListen(f.listen); err != nil {
+			return err
+		}
+	case !secure:
+		return errors.New("give the agent its certificates (--pki DIR, or --ca/--cert/--key); --insecure serves plaintext on loopback only")
+	}
+	var tc *tls.Config
+	if secure {
+		if tc, err = pki.ServerTLS(files); err != nil {
+			return err
+		}
+	}
+	// The listening sockets are the node's: opened inside its namespace
+	// (a socket stays in the namespace it was made in).
+	var lis, ml net.Listener
+	if err := nsutil.Do(f.netns, func() error {
+		var err error
+		if lis, err = net.Listen("tcp", f.listen); err != nil {
+			return err
+		}
+		if f.metrics != "" {
+			if ml, err = net.Listen("tcp", f.metrics); err != nil {
+				lis.Close()
+				return fmt.Errorf("metrics: %w", err)
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("listen in netns %q: %w", f.netns, err)
+	}
+	bv := buildVersion()
+	key, err := nodeKey(f.netns)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", f.node, err)
+	}
+	local := &lockedLocal{Local: nodeagent.NewLocal(f.node, f.netns), key: key}
+	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
+	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
+	defer jr.Close()
+	srv := agentrpc.NewServer(local, log, agentrpc.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr,
+		agentrpc.Hooks{Op: m.Op, Execute: m.Execute})
+	g := agentrpc.NewGRPCServer(srv, tc, log)
+	if f.metrics != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", m.Handler())
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go hs.Serve(ml)
+		defer hs.Close()
+		log.Info("serving metrics", "addr", ml.Addr().String())
+	}
+	log.Info("agent serving", "listen", lis.Addr().String(), "netns", f.netns, "tls", secure, "version", bv.Version, "pid", os.Getpid())
+	err = agentrpc.Serve(ctx, g, lis)
+	log.Info("agent stopped")
+	return err
+}
+
+// lockedLocal runs each Execute under the node's lock (nodelock), like an
+// in-process apply: the agent's changes and local segchain sid/fw edits
+// of the same namespace go one after the other.
+type lockedLocal struct {
+	*nodeagent.Local
+	key string
+
+	// The kernel feature probe builds and removes a throwaway namespace:
+	// its answer for the last desired state is kept, since the kernel
+	// does not change while the agent runs (a no-op apply asks again with
+	// the same state).
+	probeMu   sync.Mutex
+	probeKey  [sha256.Size]byte
+	probeSeen bool
+	probeLast []string
+}
+
+// Unsupported implements agent.FeatureChecker, remembering the last
+// answer.
+func (l *lockedLocal) Unsupported(ctx context.Context, want *nodestate.Node) ([]string, error) {
+	b, err := json.Marshal(want)
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256(b)
+	l.probeMu.Lock()
+	defer l.probeMu.Unlock()
+	if l.probeSeen && key == l.probeKey {
+		return l.probeLast, nil
+	}
+	out, err := l.Local.Unsupported(ctx, want)
+	if err == nil {
+		l.probeKey, l.probeSeen, l.probeLast = key, true, out
+	}
+	return out, err
+}
+
+func (l *lockedLocal) Execute(ctx context.Context, ops []agent.Op) (int, error) {
+	set, err := nodelock.Acquire(ctx, []nodelock.Node{{Key: l.key, Name: l.Node()}}, nodelock.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer set.Release()
+	return l.Local.Execute(ctx, ops)
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/cpbench"
+)
+
+func newPerfControlPlaneCmd() *cobra.Command {
+	var (
+		sizes  []int
+		output string
+		plotTo string
+	)
+	cmd := &cobra.Command{
+		Use:   "control-plane [--nodes 10,50,100] [-o json]",
+		Short: "Measure apply through agents at scale (10/50/100 nodes)",
+		Long: `For each size N, generates a domain of N nodes in a line (hosts s and d,
+an ingress, N-4 NFV nodes with one End service each, an egress) with 4
+chains, each visiting every 4th NFV node, so every chain spans the line;
+brings it up as a lab with a real segchain agent per node (lab up --agents)
+and measures, through the agents:
+
+  from scratch   apply on empty nodes
+  no-op          apply again (observes every node, changes nothing)
+  one chain      apply with one chain's SID list changed
+  agent RSS      resident memory of the agents after these (max and mean),
+                 and its anonymous part (heap, stacks: the rest is the
+                 binary's pages, shared by all agents of a host)
+
+Wall-clock times of the segchain commands (process start included), one
+run each: a benchmark on a possibly loaded machine, not a test. The labs
+(cpbench-XXXX-N) are removed afterwards. Root. See docs/benchmarks.md.`,
+		Example: "  segchain perf control-plane --nodes 10,50\n  segchain perf control-plane -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			b := make([]byte, 2)
+			rand.Read(b)
+			res, err := cpbench.Run(cmd.Context(), exe, "cp"+hex.EncodeToString(b)+"-", sizes, cmd.ErrOrStderr())
+			if plotTo != "" && len(res) > 0 {
+				if perr := cpbench.WritePlot(res, plotTo); perr != nil {
+					return perr
+				}
+			}
+			if output == "json" {
+				if werr := writeJSON(cmd.OutOrStdout(), res); werr != nil {
+					return werr
+				}
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "NODES\tCHANGES\tLAB UP\tFROM SCRATCH\tNO-OP\tONE CHAIN\tDESTROY\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\t")
+			for _, r := range res {
+				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Changes, secs(r.LabUp), secs(r.FromScratch),
+					secs(r.NoOp), secs(r.OneChain), secs(r.Destroy), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB))
+			}
+			tw.Flush()
+			return err
+		},
+	}
+	cmd.Flags().IntSliceVar(&sizes, "nodes", []int{10, 50, 100}, "domain sizes (nodes, at least 5)")
+	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the times against the number of nodes to this file (.svg, .png)")
+	return cmd
+}
+
+func mib(kib int) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }

@@ -1,0 +1,370 @@
+package agentrpc
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+
+	"github.com/segchain/segchain/internal/agent"
+	pb "github.com/segchain/segchain/internal/agentrpc/agentpb"
+	"github.com/segchain/segchain/internal/journal"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/pki"
+)
+
+// fake is an in-memory agent.Agent recording what it was asked to do.
+type fake struct {
+	name string
+	mu   sync.Mutex
+	ops  []agent.Op
+}
+
+func (f *fake) Node() string { return f.name }
+func (f *fake) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Node, error) {
+	return &nodestate.Node{Name: f.name, TunSrc: "fc00::1"}, nil
+}
+func (f *fake) Execute(_ context.Context, ops []agent.Op) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ops = append(f.ops, ops...)
+	return len(ops), nil
+}
+func (f *fake) Counters(context.Context) ([]agent.SIDCounters, error) {
+	return []agent.SIDCounters{{SID: netip.MustParsePrefix("fc00:2::f1/128"), Behavior: "End", Packets: 7}}, nil
+}
+func (f *fake) Forget(context.Context) error { return nil }
+func (f *fake) Originals(context.Context) (map[string]string, error) {
+	return map[string]string{"net.x": "0"}, nil
+}
+func (f *fake) executed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.ops)
+}
+
+type env struct {
+	dir  string
+	fake *fake
+	addr string
+	log  *bytes.Buffer
+}
+
+// serve starts an mTLS agent for node "nfv1" on a loopback port, with a
+// PKI in a temp dir.
+func serve(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	if err := pki.Init(dir, "test"); err != nil {
+		t.Fatal(err)
+	}
+	nf, err := pki.Issue(dir, pki.RoleNode, "nfv1", pki.IssueOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tc, err := pki.ServerTLS(nf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, dir, tc)
+}
+
+var lockedBuf sync.Mutex
+
+type syncWriter struct{ b *bytes.Buffer }
+
+func (w syncWriter) Write(p []byte) (int, error) {
+	lockedBuf.Lock()
+	defer lockedBuf.Unlock()
+	return w.b.Write(p)
+}
+
+func (e *env) logged() string {
+	lockedBuf.Lock()
+	defer lockedBuf.Unlock()
+	return e.log.String()
+}
+
+func start(t *testing.T, dir string, tc *tls.Config) *env {
+	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
+	log := slog.New(slog.NewTextHandler(syncWriter{e.log}, nil))
+	g := NewGRPCServer(NewServer(e.fake, log, Build{Version: "test"}, nil, Hooks{}), tc, log)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = lis.Addr().String()
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	return e
+}
+
+func (e *env) client(t *testing.T, files pki.Files, node string) *Client {
+	t.Helper()
+	tc, err := pki.ClientTLS(files, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(node, e.addr, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetTimeout(10 * time.Second)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+var addOp = agent.Op{Kind: agent.KindTunSrc, Action: agent.ActSet, TunSrc: "fc00::2"}
+
+func TestRoundTrip(t *testing.T) {
+	e := serve(t)
+	c := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	ctx := context.Background()
+	if err := c.Preflight(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Observe(ctx, &nodestate.Node{Name: "nfv1"})
+	if err != nil || got.TunSrc != "fc00::1" {
+		t.Fatalf("observe: %+v, %v", got, err)
+	}
+	cs, err := c.Counters(ctx)
+	if err != nil || len(cs) != 1 || cs[0].Packets != 7 {
+		t.Fatalf("counters: %+v, %v", cs, err)
+	}
+	if _, err := c.Execute(ctx, []agent.Op{addOp}); err == nil || !strings.Contains(err.Error(), "no lease") {
+		t.Fatalf("execute without a lease: %v, want a refusal", err)
+	}
+	if err := c.AcquireLease(ctx, "ctl-test", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Execute(ctx, []agent.Op{addOp, addOp.Inverse()})
+	if err != nil || n != 2 {
+		t.Fatalf("execute: %d, %v", n, err)
+	}
+	if diff := cmp.Diff([]agent.Op{addOp, addOp.Inverse()}, e.fake.ops); diff != "" {
+		t.Errorf("ops the agent ran (-want +got):\n%s", diff)
+	}
+	o, err := c.Originals(ctx)
+	if err != nil || o["net.x"] != "0" {
+		t.Fatalf("originals: %v %v", o, err)
+	}
+}
+
+// refused asserts that a call fails with want in its error, that the
+// agent ran nothing and logged the refusal.
+func refused(t *testing.T, e *env, c *Client, want, wantLog string) {
+	t.Helper()
+	ctx := context.Background()
+	err := c.Preflight(ctx)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("preflight: %v, want an error with %q", err, want)
+	}
+	if _, err := c.Execute(ctx, []agent.Op{addOp}); err == nil {
+		t.Fatal("execute succeeded")
+	}
+	if n := e.fake.executed(); n != 0 {
+		t.Fatalf("the agent ran %d op(s)", n)
+	}
+	if wantLog != "" {
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(e.logged(), wantLog) {
+			if time.Now().After(deadline) {
+				t.Fatalf("agent log has no %q:\n%s", wantLog, e.logged())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func TestRefused(t *testing.T) {
+	t.Run("wrong CA", func(t *testing.T) {
+		e := serve(t)
+		other := t.TempDir()
+		pki.Init(other, "other")
+		f, _ := pki.Issue(other, pki.RoleController, "ctl", pki.IssueOptions{})
+		// The client trusts the right CA but presents a certificate of
+		// another one.
+		f.CA = pki.DirFiles(e.dir, pki.RoleController, "ctl").CA
+		refused(t, e, e.client(t, f, "nfv1"), "Unavailable", "didn't provide a certificate")
+	})
+	t.Run("agent of another CA", func(t *testing.T) {
+		e := serve(t)
+		other := t.TempDir()
+		pki.Init(other, "other")
+		f, _ := pki.Issue(other, pki.RoleController, "ctl", pki.IssueOptions{})
+		refused(t, e, e.client(t, f, "nfv1"), "certificate signed by unknown authority", "connection refused")
+	})
+	t.Run("expired controller certificate", func(t *testing.T) {
+		e := serve(t)
+		f, err := pki.Issue(e.dir, pki.RoleController, "old", pki.IssueOptions{NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused(t, e, e.client(t, f, "nfv1"), "Unavailable", "expired")
+	})
+	t.Run("client with a node certificate", func(t *testing.T) {
+		e := serve(t)
+		f, _ := pki.Issue(e.dir, pki.RoleNode, "nfv2", pki.IssueOptions{})
+		refused(t, e, e.client(t, f, "nfv1"), "Unavailable", "incompatible key usage")
+	})
+	t.Run("node name mismatch", func(t *testing.T) {
+		e := serve(t)
+		refused(t, e, e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv9"), `names node \"nfv1\", want \"nfv9\"`, "")
+	})
+	t.Run("plaintext client", func(t *testing.T) {
+		e := serve(t)
+		c, err := Dial("nfv1", e.addr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetTimeout(5 * time.Second)
+		t.Cleanup(func() { c.Close() })
+		refused(t, e, c, "Unavailable", "connection refused")
+	})
+}
+
+func TestInsecureListen(t *testing.T) {
+	for _, a := range []string{"127.0.0.1:1", "[::1]:1", "localhost:1"} {
+		if err := CheckInsecureListen(a); err != nil {
+			t.Errorf("%s: %v", a, err)
+		}
+	}
+	for _, a := range []string{":1", "0.0.0.0:1", "[::]:1", "10.0.0.1:1", "[fc00::1]:1", "nonsense"} {
+		if err := CheckInsecureListen(a); err == nil {
+			t.Errorf("%s: accepted for plaintext", a)
+		}
+	}
+}
+
+func TestBadMessages(t *testing.T) {
+	e := serve(t)
+	c := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	ctx := context.Background()
+	if err := c.AcquireLease(ctx, "ctl-test", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"malformed", []byte(`[{"kind":`), "malformed JSON"},
+		{"empty", nil, "empty"},
+		{"unknown action", []byte(`[{"kind":"route","action":"explode","route":{"dst":"fc00::/64"}}]`), `unknown action "explode"`},
+		{"route without object", []byte(`[{"kind":"route","action":"add"}]`), "no route"},
+		{"sysctl outside net", []byte(`[{"kind":"sysctl","action":"set","sysctl":{"key":"kernel.panic","value":"1"}}]`), "only net.* keys"},
+		{"oversized", append(append([]byte(`[{"kind":"tunsrc","action":"set","tunsrc":"`), bytes.Repeat([]byte("a"), MaxMessage)...), `"}]`...), "ResourceExhausted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: tc.body})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error with %q", err, tc.want)
+			}
+			if n := e.fake.executed(); n != 0 {
+				t.Fatalf("the agent ran %d op(s)", n)
+			}
+		})
+	}
+	_ = grpc.MaxCallSendMsgSize
+}
+
+func TestLease(t *testing.T) {
+	e := serve(t)
+	ctx := context.Background()
+	a := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	b := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	if err := a.AcquireLease(ctx, "pid 1 (segchain apply) on host a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	err := b.AcquireLease(ctx, "pid 2 (segchain apply) on host b", time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "domain is being applied by pid 1 (segchain apply) on host a") {
+		t.Fatalf("second controller: %v", err)
+	}
+	if _, err := b.Execute(ctx, []agent.Op{addOp}); err == nil {
+		t.Fatal("a controller without the lease executed")
+	}
+	if e.fake.executed() != 0 {
+		t.Fatal("the agent ran an op of the controller without the lease")
+	}
+	if err := a.ReleaseLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AcquireLease(ctx, "pid 2 (segchain apply) on host b", time.Minute); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	// A controller that dies (its connection closes) without releasing
+	// leaves no lease behind.
+	b.conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := a.AcquireLease(ctx, "pid 1 (segchain apply) on host a", time.Minute)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease of a closed connection is still held: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// With JournalOnExecute each op is in the node's journal on the agent
+// before it runs, naming the controller; JournalClear forgets it.
+func TestJournalOnExecute(t *testing.T) {
+	dir := t.TempDir()
+	pki.Init(dir, "test")
+	nf, _ := pki.Issue(dir, pki.RoleNode, "nfv1", pki.IssueOptions{})
+	pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{})
+	tc, err := pki.ServerTLS(nf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
+	jr := journal.New(t.TempDir(), map[string]string{"nfv1": "node-nfv1"})
+	g := NewGRPCServer(NewServer(e.fake, nil, Build{}, jr, Hooks{}), tc, nil)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.addr = lis.Addr().String()
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	c := e.client(t, pki.DirFiles(dir, pki.RoleController, "ctl"), "nfv1")
+	ctx := context.Background()
+	if err := c.AcquireLease(ctx, "ctl", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.JournalOnExecute("pid 7 (segchain apply) on host ctl")
+	j := &Journal{Remote: map[string]*Client{"nfv1": c}}
+	if err := j.Record("nfv1", addOp); err != nil { // a no-op: Execute journals
+		t.Fatal(err)
+	}
+	if _, err := c.Execute(ctx, []agent.Op{addOp, addOp.Inverse()}); err != nil {
+		t.Fatal(err)
+	}
+	ops, who, err := j.Unfinished("nfv1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]agent.Op{addOp, addOp.Inverse()}, ops); diff != "" || !strings.Contains(who, "pid 7 (segchain apply) on host ctl") {
+		t.Fatalf("journal on the agent: who %q, ops (-want +got):\n%s", who, diff)
+	}
+	if err := j.Clear("nfv1"); err != nil {
+		t.Fatal(err)
+	}
+	if ops, _, _ := j.Unfinished("nfv1"); ops != nil {
+		t.Fatalf("journal not cleared: %v", ops)
+	}
+}

@@ -1,0 +1,195 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/segchain/segchain/internal/agent"
+)
+
+// Preflighter is implemented by agents that can say, changing nothing,
+// whether they can be programmed at all: reachable, serving the node the
+// domain names, speaking a compatible protocol (agentrpc.Client does).
+type Preflighter interface {
+	Preflight(ctx context.Context) error
+}
+
+// Preflight checks every node whose agent is a Preflighter, all of them
+// (in parallel, up to Concurrency at a time), before anything changes
+// anywhere: one failure fails the whole command with every node's error.
+func (c *Controller) Preflight(ctx context.Context) error {
+	names := c.nodes()
+	errs := c.each(ctx, names, func(ctx context.Context, _ int, n string) error {
+		a, err := c.agentFor(n)
+		if err != nil {
+			return err
+		}
+		if p, ok := a.(Preflighter); ok {
+			return p.Preflight(ctx)
+		}
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("preflight failed, nothing changed on any node:\n%w", err)
+	}
+	return nil
+}
+
+// workers is how many nodes are worked on at once.
+func (c *Controller) workers() int {
+	if c.Concurrency < 1 {
+		return 1
+	}
+	return c.Concurrency
+}
+
+// nodeCtx bounds one node's part of a phase by NodeTimeout.
+func (c *Controller) nodeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.NodeTimeout > 0 {
+		return context.WithTimeout(ctx, c.NodeTimeout)
+	}
+	return context.WithCancel(ctx)
+}
+
+// each runs fn for every name, Concurrency at a time, each under its
+// NodeTimeout, and returns the errors in names' order (nil entries
+// dropped).
+func (c *Controller) each(ctx context.Context, names []string, fn func(ctx context.Context, i int, n string) error) []error {
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, c.workers())
+	var wg sync.WaitGroup
+	for i, n := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			nctx, cancel := c.nodeCtx(ctx)
+			defer cancel()
+			errs[i] = fn(nctx, i, n)
+		}()
+	}
+	wg.Wait()
+	var out []error
+	for _, e := range errs {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// BatchJournaler is implemented by agents that record each op in the
+// node's journal themselves, right before running it (agentrpc.Client
+// with JournalOnExecute): a node's ops of one phase can then go in one
+// Execute instead of one each, with the same crash safety.
+type BatchJournaler interface {
+	JournalsEachOp() bool
+}
+
+// runBatch runs a node's ops of one phase in one Execute, recording the
+// ones that ran.
+func (c *Controller) runBatch(ctx context.Context, a agent.Agent, n string, list []agent.Op, mu *sync.Mutex, failed *bool, record func(string, agent.Op)) error {
+	mu.Lock()
+	stop := *failed
+	mu.Unlock()
+	if stop {
+		return nil
+	}
+	start := time.Now()
+	done, err := a.Execute(ctx, list)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, op := range list[:min(max(done, 0), len(list))] {
+		record(n, op)
+	}
+	if err != nil {
+		*failed = true
+		if ctx.Err() != nil {
+			err = fmt.Errorf("node %s: %w after %v: %w", n, ctx.Err(), time.Since(start).Round(time.Millisecond), err)
+		}
+		return err
+	}
+	return nil
+}
+
+// phases splits an order of diff indexes into runs of consecutive nodes
+// of the same kind (headend or not): the nodes of one run may change at
+// the same time; runs go one after the other, which keeps the
+// make-before-break order between endpoints and headends.
+func (c *Controller) phases(diffs []Diff, order []int) [][]int {
+	isHeadend := func(i int) bool {
+		n := c.Plan.Nodes[diffs[i].Node]
+		return n != nil && len(n.Rules) > 0
+	}
+	var out [][]int
+	for k, i := range order {
+		if k == 0 || isHeadend(i) != isHeadend(order[k-1]) {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], i)
+	}
+	return out
+}
+
+// runPhases runs, phase after phase, ops(diff) on each node of the phase
+// (Concurrency nodes at a time, ops of one node in order), recording each
+// op that ran with record. After the first failure no new op starts on
+// any node; it returns the first failure (by node order).
+func (c *Controller) runPhases(ctx context.Context, diffs []Diff, phases [][]int, ops func(Diff) []agent.Op,
+	record func(node string, op agent.Op)) error {
+	var mu sync.Mutex
+	failed := false
+	for _, ph := range phases {
+		names := make([]string, len(ph))
+		for k, i := range ph {
+			names[k] = diffs[i].Node
+		}
+		errs := c.each(ctx, names, func(ctx context.Context, k int, n string) error {
+			d := diffs[ph[k]]
+			list := ops(d)
+			if len(list) == 0 {
+				return nil
+			}
+			a, err := c.agentFor(n)
+			if err != nil {
+				return err
+			}
+			if b, ok := a.(BatchJournaler); ok && b.JournalsEachOp() {
+				return c.runBatch(ctx, a, n, list, &mu, &failed, record)
+			}
+			for _, op := range list {
+				mu.Lock()
+				stop := failed
+				mu.Unlock()
+				if stop {
+					return nil
+				}
+				start := time.Now()
+				done, err := c.step(ctx, a, n, op)
+				if done {
+					mu.Lock()
+					record(n, op)
+					mu.Unlock()
+				}
+				if err != nil {
+					if ctx.Err() != nil {
+						err = fmt.Errorf("node %s: %w after %v: %w", n, ctx.Err(), time.Since(start).Round(time.Millisecond), err)
+					}
+					mu.Lock()
+					failed = true
+					mu.Unlock()
+					return err
+				}
+			}
+			return nil
+		})
+		if len(errs) > 0 {
+			return errors.Join(errs...)
+		}
+	}
+	return nil
+}

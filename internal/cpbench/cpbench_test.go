@@ -1,0 +1,26 @@
+package cpbench
+
+import (
+	"testing"
+
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/plan"
+)
+
+// The generated domains are valid and plan at every size benchmarked.
+func TestDomainValid(t *testing.T) {
+	for _, n := range []int{5, 10, 50, 100} {
+		for _, changed := range []bool{false, true} {
+			d, err := config.Parse([]byte(Domain(n, changed)), t.TempDir())
+			if err != nil {
+				t.Fatalf("%d nodes (changed %v): %v", n, changed, err)
+			}
+			if _, err := plan.Build(d); err != nil {
+				t.Fatalf("%d nodes: plan: %v", n, err)
+			}
+			if len(d.Nodes) != n {
+				t.Fatalf("%d nodes: got %d", n, len(d.Nodes))
+			}
+		}
+	}
+}

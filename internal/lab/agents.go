@@ -1,0 +1,324 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/agentrpc"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/pki"
+)
+
+// Lab agents (lab up --agents): a real `segchain agent` process per node,
+// reached over a management network outside the data plane: a bridge in
+// the host namespace with a per-lab ULA /64 (fd5e:HASH::/64), and in every
+// node an interface mgmt0 on it. docs/agents.md.
+
+// ControllerName is the name in the lab controller's certificate.
+const ControllerName = "lab"
+
+// AgentPort is the port lab agents listen on (on their mgmt0 address);
+// MetricsPort their /metrics.
+const (
+	AgentPort   = 7070
+	MetricsPort = 9470
+	MgmtIface   = "mgmt0"
+)
+
+// Mgmt is a lab's management network as created.
+type Mgmt struct {
+	Bridge string `json:"bridge"`
+	Prefix string `json:"prefix"`
+	// Veths are the host-side ends created (the node ends go with the
+	// namespaces).
+	Veths []string `json:"veths,omitempty"`
+}
+
+// AgentState is one running lab agent.
+type AgentState struct {
+	Addr    string `json:"addr"`    // gRPC HOST:PORT
+	Metrics string `json:"metrics"` // /metrics HOST:PORT
+	PID     int    `json:"pid,omitempty"`
+	Log     string `json:"log"`
+}
+
+func (l *Lab) hash() uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(l.Name))
+	return h.Sum32()
+}
+
+func (l *Lab) agentDir() string { return filepath.Join(StateDir, l.Name+".agents") }
+
+// mgmtAddr is the i-th address of the management prefix (1: the host).
+func mgmtAddr(prefix netip.Prefix, i int) netip.Addr {
+	b := prefix.Addr().As16()
+	b[14], b[15] = byte(i>>8), byte(i)
+	return netip.AddrFrom16(b)
+}
+
+// StartAgents builds the management network and starts a `exe agent`
+// process for every node, with certificates of a lab CA, and waits until
+// each answers. On failure everything it made is removed again.
+func (l *Lab) StartAgents(exe string) error {
+	if len(l.Agents) > 0 {
+		return fmt.Errorf("lab %s already runs agents", l.Name)
+	}
+	h := l.hash()
+	pfx := netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfd, 0x5e, byte(h >> 24), byte(h >> 16), byte(h >> 8), byte(h)}), 64)
+	l.Mgmt = &Mgmt{Bridge: fmt.Sprintf("smb%06x", h&0xffffff), Prefix: pfx.String()}
+	l.AgentPKI = filepath.Join(l.agentDir(), "pki")
+	l.Agents = map[string]*AgentState{}
+	if err := l.save(); err != nil {
+		return err
+	}
+	err := l.startAgents(exe, pfx)
+	if err != nil {
+		return errors.Join(fmt.Errorf("lab %s: start agents: %w", l.Name, err), l.StopAgents())
+	}
+	return l.save()
+}
+
+func (l *Lab) startAgents(exe string, pfx netip.Prefix) error {
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: l.Mgmt.Bridge}}
+	if err := netlink.LinkAdd(br); err != nil {
+		return fmt.Errorf("management bridge %s: %w", br.Name, err)
+	}
+	if err := netlink.AddrAdd(br, &netlink.Addr{IPNet: prefixToIPNet(netip.PrefixFrom(mgmtAddr(pfx, 1), 64)), Flags: unix.IFA_F_NODAD}); err != nil {
+		return fmt.Errorf("management bridge address: %w", err)
+	}
+	if err := netlink.LinkSetUp(br); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(l.AgentPKI, 0o700); err != nil {
+		return err
+	}
+	if err := pki.Init(l.AgentPKI, "lab "+l.Name); err != nil {
+		return err
+	}
+	if _, err := pki.Issue(l.AgentPKI, pki.RoleController, ControllerName, pki.IssueOptions{}); err != nil {
+		return err
+	}
+	for i, node := range l.NodeNames() {
+		addr := mgmtAddr(pfx, i+2)
+		if err := l.mgmtLink(br, node, i, addr); err != nil {
+			return fmt.Errorf("node %s: management interface: %w", node, err)
+		}
+		if _, err := pki.Issue(l.AgentPKI, pki.RoleNode, node, pki.IssueOptions{Hosts: []string{addr.String()}}); err != nil {
+			return err
+		}
+		l.Agents[node] = &AgentState{
+			Addr:    net.JoinHostPort(addr.String(), strconv.Itoa(AgentPort)),
+			Metrics: net.JoinHostPort(addr.String(), strconv.Itoa(MetricsPort)),
+			Log:     filepath.Join(l.agentDir(), node+".log"),
+		}
+		if err := l.spawn(exe, node); err != nil {
+			return err
+		}
+	}
+	// All started: now wait for each (they start up in parallel).
+	for _, node := range l.NodeNames() {
+		if err := l.waitAgent(node, 60*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mgmtLink creates a veth from the bridge into node's namespace as mgmt0
+// with addr.
+func (l *Lab) mgmtLink(br *netlink.Bridge, node string, i int, addr netip.Addr) error {
+	host := fmt.Sprintf("sm%06x%d", l.hash()&0xffffff, i)
+	l.Mgmt.Veths = append(l.Mgmt.Veths, host)
+	if err := l.save(); err != nil {
+		return err
+	}
+	ns, err := netns.GetFromPath(nsutil.Path(l.Nodes[node]))
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: host, MasterIndex: br.Attrs().Index}, PeerName: MgmtIface, PeerNamespace: netlink.NsFd(int(ns))}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return err
+	}
+	hl, err := netlink.LinkByName(host)
+	if err != nil {
+		return err
+	}
+	if err := netlink.LinkSetMaster(hl, br); err != nil {
+		return err
+	}
+	if err := netlink.LinkSetUp(hl); err != nil {
+		return err
+	}
+	nh, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer nh.Close()
+	ml, err := nh.LinkByName(MgmtIface)
+	if err != nil {
+		return err
+	}
+	if err := nh.AddrAdd(ml, &netlink.Addr{IPNet: prefixToIPNet(netip.PrefixFrom(addr, 64)), Flags: unix.IFA_F_NODAD}); err != nil {
+		return err
+	}
+	return nh.LinkSetUp(ml)
+}
+
+// StartAgent starts node's agent process (again, after StopAgent) and
+// waits until it answers.
+func (l *Lab) StartAgent(exe, node string) error {
+	if err := l.spawn(exe, node); err != nil {
+		return err
+	}
+	return l.waitAgent(node, 20*time.Second)
+}
+
+// spawn starts node's agent process and records its pid.
+func (l *Lab) spawn(exe, node string) error {
+	a := l.Agents[node]
+	if a == nil {
+		return fmt.Errorf("lab %s: node %s has no agent", l.Name, node)
+	}
+	state := filepath.Join(l.agentDir(), "state", node)
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(a.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "agent", "--node", node, "--netns", l.Nodes[node], "--listen", a.Addr,
+		"--pki", l.AgentPKI, "--state-dir", state, "--metrics", a.Metrics, "--log-format", "json")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own session: the agent outlives `lab up` and no terminal
+	// signal reaches it; lab down stops it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("node %s: start agent: %w", node, err)
+	}
+	a.PID = cmd.Process.Pid
+	// Reap it whenever it exits (this process may live on: tests).
+	go cmd.Wait()
+	return l.save()
+}
+
+// waitAgent waits until node's agent answers Health over mTLS.
+func (l *Lab) waitAgent(node string, limit time.Duration) error {
+	a := l.Agents[node]
+	tc, err := pki.ClientTLS(pki.DirFiles(l.AgentPKI, pki.RoleController, ControllerName), node)
+	if err != nil {
+		return err
+	}
+	c, err := agentrpc.Dial(node, a.Addr, tc)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetTimeout(2 * time.Second)
+	deadline := time.Now().Add(limit)
+	for {
+		_, err := c.Health(context.Background())
+		if err == nil {
+			return nil
+		}
+		if !l.agentAlive(node) {
+			return fmt.Errorf("node %s: agent exited (log %s): %w", node, a.Log, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: agent does not answer after %v: %w", node, limit, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// agentAlive: the recorded pid is a live (not zombie) segchain agent of
+// this lab's node (a recycled pid is someone else's process).
+func (l *Lab) agentAlive(node string) bool {
+	a := l.Agents[node]
+	if a == nil || a.PID <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", a.PID))
+	if err != nil || len(b) == 0 {
+		return false // gone, or a zombie
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	want := map[string]bool{}
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--node" || args[i] == "--netns" {
+			want[args[i]+"="+args[i+1]] = true
+		}
+	}
+	return len(args) > 1 && args[1] == "agent" && want["--node="+node] && want["--netns="+l.Nodes[node]]
+}
+
+// StopAgent stops node's agent: SIGTERM, then SIGKILL after 5 s (force:
+// SIGKILL at once, as a crash would). It waits until the process is gone.
+func (l *Lab) StopAgent(node string, force bool) error {
+	a := l.Agents[node]
+	if a == nil || !l.agentAlive(node) {
+		return nil
+	}
+	sig := syscall.SIGTERM
+	if force {
+		sig = syscall.SIGKILL
+	}
+	if err := syscall.Kill(a.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("node %s: stop agent pid %d: %w", node, a.PID, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for l.agentAlive(node) {
+		if time.Now().After(deadline) {
+			syscall.Kill(a.PID, syscall.SIGKILL)
+			deadline = time.Now().Add(5 * time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// StopAgents stops every agent of the lab and removes the management
+// network and the lab PKI.
+func (l *Lab) StopAgents() error {
+	var errs []error
+	for _, n := range l.NodeNames() {
+		errs = append(errs, l.StopAgent(n, false))
+	}
+	if l.Mgmt != nil {
+		for _, v := range l.Mgmt.Veths {
+			if lk, err := netlink.LinkByName(v); err == nil {
+				errs = append(errs, netlink.LinkDel(lk))
+			}
+		}
+		if lk, err := netlink.LinkByName(l.Mgmt.Bridge); err == nil {
+			errs = append(errs, netlink.LinkDel(lk))
+		}
+	}
+	if l.Mgmt != nil || l.Agents != nil {
+		errs = append(errs, os.RemoveAll(l.agentDir()))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	l.Mgmt, l.Agents, l.AgentPKI = nil, nil, ""
+	return nil
+}

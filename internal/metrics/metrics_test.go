@@ -1,0 +1,78 @@
+package metrics
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+type fake struct{}
+
+func (fake) Node() string { return "nfv1" }
+func (fake) Observe(context.Context, *nodestate.Node) (*nodestate.Node, error) {
+	return &nodestate.Node{}, nil
+}
+func (fake) Execute(context.Context, []agent.Op) (int, error) { return 0, nil }
+func (fake) Counters(context.Context) ([]agent.SIDCounters, error) {
+	return []agent.SIDCounters{
+		{SID: netip.MustParsePrefix("fc00:2::1/128"), Behavior: "End.AD", Owned: true, Counted: true, Packets: 3, Bytes: 300,
+			Detail: map[string]uint64{"in-packets": 3, "out-packets": 2, "drop-cache-empty": 1}},
+		{SID: netip.MustParsePrefix("fc00:2::2/128"), Behavior: "End", Owned: true, Counted: true, Packets: 5},
+		{SID: netip.MustParsePrefix("fc00:2::3/128"), Behavior: "End"}, // not counted: not exported
+	}, nil
+}
+func (fake) Forget(context.Context) error                         { return nil }
+func (fake) Originals(context.Context) (map[string]string, error) { return nil, nil }
+func (fake) BoundaryCounters(context.Context) ([]nodestate.BoundaryCounter, error) {
+	return []nodestate.BoundaryCounter{{Iface: "eth0", Direction: "in", Reason: "sid-from-outside", Packets: 4, Bytes: 400}}, nil
+}
+
+// Every segchain_* metric the agent exports is documented in
+// docs/metrics.md, and the values are the agent's.
+func TestMetricsDocumented(t *testing.T) {
+	m := New(fake{}, Build{Version: "v", Commit: "c", Go: "go"}, nil)
+	m.Op(agent.Op{Kind: agent.KindRoute}, time.Millisecond, nil)
+	m.Execute(1, time.Millisecond, nil)
+	mfs, err := m.Gather().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]float64{}
+	for _, mf := range mfs {
+		name := mf.GetName()
+		if !strings.HasPrefix(name, "segchain_") {
+			continue
+		}
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("metric %s is not in docs/metrics.md", name)
+		}
+		for _, mm := range mf.GetMetric() {
+			v := mm.GetCounter().GetValue() + mm.GetGauge().GetValue()
+			seen[name] += v
+		}
+	}
+	for name, want := range map[string]float64{
+		"segchain_sid_packets_total":            8,
+		"segchain_service_packets_total":        5,
+		"segchain_service_drops_total":          1,
+		"segchain_boundary_drops_total":         4,
+		"segchain_agent_ops_total":              1,
+		"segchain_node_scrape_success":          1,
+		"segchain_agent_build_info":             1,
+		"segchain_boundary_dropped_bytes_total": 400,
+	} {
+		if seen[name] != want {
+			t.Errorf("%s = %v, want %v", name, seen[name], want)
+		}
+	}
+}

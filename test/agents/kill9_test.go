@@ -1,0 +1,115 @@
+package agents
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/segchain/segchain/internal/bpfpin"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// snapshot is the lab's state that apply and destroy manage, per node
+// (testutil.KernelSnapshot), and the journal files each agent keeps.
+func (e *env) snapshot() string {
+	e.t.Helper()
+	var b strings.Builder
+	b.WriteString(testutil.KernelSnapshot(e.t, e.l.NodeNames(), e.ns, nsKey, pinRoot(e.t)))
+	for _, n := range e.l.NodeNames() {
+		// The agent's journal files (its journal directory itself stays).
+		js, _ := filepath.Glob(filepath.Join("/run/segchain/labs", e.lab+".agents", "state", n, "journal", "*", "*"))
+		for _, j := range js {
+			fmt.Fprintf(&b, "journal %s\n", strings.TrimPrefix(j, "/run/segchain/labs/"+e.lab))
+		}
+	}
+	return b.String()
+}
+
+// killAt starts segchain VERB on the lab and SIGKILLs it after delay; it
+// reports whether the kill came before the command ended.
+func (e *env) killAt(verb string, delay time.Duration) bool {
+	e.t.Helper()
+	c := exec.Command(segchainBin, verb, "--lab", e.lab)
+	if err := c.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	time.Sleep(delay)
+	_ = c.Process.Signal(syscall.SIGKILL)
+	_ = c.Wait()
+	ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
+
+// The controller is SIGKILLed at 20 random moments of an apply or destroy
+// through agents: the journals stay on the agents, the leases end with
+// the dead controller's connections, and the next apply (destroy)
+// converges to exactly a clean apply's state (a clean lab's), leaving no
+// journal behind.
+func TestPrivilegedKill9ControllerAgents(t *testing.T) {
+	e := newEnv(t, true)
+	clean := e.snapshot()
+	e.must("apply", "--lab", e.lab)
+	applied := e.snapshot()
+	e.must("destroy", "--lab", e.lab)
+	start := time.Now()
+	e.must("apply", "--lab", e.lab)
+	took := time.Since(start)
+	if clean == applied {
+		t.Fatal("apply changed nothing the snapshot sees")
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 18))
+	phases := []struct {
+		killed, prepare, verb string
+		runs                  int
+		want                  *string
+	}{
+		{"apply", "destroy", "apply", 10, &applied},
+		{"destroy", "apply", "destroy", 5, &clean},
+		{"apply", "destroy", "destroy", 5, &clean},
+	}
+	recovered := 0
+	for _, ph := range phases {
+		killed := 0
+		for i := range ph.runs {
+			e.must(ph.prepare, "--lab", e.lab)
+			// Not a timing assertion: delays spread over one apply to
+			// hit different steps.
+			delay := time.Duration(rng.Int64N(int64(took) + 1))
+			if e.killAt(ph.killed, delay) {
+				killed++
+			}
+			out := e.must(ph.verb, "--lab", e.lab)
+			if strings.Contains(out, "recovery:") {
+				recovered++
+			}
+			if d := cmp.Diff(*ph.want, e.snapshot()); d != "" {
+				t.Errorf("%s killed after %v (run %d), then %s: state differs from a clean %s (-want +got):\n%s\n%s",
+					ph.killed, delay, i, ph.verb, ph.verb, d, out)
+			}
+		}
+		t.Logf("kill %s, then %s: %d of %d runs killed mid-way (delays up to %v)", ph.killed, ph.verb, killed, ph.runs, took)
+	}
+	t.Logf("%d runs found an unfinished journal on an agent and undid it", recovered)
+}
+
+func pinRoot(t testing.TB) string {
+	t.Helper()
+	root, err := bpfpin.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// nsKey names a namespace's pin and state directories.
+func nsKey(ns string) (string, error) {
+	k, _, err := bpfpin.Namespace(ns)
+	return k, err
+}
