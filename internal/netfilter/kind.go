@@ -329,3 +329,7 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 	}
 	return out, nil
 }
+
+// Purge removes every End.AN.NF SID of netns, its loop and the records of
+// the rule sets it loaded (Flush), before the namespace is deleted.
+func (NodeKind) Purge(netns string) error { return Flush(netns) }
