@@ -31,7 +31,7 @@ const (
 	// RouteProto stamps the loop's rules and routes (rtnetlink protocol),
 	// apart from the domain's (nodestate.Proto) so that the agent's
 	// observation never takes them for drift.
-	RouteProto = 0xc7
+	RouteProto = nodestate.ProtoNFLoop
 	loopMTU    = 65535
 )
 

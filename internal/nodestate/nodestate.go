@@ -9,6 +9,14 @@ import (
 
 // Proto is the rtnetlink protocol number segchain stamps on every route and
 // rule it installs, so that reads, diffs and destroy see only its own objects.
+// segchain's protocols, all unassigned in /etc/iproute2/rt_protos (FRR
+// names 186-197 in rt_protos.d; only the name of 197 collides, openfabric):
+//
+//	197 Proto         domain routes and rules (apply)
+//	198 ProtoManual   hand-made local SIDs (segchain sid add)
+//	199 ProtoBGP      BGP best paths (routing: bgp)
+//	200 ProtoNFLoop   End.AN.NF's netfilter loop rules and routes
+//	201 srv6svc.RouteProtocol  userspace services' on-failure bypass routes
 const Proto = 0xc5 // 197: unassigned in /etc/iproute2/rt_protos
 
 // ProtoManual is the rtnetlink protocol of local SIDs made by hand with
@@ -16,6 +24,11 @@ const Proto = 0xc5 // 197: unassigned in /etc/iproute2/rt_protos
 // see nor remove them, and a domain SID at the same destination is a
 // conflict plan reports.
 const ProtoManual = 0xc6 // 198: unassigned in /etc/iproute2/rt_protos
+
+// ProtoNFLoop stamps End.AN.NF's loop rules and routes (internal/netfilter):
+// neither the domain's nor hand-made, so observation never takes them for
+// drift.
+const ProtoNFLoop = 0xc8 // 200
 
 // Origin says who installed a route, from its protocol: "domain" (apply),
 // "hand-made" (segchain sid add), or "" (not segchain).

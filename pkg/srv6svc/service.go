@@ -315,9 +315,9 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err er
 }
 
 // RouteProtocol marks the End routes srv6svc installs for on-failure
-// bypass (rtnetlink protocol 199, unassigned in /etc/iproute2/rt_protos;
-// segchain apply uses 197, segchain sid add 198).
-const RouteProtocol = 0xc7
+// bypass (rtnetlink protocol 201, unassigned in /etc/iproute2/rt_protos;
+// segchain's other protocols are listed at nodestate.Proto).
+const RouteProtocol = 0xc9
 
 // RouteMetric is the metric of those routes: not the default one, so that
 // a domain's plan for the same SID (a userspace service kind) does not see
