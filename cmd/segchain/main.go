@@ -12,7 +12,10 @@ import (
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
+	stopProfile := startProfile(os.Args[1:])
+	err := newRootCmd().Execute()
+	stopProfile()
+	if err != nil {
 		if msg := err.Error(); msg != "" {
 			fmt.Fprintln(os.Stderr, "segchain:", msg)
 		}

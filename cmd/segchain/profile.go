@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// profileEnv names a directory: when set, every segchain process writes a
+// CPU profile of its run there (pprof format), for developers measuring
+// the control plane (docs/benchmarks.md). A long-running process (the
+// agent) starts a new file on SIGUSR1, so that the phases of a benchmark
+// can be profiled apart: VERB-PID-N.pprof.
+const profileEnv = "SEGCHAIN_CPUPROFILE"
+
+// startProfile starts the CPU profile when profileEnv is set; the
+// returned function ends it (a no-op otherwise).
+func startProfile(args []string) func() {
+	dir := os.Getenv(profileEnv)
+	if dir == "" {
+		return func() {}
+	}
+	verb := "segchain"
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			verb = a
+			break
+		}
+	}
+	var (
+		mu  sync.Mutex
+		f   *os.File
+		seq int
+	)
+	begin := func() {
+		seq++
+		name := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.pprof", verb, os.Getpid(), seq))
+		var err error
+		if f, err = os.Create(name); err != nil {
+			fmt.Fprintf(os.Stderr, "segchain: %s: %v\n", profileEnv, err)
+			return
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(os.Stderr, "segchain: %s: %v\n", profileEnv, err)
+			f.Close()
+			f = nil
+		}
+	}
+	end := func() {
+		if f != nil {
+			pprof.StopCPUProfile()
+			f.Close()
+			f = nil
+		}
+	}
+	mu.Lock()
+	begin()
+	mu.Unlock()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1)
+	go func() {
+		for range sig {
+			mu.Lock()
+			end()
+			begin()
+			mu.Unlock()
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		mu.Lock()
+		end()
+		mu.Unlock()
+	}
+}
