@@ -22,6 +22,11 @@ type Handle struct {
 	mu     sync.Mutex               // guards seg6ID
 	seg6ID uint16                   // genetlink family id of "SEG6", 0 until looked up
 
+	// links caches linkIndex's answers (name → index) for the handle's
+	// life, which is one request (an Execute's batch): ForgetLinks drops
+	// it when an op may have created or removed interfaces.
+	links map[string]int
+
 	probeOnce sync.Once
 	probed    Features
 	isProbe   bool // the throwaway handle Probe works in: never probes itself
@@ -82,12 +87,24 @@ func (h *Handle) request(msgType, flags int) *nl.NetlinkRequest {
 
 // linkIndex resolves an interface name inside the namespace.
 func (h *Handle) linkIndex(name string) (int, error) {
+	if i, ok := h.links[name]; ok {
+		return i, nil
+	}
 	l, err := h.nh.LinkByName(name)
 	if err != nil {
 		return 0, fmt.Errorf("interface %s in netns %q: %w", name, h.netns, err)
 	}
+	if h.links == nil {
+		h.links = map[string]int{}
+	}
+	h.links[name] = l.Attrs().Index
 	return l.Attrs().Index, nil
 }
+
+// ForgetLinks drops the cached interface indexes: the next route or rule
+// written looks its interfaces up again (after an op that may have
+// created, removed or re-created interfaces).
+func (h *Handle) ForgetLinks() { h.links = nil }
 
 // linkNames returns an index→name resolver with a per-call cache.
 func (h *Handle) linkNames() func(int) string {

@@ -41,6 +41,7 @@ func (h *Handle) EnsureLoop() error {
 		return h.loopUp()
 	}
 	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: LoopDev, MTU: loopMTU}, PeerName: LoopPeer}
+	h.ForgetLinks()
 	if err := h.nh.LinkAdd(v); err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("create service loop %s in netns %q: %w", LoopDev, h.netns, err)
 	}
@@ -94,6 +95,7 @@ func (h *Handle) RemoveLoopIfUnused() error {
 			return nil
 		}
 	}
+	h.ForgetLinks()
 	if err := h.nh.LinkDel(dev); err != nil {
 		return fmt.Errorf("delete service loop in netns %q: %w", h.netns, err)
 	}

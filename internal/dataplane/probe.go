@@ -45,6 +45,30 @@ func (h *Handle) Probe() Features {
 // Check returns nil when the kernel supports everything route r uses, or an
 // error wrapping ErrNotSupported that names the missing feature and why.
 func (f Features) Check(r nodestate.Route) error {
+	need, err := f.needs(r)
+	if err != nil {
+		return err
+	}
+	for _, n := range need {
+		if err := n.Require(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NeedsProbe reports whether Check's answer for r depends on the probed
+// features at all: false for a route that uses none of them (a static
+// route, End, End.X, End.DX6, an encap policy), which any kernel segchain
+// runs on installs, so that no probe is needed to check it.
+func NeedsProbe(r nodestate.Route) bool {
+	need, err := Features{}.needs(r)
+	return err != nil || len(need) > 0
+}
+
+// needs lists the features of f that route r uses (an error: a flavor
+// the kernel refuses or ignores, whatever it supports).
+func (f Features) needs(r nodestate.Route) ([]Feature, error) {
 	var need []Feature
 	if e := r.Seg6; e != nil {
 		switch e.Mode {
@@ -78,7 +102,7 @@ func (f Features) Check(r nodestate.Route) error {
 			need = append(need, f.HMAC)
 		}
 		if err := checkFlavors(l); err != nil {
-			return err
+			return nil, err
 		}
 		for _, fl := range l.Flavors {
 			switch fl {
@@ -92,12 +116,7 @@ func (f Features) Check(r nodestate.Route) error {
 			}
 		}
 	}
-	for _, n := range need {
-		if err := n.Require(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return need, nil
 }
 
 // flavorActions lists, per flavor, the behaviours whose kernel

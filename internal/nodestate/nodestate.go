@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -225,7 +226,19 @@ func (l *Seg6Local) String() string {
 // Key identifies a route in its table: two routes with the same key cannot
 // coexist, so a changed route is replaced in place (make-before-break).
 func (r Route) Key() string {
-	return fmt.Sprintf("%s table %d metric %d", r.Dst, r.tableOrMain(), r.Metric)
+	// "DST table T metric M", built without fmt: observation and diffs
+	// key every route of every node.
+	b := make([]byte, 0, 64)
+	if r.Dst.IsValid() {
+		b = r.Dst.AppendTo(b)
+	} else {
+		b = append(b, r.Dst.String()...)
+	}
+	b = append(b, " table "...)
+	b = strconv.AppendInt(b, int64(r.tableOrMain()), 10)
+	b = append(b, " metric "...)
+	b = strconv.AppendInt(b, int64(r.Metric), 10)
+	return string(b)
 }
 
 func (r Route) tableOrMain() int {
@@ -292,6 +305,31 @@ func (r Rule) String() string {
 	return b.String()
 }
 
+// sortRoutes sorts routes by Key, stably, computing each key once.
+func sortRoutes(rs []Route) {
+	sort.Stable(routesByKey{rs, keysOf(rs)})
+}
+
+func keysOf(rs []Route) []string {
+	keys := make([]string, len(rs))
+	for i, r := range rs {
+		keys[i] = r.Key()
+	}
+	return keys
+}
+
+type routesByKey struct {
+	rs   []Route
+	keys []string
+}
+
+func (s routesByKey) Len() int           { return len(s.rs) }
+func (s routesByKey) Less(i, j int) bool { return s.keys[i] < s.keys[j] }
+func (s routesByKey) Swap(i, j int) {
+	s.rs[i], s.rs[j] = s.rs[j], s.rs[i]
+	s.keys[i], s.keys[j] = s.keys[j], s.keys[i]
+}
+
 // Sort puts every list in a canonical order so that plans and golden files
 // are stable.
 func (n *Node) Sort() {
@@ -307,7 +345,7 @@ func (n *Node) Sort() {
 	if n.Boundary != nil {
 		n.Boundary.Sort()
 	}
-	sort.SliceStable(n.Routes, func(i, j int) bool { return n.Routes[i].Key() < n.Routes[j].Key() })
+	sortRoutes(n.Routes)
 	sort.Slice(n.Rules, func(i, j int) bool {
 		if n.Rules[i].Priority != n.Rules[j].Priority {
 			return n.Rules[i].Priority < n.Rules[j].Priority
