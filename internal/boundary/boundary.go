@@ -50,12 +50,16 @@ type node struct {
 	name  string
 	dir   string
 	objs  boundaryTCObjects
+	// spec is the collection the programs are loaded from when an
+	// interface first needs one (program).
+	spec *ebpf.CollectionSpec
 }
 
 func stateFile(name string) string { return filepath.Join(StateRoot, name+".json") }
 
-// open opens the pinned maps of netns; with create it makes them (and
-// loads the programs), else it returns nil when nothing is installed.
+// open opens the pinned maps of netns; with create it makes them (the
+// programs are loaded when attach needs them), else it returns nil when
+// nothing is installed.
 func open(netns string, create bool) (*node, error) {
 	// With create, the state of deleted namespaces goes first: one whose
 	// inode this one inherited, or whose links all lost their interface.
@@ -76,26 +80,61 @@ func open(netns string, create bool) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if create {
-		// The programs apply attaches, not boundary_xdp (measured by
-		// perf boundary, never attached): verifying it would only slow
-		// every apply down.
-		var tc struct {
-			boundaryTCMaps
-			BoundaryIn  *ebpf.Program `ebpf:"boundary_in"`
-			BoundaryOut *ebpf.Program `ebpf:"boundary_out"`
-			HmacIn      *ebpf.Program `ebpf:"hmac_in"`
+	if err := loader.Assign(spec, &n.objs.boundaryTCMaps, n.dir); err != nil {
+		return nil, err
+	}
+	n.spec = spec
+	return n, nil
+}
+
+// program returns the named program of the filter, loading (verifying)
+// it the first time: an apply loads only what it attaches — nothing when
+// every link is in place, not hmac_in without HMAC SIDs, never
+// boundary_xdp (measured by perf boundary, never attached). Verifying is
+// most of what applying the boundary costs.
+func (n *node) program(name string) (*ebpf.Program, error) {
+	var slot **ebpf.Program
+	switch name {
+	case "boundary_in":
+		slot = &n.objs.BoundaryIn
+	case "boundary_out":
+		slot = &n.objs.BoundaryOut
+	case "hmac_in":
+		slot = &n.objs.HmacIn
+	default:
+		return nil, fmt.Errorf("boundary: no program %q", name)
+	}
+	if *slot != nil {
+		return *slot, nil
+	}
+	if n.spec == nil {
+		return nil, fmt.Errorf("boundary: program %s: maps opened without a spec", name)
+	}
+	var err error
+	switch name {
+	case "boundary_in":
+		var o struct {
+			P *ebpf.Program `ebpf:"boundary_in"`
 		}
-		err = loader.Assign(spec, &tc, n.dir)
-		n.objs.boundaryTCMaps = tc.boundaryTCMaps
-		n.objs.BoundaryIn, n.objs.BoundaryOut, n.objs.HmacIn = tc.BoundaryIn, tc.BoundaryOut, tc.HmacIn
-	} else {
-		err = loader.Assign(spec, &n.objs.boundaryTCMaps, n.dir)
+		err = loader.Assign(n.spec, &o, n.dir)
+		*slot = o.P
+	case "boundary_out":
+		var o struct {
+			P *ebpf.Program `ebpf:"boundary_out"`
+		}
+		err = loader.Assign(n.spec, &o, n.dir)
+		*slot = o.P
+	case "hmac_in":
+		var o struct {
+			P *ebpf.Program `ebpf:"hmac_in"`
+		}
+		err = loader.Assign(n.spec, &o, n.dir)
+		*slot = o.P
 	}
 	if err != nil {
 		return nil, err
 	}
-	return n, nil
+	return *slot, nil
 }
 
 func (n *node) close() { _ = n.objs.Close() }
@@ -310,7 +349,7 @@ func (n *node) hmacEntries() ([]netip.Prefix, []uint32, error) {
 // tcx-<ifindex>-<name>.
 type attachment struct {
 	name   string
-	prog   *ebpf.Program
+	prog   string // the program's name (node.program loads it)
 	at     ebpf.AttachType
 	anchor link.Anchor
 }
@@ -321,11 +360,11 @@ func (n *node) wantedOn(trusted, hmac bool) []attachment {
 	var out []attachment
 	if !trusted {
 		out = append(out,
-			attachment{"in", n.objs.BoundaryIn, ebpf.AttachTCXIngress, link.Head()},
-			attachment{"out", n.objs.BoundaryOut, ebpf.AttachTCXEgress, link.Tail()})
+			attachment{"in", "boundary_in", ebpf.AttachTCXIngress, link.Head()},
+			attachment{"out", "boundary_out", ebpf.AttachTCXEgress, link.Tail()})
 	}
 	if hmac {
-		out = append(out, attachment{"hmac", n.objs.HmacIn, ebpf.AttachTCXIngress, link.Tail()})
+		out = append(out, attachment{"hmac", "hmac_in", ebpf.AttachTCXIngress, link.Tail()})
 	}
 	return out
 }
@@ -374,7 +413,11 @@ func (n *node) attach(trusted []string, hmac bool) error {
 				continue
 			}
 			_ = unpin(p)
-			if err := n.attachOne(i, a.prog, a.at, a.anchor, p); err != nil {
+			prog, err := n.program(a.prog)
+			if err != nil {
+				return err
+			}
+			if err := n.attachOne(i, prog, a.at, a.anchor, p); err != nil {
 				return err
 			}
 		}
