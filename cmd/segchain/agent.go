@@ -205,6 +205,9 @@ type lockedLocal struct {
 // Unsupported implements agent.FeatureChecker, remembering the last
 // answer.
 func (l *lockedLocal) Unsupported(ctx context.Context, want *nodestate.Node) ([]string, error) {
+	if !nodeagent.ProbeNeeded(want) {
+		return nil, nil // nothing the probe could find missing
+	}
 	b, err := json.Marshal(want)
 	if err != nil {
 		return nil, err
@@ -223,10 +226,17 @@ func (l *lockedLocal) Unsupported(ctx context.Context, want *nodestate.Node) ([]
 }
 
 func (l *lockedLocal) Execute(ctx context.Context, ops []agent.Op) (int, error) {
+	return l.ExecuteSteps(ctx, ops, nil)
+}
+
+// ExecuteSteps implements agent.Stepper: the whole batch runs under one
+// take of the node's lock (it must be defined here: the embedded Local's
+// would run without the lock).
+func (l *lockedLocal) ExecuteSteps(ctx context.Context, ops []agent.Op, step func(int, time.Duration, error)) (int, error) {
 	set, err := nodelock.Acquire(ctx, []nodelock.Node{{Key: l.key, Name: l.Node()}}, nodelock.Options{})
 	if err != nil {
 		return 0, err
 	}
 	defer set.Release()
-	return l.Local.Execute(ctx, ops)
+	return l.Local.ExecuteSteps(ctx, ops, step)
 }

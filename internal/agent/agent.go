@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/service/kinds"
@@ -252,6 +253,17 @@ type SIDCounters struct {
 	// direction (in-/out-packets, in-/out-drops) and every drop reason
 	// (drop-<reason>), as `sid show` names them.
 	Detail map[string]uint64 `json:"detail,omitempty"`
+}
+
+// Stepper is implemented by agents that run a batch of ops in one go
+// (under one node lock, with one set of netlink sockets) while reporting
+// each op as it ends: step is called after every op that ran, with its
+// index, duration and error (nil step: no reports). Like Execute, it stops
+// at the first failure and returns how many ops succeeded. A remote agent
+// (agentrpc.Server) uses it to log and time each op of an Execute without
+// paying the per-call cost once per op.
+type Stepper interface {
+	ExecuteSteps(ctx context.Context, ops []Op, step func(i int, d time.Duration, err error)) (int, error)
 }
 
 // BoundaryReader is implemented by agents that report the drop counters of

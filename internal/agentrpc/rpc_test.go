@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -366,5 +367,99 @@ func TestJournalOnExecute(t *testing.T) {
 	}
 	if ops, _, _ := j.Unfinished("nfv1"); ops != nil {
 		t.Fatalf("journal not cleared: %v", ops)
+	}
+}
+
+// stepper is a fake agent.Stepper: it checks, when the batch starts, that
+// every op of it is already in the node's journal, runs ops until the
+// one numbered failAt (-1: none) and reports each to step.
+type stepper struct {
+	fake
+	root     string // of the node's journal
+	failAt   int
+	calls    int
+	journals [][]agent.Op // the journal as each batch found it
+}
+
+func (s *stepper) ExecuteSteps(_ context.Context, ops []agent.Op, step func(int, time.Duration, error)) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	got, _, _ := journal.New(s.root, map[string]string{s.name: "node-" + s.name}).Unfinished(s.name)
+	s.journals = append(s.journals, got)
+	for i, op := range ops {
+		if i == s.failAt {
+			err := errors.New("kernel said no")
+			step(i, time.Millisecond, err)
+			return i, err
+		}
+		s.ops = append(s.ops, op)
+		step(i, time.Millisecond, nil)
+	}
+	return len(ops), nil
+}
+
+// An agent.Stepper runs an Execute's batch in one call, journaled as a
+// whole before the first op runs; each op is still logged and counted
+// (hooks), and a failure reports how many ran.
+func TestExecuteBatchJournaledFirst(t *testing.T) {
+	dir := t.TempDir()
+	pki.Init(dir, "test")
+	nf, _ := pki.Issue(dir, pki.RoleNode, "nfv1", pki.IssueOptions{})
+	pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{})
+	tc, err := pki.ServerTLS(nf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	jr := journal.New(root, map[string]string{"nfv1": "node-nfv1"})
+	st := &stepper{fake: fake{name: "nfv1"}, root: root, failAt: -1}
+	var (
+		hmu     sync.Mutex
+		hookOps int
+	)
+	hooks := Hooks{Op: func(agent.Op, time.Duration, error) { hmu.Lock(); hookOps++; hmu.Unlock() }}
+	logBuf := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(syncWriter{logBuf}, nil))
+	g := NewGRPCServer(NewServer(st, log, Build{}, jr, hooks), tc, nil)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	e := &env{dir: dir, addr: lis.Addr().String()}
+	c := e.client(t, pki.DirFiles(dir, pki.RoleController, "ctl"), "nfv1")
+	ctx := context.Background()
+	if err := c.AcquireLease(ctx, "ctl", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.JournalOnExecute("pid 7 (segchain apply) on host ctl")
+	batch := []agent.Op{addOp, addOp.Inverse(), addOp}
+	if n, err := c.Execute(ctx, batch); err != nil || n != 3 {
+		t.Fatalf("execute: %d, %v", n, err)
+	}
+	st.failAt = 1
+	if n, err := c.Execute(ctx, batch); err == nil || n != 1 || !strings.Contains(err.Error(), "kernel said no") {
+		t.Fatalf("execute with the second op failing: %d, %v", n, err)
+	}
+	if st.calls != 2 {
+		t.Errorf("%d calls for 2 batches, want one each", st.calls)
+	}
+	if diff := cmp.Diff([][]agent.Op{batch, append(append([]agent.Op{}, batch...), batch...)}, st.journals); diff != "" {
+		t.Errorf("journal when each batch started (-want +got):\n%s", diff)
+	}
+	hmu.Lock()
+	defer hmu.Unlock()
+	if hookOps != 5 {
+		t.Errorf("%d ops seen by the hook, want 5 (3, then 1 and the failed one)", hookOps)
+	}
+	lockedBuf.Lock()
+	defer lockedBuf.Unlock()
+	if n := strings.Count(logBuf.String(), "msg=op "); n != 4 {
+		t.Errorf("%d ops logged, want 4:\n%s", n, logBuf)
+	}
+	if !strings.Contains(logBuf.String(), "op failed") {
+		t.Errorf("the failed op is not logged:\n%s", logBuf)
 	}
 }

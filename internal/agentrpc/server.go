@@ -184,9 +184,6 @@ func (s *Server) Execute(ctx context.Context, r *pb.ExecuteRequest) (*pb.Execute
 		return nil, s.fail(ctx, "Execute", status.Error(codes.InvalidArgument, err.Error()))
 	}
 	start := s.now()
-	done := 0
-	var err error
-	// One op at a time, so that each is timed and logged on its own.
 	if r.JournalWho != "" {
 		if err := s.needJournal(); err != nil {
 			return nil, s.fail(ctx, "Execute", err)
@@ -194,32 +191,54 @@ func (s *Server) Execute(ctx context.Context, r *pb.ExecuteRequest) (*pb.Execute
 		if w, ok := s.journal.(interface{ SetWho(string) }); ok {
 			w.SetWho(r.JournalWho)
 		}
-	}
-	for _, op := range ops {
-		if r.JournalWho != "" {
-			// Durable before the op runs, as the controller's own
-			// journal would be.
-			if err = s.journal.Record(s.agent.Node(), op); err != nil {
-				break
+		// Durable before any op runs, as the controller's own journal
+		// would be: the whole batch with one sync when the journal can
+		// (an op journaled but never run is undone harmlessly, see
+		// journal.Disk.RecordAll).
+		if err := s.record(ops); err != nil {
+			s.log.Warn("journal failed", "peer", who(ctx), "ops", len(ops), "err", err)
+			if s.hooks.Execute != nil {
+				s.hooks.Execute(len(ops), s.now().Sub(start), err)
 			}
+			return &pb.ExecuteReply{Error: err.Error()}, nil
 		}
-		t := s.now()
-		var n int
-		n, err = s.agent.Execute(ctx, []agent.Op{op})
-		d := s.now().Sub(t)
+	}
+	// Each op is timed and logged on its own.
+	step := func(op agent.Op, d time.Duration, err error) {
 		if s.hooks.Op != nil {
 			s.hooks.Op(op, d, err)
 		}
 		line := firstLine(op.String())
-		if err != nil || n != 1 {
-			if err == nil {
-				err = fmt.Errorf("op %s: not done", line)
-			}
+		if err != nil {
 			s.log.Warn("op failed", "peer", who(ctx), "op", line, "err", err)
-			break
+			return
 		}
 		s.log.Info("op", "peer", who(ctx), "op", line, "duration", d)
-		done++
+	}
+	var (
+		done int
+		err  error
+	)
+	if st, ok := s.agent.(agent.Stepper); ok {
+		// The batch in one go: one node lock, one set of sockets.
+		done, err = st.ExecuteSteps(ctx, ops, func(i int, d time.Duration, err error) { step(ops[i], d, err) })
+		if err == nil && done != len(ops) {
+			err = fmt.Errorf("op %s: not done", firstLine(ops[done].String()))
+		}
+	} else {
+		for _, op := range ops {
+			t := s.now()
+			var n int
+			n, err = s.agent.Execute(ctx, []agent.Op{op})
+			if err == nil && n != 1 {
+				err = fmt.Errorf("op %s: not done", firstLine(op.String()))
+			}
+			step(op, s.now().Sub(t), err)
+			if err != nil {
+				break
+			}
+			done++
+		}
 	}
 	if s.hooks.Execute != nil {
 		s.hooks.Execute(len(ops), s.now().Sub(start), err)
@@ -229,6 +248,20 @@ func (s *Server) Execute(ctx context.Context, r *pb.ExecuteRequest) (*pb.Execute
 		rep.Error = err.Error()
 	}
 	return rep, nil
+}
+
+// record journals ops before they run: in one sync when the journal can
+// (controller.BatchJournal), else one by one.
+func (s *Server) record(ops []agent.Op) error {
+	if bj, ok := s.journal.(controller.BatchJournal); ok {
+		return bj.RecordAll(s.agent.Node(), ops)
+	}
+	for _, op := range ops {
+		if err := s.journal.Record(s.agent.Node(), op); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func firstLine(s string) string {

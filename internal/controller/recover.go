@@ -20,6 +20,15 @@ type Journal interface {
 	Unfinished(node string) (ops []agent.Op, who string, err error)
 }
 
+// BatchJournal is a Journal that records several ops of a node with one
+// sync (journal.Disk): durable when it returns, the ops run after it, in
+// order. Recovery undoes a journal's ops in reverse, whether they ran or
+// not; the undo of an op that never ran finds the object as the op would
+// have found it and changes nothing (or fails and is skipped).
+type BatchJournal interface {
+	RecordAll(node string, ops []agent.Op) error
+}
+
 // Recovery is an unfinished command's journal found on a node, and what
 // was done about it.
 type Recovery struct {

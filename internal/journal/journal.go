@@ -72,9 +72,24 @@ func (d *Disk) dir(node string) (string, error) {
 // Record appends op to node's journal and syncs it to disk before
 // returning: the op may run only after that.
 func (d *Disk) Record(node string, op agent.Op) error {
+	return d.RecordAll(node, []agent.Op{op})
+}
+
+// RecordAll appends ops to node's journal and syncs them to disk, all with
+// one fsync, before returning: the ops may run only after that, in order.
+// Journaling a batch before any of it runs is as safe as journaling each
+// op right before it runs: recovery undoes the journal in reverse, and
+// the inverse of an op that never ran finds the state the op would have
+// left alone (a replace with the same value, a delete of what does not
+// exist: controller.Recover skips what fails).
+func (d *Disk) RecordAll(node string, ops []agent.Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	f := d.files[node]
+	var buf []byte
 	if f == nil {
 		dir, err := d.dir(node)
 		if err != nil {
@@ -90,9 +105,15 @@ func (d *Disk) Record(node string, op agent.Op) error {
 		d.files[node] = f
 		h := d.me
 		h.Node = node
-		if err := write(f, line{Header: &h}); err != nil {
+		if buf, err = appendLine(buf, line{Header: &h}); err != nil {
 			return err
 		}
+		// The header alone first, with the directory entries: a
+		// journal found on disk always names its writer.
+		if err := write(f, buf); err != nil {
+			return err
+		}
+		buf = buf[:0]
 		if err := syncDir(dir); err != nil {
 			return err
 		}
@@ -100,15 +121,26 @@ func (d *Disk) Record(node string, op agent.Op) error {
 			return err
 		}
 	}
-	return write(f, line{Op: &op})
+	for i := range ops {
+		var err error
+		if buf, err = appendLine(buf, line{Op: &ops[i]}); err != nil {
+			return err
+		}
+	}
+	return write(f, buf)
 }
 
-func write(f *os.File, l line) error {
+func appendLine(buf []byte, l line) ([]byte, error) {
 	b, err := json.Marshal(l)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return buf, fmt.Errorf("journal: %w", err)
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	return append(append(buf, b...), '\n'), nil
+}
+
+// write appends b (whole lines) to f and syncs it.
+func write(f *os.File, b []byte) error {
+	if _, err := f.Write(b); err != nil {
 		return fmt.Errorf("journal %s: %w", f.Name(), err)
 	}
 	if err := f.Sync(); err != nil {

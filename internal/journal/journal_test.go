@@ -71,3 +71,38 @@ func TestUnfinishedOldOps(t *testing.T) {
 		t.Fatalf("Unfinished = %v, want an error about an older segchain", err)
 	}
 }
+
+// RecordAll journals a batch (one sync) that Unfinished reads back in
+// order, after what Record wrote before it, under one header.
+func TestRecordAll(t *testing.T) {
+	root := t.TempDir()
+	d := New(root, map[string]string{"n": "ns-1-1"})
+	first := agent.Op{Kind: agent.KindTunSrc, Action: agent.ActSet, TunSrc: "fc00:2::1"}
+	if err := d.Record("n", first); err != nil {
+		t.Fatal(err)
+	}
+	batch := []agent.Op{
+		{Kind: agent.KindSysctl, Action: agent.ActSet, Sysctl: &nodestate.Sysctl{Key: "net.ipv6.conf.all.forwarding", Value: "1"}, OldValue: "0"},
+		{Kind: agent.KindTunSrc, Action: agent.ActSet, TunSrc: "fc00:2::2", OldTun: "fc00:2::1"},
+	}
+	if err := d.RecordAll("n", batch); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.RecordAll("n", nil); err != nil {
+		t.Fatal(err)
+	}
+	got, who, err := New(root, map[string]string{"n": "ns-1-1"}).Unfinished("n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(append([]agent.Op{first}, batch...), got); diff != "" {
+		t.Errorf("unfinished ops (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(who, "pid ") {
+		t.Errorf("who = %q, want the writer's pid", who)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "ns-1-1", file))
+	if n := strings.Count(string(b), `"header"`); n != 1 {
+		t.Errorf("%d headers in the journal, want 1:\n%s", n, b)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/boundary"
@@ -106,15 +107,29 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 }
 
 // Execute implements Agent.
-func (l *Local) Execute(_ context.Context, ops []agent.Op) (int, error) {
+func (l *Local) Execute(ctx context.Context, ops []agent.Op) (int, error) {
+	return l.ExecuteSteps(ctx, ops, nil)
+}
+
+// ExecuteSteps implements agent.Stepper: the ops run in order through one
+// set of netlink sockets in the node's namespace, each reported to step.
+func (l *Local) ExecuteSteps(_ context.Context, ops []agent.Op, step func(i int, d time.Duration, err error)) (int, error) {
 	h, err := l.open()
 	if err != nil {
 		return 0, err
 	}
 	defer h.Close()
 	for i, op := range ops {
-		if err := l.exec(h, op); err != nil {
-			return i, fmt.Errorf("node %s: %s: %w", l.name, firstLine(op.String()), err)
+		start := time.Now()
+		err := l.exec(h, op)
+		if err != nil {
+			err = fmt.Errorf("node %s: %s: %w", l.name, firstLine(op.String()), err)
+		}
+		if step != nil {
+			step(i, time.Since(start), err)
+		}
+		if err != nil {
+			return i, err
 		}
 	}
 	return len(ops), nil
@@ -131,7 +146,21 @@ func firstLine(s string) string {
 
 func (l *Local) exec(h *dataplane.Handle, op agent.Op) error {
 	switch op.Kind {
+	case agent.KindRoute, agent.KindRule, agent.KindSysctl, agent.KindHMAC, agent.KindTunSrc:
+	default:
+		// Services and the boundary filter may add or remove interfaces
+		// (loop devices, veths): look them up afresh after.
+		defer h.ForgetLinks()
+	}
+	switch op.Kind {
 	case agent.KindSysctl:
+		if v, err := h.Sysctl(op.Sysctl.Key); err == nil && v == op.Sysctl.Value {
+			// Already so: nothing changes, and there is no original to
+			// remember (the undo of a journaled op that never ran, whose
+			// old value is the one it would have set, must not be
+			// taken for the node's original).
+			return nil
+		}
 		if err := l.rememberOriginal(op.Sysctl.Key, op.OldValue); err != nil {
 			return err
 		}
@@ -297,14 +326,37 @@ func foreignSIDs(h *dataplane.Handle) ([]nodestate.ForeignRoute, error) {
 }
 
 // Unsupported implements agent.FeatureChecker with the kernel feature probe
-// (dataplane.Handle.Probe, run once per handle).
+// (dataplane.Handle.Probe, run once per handle). A node whose desired
+// state uses no probed feature (ProbeNeeded) has nothing unsupported and
+// is not probed: the probe builds and removes a throwaway namespace.
 func (l *Local) Unsupported(_ context.Context, want *nodestate.Node) ([]string, error) {
+	if !ProbeNeeded(want) {
+		return nil, nil
+	}
 	h, err := l.open()
 	if err != nil {
 		return nil, err
 	}
 	defer h.Close()
 	return unsupported(h.Probe(), l.name, want), nil
+}
+
+// ProbeNeeded reports whether what want installs depends on a kernel
+// feature the probe finds (dataplane.NeedsProbe for its routes; HMAC
+// keys): when not, Unsupported's answer is empty whatever the kernel.
+func ProbeNeeded(want *nodestate.Node) bool {
+	if want == nil {
+		return false
+	}
+	if len(want.HMACKeys) > 0 {
+		return true
+	}
+	for _, r := range want.Routes {
+		if (r.Seg6 != nil || r.Seg6Local != nil) && dataplane.NeedsProbe(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // probeRouteRE matches "kernel rejected <the probe's route>: " in a

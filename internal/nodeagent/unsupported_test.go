@@ -35,3 +35,38 @@ func TestUnsupported(t *testing.T) {
 		t.Errorf("without HMAC: %q", got)
 	}
 }
+
+// A desired state that uses no probed feature needs no probe: whatever
+// the kernel, nothing of it is unsupported.
+func TestProbeNeeded(t *testing.T) {
+	none := dataplane.Features{} // nothing supported
+	tests := []struct {
+		name string
+		want *nodestate.Node
+		need bool
+	}{
+		{"static routes", &nodestate.Node{Routes: []nodestate.Route{{Dst: netip.MustParsePrefix("fc00:9::/64"), Dev: "eth0"}}}, false},
+		{"End, End.DX6, encap", &nodestate.Node{Routes: []nodestate.Route{
+			{Dst: netip.MustParsePrefix("fc00:2::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End"}},
+			{Dst: netip.MustParsePrefix("fc00:2::2/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.DX6", Nh6: netip.MustParseAddr("fc02::1")}},
+			{Dst: netip.MustParsePrefix("fc02:d::/64"), Table: 100, Seg6: &nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{netip.MustParseAddr("fc00:2::1")}}},
+		}}, false},
+		{"count", &nodestate.Node{Routes: []nodestate.Route{{Dst: netip.MustParsePrefix("fc00:2::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End", Count: true}}}}, true},
+		{"End.DT4", &nodestate.Node{Routes: []nodestate.Route{{Dst: netip.MustParsePrefix("fc00:2::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.DT4", VRFTable: 10}}}}, true},
+		{"l2encap", &nodestate.Node{Routes: []nodestate.Route{{Dst: netip.MustParsePrefix("fc02:d::/64"), Seg6: &nodestate.Seg6Encap{Mode: "l2encap"}}}}, true},
+		{"bad flavor", &nodestate.Node{Routes: []nodestate.Route{{Dst: netip.MustParsePrefix("fc00:2::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.DX6", Flavors: []string{"psp"}}}}}, true},
+		{"hmac keys", &nodestate.Node{HMACKeys: []nodestate.HMACKey{{ID: 1}}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ProbeNeeded(tt.want); got != tt.need {
+				t.Fatalf("ProbeNeeded = %v, want %v", got, tt.need)
+			}
+			if !tt.need {
+				if got := unsupported(none, "n", tt.want); got != nil {
+					t.Fatalf("unsupported without any feature = %q, want nothing", got)
+				}
+			}
+		})
+	}
+}
