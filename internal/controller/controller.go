@@ -93,18 +93,19 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 	}); len(errs) > 0 {
 		return nil, errs[0]
 	}
-	// What cannot fit is reported now, before anything changes anywhere.
-	var errs []error
-	for _, d := range diffs {
+	// What cannot fit is reported now, before anything changes anywhere
+	// (every node asked, Concurrency at a time; errors in node order).
+	if err := errors.Join(c.each(ctx, names, func(ctx context.Context, i int, n string) error {
+		d := diffs[i]
 		a, err := c.agentFor(d.Node)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if ck, ok := a.(agent.Checker); ok && !d.Empty() {
-			errs = append(errs, ck.Check(ctx, d.Ops()))
+			return ck.Check(ctx, d.Ops())
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
+		return nil
+	})...); err != nil {
 		return diffs, err
 	}
 	return diffs, nil
@@ -147,21 +148,28 @@ func (c *Controller) Destroy(ctx context.Context, dryRun bool) (*Result, error) 
 	if err != nil {
 		return res, err
 	}
-	for _, n := range c.nodes() {
+	// Nodes are observed Concurrency at a time (parallel.go).
+	names := c.nodes()
+	res.Diffs = make([]Diff, len(names))
+	if errs := c.each(ctx, names, func(ctx context.Context, i int, n string) error {
 		a, err := c.agentFor(n)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		planned := c.Plan.Nodes[n]
 		got, err := a.Observe(ctx, planned)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		orig, err := a.Originals(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		res.Diffs = append(res.Diffs, Teardown(got, planned, orig))
+		res.Diffs[i] = Teardown(got, planned, orig)
+		return nil
+	}); len(errs) > 0 {
+		res.Diffs = nil
+		return nil, errs[0]
 	}
 	if dryRun {
 		return res, nil
@@ -169,10 +177,10 @@ func (c *Controller) Destroy(ctx context.Context, dryRun bool) (*Result, error) 
 	if _, err := c.execute(ctx, res); err != nil {
 		return res, err
 	}
-	for _, n := range c.nodes() {
-		if err := c.Agents[n].Forget(ctx); err != nil {
-			return res, err
-		}
+	if errs := c.each(ctx, names, func(ctx context.Context, _ int, n string) error {
+		return c.Agents[n].Forget(ctx)
+	}); len(errs) > 0 {
+		return res, errs[0]
 	}
 	return res, nil
 }

@@ -124,13 +124,18 @@ func (c *Controller) clearJournals(diffs []Diff) error {
 	if c.Journal == nil {
 		return nil
 	}
+	var names []string
 	for _, d := range diffs {
-		if d.Empty() {
-			continue
+		if !d.Empty() {
+			names = append(names, d.Node)
 		}
-		if err := c.Journal.Clear(d.Node); err != nil {
-			return err
-		}
+	}
+	// Concurrency at a time (remote journals are on the agents); the
+	// first error by node order.
+	if errs := c.each(context.Background(), names, func(_ context.Context, _ int, n string) error {
+		return c.Journal.Clear(n)
+	}); len(errs) > 0 {
+		return errs[0]
 	}
 	return nil
 }
