@@ -15,7 +15,8 @@ import (
 // CPU profile of its run there (pprof format), for developers measuring
 // the control plane (docs/benchmarks.md). A long-running process (the
 // agent) starts a new file on SIGUSR1, so that the phases of a benchmark
-// can be profiled apart: VERB-PID-N.pprof.
+// can be profiled apart: VERB-PID-N.pprof, with the heap profile at the
+// end of each as VERB-PID-N.heap.
 const profileEnv = "SEGCHAIN_CPUPROFILE"
 
 // startProfile starts the CPU profile when profileEnv is set; the
@@ -56,6 +57,12 @@ func startProfile(args []string) func() {
 			pprof.StopCPUProfile()
 			f.Close()
 			f = nil
+			// The heap as the phase left it, next to its CPU profile.
+			name := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.heap", verb, os.Getpid(), seq))
+			if h, err := os.Create(name); err == nil {
+				_ = pprof.Lookup("heap").WriteTo(h, 0)
+				h.Close()
+			}
 		}
 	}
 	mu.Lock()
