@@ -266,6 +266,29 @@ type Stepper interface {
 	ExecuteSteps(ctx context.Context, ops []Op, step func(i int, d time.Duration, err error)) (int, error)
 }
 
+// Journal keeps each op of an apply or destroy on stable storage before
+// it runs, per node, so that a command killed half-way can be undone by
+// the next one (internal/journal is the on-disk one; controller.Journal
+// and the agent's journal on its host are this).
+type Journal interface {
+	// Record must be durable when it returns: the op runs after it.
+	Record(node string, op Op) error
+	// Clear forgets node's journal: its ops are complete, or undone.
+	Clear(node string) error
+	// Unfinished returns the ops recorded on node by a command that did
+	// not finish (none: nothing to recover), and who that command was.
+	Unfinished(node string) (ops []Op, who string, err error)
+}
+
+// BatchJournal is a Journal that records several ops of a node with one
+// sync (journal.Disk): durable when it returns, the ops run after it, in
+// order. Recovery undoes a journal's ops in reverse, whether they ran or
+// not; the undo of an op that never ran finds the object as the op would
+// have found it and changes nothing (or fails and is skipped).
+type BatchJournal interface {
+	RecordAll(node string, ops []Op) error
+}
+
 // BoundaryReader is implemented by agents that report the drop counters of
 // the node's boundary filter (status shows them).
 type BoundaryReader interface {

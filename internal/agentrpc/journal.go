@@ -4,20 +4,19 @@ import (
 	"context"
 
 	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/controller"
 )
 
-// Journal is a domain's controller.Journal: the journal of a node served
+// Journal is a domain's agent.Journal: the journal of a node served
 // by a remote agent is kept on that agent (so that it survives the
 // controller's host), the others in Local (may be nil: none).
 type Journal struct {
-	Local  controller.Journal
+	Local  agent.Journal
 	Remote map[string]*Client
 	// Who names this controller in the journal's header.
 	Who string
 }
 
-// Record implements controller.Journal. A remote node whose client
+// Record implements agent.Journal. A remote node whose client
 // journals on Execute (Client.JournalOnExecute) records the op there.
 func (j *Journal) Record(node string, op agent.Op) error {
 	if c := j.Remote[node]; c != nil {
@@ -32,7 +31,7 @@ func (j *Journal) Record(node string, op agent.Op) error {
 	return j.Local.Record(node, op)
 }
 
-// Clear implements controller.Journal.
+// Clear implements agent.Journal.
 func (j *Journal) Clear(node string) error {
 	if c := j.Remote[node]; c != nil {
 		return c.JournalClear(context.Background())
@@ -43,7 +42,7 @@ func (j *Journal) Clear(node string) error {
 	return j.Local.Clear(node)
 }
 
-// Unfinished implements controller.Journal.
+// Unfinished implements agent.Journal.
 func (j *Journal) Unfinished(node string) ([]agent.Op, string, error) {
 	if c := j.Remote[node]; c != nil {
 		return c.JournalUnfinished(context.Background())

@@ -18,7 +18,6 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	pb "github.com/segchain/segchain/internal/agentrpc/agentpb"
-	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
@@ -56,7 +55,7 @@ type Server struct {
 	agent   agent.Agent
 	log     *slog.Logger
 	build   Build
-	journal controller.Journal
+	journal agent.Journal
 	hooks   Hooks
 	now     func() time.Time
 
@@ -72,7 +71,7 @@ type Server struct {
 
 // NewServer serves a. journal (may be nil: no journal RPCs) keeps the
 // per-apply journal of the node on the agent's host.
-func NewServer(a agent.Agent, log *slog.Logger, b Build, journal controller.Journal, hooks Hooks) *Server {
+func NewServer(a agent.Agent, log *slog.Logger, b Build, journal agent.Journal, hooks Hooks) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -251,9 +250,9 @@ func (s *Server) Execute(ctx context.Context, r *pb.ExecuteRequest) (*pb.Execute
 }
 
 // record journals ops before they run: in one sync when the journal can
-// (controller.BatchJournal), else one by one.
+// (agent.BatchJournal), else one by one.
 func (s *Server) record(ops []agent.Op) error {
-	if bj, ok := s.journal.(controller.BatchJournal); ok {
+	if bj, ok := s.journal.(agent.BatchJournal); ok {
 		return bj.RecordAll(s.agent.Node(), ops)
 	}
 	for _, op := range ops {

@@ -8,26 +8,12 @@ import (
 )
 
 // Journal keeps each op of an apply or destroy on stable storage before
-// it runs, per node, so that a command killed half-way can be undone by
-// the next one (internal/journal is the on-disk one).
-type Journal interface {
-	// Record must be durable when it returns: the op runs after it.
-	Record(node string, op agent.Op) error
-	// Clear forgets node's journal: its ops are complete, or undone.
-	Clear(node string) error
-	// Unfinished returns the ops recorded on node by a command that did
-	// not finish (none: nothing to recover), and who that command was.
-	Unfinished(node string) (ops []agent.Op, who string, err error)
-}
+// it runs, per node (agent.Journal; internal/journal is the on-disk one).
+type Journal = agent.Journal
 
-// BatchJournal is a Journal that records several ops of a node with one
-// sync (journal.Disk): durable when it returns, the ops run after it, in
-// order. Recovery undoes a journal's ops in reverse, whether they ran or
-// not; the undo of an op that never ran finds the object as the op would
-// have found it and changes nothing (or fails and is skipped).
-type BatchJournal interface {
-	RecordAll(node string, ops []agent.Op) error
-}
+// BatchJournal is a Journal that records several ops with one sync
+// (agent.BatchJournal).
+type BatchJournal = agent.BatchJournal
 
 // Recovery is an unfinished command's journal found on a node, and what
 // was done about it.
