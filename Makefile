@@ -16,8 +16,11 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
+# bin/segchain-agent is `segchain agent` in a binary of its own (the agent's
+# packages only: a smaller resident set per agent); see docs/agents.md.
 build:
 	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/segchain
+	$(GO) build $(GOFLAGS) -ldflags "$(LDFLAGS)" -o $(BIN)-agent ./cmd/segchain-agent
 
 # Regenerate the committed eBPF objects and Go bindings (bpf2go; needs clang)
 # and the agent protocol's Go code (protoc; proto/).

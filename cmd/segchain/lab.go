@@ -71,8 +71,9 @@ func labNameFlag(cmd *cobra.Command, name *string, usage string) {
 func newLabUpCmd(deps labDeps) *cobra.Command {
 	var file, name, output string
 	var agents bool
+	var agentExe string
 	cmd := &cobra.Command{
-		Use:   "up [-f DOMAIN.yaml] [--lab NAME] [--agents]",
+		Use:   "up [-f DOMAIN.yaml] [--lab NAME] [--agents [--agent-exe PATH]]",
 		Short: "Create a lab from a domain file (default: the built-in domain)",
 		Long: `Create one namespace per node of the domain and a veth pair per link,
 with the link addresses the domain derives (fc00:xy::x/64 style). On any
@@ -84,7 +85,9 @@ lab bridge in the host namespace (its own ULA /64, outside the data plane)
 and a real 'segchain agent' process serving it over gRPC + mutual TLS with
 certificates of a lab CA; plan, apply, destroy and status --lab then
 program the nodes through their agents. 'lab down' stops the agents.
-See docs/agents.md.`,
+--agent-exe runs 'PATH agent ...' instead of this binary's agent: the
+segchain-agent binary (make build) is the same agent, linking only its own
+packages. See docs/agents.md.`,
 		Example: `  segchain lab up
   segchain lab up -f examples/default.yaml --lab demo -o json`,
 		Args: cobra.NoArgs,
@@ -115,7 +118,10 @@ See docs/agents.md.`,
 				return err
 			}
 			if agents {
-				exe, err := os.Executable()
+				exe, err := agentExe, error(nil)
+				if exe == "" {
+					exe, err = os.Executable()
+				}
 				if err == nil {
 					err = l.StartAgents(exe)
 				}
@@ -134,6 +140,7 @@ See docs/agents.md.`,
 	labNameFlag(cmd, &name, "lab name, [a-z0-9-]{1,16}")
 	outputFlag(cmd, &output)
 	cmd.Flags().BoolVar(&agents, "agents", false, "run a segchain agent in every node, reached over a management network (mTLS)")
+	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "with --agents: the program to run as 'PATH agent ...' (default: this segchain; segchain-agent is the lighter agent binary)")
 	return cmd
 }
 

@@ -5,6 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,9 +18,10 @@ import (
 
 func newPerfControlPlaneCmd() *cobra.Command {
 	var (
-		sizes  []int
-		output string
-		plotTo string
+		sizes    []int
+		output   string
+		plotTo   string
+		agentExe string
 	)
 	cmd := &cobra.Command{
 		Use:   "control-plane [--nodes 10,50,100] [-o json]",
@@ -33,7 +37,12 @@ and measures, through the agents:
   one chain      apply with one chain's SID list changed
   agent RSS      resident memory of the agents after these (max and mean),
                  and its anonymous part (heap, stacks: the rest is the
-                 binary's pages, shared by all agents of a host)
+                 binary's pages, shared by all agents of a host), and
+                 their proportional set size (Pss)
+
+The agents are segchain-agent's when that binary sits next to this one and
+is the same build (make build makes both), else this binary's own agent;
+--agent-exe names one (the output says which ran).
 
 Wall-clock times of the segchain commands (process start included), one
 run each: a benchmark on a possibly loaded machine, not a test. The labs
@@ -47,7 +56,10 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 			}
 			b := make([]byte, 2)
 			rand.Read(b)
-			res, err := cpbench.Run(cmd.Context(), exe, "cp"+hex.EncodeToString(b)+"-", sizes, cmd.ErrOrStderr())
+			if agentExe == "" {
+				agentExe = sameBuildAgent(exe)
+			}
+			res, err := cpbench.Run(cmd.Context(), exe, agentExe, "cp"+hex.EncodeToString(b)+"-", sizes, cmd.ErrOrStderr())
 			if plotTo != "" && len(res) > 0 {
 				if perr := cpbench.WritePlot(res, plotTo); perr != nil {
 					return perr
@@ -60,10 +72,11 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "NODES\tCHANGES\tLAB UP\tFROM SCRATCH\tNO-OP\tONE CHAIN\tDESTROY\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\t")
+			fmt.Fprintln(tw, "NODES\tCHANGES\tLAB UP\tFROM SCRATCH\tNO-OP\tONE CHAIN\tDESTROY\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\tPSS MAX\tPSS MEAN\tAGENT\t")
 			for _, r := range res {
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Changes, secs(r.LabUp), secs(r.FromScratch),
-					secs(r.NoOp), secs(r.OneChain), secs(r.Destroy), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB))
+				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Changes, secs(r.LabUp), secs(r.FromScratch),
+					secs(r.NoOp), secs(r.OneChain), secs(r.Destroy), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB),
+					mib(r.AgentPssMaxKiB), mib(r.AgentPssMeanKiB), r.AgentExe)
 			}
 			tw.Flush()
 			return err
@@ -72,7 +85,23 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	cmd.Flags().IntSliceVar(&sizes, "nodes", []int{10, 50, 100}, "domain sizes (nodes, at least 5)")
 	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the times against the number of nodes to this file (.svg, .png)")
+	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "the agents' program (lab up --agent-exe; default: segchain-agent next to this binary if it is the same build, else this binary)")
 	return cmd
+}
+
+// sameBuildAgent is segchain-agent next to exe when it reports this
+// build's version and commit, else "" (exe's own agent).
+func sameBuildAgent(exe string) string {
+	p := filepath.Join(filepath.Dir(exe), "segchain-agent")
+	out, err := exec.Command(p, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	v := buildVersion()
+	if strings.TrimSpace(string(out)) != "segchain-agent "+v.Version+" "+v.Commit {
+		return ""
+	}
+	return p
 }
 
 func mib(kib int) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }

@@ -1,4 +1,4 @@
-package main
+package agentcmd
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agentrpc"
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/metrics"
 	"github.com/segchain/segchain/internal/nodeagent"
@@ -31,6 +32,12 @@ import (
 	"github.com/segchain/segchain/internal/pki"
 )
 
+// Build is what the agent reports about its binary (Version RPC,
+// metrics).
+type Build struct {
+	Version, Commit, Go string
+}
+
 type agentFlags struct {
 	listen, netns, node, pkiDir string
 	ca, cert, key               string
@@ -39,7 +46,9 @@ type agentFlags struct {
 	stateDir                    string
 }
 
-func newAgentCmd() *cobra.Command {
+// Command is the `agent` command (segchain agent, and the lighter
+// segchain-agent binary that links only the agent's packages).
+func Command(b Build) *cobra.Command {
 	var f agentFlags
 	cmd := &cobra.Command{
 		Use:   "agent --node NAME --listen ADDR (--pki DIR | --insecure) [--netns NS] [--metrics ADDR]",
@@ -73,7 +82,7 @@ See docs/agents.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runAgent(ctx, f, cmd.ErrOrStderr())
+			return runAgent(ctx, f, b, cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -103,7 +112,7 @@ func agentLogger(format string, w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }
 
-func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
+func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) error {
 	log, err := agentLogger(f.logFormat, stderr)
 	if err != nil {
 		return err
@@ -159,8 +168,7 @@ func runAgent(ctx context.Context, f agentFlags, stderr io.Writer) error {
 	}); err != nil {
 		return fmt.Errorf("listen in netns %q: %w", f.netns, err)
 	}
-	bv := buildVersion()
-	key, err := nodeKey(f.netns)
+	key, _, err := bpfpin.Namespace(f.netns)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", f.node, err)
 	}

@@ -79,22 +79,30 @@ type Result struct {
 	Destroy     time.Duration `json:"destroy_ns"`
 	// Agent resident memory after the applies (VmRSS), KiB, and its
 	// anonymous part (RssAnon: heap and stacks; the rest is the binary's
-	// file pages, shared by every agent on the host).
+	// file pages, shared by every agent on the host), and the
+	// proportional set size (Pss, /proc/PID/smaps_rollup: shared pages
+	// divided among the processes that map them).
 	AgentRSSMaxKiB      int `json:"agent_rss_max_kib"`
 	AgentRSSMeanKiB     int `json:"agent_rss_mean_kib"`
 	AgentRSSAnonMaxKiB  int `json:"agent_rss_anon_max_kib"`
 	AgentRSSAnonMeanKiB int `json:"agent_rss_anon_mean_kib"`
+	AgentPssMaxKiB      int `json:"agent_pss_max_kib"`
+	AgentPssMeanKiB     int `json:"agent_pss_mean_kib"`
+	// AgentExe is the program the agents ran (segchain, or the lighter
+	// segchain-agent).
+	AgentExe string `json:"agent_exe"`
 }
 
-// Run measures each size with the segchain binary exe; labs are named
+// Run measures each size with the segchain binary exe, the agents being
+// agentExe's (lab up --agent-exe; "": exe's own agent); labs are named
 // prefix-N and removed afterwards, even on failure. Progress goes to log.
-func Run(ctx context.Context, exe, prefix string, sizes []int, log io.Writer) ([]Result, error) {
+func Run(ctx context.Context, exe, agentExe, prefix string, sizes []int, log io.Writer) ([]Result, error) {
 	var out []Result
 	for _, n := range sizes {
 		if n < 5 {
 			return out, fmt.Errorf("control-plane benchmark: %d nodes: want at least 5", n)
 		}
-		r, err := runOne(ctx, exe, fmt.Sprintf("%s%d", prefix, n), n, log)
+		r, err := runOne(ctx, exe, agentExe, fmt.Sprintf("%s%d", prefix, n), n, log)
 		if err != nil {
 			return out, fmt.Errorf("%d nodes: %w", n, err)
 		}
@@ -103,8 +111,13 @@ func Run(ctx context.Context, exe, prefix string, sizes []int, log io.Writer) ([
 	return out, nil
 }
 
-func runOne(ctx context.Context, exe, labName string, n int, log io.Writer) (Result, error) {
-	r := Result{Nodes: n, Chains: Chains}
+func runOne(ctx context.Context, exe, agentExe, labName string, n int, log io.Writer) (Result, error) {
+	r := Result{Nodes: n, Chains: Chains, AgentExe: filepath.Base(exe)}
+	up := []string{"lab", "up", "-f", "", "--lab", labName, "--agents"}
+	if agentExe != "" {
+		up = append(up, "--agent-exe", agentExe)
+		r.AgentExe = filepath.Base(agentExe)
+	}
 	dir, err := os.MkdirTemp("", "segchain-cpbench-")
 	if err != nil {
 		return r, err
@@ -128,7 +141,8 @@ func runOne(ctx context.Context, exe, labName string, n int, log io.Writer) (Res
 	}
 	fmt.Fprintf(log, "control-plane %d nodes: lab up --agents\n", n)
 	var out string
-	if r.LabUp, _, err = run("lab", "up", "-f", file, "--lab", labName, "--agents"); err != nil {
+	up[3] = file
+	if r.LabUp, _, err = run(up...); err != nil {
 		run("lab", "down", "--lab", labName)
 		return r, err
 	}
@@ -152,17 +166,21 @@ func runOne(ctx context.Context, exe, labName string, n int, log io.Writer) (Res
 	if err != nil {
 		return r, err
 	}
-	total, anon := 0, 0
+	total, anon, pss := 0, 0, 0
 	for _, a := range l.Agents {
-		kib, akib := rssKiB(a.PID, "VmRSS:"), rssKiB(a.PID, "RssAnon:")
+		kib, akib := rssKiB(a.PID, "status", "VmRSS:"), rssKiB(a.PID, "status", "RssAnon:")
+		pkib := rssKiB(a.PID, "smaps_rollup", "Pss:")
 		total += kib
 		anon += akib
+		pss += pkib
 		r.AgentRSSMaxKiB = max(r.AgentRSSMaxKiB, kib)
 		r.AgentRSSAnonMaxKiB = max(r.AgentRSSAnonMaxKiB, akib)
+		r.AgentPssMaxKiB = max(r.AgentPssMaxKiB, pkib)
 	}
 	if len(l.Agents) > 0 {
 		r.AgentRSSMeanKiB = total / len(l.Agents)
 		r.AgentRSSAnonMeanKiB = anon / len(l.Agents)
+		r.AgentPssMeanKiB = pss / len(l.Agents)
 	}
 	if r.Destroy, _, err = run("destroy", "-f", changed, "--lab", labName); err != nil {
 		return r, err
@@ -184,9 +202,10 @@ func appliedChanges(out string) int {
 	return n
 }
 
-// rssKiB is a memory figure of /proc/PID/status (field "VmRSS:" ...).
-func rssKiB(pid int, field string) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// rssKiB is a memory figure of /proc/PID/file (status: field "VmRSS:"
+// ..., smaps_rollup: "Pss:" ...).
+func rssKiB(pid int, file, field string) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
 	if err != nil {
 		return 0
 	}

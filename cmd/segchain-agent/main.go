@@ -1,0 +1,58 @@
+// Command segchain-agent is `segchain agent` in a binary of its own: the
+// same flags and behaviour (internal/agentcmd), linking only what the
+// agent needs (no lab, perf, plot or dump packages), so that each agent
+// process maps less of its binary: docs/agents.md, docs/benchmarks.md.
+// `segchain-agent agent FLAGS` is accepted too, so it can stand in for
+// `segchain agent FLAGS` (lab up --agents --agent-exe).
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/segchain/segchain/internal/agentcmd"
+)
+
+// version and commit are set at link time, as segchain's (make build).
+var version, commit string
+
+func build() agentcmd.Build {
+	b := agentcmd.Build{Version: version, Commit: commit, Go: runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if b.Version == "" {
+			b.Version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && b.Commit == "" {
+				b.Commit = s.Value
+			}
+		}
+	}
+	if b.Version == "" {
+		b.Version = "(devel)"
+	}
+	if b.Commit == "" {
+		b.Commit = "unknown"
+	}
+	return b
+}
+
+func main() {
+	b := build()
+	root := agentcmd.Command(b)
+	root.Use = "segchain-agent --node NAME --listen ADDR (--pki DIR | --insecure) [--netns NS] [--metrics ADDR]"
+	root.SilenceUsage, root.SilenceErrors = true, true
+	root.Version = b.Version + " " + b.Commit
+	root.SetVersionTemplate("segchain-agent {{.Version}}\n")
+	alias := agentcmd.Command(b)
+	alias.Hidden = true
+	root.AddCommand(alias)
+	if err := root.Execute(); err != nil {
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "segchain-agent:", msg)
+		}
+		os.Exit(1)
+	}
+}
