@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 
 	"github.com/segchain/segchain/internal/agentcmd"
+	"github.com/segchain/segchain/internal/devprofile"
 )
 
 // version and commit are set at link time, as segchain's (make build).
@@ -49,7 +50,10 @@ func main() {
 	alias := agentcmd.Command(b)
 	alias.Hidden = true
 	root.AddCommand(alias)
-	if err := root.Execute(); err != nil {
+	stopProfile := devprofile.Start(append([]string{"agent"}, os.Args[1:]...))
+	err := root.Execute()
+	stopProfile()
+	if err != nil {
 		if msg := err.Error(); msg != "" {
 			fmt.Fprintln(os.Stderr, "segchain-agent:", msg)
 		}

@@ -8,11 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/segchain/segchain/internal/devprofile"
 	"github.com/segchain/segchain/internal/nodeagent"
 )
 
 func main() {
-	stopProfile := startProfile(os.Args[1:])
+	stopProfile := devprofile.Start(os.Args[1:])
 	err := newRootCmd().Execute()
 	stopProfile()
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package devprofile
 
 import (
 	"fmt"
@@ -11,18 +11,19 @@ import (
 	"syscall"
 )
 
-// profileEnv names a directory: when set, every segchain process writes a
+// Env names a directory: when set, every segchain process writes a
 // CPU profile of its run there (pprof format), for developers measuring
 // the control plane (docs/benchmarks.md). A long-running process (the
 // agent) starts a new file on SIGUSR1, so that the phases of a benchmark
 // can be profiled apart: VERB-PID-N.pprof, with the heap profile at the
 // end of each as VERB-PID-N.heap.
-const profileEnv = "SEGCHAIN_CPUPROFILE"
+const Env = "SEGCHAIN_CPUPROFILE"
 
-// startProfile starts the CPU profile when profileEnv is set; the
-// returned function ends it (a no-op otherwise).
-func startProfile(args []string) func() {
-	dir := os.Getenv(profileEnv)
+// Start starts the CPU profile when Env is set, naming the files after
+// the first non-flag argument (the verb); the returned function ends it
+// (a no-op otherwise).
+func Start(args []string) func() {
+	dir := os.Getenv(Env)
 	if dir == "" {
 		return func() {}
 	}
@@ -43,11 +44,11 @@ func startProfile(args []string) func() {
 		name := filepath.Join(dir, fmt.Sprintf("%s-%d-%d.pprof", verb, os.Getpid(), seq))
 		var err error
 		if f, err = os.Create(name); err != nil {
-			fmt.Fprintf(os.Stderr, "segchain: %s: %v\n", profileEnv, err)
+			fmt.Fprintf(os.Stderr, "segchain: %s: %v\n", Env, err)
 			return
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintf(os.Stderr, "segchain: %s: %v\n", profileEnv, err)
+			fmt.Fprintf(os.Stderr, "segchain: %s: %v\n", Env, err)
 			f.Close()
 			f = nil
 		}
