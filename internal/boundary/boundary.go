@@ -31,7 +31,7 @@ const StateRoot = "/run/segchain/boundary"
 const program = "boundary"
 
 // loader is the boundary filter's pinned state in a namespace.
-var loader = bpfpin.Program{Name: program, What: "boundary", Flush: "segchain destroy", Load: loadBoundaryTC}
+var loader = bpfpin.Program{Name: program, What: "boundary", Flush: "segchain destroy", Load: bpfpin.Parsed(loadBoundaryTC)}
 
 // Direction is "out" for reasons counted on egress, "hmac" for the HMAC
 // classifier's, "in" otherwise.

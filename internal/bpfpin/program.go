@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 )
@@ -19,6 +20,22 @@ type Program struct {
 	Flush string // how a user removes pins of another version ("segchain sid flush")
 	// Load returns the program's collection spec (bpf2go's loadX).
 	Load func() (*ebpf.CollectionSpec, error)
+}
+
+// Parsed wraps a spec loader (bpf2go's loadX) so that the embedded ELF is
+// parsed once per process, on first use, and each call gets a copy of
+// it (callers set pinning and load from it). The agent observes every
+// node on every request: a copy costs a sixth of a parse (130 µs against
+// 785 µs for the boundary filter) and the parsed spec ~65 KiB.
+func Parsed(load func() (*ebpf.CollectionSpec, error)) func() (*ebpf.CollectionSpec, error) {
+	once := sync.OnceValues(load)
+	return func() (*ebpf.CollectionSpec, error) {
+		spec, err := once()
+		if err != nil {
+			return nil, err
+		}
+		return spec.Copy(), nil
+	}
 }
 
 // Spec loads the collection spec with every map but the data sections

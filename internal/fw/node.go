@@ -35,7 +35,7 @@ type Node struct {
 }
 
 // program is the firewall's pinned state in a namespace.
-var program = bpfpin.Program{Name: "fw", What: "firewall", Flush: "segchain sid flush", Load: loadFwTC}
+var program = bpfpin.Program{Name: "fw", What: "firewall", Flush: "segchain sid flush", Load: bpfpin.Parsed(loadFwTC)}
 
 // open loads (or re-opens) the pinned maps of netns ("" = the calling
 // thread's namespace).

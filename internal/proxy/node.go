@@ -25,7 +25,7 @@ type Node struct {
 }
 
 // program is the proxies' pinned state in a namespace.
-var program = bpfpin.Program{Name: "proxy", What: "proxy", Flush: "flush them", Load: loadProxyTC}
+var program = bpfpin.Program{Name: "proxy", What: "proxy", Flush: "flush them", Load: bpfpin.Parsed(loadProxyTC)}
 
 // Open loads (or re-opens) the pinned proxy maps of netns ("" = the
 // calling thread's namespace).
