@@ -43,7 +43,8 @@ func (f *domainFlags) registerLock(cmd *cobra.Command) {
 }
 
 // lock takes every in-process node's lock (see lock.go) and every remote
-// node's lease (remote.go); Release them when done.
+// node's lease (remote.go), having preflighted every remote node first
+// (preflightAll); Release them when done.
 func (f *domainFlags) lock(cmd *cobra.Command) (*domainLocks, error) {
 	set, err := lockNodes(cmd.Context(), cmd.ErrOrStderr(), f.netns, f.noWait)
 	if err != nil {
@@ -370,6 +371,7 @@ and waits, or with --no-wait fails at once. See docs/apply.md.`,
 				return err
 			}
 			defer locks.Release()
+			c.Preflighted = true // by f.lock, before the leases
 			res, err := c.Apply(cmd.Context(), false)
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
@@ -426,6 +428,7 @@ With -o json, the diffs and their summary are printed.`,
 					return err
 				}
 				defer locks.Release()
+				c.Preflighted = true // by f.lock, before the leases
 			}
 			res, err := c.Destroy(cmd.Context(), dry)
 			if f.output == "json" && res != nil {

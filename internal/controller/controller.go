@@ -28,6 +28,18 @@ type Controller struct {
 	// of each phase (parallel.go).
 	Concurrency int
 	NodeTimeout time.Duration
+	// Preflighted says the caller has just preflighted every node
+	// (segchain apply and destroy do, before they take the leases):
+	// Apply and Destroy then do not again.
+	Preflighted bool
+}
+
+// preflight is Preflight unless the caller did it (Preflighted).
+func (c *Controller) preflight(ctx context.Context) error {
+	if c.Preflighted {
+		return nil
+	}
+	return c.Preflight(ctx)
 }
 
 // Result is what an apply or destroy did (or, for a dry run, would do).
@@ -117,7 +129,7 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 // op already executed on every node is undone in reverse order, so the
 // domain is left as it was.
 func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
-	if err := c.Preflight(ctx); err != nil {
+	if err := c.preflight(ctx); err != nil {
 		return nil, err
 	}
 	rec, err := c.Recover(ctx, dryRun)
@@ -140,7 +152,7 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 
 // Destroy removes everything segchain installed on the plan's nodes.
 func (c *Controller) Destroy(ctx context.Context, dryRun bool) (*Result, error) {
-	if err := c.Preflight(ctx); err != nil {
+	if err := c.preflight(ctx); err != nil {
 		return nil, err
 	}
 	rec, err := c.Recover(ctx, dryRun)
