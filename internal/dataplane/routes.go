@@ -218,6 +218,43 @@ func (h *Handle) LocalSIDs() ([]LocalSID, error) {
 	return out, nil
 }
 
+// RoutesAndLocalSIDs is Routes and LocalSIDs from one dump per family
+// (observation reads both on every request).
+func (h *Handle) RoutesAndLocalSIDs() ([]nodestate.Route, []LocalSID, error) {
+	names := h.linkNames()
+	var (
+		routes []nodestate.Route
+		sids   []LocalSID
+	)
+	for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+		raws, err := h.dumpRoutes(fam)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, raw := range raws {
+			if raw.flags&unix.RTM_F_CLONED != 0 {
+				continue
+			}
+			own := raw.protocol == nodestate.Proto
+			sid := fam == unix.AF_INET6 && raw.encapType == unix.LWTUNNEL_ENCAP_SEG6_LOCAL
+			if !own && !sid {
+				continue
+			}
+			r, cnt, err := raw.toRoute(names)
+			if err != nil {
+				return nil, nil, fmt.Errorf("netns %q: %w", h.netns, err)
+			}
+			if own {
+				routes = append(routes, r)
+			}
+			if sid {
+				sids = append(sids, LocalSID{Route: r, Protocol: raw.protocol, Counters: cnt})
+			}
+		}
+	}
+	return routes, sids, nil
+}
+
 // ReplaceRoute installs r (NLM_F_CREATE|NLM_F_REPLACE) with protocol
 // nodestate.Proto. A seg6local route goes on Route.Dev; when Dev is empty
 // (or "lo") it is installed as a route of type local on lo, because the

@@ -174,6 +174,18 @@ func TestPrivilegedRouteRoundTrip(t *testing.T) {
 	if got2, _ := h.Routes(); len(got2) != len(got) {
 		t.Errorf("foreign route leaked into Routes(): %d routes, want %d", len(got2), len(got))
 	}
+	// One dump per family says what Routes and LocalSIDs say.
+	both, bothSIDs, err := h.RoutesAndLocalSIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortRoutes(both)
+	if diff := cmp.Diff(want, both, cmpOpts); diff != "" {
+		t.Errorf("RoutesAndLocalSIDs routes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(sids, bothSIDs, cmpOpts); diff != "" {
+		t.Errorf("RoutesAndLocalSIDs local SIDs (-LocalSIDs +got):\n%s", diff)
+	}
 
 	// Delete everything we installed; the foreign route must survive.
 	for _, r := range want {

@@ -53,12 +53,11 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	}
 	defer h.Close()
 	got := &nodestate.Node{Name: l.name}
-	if got.Routes, err = h.Routes(); err != nil {
+	routes, sids, err := h.RoutesAndLocalSIDs()
+	if err != nil {
 		return nil, fmt.Errorf("node %s: read routes: %w", l.name, err)
 	}
-	if got.Foreign, err = foreignSIDs(h); err != nil {
-		return nil, fmt.Errorf("node %s: read local SIDs: %w", l.name, err)
-	}
+	got.Routes, got.Foreign = routes, foreignSIDs(sids)
 	if got.Rules, err = h.Rules(); err != nil {
 		return nil, fmt.Errorf("node %s: read rules: %w", l.name, err)
 	}
@@ -311,18 +310,14 @@ func (l *Local) Forget(context.Context) error {
 // foreignSIDs are the node's local SIDs the domain did not install (made
 // by hand with segchain sid add, or by another tool): observed so that a
 // plan can report a domain SID that would replace one of them.
-func foreignSIDs(h *dataplane.Handle) ([]nodestate.ForeignRoute, error) {
-	sids, err := h.LocalSIDs()
-	if err != nil {
-		return nil, err
-	}
+func foreignSIDs(sids []dataplane.LocalSID) []nodestate.ForeignRoute {
 	var out []nodestate.ForeignRoute
 	for _, s := range sids {
 		if s.Protocol != nodestate.Proto {
 			out = append(out, nodestate.ForeignRoute{Route: s.Route, Protocol: s.Protocol})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Unsupported implements agent.FeatureChecker with the kernel feature probe
