@@ -104,7 +104,13 @@ func (c *Client) Node() string { return c.node }
 
 // Observe implements agent.Agent.
 func (c *Client) Observe(ctx context.Context, want *nodestate.Node) (*nodestate.Node, error) {
-	b, err := json.Marshal(want)
+	// Of the desired state, Observe reads only the sysctl keys to report
+	// (agent.Agent): the rest (every route ...) is not sent.
+	var w *nodestate.Node
+	if want != nil {
+		w = &nodestate.Node{Name: want.Name, Sysctls: want.Sysctls}
+	}
+	b, err := json.Marshal(w)
 	if err != nil {
 		return nil, err
 	}
