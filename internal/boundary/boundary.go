@@ -241,6 +241,20 @@ func wanted(b nodestate.Boundary) map[netip.Prefix]uint32 {
 }
 
 func (n *node) entries() (map[netip.Prefix]uint32, error) {
+	// In batches (a few syscalls for the whole table: observation reads
+	// it on every request), else key by key on a kernel without batch
+	// lookups on LPM tries.
+	got, err := n.batchEntries()
+	if err == nil {
+		return got, nil
+	}
+	if !errors.Is(err, ebpf.ErrNotSupported) {
+		return nil, fmt.Errorf("read boundary table: %w", err)
+	}
+	return n.iterEntries()
+}
+
+func (n *node) iterEntries() (map[netip.Prefix]uint32, error) {
 	got := map[netip.Prefix]uint32{}
 	var (
 		k boundaryTCBndKey
@@ -254,6 +268,26 @@ func (n *node) entries() (map[netip.Prefix]uint32, error) {
 		return nil, fmt.Errorf("read boundary table: %w", err)
 	}
 	return got, nil
+}
+
+func (n *node) batchEntries() (map[netip.Prefix]uint32, error) {
+	const chunk = 256
+	got := map[netip.Prefix]uint32{}
+	keys := make([]boundaryTCBndKey, chunk)
+	vals := make([]boundaryTCBndDest, chunk)
+	var cursor ebpf.MapBatchCursor
+	for {
+		c, err := n.objs.BndLpm.BatchLookup(&cursor, keys, vals, nil)
+		for i := range c {
+			got[keyPrefix(keys[i])] = vals[i].Kind
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return got, nil // the end of the table
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 // sync makes the destination table hold exactly b's prefixes. Updates come

@@ -1,10 +1,15 @@
 package boundary
 
 import (
+	"errors"
+	"net/netip"
 	"sync"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/segchain/segchain/internal/nodestate"
 )
 
 // The spec is parsed once per process (bpfpin.Parsed) and handed out as
@@ -38,5 +43,34 @@ func TestSpecCopies(t *testing.T) {
 	}
 	if specs[1].Maps["bnd_lpm"].Pinning != ebpf.PinByName {
 		t.Fatal("maps not pinned by name")
+	}
+}
+
+// The table read in batches holds what reading it key by key does,
+// across more than one batch.
+func TestEntriesBatched(t *testing.T) {
+	var b nodestate.Boundary
+	for i := range 600 {
+		b.Locators = append(b.Locators, netip.PrefixFrom(netip.AddrFrom16([16]byte{0xfc, 0, byte(i >> 8), byte(i)}), 64))
+	}
+	b.External = []netip.Prefix{netip.MustParsePrefix("fc00:2::e:0/112")}
+	b.Nodes = []netip.Addr{netip.MustParseAddr("fc00:12::1")}
+	n := loadTest(t, b)
+	batched, err := n.batchEntries()
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		t.Skipf("no batch lookups on LPM tries: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	iterated, err := n.iterEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(iterated) != 602 {
+		t.Fatalf("%d entries, want 602", len(iterated))
+	}
+	if diff := cmp.Diff(iterated, batched); diff != "" {
+		t.Fatalf("batched (-iterated +batched):\n%s", diff)
 	}
 }
