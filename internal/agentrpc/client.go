@@ -168,7 +168,7 @@ func (c *Client) Check(ctx context.Context, ops []agent.Op) error {
 
 // Unsupported implements agent.FeatureChecker.
 func (c *Client) Unsupported(ctx context.Context, want *nodestate.Node) ([]string, error) {
-	b, err := json.Marshal(want)
+	b, err := json.Marshal(probed(want))
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +179,23 @@ func (c *Client) Unsupported(ctx context.Context, want *nodestate.Node) ([]strin
 		return nil, c.wrap("feature probe", err)
 	}
 	return r.Findings, nil
+}
+
+// probed is the part of a desired state the kernel feature probe judges
+// (agent.FeatureChecker: behaviours, flavors, encap modes, HMAC): its
+// seg6 and seg6local routes and its HMAC keys. The rest (static routes:
+// most of a node's state) is not sent.
+func probed(want *nodestate.Node) *nodestate.Node {
+	if want == nil {
+		return nil
+	}
+	p := &nodestate.Node{Name: want.Name, HMACKeys: want.HMACKeys}
+	for _, r := range want.Routes {
+		if r.Seg6 != nil || r.Seg6Local != nil {
+			p.Routes = append(p.Routes, r)
+		}
+	}
+	return p
 }
 
 // Counters implements agent.Agent.
