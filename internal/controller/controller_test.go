@@ -314,3 +314,32 @@ func TestInverseRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A route observed as desired, its Owner aside, is no change; one that
+// differs in anything String shows is replaced.
+func TestComputeSameRoute(t *testing.T) {
+	p := netip.MustParsePrefix
+	want := nodestate.Route{Dst: p("fc00:9::/64"), Dev: "e0", Via: netip.MustParseAddr("fc01:1::2"), Owner: "static"}
+	same := want
+	same.Owner = ""
+	other := want
+	other.Via = netip.MustParseAddr("fc01:1::3")
+	emptySegs := nodestate.Route{Dst: p("fc00:2::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End", Segs: []netip.Addr{}}}
+	nilSegs := nodestate.Route{Dst: p("fc00:2::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End"}}
+	for _, tc := range []struct {
+		name      string
+		got, want nodestate.Route
+		ops       int
+	}{
+		{"owner only", same, want, 0},
+		{"via differs", other, want, 1},
+		{"nil and empty lists render alike", nilSegs, emptySegs, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Compute(&nodestate.Node{Name: "n", Routes: []nodestate.Route{tc.got}}, &nodestate.Node{Name: "n", Routes: []nodestate.Route{tc.want}})
+			if n := len(d.Adds) + len(d.Deletes); n != tc.ops {
+				t.Fatalf("%d ops, want %d: %v", n, tc.ops, d.Ops())
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"bytes"
+	"reflect"
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -67,7 +68,7 @@ func Compute(observed, desired *nodestate.Node) Diff {
 	// The boundary filter first: nothing the domain installs is reachable
 	// from outside before it is in place. Removing it comes last.
 	var boundaryDel *agent.Op
-	if observed.Boundary.String() != desired.Boundary.String() {
+	if !reflect.DeepEqual(observed.Boundary, desired.Boundary) && observed.Boundary.String() != desired.Boundary.String() {
 		op := agent.Op{Kind: agent.KindBoundary, Action: agent.ActSet, Boundary: desired.Boundary, OldBoundary: observed.Boundary}
 		if desired.Boundary == nil {
 			boundaryDel = &op
@@ -87,7 +88,7 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		wantRoutes[r.Key()] = true
 		op := agent.Op{Kind: agent.KindRoute, Action: agent.ActReplace, Route: &r}
 		if old, ok := obsRoutes[r.Key()]; ok {
-			if old.String() == r.String() {
+			if sameRoute(old, r) {
 				continue
 			}
 			op.OldRoute = &old
@@ -161,6 +162,14 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		d.Deletes = append(d.Deletes, *boundaryDel)
 	}
 	return d
+}
+
+// sameRoute reports whether two routes render the same (String, which
+// leaves Owner out): equal fields say so without rendering both, which
+// a no-op apply would otherwise do for every route of every node.
+func sameRoute(a, b nodestate.Route) bool {
+	a.Owner, b.Owner = "", ""
+	return reflect.DeepEqual(a, b) || a.String() == b.String()
 }
 
 // Teardown is the diff that removes everything segchain installed on a node:
