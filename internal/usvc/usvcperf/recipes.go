@@ -27,6 +27,13 @@ import (
 //
 // Test packet: SRv6 (SRH: the service's SID, then a far SID; SL 1)
 // carrying an IPv6 UDP packet, as native End's.
+//
+// The worker runs SCHED_FIFO (srv6svc.Config.Realtime), as the docs
+// recommend when a worker shares its CPU with the NAPI thread that feeds
+// it: the SUT has one core here. As a normal task it lost the CPU to the
+// NAPI thread, which then steered and copied five frames into the full
+// socket ring for every frame the worker served (see docs/userspace.md,
+// "Performance").
 func Recipes() []perf.Recipe {
 	r := &runner{svcs: map[key]bool{}}
 	return []perf.Recipe{
@@ -84,7 +91,7 @@ func (r *runner) start(env *perf.Env, k int, sid netip.Addr, m mode) error {
 	}
 	tids := make(chan int, 1)
 	cfg := srv6svc.Config{Name: fmt.Sprintf("perf-%d", k), SIDs: []netip.Prefix{netip.PrefixFrom(sid, 128)},
-		Interfaces: []string{env.In}, Queues: 1, WorkerStart: func(int) { tids <- unix.Gettid() }}
+		Interfaces: []string{env.In}, Queues: 1, Realtime: true, WorkerStart: func(int) { tids <- unix.Gettid() }}
 	var handle func([]*srv6svc.Packet, []srv6svc.Verdict)
 	if m == idsMode {
 		var err error
