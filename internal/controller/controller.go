@@ -242,7 +242,10 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 		return res, fmt.Errorf("apply failed and rollback was incomplete: %w", errors.Join(append([]error{failure}, rbErrs...)...))
 	}
 	if err := c.clearJournals(res.Diffs); err != nil {
-		return res, err
+		// A node whose agent died keeps its journal (what it was
+		// running when it died): reported, not hiding the failure.
+		res.Errors = append(res.Errors, "journal: "+err.Error())
+		return res, fmt.Errorf("apply failed, every node rolled back to its previous state: %w\n(journals left where they could not be cleared; the next apply or destroy undoes them first: %v)", failure, err)
 	}
 	return res, fmt.Errorf("apply failed, every node rolled back to its previous state: %w", failure)
 }
