@@ -57,7 +57,8 @@ The agent owns no state of its own beyond the apply journal, the lease and
 the node's intent: what is programmed lives in the kernel (routes, rules,
 pinned eBPF programs and maps) and is observed on every request. Starting
 (or restarting) it changes nothing — it never reloads a program or flushes
-a map — so a restart under traffic loses no packet.
+a map — so a restart under traffic loses no packet (with --reconcile, its
+first check repairs drift, below).
 
 Security: mutual TLS with the domain PKI (segchain pki): the agent presents
 node-NAME.crt and accepts only controller certificates of the domain CA.
@@ -80,9 +81,8 @@ included), under the node's lock and its own lease, logging what drifted
 and what it re-applied. A controller wins: while one holds the lease (an
 apply running), or once one has changed the node without handing a new
 intent (an apply running or failed), the agent leaves the node alone; a
-controller that asks for the lease while a reconcile holds it is told
-"domain is being applied by segchain agent --reconcile of node NAME …"
-and may simply retry.
+controller that asks for the lease while a reconcile holds it waits for
+it (up to 30 s: "waiting for node NAME: its agent is reconciling it").
 
 --metrics ADDR serves Prometheus /metrics (docs/metrics.md), also from
 inside NS (segchain_agent_reconciles_total counts the reconciles). Logs go
