@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/nodelock"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/reconcile"
 )
 
 // statusCheck is `segchain status --lab L --check`'s exit status (0 every
@@ -254,6 +257,73 @@ func TestPrivilegedAgentReconcile(t *testing.T) {
 	if !linkTriggered {
 		t.Errorf("no re-apply triggered by eth-r2 coming up in nfv1's agent log")
 	}
+
+	// A controller that changes the node and hands no intent (an apply
+	// running, or one that failed) suspends the reconcile, durably: it
+	// must not undo that controller's work, not even after a restart.
+	ctx := context.Background()
+	ctl := controller(t, e.l, "nfv1")
+	if err := ctl.AcquireLease(ctx, "pid 4242 (segchain apply) on host ops1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ctl.Observe(ctx, &nodestate.Node{Name: "nfv1"})
+	if err != nil || len(got.Routes) == 0 {
+		t.Fatalf("observe nfv1: %v", err)
+	}
+	same := got.Routes[0]
+	if _, err := ctl.Execute(ctx, []agent.Op{{Kind: agent.KindRoute, Action: agent.ActReplace, Route: &same, OldRoute: &same}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.ReleaseLease(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if in := e.intent("nfv1"); in.Superseded == "" {
+		t.Fatalf("nfv1's intent not suspended by a controller's Execute: %+v", in)
+	}
+	if err := e.l.StopAgent("nfv1", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.l.StartAgent(segchainBin, "nfv1", "--reconcile", "--reconcile-interval", "1s"); err != nil {
+		t.Fatal(err)
+	}
+	victim = e.ownedRoutes("nfv1")[0]
+	e.delRoute("nfv1", victim)
+	time.Sleep(3 * time.Second)
+	if e.hasRoute("nfv1", victim) {
+		t.Errorf("nfv1: route %v put back under a suspended intent", victim)
+	}
+	var idle bool
+	for _, m := range e.agentLog("nfv1", "reconcile: idle") {
+		r, _ := m["reason"].(string)
+		idle = idle || strings.Contains(r, "intent suspended")
+	}
+	if !idle {
+		t.Errorf("nfv1's agent did not log that its intent is suspended")
+	}
+	// The next apply hands the intent again: reconcile resumes.
+	e.must("apply", "--lab", e.lab)
+	if in := e.intent("nfv1"); in.Superseded != "" {
+		t.Errorf("nfv1's intent still suspended after an apply: %+v", in)
+	}
+	victim = e.ownedRoutes("nfv1")[0]
+	e.delRoute("nfv1", victim)
+	if !waitFor(15*time.Second, func() bool { return e.hasRoute("nfv1", victim) }) {
+		t.Errorf("nfv1: route %v not re-applied after the intent was handed again", victim)
+	}
+}
+
+// intent reads the intent node's agent keeps.
+func (e *env) intent(node string) reconcile.Intent {
+	e.t.Helper()
+	b, err := os.ReadFile(filepath.Join("/run/segchain/labs", e.lab+".agents", "state", node, reconcile.File))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var in reconcile.Intent
+	if err := json.Unmarshal(b, &in); err != nil {
+		e.t.Fatal(err)
+	}
+	return in
 }
 
 // An agent that dies in the middle of an apply: the apply fails naming
