@@ -59,6 +59,8 @@ type Server struct {
 	journal controller.Journal
 	hooks   Hooks
 	now     func() time.Time
+	// intents, if set, keeps the intents controllers hand (intent.go).
+	intents IntentStore
 
 	mu     sync.Mutex
 	lease  string

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/segchain/segchain/internal/agent"
@@ -110,18 +111,20 @@ func (c *Controller) step(ctx context.Context, a agent.Agent, node string, op ag
 }
 
 // clearJournals forgets the journals of the diffs' nodes once their ops
-// are complete or undone.
+// are complete or undone: every node's it can (an agent that died keeps
+// its own, which the next apply undoes), with the errors of the others.
 func (c *Controller) clearJournals(diffs []Diff) error {
 	if c.Journal == nil {
 		return nil
 	}
+	var errs []error
 	for _, d := range diffs {
 		if d.Empty() {
 			continue
 		}
 		if err := c.Journal.Clear(d.Node); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
