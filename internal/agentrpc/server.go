@@ -70,7 +70,15 @@ type Server struct {
 	// last renewed on: when it closes (the controller exited or was
 	// killed) the lease ends at once instead of at its expiry.
 	conn string
+	// grace is how long AcquireLease waits for a held lease to end before
+	// refusing (leaseGrace).
+	grace time.Duration
 }
+
+// leaseGrace: a controller killed a moment ago still holds its leases
+// until the agent has seen its connection close; an apply started right
+// after waits that long rather than being refused.
+const leaseGrace = 2 * time.Second
 
 // NewServer serves a. journal (may be nil: no journal RPCs) keeps the
 // per-apply journal of the node on the agent's host.
@@ -78,7 +86,7 @@ func NewServer(a agent.Agent, log *slog.Logger, b Build, journal controller.Jour
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{agent: a, log: log, build: b, journal: journal, hooks: hooks, now: time.Now}
+	return &Server{agent: a, log: log, build: b, journal: journal, hooks: hooks, now: time.Now, grace: leaseGrace}
 }
 
 // Register adds the service to g.
@@ -348,6 +356,9 @@ func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*
 	if ttl > MaxLeaseTTL {
 		ttl = MaxLeaseTTL
 	}
+	if r.LeaseId == "" {
+		s.awaitLease(ctx)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -371,6 +382,26 @@ func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*
 	s.until = now.Add(ttl)
 	s.conn = who(ctx)
 	return &pb.AcquireLeaseReply{LeaseId: s.lease, ExpiresUnix: s.until.Unix()}, nil
+}
+
+// awaitLease waits up to s.grace (or ctx's end) for a lease held by
+// another connection to end: a controller's kill is noticed only when the
+// connection's end reaches the server.
+func (s *Server) awaitLease(ctx context.Context) {
+	deadline := time.Now().Add(s.grace)
+	for {
+		s.mu.Lock()
+		held := s.lease != "" && s.now().Before(s.until) && s.conn != who(ctx)
+		s.mu.Unlock()
+		if !held || !time.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // ReleaseLease implements pb.AgentServer.
