@@ -385,13 +385,19 @@ func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*
 }
 
 // awaitLease waits up to s.grace (or ctx's end) for a lease held by
-// another connection to end: a controller's kill is noticed only when the
-// connection's end reaches the server.
+// another controller's connection to end: a controller's kill is noticed
+// only when the connection's end reaches the server. The agent's own
+// reconcile neither waits nor is waited for here (a controller waits for
+// it itself, saying so).
 func (s *Server) awaitLease(ctx context.Context) {
+	if FromSelf(ctx) {
+		return
+	}
+	self := who(selfCtx(ctx))
 	deadline := time.Now().Add(s.grace)
 	for {
 		s.mu.Lock()
-		held := s.lease != "" && s.now().Before(s.until) && s.conn != who(ctx)
+		held := s.lease != "" && s.now().Before(s.until) && s.conn != who(ctx) && s.conn != self
 		s.mu.Unlock()
 		if !held || !time.Now().Before(deadline) {
 			return
