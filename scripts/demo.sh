@@ -3,13 +3,16 @@
 # send ping/TCP/UDP/IPv4 traffic from S to D through the chains (one of them
 # through the SR-aware firewall on nfv2, which drops one UDP port), and show
 # the SID lists, per-SID and per-rule counters that prove each packet took
-# its chain; finally a forged SRv6 packet from S is dropped at the SR domain
-# boundary.
-# KEEP=1 leaves the lab up afterwards (segchain lab down --lab demo).
+# its chain; a forged SRv6 packet from S is dropped at the SR domain
+# boundary; finally a second lab (examples/netfilter.yaml) shows End.AN.NF:
+# nfv2's own nftables rules drop one UDP port of a chain's inner packets.
+# KEEP=1 leaves the labs up afterwards (segchain lab down --lab demo, and
+# --lab demo-nf).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SC=${SC:-bin/segchain}
 LAB=${LAB:-demo}
+NFLAB=$LAB-nf
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -17,17 +20,22 @@ cleanup() {
 	if [ "${KEEP:-0}" != 1 ]; then
 		step "lab down"
 		# destroy first: it also removes the SR proxy's pinned eBPF state.
-		"$SC" destroy --lab "$LAB" >/dev/null || true
-		"$SC" lab down --lab "$LAB" || true
+		for l in "$LAB" "$NFLAB"; do
+			"$SC" destroy --lab "$l" >/dev/null 2>&1 || true
+			"$SC" lab down --lab "$l" 2>/dev/null || true
+		done
 	else
 		echo; echo "KEEP=1: lab '$LAB' left up. Try: $SC status --lab $LAB; $SC lab down --lab $LAB"
 	fi
 }
 
-# A lab of this name left by an earlier KEEP=1 demo is ours: replace it.
-if "$SC" lab ls -o json 2>/dev/null | python3 -c "import json,sys; sys.exit(0 if any(l.get('name')=='$LAB' for l in json.load(sys.stdin) or []) else 1)"; then
-	"$SC" lab down --lab "$LAB"
-fi
+# Labs of these names left by an earlier KEEP=1 demo are ours: replace them.
+for l in "$LAB" "$NFLAB"; do
+	if "$SC" lab ls -o json 2>/dev/null | python3 -c "import json,sys; sys.exit(0 if any(x.get('name')=='$l' for x in json.load(sys.stdin) or []) else 1)"; then
+		"$SC" destroy --lab "$l" >/dev/null 2>&1 || true
+		"$SC" lab down --lab "$l"
+	fi
+done
 
 step "lab up: the thesis' Figure 3.1 network (S, ingress, R1, NFV1, R2, NFV2, egress, D)"
 "$SC" lab up --lab "$LAB"
@@ -185,3 +193,42 @@ send(IPv6(src='fc00:1a::a', dst='$DX6')/IPv6ExtHdrSegmentRouting(addresses=['$DX
 print('sent 5 forged packets to $DX6')"
 echo "dropped at the ingress' host-facing interface and counted there (docs/security.md):"
 "$SC" sid show --netns "sc-$LAB-ingress" | grep boundary
+
+step "End.AN.NF: nfv2's own nftables rule set on the chain's inner packets (examples/netfilter.yaml, a second lab)"
+"$SC" lab up --lab "$NFLAB" -f examples/netfilter.yaml >/dev/null
+"$SC" apply --lab "$NFLAB" | tail -n 1
+echo "the rule set apply loaded into nfv2 (examples/netfilter.nft):"
+"$SC" lab exec --lab "$NFLAB" nfv2 -- nft list table inet segchain_nf
+"$SC" lab exec --lab "$NFLAB" d -- python3 -c '
+import select, socket, sys
+ss = {}
+for p in (5000, 9999):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::", p)); ss[s] = p
+n = {5000: 0, 9999: 0}
+while True:
+    ready = select.select(list(ss), [], [], 2)[0]
+    if not ready:
+        break
+    for s in ready:
+        s.recv(100); n[ss[s]] += 1
+print("UDP received at D: port 5000: %d datagrams, port 9999: %d" % (n[5000], n[9999]))
+sys.exit(0 if n == {5000: 3, 9999: 0} else 1)
+' &
+srv=$!
+sleep 0.5
+"$SC" lab exec --lab "$NFLAB" s -- python3 -c '
+import socket, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+for i in range(3):
+    for p in (5000, 9999):
+        s.sendto(b"nf %d" % i, ("fc00:4d::d", p)); time.sleep(0.05)
+print("sent 3 datagrams each to UDP 5000 and 9999 through chain filtered (fw on nfv1, End.AN.NF on nfv2)")
+'
+if wait "$srv"; then
+	echo "5000 delivered, 9999 dropped by nfv2's nftables rule: as the rule set says"
+else
+	echo "UNEXPECTED: netfilter's verdicts did not match the rule set"; exit 1
+fi
+echo "End.AN.NF's counters (in, accepted, dropped by netfilter) and the rules' own:"
+"$SC" sid --netns "sc-$NFLAB-nfv2" show | grep "End.AN.NF args"
+"$SC" lab exec --lab "$NFLAB" nfv2 -- nft list chain inet segchain_nf forward | grep counter

@@ -16,6 +16,7 @@ import (
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/pki"
+	"github.com/segchain/segchain/internal/reconcile"
 )
 
 // Remote nodes: a node with an agent address (nodes.NAME.agent, or a lab
@@ -101,7 +102,7 @@ func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*agentrpc.Cli
 		return nil, err
 	}
 	holder := holderName()
-	names, errs := eachRemote(remote, func(c *agentrpc.Client) error { return c.AcquireLease(ctx, holder, leaseTTL) })
+	names, errs := eachRemote(remote, func(c *agentrpc.Client) error { return acquireLease(ctx, ew, c, holder) })
 	var got []*agentrpc.Client
 	for i, n := range names {
 		if errs[i] == nil {
@@ -115,6 +116,38 @@ func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*agentrpc.Cli
 		return nil, err
 	}
 	return got, nil
+}
+
+// reconcileWait bounds how long a controller waits for an agent's own
+// reconcile (segchain agent --reconcile) to give the node's lease back.
+const reconcileWait = 30 * time.Second
+
+// acquireLease takes c's lease for holder. An agent's own reconcile
+// holds it for a moment (re-applying the node's intent): the controller
+// waits for it, telling ew, instead of failing; another controller's
+// lease fails at once ("domain is being applied by …").
+func acquireLease(ctx context.Context, ew io.Writer, c *agentrpc.Client, holder string) error {
+	deadline := time.Now().Add(reconcileWait)
+	told := false
+	for {
+		err := c.AcquireLease(ctx, holder, leaseTTL)
+		if err == nil {
+			return nil
+		}
+		h, herr := c.Health(ctx)
+		if herr != nil || !strings.HasPrefix(h.LeaseHolder, reconcile.WhoPrefix) || time.Now().After(deadline) {
+			return err
+		}
+		if !told {
+			fmt.Fprintf(ew, "segchain: waiting for node %s: its agent is reconciling it (%s)\n", c.Node(), h.LeaseHolder)
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // preflightAll checks every remote node (controller.Preflighter) at once,

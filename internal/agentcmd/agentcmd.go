@@ -30,6 +30,7 @@ import (
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pki"
+	"github.com/segchain/segchain/internal/reconcile"
 )
 
 // Build is what the agent reports about its binary (Version RPC,
@@ -44,6 +45,8 @@ type agentFlags struct {
 	insecure                    bool
 	metrics, logFormat          string
 	stateDir                    string
+	reconcile                   bool
+	reconcileInterval           time.Duration
 }
 
 // Command is the `agent` command (segchain agent, and the lighter
@@ -51,7 +54,7 @@ type agentFlags struct {
 func Command(b Build) *cobra.Command {
 	var f agentFlags
 	cmd := &cobra.Command{
-		Use:   "agent --node NAME --listen ADDR (--pki DIR | --insecure) [--netns NS] [--metrics ADDR]",
+		Use:   "agent --node NAME --listen ADDR (--pki DIR | --insecure) [--netns NS] [--metrics ADDR] [--reconcile]",
 		Short: "Serve one node to remote controllers over gRPC + mutual TLS",
 		Long: `Runs the node side of segchain as a daemon: a controller whose domain file
 gives the node an agent address (nodes.NAME.agent: HOST:PORT) observes,
@@ -59,11 +62,12 @@ changes and reads the node through it. The agent serves the namespace NS
 (default: its own), and opens its listening socket inside NS, so ADDR is
 one of the node's addresses.
 
-The agent owns no state of its own beyond the apply journal and the lease:
-what is programmed lives in the kernel (routes, rules, pinned eBPF programs
-and maps) and is observed on every request. Starting (or restarting) it
-changes nothing — it never reloads a program or flushes a map — so a
-restart under traffic loses no packet.
+The agent owns no state of its own beyond the apply journal, the lease and
+the node's intent: what is programmed lives in the kernel (routes, rules,
+pinned eBPF programs and maps) and is observed on every request. Starting
+(or restarting) it changes nothing — it never reloads a program or flushes
+a map — so a restart under traffic loses no packet (with --reconcile, its
+first check repairs drift, below).
 
 Security: mutual TLS with the domain PKI (segchain pki): the agent presents
 node-NAME.crt and accepts only controller certificates of the domain CA.
@@ -73,11 +77,28 @@ Changes need the node's lease (one controller at a time: a second one is
 told "domain is being applied by …"); the per-apply journal is kept under
 --state-dir/journal, so an apply whose controller died is undone by the next.
 
+Drift: once an apply (or destroy) has succeeded, the controller hands the
+agent the node's intent — its desired state, "nothing" after a destroy —
+which the agent keeps in --state-dir/intent.json (replaced atomically), so
+it survives restarts. Without --reconcile that is all: drift is only
+reported (segchain plan, status --check). With --reconcile the agent
+compares what it observes with that intent at start, every
+--reconcile-interval and as soon as an interface of the node comes up
+(bringing a link down deletes the routes through it), and on drift
+re-applies the intent with the controller's own diff and apply (rollback
+included), under the node's lock and its own lease, logging what drifted
+and what it re-applied. A controller wins: while one holds the lease (an
+apply running), or once one has changed the node without handing a new
+intent (an apply running or failed), the agent leaves the node alone; a
+controller that asks for the lease while a reconcile holds it waits for
+it (up to 30 s: "waiting for node NAME: its agent is reconciling it").
+
 --metrics ADDR serves Prometheus /metrics (docs/metrics.md), also from
-inside NS. Logs go to stderr (log/slog, --log-format text|json).
-See docs/agents.md.`,
+inside NS (segchain_agent_reconciles_total counts the reconciles). Logs go
+to stderr (log/slog, --log-format text|json). See docs/agents.md.`,
 		Example: `  segchain agent --node nfv1 --listen [2001:db8::11]:7070 --pki /etc/segchain/pki --metrics :9470
-  segchain agent --node r1 --netns r1 --listen 127.0.0.1:7070 --insecure`,
+  segchain agent --node r1 --netns r1 --listen 127.0.0.1:7070 --insecure
+  segchain agent --node nfv1 --listen [2001:db8::11]:7070 --pki /etc/segchain/pki --reconcile --reconcile-interval 1m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -96,7 +117,9 @@ See docs/agents.md.`,
 	fl.BoolVar(&f.insecure, "insecure", false, "serve plaintext gRPC without TLS (loopback listen addresses only)")
 	fl.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this address HOST:PORT, inside --netns")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
-	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/segchain", "directory of the agent's apply journal")
+	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/segchain", "directory of the agent's apply journal and of the node's intent (intent.json)")
+	fl.BoolVar(&f.reconcile, "reconcile", false, "re-apply the node's last applied intent when the node drifts from it (default: drift is only reported)")
+	fl.DurationVar(&f.reconcileInterval, "reconcile-interval", 30*time.Second, "with --reconcile: how often to compare the node with its intent (an interface coming up also triggers a check)")
 	cmd.MarkFlagRequired("node")
 	cmd.MarkFlagRequired("listen")
 	return cmd
@@ -144,6 +167,9 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	case !secure:
 		return errors.New("give the agent its certificates (--pki DIR, or --ca/--cert/--key); --insecure serves plaintext on loopback only")
 	}
+	if f.reconcile && f.reconcileInterval < 100*time.Millisecond {
+		return fmt.Errorf("--reconcile-interval %v: want at least 100ms", f.reconcileInterval)
+	}
 	var tc *tls.Config
 	if secure {
 		if tc, err = pki.ServerTLS(files); err != nil {
@@ -172,12 +198,22 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("node %s: %w", f.node, err)
 	}
-	local := &lockedLocal{Local: nodeagent.NewLocal(f.node, f.netns), key: key}
+	// The node's intent: what the last apply handed (internal/reconcile).
+	intents, err := reconcile.Open(f.stateDir, f.node)
+	if err != nil {
+		log.Error("intent not loaded", "err", err)
+	}
+	local := &lockedLocal{Local: nodeagent.NewLocal(f.node, f.netns), key: key, intents: intents}
 	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
 	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
 	defer jr.Close()
 	srv := agentrpc.NewServer(local, log, agentrpc.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr,
 		agentrpc.Hooks{Op: m.Op, Execute: m.Execute})
+	srv.KeepIntents(intents)
+	if f.reconcile {
+		stopReconcile := startReconcile(ctx, f, local, srv, jr, m, log)
+		defer stopReconcile()
+	}
 	g := agentrpc.NewGRPCServer(srv, tc, log)
 	if f.metrics != "" {
 		mux := http.NewServeMux()
@@ -208,6 +244,10 @@ type lockedLocal struct {
 	probeKey  [sha256.Size]byte
 	probeSeen bool
 	probeLast []string
+
+	// intents is the node's intent, suspended by a controller's Execute
+	// until the controller hands the next one.
+	intents *reconcile.Store
 }
 
 // Unsupported implements agent.FeatureChecker, remembering the last
@@ -239,8 +279,22 @@ func (l *lockedLocal) Execute(ctx context.Context, ops []agent.Op) (int, error) 
 
 // ExecuteSteps implements agent.Stepper: the whole batch runs under one
 // take of the node's lock (it must be defined here: the embedded Local's
-// would run without the lock).
+// would run without the lock, and without suspending the intent).
 func (l *lockedLocal) ExecuteSteps(ctx context.Context, ops []agent.Op, step func(int, time.Duration, error)) (int, error) {
+	if agentrpc.FromSelf(ctx) {
+		// The agent's own reconcile: it holds the node's lock already
+		// (reconcile.go), and changes the node to its intent.
+		return l.Local.ExecuteSteps(ctx, ops, step)
+	}
+	// A controller changes the node: its intent is suspended (durably,
+	// before the change) until the controller hands the new one, so
+	// that a reconcile never undoes an apply that is running or failed.
+	if l.intents != nil {
+		if err := l.intents.Supersede(fmt.Sprintf("a controller changed the node at %s (an apply running, or one that failed)",
+			time.Now().UTC().Format(time.RFC3339))); err != nil {
+			return 0, err
+		}
+	}
 	set, err := nodelock.Acquire(ctx, []nodelock.Node{{Key: l.key, Name: l.Node()}}, nodelock.Options{})
 	if err != nil {
 		return 0, err

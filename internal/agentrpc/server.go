@@ -58,6 +58,8 @@ type Server struct {
 	journal agent.Journal
 	hooks   Hooks
 	now     func() time.Time
+	// intents, if set, keeps the intents controllers hand (intent.go).
+	intents IntentStore
 
 	mu     sync.Mutex
 	lease  string
@@ -67,7 +69,15 @@ type Server struct {
 	// last renewed on: when it closes (the controller exited or was
 	// killed) the lease ends at once instead of at its expiry.
 	conn string
+	// grace is how long AcquireLease waits for a held lease to end before
+	// refusing (leaseGrace).
+	grace time.Duration
 }
+
+// leaseGrace: a controller killed a moment ago still holds its leases
+// until the agent has seen its connection close; an apply started right
+// after waits that long rather than being refused.
+const leaseGrace = 2 * time.Second
 
 // NewServer serves a. journal (may be nil: no journal RPCs) keeps the
 // per-apply journal of the node on the agent's host.
@@ -75,7 +85,7 @@ func NewServer(a agent.Agent, log *slog.Logger, b Build, journal agent.Journal, 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{agent: a, log: log, build: b, journal: journal, hooks: hooks, now: time.Now}
+	return &Server{agent: a, log: log, build: b, journal: journal, hooks: hooks, now: time.Now, grace: leaseGrace}
 }
 
 // Register adds the service to g.
@@ -378,6 +388,9 @@ func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*
 	if ttl > MaxLeaseTTL {
 		ttl = MaxLeaseTTL
 	}
+	if r.LeaseId == "" {
+		s.awaitLease(ctx)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -401,6 +414,32 @@ func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*
 	s.until = now.Add(ttl)
 	s.conn = who(ctx)
 	return &pb.AcquireLeaseReply{LeaseId: s.lease, ExpiresUnix: s.until.Unix()}, nil
+}
+
+// awaitLease waits up to s.grace (or ctx's end) for a lease held by
+// another controller's connection to end: a controller's kill is noticed
+// only when the connection's end reaches the server. The agent's own
+// reconcile neither waits nor is waited for here (a controller waits for
+// it itself, saying so).
+func (s *Server) awaitLease(ctx context.Context) {
+	if FromSelf(ctx) {
+		return
+	}
+	self := who(selfCtx(ctx))
+	deadline := time.Now().Add(s.grace)
+	for {
+		s.mu.Lock()
+		held := s.lease != "" && s.now().Before(s.until) && s.conn != who(ctx) && s.conn != self
+		s.mu.Unlock()
+		if !held || !time.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // ReleaseLease implements pb.AgentServer.

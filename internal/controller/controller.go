@@ -127,7 +127,8 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 // (endpoints before headends, so a chain is never steered into a SID that
 // does not exist yet), then deletes (headends first). If any op fails, every
 // op already executed on every node is undone in reverse order, so the
-// domain is left as it was.
+// domain is left as it was. Once every node is as planned, the agents that
+// keep intents (IntentKeeper) are handed their node's desired state.
 func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 	if err := c.preflight(ctx); err != nil {
 		return nil, err
@@ -144,10 +145,17 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 	if err := res.blockers(); err != nil {
 		return res, err
 	}
-	if dryRun || res.Changes() == 0 {
+	if dryRun {
 		return res, nil
 	}
-	return c.execute(ctx, res)
+	if res.Changes() > 0 {
+		if _, err := c.execute(ctx, res); err != nil {
+			return res, err
+		}
+	}
+	// Every node is as planned: the agents that keep intents learn it
+	// (intent.go).
+	return res, c.keepIntents(ctx, false)
 }
 
 // Destroy removes everything segchain installed on the plan's nodes.
@@ -194,7 +202,7 @@ func (c *Controller) Destroy(ctx context.Context, dryRun bool) (*Result, error) 
 	}); len(errs) > 0 {
 		return res, errs[0]
 	}
-	return res, nil
+	return res, c.keepIntents(ctx, true)
 }
 
 type journalEntry struct {
@@ -254,7 +262,10 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 		return res, fmt.Errorf("apply failed and rollback was incomplete: %w", errors.Join(append([]error{failure}, rbErrs...)...))
 	}
 	if err := c.clearJournals(res.Diffs); err != nil {
-		return res, err
+		// A node whose agent died keeps its journal (what it was
+		// running when it died): reported, not hiding the failure.
+		res.Errors = append(res.Errors, "journal: "+err.Error())
+		return res, fmt.Errorf("apply failed, every node rolled back to its previous state: %w\n(journals left where they could not be cleared; the next apply or destroy undoes them first: %v)", failure, err)
 	}
 	return res, fmt.Errorf("apply failed, every node rolled back to its previous state: %w", failure)
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/segchain/segchain/internal/agent"
@@ -105,7 +106,8 @@ func (c *Controller) step(ctx context.Context, a agent.Agent, node string, op ag
 }
 
 // clearJournals forgets the journals of the diffs' nodes once their ops
-// are complete or undone.
+// are complete or undone: every node's it can (an agent that died keeps
+// its own, which the next apply undoes), with the errors of the others.
 func (c *Controller) clearJournals(diffs []Diff) error {
 	if c.Journal == nil {
 		return nil
@@ -116,12 +118,10 @@ func (c *Controller) clearJournals(diffs []Diff) error {
 			names = append(names, d.Node)
 		}
 	}
-	// Concurrency at a time (remote journals are on the agents); the
-	// first error by node order.
-	if errs := c.each(context.Background(), names, func(_ context.Context, _ int, n string) error {
+	// Concurrency at a time (remote journals are on the agents): every
+	// node's that can be cleared is, the errors of the others in node
+	// order.
+	return errors.Join(c.each(context.Background(), names, func(_ context.Context, _ int, n string) error {
 		return c.Journal.Clear(n)
-	}); len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
+	})...)
 }

@@ -58,10 +58,10 @@ func CheckCapacity(netns string, want []Instance) error {
 			}
 			for _, e := range insts {
 				var t fwTCFwTable
-				if err := n.objs.FwTables.Lookup(tableID(e.inst.Id, e.inst.Slot), &t); err != nil {
+				if err := n.objs.FwTables.Lookup(tableID(e.Val.Id, e.Val.Slot), &t); err != nil {
 					return fmt.Errorf("read table: %w", err)
 				}
-				active[e.sid] = alloc{span{t.BmBase, t.BmBase + t.BmCount}, span{t.BkBase, t.BkBase + t.BkCount}}
+				active[e.SID] = alloc{span{t.BmBase, t.BmBase + t.BmCount}, span{t.BkBase, t.BkBase + t.BkCount}}
 			}
 			return nil
 		})

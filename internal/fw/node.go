@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -139,26 +138,11 @@ func sidKey(p netip.Prefix) fwTCFwSidKey {
 	return fwTCFwSidKey{Prefixlen: uint32(p.Bits()), Addr: p.Masked().Addr().As16()}
 }
 
-type instEntry struct {
-	sid  netip.Prefix
-	inst fwTCFwInst
-}
+// instEntry is a firewall instance: its SID prefix and its fw_sids value.
+type instEntry = bpfpin.SIDEntry[fwTCFwInst]
 
 func (n *Node) instances() ([]instEntry, error) {
-	var (
-		k   fwTCFwSidKey
-		v   fwTCFwInst
-		out []instEntry
-	)
-	it := n.objs.FwSids.Iterate()
-	for it.Next(&k, &v) {
-		out = append(out, instEntry{netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)), v})
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("iterate firewall sids: %w", err)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].sid.Addr().Less(out[j].sid.Addr()) })
-	return out, nil
+	return bpfpin.SIDEntries[fwTCFwInst](n.objs.FwSids, "firewall")
 }
 
 func tableID(id, slot uint32) uint32 { return id*2 + slot }
@@ -170,7 +154,7 @@ func (n *Node) alloc(insts []instEntry, count int, max uint32, what string, rng 
 	var used []span
 	for _, e := range insts {
 		var t fwTCFwTable
-		if err := n.objs.FwTables.Lookup(tableID(e.inst.Id, e.inst.Slot), &t); err != nil {
+		if err := n.objs.FwTables.Lookup(tableID(e.Val.Id, e.Val.Slot), &t); err != nil {
 			return 0, fmt.Errorf("read table: %w", err)
 		}
 		if base, cnt := rng(&t); cnt > 0 {
@@ -458,19 +442,19 @@ func (n *Node) apply(in Instance, c *compiled) error {
 		usedID = map[uint32]bool{}
 	)
 	for i := range insts {
-		usedID[insts[i].inst.Id] = true
-		if insts[i].sid == in.SID {
+		usedID[insts[i].Val.Id] = true
+		if insts[i].SID == in.SID {
 			cur = &insts[i]
 		}
 	}
 	var id, slot uint32
 	var carry []counter
 	if cur != nil {
-		id, slot = cur.inst.Id, 1-cur.inst.Slot&1
+		id, slot = cur.Val.Id, 1-cur.Val.Slot&1
 		// Counters follow unchanged rules (same rule text, in order).
 		old, err := n.load(in.SID)
 		if err == nil {
-			oc, err := n.ruleCounters(tableID(id, cur.inst.Slot&1), len(old.Rules))
+			oc, err := n.ruleCounters(tableID(id, cur.Val.Slot&1), len(old.Rules))
 			if err == nil {
 				byText := map[string][]counter{}
 				for i, r := range old.Rules {
@@ -532,7 +516,7 @@ func (n *Node) remove(sid netip.Prefix) (bool, error) {
 	}
 	var me *instEntry
 	for i := range insts {
-		if insts[i].sid == sid {
+		if insts[i].SID == sid {
 			me = &insts[i]
 		}
 	}
@@ -547,11 +531,11 @@ func (n *Node) remove(sid netip.Prefix) (bool, error) {
 		return true, fmt.Errorf("delete %s: %w", sid, err)
 	}
 	for slot := range uint32(2) {
-		if err := n.clearTable(tableID(me.inst.Id, slot)); err != nil {
+		if err := n.clearTable(tableID(me.Val.Id, slot)); err != nil {
 			return true, err
 		}
 	}
-	_ = n.zeroStats(me.inst.Id)
+	_ = n.zeroStats(me.Val.Id)
 	_ = os.Remove(n.stateFile(sid))
 	return true, nil
 }
@@ -566,14 +550,14 @@ func (n *Node) clearCounters(sid *netip.Prefix) error {
 		return err
 	}
 	for _, e := range insts {
-		if sid != nil && e.sid != *sid {
+		if sid != nil && e.SID != *sid {
 			continue
 		}
-		if err := n.zeroStats(e.inst.Id); err != nil {
+		if err := n.zeroStats(e.Val.Id); err != nil {
 			return err
 		}
 		var t fwTCFwTable
-		tid := tableID(e.inst.Id, e.inst.Slot&1)
+		tid := tableID(e.Val.Id, e.Val.Slot&1)
 		if err := n.objs.FwTables.Lookup(tid, &t); err != nil {
 			return err
 		}
@@ -593,14 +577,14 @@ func (n *Node) list() ([]Status, error) {
 	}
 	var out []Status
 	for _, e := range insts {
-		in, err := n.load(e.sid)
+		in, err := n.load(e.SID)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
-		st := Status{Instance: in, ID: e.inst.Id, Slot: e.inst.Slot & 1}
+		st := Status{Instance: in, ID: e.Val.Id, Slot: e.Val.Slot & 1}
 		var per []fwTCFwStats
-		if err := n.objs.FwStatsMap.Lookup(e.inst.Id, &per); err != nil {
-			return nil, fmt.Errorf("read counters of %s: %w", e.sid, err)
+		if err := n.objs.FwStatsMap.Lookup(e.Val.Id, &per); err != nil {
+			return nil, fmt.Errorf("read counters of %s: %w", e.SID, err)
 		}
 		c := Counters{Drops: map[string]uint64{}}
 		for _, p := range per {
@@ -622,10 +606,10 @@ func (n *Node) list() ([]Status, error) {
 		}
 		st.Counters = c
 		var t fwTCFwTable
-		if err := n.objs.FwTables.Lookup(tableID(e.inst.Id, st.Slot), &t); err != nil {
+		if err := n.objs.FwTables.Lookup(tableID(e.Val.Id, st.Slot), &t); err != nil {
 			return nil, err
 		}
-		rc, err := n.ruleCounters(tableID(e.inst.Id, st.Slot), int(t.Nrules))
+		rc, err := n.ruleCounters(tableID(e.Val.Id, st.Slot), int(t.Nrules))
 		if err != nil {
 			return nil, err
 		}

@@ -183,16 +183,18 @@ func (l *Lab) mgmtLink(br *netlink.Bridge, node string, i int, addr netip.Addr) 
 }
 
 // StartAgent starts node's agent process (again, after StopAgent) and
-// waits until it answers.
-func (l *Lab) StartAgent(exe, node string) error {
-	if err := l.spawn(exe, node); err != nil {
+// waits until it answers. extra are more `segchain agent` flags (e.g.
+// --reconcile).
+func (l *Lab) StartAgent(exe, node string, extra ...string) error {
+	if err := l.spawn(exe, node, extra...); err != nil {
 		return err
 	}
 	return l.waitAgent(node, 20*time.Second)
 }
 
-// spawn starts node's agent process and records its pid.
-func (l *Lab) spawn(exe, node string) error {
+// spawn starts node's agent process, with extra flags, and records its
+// pid.
+func (l *Lab) spawn(exe, node string, extra ...string) error {
 	a := l.Agents[node]
 	if a == nil {
 		return fmt.Errorf("lab %s: node %s has no agent", l.Name, node)
@@ -206,8 +208,8 @@ func (l *Lab) spawn(exe, node string) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "agent", "--node", node, "--netns", l.Nodes[node], "--listen", a.Addr,
-		"--pki", l.AgentPKI, "--state-dir", state, "--metrics", a.Metrics, "--log-format", "json")
+	cmd := exec.Command(exe, append([]string{"agent", "--node", node, "--netns", l.Nodes[node], "--listen", a.Addr,
+		"--pki", l.AgentPKI, "--state-dir", state, "--metrics", a.Metrics, "--log-format", "json"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: the agent outlives `lab up` and no terminal
 	// signal reaches it; lab down stops it.

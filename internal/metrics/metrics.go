@@ -22,6 +22,8 @@ type Metrics struct {
 	opDur *prometheus.HistogramVec
 	ops   *prometheus.CounterVec
 	apply *prometheus.HistogramVec
+	// reconciles counts --reconcile's checks that found drift.
+	reconciles *prometheus.CounterVec
 }
 
 // Build labels the build-info metric.
@@ -45,13 +47,17 @@ func New(a agent.Agent, b Build, log *slog.Logger) *Metrics {
 		Help:    "Time to run one Execute request (a batch of ops), by result.",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
 	}, []string{"result"})
+	m.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: "agent", Name: "reconciles_total",
+		Help: "Checks of segchain agent --reconcile that found the node drifted from its intent, by result: applied (re-applied), failed (re-apply failed, rolled back), skipped (left alone: a controller's lease, a busy lock, a conflict).",
+	}, []string{"result"})
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: ns, Subsystem: "agent", Name: "build_info",
 		Help:        "The agent's build: always 1, the labels say which.",
 		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "goversion": b.Go, "node": a.Node()},
 	})
 	info.Set(1)
-	m.reg.MustRegister(m.opDur, m.ops, m.apply, info, &nodeCollector{a: a, log: log},
+	m.reg.MustRegister(m.opDur, m.ops, m.apply, m.reconciles, info, &nodeCollector{a: a, log: log},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -81,6 +87,12 @@ func (m *Metrics) Op(op agent.Op, d time.Duration, err error) {
 // Execute records one Execute (agentrpc.Hooks.Execute).
 func (m *Metrics) Execute(_ int, d time.Duration, err error) {
 	m.apply.WithLabelValues(result(err)).Observe(d.Seconds())
+}
+
+// Reconcile counts one reconcile that found drift, by result
+// (reconcile.Reconciler.Count).
+func (m *Metrics) Reconcile(result string) {
+	m.reconciles.WithLabelValues(result).Inc()
 }
 
 // Handler serves /metrics.

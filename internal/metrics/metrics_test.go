@@ -39,6 +39,7 @@ func TestMetricsDocumented(t *testing.T) {
 	m := New(fake{}, Build{Version: "v", Commit: "c", Go: "go"}, nil)
 	m.Op(agent.Op{Kind: agent.KindRoute}, time.Millisecond, nil)
 	m.Execute(1, time.Millisecond, nil)
+	m.Reconcile("applied")
 	mfs, err := m.Gather().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +68,7 @@ func TestMetricsDocumented(t *testing.T) {
 		"segchain_service_drops_total":          1,
 		"segchain_boundary_drops_total":         4,
 		"segchain_agent_ops_total":              1,
+		"segchain_agent_reconciles_total":       1,
 		"segchain_node_scrape_success":          1,
 		"segchain_agent_build_info":             1,
 		"segchain_boundary_dropped_bytes_total": 400,

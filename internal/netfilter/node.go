@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -281,26 +280,11 @@ func sidKey(p netip.Prefix) nfTCNfSidKey {
 	return nfTCNfSidKey{Prefixlen: uint32(p.Bits()), Addr: p.Masked().Addr().As16()}
 }
 
-type sidEntry struct {
-	sid netip.Prefix
-	val nfTCNfSid
-}
+// sidEntry is an End.AN.NF SID: its prefix and its nf_sids value.
+type sidEntry = bpfpin.SIDEntry[nfTCNfSid]
 
 func (n *node) sids() ([]sidEntry, error) {
-	var (
-		k   nfTCNfSidKey
-		v   nfTCNfSid
-		out []sidEntry
-	)
-	it := n.objs.NfSids.Iterate()
-	for it.Next(&k, &v) {
-		out = append(out, sidEntry{netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)), v})
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("iterate End.AN.NF sids: %w", err)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].sid.Addr().Less(out[j].sid.Addr()) })
-	return out, nil
+	return bpfpin.SIDEntries[nfTCNfSid](n.objs.NfSids, "End.AN.NF")
 }
 
 func (n *node) zeroStats(id uint32) error {
@@ -322,9 +306,9 @@ func (n *node) apply(in Instance) error {
 	var id uint32
 	found := false
 	for _, e := range es {
-		used[e.val.Id] = true
-		if e.sid == in.SID {
-			id, found = e.val.Id, true
+		used[e.Val.Id] = true
+		if e.SID == in.SID {
+			id, found = e.Val.Id, true
 		}
 	}
 	if !found {
@@ -360,7 +344,7 @@ func (n *node) remove(sid netip.Prefix) (bool, error) {
 		return false, err
 	}
 	for _, e := range es {
-		if e.sid != sid {
+		if e.SID != sid {
 			continue
 		}
 		if len(es) == 1 {
@@ -420,11 +404,11 @@ func (n *node) list() ([]Status, error) {
 	}
 	var out []Status
 	for _, e := range es {
-		s, err := n.stats(e.val.Id)
+		s, err := n.stats(e.Val.Id)
 		if err != nil {
-			return nil, fmt.Errorf("read counters of %s: %w", e.sid, err)
+			return nil, fmt.Errorf("read counters of %s: %w", e.SID, err)
 		}
-		out = append(out, Status{Instance: Instance{SID: e.sid, ArgsBits: int(e.val.ArgsBits)}, ID: e.val.Id, Counters: countersOf(s)})
+		out = append(out, Status{Instance: Instance{SID: e.SID, ArgsBits: int(e.Val.ArgsBits)}, ID: e.Val.Id, Counters: countersOf(s)})
 	}
 	return out, nil
 }
@@ -523,8 +507,8 @@ func ClearCounters(netns string, sid *netip.Prefix) error {
 			return err
 		}
 		for _, e := range es {
-			if sid == nil || e.sid == sid.Masked() {
-				if err := n.zeroStats(e.val.Id); err != nil {
+			if sid == nil || e.SID == sid.Masked() {
+				if err := n.zeroStats(e.Val.Id); err != nil {
 					return err
 				}
 			}

@@ -9,7 +9,11 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
+
+// RunDir is where named namespaces are bind-mounted, as `ip netns` does.
+const RunDir = "/run/netns"
 
 // Path returns the bind-mount path of a namespace name as `ip netns` uses
 // it, or name itself when it is already a path.
@@ -17,7 +21,7 @@ func Path(name string) string {
 	if strings.ContainsRune(name, '/') {
 		return name
 	}
-	return filepath.Join("/run/netns", name)
+	return filepath.Join(RunDir, name)
 }
 
 // Exists reports whether the named namespace exists.
@@ -70,6 +74,12 @@ func Do(name string, fn func() error) error {
 // terminating it, and a thread parked in the namespace keeps it alive —
 // with its interfaces and everything attached to them — after Delete.
 func Create(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if err := shareRunDir(); err != nil {
+		return fmt.Errorf("create netns %s: %w", name, err)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -98,8 +108,54 @@ func Create(name string) error {
 
 // Delete removes a named namespace created by Create or `ip netns add`.
 func Delete(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
 	if err := netns.DeleteNamed(name); err != nil && !os.IsNotExist(err) {
 		return fmt.Errorf("delete netns %s: %w", name, err)
 	}
 	return nil
+}
+
+// checkName refuses names that are not one entry of RunDir: netns.DeleteNamed
+// of "" would detach RunDir itself, and every namespace mounted on it.
+func checkName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("invalid namespace name %q", name)
+	}
+	return nil
+}
+
+// shareRunDir makes RunDir a mount point with shared propagation before a
+// namespace is mounted in it, the way `ip netns add` does (same lock, same
+// steps). Otherwise the first `ip netns add` run by anyone afterwards
+// bind-mounts RunDir over itself, and the namespaces segchain mounted
+// beneath can no longer be deleted: their files stay mount points in the
+// hidden layer and unlink fails with EBUSY.
+func shareRunDir() error {
+	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.Open(RunDir)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	// iproute2 takes this lock too: two bind mounts stacked by concurrent
+	// creators are what it guards against.
+	_ = unix.Flock(int(dir.Fd()), unix.LOCK_EX)
+	defer unix.Flock(int(dir.Fd()), unix.LOCK_UN)
+	for made := false; ; made = true {
+		err := unix.Mount("", RunDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EINVAL) || made {
+			return fmt.Errorf("make %s a shared mount: %w", RunDir, err)
+		}
+		// EINVAL: not a mount point yet.
+		if err := unix.Mount(RunDir, RunDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mount %s on itself: %w", RunDir, err)
+		}
+	}
 }

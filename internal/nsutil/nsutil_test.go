@@ -4,9 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCreateLeavesNoThreadInside: after Create, no thread of this process
@@ -43,6 +46,70 @@ func TestCreateLeavesNoThreadInside(t *testing.T) {
 			if l, _ := os.Readlink(tk); l == mine && l != target {
 				t.Fatalf("after Create(%s): thread %s is still in it (%s)", name, tk, l)
 			}
+		}
+	}
+}
+
+// TestIPNetnsAddKeepsOursDeletable: a namespace made by Create can still be
+// deleted after `ip netns add` has run, also when RunDir was not a mount
+// point before Create (a fresh boot). Before Create shared RunDir the way
+// iproute2 does, iproute2 bind-mounted RunDir over itself on its first use
+// and Delete failed with EBUSY. The scenario runs in a child process in a
+// private mount namespace, so unmounting RunDir there disturbs nobody.
+func TestIPNetnsAddKeepsOursDeletable(t *testing.T) {
+	if os.Getenv("NSUTIL_PRIVATE_MOUNTS") == "1" {
+		ipNetnsAddScenario(t)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("privileged test: needs root")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("needs unshare(1)")
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	ours, theirs := "sct-nsu-ours-"+hex.EncodeToString(b), "sct-nsu-ip-"+hex.EncodeToString(b)
+	t.Cleanup(func() {
+		for _, n := range []string{ours, theirs} {
+			_ = exec.Command("ip", "netns", "del", n).Run()
+			_ = os.Remove(Path(n))
+		}
+	})
+	cmd := exec.Command("unshare", "-m", "--propagation", "private", os.Args[0],
+		"-test.run=^TestIPNetnsAddKeepsOursDeletable$", "-test.v")
+	cmd.Env = append(os.Environ(), "NSUTIL_PRIVATE_MOUNTS=1", "NSUTIL_OURS="+ours, "NSUTIL_THEIRS="+theirs)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
+
+func ipNetnsAddScenario(t *testing.T) {
+	ours, theirs := os.Getenv("NSUTIL_OURS"), os.Getenv("NSUTIL_THEIRS")
+	// A fresh boot: RunDir is a plain directory.
+	for unix.Unmount(RunDir, unix.MNT_DETACH) == nil {
+	}
+	if err := Create(ours); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ip", "netns", "add", theirs).CombinedOutput(); err != nil {
+		_ = Delete(ours)
+		t.Fatalf("ip netns add: %v\n%s", err, out)
+	}
+	defer exec.Command("ip", "netns", "del", theirs).Run()
+	if err := Delete(ours); err != nil {
+		t.Fatalf("Delete after ip netns add: %v", err)
+	}
+	if Exists(ours) {
+		t.Fatalf("%s still exists", ours)
+	}
+}
+
+func TestDeleteRefusesNonNames(t *testing.T) {
+	for _, n := range []string{"", ".", "..", "a/b"} {
+		if err := Delete(n); err == nil {
+			t.Errorf("Delete(%q) = nil, want an error", n)
 		}
 	}
 }

@@ -60,7 +60,8 @@ func BaselineRecipes() []Recipe {
 			return frame6(env, in), err
 		}},
 		nativeRecipe{"decap+re-encap", "End.DT6, then the inner packet's route re-encapsulates it (seg6 mode encap, 1 SID): stock Linux around an SR-unaware service, minus the service", decapReencap},
-		&nfqueueRecipe{readers: map[nfqKey]*nfqReader{}},
+		&nfqueueRecipe{name: "nfqueue", readers: map[nfqKey]*nfqReader{}},
+		&nfqueueRecipe{name: "nfqueue-rt", realtime: true, readers: map[nfqKey]*nfqReader{}},
 	}
 }
 
@@ -109,13 +110,21 @@ type nfqKey struct {
 // the testbed goes down. NFQUEUE is known to livelock under overload when
 // NAPI runs in softirq context on the reader's CPU; here NAPI is a
 // thread, and the scheduler shares the SUT CPU between it and the reader.
+// nfqueue-rt is the same with the reader SCHED_FIFO: it then runs ahead of
+// the NAPI thread, as the userspace SR services' workers do with
+// srv6svc.Config.Realtime (the like-for-like baseline for them).
 type nfqueueRecipe struct {
-	mu      sync.Mutex
-	readers map[nfqKey]*nfqReader
+	name     string
+	realtime bool
+	mu       sync.Mutex
+	readers  map[nfqKey]*nfqReader
 }
 
-func (r *nfqueueRecipe) Name() string { return "nfqueue" }
+func (r *nfqueueRecipe) Name() string { return r.name }
 func (r *nfqueueRecipe) Describe() string {
+	if r.realtime {
+		return "as nfqueue, the reader thread SCHED_FIFO (priority 1): ahead of the NAPI thread on the SUT CPU"
+	}
 	return "IPv6 forwarding through an NFQUEUE rule and an accept-all userspace reader (one verdict per packet)"
 }
 
@@ -124,11 +133,11 @@ func (r *nfqueueRecipe) Setup(env *Env, k int, p Params) ([]byte, error) {
 		p.Size = 64
 	}
 	if err := r.reader(env, k); err != nil {
-		return nil, fmt.Errorf("recipe nfqueue: %w", err)
+		return nil, fmt.Errorf("recipe %s: %w", r.name, err)
 	}
 	chain := fmt.Sprintf("SEGPERFQ%d", k)
 	if err := ip6tablesChain(env, k, chain, fmt.Sprintf("-A %s -j NFQUEUE --queue-num %d\n", chain, k)); err != nil {
-		return nil, fmt.Errorf("recipe nfqueue: %w", err)
+		return nil, fmt.Errorf("recipe %s: %w", r.name, err)
 	}
 	in, err := plain6(src6, Addr("dst", k, 1), p.Size)
 	return frame6(env, in), err
@@ -142,7 +151,7 @@ func (r *nfqueueRecipe) reader(env *Env, k int) error {
 	if r.readers[key] != nil {
 		return nil
 	}
-	rd, err := startNFQReader(env, uint16(k))
+	rd, err := startNFQReader(env, uint16(k), r.realtime)
 	if err != nil {
 		return err
 	}

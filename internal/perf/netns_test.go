@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -452,14 +454,21 @@ func TestGeneratorPristine(t *testing.T) {
 // TestNFQueueRecipe: packets of the nfqueue recipe go through its reader
 // (each one accepted there), a second setup (the next run) reuses the
 // reader and keeps one jump rule, the reader's CPU time is the SUT's, and
-// the testbed's teardown stops the reader thread.
+// the testbed's teardown stops the reader thread; nfqueue-rt's reader is
+// SCHED_FIFO, nfqueue's a normal task.
 func TestNFQueueRecipe(t *testing.T) {
+	for _, name := range []string{"nfqueue", "nfqueue-rt"} {
+		t.Run(name, func(t *testing.T) { testNFQueueRecipe(t, name) })
+	}
+}
+
+func testNFQueueRecipe(t *testing.T, name string) {
 	d := upTestbed(t)
 	reg, err := NewRegistry(BaselineRecipes()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := reg.Get("nfqueue")
+	rec, err := reg.Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,6 +485,15 @@ func TestNFQueueRecipe(t *testing.T) {
 	rd := nr.readers[nfqKey{d.Env(), 3}]
 	if rd == nil || len(nr.readers) != 1 {
 		t.Fatalf("readers %v, want one for k=3", nr.readers)
+	}
+	wantPolicy := uint32(unix.SCHED_NORMAL)
+	if nr.realtime {
+		wantPolicy = unix.SCHED_FIFO
+	}
+	if a, err := unix.SchedGetAttr(rd.tid, 0); err != nil {
+		t.Errorf("reader thread scheduling: %v", err)
+	} else if a.Policy != wantPolicy {
+		t.Errorf("reader thread scheduling policy %d, want %d", a.Policy, wantPolicy)
 	}
 	out, err := d.Env().Run("ip6tables", "-S", "FORWARD")
 	if err != nil {

@@ -61,8 +61,9 @@ type nfqReader struct {
 }
 
 // startNFQReader opens an nfnetlink socket in the SUT's namespace, binds
-// queue, and starts the reader thread, pinned to the SUT's CPU.
-func startNFQReader(env *Env, queue uint16) (*nfqReader, error) {
+// queue, and starts the reader thread, pinned to the SUT's CPU (and
+// SCHED_FIFO, priority 1, if realtime).
+func startNFQReader(env *Env, queue uint16, realtime bool) (*nfqReader, error) {
 	if env.Do == nil || env.AddSUTTask == nil || env.Cleanup == nil {
 		return nil, fmt.Errorf("%w: the NFQUEUE reader needs a local SUT", ErrNotSupported)
 	}
@@ -90,6 +91,12 @@ func startNFQReader(env *Env, queue uint16) (*nfqReader, error) {
 	if err := env.AddSUTTask(r.tid); err != nil {
 		r.Close()
 		return nil, err
+	}
+	if realtime {
+		if err := unix.SchedSetAttr(r.tid, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("nfqueue reader SCHED_FIFO: %w", err)
+		}
 	}
 	return r, nil
 }

@@ -86,10 +86,11 @@ func TestTemplatesScapy(t *testing.T) {
 	decap6 := srv6("fc00:a:1::1", 0, []string{"fc00:a:1::1", "fc00:b00:1::9"}, 41, 6, "fc00:100:1::1")
 	decap4 := srv6("fc00:a:1::1", 0, []string{"fc00:a:1::1", "fc00:b00:1::9"}, 4, 4, "10.100.1.1")
 	want := map[string]decoded{
-		"IPv6":      plain6("fc00:100:1::1"),
-		"ip6tables": plain6("fc00:100:1::1"),
-		"nftables":  plain6("fc00:100:1::1"),
-		"nfqueue":   plain6("fc00:100:1::1"),
+		"IPv6":       plain6("fc00:100:1::1"),
+		"ip6tables":  plain6("fc00:100:1::1"),
+		"nftables":   plain6("fc00:100:1::1"),
+		"nfqueue":    plain6("fc00:100:1::1"),
+		"nfqueue-rt": plain6("fc00:100:1::1"),
 		"IPv4": {FrameLen: 78, EthType: 0x0800, OuterFamily: 4, OuterSrc: "10.1.0.2", OuterDst: "10.100.1.1", OuterLen: 64,
 			OuterCsumOK: yes(), UDPDport: 5000, UDPLen: 44},
 		"SRv6-transit":    srv6("fc00:b00:1::1", 1, []string{"fc00:100:1::1", "fc00:b00:1::1"}, 41, 6, "fc00:100:1::1"),

@@ -73,6 +73,21 @@ type Config struct {
 	OnFailure OnFailure
 	// BatchSize bounds the packets a batch handler gets at once (default 64).
 	BatchSize int
+	// Realtime runs every worker thread under SCHED_FIFO (priority 1, the
+	// lowest real-time priority), locked to its goroutine for the worker's
+	// life. A worker then runs as soon as a batch is in its ring, ahead of
+	// the kernel thread that fills the ring (threaded NAPI, ksoftirqd) when
+	// both share a CPU: without it, under overload, that thread keeps
+	// steering and copying frames into a full ring, and the kernel drops
+	// most of them after the work is done (measured: five frames dropped
+	// per frame served, see docs/userspace.md "Performance"). With it, the
+	// excess is dropped where it arrives, before any work. A worker blocks
+	// whenever its ring is empty; a handler that never lets it empty the
+	// ring holds its CPU up to the kernel's real-time limit
+	// (kernel.sched_rt_runtime_us, 95 % by default). Needs CAP_SYS_NICE;
+	// refused, the workers stay normal tasks, and Mode says which
+	// (sched=fifo or sched=normal).
+	Realtime bool
 	// WorkerStart, if set, is called by each worker on its own OS thread,
 	// locked to it for the worker's life, before it serves queue: a
 	// benchmark pins the thread (unix.Gettid) and accounts its CPU time.
@@ -121,6 +136,8 @@ type Service struct {
 	closed  bool
 	stop    chan struct{}
 	flushWG sync.WaitGroup
+
+	realtime bool // Config.Realtime was asked for and the kernel allows it
 }
 
 type worker struct {
@@ -257,6 +274,14 @@ func (s *Service) setup(dir string) (err error) {
 		xskMode = "zerocopy"
 	}
 	s.mode = "xdp=" + strings.Join(modes, ",") + " xsk=" + xskMode
+	if s.cfg.Realtime {
+		s.realtime = probeRealtime() == nil
+		if s.realtime {
+			s.mode += " sched=fifo"
+		} else {
+			s.mode += " sched=normal"
+		}
+	}
 	if s.cfg.OnFailure == OnFailureBypass {
 		for _, p := range s.cfg.SIDs {
 			if err := endRoute(p, peer.Attrs().Index); err != nil {
@@ -339,7 +364,8 @@ func endRoute(p netip.Prefix, ifindex int) error {
 // Mode says how packets reach the service, e.g. "xdp=eth0:native,s6svc0k:native
 // xsk=copy": per interface (those of Config.Interfaces, then the binding's
 // own veth) the XDP mode obtained (native or generic), then the AF_XDP mode
-// (zerocopy or copy; veth only has copy).
+// (zerocopy or copy; veth only has copy); with Config.Realtime, then the
+// workers' scheduling (sched=fifo, or sched=normal when it was refused).
 func (s *Service) Mode() string { return s.mode }
 
 // Queues is the number of workers (one AF_XDP socket each).
@@ -386,8 +412,16 @@ func (s *Service) serve(ctx context.Context, h BatchHandler, batch int) error {
 	errc := make(chan error, len(s.workers))
 	for _, w := range s.workers {
 		go func() {
-			if s.cfg.WorkerStart != nil {
+			if s.cfg.WorkerStart != nil || s.realtime {
 				runtime.LockOSThread() // never unlocked: the thread ends with the worker
+			}
+			if s.realtime {
+				if err := setRealtime(); err != nil {
+					errc <- fmt.Errorf("queue %d: %w", w.queue, err)
+					return
+				}
+			}
+			if s.cfg.WorkerStart != nil {
 				s.cfg.WorkerStart(w.queue)
 			}
 			errc <- w.run(ctx, h, batch)

@@ -3,8 +3,11 @@ package srv6svc
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/svctest"
 	"github.com/segchain/segchain/internal/testutil"
@@ -46,12 +49,12 @@ func serve(t *testing.T, tp *svctest.Topo, cfg Config, h Handler, bh BatchHandle
 func sid(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 func TestPrivilegedForward(t *testing.T) {
-	for _, batch := range []bool{false, true} {
-		name := "sync"
-		if batch {
-			name = "batch"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		batch, realtime bool
+	}{{"sync", false, false}, {"batch", true, false}, {"sync-realtime", false, true}, {"batch-realtime", true, true}} {
+		batch := tc.batch
+		t.Run(tc.name, func(t *testing.T) {
 			tp := svctest.New(t, "h17s")
 			var got []string
 			h := func(p *Packet) Verdict {
@@ -66,7 +69,32 @@ func TestPrivilegedForward(t *testing.T) {
 					}
 				}
 			}
-			s := serve(t, tp, Config{Name: "fwd", SIDs: []netip.Prefix{sid("fc00:5::100/128")}}, h, bh)
+			policy := make(chan uint32, MaxQueues)
+			start := func(int) { // on the worker's thread
+				if a, err := unix.SchedGetAttr(0, 0); err == nil {
+					policy <- a.Policy
+				}
+			}
+			s := serve(t, tp, Config{Name: "fwd", SIDs: []netip.Prefix{sid("fc00:5::100/128")}, Realtime: tc.realtime, WorkerStart: start}, h, bh)
+			// As root (CAP_SYS_NICE) the workers get SCHED_FIFO; the mode
+			// says so, and only when it was asked for.
+			if want := " sched=fifo"; tc.realtime != strings.HasSuffix(s.Mode(), want) {
+				t.Errorf("mode %q: realtime %v, want suffix %q only with realtime", s.Mode(), tc.realtime, want)
+			}
+			for q := 0; q < s.Queues(); q++ {
+				want := uint32(unix.SCHED_NORMAL)
+				if tc.realtime {
+					want = unix.SCHED_FIFO
+				}
+				select {
+				case p := <-policy:
+					if p != want {
+						t.Errorf("worker scheduling policy %d, want %d", p, want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("worker %d did not start", q)
+				}
+			}
 			c := testutil.StartInboundCapture(t, tp.Tester, tp.TOut, "ip6 dst net fc00:9::/64", 5)
 			tp.Send(t, "", `[srv6("fc00:5::100", [FINAL, NEXT, "fc00:5::100"], 2, IPv6(src="2001:db8::1", dst="2001:db8::2")/UDP(sport=1000+i, dport=53)/Raw(b"x"*20)) for i in range(5)]`)
 			pkts := testutil.Tshark(t, c.Wait(5*time.Second), "ipv6.dst", "ipv6.hlim", "ipv6.routing.segleft", "udp.srcport")

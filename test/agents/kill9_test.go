@@ -20,9 +20,15 @@ import (
 // (testutil.KernelSnapshot), and the journal files each agent keeps.
 func (e *env) snapshot() string {
 	e.t.Helper()
+	return e.snapshotOf(e.l.NodeNames())
+}
+
+// snapshotOf is snapshot for some of the lab's nodes.
+func (e *env) snapshotOf(nodes []string) string {
+	e.t.Helper()
 	var b strings.Builder
-	b.WriteString(testutil.KernelSnapshot(e.t, e.l.NodeNames(), e.ns, nsKey, pinRoot(e.t)))
-	for _, n := range e.l.NodeNames() {
+	b.WriteString(testutil.KernelSnapshot(e.t, nodes, e.ns, nsKey, pinRoot(e.t)))
+	for _, n := range nodes {
 		// The agent's journal files (its journal directory itself stays).
 		js, _ := filepath.Glob(filepath.Join("/run/segchain/labs", e.lab+".agents", "state", n, "journal", "*", "*"))
 		for _, j := range js {

@@ -38,6 +38,12 @@ type env struct {
 // down.
 func newEnv(t *testing.T, agents bool) *env {
 	t.Helper()
+	return newEnvPrefix(t, agents, "h18-")
+}
+
+// newEnvPrefix is newEnv with the lab's name starting with prefix.
+func newEnvPrefix(t *testing.T, agents bool, prefix string) *env {
+	t.Helper()
 	testutil.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("privileged namespace test: skipped with -short")
@@ -45,7 +51,7 @@ func newEnv(t *testing.T, agents bool) *env {
 	if segchainBin == "" {
 		t.Skip("segchain binary not built")
 	}
-	e := &env{t: t, lab: testutil.UniqueName("h18-"), agents: agents}
+	e := &env{t: t, lab: testutil.UniqueName(prefix), agents: agents}
 	args := []string{"lab", "up", "-f", domainFile, "--lab", e.lab}
 	if agents {
 		args = append(args, "--agents")

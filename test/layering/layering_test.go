@@ -15,6 +15,7 @@ var intent = []string{
 	"internal/config",
 	"internal/plan",
 	"internal/controller",
+	"internal/reconcile",
 	"internal/agent",
 	"internal/nodestate",
 	"internal/journal",
@@ -35,6 +36,7 @@ var kernel = []string{"github.com/cilium/ebpf", "github.com/vishvananda/netlink"
 // plain-data types; the intent packages never reach the implementation.
 var layers = [][]string{
 	{"cmd/segchain"},
+	{"internal/reconcile"},
 	{"internal/controller", "internal/lab"},
 	{"internal/plan"},
 	{"internal/config"},

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"os/signal"
 	"sync"
@@ -98,16 +97,10 @@ type liveInspector struct {
 	base ids.Stats // counters of the engines replaced by reloads
 }
 
-type liveScratch struct {
-	p    ids.Packet
-	segs []netip.Addr
-	buf  []byte
-}
-
 func newLiveInspector(e *ids.Engine) *liveInspector {
 	l := &liveInspector{}
 	l.e.Store(e)
-	l.pool.New = func() any { return &liveScratch{} }
+	l.pool.New = func() any { return &ids.ServiceScratch{} }
 	return l
 }
 
@@ -140,35 +133,9 @@ func (l *liveInspector) stats() ids.Stats {
 	return cur
 }
 
-// IP protocol numbers of what follows the SRH.
-const (
-	protoIPv4     = 4
-	protoIPv6     = 41
-	protoNoNext   = 59
-	protoEthernet = 143
-)
-
 func (l *liveInspector) verdict(sp *srv6svc.Packet) srv6svc.Verdict {
-	s := l.pool.Get().(*liveScratch)
-	p := &s.p
-	*p = ids.Packet{
-		OuterSrc: sp.Outer.Src, OuterDst: sp.Outer.Dst,
-		SL: int(sp.SRH.SegmentsLeft), Args: sp.Args(), Tag: sp.SRH.Tag,
-	}
-	s.segs = sp.AppendSegments(s.segs[:0])
-	p.Segments = s.segs
-	switch proto := sp.InnerProto(); proto {
-	case protoIPv4, protoIPv6: // encap mode
-		p.Inner = sp.Inner()
-	case protoEthernet, protoNoNext: // nothing IP to inspect: counted undecodable (not-ip)
-	default: // insert mode: the original packet, SRH removed
-		s.buf = ids.AppendInsertInner(s.buf[:0], sp.Frame()[14:54], sp.Segment(0), proto, sp.Inner())
-		p.Inner = s.buf
-	}
-	v := l.engine().Inspect(p)
+	s := l.pool.Get().(*ids.ServiceScratch)
+	v := l.engine().Inspect(s.FromService(sp))
 	l.pool.Put(s)
-	if v == ids.Drop {
-		return srv6svc.Drop
-	}
-	return srv6svc.Forward
+	return ids.ServiceVerdict(v)
 }

@@ -1400,6 +1400,96 @@ func (x *JournalUnfinishedReply) GetWho() string {
 	return ""
 }
 
+type SetIntentRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	LeaseId string                 `protobuf:"bytes,1,opt,name=lease_id,json=leaseId,proto3" json:"lease_id,omitempty"`
+	// intent_json is the node's desired nodestate.Node (JSON); a node with
+	// nothing but its name is "nothing" (after destroy).
+	IntentJson    []byte `protobuf:"bytes,2,opt,name=intent_json,json=intentJson,proto3" json:"intent_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetIntentRequest) Reset() {
+	*x = SetIntentRequest{}
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetIntentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetIntentRequest) ProtoMessage() {}
+
+func (x *SetIntentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetIntentRequest.ProtoReflect.Descriptor instead.
+func (*SetIntentRequest) Descriptor() ([]byte, []int) {
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SetIntentRequest) GetLeaseId() string {
+	if x != nil {
+		return x.LeaseId
+	}
+	return ""
+}
+
+func (x *SetIntentRequest) GetIntentJson() []byte {
+	if x != nil {
+		return x.IntentJson
+	}
+	return nil
+}
+
+type SetIntentReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetIntentReply) Reset() {
+	*x = SetIntentReply{}
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetIntentReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetIntentReply) ProtoMessage() {}
+
+func (x *SetIntentReply) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetIntentReply.ProtoReflect.Descriptor instead.
+func (*SetIntentReply) Descriptor() ([]byte, []int) {
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{31}
+}
+
 var File_segchain_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_segchain_agent_v1_agent_proto_rawDesc = "" +
@@ -1475,7 +1565,12 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\x18JournalUnfinishedRequest\"E\n" +
 	"\x16JournalUnfinishedReply\x12\x19\n" +
 	"\bops_json\x18\x01 \x01(\fR\aopsJson\x12\x10\n" +
-	"\x03who\x18\x02 \x01(\tR\x03who2\xa9\n" +
+	"\x03who\x18\x02 \x01(\tR\x03who\"N\n" +
+	"\x10SetIntentRequest\x12\x19\n" +
+	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1f\n" +
+	"\vintent_json\x18\x02 \x01(\fR\n" +
+	"intentJson\"\x10\n" +
+	"\x0eSetIntentReply2\xfe\n" +
 	"\n" +
 	"\x05Agent\x12J\n" +
 	"\x06Health\x12 .segchain.agent.v1.HealthRequest\x1a\x1e.segchain.agent.v1.HealthReply\x12M\n" +
@@ -1492,7 +1587,8 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\fReleaseLease\x12&.segchain.agent.v1.ReleaseLeaseRequest\x1a$.segchain.agent.v1.ReleaseLeaseReply\x12_\n" +
 	"\rJournalRecord\x12'.segchain.agent.v1.JournalRecordRequest\x1a%.segchain.agent.v1.JournalRecordReply\x12\\\n" +
 	"\fJournalClear\x12&.segchain.agent.v1.JournalClearRequest\x1a$.segchain.agent.v1.JournalClearReply\x12k\n" +
-	"\x11JournalUnfinished\x12+.segchain.agent.v1.JournalUnfinishedRequest\x1a).segchain.agent.v1.JournalUnfinishedReplyB8Z6github.com/segchain/segchain/internal/agentrpc/agentpbb\x06proto3"
+	"\x11JournalUnfinished\x12+.segchain.agent.v1.JournalUnfinishedRequest\x1a).segchain.agent.v1.JournalUnfinishedReply\x12S\n" +
+	"\tSetIntent\x12#.segchain.agent.v1.SetIntentRequest\x1a!.segchain.agent.v1.SetIntentReplyB8Z6github.com/segchain/segchain/internal/agentrpc/agentpbb\x06proto3"
 
 var (
 	file_segchain_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -1506,7 +1602,7 @@ func file_segchain_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_segchain_agent_v1_agent_proto_rawDescData
 }
 
-var file_segchain_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_segchain_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_segchain_agent_v1_agent_proto_goTypes = []any{
 	(*HealthRequest)(nil),            // 0: segchain.agent.v1.HealthRequest
 	(*HealthReply)(nil),              // 1: segchain.agent.v1.HealthReply
@@ -1538,10 +1634,12 @@ var file_segchain_agent_v1_agent_proto_goTypes = []any{
 	(*JournalClearReply)(nil),        // 27: segchain.agent.v1.JournalClearReply
 	(*JournalUnfinishedRequest)(nil), // 28: segchain.agent.v1.JournalUnfinishedRequest
 	(*JournalUnfinishedReply)(nil),   // 29: segchain.agent.v1.JournalUnfinishedReply
-	nil,                              // 30: segchain.agent.v1.OriginalsReply.SysctlsEntry
+	(*SetIntentRequest)(nil),         // 30: segchain.agent.v1.SetIntentRequest
+	(*SetIntentReply)(nil),           // 31: segchain.agent.v1.SetIntentReply
+	nil,                              // 32: segchain.agent.v1.OriginalsReply.SysctlsEntry
 }
 var file_segchain_agent_v1_agent_proto_depIdxs = []int32{
-	30, // 0: segchain.agent.v1.OriginalsReply.sysctls:type_name -> segchain.agent.v1.OriginalsReply.SysctlsEntry
+	32, // 0: segchain.agent.v1.OriginalsReply.sysctls:type_name -> segchain.agent.v1.OriginalsReply.SysctlsEntry
 	0,  // 1: segchain.agent.v1.Agent.Health:input_type -> segchain.agent.v1.HealthRequest
 	2,  // 2: segchain.agent.v1.Agent.Version:input_type -> segchain.agent.v1.VersionRequest
 	4,  // 3: segchain.agent.v1.Agent.Observe:input_type -> segchain.agent.v1.ObserveRequest
@@ -1557,23 +1655,25 @@ var file_segchain_agent_v1_agent_proto_depIdxs = []int32{
 	24, // 13: segchain.agent.v1.Agent.JournalRecord:input_type -> segchain.agent.v1.JournalRecordRequest
 	26, // 14: segchain.agent.v1.Agent.JournalClear:input_type -> segchain.agent.v1.JournalClearRequest
 	28, // 15: segchain.agent.v1.Agent.JournalUnfinished:input_type -> segchain.agent.v1.JournalUnfinishedRequest
-	1,  // 16: segchain.agent.v1.Agent.Health:output_type -> segchain.agent.v1.HealthReply
-	3,  // 17: segchain.agent.v1.Agent.Version:output_type -> segchain.agent.v1.VersionReply
-	5,  // 18: segchain.agent.v1.Agent.Observe:output_type -> segchain.agent.v1.ObserveReply
-	7,  // 19: segchain.agent.v1.Agent.Execute:output_type -> segchain.agent.v1.ExecuteReply
-	9,  // 20: segchain.agent.v1.Agent.Check:output_type -> segchain.agent.v1.CheckReply
-	11, // 21: segchain.agent.v1.Agent.Unsupported:output_type -> segchain.agent.v1.UnsupportedReply
-	13, // 22: segchain.agent.v1.Agent.Counters:output_type -> segchain.agent.v1.CountersReply
-	15, // 23: segchain.agent.v1.Agent.BoundaryCounters:output_type -> segchain.agent.v1.BoundaryCountersReply
-	17, // 24: segchain.agent.v1.Agent.Forget:output_type -> segchain.agent.v1.ForgetReply
-	19, // 25: segchain.agent.v1.Agent.Originals:output_type -> segchain.agent.v1.OriginalsReply
-	21, // 26: segchain.agent.v1.Agent.AcquireLease:output_type -> segchain.agent.v1.AcquireLeaseReply
-	23, // 27: segchain.agent.v1.Agent.ReleaseLease:output_type -> segchain.agent.v1.ReleaseLeaseReply
-	25, // 28: segchain.agent.v1.Agent.JournalRecord:output_type -> segchain.agent.v1.JournalRecordReply
-	27, // 29: segchain.agent.v1.Agent.JournalClear:output_type -> segchain.agent.v1.JournalClearReply
-	29, // 30: segchain.agent.v1.Agent.JournalUnfinished:output_type -> segchain.agent.v1.JournalUnfinishedReply
-	16, // [16:31] is the sub-list for method output_type
-	1,  // [1:16] is the sub-list for method input_type
+	30, // 16: segchain.agent.v1.Agent.SetIntent:input_type -> segchain.agent.v1.SetIntentRequest
+	1,  // 17: segchain.agent.v1.Agent.Health:output_type -> segchain.agent.v1.HealthReply
+	3,  // 18: segchain.agent.v1.Agent.Version:output_type -> segchain.agent.v1.VersionReply
+	5,  // 19: segchain.agent.v1.Agent.Observe:output_type -> segchain.agent.v1.ObserveReply
+	7,  // 20: segchain.agent.v1.Agent.Execute:output_type -> segchain.agent.v1.ExecuteReply
+	9,  // 21: segchain.agent.v1.Agent.Check:output_type -> segchain.agent.v1.CheckReply
+	11, // 22: segchain.agent.v1.Agent.Unsupported:output_type -> segchain.agent.v1.UnsupportedReply
+	13, // 23: segchain.agent.v1.Agent.Counters:output_type -> segchain.agent.v1.CountersReply
+	15, // 24: segchain.agent.v1.Agent.BoundaryCounters:output_type -> segchain.agent.v1.BoundaryCountersReply
+	17, // 25: segchain.agent.v1.Agent.Forget:output_type -> segchain.agent.v1.ForgetReply
+	19, // 26: segchain.agent.v1.Agent.Originals:output_type -> segchain.agent.v1.OriginalsReply
+	21, // 27: segchain.agent.v1.Agent.AcquireLease:output_type -> segchain.agent.v1.AcquireLeaseReply
+	23, // 28: segchain.agent.v1.Agent.ReleaseLease:output_type -> segchain.agent.v1.ReleaseLeaseReply
+	25, // 29: segchain.agent.v1.Agent.JournalRecord:output_type -> segchain.agent.v1.JournalRecordReply
+	27, // 30: segchain.agent.v1.Agent.JournalClear:output_type -> segchain.agent.v1.JournalClearReply
+	29, // 31: segchain.agent.v1.Agent.JournalUnfinished:output_type -> segchain.agent.v1.JournalUnfinishedReply
+	31, // 32: segchain.agent.v1.Agent.SetIntent:output_type -> segchain.agent.v1.SetIntentReply
+	17, // [17:33] is the sub-list for method output_type
+	1,  // [1:17] is the sub-list for method input_type
 	1,  // [1:1] is the sub-list for extension type_name
 	1,  // [1:1] is the sub-list for extension extendee
 	0,  // [0:1] is the sub-list for field type_name
@@ -1590,7 +1690,7 @@ func file_segchain_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_segchain_agent_v1_agent_proto_rawDesc), len(file_segchain_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -44,6 +44,7 @@ const (
 	Agent_JournalRecord_FullMethodName     = "/segchain.agent.v1.Agent/JournalRecord"
 	Agent_JournalClear_FullMethodName      = "/segchain.agent.v1.Agent/JournalClear"
 	Agent_JournalUnfinished_FullMethodName = "/segchain.agent.v1.Agent/JournalUnfinished"
+	Agent_SetIntent_FullMethodName         = "/segchain.agent.v1.Agent/SetIntent"
 )
 
 // AgentClient is the client API for Agent service.
@@ -83,6 +84,12 @@ type AgentClient interface {
 	JournalRecord(ctx context.Context, in *JournalRecordRequest, opts ...grpc.CallOption) (*JournalRecordReply, error)
 	JournalClear(ctx context.Context, in *JournalClearRequest, opts ...grpc.CallOption) (*JournalClearReply, error)
 	JournalUnfinished(ctx context.Context, in *JournalUnfinishedRequest, opts ...grpc.CallOption) (*JournalUnfinishedReply, error)
+	// SetIntent hands the agent the node's intent once an apply (or a
+	// destroy: the intent is then "nothing") has succeeded: the node's
+	// desired state, which the agent keeps on disk and, with
+	// `segchain agent --reconcile`, re-applies when the node drifts from
+	// it. Needs the caller's lease.
+	SetIntent(ctx context.Context, in *SetIntentRequest, opts ...grpc.CallOption) (*SetIntentReply, error)
 }
 
 type agentClient struct {
@@ -243,6 +250,16 @@ func (c *agentClient) JournalUnfinished(ctx context.Context, in *JournalUnfinish
 	return out, nil
 }
 
+func (c *agentClient) SetIntent(ctx context.Context, in *SetIntentRequest, opts ...grpc.CallOption) (*SetIntentReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetIntentReply)
+	err := c.cc.Invoke(ctx, Agent_SetIntent_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -280,6 +297,12 @@ type AgentServer interface {
 	JournalRecord(context.Context, *JournalRecordRequest) (*JournalRecordReply, error)
 	JournalClear(context.Context, *JournalClearRequest) (*JournalClearReply, error)
 	JournalUnfinished(context.Context, *JournalUnfinishedRequest) (*JournalUnfinishedReply, error)
+	// SetIntent hands the agent the node's intent once an apply (or a
+	// destroy: the intent is then "nothing") has succeeded: the node's
+	// desired state, which the agent keeps on disk and, with
+	// `segchain agent --reconcile`, re-applies when the node drifts from
+	// it. Needs the caller's lease.
+	SetIntent(context.Context, *SetIntentRequest) (*SetIntentReply, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -334,6 +357,9 @@ func (UnimplementedAgentServer) JournalClear(context.Context, *JournalClearReque
 }
 func (UnimplementedAgentServer) JournalUnfinished(context.Context, *JournalUnfinishedRequest) (*JournalUnfinishedReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method JournalUnfinished not implemented")
+}
+func (UnimplementedAgentServer) SetIntent(context.Context, *SetIntentRequest) (*SetIntentReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetIntent not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -626,6 +652,24 @@ func _Agent_JournalUnfinished_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_SetIntent_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetIntentRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).SetIntent(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_SetIntent_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).SetIntent(ctx, req.(*SetIntentRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -692,6 +736,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "JournalUnfinished",
 			Handler:    _Agent_JournalUnfinished_Handler,
+		},
+		{
+			MethodName: "SetIntent",
+			Handler:    _Agent_SetIntent_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

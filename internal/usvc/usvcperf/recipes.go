@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/segchain/segchain/internal/ids"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
@@ -19,17 +21,32 @@ import (
 //	                 whose thread is pinned to the SUT CPU and counted as SUT
 //	userspace-batch  the same in batched mode (64 packets per call)
 //	End.ASM          a no-op SR-unaware function behind End.ASM
+//	userspace-ids    the IDS engine (internal/ids) in IPS mode with
+//	                 IDSRules synthetic content rules, batched as
+//	                 userspace-batch: the cost of inspection on top
 //
 // Test packet: SRv6 (SRH: the service's SID, then a far SID; SL 1)
 // carrying an IPv6 UDP packet, as native End's.
+//
+// The worker runs SCHED_FIFO (srv6svc.Config.Realtime), as the docs
+// recommend when a worker shares its CPU with the NAPI thread that feeds
+// it: the SUT has one core here. As a normal task it lost the CPU to the
+// NAPI thread, which then steered and copied five frames into the full
+// socket ring for every frame the worker served (see docs/userspace.md,
+// "Performance").
 func Recipes() []perf.Recipe {
 	r := &runner{svcs: map[key]bool{}}
 	return []perf.Recipe{
 		perf.NewRecipe("userspace-sync", "no-op userspace SR-aware service (pkg/srv6svc, AF_XDP), synchronous: End in userspace", r.setup(sync_)),
 		perf.NewRecipe("userspace-batch", "no-op userspace SR-aware service (pkg/srv6svc, AF_XDP), batched (64): End in userspace", r.setup(batch)),
 		perf.NewRecipe("End.ASM", "shared-memory SR proxy (pkg/srv6svc) with a no-op SR-unaware function", r.setup(asm)),
+		perf.NewRecipe("userspace-ids", fmt.Sprintf("SR-aware IPS (internal/ids, %d synthetic content rules) as a batched userspace service", IDSRules), r.setup(idsMode)),
 	}
 }
+
+// IDSRules is the size of userspace-ids' rule set (the issue's "IDS with
+// 1,000 content rules").
+const IDSRules = 1000
 
 type mode int
 
@@ -37,6 +54,7 @@ const (
 	sync_ mode = iota
 	batch
 	asm
+	idsMode
 )
 
 type key struct {
@@ -73,7 +91,14 @@ func (r *runner) start(env *perf.Env, k int, sid netip.Addr, m mode) error {
 	}
 	tids := make(chan int, 1)
 	cfg := srv6svc.Config{Name: fmt.Sprintf("perf-%d", k), SIDs: []netip.Prefix{netip.PrefixFrom(sid, 128)},
-		Interfaces: []string{env.In}, Queues: 1, WorkerStart: func(int) { tids <- unix.Gettid() }}
+		Interfaces: []string{env.In}, Queues: 1, Realtime: true, WorkerStart: func(int) { tids <- unix.Gettid() }}
+	var handle func([]*srv6svc.Packet, []srv6svc.Verdict)
+	if m == idsMode {
+		var err error
+		if handle, err = ipsBatch(IDSRules); err != nil {
+			return err
+		}
+	}
 	var svc *srv6svc.Service
 	err := env.Do(func() error {
 		var err error
@@ -93,6 +118,8 @@ func (r *runner) start(env *perf.Env, k int, sid netip.Addr, m mode) error {
 			done <- svc.ServeBatch(ctx, func([]*srv6svc.Packet, []srv6svc.Verdict) {})
 		case asm:
 			done <- svc.ServeASM(ctx, func([]byte) srv6svc.InnerVerdict { return srv6svc.Pass })
+		case idsMode:
+			done <- svc.ServeBatch(ctx, handle)
 		}
 	}()
 	stop := func() error {
@@ -117,4 +144,23 @@ func (r *runner) start(env *perf.Env, k int, sid netip.Addr, m mode) error {
 		return stop()
 	})
 	return nil
+}
+
+// ipsBatch is a batch handler inspecting every packet with an IPS engine
+// of n synthetic rules (one worker: one scratch).
+func ipsBatch(n int) (func([]*srv6svc.Packet, []srv6svc.Verdict), error) {
+	rules, err := ids.Parse(strings.NewReader(ids.SyntheticRules(n)), "synthetic", nil)
+	if err != nil {
+		return nil, err
+	}
+	e, err := ids.New(rules, ids.Options{Mode: ids.ModeIPS})
+	if err != nil {
+		return nil, err
+	}
+	var s ids.ServiceScratch
+	return func(ps []*srv6svc.Packet, vs []srv6svc.Verdict) {
+		for i, p := range ps {
+			vs[i] = ids.ServiceVerdict(e.Inspect(s.FromService(p)))
+		}
+	}, nil
 }

@@ -22,7 +22,7 @@ type Flags struct {
 	Name, Netns, OnFailure string
 	SIDs, Devs             list
 	Queues, BatchSize      int
-	Batch                  bool
+	Batch, Realtime        bool
 }
 
 type list []string
@@ -40,13 +40,14 @@ func (f *Flags) Register(fs *flag.FlagSet, name string) {
 	fs.IntVar(&f.Queues, "queues", 0, "receive queues per interface to serve (0: all)")
 	fs.BoolVar(&f.Batch, "batch", false, "asynchronous batched mode (default: synchronous, one packet at a time)")
 	fs.IntVar(&f.BatchSize, "batch-size", 64, "packets per batch in batched mode")
+	fs.BoolVar(&f.Realtime, "realtime", false, "run the workers SCHED_FIFO, ahead of the kernel's NAPI thread on a shared CPU (needs CAP_SYS_NICE; the start line says sched=fifo or sched=normal)")
 }
 
 // Config checks the flags and returns the binding's configuration, with
 // every error.
 func (f *Flags) Config() (srv6svc.Config, error) {
 	var errs []string
-	cfg := srv6svc.Config{Name: f.Name, Netns: f.Netns, Interfaces: f.Devs, Queues: f.Queues, BatchSize: f.BatchSize}
+	cfg := srv6svc.Config{Name: f.Name, Netns: f.Netns, Interfaces: f.Devs, Queues: f.Queues, BatchSize: f.BatchSize, Realtime: f.Realtime}
 	for _, s := range f.SIDs {
 		if !strings.Contains(s, "/") {
 			s += "/128"

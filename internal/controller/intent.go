@@ -1,0 +1,40 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// IntentKeeper is implemented by agents that keep their node's last
+// applied intent (agentrpc.Client: the `segchain agent` stores it on
+// disk and, with --reconcile, re-applies it when the node drifts).
+type IntentKeeper interface {
+	// SetIntent hands the node its desired state once it is applied
+	// (a node with only its name after a destroy: "nothing").
+	SetIntent(ctx context.Context, want *nodestate.Node) error
+}
+
+// keepIntents hands every node whose agent is an IntentKeeper its intent,
+// Concurrency at a time: the plan's state after an apply, nothing after
+// a destroy. It runs only once every node is as planned (an apply that
+// failed and was rolled back hands nothing: the previous intent stands).
+func (c *Controller) keepIntents(ctx context.Context, destroyed bool) error {
+	errs := c.each(ctx, c.nodes(), func(ctx context.Context, _ int, n string) error {
+		k, ok := c.Agents[n].(IntentKeeper)
+		if !ok {
+			return nil
+		}
+		want := c.Plan.Nodes[n]
+		if destroyed || want == nil {
+			want = &nodestate.Node{Name: n}
+		}
+		return k.SetIntent(ctx, want)
+	})
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("the nodes are as planned, but their agents did not all take the intent (their reconcile stays suspended until the next apply):\n%w", err)
+	}
+	return nil
+}
