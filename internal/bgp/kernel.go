@@ -342,6 +342,9 @@ func (l *logger) remember(msg string, f gobgplog.Fields) {
 	default:
 		return
 	}
+	if r, _ := f["Reason"].(string); r == "dying" || r == "admin-down" {
+		return // the speaker itself stopped or shut it
+	}
 	var parts []string
 	for _, k := range []string{"Reason", "Data", "Code", "Subcode", "Communicated-Reason", "Err"} {
 		if v, ok := f[k]; ok && fmt.Sprint(v) != "" {

@@ -181,6 +181,9 @@ func (s *Speaker) Close() {
 }
 
 func (s *Speaker) startLocked(in *nodestate.BGP) error {
+	s.stateMu.Lock()
+	s.notes = map[string]string{} // a new speaker, new sessions
+	s.stateMu.Unlock()
 	srv := server.NewBgpServer(server.LoggerOption(&logger{s: s}))
 	go srv.Serve()
 	ctx := context.Background()
@@ -478,6 +481,10 @@ func (s *Speaker) Sessions() []nodestate.BGPSession {
 	for k, v := range s.notes {
 		notes[k] = v
 	}
+	down := map[string]bool{}
+	for k, v := range s.down {
+		down[k] = v
+	}
 	s.stateMu.Unlock()
 	now := time.Now()
 	srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
@@ -505,6 +512,10 @@ func (s *Speaker) Sessions() []nodestate.BGPSession {
 		}
 		if !ss.Established() {
 			ss.Note = notes[a.String()]
+			if down[n.Dev] {
+				// Why it was shut, rather than GoBGP's account of it.
+				ss.Note = "no carrier on " + n.Dev
+			}
 			// A NOTIFICATION refusing our OPEN is not logged by GoBGP
 			// before the session is up; its counter is kept.
 			if nr := st.GetMessages().GetReceived().GetNotification(); ss.Note == "" && nr > 0 && ss.Admin == "" {
