@@ -296,7 +296,7 @@ func (s *Speaker) linkEvent(ctx context.Context, srv *server.BgpServer, dev stri
 	}
 	// Routes first (the next recomputation skips the link), then the
 	// sessions.
-	s.poke()
+	s.pokeNow()
 	for _, n := range peers {
 		a := n.Addr.String()
 		var err error

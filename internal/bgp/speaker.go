@@ -37,6 +37,11 @@ const StateFile = "bgp.json"
 // event (a safety net; events recompute them at once).
 const resync = 2 * time.Second
 
+// coalesce is how long a recomputation waits for more BGP events after
+// the first: one per burst of UPDATEs instead of one per UPDATE. A carrier
+// change does not wait.
+const coalesce = 20 * time.Millisecond
+
 var ipv6Unicast = &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
 
 // Speaker runs one node's BGP intent. Its methods are safe for concurrent
@@ -63,7 +68,9 @@ type Speaker struct {
 	down    map[string]bool
 	notes   map[string]string
 
-	kick chan struct{}
+	// kick asks for a recomputation after a BGP event (coalesced over
+	// coalesce: a converging RIB sends bursts), urgent at once (carrier).
+	kick, urgent chan struct{}
 }
 
 // New returns a stopped speaker for the node in namespace netns ("" = the
@@ -73,7 +80,7 @@ func New(netns, stateDir string, log *slog.Logger) *Speaker {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Speaker{netns: netns, stateDir: stateDir, log: log.With("component", "bgp"),
-		down: map[string]bool{}, notes: map[string]string{}, kick: make(chan struct{}, 1)}
+		down: map[string]bool{}, notes: map[string]string{}, kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
 }
 
 // Restore runs the intent persisted by the last Set, if any (agent start).
@@ -360,6 +367,14 @@ func (s *Speaker) poke() {
 	}
 }
 
+// pokeNow asks for a recomputation without coalescing.
+func (s *Speaker) pokeNow() {
+	select {
+	case s.urgent <- struct{}{}:
+	default:
+	}
+}
+
 func (s *Speaker) note(peer, msg string) {
 	s.stateMu.Lock()
 	defer s.stateMu.Unlock()
@@ -381,6 +396,20 @@ func (s *Speaker) run(ctx context.Context, srv *server.BgpServer) {
 		case <-ctx.Done():
 			return
 		case <-s.kick:
+			w := time.NewTimer(coalesce)
+			select {
+			case <-w.C:
+			case <-s.urgent:
+				w.Stop()
+			case <-ctx.Done():
+				w.Stop()
+				return
+			}
+			select { // the events of the burst are covered
+			case <-s.kick:
+			default:
+			}
+		case <-s.urgent:
 		case <-t.C:
 		}
 		if err := s.reconcile(ctx, srv); err != nil && ctx.Err() == nil {
