@@ -234,8 +234,9 @@ func (e *env) sessions() map[string][]session {
 	return m
 }
 
-// waitEstablished waits until every session of every GoBGP node is
-// established.
+// waitEstablished waits until every session of every node (GoBGP and
+// FRR) is established and has received prefixes (every neighbour
+// announces at least its link prefixes).
 func (e *env) waitEstablished(limit time.Duration) map[string][]session {
 	e.t.Helper()
 	deadline := time.Now().Add(limit)
@@ -244,7 +245,7 @@ func (e *env) waitEstablished(limit time.Duration) map[string][]session {
 		ok := len(ss) > 0
 		for _, l := range ss {
 			for _, s := range l {
-				ok = ok && s.State == "established"
+				ok = ok && s.State == "established" && s.Received > 0
 			}
 		}
 		if ok {
