@@ -39,7 +39,7 @@ const resync = 2 * time.Second
 
 // coalesce is how long a recomputation waits for more BGP events after
 // the first: one per burst of UPDATEs instead of one per UPDATE. A carrier
-// change does not wait.
+// change or a session going up or down does not wait.
 const coalesce = 20 * time.Millisecond
 
 var ipv6Unicast = &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
@@ -208,8 +208,14 @@ func (s *Speaker) startLocked(in *nodestate.BGP) error {
 			{Type: api.WatchEventRequest_Table_Filter_BEST},
 		}},
 	}, func(r *api.WatchEventResponse) {
-		if p := r.GetPeer(); p != nil && p.GetPeer().GetState().GetSessionState() == api.PeerState_ESTABLISHED {
-			s.note(p.GetPeer().GetState().GetNeighborAddress(), "")
+		if p := r.GetPeer(); p != nil {
+			if p.GetPeer().GetState().GetSessionState() == api.PeerState_ESTABLISHED {
+				s.note(p.GetPeer().GetState().GetNeighborAddress(), "")
+			}
+			// A session going down (hold timer, NOTIFICATION) takes its
+			// paths with it: recompute at once.
+			s.pokeNow()
+			return
 		}
 		s.poke()
 	}); err != nil {
