@@ -39,6 +39,13 @@ type env struct {
 // agent and no FRR daemon outlives it.
 func newEnv(t *testing.T, file string) *env {
 	t.Helper()
+	return newEnvArgs(t, file, true)
+}
+
+// newEnvArgs is newEnv; bgp says the file is a bgp domain (FRR expected
+// when it has routers), otherwise the lab gets --agents explicitly.
+func newEnvArgs(t *testing.T, file string, bgp bool) *env {
+	t.Helper()
 	testutil.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("privileged namespace test: skipped with -short")
@@ -75,7 +82,11 @@ func newEnv(t *testing.T, file string) *env {
 			}
 		}
 	})
-	e.must("lab", "up", "-f", file, "--lab", e.lab)
+	args := []string{"lab", "up", "-f", file, "--lab", e.lab}
+	if !bgp {
+		args = append(args, "--agents")
+	}
+	e.must(args...)
 	l, err := lab.Get(e.lab)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +95,7 @@ func newEnv(t *testing.T, file string) *env {
 	if len(l.Agents) != len(l.Nodes) {
 		t.Fatalf("routing: bgp lab has %d agents for %d nodes", len(l.Agents), len(l.Nodes))
 	}
-	if len(l.FRR) == 0 {
+	if bgp && len(l.FRR) == 0 {
 		t.Fatal("routing: bgp lab runs no FRR")
 	}
 	return e
