@@ -94,8 +94,8 @@ func TestPrivilegedBGPRedundantFailover(t *testing.T) {
 	}
 	// While the link was down, ingress's session with r1 was shut and
 	// said why; now it is up again.
-	e.waitEstablished(20 * time.Second)
-	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r1", "eth-r2"}, 10*time.Second)
+	e.waitEstablished(30 * time.Second)
+	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r1", "eth-r2"}, 20*time.Second)
 	if out := e.must("status", "--lab", e.lab); !strings.Contains(out, "BGP NODE") {
 		t.Errorf("status shows no BGP sessions:\n%s", out)
 	}
