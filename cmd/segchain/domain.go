@@ -16,6 +16,7 @@ import (
 	"github.com/segchain/segchain/internal/agentrpc"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/frr"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodeagent"
@@ -492,6 +493,7 @@ objects).`,
 				return err
 			}
 			st := c.Status(cmd.Context())
+			labRouters(st, f.labNm, c.Plan)
 			if f.output == "json" {
 				if err := writeJSON(cmd.OutOrStdout(), st); err != nil {
 					return err
@@ -576,6 +578,61 @@ func printBoundary(w io.Writer, nodes []controller.NodeStatus) {
 	tw.Flush()
 }
 
+// labRouters adds the sessions of a lab's FRR routers (routing: bgp) to
+// status: their agents have no speaker, FRR answers through vtysh.
+func labRouters(st *controller.Status, labName string, p *plan.Plan) {
+	if labName == "" || len(p.FRR) == 0 {
+		return
+	}
+	l, err := lab.Get(labName)
+	if err != nil {
+		return
+	}
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		dir, ok := l.FRRDir(n.Node)
+		if !ok {
+			continue
+		}
+		ns, err := l.Netns(n.Node)
+		if err == nil {
+			n.BGP, err = frr.Sessions(ns, dir, p.FRR[n.Node])
+		}
+		if err != nil && n.Error == "" {
+			n.Error = "FRR: " + err.Error()
+		}
+	}
+}
+
+// printBGP lists every node's BGP sessions (routing: bgp); nothing when no
+// node has a speaker.
+func printBGP(w io.Writer, nodes []controller.NodeStatus) {
+	var rows []string
+	for _, n := range nodes {
+		for _, s := range n.BGP {
+			state := s.State
+			if s.Admin != "" {
+				state += " (admin " + s.Admin + ")"
+			}
+			since := "-"
+			if s.Since > 0 {
+				since = (time.Duration(s.Since) * time.Second).String()
+			}
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\tAS%d\t%s\t%s\t%d\t%s", n.Node, s.Node, s.Peer, s.ASN, state, since, s.Received, s.Note))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BGP NODE\tPEER\tADDRESS\tASN\tSTATE\tSINCE\tRECEIVED\tNOTE")
+	for _, r := range rows {
+		fmt.Fprintln(tw, r)
+	}
+	tw.Flush()
+}
+
 func printStatus(w io.Writer, st *controller.Status) {
 	fmt.Fprintf(w, "domain %s\n\n", st.Domain)
 	for _, ch := range st.Chains {
@@ -612,6 +669,7 @@ func printStatus(w io.Writer, st *controller.Status) {
 		}
 	}
 	tw.Flush()
+	printBGP(w, st.Nodes)
 	printBoundary(w, st.Nodes)
 	if len(st.Drift) > 0 {
 		nodes := make([]string, 0, len(st.Drift))

@@ -87,7 +87,13 @@ certificates of a lab CA; plan, apply, destroy and status --lab then
 program the nodes through their agents. 'lab down' stops the agents.
 --agent-exe runs 'PATH agent ...' instead of this binary's agent: the
 segchain-agent binary (make build) is the same agent, linking only its own
-packages. See docs/agents.md.`,
+packages. See docs/agents.md.
+
+A domain with routing: bgp implies --agents (each SR node's BGP speaker
+runs in its agent) and starts FRR (zebra, bgpd, bfdd with bfd) in every
+router node, with the configuration segchain generates; 'lab down' stops
+it. 'lab exec ROUTER -- vtysh ...' reaches that node's FRR. See
+docs/routing.md.`,
 		Example: `  segchain lab up
   segchain lab up -f examples/default.yaml --lab demo -o json`,
 		Args: cobra.NoArgs,
@@ -113,9 +119,18 @@ packages. See docs/agents.md.`,
 				return err
 			}
 			topo.Name, topo.File = name, file
+			if d.Routing.Mode == config.RoutingBGP && !agents {
+				// A BGP speaker lives as long as a process does: the
+				// nodes' agents run them (docs/routing.md).
+				fmt.Fprintln(cmd.ErrOrStderr(), "routing: bgp: starting an agent in every node (implies --agents)")
+				agents = true
+			}
 			l, err := lab.Up(topo)
 			if err != nil {
 				return err
+			}
+			if err := l.StartRouting(d); err != nil {
+				return errors.Join(err, lab.Down(l.Name))
 			}
 			if agents {
 				exe, err := agentExe, error(nil)
@@ -301,7 +316,7 @@ status of CMD is the exit status of segchain.`,
 			if err != nil {
 				return err
 			}
-			c := exec.Command("ip", append([]string{"netns", "exec", ns}, args[1:]...)...)
+			c := exec.Command("ip", append([]string{"netns", "exec", ns}, vtyshArgs(l, args[0], args[1:])...)...)
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
 			err = c.Run()
 			var ee *exec.ExitError
@@ -320,6 +335,22 @@ status of CMD is the exit status of segchain.`,
 	}
 	labNameFlag(cmd, &name, "lab name")
 	return cmd
+}
+
+// vtyshArgs points vtysh at the node's own FRR instance (its vty sockets
+// are in the lab's directory, not in /var/run/frr): a command vtysh
+// without --vty_socket gets the node's.
+func vtyshArgs(l *lab.Lab, node string, argv []string) []string {
+	dir, ok := l.FRRDir(node)
+	if !ok || filepath.Base(argv[0]) != "vtysh" {
+		return argv
+	}
+	for _, a := range argv[1:] {
+		if a == "--vty_socket" || strings.HasPrefix(a, "--vty_socket=") || a == "-N" || strings.HasPrefix(a, "--pathspace") {
+			return argv
+		}
+	}
+	return append([]string{argv[0], "--vty_socket", dir}, argv[1:]...)
 }
 
 func newLabAddrCmd() *cobra.Command {

@@ -21,6 +21,7 @@ func newPerfControlPlaneCmd() *cobra.Command {
 		sizes    []int
 		output   string
 		plotTo   string
+		routing  string
 		agentExe string
 	)
 	cmd := &cobra.Command{
@@ -59,7 +60,7 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 			if agentExe == "" {
 				agentExe = sameBuildAgent(exe)
 			}
-			res, err := cpbench.Run(cmd.Context(), exe, agentExe, "cp"+hex.EncodeToString(b)+"-", sizes, cmd.ErrOrStderr())
+			res, err := cpbench.RunRouting(cmd.Context(), exe, agentExe, "cp"+hex.EncodeToString(b)+"-", sizes, routing, cmd.ErrOrStderr())
 			if plotTo != "" && len(res) > 0 {
 				if perr := cpbench.WritePlot(res, plotTo); perr != nil {
 					return perr
@@ -72,9 +73,17 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "NODES\tCHANGES\tLAB UP\tFROM SCRATCH\tNO-OP\tONE CHAIN\tDESTROY\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\tPSS MAX\tPSS MEAN\tAGENT\t")
+			conv := ""
+			if routing == "bgp" {
+				conv = "CONVERGED\t"
+			}
+			fmt.Fprintln(tw, "NODES\tCHANGES\tLAB UP\tFROM SCRATCH\t"+conv+"NO-OP\tONE CHAIN\tDESTROY\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\tPSS MAX\tPSS MEAN\tAGENT\t")
 			for _, r := range res {
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Changes, secs(r.LabUp), secs(r.FromScratch),
+				c := ""
+				if routing == "bgp" {
+					c = secs(r.Converged) + "\t"
+				}
+				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Changes, secs(r.LabUp), secs(r.FromScratch), c,
 					secs(r.NoOp), secs(r.OneChain), secs(r.Destroy), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB),
 					mib(r.AgentPssMaxKiB), mib(r.AgentPssMeanKiB), r.AgentExe)
 			}
@@ -84,6 +93,7 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	}
 	cmd.Flags().IntSliceVar(&sizes, "nodes", []int{10, 50, 100}, "domain sizes (nodes, at least 5)")
 	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&routing, "routing", "", "routing.mode of the generated domains: static (default) or bgp (then CONVERGED: from the start of the apply until the line's ends reach each other's locator over BGP)")
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the times against the number of nodes to this file (.svg, .png)")
 	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "the agents' program (lab up --agent-exe; default: segchain-agent next to this binary if it is the same build, else this binary)")
 	return cmd

@@ -29,6 +29,9 @@ const (
 	// KindBoundary sets (or, with a nil Boundary, removes) the node's SR
 	// domain boundary filter.
 	KindBoundary ObjectKind = "boundary"
+	// KindBGP sets (or, with a nil BGP, stops) the node's BGP speaker
+	// (routing: bgp): served by a segchain agent, which runs it.
+	KindBGP ObjectKind = "bgp"
 )
 
 // Action says what an Op does to its object.
@@ -71,6 +74,11 @@ type Op struct {
 	// ActSet; nil removes it), OldBoundary the one it replaces.
 	Boundary    *nodestate.Boundary `json:"boundary,omitempty"`
 	OldBoundary *nodestate.Boundary `json:"old_boundary,omitempty"`
+	// BGP is the node's desired BGP speaker intent (KindBGP, ActSet; nil
+	// stops the speaker and removes its routes), OldBGP the one it
+	// replaces.
+	BGP    *nodestate.BGP `json:"bgp,omitempty"`
+	OldBGP *nodestate.BGP `json:"old_bgp,omitempty"`
 	// Faults (KindServices) are the broken eBPF objects of the service
 	// kind observed: the op repairs them even when the lists are equal.
 	Faults []string `json:"faults,omitempty"`
@@ -120,8 +128,45 @@ func (o Op) String() string {
 		default:
 			return "~ " + o.OldBoundary.String() + "\n    -> " + o.Boundary.String()
 		}
+	case KindBGP:
+		return bgpString(o.OldBGP, o.BGP)
 	}
 	return "? " + string(o.Kind)
+}
+
+// bgpString renders a KindBGP op: the speaker's head, then the neighbors
+// and prefixes added (+) and removed (-).
+func bgpString(old, now *nodestate.BGP) string {
+	var b strings.Builder
+	switch {
+	case now == nil:
+		return "- " + old.Head()
+	case old == nil:
+		b.WriteString("+ " + now.Head())
+	case old.Head() != now.Head():
+		b.WriteString("~ " + old.Head() + " -> " + now.Head())
+	default:
+		b.WriteString("~ " + now.Head())
+	}
+	was, is := map[string]bool{}, map[string]bool{}
+	ol, nl := old.Lines(), now.Lines()
+	for _, l := range ol {
+		was[l] = true
+	}
+	for _, l := range nl[1:] {
+		is[l] = true
+		if !was[l] {
+			b.WriteString("\n    + " + l)
+		}
+	}
+	if len(ol) > 0 {
+		for _, l := range ol[1:] {
+			if !is[l] {
+				b.WriteString("\n    - " + l)
+			}
+		}
+	}
+	return b.String()
 }
 
 // servicesString renders a KindServices op: the count, then the services
@@ -201,6 +246,8 @@ func (o Op) Inverse() Op {
 		return Op{Kind: KindServices, Action: ActSet, Service: o.Service, Services: o.OldServices, OldServices: o.Services}
 	case KindBoundary:
 		return Op{Kind: KindBoundary, Action: ActSet, Boundary: o.OldBoundary, OldBoundary: o.Boundary}
+	case KindBGP:
+		return Op{Kind: KindBGP, Action: ActSet, BGP: o.OldBGP, OldBGP: o.BGP}
 	}
 	return o
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agentrpc"
+	"github.com/segchain/segchain/internal/bgp"
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/metrics"
@@ -144,6 +145,9 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	if f.netns != "" && !nsutil.Exists(f.netns) {
 		return fmt.Errorf("no network namespace %q (ip netns list)", f.netns)
 	}
+	if err := enterNetns(f.netns); err != nil {
+		return err
+	}
 	var files pki.Files
 	if f.pkiDir != "" {
 		files = pki.DirFiles(f.pkiDir, pki.RoleNode, f.node)
@@ -203,7 +207,14 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	if err != nil {
 		log.Error("intent not loaded", "err", err)
 	}
-	local := &lockedLocal{Local: nodeagent.NewLocal(f.node, f.netns), key: key, intents: intents}
+	// The node's BGP speaker (routing: bgp) lives as long as the agent;
+	// the intent it ran before a restart runs again at once.
+	speaker := bgp.New(f.netns, f.stateDir, log)
+	if err := speaker.Restore(); err != nil {
+		log.Error("bgp: restore the persisted intent", "err", err)
+	}
+	defer speaker.Close()
+	local := &lockedLocal{Local: nodeagent.NewLocal(f.node, f.netns).WithRouter(speaker), key: key, intents: intents}
 	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
 	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
 	defer jr.Close()
@@ -253,9 +264,6 @@ type lockedLocal struct {
 // Unsupported implements agent.FeatureChecker, remembering the last
 // answer.
 func (l *lockedLocal) Unsupported(ctx context.Context, want *nodestate.Node) ([]string, error) {
-	if !nodeagent.ProbeNeeded(want) {
-		return nil, nil // nothing the probe could find missing
-	}
 	b, err := json.Marshal(want)
 	if err != nil {
 		return nil, err

@@ -181,15 +181,15 @@ func (c *Client) Unsupported(ctx context.Context, want *nodestate.Node) ([]strin
 	return r.Findings, nil
 }
 
-// probed is the part of a desired state the kernel feature probe judges
-// (agent.FeatureChecker: behaviours, flavors, encap modes, HMAC): its
-// seg6 and seg6local routes and its HMAC keys. The rest (static routes:
-// most of a node's state) is not sent.
+// probed is the part of a desired state the feature check judges
+// (agent.FeatureChecker: behaviours, flavors, encap modes, HMAC, a BGP
+// speaker): its seg6 and seg6local routes, its HMAC keys and its BGP
+// intent. The rest (static routes: most of a node's state) is not sent.
 func probed(want *nodestate.Node) *nodestate.Node {
 	if want == nil {
 		return nil
 	}
-	p := &nodestate.Node{Name: want.Name, HMACKeys: want.HMACKeys}
+	p := &nodestate.Node{Name: want.Name, HMACKeys: want.HMACKeys, BGP: want.BGP}
 	for _, r := range want.Routes {
 		if r.Seg6 != nil || r.Seg6Local != nil {
 			p.Routes = append(p.Routes, r)

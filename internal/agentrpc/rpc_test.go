@@ -476,7 +476,7 @@ func TestProbedPart(t *testing.T) {
 			{Dst: p("fc02:d::/64"), Table: 100, Seg6: &nodestate.Seg6Encap{Mode: "encap"}, Owner: "chain c0"},
 		}}
 	got := probed(want)
-	wantP := &nodestate.Node{Name: "n", HMACKeys: want.HMACKeys, Routes: want.Routes[1:]}
+	wantP := &nodestate.Node{Name: "n", HMACKeys: want.HMACKeys, BGP: want.BGP, Routes: want.Routes[1:]}
 	if diff := cmp.Diff(wantP, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("probed (-want +got):\n%s", diff)
 	}

@@ -57,6 +57,17 @@ func validateOp(op agent.Op) error {
 		if op.HMAC == nil {
 			return errors.New("no hmac key")
 		}
+	case agent.KindBGP:
+		if b := op.BGP; b != nil {
+			if b.ASN == 0 {
+				return errors.New("bgp without an ASN")
+			}
+			for _, n := range b.Neighbors {
+				if !n.Addr.IsValid() || n.ASN == 0 || n.Dev == "" {
+					return fmt.Errorf("bgp neighbor %q: needs an address, an ASN and an interface", n.Node)
+				}
+			}
+		}
 	}
 	return nil
 }

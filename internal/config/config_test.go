@@ -93,7 +93,7 @@ func TestErrorPositions(t *testing.T) {
 		got = append(got, *e)
 	}
 	want := []FieldError{
-		{Path: "nodes.b.bogus", Line: 8, Col: 5, Msg: `unknown field "bogus" (known: agent, id, locator, netns, role, sysctls)`},
+		{Path: "nodes.b.bogus", Line: 8, Col: 5, Msg: `unknown field "bogus" (known: agent, bgp, id, locator, netns, role, sysctls)`},
 		{Path: "nodes.b.locator", Line: 7, Col: 14, Msg: "fc00::/48 is /48, sid.locator_bits is 64"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

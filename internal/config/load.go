@@ -350,7 +350,7 @@ func (w *walker) mapping(n *yaml.Node, path string, fn func(key string, k, v *ya
 // Defaults applied after decoding.
 const (
 	DefaultMode      = ModeEncap
-	DefaultRouting   = "static"
+	DefaultRouting   = RoutingStatic
 	DefaultAlgorithm = "sha256"
 	// DefaultReturnTable is the table of a bidirectional IPv6 chain's
 	// default return egress (End.DT6 table main).
@@ -371,6 +371,17 @@ func applyDefaults(d *Domain, present map[string]bool) {
 	}
 	if d.Routing.Mode == "" {
 		d.Routing.Mode = DefaultRouting
+	}
+	if d.Routing.Mode == RoutingBGP {
+		if d.Routing.BGP == nil {
+			d.Routing.BGP = &BGPRouting{}
+		}
+		if d.Routing.BGP.Keepalive == 0 {
+			d.Routing.BGP.Keepalive = DefaultKeepalive
+		}
+		if d.Routing.BGP.Hold == 0 {
+			d.Routing.BGP.Hold = DefaultHold
+		}
 	}
 	for _, k := range d.Security.HMAC {
 		if k != nil && k.Algorithm == "" {

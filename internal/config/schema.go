@@ -36,6 +36,11 @@ var fieldDoc = map[string]string{
 	"Node.netns":   "Network namespace of the node outside a lab (in a lab, the lab names it).",
 	"Node.sysctls": "Extra net.* sysctls for the node.",
 	"Node.agent":   "HOST:PORT of the node's segchain agent (segchain agent): the node is programmed over gRPC with mutual TLS (security.pki) instead of in-process. Without it the node is a namespace on the controller's machine. See docs/agents.md.",
+	"Node.bgp":     "The node's BGP identity under routing: bgp (SR nodes only).",
+
+	"NodeBGP":           "A node's BGP identity.",
+	"NodeBGP.asn":       "Autonomous system number, unique per node (eBGP between nodes). Default 4200000000 + the node's id (private 4-byte ASNs).",
+	"NodeBGP.router_id": "BGP router id, an IPv4 address, unique. Default 10.X.Y.Z from the node's id.",
 
 	"Link":           "A point-to-point link. Each end's address is the link prefix with the node id as host part (fc00:12::/64 gives node 2 fc00:12::2/64).",
 	"Link.endpoints": "Exactly two \"node:iface\" ends; interface names are 1..15 characters of [A-Za-z0-9._-], unique per node, not lo.",
@@ -101,7 +106,13 @@ var fieldDoc = map[string]string{
 	"Egress.sid":      "Pins the SID (inside the node's locator, ARGS zero).",
 
 	"Routing":      "Routing of locators and link prefixes.",
-	"Routing.mode": "static (default): shortest-path static routes computed from the links. frr and gobgp are not supported yet.",
+	"Routing.mode": "static (default): shortest-path static routes computed from the links. bgp: eBGP in IPv6 unicast between the SR nodes over every link; each node advertises its locator, its LOC::1 address and its link prefixes. GoBGP runs inside every SR node's segchain agent (nodes need agents: segchain lab up starts them for a bgp domain), FRR on router nodes; hosts and sf nodes keep static default routes. See docs/routing.md.",
+	"Routing.bgp":  "BGP timers and BFD (routing.mode: bgp only).",
+
+	"BGPRouting":           "Settings of routing.mode: bgp.",
+	"BGPRouting.keepalive": "Keepalive interval in seconds (default 1).",
+	"BGPRouting.hold":      "Hold time in seconds (default 3, at least 3, more than keepalive): a session whose peer falls silent is dropped after it, and its routes withdrawn.",
+	"BGPRouting.bfd":       "Run BFD on sessions between two FRR routers (GoBGP has no BFD: sessions of segchain speakers rely on carrier loss and the hold timer).",
 
 	"Security":              "SRv6 domain security.",
 	"Security.hmac":         "HMAC keys of the kernel's seg6 HMAC table, by name.",
@@ -136,7 +147,7 @@ var schemaEnum = map[string][]any{
 	"Chain.mode":        strs(Modes),
 	"Params.flavors":    strs(Flavors),
 	"HMACKey.algorithm": strs(HMACAlgorithms),
-	"Routing.mode":      {"static"},
+	"Routing.mode":      strs(RoutingModes),
 	"Match.family":      {4, 6},
 	"Firewall.policy":   {PolicyAccept, PolicyDrop},
 }
@@ -156,6 +167,9 @@ var schemaExtra = map[string]map[string]any{
 	"Service.flow_timeout":    {"minimum": 1},
 	"Service.flow_max":        {"minimum": 1, "maximum": srunaware.FlowsMax},
 	"Params.vrftable":         {"minimum": 1},
+	"NodeBGP.asn":             {"minimum": 1, "maximum": maxASN},
+	"BGPRouting.keepalive":    {"minimum": 1, "maximum": maxBGPTimer},
+	"BGPRouting.hold":         {"minimum": 3, "maximum": maxBGPTimer},
 	"Firewall.args": {"propertyNames": map[string]any{"pattern": "^(0x[0-9a-fA-F]+|[0-9]+)$"},
 		"additionalProperties": map[string]any{"type": "string", "enum": []any{"go-next", "skip-next", "go-last", "accept", "drop", "reject"}}},
 }

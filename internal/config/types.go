@@ -77,6 +77,8 @@ type Node struct {
 	Agent string `yaml:"agent,omitempty" json:"agent,omitempty"`
 	// Sysctls are extra net.* settings for this node.
 	Sysctls map[string]string `yaml:"sysctls,omitempty" json:"sysctls,omitempty"`
+	// BGP overrides the node's BGP identity (routing: bgp).
+	BGP *NodeBGP `yaml:"bgp,omitempty" json:"bgp,omitempty"`
 }
 
 // Link is a point-to-point link (a veth pair in the lab). Endpoints are
@@ -205,8 +207,11 @@ type Egress struct {
 
 // Routing says how locators and link prefixes are reached.
 type Routing struct {
-	// Mode: "static" (default) computes shortest-path routes from the links.
+	// Mode: "static" (default) computes shortest-path routes from the
+	// links; "bgp" runs eBGP between the SR nodes (docs/routing.md).
 	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
+	// BGP tunes routing: bgp.
+	BGP *BGPRouting `yaml:"bgp,omitempty" json:"bgp,omitempty"`
 }
 
 // Security holds SRv6 domain security settings.

@@ -45,8 +45,8 @@ var Flavors = []string{"psp", "usp", "usd", "next-csid"}
 // HMACAlgorithms are the seg6 HMAC algorithms.
 var HMACAlgorithms = []string{"sha1", "sha256"}
 
-// RoutingModes are the routing modes; only static is implemented.
-var RoutingModes = []string{"static", "frr", "gobgp"}
+// RoutingModes are the routing modes.
+var RoutingModes = []string{RoutingStatic, RoutingBGP}
 
 // behaviorParams says, per behaviour, which parameters are required and
 // which are allowed (count applies everywhere).
@@ -1033,10 +1033,11 @@ func (v *validator) boundary() {
 
 func (v *validator) routing() {
 	switch m := v.d.Routing.Mode; m {
-	case "static":
+	case RoutingStatic, RoutingBGP:
 	case "frr", "gobgp":
-		v.errf("routing.mode", "%s: not supported yet (only static)", m)
+		v.errf("routing.mode", "%s: say mode: bgp (GoBGP in the segchain agents, FRR on router nodes; docs/routing.md)", m)
 	default:
-		v.errf("routing.mode", "unknown mode %q (static)", m)
+		v.errf("routing.mode", "unknown mode %q (%s)", m, strings.Join(RoutingModes, ", "))
 	}
+	v.bgp()
 }

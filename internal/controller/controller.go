@@ -28,6 +28,9 @@ type Controller struct {
 	// of each phase (parallel.go).
 	Concurrency int
 	NodeTimeout time.Duration
+	// BGPSettle bounds the wait, between the adds and the deletes, for
+	// the BGP sessions an apply starts (bgp.go); 0: DefaultBGPSettle.
+	BGPSettle time.Duration
 	// Preflighted says the caller has just preflighted every node
 	// (segchain apply and destroy do, before they take the leases):
 	// Apply and Destroy then do not again.
@@ -238,6 +241,9 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 	// Adds: endpoints, then headends; deletes: headends, then endpoints.
 	failure := c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, reversed), func(d Diff) []agent.Op { return d.Adds }, record)
 	if failure == nil {
+		c.settleBGP(ctx, res.Diffs)
+	}
+	if failure == nil {
 		failure = c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, order), func(d Diff) []agent.Op { return d.Deletes }, record)
 	}
 	if failure == nil {
@@ -277,7 +283,9 @@ type NodeStatus struct {
 	// Boundary is the drops of the node's boundary filter, per
 	// interface and reason (only those that dropped something).
 	Boundary []nodestate.BoundaryCounter `json:"boundary,omitempty"`
-	Error    string                      `json:"error,omitempty"`
+	// BGP are the sessions of the node's BGP speaker (routing: bgp).
+	BGP   []nodestate.BGPSession `json:"bgp,omitempty"`
+	Error string                 `json:"error,omitempty"`
 }
 
 // SIDStatus is a local SID joined with what the plan says it is.
@@ -329,6 +337,7 @@ func (c *Controller) Status(ctx context.Context) *Status {
 				if oerr != nil {
 					err = oerr
 				} else {
+					ns.BGP = got.BGPSessions
 					if d := Compute(got, c.Plan.Nodes[n]); !d.Empty() {
 						st.Drift[n] = len(d.Adds) + len(d.Deletes)
 						st.Broken = append(st.Broken, brokenBy(c.Plan.Chains, d)...)

@@ -77,6 +77,20 @@ func Compute(observed, desired *nodestate.Node) Diff {
 		}
 	}
 
+	// The BGP speaker (routing: bgp) comes up with the settings, before
+	// anything is steered over the paths it learns, and stops last: its
+	// routes carry a metric of their own (internal/bgp), so static routes
+	// and BGP routes to the same prefix coexist while a domain switches.
+	var bgpDel *agent.Op
+	if observed.BGP.String() != desired.BGP.String() {
+		op := agent.Op{Kind: agent.KindBGP, Action: agent.ActSet, BGP: desired.BGP, OldBGP: observed.BGP}
+		if desired.BGP == nil {
+			bgpDel = &op
+		} else {
+			d.Adds = append(d.Adds, op)
+		}
+	}
+
 	obsRoutes := map[string]nodestate.Route{}
 	for _, r := range observed.Routes {
 		obsRoutes[r.Key()] = r
@@ -158,6 +172,9 @@ func Compute(observed, desired *nodestate.Node) Diff {
 	d.Deletes = append(d.Deletes, policyDels...)
 	d.Deletes = append(d.Deletes, svcDels...)
 	d.Deletes = append(d.Deletes, endpointDels...)
+	if bgpDel != nil {
+		d.Deletes = append(d.Deletes, *bgpDel)
+	}
 	if boundaryDel != nil {
 		d.Deletes = append(d.Deletes, *boundaryDel)
 	}

@@ -22,7 +22,12 @@ const Chains = 4
 // ends, an ingress, n-4 NFV nodes with one End service each, an egress, in
 // a line. With changed, the first chain skips its first service (a
 // one-chain change: its headend policy).
-func Domain(n int, changed bool) string {
+func Domain(n int, changed bool) string { return DomainRouting(n, changed, "") }
+
+// DomainRouting is Domain with routing.mode routing ("" or static: the
+// default; bgp: eBGP between every pair of neighbours, GoBGP in every
+// agent).
+func DomainRouting(n int, changed bool, routing string) string {
 	var b strings.Builder
 	nfv := n - 4
 	fmt.Fprintf(&b, "name: cp%d\nnodes:\n", n)
@@ -64,6 +69,9 @@ func Domain(n int, changed bool) string {
 		fmt.Fprintf(&b, "  c%d:\n    ingress: ingress\n    mode: encap\n    match: {dst: \"fc02:d::/64\", proto: udp, dport: \"%d\"}\n", c, 10000+c)
 		fmt.Fprintf(&b, "    services: [%s]\n    egress: {node: egress, behavior: End.DX6, nh6: \"fc02:d::fffd\"}\n", strings.Join(svcs, ", "))
 	}
+	if routing != "" {
+		fmt.Fprintf(&b, "routing:\n  mode: %s\n", routing)
+	}
 	return b.String()
 }
 
@@ -77,6 +85,12 @@ type Result struct {
 	NoOp        time.Duration `json:"noop_ns"`
 	OneChain    time.Duration `json:"one_chain_ns"`
 	Destroy     time.Duration `json:"destroy_ns"`
+	// Routing is the domain's routing mode; under bgp, Converged is the
+	// time from the start of the apply from scratch until ingress and
+	// egress, the two ends of the line, route to each other's locator
+	// (BGP routes, protocol 199).
+	Routing   string        `json:"routing,omitempty"`
+	Converged time.Duration `json:"converged_ns,omitempty"`
 	// Agent resident memory after the applies (VmRSS), KiB, and its
 	// anonymous part (RssAnon: heap and stacks; the rest is the binary's
 	// file pages, shared by every agent on the host), and the
@@ -97,12 +111,17 @@ type Result struct {
 // agentExe's (lab up --agent-exe; "": exe's own agent); labs are named
 // prefix-N and removed afterwards, even on failure. Progress goes to log.
 func Run(ctx context.Context, exe, agentExe, prefix string, sizes []int, log io.Writer) ([]Result, error) {
+	return RunRouting(ctx, exe, agentExe, prefix, sizes, "", log)
+}
+
+// RunRouting is Run with the domains' routing mode ("" = static).
+func RunRouting(ctx context.Context, exe, agentExe, prefix string, sizes []int, routing string, log io.Writer) ([]Result, error) {
 	var out []Result
 	for _, n := range sizes {
 		if n < 5 {
 			return out, fmt.Errorf("control-plane benchmark: %d nodes: want at least 5", n)
 		}
-		r, err := runOne(ctx, exe, agentExe, fmt.Sprintf("%s%d", prefix, n), n, log)
+		r, err := runOne(ctx, exe, agentExe, fmt.Sprintf("%s%d", prefix, n), n, routing, log)
 		if err != nil {
 			return out, fmt.Errorf("%d nodes: %w", n, err)
 		}
@@ -111,8 +130,8 @@ func Run(ctx context.Context, exe, agentExe, prefix string, sizes []int, log io.
 	return out, nil
 }
 
-func runOne(ctx context.Context, exe, agentExe, labName string, n int, log io.Writer) (Result, error) {
-	r := Result{Nodes: n, Chains: Chains, AgentExe: filepath.Base(exe)}
+func runOne(ctx context.Context, exe, agentExe, labName string, n int, routing string, log io.Writer) (Result, error) {
+	r := Result{Nodes: n, Chains: Chains, Routing: routing, AgentExe: filepath.Base(exe)}
 	up := []string{"lab", "up", "-f", "", "--lab", labName, "--agents"}
 	if agentExe != "" {
 		up = append(up, "--agent-exe", agentExe)
@@ -124,10 +143,10 @@ func runOne(ctx context.Context, exe, agentExe, labName string, n int, log io.Wr
 	}
 	defer os.RemoveAll(dir)
 	file, changed := filepath.Join(dir, "domain.yaml"), filepath.Join(dir, "changed.yaml")
-	if err := os.WriteFile(file, []byte(Domain(n, false)), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(DomainRouting(n, false, routing)), 0o644); err != nil {
 		return r, err
 	}
-	if err := os.WriteFile(changed, []byte(Domain(n, true)), 0o644); err != nil {
+	if err := os.WriteFile(changed, []byte(DomainRouting(n, true, routing)), 0o644); err != nil {
 		return r, err
 	}
 	run := func(args ...string) (time.Duration, string, error) {
@@ -149,10 +168,18 @@ func runOne(ctx context.Context, exe, agentExe, labName string, n int, log io.Wr
 	defer run("lab", "down", "--lab", labName)
 	defer run("destroy", "-f", file, "--lab", labName)
 	fmt.Fprintf(log, "control-plane %d nodes: apply from scratch\n", n)
+	start := time.Now()
 	if r.FromScratch, out, err = run("apply", "-f", file, "--lab", labName); err != nil {
 		return r, err
 	}
 	r.Changes = appliedChanges(out)
+	if routing == "bgp" {
+		fmt.Fprintf(log, "control-plane %d nodes: waiting for BGP to converge\n", n)
+		if err := converged(ctx, labName, n, 5*time.Minute); err != nil {
+			return r, err
+		}
+		r.Converged = time.Since(start)
+	}
 	if r.NoOp, out, err = run("apply", "-f", file, "--lab", labName); err != nil {
 		return r, err
 	}
@@ -186,6 +213,28 @@ func runOne(ctx context.Context, exe, agentExe, labName string, n int, log io.Wr
 		return r, err
 	}
 	return r, nil
+}
+
+// converged waits until the line's ends route to each other's locator
+// over BGP.
+func converged(ctx context.Context, labName string, n int, limit time.Duration) error {
+	eg := n - 4 + 2
+	want := map[string]string{"ingress": fmt.Sprintf("fc00:%x::/64", eg), "egress": "fc00:1::/64"}
+	deadline := time.Now().Add(limit)
+	for {
+		ok := true
+		for node, dst := range want {
+			out, err := exec.CommandContext(ctx, "ip", "-6", "-n", lab.NetnsName(labName, node), "route", "show", "proto", "199", dst).Output()
+			ok = ok && err == nil && strings.TrimSpace(string(out)) != ""
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("BGP did not converge in %v (ingress ↔ egress locators)", limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // appliedChanges reads "applied N change(s)" from apply's output.

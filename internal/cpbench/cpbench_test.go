@@ -24,3 +24,22 @@ func TestDomainValid(t *testing.T) {
 		}
 	}
 }
+
+// Under routing: bgp every SR node of the line speaks BGP with its SR
+// neighbours and has no static route.
+func TestDomainBGP(t *testing.T) {
+	d, err := config.Parse([]byte(DomainRouting(100, false, "bgp")), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := p.Nodes["n50"].BGP; b == nil || len(b.Neighbors) != 2 {
+		t.Fatalf("n50's BGP intent: %+v", b)
+	}
+	if b := p.Nodes["ingress"].BGP; b == nil || len(b.Neighbors) != 1 {
+		t.Fatalf("ingress's BGP intent: %+v", b)
+	}
+}

@@ -104,7 +104,11 @@ func (h *Handle) linkIndex(name string) (int, error) {
 // ForgetLinks drops the cached interface indexes: the next route or rule
 // written looks its interfaces up again (after an op that may have
 // created, removed or re-created interfaces).
-func (h *Handle) ForgetLinks() { h.links = nil }
+func (h *Handle) ForgetLinks() {
+	if h != nil {
+		h.links = nil
+	}
+}
 
 // linkNames returns an index→name resolver with a per-call cache.
 func (h *Handle) linkNames() func(int) string {

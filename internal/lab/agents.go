@@ -243,7 +243,14 @@ func (l *Lab) waitAgent(node string, limit time.Duration) error {
 			return nil
 		}
 		if !l.agentAlive(node) {
-			return fmt.Errorf("node %s: agent exited (log %s): %w", node, a.Log, err)
+			// An agent re-executes itself inside its namespace as it
+			// starts (cmd/segchain/agent_netns.go): while the kernel
+			// replaces its image, /proc/PID/cmdline reads empty. Look
+			// again before calling it gone.
+			time.Sleep(200 * time.Millisecond)
+			if !l.agentAlive(node) {
+				return fmt.Errorf("node %s: agent exited (log %s): %w", node, a.Log, err)
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node %s: agent does not answer after %v: %w", node, limit, err)

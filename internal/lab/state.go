@@ -48,6 +48,9 @@ type Lab struct {
 	Agents   map[string]*AgentState `json:"agents,omitempty"`
 	Mgmt     *Mgmt                  `json:"mgmt,omitempty"`
 	AgentPKI string                 `json:"agent_pki,omitempty"`
+	// FRR (routing: bgp) are the routers' FRR instances: node → the
+	// directory holding everything of it (frr.go).
+	FRR map[string]string `json:"frr,omitempty"`
 }
 
 // LinkState is a created link with its endpoints' addresses.
@@ -208,6 +211,9 @@ func (l *Lab) down() error {
 	// Agents first: none may act on a namespace being removed.
 	if err := l.StopAgents(); err != nil {
 		errs = append(errs, fmt.Errorf("stop agents: %w", err))
+	}
+	if err := l.StopFRR(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, ns := range l.Namespaces {
 		if !nsutil.Exists(ns) {

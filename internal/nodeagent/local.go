@@ -27,6 +27,28 @@ type Local struct {
 	name     string
 	netns    string
 	stateDir string
+	router   Router
+}
+
+// Router is a node's long-running routing speaker (routing: bgp): the
+// segchain agent daemon hosts one (internal/bgp) and gives it to its Local
+// with WithRouter. An in-process Local has none: it lives no longer than
+// the command, so a BGP intent is refused (Unsupported) before anything
+// changes.
+type Router interface {
+	// Intent is what the speaker runs now (nil: none).
+	Intent() *nodestate.BGP
+	// Sessions are its sessions now.
+	Sessions() []nodestate.BGPSession
+	// Set starts, reconfigures or (nil) stops the speaker; it persists the
+	// intent so that a restarted agent runs it again.
+	Set(*nodestate.BGP) error
+}
+
+// WithRouter makes l run BGP intents with r.
+func (l *Local) WithRouter(r Router) *Local {
+	l.router = r
+	return l
 }
 
 // NewLocal returns an agent for node name living in namespace netns.
@@ -101,6 +123,10 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 		}
 		got.Sysctls = append(got.Sysctls, nodestate.Sysctl{Key: s.Key, Value: v})
 	}
+	if l.router != nil {
+		got.BGP = l.router.Intent()
+		got.BGPSessions = l.router.Sessions()
+	}
 	got.Sort()
 	return got, nil
 }
@@ -145,7 +171,7 @@ func firstLine(s string) string {
 
 func (l *Local) exec(h *dataplane.Handle, op agent.Op) error {
 	switch op.Kind {
-	case agent.KindRoute, agent.KindRule, agent.KindSysctl, agent.KindHMAC, agent.KindTunSrc:
+	case agent.KindRoute, agent.KindRule, agent.KindSysctl, agent.KindHMAC, agent.KindTunSrc, agent.KindBGP:
 	default:
 		// Services and the boundary filter may add or remove interfaces
 		// (loop devices, veths): look them up afresh after.
@@ -211,6 +237,14 @@ func (l *Local) exec(h *dataplane.Handle, op agent.Op) error {
 			return boundary.Remove(l.netns)
 		}
 		return boundary.Apply(l.netns, *op.Boundary)
+	case agent.KindBGP:
+		if l.router == nil {
+			if op.BGP == nil {
+				return nil // no speaker here: nothing to stop
+			}
+			return errNoRouter(l.name)
+		}
+		return l.router.Set(op.BGP)
 	}
 	return fmt.Errorf("unknown op kind %q", op.Kind)
 }
@@ -325,15 +359,24 @@ func foreignSIDs(sids []dataplane.LocalSID) []nodestate.ForeignRoute {
 // state uses no probed feature (ProbeNeeded) has nothing unsupported and
 // is not probed: the probe builds and removes a throwaway namespace.
 func (l *Local) Unsupported(_ context.Context, want *nodestate.Node) ([]string, error) {
-	if !ProbeNeeded(want) {
-		return nil, nil
+	var out []string
+	if ProbeNeeded(want) {
+		h, err := l.open()
+		if err != nil {
+			return nil, err
+		}
+		defer h.Close()
+		out = unsupported(h.Probe(), l.name, want)
 	}
-	h, err := l.open()
-	if err != nil {
-		return nil, err
+	if want.BGP != nil && l.router == nil {
+		out = append(out, errNoRouter(l.name).Error())
 	}
-	defer h.Close()
-	return unsupported(h.Probe(), l.name, want), nil
+	return out, nil
+}
+
+// errNoRouter: a BGP intent reached a node programmed in-process.
+func errNoRouter(node string) error {
+	return fmt.Errorf("routing: bgp: node %s has no BGP speaker: it is programmed in-process, and a speaker needs the long-running segchain agent (give the node an agent, nodes.%s.agent, or bring the lab up with segchain lab up --agents)", node, node)
 }
 
 // ProbeNeeded reports whether what want installs depends on a kernel

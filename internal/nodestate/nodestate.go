@@ -31,6 +31,12 @@ const ProtoManual = 0xc6 // 198: unassigned in /etc/iproute2/rt_protos
 // drift.
 const ProtoNFLoop = 0xc8 // 200
 
+// ProtoBGP stamps the best paths a node's BGP speaker installs (routing:
+// bgp, internal/bgp): neither the domain's static routes nor foreign, so
+// plan, apply and destroy never take them for drift; the speaker adds and
+// removes them as its RIB changes.
+const ProtoBGP = 0xc7 // 199
+
 // Origin says who installed a route, from its protocol: "domain" (apply),
 // "hand-made" (segchain sid add), or "" (not segchain).
 func Origin(protocol int) string {
@@ -68,6 +74,12 @@ type Node struct {
 	// observed, never changed; a desired route at the same destination,
 	// table and metric is a conflict.
 	Foreign []ForeignRoute `json:"foreign,omitempty"`
+	// BGP is the node's BGP speaker intent (routing: bgp); nil = no
+	// speaker. Observed: what the node's agent runs now.
+	BGP *BGP `json:"bgp,omitempty"`
+	// BGPSessions are the speaker's sessions as observed (state, prefixes
+	// received); never part of the diff.
+	BGPSessions []BGPSession `json:"bgp_sessions,omitempty"`
 }
 
 // ForeignRoute is a route the domain does not own, with its protocol.
@@ -345,6 +357,7 @@ func (n *Node) Sort() {
 	if n.Boundary != nil {
 		n.Boundary.Sort()
 	}
+	n.BGP.Sort()
 	sortRoutes(n.Routes)
 	sort.Slice(n.Rules, func(i, j int) bool {
 		if n.Rules[i].Priority != n.Rules[j].Priority {

@@ -14,6 +14,7 @@ func TestRouteProtocolsDistinct(t *testing.T) {
 		"Proto":                 nodestate.Proto,
 		"ProtoManual":           nodestate.ProtoManual,
 		"ProtoNFLoop":           nodestate.ProtoNFLoop,
+		"ProtoBGP":              nodestate.ProtoBGP,
 		"srv6svc.RouteProtocol": srv6svc.RouteProtocol,
 	}
 	seen := map[int]string{}

@@ -22,6 +22,11 @@ type Plan struct {
 	// Warnings are what the domain leaves unprotected (boundary off,
 	// SIDs of signed chains that do not verify the HMAC).
 	Warnings []string `json:"warnings,omitempty"`
+	// FRR is the BGP intent of the router nodes under routing: bgp, which
+	// run FRR (segchain lab up starts it with the configuration
+	// internal/frr renders from it); the other SR nodes' intent is their
+	// Node.BGP, run by their agents.
+	FRR map[string]*nodestate.BGP `json:"frr,omitempty"`
 }
 
 // Chain is one direction of a configured chain as it is programmed.
@@ -81,7 +86,11 @@ func Build(d *config.Domain) (*Plan, error) {
 	if err := b.hmac(); err != nil {
 		return nil, err
 	}
-	b.staticRoutes()
+	if d.Routing.Mode == config.RoutingBGP {
+		b.bgp()
+	} else {
+		b.staticRoutes()
+	}
 	if err := b.services(); err != nil {
 		return nil, err
 	}

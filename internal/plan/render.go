@@ -56,5 +56,17 @@ func (p *Plan) Render(w io.Writer) {
 		if n.Boundary != nil {
 			fmt.Fprintf(w, "  %s\n", n.Boundary)
 		}
+		renderBGP(w, n.BGP, "")
+		renderBGP(w, p.FRR[name], " (FRR)")
+	}
+}
+
+func renderBGP(w io.Writer, b *nodestate.BGP, tag string) {
+	for i, l := range b.Lines() {
+		if i == 0 {
+			fmt.Fprintf(w, "  %s%s\n", l, tag)
+		} else {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
 	}
 }

@@ -28,7 +28,7 @@ var intent = []string{
 
 // kernel are the modules only the agent implementation and the data path
 // below it may link.
-var kernel = []string{"github.com/cilium/ebpf", "github.com/vishvananda/netlink", "github.com/vishvananda/netns"}
+var kernel = []string{"github.com/cilium/ebpf", "github.com/vishvananda/netlink", "github.com/vishvananda/netns", "github.com/osrg/gobgp"}
 
 // layers: a package of a layer may import packages of its own layer or of
 // layers after it, never of a layer before it. The data path sits below the
@@ -41,7 +41,7 @@ var layers = [][]string{
 	{"internal/plan"},
 	{"internal/config"},
 	{"internal/nodeagent"},
-	{"internal/proxy", "internal/fw", "internal/usvc", "pkg/srv6svc", "internal/boundary", "internal/dataplane", "internal/localsid", "internal/bpfpin"},
+	{"internal/proxy", "internal/fw", "internal/usvc", "pkg/srv6svc", "internal/boundary", "internal/dataplane", "internal/localsid", "internal/bpfpin", "internal/bgp", "internal/frr"},
 	{"internal/agent", "internal/journal"},
 	{"internal/service/kinds"},
 	{"internal/service/srunaware", "internal/service/firewall", "internal/service/userspace"},

@@ -1,0 +1,387 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+
+	api "github.com/osrg/gobgp/v3/api"
+	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
+	"github.com/osrg/gobgp/v3/pkg/server"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+const mainTable = unix.RT_TABLE_MAIN
+
+func (s *Speaker) nsHandle() (netns.NsHandle, error) {
+	if s.netns == "" {
+		return netns.Get()
+	}
+	return netns.GetFromPath(nsutil.Path(s.netns))
+}
+
+func (s *Speaker) handle() (*netlink.Handle, error) {
+	ns, err := s.nsHandle()
+	if err != nil {
+		return nil, fmt.Errorf("bgp: open netns %q: %w", s.netns, err)
+	}
+	defer ns.Close()
+	return netlink.NewHandleAt(ns)
+}
+
+// Installed returns the routes the speaker has installed in the kernel
+// now (protocol nodestate.ProtoBGP).
+func (s *Speaker) Installed() ([]Route, error) {
+	h, err := s.handle()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	cur, _, err := installed(h)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Route, 0, len(cur))
+	for _, r := range cur {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return prefixLess(out[i].Dst, out[j].Dst) })
+	return out, nil
+}
+
+// installed reads the routes of protocol ProtoBGP in the main table, by
+// destination, with the netlink routes themselves (to delete them).
+func installed(h *netlink.Handle) (map[netip.Prefix]Route, map[netip.Prefix]netlink.Route, error) {
+	links, err := h.LinkList()
+	if err != nil {
+		return nil, nil, err
+	}
+	names := map[int]string{}
+	for _, l := range links {
+		names[l.Attrs().Index] = l.Attrs().Name
+	}
+	rs, err := h.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Protocol: nodestate.ProtoBGP, Table: mainTable},
+		netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[netip.Prefix]Route{}
+	raw := map[netip.Prefix]netlink.Route{}
+	for _, r := range rs {
+		if r.Dst == nil || r.Priority != Metric {
+			continue
+		}
+		a, ok := netip.AddrFromSlice(r.Dst.IP)
+		if !ok {
+			continue
+		}
+		ones, _ := r.Dst.Mask.Size()
+		dst := netip.PrefixFrom(a.Unmap(), ones)
+		rt := Route{Dst: dst}
+		add := func(gw net.IP, idx int) {
+			if g, ok := netip.AddrFromSlice(gw); ok {
+				rt.Hops = append(rt.Hops, Hop{Via: g.Unmap(), Dev: names[idx]})
+			}
+		}
+		if len(r.MultiPath) > 0 {
+			for _, nh := range r.MultiPath {
+				add(nh.Gw, nh.LinkIndex)
+			}
+		} else {
+			add(r.Gw, r.LinkIndex)
+		}
+		sort.Slice(rt.Hops, func(i, j int) bool { return rt.Hops[i].Via.Less(rt.Hops[j].Via) })
+		out[dst] = rt
+		raw[dst] = r
+	}
+	return out, raw, nil
+}
+
+// install makes the kernel's BGP routes what Select makes of learned.
+func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidate, usable func(netip.Addr) bool) error {
+	h, err := s.handle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	connected := map[netip.Prefix]bool{}
+	addrs, err := h.AddrList(nil, netlink.FAMILY_V6)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if p, ok := netipPrefix(a.IPNet); ok {
+			connected[p.Masked()] = true
+		}
+	}
+	want := Select(in, learned, usable, func(p netip.Prefix) bool { return connected[p] })
+	cur, raw, err := installed(h)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	keep := map[netip.Prefix]bool{}
+	for _, r := range want {
+		keep[r.Dst] = true
+		if c, ok := cur[r.Dst]; ok && c.String() == r.String() {
+			continue
+		}
+		nr, err := toNetlink(h, r)
+		if err == nil {
+			err = h.RouteReplace(nr)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("route %s: %w", r, err))
+			continue
+		}
+		s.log.Info("bgp route", "route", r.String())
+	}
+	for dst, r := range raw {
+		if keep[dst] {
+			continue
+		}
+		if err := h.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("delete route %s: %w", dst, err))
+			continue
+		}
+		s.log.Info("bgp route withdrawn", "dst", dst.String())
+	}
+	return errors.Join(errs...)
+}
+
+// flush removes every route the speaker installed.
+func (s *Speaker) flush() error {
+	h, err := s.handle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	_, raw, err := installed(h)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for dst, r := range raw {
+		if err := h.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("delete route %s: %w", dst, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func toNetlink(h *netlink.Handle, r Route) (*netlink.Route, error) {
+	nr := &netlink.Route{
+		Dst:      &net.IPNet{IP: r.Dst.Addr().AsSlice(), Mask: net.CIDRMask(r.Dst.Bits(), 128)},
+		Protocol: nodestate.ProtoBGP, Priority: Metric, Table: mainTable, Family: netlink.FAMILY_V6,
+	}
+	for _, hop := range r.Hops {
+		l, err := h.LinkByName(hop.Dev)
+		if err != nil {
+			return nil, fmt.Errorf("interface %s: %w", hop.Dev, err)
+		}
+		if len(r.Hops) == 1 {
+			nr.LinkIndex, nr.Gw = l.Attrs().Index, hop.Via.AsSlice()
+			return nr, nil
+		}
+		nr.MultiPath = append(nr.MultiPath, &netlink.NexthopInfo{LinkIndex: l.Attrs().Index, Gw: hop.Via.AsSlice()})
+	}
+	return nr, nil
+}
+
+func netipPrefix(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	a, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ones, _ := n.Mask.Size()
+	return netip.PrefixFrom(a.Unmap(), ones), true
+}
+
+// carrier: administratively up with carrier.
+func carrier(a *netlink.LinkAttrs) bool {
+	return a.Flags&net.FlagUp != 0 && a.RawFlags&unix.IFF_LOWER_UP != 0
+}
+
+// watchLinks records which of the intent's interfaces lack carrier and
+// follows their changes until ctx ends: an interface losing carrier gets
+// its routes removed at once (its hops become unusable) and its sessions
+// shut (GoBGP withdraws what they announced, towards every other
+// neighbor too); carrier back opens them again.
+func (s *Speaker) watchLinks(ctx context.Context, srv *server.BgpServer) error {
+	ns, err := s.nsHandle()
+	if err != nil {
+		return fmt.Errorf("bgp: open netns %q: %w", s.netns, err)
+	}
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		ns.Close()
+		return err
+	}
+	links, err := h.LinkList()
+	h.Close()
+	if err != nil {
+		ns.Close()
+		return err
+	}
+	up := map[string]bool{}
+	for _, l := range links {
+		up[l.Attrs().Name] = carrier(l.Attrs())
+	}
+	s.stateMu.Lock()
+	s.down = map[string]bool{}
+	if in := s.live.Load(); in != nil {
+		for _, n := range in.Neighbors {
+			s.down[n.Dev] = !up[n.Dev]
+		}
+	}
+	s.stateMu.Unlock()
+	updates := make(chan netlink.LinkUpdate, 64)
+	done := make(chan struct{})
+	if err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{Namespace: &ns}); err != nil {
+		ns.Close()
+		return fmt.Errorf("bgp: watch links: %w", err)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer ns.Close()
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case u, ok := <-updates:
+				if !ok {
+					return
+				}
+				s.linkEvent(ctx, srv, u.Attrs().Name, carrier(u.Attrs()))
+			}
+		}
+	}()
+	return nil
+}
+
+func (s *Speaker) linkEvent(ctx context.Context, srv *server.BgpServer, dev string, up bool) {
+	in := s.live.Load()
+	if in == nil {
+		return
+	}
+	var peers []nodestate.BGPNeighbor
+	for _, n := range in.Neighbors {
+		if n.Dev == dev {
+			peers = append(peers, n)
+		}
+	}
+	if len(peers) == 0 {
+		return
+	}
+	s.stateMu.Lock()
+	was, known := s.down[dev]
+	s.down[dev] = !up
+	s.stateMu.Unlock()
+	if known && was == !up {
+		return
+	}
+	// Routes first (the next recomputation skips the link), then the
+	// sessions.
+	s.pokeNow()
+	for _, n := range peers {
+		a := n.Addr.String()
+		var err error
+		if up {
+			err = srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: a})
+			s.note(a, "")
+		} else {
+			err = srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: a, Communication: "segchain: carrier lost on " + dev})
+			s.note(a, "no carrier on "+dev)
+		}
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("bgp: carrier change", "dev", dev, "peer", a, "up", up, "err", err)
+		}
+	}
+	s.log.Info("bgp: carrier change", "dev", dev, "up", up, "peers", len(peers))
+}
+
+// logger hands GoBGP's log to slog and keeps, per peer, the last problem
+// it reported (a NOTIFICATION sent or received: a wrong peer ASN, a hold
+// timer expiry), which Sessions shows for a session that is down.
+type logger struct{ s *Speaker }
+
+func (l *logger) fields(f gobgplog.Fields) []any {
+	out := make([]any, 0, 2*len(f))
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k, fmt.Sprint(f[k]))
+	}
+	return out
+}
+
+func (l *logger) remember(msg string, f gobgplog.Fields) {
+	peer, _ := f["Key"].(string)
+	if _, err := netip.ParseAddr(peer); err != nil {
+		return
+	}
+	switch msg {
+	case "sent notification", "received notification", "Peer Down", "hold timer expired":
+	default:
+		return
+	}
+	if r, _ := f["Reason"].(string); r == "dying" || r == "admin-down" {
+		return // the speaker itself stopped or shut it
+	}
+	var parts []string
+	for _, k := range []string{"Reason", "Data", "Code", "Subcode", "Communicated-Reason", "Err"} {
+		if v, ok := f[k]; ok && fmt.Sprint(v) != "" {
+			parts = append(parts, fmt.Sprintf("%s=%v", strings.ToLower(k), v))
+		}
+	}
+	l.s.note(peer, strings.TrimSpace(msg+": "+strings.Join(parts, " ")))
+}
+
+func (l *logger) Panic(msg string, f gobgplog.Fields) {
+	l.s.log.Error(msg, l.fields(f)...)
+	panic(msg)
+}
+
+func (l *logger) Fatal(msg string, f gobgplog.Fields) {
+	// GoBGP's own logger exits here; the agent keeps serving the rest of
+	// the node and reports the speaker's error instead.
+	l.s.log.Error("gobgp fatal: "+msg, l.fields(f)...)
+}
+
+func (l *logger) Error(msg string, f gobgplog.Fields) {
+	l.remember(msg, f)
+	l.s.log.Error(msg, l.fields(f)...)
+}
+
+func (l *logger) Warn(msg string, f gobgplog.Fields) {
+	l.remember(msg, f)
+	l.s.log.Warn(msg, l.fields(f)...)
+}
+
+func (l *logger) Info(msg string, f gobgplog.Fields) {
+	l.remember(msg, f)
+	l.s.log.Info(msg, l.fields(f)...)
+}
+
+func (l *logger) Debug(string, gobgplog.Fields) {}
+
+func (l *logger) SetLevel(gobgplog.LogLevel) {}
+
+func (l *logger) GetLevel() gobgplog.LogLevel { return gobgplog.InfoLevel }

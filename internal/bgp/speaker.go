@@ -1,0 +1,564 @@
+package bgp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	api "github.com/osrg/gobgp/v3/api"
+	"github.com/osrg/gobgp/v3/pkg/server"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// Metric is the route priority of installed best paths: below the
+// kernel's default for IPv6 (1024) that segchain's static routes get, so
+// a domain switching from static to bgp routes over BGP as soon as a path
+// is learned while the static routes are still there (make-before-break),
+// and the other way round.
+const Metric = 20
+
+// StateFile is the file under the agent's state directory that keeps the
+// intent the speaker runs, so that a restarted agent runs it again.
+const StateFile = "bgp.json"
+
+// resync is how often the installed routes are recomputed without any
+// event (a safety net; events recompute them at once).
+const resync = 2 * time.Second
+
+// coalesce is how long a recomputation waits for more BGP events after
+// the first: one per burst of UPDATEs instead of one per UPDATE. A carrier
+// change or a session going up or down does not wait.
+const coalesce = 20 * time.Millisecond
+
+var ipv6Unicast = &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
+
+// Speaker runs one node's BGP intent. Its methods are safe for concurrent
+// use. It implements nodeagent.Router.
+type Speaker struct {
+	netns    string
+	stateDir string
+	log      *slog.Logger
+
+	// mu serialises Set, Sessions and Intent; the speaker's goroutines
+	// (route installation, the link watcher) never take it: they read the
+	// intent from live, and stopping waits for them (wg) before it stops
+	// the GoBGP server, whose API blocks once the server is gone.
+	mu      sync.Mutex
+	intent  *nodestate.BGP
+	srv     *server.BgpServer
+	stopRun context.CancelFunc
+	wg      sync.WaitGroup
+	live    atomic.Pointer[nodestate.BGP]
+
+	// down are the intent's interfaces without carrier (their sessions
+	// are shut), notes the last problem seen per peer address.
+	stateMu sync.Mutex
+	down    map[string]bool
+	notes   map[string]string
+
+	// kick asks for a recomputation after a BGP event (coalesced over
+	// coalesce: a converging RIB sends bursts), urgent at once (carrier).
+	kick, urgent chan struct{}
+}
+
+// New returns a stopped speaker for the node in namespace netns ("" = the
+// current one) keeping its intent under stateDir.
+func New(netns, stateDir string, log *slog.Logger) *Speaker {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Speaker{netns: netns, stateDir: stateDir, log: log.With("component", "bgp"),
+		down: map[string]bool{}, notes: map[string]string{}, kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
+}
+
+// Restore runs the intent persisted by the last Set, if any (agent start).
+// The routes a previous run installed stay in the kernel meanwhile and are
+// adopted: the first recomputation keeps, changes or removes them.
+func (s *Speaker) Restore() error {
+	b, err := os.ReadFile(filepath.Join(s.stateDir, StateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var in nodestate.BGP
+	if err := json.Unmarshal(b, &in); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(s.stateDir, StateFile), err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.startLocked(&in); err != nil {
+		return err
+	}
+	s.log.Info("bgp speaker restored", "asn", in.ASN, "neighbors", len(in.Neighbors))
+	return nil
+}
+
+// Intent implements nodeagent.Router.
+func (s *Speaker) Intent() *nodestate.BGP {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.intent == nil || s.srv == nil {
+		return nil // not running (a failed start): the next apply sets it again
+	}
+	c := *s.intent
+	c.Neighbors = append([]nodestate.BGPNeighbor(nil), s.intent.Neighbors...)
+	c.Prefixes = append([]netip.Prefix(nil), s.intent.Prefixes...)
+	return &c
+}
+
+// Set implements nodeagent.Router: nil stops the speaker and removes every
+// route it installed; an intent with another ASN, router id or timers
+// restarts it; otherwise only the neighbors and prefixes that changed
+// change (the other sessions stay up).
+func (s *Speaker) Set(in *nodestate.BGP) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in == nil {
+		s.stopLocked()
+		s.intent = nil
+		err := s.flush()
+		if rerr := os.Remove(filepath.Join(s.stateDir, StateFile)); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+		s.log.Info("bgp speaker stopped, routes removed")
+		return err
+	}
+	c := *in
+	c.Sort()
+	in = &c
+	var err error
+	switch {
+	case s.srv != nil && s.intent.String() == in.String():
+		// Unchanged.
+	case s.srv != nil && s.intent.Head() == in.Head():
+		if err = s.updateLocked(in); err != nil {
+			// Half changed: start over from the intent.
+			s.log.Warn("bgp: reconfigure in place failed, restarting", "err", err)
+			s.stopLocked()
+			err = s.startLocked(in)
+		}
+	default:
+		s.stopLocked()
+		err = s.startLocked(in)
+	}
+	if err != nil {
+		return err
+	}
+	return s.persist(in)
+}
+
+func (s *Speaker) persist(in *nodestate.BGP) error {
+	if s.stateDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(s.stateDir, StateFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(s.stateDir, StateFile))
+}
+
+// Close stops the speaker and leaves its routes in the kernel (agent
+// shutdown: a restarted agent adopts them).
+func (s *Speaker) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopLocked()
+}
+
+func (s *Speaker) startLocked(in *nodestate.BGP) error {
+	s.stateMu.Lock()
+	s.notes = map[string]string{} // a new speaker, new sessions
+	s.stateMu.Unlock()
+	srv := server.NewBgpServer(server.LoggerOption(&logger{s: s}))
+	go srv.Serve()
+	ctx := context.Background()
+	if err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+		Asn: in.ASN, RouterId: in.RouterID, ListenPort: 179, ListenAddresses: []string{"::"},
+	}}); err != nil {
+		srv.Stop()
+		return fmt.Errorf("start BGP AS%d: %w", in.ASN, err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	if err := srv.WatchEvent(runCtx, &api.WatchEventRequest{
+		Peer: &api.WatchEventRequest_Peer{},
+		Table: &api.WatchEventRequest_Table{Filters: []*api.WatchEventRequest_Table_Filter{
+			{Type: api.WatchEventRequest_Table_Filter_ADJIN},
+			{Type: api.WatchEventRequest_Table_Filter_BEST},
+		}},
+	}, func(r *api.WatchEventResponse) {
+		if p := r.GetPeer(); p != nil {
+			if p.GetPeer().GetState().GetSessionState() == api.PeerState_ESTABLISHED {
+				s.note(p.GetPeer().GetState().GetNeighborAddress(), "")
+			}
+			// A session going down (hold timer, NOTIFICATION) takes its
+			// paths with it: recompute at once.
+			s.pokeNow()
+			return
+		}
+		s.poke()
+	}); err != nil {
+		cancel()
+		srv.Stop()
+		return fmt.Errorf("watch BGP events: %w", err)
+	}
+	s.srv, s.intent, s.stopRun = srv, in, cancel
+	s.live.Store(in)
+	if err := s.watchLinks(runCtx, srv); err != nil {
+		s.stopLocked()
+		return err
+	}
+	for _, n := range in.Neighbors {
+		if err := s.addPeer(ctx, in, n); err != nil {
+			s.stopLocked()
+			return err
+		}
+	}
+	for _, p := range in.Prefixes {
+		if err := s.addPath(ctx, p, false); err != nil {
+			s.stopLocked()
+			return err
+		}
+	}
+	s.wg.Add(1)
+	go s.run(runCtx, srv)
+	s.poke()
+	s.log.Info("bgp speaker started", "asn", in.ASN, "router_id", in.RouterID, "neighbors", len(in.Neighbors), "prefixes", len(in.Prefixes))
+	return nil
+}
+
+func (s *Speaker) stopLocked() {
+	if s.srv == nil {
+		return
+	}
+	s.stopRun()
+	s.wg.Wait()
+	s.srv.Stop()
+	s.srv, s.stopRun = nil, nil
+	s.live.Store(nil)
+}
+
+func (s *Speaker) updateLocked(in *nodestate.BGP) error {
+	ctx := context.Background()
+	old := s.intent
+	was := map[string]nodestate.BGPNeighbor{}
+	for _, n := range old.Neighbors {
+		was[n.Addr.String()] = n
+	}
+	is := map[string]bool{}
+	for _, n := range in.Neighbors {
+		is[n.Addr.String()] = true
+		if o, ok := was[n.Addr.String()]; ok && o == n {
+			continue
+		} else if ok {
+			if err := s.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: n.Addr.String()}); err != nil {
+				return fmt.Errorf("bgp: reconfigure neighbor %s: %w", n.Addr, err)
+			}
+		}
+		if err := s.addPeer(ctx, in, n); err != nil {
+			return err
+		}
+	}
+	for a := range was {
+		if !is[a] {
+			if err := s.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: a}); err != nil {
+				return fmt.Errorf("bgp: remove neighbor %s: %w", a, err)
+			}
+		}
+	}
+	had := map[netip.Prefix]bool{}
+	for _, p := range old.Prefixes {
+		had[p] = true
+	}
+	want := map[netip.Prefix]bool{}
+	for _, p := range in.Prefixes {
+		want[p] = true
+		if !had[p] {
+			if err := s.addPath(ctx, p, false); err != nil {
+				return err
+			}
+		}
+	}
+	for p := range had {
+		if !want[p] {
+			if err := s.addPath(ctx, p, true); err != nil {
+				return err
+			}
+		}
+	}
+	s.intent = in
+	s.live.Store(in)
+	s.poke()
+	return nil
+}
+
+func (s *Speaker) addPeer(ctx context.Context, in *nodestate.BGP, n nodestate.BGPNeighbor) error {
+	s.stateMu.Lock()
+	down := s.down[n.Dev]
+	s.stateMu.Unlock()
+	p := &api.Peer{
+		Conf: &api.PeerConf{NeighborAddress: n.Addr.String(), PeerAsn: n.ASN, Description: n.Node, AdminDown: down},
+		Transport: &api.Transport{
+			LocalAddress: n.Local.String(),
+		},
+		Timers: &api.Timers{Config: &api.TimersConfig{
+			HoldTime: uint64(in.Hold), KeepaliveInterval: uint64(in.Keepalive),
+			ConnectRetry: 1, IdleHoldTimeAfterReset: 1,
+		}},
+		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{Family: ipv6Unicast, Enabled: true}}},
+	}
+	if err := s.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: p}); err != nil {
+		return fmt.Errorf("bgp: neighbor %s (%s, AS%d): %w", n.Addr, n.Node, n.ASN, err)
+	}
+	if down {
+		s.note(n.Addr.String(), "no carrier on "+n.Dev)
+	}
+	return nil
+}
+
+// addPath originates (or, withdraw, stops originating) prefix p. The next
+// hop "::" is replaced by the session's local address towards each eBGP
+// neighbor.
+func (s *Speaker) addPath(ctx context.Context, p netip.Prefix, withdraw bool) error {
+	nlri, err := anypb.New(&api.IPAddressPrefix{Prefix: p.Addr().String(), PrefixLen: uint32(p.Bits())})
+	if err != nil {
+		return err
+	}
+	origin, err := anypb.New(&api.OriginAttribute{Origin: 0})
+	if err != nil {
+		return err
+	}
+	mp, err := anypb.New(&api.MpReachNLRIAttribute{Family: ipv6Unicast, NextHops: []string{"::"}, Nlris: []*anypb.Any{nlri}})
+	if err != nil {
+		return err
+	}
+	path := &api.Path{Family: ipv6Unicast, Nlri: nlri, Pattrs: []*anypb.Any{origin, mp}}
+	if withdraw {
+		if err := s.srv.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Family: ipv6Unicast, Path: path}); err != nil {
+			return fmt.Errorf("bgp: withdraw %s: %w", p, err)
+		}
+		return nil
+	}
+	if _, err := s.srv.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: path}); err != nil {
+		return fmt.Errorf("bgp: announce %s: %w", p, err)
+	}
+	return nil
+}
+
+func (s *Speaker) poke() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// pokeNow asks for a recomputation without coalescing.
+func (s *Speaker) pokeNow() {
+	select {
+	case s.urgent <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Speaker) note(peer, msg string) {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	if msg == "" {
+		delete(s.notes, peer)
+		return
+	}
+	s.notes[peer] = msg
+}
+
+// run recomputes the installed routes on every event (and every resync)
+// until ctx ends.
+func (s *Speaker) run(ctx context.Context, srv *server.BgpServer) {
+	defer s.wg.Done()
+	t := time.NewTicker(resync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+			w := time.NewTimer(coalesce)
+			select {
+			case <-w.C:
+			case <-s.urgent:
+				w.Stop()
+			case <-ctx.Done():
+				w.Stop()
+				return
+			}
+			select { // the events of the burst are covered
+			case <-s.kick:
+			default:
+			}
+		case <-s.urgent:
+		case <-t.C:
+		}
+		if err := s.reconcile(ctx, srv); err != nil && ctx.Err() == nil {
+			s.log.Warn("bgp: install best paths", "err", err)
+		}
+	}
+}
+
+// reconcile installs what Select makes of the RIB now.
+func (s *Speaker) reconcile(ctx context.Context, srv *server.BgpServer) error {
+	in := s.live.Load()
+	if in == nil {
+		return nil
+	}
+	est := map[netip.Addr]bool{}
+	if err := srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		if a, err := netip.ParseAddr(p.GetState().GetNeighborAddress()); err == nil {
+			est[a] = p.GetState().GetSessionState() == api.PeerState_ESTABLISHED
+		}
+	}); err != nil {
+		return err
+	}
+	learned := map[netip.Prefix][]Candidate{}
+	var perr error
+	if err := srv.ListPath(ctx, &api.ListPathRequest{TableType: api.TableType_GLOBAL, Family: ipv6Unicast}, func(d *api.Destination) {
+		dst, err := parsePrefix(d.Prefix)
+		if err != nil {
+			perr = err
+			return
+		}
+		for _, p := range d.Paths {
+			if p.IsWithdraw || p.Filtered {
+				continue
+			}
+			nb, err := netip.ParseAddr(p.NeighborIp)
+			if err != nil || nb.IsUnspecified() {
+				continue // originated here
+			}
+			learned[dst] = append(learned[dst], candidate(nb, p.Pattrs))
+		}
+	}); err != nil {
+		return err
+	}
+	if perr != nil {
+		return perr
+	}
+	s.stateMu.Lock()
+	down := map[string]bool{}
+	for k, v := range s.down {
+		down[k] = v
+	}
+	s.stateMu.Unlock()
+	usable := func(a netip.Addr) bool {
+		n, _ := in.Neighbor(a)
+		return est[a] && !down[n.Dev]
+	}
+	return s.install(in, learned, usable)
+}
+
+func candidate(nb netip.Addr, attrs []*anypb.Any) Candidate {
+	c := Candidate{Neighbor: nb}
+	for _, a := range attrs {
+		switch {
+		case a.MessageIs(&api.AsPathAttribute{}):
+			var ap api.AsPathAttribute
+			if a.UnmarshalTo(&ap) == nil {
+				for _, seg := range ap.Segments {
+					if seg.Type == api.AsSegment_AS_SET || seg.Type == api.AsSegment_AS_CONFED_SET { // a set counts as one
+						c.ASPath++
+					} else {
+						c.ASPath += len(seg.Numbers)
+					}
+				}
+			}
+		case a.MessageIs(&api.OriginAttribute{}):
+			var o api.OriginAttribute
+			if a.UnmarshalTo(&o) == nil {
+				c.Origin = int(o.Origin)
+			}
+		}
+	}
+	return c
+}
+
+// Sessions implements nodeagent.Router.
+func (s *Speaker) Sessions() []nodestate.BGPSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	srv, in := s.srv, s.intent
+	if srv == nil {
+		return nil
+	}
+	var out []nodestate.BGPSession
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.stateMu.Lock()
+	notes := map[string]string{}
+	for k, v := range s.notes {
+		notes[k] = v
+	}
+	down := map[string]bool{}
+	for k, v := range s.down {
+		down[k] = v
+	}
+	s.stateMu.Unlock()
+	now := time.Now()
+	srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+		st := p.GetState()
+		a, err := netip.ParseAddr(st.GetNeighborAddress())
+		if err != nil {
+			return
+		}
+		n, _ := in.Neighbor(a)
+		ss := nodestate.BGPSession{Node: n.Node, Peer: a, ASN: st.GetPeerAsn(), Dev: n.Dev,
+			State: strings.ToLower(st.GetSessionState().String())}
+		if st.GetAdminState() != api.PeerState_UP {
+			ss.Admin = strings.ToLower(st.GetAdminState().String())
+		}
+		for _, af := range p.GetAfiSafis() {
+			if f := af.GetState().GetFamily(); f.GetAfi() == api.Family_AFI_IP6 && f.GetSafi() == api.Family_SAFI_UNICAST {
+				ss.Received, ss.Accepted = af.GetState().GetReceived(), af.GetState().GetAccepted()
+			}
+		}
+		ts := p.GetTimers().GetState()
+		if ss.Established() && ts.GetUptime() != nil {
+			ss.Since = int64(now.Sub(ts.GetUptime().AsTime()).Seconds())
+		} else if ts.GetDowntime() != nil && ts.GetDowntime().AsTime().Unix() > 0 {
+			ss.Since = int64(now.Sub(ts.GetDowntime().AsTime()).Seconds())
+		}
+		if !ss.Established() {
+			ss.Note = notes[a.String()]
+			if down[n.Dev] {
+				// Why it was shut, rather than GoBGP's account of it.
+				ss.Note = "no carrier on " + n.Dev
+			}
+			// A NOTIFICATION refusing our OPEN is not logged by GoBGP
+			// before the session is up; its counter is kept.
+			if nr := st.GetMessages().GetReceived().GetNotification(); ss.Note == "" && nr > 0 && ss.Admin == "" {
+				ss.Note = fmt.Sprintf("received notification: %s refused the session %d time(s); does it expect AS%d from %s?", n.Node, nr, in.ASN, n.Local)
+			}
+		}
+		out = append(out, ss)
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Peer.Less(out[j].Peer) })
+	return out
+}

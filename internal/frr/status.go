@@ -1,0 +1,65 @@
+package frr
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"sort"
+	"strings"
+
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// Sessions asks the instance in dir (namespace netns) for its IPv6
+// unicast sessions (vtysh: show bgp ipv6 unicast summary json), named after
+// intent's neighbors.
+func Sessions(netns, dir string, intent *nodestate.BGP) ([]nodestate.BGPSession, error) {
+	out, err := exec.Command("ip", "netns", "exec", netns, "vtysh", "--vty_socket", dir,
+		"-c", "show bgp ipv6 unicast summary json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("vtysh in %s: %w", netns, err)
+	}
+	return parseSummary(out, intent)
+}
+
+func parseSummary(out []byte, intent *nodestate.BGP) ([]nodestate.BGPSession, error) {
+	if i := strings.IndexByte(string(out), '{'); i > 0 {
+		out = out[i:]
+	}
+	type summary struct {
+		Peers map[string]struct {
+			RemoteAs       uint32 `json:"remoteAs"`
+			State          string `json:"state"`
+			PfxRcd         uint64 `json:"pfxRcd"`
+			PeerUptimeMsec int64  `json:"peerUptimeMsec"`
+		} `json:"peers"`
+	}
+	var v struct {
+		summary
+		// Some versions nest the summary under the address family.
+		IPv6Unicast *summary `json:"ipv6Unicast"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return nil, fmt.Errorf("vtysh summary: %w", err)
+	}
+	if v.IPv6Unicast != nil {
+		v.summary = *v.IPv6Unicast
+	}
+	var ss []nodestate.BGPSession
+	for addr, p := range v.Peers {
+		a, err := netip.ParseAddr(addr)
+		if err != nil {
+			continue
+		}
+		n, _ := intent.Neighbor(a)
+		s := nodestate.BGPSession{Node: n.Node, Peer: a, ASN: p.RemoteAs, Dev: n.Dev,
+			State: strings.ToLower(p.State), Received: p.PfxRcd, Accepted: p.PfxRcd}
+		if s.Established() {
+			s.Since = p.PeerUptimeMsec / 1000
+		}
+		ss = append(ss, s)
+	}
+	sort.Slice(ss, func(i, j int) bool { return ss[i].Peer.Less(ss[j].Peer) })
+	return ss, nil
+}

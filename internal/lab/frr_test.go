@@ -1,0 +1,95 @@
+package lab
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/frr"
+)
+
+// A routing: bgp lab runs FRR in its routers (zebra and bgpd, its own
+// sockets and pid files), vtysh reaches each instance, the two routers'
+// sessions with the (agent-less here) GoBGP nodes are configured, and Down
+// stops every daemon and removes every file.
+func TestFRRStartStop(t *testing.T) {
+	name := newLabName(t)
+	if err := frr.Installed(); err != nil {
+		t.Skip(err)
+	}
+	d, err := config.Load("../../examples/redundant.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := FromDomain(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.Name = name
+	l, err := Up(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StartRouting(d); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.FRR) != 2 {
+		t.Fatalf("FRR instances: %v, want r1 and r2", l.FRR)
+	}
+	var pids []int
+	for _, n := range []string{"r1", "r2"} {
+		dir, ok := l.FRRDir(n)
+		if !ok {
+			t.Fatalf("%s: no FRR", n)
+		}
+		ps := frr.PIDs(dir)
+		if ps["zebra"] == 0 || ps["bgpd"] == 0 || ps["bfdd"] != 0 {
+			t.Errorf("%s: daemons %v, want zebra and bgpd", n, ps)
+		}
+		for _, p := range ps {
+			pids = append(pids, p)
+		}
+		ns, _ := l.Netns(n)
+		out, err := exec.Command("ip", "netns", "exec", ns, "vtysh", "--vty_socket", dir, "-c", "show running-config").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "router bgp 42000000") {
+			t.Errorf("%s: vtysh: %v\n%s", n, err, out)
+		}
+		ss, err := frr.Sessions(ns, dir, nil)
+		if err != nil || len(ss) != 2 {
+			t.Errorf("%s: sessions %+v: %v", n, ss, err)
+		}
+	}
+	// The state file records them (lab down after a crash finds them).
+	if got, err := Get(name); err != nil || len(got.FRR) != 2 {
+		t.Errorf("state: %v %v", got, err)
+	}
+	if err := Down(name); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, p := range pids {
+		for {
+			_, err := os.Stat("/proc/" + strconv.Itoa(p))
+			if err != nil {
+				break
+			}
+			if b, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat"); strings.Contains(string(b), ") Z ") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("FRR pid %d outlived lab down", p)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for _, dir := range l.FRR {
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%s left behind", dir)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package nodestate
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+)
+
+// BGP is one node's BGP speaker intent (routing: bgp): eBGP in IPv6
+// unicast over each of its links to another BGP speaker, advertising its
+// locator, its LOC::1 address and its link prefixes. The plan computes it;
+// segchain agents run it with GoBGP (internal/bgp), router nodes with FRR
+// (internal/frr).
+type BGP struct {
+	ASN      uint32 `json:"asn"`
+	RouterID string `json:"router_id"`
+	// Keepalive and Hold are the BGP timers in seconds.
+	Keepalive int           `json:"keepalive"`
+	Hold      int           `json:"hold"`
+	Neighbors []BGPNeighbor `json:"neighbors,omitempty"`
+	// Prefixes are what the node originates.
+	Prefixes []netip.Prefix `json:"prefixes,omitempty"`
+}
+
+// BGPNeighbor is one eBGP session over a point-to-point link.
+type BGPNeighbor struct {
+	Node  string     `json:"node"`  // the peer's domain name
+	Addr  netip.Addr `json:"addr"`  // the peer's address on the link
+	Local netip.Addr `json:"local"` // this node's address on the link
+	Dev   string     `json:"dev"`   // this node's interface on the link
+	ASN   uint32     `json:"asn"`
+	// BFD runs BFD on the session (both ends FRR: GoBGP has no BFD).
+	BFD bool `json:"bfd,omitempty"`
+}
+
+// Sort puts neighbors and prefixes in canonical order.
+func (b *BGP) Sort() {
+	if b == nil {
+		return
+	}
+	sort.Slice(b.Neighbors, func(i, j int) bool { return b.Neighbors[i].Addr.Less(b.Neighbors[j].Addr) })
+	sort.Slice(b.Prefixes, func(i, j int) bool {
+		if c := b.Prefixes[i].Addr().Compare(b.Prefixes[j].Addr()); c != 0 {
+			return c < 0
+		}
+		return b.Prefixes[i].Bits() < b.Prefixes[j].Bits()
+	})
+}
+
+// Neighbor returns the neighbor at addr.
+func (b *BGP) Neighbor(addr netip.Addr) (BGPNeighbor, bool) {
+	if b == nil {
+		return BGPNeighbor{}, false
+	}
+	for _, n := range b.Neighbors {
+		if n.Addr == addr {
+			return n, true
+		}
+	}
+	return BGPNeighbor{}, false
+}
+
+// Head is the one-line summary plan prints.
+func (b *BGP) Head() string {
+	if b == nil {
+		return "bgp (none)"
+	}
+	return fmt.Sprintf("bgp AS%d router-id %s timers %d/%d", b.ASN, b.RouterID, b.Keepalive, b.Hold)
+}
+
+func (n BGPNeighbor) String() string {
+	s := fmt.Sprintf("neighbor %s AS%d (%s) dev %s local %s", n.Addr, n.ASN, n.Node, n.Dev, n.Local)
+	if n.BFD {
+		s += " bfd"
+	}
+	return s
+}
+
+// Lines is the canonical rendering: the head, then one line per neighbor
+// and per advertised prefix. Two intents are equal when their lines are.
+func (b *BGP) Lines() []string {
+	if b == nil {
+		return nil
+	}
+	c := *b
+	c.Neighbors = append([]BGPNeighbor(nil), b.Neighbors...)
+	c.Prefixes = append([]netip.Prefix(nil), b.Prefixes...)
+	c.Sort()
+	out := []string{c.Head()}
+	for _, n := range c.Neighbors {
+		out = append(out, n.String())
+	}
+	for _, p := range c.Prefixes {
+		out = append(out, "network "+p.String())
+	}
+	return out
+}
+
+// String is the canonical form ("" for nil), used for diffs.
+func (b *BGP) String() string { return strings.Join(b.Lines(), "\n") }
+
+// BGPSession is one observed BGP session of a node's speaker.
+type BGPSession struct {
+	Node  string     `json:"node"` // the peer's domain name
+	Peer  netip.Addr `json:"peer"`
+	ASN   uint32     `json:"asn"`
+	Dev   string     `json:"dev,omitempty"`
+	State string     `json:"state"` // idle, connect, active, opensent, openconfirm, established
+	// Admin is "down" when the speaker shut the session (carrier lost on
+	// its link).
+	Admin    string `json:"admin,omitempty"`
+	Received uint64 `json:"received"`
+	Accepted uint64 `json:"accepted"`
+	// Uptime (established) or downtime, in whole seconds.
+	Since int64 `json:"since_seconds,omitempty"`
+	// Note explains a session that is not established (a wrong peer ASN
+	// reported in a NOTIFICATION, the link without carrier).
+	Note string `json:"note,omitempty"`
+}
+
+// Established reports whether the session is up.
+func (s BGPSession) Established() bool { return s.State == "established" }

@@ -1,0 +1,215 @@
+package bgp
+
+import (
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/segchain/segchain/internal/frr"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+var locators = []string{"fc00:1::/64", "fc00:2::/64", "fc00:3::/64", "fc00:4::/64"}
+
+// The redundant lab end to end: GoBGP in the agents and FRR on the
+// routers form one BGP domain; the chain forwards over BGP-learned routes
+// (no static route is planned for the SR nodes); FRR and segchain agree on
+// the locators; when the active path's link loses carrier, ingress
+// reroutes over the other path at once, and back when the carrier
+// returns; a stream through the chain meanwhile loses at most a second's
+// worth of packets.
+func TestPrivilegedBGPRedundantFailover(t *testing.T) {
+	e := newEnv(t, domainFile)
+	out := e.must("apply", "--lab", e.lab)
+	if !strings.Contains(out, "applied") {
+		t.Fatalf("apply: %s", out)
+	}
+	if out := e.must("apply", "--lab", e.lab); !strings.Contains(out, "no changes") {
+		t.Fatalf("second apply changed something:\n%s", out)
+	}
+	for _, n := range []string{"ingress", "nfv1", "egress"} {
+		if out := testutil.Exec(t, e.ns(n), "ip", "-6", "route", "show", "proto", "197"); strings.Contains(out, "fc00:4::/64") || strings.Contains(out, "fc00:1::/64") {
+			t.Errorf("%s has static routes to locators under routing: bgp:\n%s", n, out)
+		}
+	}
+	ss := e.waitEstablished(30 * time.Second)
+	if len(ss["ingress"]) != 2 || len(ss["egress"]) != 2 || len(ss["nfv1"]) != 2 {
+		t.Errorf("sessions: %+v", ss)
+	}
+	// Best paths: nfv1 over r1, nfv2 over r2, egress over both (ECMP).
+	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, 30*time.Second)
+	e.waitRoute("ingress", "fc00:3::/64", []string{"eth-r2"}, 10*time.Second)
+	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r1", "eth-r2"}, 10*time.Second)
+	e.waitRoute("egress", "fc00:1a::/64", []string{"eth-nfv1", "eth-nfv2"}, 10*time.Second)
+
+	// FRR and segchain see the same locators: every router's BGP table
+	// has all of them; every GoBGP node installed every other one.
+	for _, r := range []string{"r1", "r2"} {
+		got := e.vtyshRoutes(r)
+		for _, l := range locators {
+			if !contains(got, l) {
+				t.Errorf("FRR on %s lacks %s: %v", r, l, got)
+			}
+		}
+	}
+	for n, own := range map[string]string{"ingress": "fc00:1::/64", "nfv1": "fc00:2::/64", "nfv2": "fc00:3::/64", "egress": "fc00:4::/64"} {
+		rs := e.bgpRoutes(n)
+		var got []string
+		for _, l := range locators {
+			if _, ok := rs[l]; ok || l == own {
+				got = append(got, l)
+			}
+		}
+		if diff := cmp.Diff(locators, got); diff != "" {
+			t.Errorf("%s's locators (own + installed) differ from FRR's (-want +got):\n%s", n, diff)
+		}
+	}
+	if err := testutil.Ping(e.ns("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
+		t.Fatalf("ping s → d through chain web: %v", err)
+	}
+
+	// Failover under a stream (chain web: s → nfv1 → egress → d).
+	const rate, count = 1000, 8000
+	var down, up time.Duration
+	res := testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5001, count, rate, func() {
+		time.Sleep(2 * time.Second)
+		// The far end goes down: ingress's eth-r1 loses carrier.
+		testutil.Exec(t, e.ns("r1"), "ip", "link", "set", "eth-ingress", "down")
+		down = e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r2"}, 5*time.Second)
+		e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r2"}, 5*time.Second)
+		time.Sleep(2 * time.Second)
+		testutil.Exec(t, e.ns("r1"), "ip", "link", "set", "eth-ingress", "up")
+		up = e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, 20*time.Second)
+	})
+	t.Logf("carrier loss: rerouted in %v; carrier back: routes back in %v; stream %+v", down, up, res)
+	if res.Lost > rate { // the target: at most 1 s of loss
+		t.Errorf("lost %d of %d packets (more than 1 s at %d pps): %+v", res.Lost, count, rate, res)
+	}
+	// While the link was down, ingress's session with r1 was shut and
+	// said why; now it is up again.
+	e.waitEstablished(30 * time.Second)
+	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r1", "eth-r2"}, 20*time.Second)
+	if out := e.must("status", "--lab", e.lab); !strings.Contains(out, "BGP NODE") {
+		t.Errorf("status shows no BGP sessions:\n%s", out)
+	}
+}
+
+// A peer configured with the wrong ASN: nfv2 takes another ASN while r2's
+// FRR still expects the planned one. r2 refuses the session and status
+// says so; the rest of the domain keeps its routes and the chain through
+// nfv1 keeps forwarding; the right ASN back, the session comes back.
+func TestPrivilegedBGPWrongPeerASN(t *testing.T) {
+	e := newEnv(t, domainFile)
+	e.must("apply", "--lab", e.lab)
+	e.waitEstablished(30 * time.Second)
+	e.waitRoute("ingress", "fc00:3::/64", []string{"eth-r2"}, 30*time.Second)
+
+	b, err := os.ReadFile(domainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = `nfv2:    {role: nfv,     id: 3, locator: "fc00:3::/64"}`
+	if !strings.Contains(string(b), line) {
+		t.Fatalf("%s no longer has %q", domainFile, line)
+	}
+	bad := filepath.Join(t.TempDir(), "wrongasn.yaml")
+	if err := os.WriteFile(bad, []byte(strings.Replace(string(b), line,
+		`nfv2:    {role: nfv,     id: 3, locator: "fc00:3::/64", bgp: {asn: 65003}}`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := e.must("apply", "-f", bad, "--lab", e.lab)
+	if !strings.Contains(out, "AS65003") {
+		t.Errorf("apply does not show the new ASN:\n%s", out)
+	}
+	// r2 (FRR, still expecting AS4200000003) refuses nfv2's OPEN.
+	deadline := time.Now().Add(20 * time.Second)
+	var r2 session
+	for {
+		for _, s := range e.sessions()["nfv2"] {
+			if s.Node == "r2" {
+				r2 = s
+			}
+		}
+		if r2.State != "established" && r2.Note != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nfv2's session with r2 is %q with note %q, want down with a reason", r2.State, r2.Note)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("nfv2 → r2: %s: %s", r2.State, r2.Note)
+	if !strings.Contains(strings.ToLower(r2.Note), "notification") {
+		t.Errorf("note %q does not name the NOTIFICATION", r2.Note)
+	}
+	// (The note counts the refusals: it changes between two reads.)
+	if out := e.must("status", "--lab", e.lab); !strings.Contains(out, "notification") {
+		t.Errorf("status does not show the reason:\n%s", out)
+	}
+	// nfv2 is still reached, the long way (over r1, nfv1, egress); nfv1
+	// as before.
+	e.waitRoute("ingress", "fc00:3::/64", []string{"eth-r1"}, 20*time.Second)
+	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, time.Second)
+	if err := testutil.Ping(e.ns("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
+		t.Errorf("chain web after the bad ASN: %v", err)
+	}
+	e.must("apply", "--lab", e.lab)
+	e.waitEstablished(30 * time.Second)
+	e.waitRoute("ingress", "fc00:3::/64", []string{"eth-r2"}, 20*time.Second)
+}
+
+// lab down stops every FRR daemon and agent of the lab (newEnv's cleanup
+// checks the pids too); destroy removes the BGP routes.
+func TestPrivilegedBGPDestroyAndDown(t *testing.T) {
+	e := newEnv(t, domainFile)
+	e.must("apply", "--lab", e.lab)
+	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r1", "eth-r2"}, 30*time.Second)
+	e.must("destroy", "--lab", e.lab)
+	for _, n := range []string{"ingress", "nfv1", "nfv2", "egress"} {
+		if rs := e.bgpRoutes(n); len(rs) != 0 {
+			t.Errorf("%s: destroy left BGP routes %v", n, rs)
+		}
+	}
+	dirs := map[string]string{}
+	var pids []int
+	for n, d := range e.l.FRR {
+		dirs[n] = d
+		ps := frr.PIDs(d)
+		if len(ps) < 2 {
+			t.Errorf("%s: FRR daemons running: %v, want zebra and bgpd", n, ps)
+		}
+		for _, p := range ps {
+			pids = append(pids, p)
+		}
+	}
+	for _, a := range e.l.Agents {
+		pids = append(pids, a.PID)
+	}
+	e.must("lab", "down", "--lab", e.lab)
+	for _, p := range pids {
+		if alive(p) {
+			t.Errorf("pid %d outlived lab down", p)
+		}
+	}
+	out, _ := exec.Command("pgrep", "-af", "/run/segchain/labs/"+e.lab+".frr").CombinedOutput()
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("FRR daemons outlived lab down:\n%s", s)
+	}
+	for n, d := range dirs {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s: FRR directory %s left behind", n, d)
+		}
+	}
+}
+
+func contains(xs []string, x string) bool {
+	i := sort.SearchStrings(xs, x)
+	return i < len(xs) && xs[i] == x
+}
