@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -397,8 +398,16 @@ func run(ctx context.Context, dir, lab, ns, line string) (string, error) {
 	c := exec.CommandContext(ctx, args[0], args[1:]...)
 	c.Dir = dir
 	c.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), "SEGCHAIN_LAB="+lab)
+	// The command line's children (a live `segchain dump`, `segchain
+	// watch`) must not outlive it: at the deadline the whole process group
+	// is killed, not only the shell.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	c.WaitDelay = time.Second
 	out, err := c.CombinedOutput()
+	if c.Process != nil {
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // what it left in the background
+	}
 	return string(out), err
 }
 
