@@ -129,6 +129,7 @@ func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidat
 		return err
 	}
 	var errs []error
+	var changed, withdrawn int
 	keep := map[netip.Prefix]bool{}
 	for _, r := range want {
 		keep[r.Dst] = true
@@ -143,7 +144,8 @@ func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidat
 			errs = append(errs, fmt.Errorf("route %s: %w", r, err))
 			continue
 		}
-		s.log.Info("bgp route", "route", r.String())
+		s.log.Debug("bgp route", "route", r.String())
+		changed++
 	}
 	for dst, r := range raw {
 		if keep[dst] {
@@ -153,7 +155,13 @@ func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidat
 			errs = append(errs, fmt.Errorf("delete route %s: %w", dst, err))
 			continue
 		}
-		s.log.Info("bgp route withdrawn", "dst", dst.String())
+		s.log.Debug("bgp route withdrawn", "dst", dst.String())
+		withdrawn++
+	}
+	// One line per recomputation, not per route: a converging domain of
+	// 100 nodes changes tens of thousands of routes.
+	if changed+withdrawn > 0 {
+		s.log.Info("bgp routes", "installed", changed, "withdrawn", withdrawn, "total", len(want))
 	}
 	return errors.Join(errs...)
 }

@@ -34,13 +34,21 @@ const Metric = 20
 const StateFile = "bgp.json"
 
 // resync is how often the installed routes are recomputed without any
-// event (a safety net; events recompute them at once).
-const resync = 2 * time.Second
+// event (a safety net against routes changed behind the speaker's back;
+// events recompute them at once).
+const resync = 10 * time.Second
 
 // coalesce is how long a recomputation waits for more BGP events after
-// the first: one per burst of UPDATEs instead of one per UPDATE. A carrier
-// change or a session going up or down does not wait.
-const coalesce = 20 * time.Millisecond
+// the first, and gap the least time between two such recomputations: a
+// converging RIB sends UPDATEs for seconds, and each recomputation reads
+// the whole RIB and the kernel's routes (at 100 nodes on two cores, one
+// per 20 ms burst made the speakers' route installation half of all the
+// agents' CPU and slowed the convergence it was following). A carrier
+// change or a session going up or down waits for neither.
+const (
+	coalesce = 20 * time.Millisecond
+	gap      = 250 * time.Millisecond
+)
 
 var ipv6Unicast = &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
 
@@ -193,14 +201,31 @@ func (s *Speaker) startLocked(in *nodestate.BGP) error {
 	s.stateMu.Unlock()
 	srv := server.NewBgpServer(server.LoggerOption(&logger{s: s}))
 	go srv.Serve()
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.srv, s.intent, s.stopRun = srv, in, cancel
+	s.live.Store(in)
+	// The carrier of the intent's links is known before the first session
+	// is configured (a link without carrier starts shut).
+	if err := s.watchLinks(runCtx, srv); err != nil {
+		s.stopLocked()
+		return err
+	}
 	ctx := context.Background()
 	if err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
 		Asn: in.ASN, RouterId: in.RouterID, ListenPort: 179, ListenAddresses: []string{"::"},
 	}}); err != nil {
-		srv.Stop()
+		s.stopLocked()
 		return fmt.Errorf("start BGP AS%d: %w", in.ASN, err)
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
+	// The neighbors right after the listener: a neighbor that connects
+	// before its configuration exists is refused, and GoBGP then holds
+	// that session idle for 5 s before it dials again.
+	for _, n := range in.Neighbors {
+		if err := s.addPeer(ctx, in, n); err != nil {
+			s.stopLocked()
+			return err
+		}
+	}
 	if err := srv.WatchEvent(runCtx, &api.WatchEventRequest{
 		Peer: &api.WatchEventRequest_Peer{},
 		Table: &api.WatchEventRequest_Table{Filters: []*api.WatchEventRequest_Table_Filter{
@@ -219,21 +244,8 @@ func (s *Speaker) startLocked(in *nodestate.BGP) error {
 		}
 		s.poke()
 	}); err != nil {
-		cancel()
-		srv.Stop()
-		return fmt.Errorf("watch BGP events: %w", err)
-	}
-	s.srv, s.intent, s.stopRun = srv, in, cancel
-	s.live.Store(in)
-	if err := s.watchLinks(runCtx, srv); err != nil {
 		s.stopLocked()
-		return err
-	}
-	for _, n := range in.Neighbors {
-		if err := s.addPeer(ctx, in, n); err != nil {
-			s.stopLocked()
-			return err
-		}
+		return fmt.Errorf("watch BGP events: %w", err)
 	}
 	for _, p := range in.Prefixes {
 		if err := s.addPath(ctx, p, false); err != nil {
@@ -319,8 +331,14 @@ func (s *Speaker) addPeer(ctx context.Context, in *nodestate.BGP, n nodestate.BG
 	s.stateMu.Unlock()
 	p := &api.Peer{
 		Conf: &api.PeerConf{NeighborAddress: n.Addr.String(), PeerAsn: n.ASN, Description: n.Node, AdminDown: down},
+		// One end of a link dials, the other waits (the end with the
+		// higher address). When both dial, GoBGP resolves the collision
+		// by closing one connection, idles that session 5 s, and two
+		// speakers can keep refusing each other's connections that way
+		// for minutes (seen at 100 nodes: 107 s).
 		Transport: &api.Transport{
 			LocalAddress: n.Local.String(),
+			PassiveMode:  n.Local.Compare(n.Addr) > 0,
 		},
 		Timers: &api.Timers{Config: &api.TimersConfig{
 			HoldTime: uint64(in.Hold), KeepaliveInterval: uint64(in.Keepalive),
@@ -397,12 +415,17 @@ func (s *Speaker) run(ctx context.Context, srv *server.BgpServer) {
 	defer s.wg.Done()
 	t := time.NewTicker(resync)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.kick:
-			w := time.NewTimer(coalesce)
+			wait := coalesce
+			if d := gap - time.Since(last); d > wait {
+				wait = d
+			}
+			w := time.NewTimer(wait)
 			select {
 			case <-w.C:
 			case <-s.urgent:
@@ -418,6 +441,7 @@ func (s *Speaker) run(ctx context.Context, srv *server.BgpServer) {
 		case <-s.urgent:
 		case <-t.C:
 		}
+		last = time.Now()
 		if err := s.reconcile(ctx, srv); err != nil && ctx.Err() == nil {
 			s.log.Warn("bgp: install best paths", "err", err)
 		}
