@@ -44,7 +44,7 @@ const resync = 10 * time.Second
 // the whole RIB and the kernel's routes (at 100 nodes on two cores, one
 // per 20 ms burst made the speakers' route installation half of all the
 // agents' CPU and slowed the convergence it was following). A carrier
-// change or a session going up or down waits for neither.
+// change, a session going up or down and a withdrawal wait for neither.
 const (
 	coalesce = 20 * time.Millisecond
 	gap      = 250 * time.Millisecond
@@ -241,6 +241,14 @@ func (s *Speaker) startLocked(in *nodestate.BGP) error {
 			// paths with it: recompute at once.
 			s.pokeNow()
 			return
+		}
+		// A withdrawal may leave a route pointing nowhere: at once. New
+		// paths (a converging domain) are coalesced.
+		for _, p := range r.GetTable().GetPaths() {
+			if p.GetIsWithdraw() {
+				s.pokeNow()
+				return
+			}
 		}
 		s.poke()
 	}); err != nil {
