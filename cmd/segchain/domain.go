@@ -35,6 +35,9 @@ type domainFlags struct {
 	// programmed through its agent (both set by controller).
 	netns  map[string]string
 	remote map[string]*agentrpc.Client
+	// lab and domain are the lab (--lab) and the domain controller loaded.
+	lab    *lab.Lab
+	domain *config.Domain
 }
 
 // registerLock adds --no-wait to a verb that changes nodes.
@@ -95,6 +98,7 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 	if err != nil {
 		return nil, err
 	}
+	f.lab, f.domain = l, d
 	p, err := plan.Build(d)
 	if err != nil {
 		return nil, err
@@ -373,7 +377,21 @@ and waits, or with --no-wait fails at once. See docs/apply.md.`,
 			}
 			defer locks.Release()
 			c.Preflighted = true // by f.lock, before the leases
+			// A lab's routers run FRR as the domain's routing wants
+			// (lab.SyncRouting): started or changed before the apply,
+			// stopped after it, put back if it fails.
+			var routing *lab.RoutingChange
+			if f.lab != nil {
+				if routing, err = f.lab.SyncRouting(f.domain); err != nil {
+					return err
+				}
+			}
 			res, err := c.Apply(cmd.Context(), false)
+			if err != nil {
+				err = errors.Join(err, routing.Undo())
+			} else {
+				err = routing.Commit()
+			}
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
 					return perr

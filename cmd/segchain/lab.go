@@ -92,8 +92,10 @@ packages. See docs/agents.md.
 A domain with routing: bgp implies --agents (each SR node's BGP speaker
 runs in its agent) and starts FRR (zebra, bgpd, bfdd with bfd) in every
 router node, with the configuration segchain generates; 'lab down' stops
-it. 'lab exec ROUTER -- vtysh ...' reaches that node's FRR. See
-docs/routing.md.`,
+it. 'apply --lab' keeps the routers' FRR in step with the domain it
+applies (started for bgp, restarted when its configuration changes,
+stopped after a switch to static). 'lab exec ROUTER -- vtysh ...' reaches
+that node's FRR. See docs/routing.md.`,
 		Example: `  segchain lab up
   segchain lab up -f examples/default.yaml --lab demo -o json`,
 		Args: cobra.NoArgs,

@@ -184,3 +184,23 @@ func Stop(dir string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Running returns the configuration the instance in dir was started with,
+// if every daemon of it is alive.
+func Running(dir string) (Config, bool) {
+	read := func(d string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, d+".conf"))
+		return string(b)
+	}
+	c := Config{Zebra: read("zebra"), BGPD: read("bgpd"), BFDD: read("bfdd")}
+	if c.Zebra == "" || c.BGPD == "" {
+		return c, false
+	}
+	pids := PIDs(dir)
+	for _, d := range c.Daemons() {
+		if pids[d] == 0 {
+			return c, false
+		}
+	}
+	return c, true
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/frr"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
 
@@ -31,68 +32,152 @@ func (l *Lab) FRRDir(node string) (string, bool) {
 // FRR on every router node under routing: bgp (nothing under static). On
 // failure it stops every instance it started.
 func (l *Lab) StartRouting(d *config.Domain) error {
-	if d.Routing.Mode != config.RoutingBGP {
-		return nil
+	if _, err := l.SyncRouting(d); err != nil {
+		return errors.Join(err, l.StopFRR())
 	}
-	p, err := plan.Build(d)
-	if err != nil {
-		return err
+	return nil
+}
+
+// RoutingChange is what SyncRouting did to the lab's FRR instances
+// before an apply: Commit finishes it once the apply succeeded, Undo puts
+// the instances back as they were when it failed.
+type RoutingChange struct {
+	l       *Lab
+	started []string              // had no instance
+	changed map[string]frr.Config // restarted: node → the configuration it ran
+	retire  []string              // the plan has no router there any more
+}
+
+// SyncRouting brings the lab's FRR instances to domain d's plan before
+// an apply of d, so that applying a domain that changed its routing does
+// not need the lab brought up again: a router that needs FRR and runs
+// none gets it (static → bgp: the routers' sessions come up while apply
+// waits for the speakers' sessions, before the static routes go), a
+// router whose configuration changed is restarted with the new one, and
+// an instance the plan no longer wants is left running until Commit
+// (bgp → static: the static routes replacing the routers' BGP routes
+// are installed by then).
+func (l *Lab) SyncRouting(d *config.Domain) (*RoutingChange, error) {
+	rc := &RoutingChange{l: l, changed: map[string]frr.Config{}}
+	want := map[string]*nodestate.BGP{}
+	if d.Routing.Mode == config.RoutingBGP {
+		p, err := plan.Build(d)
+		if err != nil {
+			return nil, err
+		}
+		want = p.FRR
 	}
-	nodes := make([]string, 0, len(p.FRR))
-	for n := range p.FRR {
+	for _, n := range sortedKeys(l.FRR) {
+		if want[n] == nil {
+			rc.retire = append(rc.retire, n)
+		}
+	}
+	nodes := make([]string, 0, len(want))
+	for n := range want {
 		nodes = append(nodes, n)
 	}
 	sort.Strings(nodes)
 	if len(nodes) > 0 {
 		if err := frr.Installed(); err != nil {
-			return fmt.Errorf("lab %s: routers %v need FRR: %w", l.Name, nodes, err)
+			return nil, fmt.Errorf("lab %s: routers %v need FRR: %w", l.Name, nodes, err)
 		}
 	}
 	for _, n := range nodes {
+		c := frr.Render(n, want[n])
+		dir, had := l.FRR[n]
+		var old frr.Config
+		if had {
+			var ok bool
+			if old, ok = frr.Running(dir); ok && old == c {
+				continue
+			}
+			if err := frr.Stop(dir); err != nil {
+				return rc, errors.Join(fmt.Errorf("lab %s: node %s: %w", l.Name, n, err), rc.Undo())
+			}
+		}
 		ns, err := l.Netns(n)
 		if err != nil {
-			return errors.Join(err, l.StopFRR())
+			return rc, errors.Join(err, rc.Undo())
 		}
-		if l.FRR == nil {
-			l.FRR = map[string]string{}
+		if !had {
+			dir = l.frrDir(n)
+			if l.FRR == nil {
+				l.FRR = map[string]string{}
+			}
+			// Recorded before anything starts: lab down stops what it finds.
+			l.FRR[n] = dir
+			if err := l.save(); err != nil {
+				return rc, errors.Join(err, rc.Undo())
+			}
+			rc.started = append(rc.started, n)
+		} else {
+			rc.changed[n] = old
 		}
-		dir := l.frrDir(n)
-		// Recorded before anything starts: lab down stops what it finds.
-		l.FRR[n] = dir
-		if err := l.save(); err != nil {
-			return errors.Join(err, l.StopFRR())
-		}
-		if err := frr.Start(ns, dir, frr.Render(n, p.FRR[n])); err != nil {
-			return errors.Join(fmt.Errorf("lab %s: node %s: %w", l.Name, n, err), l.StopFRR())
+		if err := frr.Start(ns, dir, c); err != nil {
+			return rc, errors.Join(fmt.Errorf("lab %s: node %s: %w", l.Name, n, err), rc.Undo())
 		}
 	}
-	return nil
+	return rc, nil
 }
 
-// StopFRR stops every FRR instance of the lab and removes its files.
-func (l *Lab) StopFRR() error {
+// Commit stops the instances the applied plan no longer wants.
+func (rc *RoutingChange) Commit() error {
+	if rc == nil {
+		return nil
+	}
+	return rc.l.stopFRR(rc.retire)
+}
+
+// Undo stops the instances SyncRouting started and restarts those it
+// changed with the configuration they ran before.
+func (rc *RoutingChange) Undo() error {
+	if rc == nil {
+		return nil
+	}
+	errs := []error{rc.l.stopFRR(rc.started)}
+	for _, n := range sortedKeys(rc.changed) {
+		dir := rc.l.FRR[n]
+		ns, err := rc.l.Netns(n)
+		if err == nil {
+			err = frr.Stop(dir)
+		}
+		if err == nil {
+			err = frr.Start(ns, dir, rc.changed[n])
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("lab %s: node %s: restore FRR: %w", rc.l.Name, n, err))
+		}
+	}
+	rc.started, rc.changed = nil, nil
+	return errors.Join(errs...)
+}
+
+// stopFRR stops the instances of nodes and forgets them.
+func (l *Lab) stopFRR(nodes []string) error {
 	var errs []error
-	for _, n := range sortedKeys(l.FRR) {
-		dir := l.FRR[n]
+	for _, n := range nodes {
+		dir, ok := l.FRR[n]
+		if !ok {
+			continue
+		}
 		if err := frr.Stop(dir); err != nil {
 			errs = append(errs, fmt.Errorf("node %s: stop FRR: %w", n, err))
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-		}
+		os.RemoveAll(dir)
+		delete(l.FRR, n)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
-	if l.FRR != nil {
+	if len(l.FRR) == 0 && l.FRR != nil {
 		os.Remove(filepath.Join(StateDir, l.Name+".frr"))
 		l.FRR = nil
 	}
-	return nil
+	return errors.Join(append(errs, l.save())...)
 }
 
-func sortedKeys(m map[string]string) []string {
+// StopFRR stops every FRR instance of the lab and removes its files.
+func (l *Lab) StopFRR() error { return l.stopFRR(sortedKeys(l.FRR)) }
+
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
