@@ -70,8 +70,9 @@ type Server struct {
 	// killed) the lease ends at once instead of at its expiry.
 	conn string
 	// grace is how long AcquireLease waits for a held lease to end before
-	// refusing (leaseGrace).
+	// refusing (leaseGrace); ended is closed when the lease held now ends.
 	grace time.Duration
+	ended chan struct{}
 }
 
 // leaseGrace: a controller killed a moment ago still holds its leases
@@ -409,6 +410,7 @@ func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*
 	if r.LeaseId == "" || !live {
 		s.lease = newID()
 		s.holder = r.Holder
+		s.ended = make(chan struct{})
 		s.log.Info("lease acquired", "peer", who(ctx), "holder", r.Holder, "ttl", ttl)
 	}
 	s.until = now.Add(ttl)
@@ -426,19 +428,19 @@ func (s *Server) awaitLease(ctx context.Context) {
 		return
 	}
 	self := who(selfCtx(ctx))
-	deadline := time.Now().Add(s.grace)
-	for {
-		s.mu.Lock()
-		held := s.lease != "" && s.now().Before(s.until) && s.conn != who(ctx) && s.conn != self
-		s.mu.Unlock()
-		if !held || !time.Now().Before(deadline) {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
+	s.mu.Lock()
+	held := s.lease != "" && s.now().Before(s.until) && s.conn != who(ctx) && s.conn != self
+	ended, wait := s.ended, min(s.grace, s.until.Sub(s.now()))
+	s.mu.Unlock()
+	if !held {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ended:
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
@@ -448,7 +450,7 @@ func (s *Server) ReleaseLease(ctx context.Context, r *pb.ReleaseLeaseRequest) (*
 	defer s.mu.Unlock()
 	if r.LeaseId != "" && r.LeaseId == s.lease {
 		s.log.Info("lease released", "peer", who(ctx), "holder", s.holder)
-		s.lease, s.holder, s.until, s.conn = "", "", time.Time{}, ""
+		s.endLeaseLocked()
 	}
 	return &pb.ReleaseLeaseReply{}, nil
 }
@@ -460,7 +462,16 @@ func (s *Server) connClosed(peer string) {
 	defer s.mu.Unlock()
 	if s.lease != "" && s.conn == peer {
 		s.log.Info("lease ended: the holder's connection closed", "peer", peer, "holder", s.holder)
-		s.lease, s.holder, s.until, s.conn = "", "", time.Time{}, ""
+		s.endLeaseLocked()
+	}
+}
+
+// endLeaseLocked ends the lease held now and wakes those awaiting it.
+func (s *Server) endLeaseLocked() {
+	s.lease, s.holder, s.until, s.conn = "", "", time.Time{}, ""
+	if s.ended != nil {
+		close(s.ended)
+		s.ended = nil
 	}
 }
 
