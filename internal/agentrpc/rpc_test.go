@@ -99,9 +99,16 @@ func (e *env) logged() string {
 }
 
 func start(t *testing.T, dir string, tc *tls.Config) *env {
+	return startWith(t, dir, tc, func(*Server) {})
+}
+
+// startWith is start with the server adjusted by set before it serves.
+func startWith(t *testing.T, dir string, tc *tls.Config, set func(*Server)) *env {
 	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
 	log := slog.New(slog.NewTextHandler(syncWriter{e.log}, nil))
-	g := NewGRPCServer(NewServer(e.fake, log, Build{Version: "test"}, nil, Hooks{}), tc, log)
+	s := NewServer(e.fake, log, Build{Version: "test"}, nil, Hooks{})
+	set(s)
+	g := NewGRPCServer(s, tc, log)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -319,6 +326,42 @@ func TestLease(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// A controller killed a moment ago holds its lease until the end of its
+// connection reaches the agent: the next controller's AcquireLease waits
+// for that end and then gets the lease, rather than being refused. The
+// grace here outlasts the client's 10 s timeout, so only the wake-up on
+// the connection's close can let the second controller in.
+func TestLeaseWaitsForClosingHolder(t *testing.T) {
+	e := serve(t)
+	e = startWith(t, e.dir, mustServerTLS(t, e.dir), func(s *Server) { s.grace = time.Hour })
+	ctx := context.Background()
+	a := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	b := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	if err := a.AcquireLease(ctx, "pid 1 (segchain apply) on host a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- b.AcquireLease(ctx, "pid 2 (segchain apply) on host b", time.Minute) }()
+	// Closing before the second request waits at the server would test
+	// nothing (it would find no lease): give it time to get there.
+	time.Sleep(300 * time.Millisecond)
+	a.conn.Close()
+	if err := <-got; err != nil {
+		t.Fatalf("the second controller, its predecessor's connection closed: %v", err)
+	}
+}
+
+// mustServerTLS is the server TLS configuration of node nfv1 of the PKI
+// in dir.
+func mustServerTLS(t *testing.T, dir string) *tls.Config {
+	t.Helper()
+	tc, err := pki.ServerTLS(pki.DirFiles(dir, pki.RoleNode, "nfv1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
 }
 
 // With JournalOnExecute each op is in the node's journal on the agent
