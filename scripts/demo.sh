@@ -68,6 +68,40 @@ EOF
 "$SC" lab exec --lab "$LAB" sf1 -- nft list table inet sf
 
 counters() { "$SC" status --lab "$LAB" -o json; }
+
+# udp_verdicts LAB DST PASS DROP: s sends 3 datagrams to each of UDP ports
+# PASS and DROP at DST; d counts what arrives on both until 2 s pass
+# without one. Succeeds when all of PASS's and none of DROP's arrived.
+udp_verdicts() {
+	local lab=$1 dst=$2 pass=$3 drop=$4 srv
+	"$SC" lab exec --lab "$lab" d -- python3 -c '
+import select, socket, sys
+pass_, drop = int(sys.argv[1]), int(sys.argv[2])
+ss = {}
+for p in (pass_, drop):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::", p)); ss[s] = p
+n = {pass_: 0, drop: 0}
+while True:
+    ready = select.select(list(ss), [], [], 2)[0]
+    if not ready:
+        break
+    for s in ready:
+        s.recv(100); n[ss[s]] += 1
+print("UDP received at D: port %d: %d datagrams, port %d: %d" % (pass_, n[pass_], drop, n[drop]))
+sys.exit(0 if n == {pass_: 3, drop: 0} else 1)
+' "$pass" "$drop" &
+	srv=$!
+	sleep 0.5
+	"$SC" lab exec --lab "$lab" s -- python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+for i in range(3):
+    for p in (int(sys.argv[2]), int(sys.argv[3])):
+        s.sendto(b"datagram %d" % i, (sys.argv[1], p)); time.sleep(0.05)
+print("sent 3 datagrams each to UDP %s and %s" % (sys.argv[2], sys.argv[3]))
+' "$dst" "$pass" "$drop"
+	wait "$srv"
+}
 before=$(counters)
 
 D6=fc00:4d::d
@@ -121,34 +155,7 @@ cat /tmp/segchain-demo-dump2.txt
 step "chain filtered: UDP 6000 and 6666 through nfv1-end and nfv2's SR-aware firewall (End.AN.FW)"
 echo "nfv2-fw as the domain file configured it (policy drop, two rules):"
 "$SC" fw list --netns "sc-$LAB-nfv2"
-# d counts what arrives on both ports until 2 s pass without a datagram.
-"$SC" lab exec --lab "$LAB" d -- python3 -c '
-import select, socket, sys
-ss = {}
-for p in (6000, 6666):
-    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::", p)); ss[s] = p
-n = {6000: 0, 6666: 0}
-print("d listening on UDP 6000 and 6666", flush=True)
-while True:
-    ready = select.select(list(ss), [], [], 2)[0]
-    if not ready:
-        break
-    for s in ready:
-        s.recv(100); n[ss[s]] += 1
-print("UDP received at D: port 6000: %d datagrams, port 6666: %d" % (n[6000], n[6666]))
-sys.exit(0 if n == {6000: 3, 6666: 0} else 1)
-' &
-srv=$!
-sleep 0.5
-"$SC" lab exec --lab "$LAB" s -- python3 -c '
-import socket, time
-s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-for i in range(3):
-    for p in (6000, 6666):
-        s.sendto(b"filtered %d" % i, ("'"$D6"'", p)); time.sleep(0.05)
-print("sent 3 datagrams each to UDP 6000 and 6666")
-'
-if wait "$srv"; then
+if udp_verdicts "$LAB" "$D6" 6000 6666; then
 	echo "6000 delivered, 6666 dropped by the firewall: as the rules say"
 else
 	echo "UNEXPECTED: the firewall's verdicts did not match its rules"; exit 1
@@ -199,32 +206,8 @@ step "End.AN.NF: nfv2's own nftables rule set on the chain's inner packets (exam
 "$SC" apply --lab "$NFLAB" | tail -n 1
 echo "the rule set apply loaded into nfv2 (examples/netfilter.nft):"
 "$SC" lab exec --lab "$NFLAB" nfv2 -- nft list table inet segchain_nf
-"$SC" lab exec --lab "$NFLAB" d -- python3 -c '
-import select, socket, sys
-ss = {}
-for p in (5000, 9999):
-    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::", p)); ss[s] = p
-n = {5000: 0, 9999: 0}
-while True:
-    ready = select.select(list(ss), [], [], 2)[0]
-    if not ready:
-        break
-    for s in ready:
-        s.recv(100); n[ss[s]] += 1
-print("UDP received at D: port 5000: %d datagrams, port 9999: %d" % (n[5000], n[9999]))
-sys.exit(0 if n == {5000: 3, 9999: 0} else 1)
-' &
-srv=$!
-sleep 0.5
-"$SC" lab exec --lab "$NFLAB" s -- python3 -c '
-import socket, time
-s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-for i in range(3):
-    for p in (5000, 9999):
-        s.sendto(b"nf %d" % i, ("fc00:4d::d", p)); time.sleep(0.05)
-print("sent 3 datagrams each to UDP 5000 and 9999 through chain filtered (fw on nfv1, End.AN.NF on nfv2)")
-'
-if wait "$srv"; then
+echo "chain filtered: fw on nfv1, End.AN.NF on nfv2"
+if udp_verdicts "$NFLAB" fc00:4d::d 5000 9999; then
 	echo "5000 delivered, 9999 dropped by nfv2's nftables rule: as the rule set says"
 else
 	echo "UNEXPECTED: netfilter's verdicts did not match the rule set"; exit 1
