@@ -101,34 +101,25 @@ func TestPrivilegedBGPRedundantFailover(t *testing.T) {
 	}
 }
 
-// A peer configured with the wrong ASN: nfv2 takes another ASN while r2's
-// FRR still expects the planned one. r2 refuses the session and status
-// says so; the rest of the domain keeps its routes and the chain through
-// nfv1 keeps forwarding; the right ASN back, the session comes back.
+// A peer configured with the wrong ASN: r2's FRR is changed by hand to
+// expect another ASN from nfv2. r2 refuses the session and status says
+// so; the rest of the domain keeps its routes and the chain through nfv1
+// keeps forwarding; the right ASN back, the session comes back. Then the
+// domain file gives nfv2 another ASN: apply changes both ends (nfv2's
+// speaker and r2's FRR, which the lab keeps in step) and the session
+// comes up with it.
 func TestPrivilegedBGPWrongPeerASN(t *testing.T) {
 	e := newEnv(t, domainFile)
 	e.must("apply", "--lab", e.lab)
 	e.waitEstablished(30 * time.Second)
 	e.waitRoute("ingress", "fc00:3::/64", []string{"eth-r2"}, 30*time.Second)
 
-	b, err := os.ReadFile(domainFile)
-	if err != nil {
-		t.Fatal(err)
+	remoteAS := func(asn string) {
+		e.must("lab", "exec", "--lab", e.lab, "r2", "--", "vtysh", "-c", "configure terminal",
+			"-c", "router bgp 4200000006", "-c", "neighbor fc00:36::3 remote-as "+asn)
 	}
-	const line = `nfv2:    {role: nfv,     id: 3, locator: "fc00:3::/64"}`
-	if !strings.Contains(string(b), line) {
-		t.Fatalf("%s no longer has %q", domainFile, line)
-	}
-	bad := filepath.Join(t.TempDir(), "wrongasn.yaml")
-	if err := os.WriteFile(bad, []byte(strings.Replace(string(b), line,
-		`nfv2:    {role: nfv,     id: 3, locator: "fc00:3::/64", bgp: {asn: 65003}}`, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := e.must("apply", "-f", bad, "--lab", e.lab)
-	if !strings.Contains(out, "AS65003") {
-		t.Errorf("apply does not show the new ASN:\n%s", out)
-	}
-	// r2 (FRR, still expecting AS4200000003) refuses nfv2's OPEN.
+	// r2 (FRR, now expecting AS65099) refuses nfv2's OPEN.
+	remoteAS("65099")
 	deadline := time.Now().Add(20 * time.Second)
 	var r2 session
 	for {
@@ -160,8 +151,37 @@ func TestPrivilegedBGPWrongPeerASN(t *testing.T) {
 	if err := testutil.Ping(e.ns("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
 		t.Errorf("chain web after the bad ASN: %v", err)
 	}
-	e.must("apply", "--lab", e.lab)
+	remoteAS("4200000003")
 	e.waitEstablished(30 * time.Second)
+	e.waitRoute("ingress", "fc00:3::/64", []string{"eth-r2"}, 20*time.Second)
+
+	// Another ASN for nfv2 in the domain file: both ends follow.
+	b, err := os.ReadFile(domainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = `nfv2:    {role: nfv,     id: 3, locator: "fc00:3::/64"}`
+	if !strings.Contains(string(b), line) {
+		t.Fatalf("%s no longer has %q", domainFile, line)
+	}
+	other := filepath.Join(t.TempDir(), "otherasn.yaml")
+	if err := os.WriteFile(other, []byte(strings.Replace(string(b), line,
+		`nfv2:    {role: nfv,     id: 3, locator: "fc00:3::/64", bgp: {asn: 65003}}`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.must("apply", "-f", other, "--lab", e.lab); !strings.Contains(out, "AS65003") {
+		t.Errorf("apply does not show the new ASN:\n%s", out)
+	}
+	ss := e.waitEstablished(30 * time.Second)
+	var asn uint32
+	for _, s := range ss["r2"] {
+		if s.Node == "nfv2" {
+			asn = s.ASN
+		}
+	}
+	if asn != 65003 {
+		t.Errorf("r2's session with nfv2: AS%d, want AS65003: %+v", asn, ss["r2"])
+	}
 	e.waitRoute("ingress", "fc00:3::/64", []string{"eth-r2"}, 20*time.Second)
 }
 
