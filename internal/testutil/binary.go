@@ -56,3 +56,40 @@ func IPNetnsExec(t testing.TB, bin, ns string, args ...string) string {
 	}
 	return string(out)
 }
+
+// Segchain runs the binary bin (MainWithBinary's) with args and returns
+// its combined output.
+func Segchain(bin string, args ...string) (string, error) {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// MustSegchain is Segchain failing t when the command fails.
+func MustSegchain(t testing.TB, bin string, args ...string) string {
+	t.Helper()
+	out, err := Segchain(bin, args...)
+	if err != nil {
+		t.Fatalf("segchain %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// LabNetns is the namespace of a lab's node, failing t if it has none.
+func LabNetns(t testing.TB, l interface{ Netns(string) (string, error) }, node string) string {
+	t.Helper()
+	ns, err := l.Netns(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// Alive reports whether pid is a running process (not a zombie).
+func Alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z"
+}

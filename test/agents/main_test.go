@@ -68,7 +68,7 @@ func newEnvPrefix(t *testing.T, agents bool, prefix string) *env {
 			t.Errorf("lab down: %v\n%s", err, out)
 		}
 		for _, p := range pids {
-			if alive(p) {
+			if testutil.Alive(p) {
 				t.Errorf("agent pid %d outlived lab down", p)
 				syscall.Kill(p, syscall.SIGKILL)
 			}
@@ -86,37 +86,16 @@ func newEnvPrefix(t *testing.T, agents bool, prefix string) *env {
 	return e
 }
 
-// alive: pid is a running process (not a zombie).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	return len(f) > 2 && f[2] != "Z"
-}
-
-func (e *env) run(args ...string) (string, error) {
-	out, err := exec.Command(segchainBin, args...).CombinedOutput()
-	return string(out), err
-}
+func (e *env) run(args ...string) (string, error) { return testutil.Segchain(segchainBin, args...) }
 
 func (e *env) must(args ...string) string {
 	e.t.Helper()
-	out, err := e.run(args...)
-	if err != nil {
-		e.t.Fatalf("segchain %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return testutil.MustSegchain(e.t, segchainBin, args...)
 }
 
 func (e *env) ns(node string) string {
 	e.t.Helper()
-	ns, err := e.l.Netns(node)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return ns
+	return testutil.LabNetns(e.t, e.l, node)
 }
 
 // status is `segchain status -o json` as generic JSON.

@@ -63,20 +63,11 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// run runs the binary and returns its combined output.
-func (e *env) run(args ...string) (string, error) {
-	out, err := exec.Command(segchainBin, args...).CombinedOutput()
-	return string(out), err
-}
+func (e *env) run(args ...string) (string, error) { return testutil.Segchain(segchainBin, args...) }
 
-// must runs the binary and fails the test if it fails.
 func (e *env) must(args ...string) string {
 	e.t.Helper()
-	out, err := e.run(args...)
-	if err != nil {
-		e.t.Fatalf("segchain %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return testutil.MustSegchain(e.t, segchainBin, args...)
 }
 
 // domain runs a domain verb (apply, plan, status, destroy) on the lab.
@@ -86,11 +77,7 @@ func (e *env) domain(verb string, args ...string) (string, error) {
 
 func (e *env) ns(node string) string {
 	e.t.Helper()
-	ns, err := e.l.Netns(node)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return ns
+	return testutil.LabNetns(e.t, e.l, node)
 }
 
 // pinRoot is where segchain pins (bpfpin.Root).

@@ -5,7 +5,6 @@ package bgp
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"sort"
@@ -76,7 +75,7 @@ func newEnvArgs(t *testing.T, file string, bgp bool) *env {
 			t.Errorf("lab down: %v\n%s", err, out)
 		}
 		for _, p := range pids {
-			if alive(p) {
+			if testutil.Alive(p) {
 				t.Errorf("pid %d (agent or FRR daemon) outlived lab down", p)
 				syscall.Kill(p, syscall.SIGKILL)
 			}
@@ -101,36 +100,16 @@ func newEnvArgs(t *testing.T, file string, bgp bool) *env {
 	return e
 }
 
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	return len(f) > 2 && f[2] != "Z"
-}
-
-func (e *env) run(args ...string) (string, error) {
-	out, err := exec.Command(segchainBin, args...).CombinedOutput()
-	return string(out), err
-}
+func (e *env) run(args ...string) (string, error) { return testutil.Segchain(segchainBin, args...) }
 
 func (e *env) must(args ...string) string {
 	e.t.Helper()
-	out, err := e.run(args...)
-	if err != nil {
-		e.t.Fatalf("segchain %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return testutil.MustSegchain(e.t, segchainBin, args...)
 }
 
 func (e *env) ns(node string) string {
 	e.t.Helper()
-	ns, err := e.l.Netns(node)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return ns
+	return testutil.LabNetns(e.t, e.l, node)
 }
 
 // hop is one next hop of a route as `ip -j route` prints it.

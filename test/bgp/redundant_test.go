@@ -214,7 +214,7 @@ func TestPrivilegedBGPDestroyAndDown(t *testing.T) {
 	}
 	e.must("lab", "down", "--lab", e.lab)
 	for _, p := range pids {
-		if alive(p) {
+		if testutil.Alive(p) {
 			t.Errorf("pid %d outlived lab down", p)
 		}
 	}

@@ -81,7 +81,7 @@ func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 		t.Errorf("FRR left after apply bgp → static: %v", d)
 	}
 	for _, p := range pids {
-		if alive(p) {
+		if testutil.Alive(p) {
 			t.Errorf("FRR daemon pid %d outlived the switch back to static", p)
 		}
 	}
