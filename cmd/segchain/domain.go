@@ -20,6 +20,7 @@ import (
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodeagent"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
 
@@ -424,11 +425,12 @@ func newDestroyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "destroy [-f FILE] [--lab NAME] [--dry-run] [-o json]",
 		Short: "Remove exactly what segchain installed on the domain's nodes",
-		Long: `Removes every route and rule the domain installed (they carry protocol 197,
-"segchain"), the domain's HMAC keys and tunnel source, and restores the sysctls
-segchain changed to the values they had before. Routes, rules and keys that
-the domain did not install are left alone: that includes SIDs made by hand
-with segchain sid add (protocol 198), which segchain sid del/flush remove.
+		Long: `Removes every route and rule the domain installed (they carry protocol ` + fmt.Sprint(nodestate.Proto) + `,
+or ` + fmt.Sprint(nodestate.ProtoLegacy) + ` when an older segchain installed them), the domain's HMAC keys
+and tunnel source, and restores the sysctls segchain changed to the values
+they had before. Routes, rules and keys that the domain did not install are
+left alone: that includes SIDs made by hand with segchain sid add (protocol
+` + fmt.Sprint(nodestate.ProtoManual) + `), which segchain sid del/flush remove.
 With --lab and no -f, the domain is the file the lab was brought up from.
 With -o json, the diffs and their summary are printed.`,
 		Example: "  segchain destroy --lab default --dry-run -o json\n  segchain destroy --lab default",

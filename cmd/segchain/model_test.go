@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -199,7 +201,7 @@ func TestPrivilegedExitCodes(t *testing.T) {
 	}
 	// Drift: a domain route removed behind segchain's back.
 	ns := lab.NetnsName(name, "nfv1")
-	if out, err := testutil.ExecErr(ns, "ip", "-6", "route", "flush", "proto", "197"); err != nil {
+	if out, err := testutil.ExecErr(ns, "ip", "-6", "route", "flush", "proto", fmt.Sprint(nodestate.Proto)); err != nil {
 		t.Fatalf("ip route flush: %v\n%s", err, out)
 	}
 	if c := code("status", "--lab", name, "--check"); c != exitChanges {

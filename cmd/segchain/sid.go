@@ -222,7 +222,7 @@ func (s *sidCLI) add(w, ew io.Writer, args []string) error {
 	}
 	for _, l := range sids {
 		if l.Route.Dst == r.Dst && l.Route.Table == r.Table {
-			if l.Protocol == nodestate.Proto {
+			if nodestate.Owned(l.Protocol) {
 				return fmt.Errorf("sid %s already exists and belongs to the domain (%s, installed by segchain apply)", r.Dst, localsid.Format(l.Route, nil))
 			}
 			return fmt.Errorf("sid %s already exists (%s); del it first", r.Dst, localsid.Format(l.Route, nil))
@@ -329,9 +329,9 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 		if l.Route.Dst != sid {
 			continue
 		}
-		switch l.Protocol {
-		case nodestate.ProtoManual:
-		case nodestate.Proto:
+		switch {
+		case nodestate.HandMade(l.Protocol):
+		case nodestate.Owned(l.Protocol):
 			return fmt.Errorf("sid %s belongs to the domain (installed by segchain apply): remove it from the domain file and apply, or segchain destroy", sid)
 		default:
 			return fmt.Errorf("sid %s was not installed by segchain (route protocol %s): remove it with ip -6 route del", sid, protoName(l.Protocol))
@@ -409,11 +409,11 @@ func (s *sidCLI) collect(filter *netip.Prefix) ([]sidRow, error) {
 			continue
 		}
 		text := localsid.Format(l.Route, l.Counters)
-		switch l.Protocol {
-		case nodestate.ProtoManual:
-		case nodestate.Proto:
+		switch {
+		case nodestate.HandMade(l.Protocol):
+		case nodestate.Owned(l.Protocol):
 			text += "  [domain: installed by segchain apply]"
-		case srv6svc.RouteProtocol:
+		case l.Protocol == srv6svc.RouteProtocol:
 			text += "  [on-failure bypass route of a userspace service]"
 		default:
 			text += fmt.Sprintf("  [proto %s: not installed by segchain]", protoName(l.Protocol))
@@ -537,7 +537,7 @@ func (s *sidCLI) flush(w io.Writer) error {
 	n := 0
 	var errs []error
 	for _, l := range sids {
-		if l.Protocol != nodestate.ProtoManual {
+		if !nodestate.HandMade(l.Protocol) {
 			continue
 		}
 		if err := h.DeleteRouteAs(l.Route, l.Protocol); err != nil {

@@ -273,6 +273,8 @@ func TestBadMessages(t *testing.T) {
 		{"unknown action", []byte(`[{"kind":"route","action":"explode","route":{"dst":"fc00::/64"}}]`), `unknown action "explode"`},
 		{"route without object", []byte(`[{"kind":"route","action":"add"}]`), "no route"},
 		{"sysctl outside net", []byte(`[{"kind":"sysctl","action":"set","sysctl":{"key":"kernel.panic","value":"1"}}]`), "only net.* keys"},
+		{"route of another protocol", []byte(`[{"kind":"route","action":"delete","route":{"dst":"fc00::/64","proto":186}}]`), "route protocol 186 is not segchain's"},
+		{"rule of another protocol", []byte(`[{"kind":"rule","action":"delete","rule":{"family":6,"priority":1,"table":100,"proto":11}}]`), "rule protocol 11 is not segchain's"},
 		{"oversized", append(append([]byte(`[{"kind":"tunsrc","action":"set","tunsrc":"`), bytes.Repeat([]byte("a"), MaxMessage)...), `"}]`...), "ResourceExhausted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,13 +6,16 @@ import (
 	"strings"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
 )
 
 // ValidateOps refuses, before anything runs, ops a controller never sends:
 // an unknown action, an op without its object, a sysctl outside net.*.
 // Routes and rules need no owner check here: the data plane stamps and
 // matches segchain's protocol (nodestate.Proto) on every write and
-// delete, so an op never touches a route or rule segchain does not own.
+// delete, so an op never touches a route or rule segchain does not own;
+// the only other protocols an op may name (Route.Proto, Rule.Proto) are
+// segchain's own, old and new (ownProto).
 // Kinds whose shape this package does not know (service kinds) are left
 // to the agent's implementation, which refuses what it cannot do.
 func ValidateOps(ops []agent.Op) error {
@@ -42,9 +45,18 @@ func validateOp(op agent.Op) error {
 		if !op.Route.Dst.IsValid() {
 			return errors.New("route without a destination")
 		}
+		if !ownProto(op.Route.Proto) {
+			return fmt.Errorf("route protocol %d is not segchain's", op.Route.Proto)
+		}
+		if op.OldRoute != nil && !ownProto(op.OldRoute.Proto) {
+			return fmt.Errorf("old route protocol %d is not segchain's", op.OldRoute.Proto)
+		}
 	case agent.KindRule:
 		if op.Rule == nil {
 			return errors.New("no rule")
+		}
+		if !ownProto(op.Rule.Proto) {
+			return fmt.Errorf("rule protocol %d is not segchain's", op.Rule.Proto)
 		}
 	case agent.KindSysctl:
 		if op.Sysctl == nil {
@@ -70,4 +82,11 @@ func validateOp(op agent.Op) error {
 		}
 	}
 	return nil
+}
+
+// ownProto: p is 0 (nodestate.Proto) or one of segchain's own route
+// protocols an op may name: the domain's and hand-made SIDs', the numbers
+// older versions used included (apply renumbers those).
+func ownProto(p int) bool {
+	return p == 0 || nodestate.Owned(p) || nodestate.HandMade(p)
 }

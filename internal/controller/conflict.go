@@ -38,7 +38,7 @@ func Conflicts(observed, desired *nodestate.Node) []string {
 			continue
 		}
 		who := fmt.Sprintf("installed by another tool (route protocol %d): remove it with ip -6 route del", f.Protocol)
-		if f.Protocol == nodestate.ProtoManual {
+		if nodestate.HandMade(f.Protocol) {
 			who = fmt.Sprintf("made by hand (segchain sid add): remove it with segchain sid del %s", f.Route.Dst)
 		}
 		what := r.String()

@@ -113,6 +113,17 @@ func Compute(observed, desired *nodestate.Node) Diff {
 			endpointAdds = append(endpointAdds, op)
 		}
 	}
+	// Hand-made SIDs an older segchain stamped with FRR's protocol 198
+	// (nodestate.ProtoManualLegacy) are renumbered in place, nothing else
+	// about them changes; one the domain wants to replace is a conflict.
+	for _, f := range observed.Foreign {
+		if f.Protocol != nodestate.ProtoManualLegacy || wantRoutes[f.Route.Key()] {
+			continue
+		}
+		old, r := f.Route, f.Route
+		old.Proto, r.Proto = nodestate.ProtoManualLegacy, nodestate.ProtoManual
+		endpointAdds = append(endpointAdds, agent.Op{Kind: agent.KindRoute, Action: agent.ActReplace, Route: &r, OldRoute: &old})
+	}
 	d.Adds = append(d.Adds, endpointAdds...)
 	// Services (proxies, firewalls ...) are endpoints too: in place before
 	// the policies steer traffic into them, make-before-break (stage), one

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestPrivilegedIproute2Oracle(t *testing.T) {
 				fam, args = "-4", args[1:]
 			}
 			// 1. iproute2 encodes, we decode.
-			testutil.Exec(t, ns, append([]string{"ip", fam, "route", "add"}, append(args, "table", "100", "proto", "197")...)...)
+			testutil.Exec(t, ns, append([]string{"ip", fam, "route", "add"}, append(args, "table", "100", "proto", fmt.Sprint(nodestate.Proto))...)...)
 			t.Cleanup(func() { testutil.ExecErr(ns, "ip", fam, "route", "flush", "table", "100") })
 			got, err := h.Routes()
 			if err != nil {

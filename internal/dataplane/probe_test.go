@@ -68,7 +68,7 @@ func TestPrivilegedOpen(t *testing.T) {
 	if err := h.ReplaceRoute(r); err != nil {
 		t.Fatal(err)
 	}
-	if out := testutil.Exec(t, ns, "ip", "-N", "-6", "route", "show", "fc00:42::/64"); !strings.Contains(out, "dev o0 proto 197") {
+	if out := testutil.Exec(t, ns, "ip", "-N", "-6", "route", "show", "fc00:42::/64"); !strings.Contains(out, fmt.Sprintf("dev o0 proto %d", nodestate.Proto)) {
 		t.Errorf("route not in %s: %q", ns, out)
 	}
 	if _, err := Open("sct-does-not-exist-42"); err == nil {

@@ -144,6 +144,15 @@ func (h *Handle) dumpRoutes(family int) ([]rawRoute, error) {
 	return out, nil
 }
 
+// stamped is r with Proto set when the dumped route carries a protocol
+// other than nodestate.Proto (an older segchain's nodestate.ProtoLegacy).
+func (r rawRoute) stamped(out nodestate.Route) nodestate.Route {
+	if r.protocol != nodestate.Proto {
+		out.Proto = r.protocol
+	}
+	return out
+}
+
 // toRoute converts a dumped route to the model (canonical form, see Canonical).
 func (r rawRoute) toRoute(names func(int) string) (nodestate.Route, *Counters, error) {
 	p, err := r.dst.Prefix(r.dstLen)
@@ -172,8 +181,10 @@ func (r rawRoute) toRoute(names func(int) string) (nodestate.Route, *Counters, e
 	return Canonical(out), cnt, nil
 }
 
-// Routes returns every IPv4 and IPv6 route with protocol nodestate.Proto,
-// in every table, fully decoded. Routes are in canonical form (Canonical).
+// Routes returns every IPv4 and IPv6 route segchain's domain owns
+// (protocol nodestate.Proto, or nodestate.ProtoLegacy of an older segchain
+// with Route.Proto set), in every table, fully decoded. Routes are in
+// canonical form (Canonical).
 func (h *Handle) Routes() ([]nodestate.Route, error) {
 	names := h.linkNames()
 	var out []nodestate.Route
@@ -183,14 +194,14 @@ func (h *Handle) Routes() ([]nodestate.Route, error) {
 			return nil, err
 		}
 		for _, raw := range raws {
-			if raw.protocol != nodestate.Proto || raw.flags&unix.RTM_F_CLONED != 0 {
+			if !nodestate.Owned(raw.protocol) || raw.flags&unix.RTM_F_CLONED != 0 {
 				continue
 			}
 			r, _, err := raw.toRoute(names)
 			if err != nil {
 				return nil, fmt.Errorf("netns %q: %w", h.netns, err)
 			}
-			out = append(out, r)
+			out = append(out, raw.stamped(r))
 		}
 	}
 	return out, nil
@@ -235,7 +246,7 @@ func (h *Handle) RoutesAndLocalSIDs() ([]nodestate.Route, []LocalSID, error) {
 			if raw.flags&unix.RTM_F_CLONED != 0 {
 				continue
 			}
-			own := raw.protocol == nodestate.Proto
+			own := nodestate.Owned(raw.protocol)
 			sid := fam == unix.AF_INET6 && raw.encapType == unix.LWTUNNEL_ENCAP_SEG6_LOCAL
 			if !own && !sid {
 				continue
@@ -245,7 +256,7 @@ func (h *Handle) RoutesAndLocalSIDs() ([]nodestate.Route, []LocalSID, error) {
 				return nil, nil, fmt.Errorf("netns %q: %w", h.netns, err)
 			}
 			if own {
-				routes = append(routes, r)
+				routes = append(routes, raw.stamped(r))
 			}
 			if sid {
 				sids = append(sids, LocalSID{Route: r, Protocol: raw.protocol, Counters: cnt})
@@ -256,11 +267,14 @@ func (h *Handle) RoutesAndLocalSIDs() ([]nodestate.Route, []LocalSID, error) {
 }
 
 // ReplaceRoute installs r (NLM_F_CREATE|NLM_F_REPLACE) with protocol
-// nodestate.Proto. A seg6local route goes on Route.Dev; when Dev is empty
+// r.Protocol() (nodestate.Proto unless r.Proto says otherwise). The kernel
+// replaces a route of the same destination, table and metric whatever its
+// protocol, so replacing an older segchain's route renumbers it in place,
+// without a moment without the route. A seg6local route goes on Route.Dev; when Dev is empty
 // (or "lo") it is installed as a route of type local on lo, because the
 // kernel rejects traffic matching a unicast route via loopback.
 func (h *Handle) ReplaceRoute(r nodestate.Route) error {
-	return h.ReplaceRouteAs(r, nodestate.Proto)
+	return h.ReplaceRouteAs(r, r.Protocol())
 }
 
 // ReplaceRouteAs is ReplaceRoute with another protocol stamp (segchain sid
@@ -289,10 +303,11 @@ func (h *Handle) replaceRoute(r nodestate.Route, proto int) error {
 }
 
 // DeleteRoute removes the route with r's destination, table and metric
-// installed by segchain (protocol nodestate.Proto). A missing route yields
-// an error wrapping unix.ESRCH.
+// installed by segchain (protocol r.Protocol(): nodestate.Proto unless
+// r.Proto says otherwise). A missing route yields an error wrapping
+// unix.ESRCH.
 func (h *Handle) DeleteRoute(r nodestate.Route) error {
-	return h.DeleteRouteAs(r, nodestate.Proto)
+	return h.DeleteRouteAs(r, r.Protocol())
 }
 
 // DeleteRouteAs is DeleteRoute for a route stamped with protocol proto (the

@@ -56,11 +56,14 @@ func (h *Handle) toNetlinkRule(r nodestate.Rule) (*netlink.Rule, error) {
 	nr.Sport = portRange(r.Sport)
 	nr.Dport = portRange(r.Dport)
 	nr.IifName = r.Iif
-	nr.Protocol = nodestate.Proto
+	nr.Protocol = uint8(r.Protocol())
 	return nr, nil
 }
 
-// AddRule adds a policy rule stamped with protocol nodestate.Proto.
+// AddRule adds a policy rule stamped with protocol r.Protocol()
+// (nodestate.Proto unless r.Proto says otherwise). The kernel keeps two
+// rules that differ only in protocol apart, so an older segchain's rule is
+// renumbered by adding it anew and then deleting the old one.
 func (h *Handle) AddRule(r nodestate.Rule) error {
 	nr, err := h.toNetlinkRule(r)
 	if err == nil {
@@ -72,7 +75,8 @@ func (h *Handle) AddRule(r nodestate.Rule) error {
 	return nil
 }
 
-// DeleteRule removes the segchain rule matching every field of r.
+// DeleteRule removes the segchain rule matching every field of r,
+// protocol r.Protocol() included.
 func (h *Handle) DeleteRule(r nodestate.Rule) error {
 	nr, err := h.toNetlinkRule(r)
 	if err == nil {
@@ -84,7 +88,8 @@ func (h *Handle) DeleteRule(r nodestate.Rule) error {
 	return nil
 }
 
-// Rules returns the IPv4 and IPv6 rules with protocol nodestate.Proto,
+// Rules returns the IPv4 and IPv6 rules segchain's domain owns (protocol
+// nodestate.Proto, or nodestate.ProtoLegacy with Rule.Proto set),
 // decoded from a raw RTM_GETRULE dump (FRA_IP_PROTO is a u8 and
 // FRA_PROTOCOL must be read exactly).
 func (h *Handle) Rules() ([]nodestate.Rule, error) {
@@ -150,8 +155,11 @@ func (h *Handle) Rules() ([]nodestate.Rule, error) {
 					r.Iif = nl.BytesToString(v)
 				}
 			}
-			if proto != nodestate.Proto {
+			if !nodestate.Owned(proto) {
 				continue
+			}
+			if proto != nodestate.Proto {
+				r.Proto = proto
 			}
 			out = append(out, r)
 		}

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -133,7 +134,7 @@ func TestPrivilegedRules(t *testing.T) {
 	if diff := cmp.Diff(nodeSort(rules), nodeSort(got), cmpOpts); diff != "" {
 		t.Errorf("Rules (-want +got):\n%s", diff)
 	}
-	// Oracle: iproute2 prints the same classifiers, and protocol 197
+	// Oracle: iproute2 prints the same classifiers, and protocol nodestate.Proto
 	// (shown as a number: other tools' files may name it, FRR's calls it
 	// "openfabric").
 	rule := func(fam, prio, want string) {
@@ -143,8 +144,8 @@ func TestPrivilegedRules(t *testing.T) {
 			t.Errorf("ip %s rule show lacks %q:\n%s", fam, prio+": "+want, named)
 		}
 		for _, l := range strings.Split(testutil.Exec(t, ns, "ip", "-N", fam, "rule", "show"), "\n") {
-			if strings.HasPrefix(l, prio+":") && !strings.HasSuffix(strings.TrimSpace(l), "proto 197") {
-				t.Errorf("rule %s: not protocol 197: %q", prio, l)
+			if strings.HasPrefix(l, prio+":") && !strings.HasSuffix(strings.TrimSpace(l), fmt.Sprintf("proto %d", nodestate.Proto)) {
+				t.Errorf("rule %s: not protocol %d: %q", prio, nodestate.Proto, l)
 			}
 		}
 	}

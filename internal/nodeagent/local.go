@@ -269,7 +269,7 @@ func (l *Local) Counters(_ context.Context) ([]agent.SIDCounters, error) {
 		out = append(out, cs...)
 	}
 	for _, s := range sids {
-		c := agent.SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: s.Protocol == nodestate.Proto, Origin: nodestate.Origin(s.Protocol)}
+		c := agent.SIDCounters{SID: s.Route.Dst, Route: s.Route.String(), Owned: nodestate.Owned(s.Protocol), Origin: nodestate.Origin(s.Protocol)}
 		if s.Route.Seg6Local != nil {
 			c.Behavior = s.Route.Seg6Local.Action
 		}
@@ -347,7 +347,7 @@ func (l *Local) Forget(context.Context) error {
 func foreignSIDs(sids []dataplane.LocalSID) []nodestate.ForeignRoute {
 	var out []nodestate.ForeignRoute
 	for _, s := range sids {
-		if s.Protocol != nodestate.Proto {
+		if !nodestate.Owned(s.Protocol) {
 			out = append(out, nodestate.ForeignRoute{Route: s.Route, Protocol: s.Protocol})
 		}
 	}

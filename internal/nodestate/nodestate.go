@@ -10,21 +10,47 @@ import (
 
 // Proto is the rtnetlink protocol number segchain stamps on every route and
 // rule it installs, so that reads, diffs and destroy see only its own objects.
-// segchain's protocols, all unassigned in /etc/iproute2/rt_protos (FRR
-// names 186-197 in rt_protos.d; only the name of 197 collides, openfabric):
+// segchain's protocols, 199 to 203:
 //
-//	197 Proto         domain routes and rules (apply)
-//	198 ProtoManual   hand-made local SIDs (segchain sid add)
 //	199 ProtoBGP      BGP best paths (routing: bgp)
 //	200 ProtoNFLoop   End.AN.NF's netfilter loop rules and routes
 //	201 srv6svc.RouteProtocol  userspace services' on-failure bypass routes
-const Proto = 0xc5 // 197: unassigned in /etc/iproute2/rt_protos
+//	202 Proto         domain routes and rules (apply)
+//	203 ProtoManual   hand-made local SIDs (segchain sid add)
+//
+// None of them is named by the kernel (include/uapi/linux/rtnetlink.h:
+// RTPROT_* stops at 192, EIGRP), by iproute2's /etc/iproute2/rt_protos
+// (up to 192) or by FRR, whose zebra numbers its daemons' routes 186-198
+// (zebra/rt_netlink.h; Debian's frr package names 186-197 in
+// /etc/iproute2/rt_protos.d/frr.conf). Older segchain versions used 197 and
+// 198 (ProtoLegacy, ProtoManualLegacy), which zebra takes for its own:
+// FRR 8.4.4's zebra, started in a namespace holding segchain's routes,
+// reads a protocol-197 route as an OpenFabric route and installs a copy of
+// it (metric 20, same protocol) in front of it, and a protocol-198 route
+// as an SR-TE one (docs/apply.md). Routes and rules of the old numbers
+// are observed as segchain's with Route.Proto / Rule.Proto set, so that
+// apply renumbers them in place and destroy removes them.
+// ProtoBGP keeps 199: zebra reads a protocol-199 route as a kernel route
+// (K) and neither copies nor removes it.
+const Proto = 0xca // 202
 
 // ProtoManual is the rtnetlink protocol of local SIDs made by hand with
 // `segchain sid add`. They are not the domain's: apply and destroy neither
 // see nor remove them, and a domain SID at the same destination is a
 // conflict plan reports.
-const ProtoManual = 0xc6 // 198: unassigned in /etc/iproute2/rt_protos
+const ProtoManual = 0xcb // 203
+
+// ProtoLegacy is the protocol older segchain versions stamped on the
+// domain's routes and rules (197, FRR's RTPROT_OPENFABRIC). Observation
+// takes such routes and rules for segchain's own (Route.Proto and
+// Rule.Proto say so); apply renumbers them to Proto in place, destroy
+// removes them.
+const ProtoLegacy = 0xc5 // 197
+
+// ProtoManualLegacy is the protocol older segchain versions stamped on
+// hand-made local SIDs (198, FRR's RTPROT_SRTE): still hand-made
+// everywhere (Origin, segchain sid), renumbered to ProtoManual by apply.
+const ProtoManualLegacy = 0xc6 // 198
 
 // ProtoNFLoop stamps End.AN.NF's loop rules and routes (internal/netfilter):
 // neither the domain's nor hand-made, so observation never takes them for
@@ -37,13 +63,21 @@ const ProtoNFLoop = 0xc8 // 200
 // removes them as its RIB changes.
 const ProtoBGP = 0xc7 // 199
 
+// Owned reports whether protocol is the domain's: Proto, or ProtoLegacy
+// left by an older segchain.
+func Owned(protocol int) bool { return protocol == Proto || protocol == ProtoLegacy }
+
+// HandMade reports whether protocol is a hand-made SID's: ProtoManual, or
+// ProtoManualLegacy left by an older segchain.
+func HandMade(protocol int) bool { return protocol == ProtoManual || protocol == ProtoManualLegacy }
+
 // Origin says who installed a route, from its protocol: "domain" (apply),
 // "hand-made" (segchain sid add), or "" (not segchain).
 func Origin(protocol int) string {
-	switch protocol {
-	case Proto:
+	switch {
+	case Owned(protocol):
 		return "domain"
-	case ProtoManual:
+	case HandMade(protocol):
 		return "hand-made"
 	}
 	return ""
@@ -122,6 +156,12 @@ type Route struct {
 	// Owner names the domain object the route serves ("chain web", "service fw1");
 	// informational only, never part of the identity.
 	Owner string `json:"owner,omitempty"`
+	// Proto is the route's rtnetlink protocol when it is not Proto (0):
+	// observed ProtoLegacy (an older segchain's, renumbered by apply), or
+	// ProtoManual / ProtoManualLegacy on the ops that renumber a hand-made
+	// SID. Desired routes of the domain leave it 0. Part of String (a
+	// renumbering is a change) but not of Key (it happens in place).
+	Proto int `json:"proto,omitempty"`
 }
 
 // Seg6Encap is a headend policy: H.Encaps, H.Insert, H.Encaps.L2 and the
@@ -161,6 +201,10 @@ type Rule struct {
 	Iif      string       `json:"iif,omitempty"`
 	Table    int          `json:"table"`
 	Owner    string       `json:"owner,omitempty"`
+	// Proto is the rule's rtnetlink protocol when it is not Proto (0):
+	// observed ProtoLegacy, an older segchain's. Part of String and so of
+	// Key: apply adds the rule with Proto, then deletes the old one.
+	Proto int `json:"proto,omitempty"`
 }
 
 // PortRange is an inclusive port range; the zero value means any port.
@@ -282,7 +326,25 @@ func (r Route) String() string {
 	if r.Metric != 0 {
 		fmt.Fprintf(&b, " metric %d", r.Metric)
 	}
+	if r.Proto != 0 {
+		fmt.Fprintf(&b, " proto %d", r.Proto)
+	}
 	return b.String()
+}
+
+// Protocol is the rtnetlink protocol the route carries (Proto unless
+// r.Proto says otherwise).
+func (r Route) Protocol() int { return protoOr(r.Proto) }
+
+// Protocol is the rtnetlink protocol the rule carries (Proto unless
+// r.Proto says otherwise).
+func (r Rule) Protocol() int { return protoOr(r.Proto) }
+
+func protoOr(p int) int {
+	if p == 0 {
+		return Proto
+	}
+	return p
 }
 
 // Key identifies a rule; rules are never modified in place, only added and
@@ -314,6 +376,9 @@ func (r Rule) String() string {
 		b.WriteString(" dport " + r.Dport.String())
 	}
 	fmt.Fprintf(&b, " lookup %d", r.Table)
+	if r.Proto != 0 {
+		fmt.Fprintf(&b, " proto %d", r.Proto)
+	}
 	return b.String()
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -109,13 +110,14 @@ func (e *env) status() map[string]any {
 }
 
 // owned lists what segchain installed in every node, as iproute2 and
-// bpffs show it: routes and rules of protocol 197, seg6 HMAC keys aside.
+// bpffs show it: routes and rules of protocol nodestate.Proto, seg6 HMAC keys aside.
 func (e *env) owned() string {
 	e.t.Helper()
 	var b strings.Builder
 	for _, n := range e.l.NodeNames() {
-		for _, c := range [][]string{{"-6", "route", "show", "table", "all", "proto", "197"}, {"-4", "route", "show", "table", "all", "proto", "197"},
-			{"-6", "rule", "show", "proto", "197"}, {"-4", "rule", "show", "proto", "197"}} {
+		p := fmt.Sprint(nodestate.Proto)
+		for _, c := range [][]string{{"-6", "route", "show", "table", "all", "proto", p}, {"-4", "route", "show", "table", "all", "proto", p},
+			{"-6", "rule", "show", "proto", p}, {"-4", "rule", "show", "proto", p}} {
 			out, err := exec.Command("ip", append([]string{"-N", "-n", e.ns(n)}, c...)...).CombinedOutput()
 			if err != nil {
 				e.t.Fatalf("ip %v: %v\n%s", c, err, out)
@@ -123,7 +125,7 @@ func (e *env) owned() string {
 			for _, line := range strings.Split(string(out), "\n") {
 				// `ip rule show proto N` lists every rule on some iproute2
 				// versions: keep segchain's.
-				if line = strings.TrimSpace(line); line != "" && (c[1] == "route" || strings.Contains(line, "proto 197")) {
+				if line = strings.TrimSpace(line); line != "" && (c[1] == "route" || strings.Contains(line, "proto "+p)) {
 					fmt.Fprintf(&b, "%s: %s\n", n, line)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -41,17 +42,17 @@ func (e *env) statusCheck() (int, string) {
 type ownedRoute struct{ dst, table string }
 
 func (r ownedRoute) args() []string {
-	a := []string{r.dst, "proto", "197"}
+	a := []string{r.dst, "proto", fmt.Sprint(nodestate.Proto)}
 	if r.table != "" {
 		a = append(a, "table", r.table)
 	}
 	return a
 }
 
-// ownedRoutes lists node's IPv6 routes of protocol 197 (iproute2's JSON).
+// ownedRoutes lists node's IPv6 routes of protocol nodestate.Proto (iproute2's JSON).
 func (e *env) ownedRoutes(node string) []ownedRoute {
 	e.t.Helper()
-	out, err := exec.Command("ip", "-n", e.ns(node), "-6", "-j", "route", "show", "table", "all", "proto", "197").Output()
+	out, err := exec.Command("ip", "-n", e.ns(node), "-6", "-j", "route", "show", "table", "all", "proto", fmt.Sprint(nodestate.Proto)).Output()
 	if err != nil {
 		e.t.Fatalf("ip route show: %v", err)
 	}

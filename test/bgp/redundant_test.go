@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/segchain/segchain/internal/frr"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -35,7 +37,7 @@ func TestPrivilegedBGPRedundantFailover(t *testing.T) {
 		t.Fatalf("second apply changed something:\n%s", out)
 	}
 	for _, n := range []string{"ingress", "nfv1", "egress"} {
-		if out := testutil.Exec(t, e.ns(n), "ip", "-6", "route", "show", "proto", "197"); strings.Contains(out, "fc00:4::/64") || strings.Contains(out, "fc00:1::/64") {
+		if out := testutil.Exec(t, e.ns(n), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto)); strings.Contains(out, "fc00:4::/64") || strings.Contains(out, "fc00:1::/64") {
 			t.Errorf("%s has static routes to locators under routing: bgp:\n%s", n, out)
 		}
 	}

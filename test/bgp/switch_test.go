@@ -1,12 +1,14 @@
 package bgp
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -29,7 +31,7 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.must("apply", "--lab", e.lab)
-	if out := testutil.Exec(t, e.ns("ingress"), "ip", "-6", "route", "show", "proto", "197", "fc00:2::/64"); !strings.Contains(out, "eth-nfv1") {
+	if out := testutil.Exec(t, e.ns("ingress"), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto), "fc00:2::/64"); !strings.Contains(out, "eth-nfv1") {
 		t.Fatalf("static route to nfv1's locator: %q", out)
 	}
 	const rate, count = 1000, 12000
@@ -45,7 +47,7 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	if res.Lost > switchLoss {
 		t.Errorf("static → bgp lost %d packets: %+v", res.Lost, res)
 	}
-	if out := testutil.Exec(t, e.ns("ingress"), "ip", "-6", "route", "show", "proto", "197", "fc00:2::/64"); out != "" {
+	if out := testutil.Exec(t, e.ns("ingress"), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto), "fc00:2::/64"); out != "" {
 		t.Errorf("static route left under bgp: %q", out)
 	}
 	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-nfv1"}, 10*time.Second)

@@ -24,6 +24,7 @@ import (
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodeagent"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/srh"
 	"github.com/segchain/segchain/internal/testutil"
@@ -421,7 +422,7 @@ func TestDestroyRemovesOnlyOwnState(t *testing.T) {
 	if _, err := e.ctl.Destroy(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
-	routes := testutil.Exec(t, ns, "ip", "-6", "route", "show", "table", "all", "proto", "197")
+	routes := testutil.Exec(t, ns, "ip", "-6", "route", "show", "table", "all", "proto", fmt.Sprint(nodestate.Proto))
 	if strings.TrimSpace(routes) != "" {
 		t.Errorf("segchain routes left after destroy:\n%s", routes)
 	}

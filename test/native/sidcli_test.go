@@ -1,12 +1,14 @@
 package native
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -104,7 +106,8 @@ func TestPrivilegedSidCLI(t *testing.T) {
 	}
 
 	t.Run("state in the kernel", func(t *testing.T) {
-		want := []string{"fc00:2::1 End proto 198", "fc00:2::4 End.B6.Encaps proto 198", "fc00:3::/64 End.DT6 proto 198", "fc00:9::1 End proto static"}
+		m := fmt.Sprint(nodestate.ProtoManual) // unnamed in rt_protos: ip prints the number
+		want := []string{"fc00:2::1 End proto " + m, "fc00:2::4 End.B6.Encaps proto " + m, "fc00:3::/64 End.DT6 proto " + m, "fc00:9::1 End proto static"}
 		if diff := cmp.Diff(want, ipSIDs(t, ns)); diff != "" {
 			t.Errorf("ip -6 route (-want +got):\n%s", diff)
 		}
