@@ -1,6 +1,7 @@
 package bgp
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/segchain/segchain/internal/frr"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -18,6 +20,7 @@ import (
 // the routers' static routes in place again. Traffic through chain web
 // flows in every state.
 func TestPrivilegedBGPSwitchRouters(t *testing.T) {
+	segchainProto := fmt.Sprintf("proto %d", nodestate.Proto)
 	b, err := os.ReadFile(domainFile)
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +68,7 @@ func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, 10*time.Second)
 	// r1 routes nfv1's locator with zebra (FRR's bgp protocol), not with
 	// the static route apply installed before.
-	if out := testutil.Exec(t, e.ns("r1"), "ip", "-N", "-6", "route", "show", "fc00:4::/64"); !strings.Contains(out, "proto 186") || strings.Contains(out, "proto 197") {
+	if out := testutil.Exec(t, e.ns("r1"), "ip", "-N", "-6", "route", "show", "fc00:4::/64"); !strings.Contains(out, "proto 186") || strings.Contains(out, segchainProto) {
 		t.Errorf("r1's route to egress's locator under bgp: %q", out)
 	}
 	flows("bgp")
@@ -85,7 +88,7 @@ func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 			t.Errorf("FRR daemon pid %d outlived the switch back to static", p)
 		}
 	}
-	if out := testutil.Exec(t, e.ns("r1"), "ip", "-N", "-6", "route", "show", "fc00:4::/64"); !strings.Contains(out, "proto 197") {
+	if out := testutil.Exec(t, e.ns("r1"), "ip", "-N", "-6", "route", "show", "fc00:4::/64"); !strings.Contains(out, segchainProto) {
 		t.Errorf("r1's route to egress's locator back under static: %q", out)
 	}
 	flows("static again")
