@@ -63,6 +63,11 @@ type env struct {
 // serve starts an mTLS agent for node "nfv1" on a loopback port, with a
 // PKI in a temp dir.
 func serve(t *testing.T) *env {
+	return serveAs(t, func(f *fake) agent.Agent { return f })
+}
+
+// serveAs is serve with the served agent made from the env's fake.
+func serveAs(t *testing.T, served func(*fake) agent.Agent) *env {
 	t.Helper()
 	dir := t.TempDir()
 	if err := pki.Init(dir, "test"); err != nil {
@@ -79,7 +84,7 @@ func serve(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, dir, tc)
+	return startAs(t, dir, tc, served)
 }
 
 var lockedBuf sync.Mutex
@@ -99,9 +104,14 @@ func (e *env) logged() string {
 }
 
 func start(t *testing.T, dir string, tc *tls.Config) *env {
+	return startAs(t, dir, tc, func(f *fake) agent.Agent { return f })
+}
+
+// startAs is start with the served agent made from the env's fake.
+func startAs(t *testing.T, dir string, tc *tls.Config, served func(*fake) agent.Agent) *env {
 	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
 	log := slog.New(slog.NewTextHandler(syncWriter{e.log}, nil))
-	g := NewGRPCServer(NewServer(e.fake, log, Build{Version: "test"}, nil, Hooks{}), tc, log)
+	g := NewGRPCServer(NewServer(served(e.fake), log, Build{Version: "test"}, nil, Hooks{}), tc, log)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
