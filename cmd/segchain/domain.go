@@ -14,6 +14,7 @@ import (
 	"github.com/segchain/segchain/examples"
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agentrpc"
+	"github.com/segchain/segchain/internal/chainpath"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/frr"
@@ -490,7 +491,16 @@ func newStatusCmd() *cobra.Command {
 		Use:   "status [-f FILE] [--lab NAME] [-o json] [--check]",
 		Short: "Show chains, their SID lists and per-SID counters on every node",
 		Long: `For every chain: its headend, mode, classifier and SID list (node, service,
-behaviour of each segment). For every node: each local SID with its
+behaviour of each segment) and the path its packets take now: from the
+headend, for each SID, the nodes the kernels' forwarding leads through to
+the SID's node (each node's IPv6 main table, whoever installed the routes:
+apply's static routes, BGP, FRR, connected routes), equal-cost branches in
+braces, e.g.
+  web  ingress → {r1 → nfv1 | r2 → nfv2} → egress (fc00:4::d6 End.DX6)
+and below it what stops a branch (unreachable at NODE, loop, path unknown
+at NODE: agent too old). -o json: chains[].path, per SID {sid, node,
+behavior, hops (the nodes of each branch, the start first), problems}.
+For every node: each local SID with its
 behaviour, the service it implements and its counters (packets, bytes,
 errors), and whether the node has drifted from the plan: pending changes,
 and the eBPF objects found broken (a proxy or firewall program not attached
@@ -653,6 +663,26 @@ func printBGP(w io.Writer, nodes []controller.NodeStatus) {
 	tw.Flush()
 }
 
+// printPaths shows the path each chain takes now, one line per chain
+// (chainpath.Render), what stops or bends it below.
+func printPaths(w io.Writer, chains []controller.ChainStatus) {
+	if len(chains) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PATH CHAIN\tNODES (SID BEHAVIOR)")
+	for _, ch := range chains {
+		fmt.Fprintf(tw, "%s\t%s\n", ch.Name, chainpath.Render(ch.Ingress, ch.Path))
+		for _, seg := range ch.Path {
+			for _, p := range seg.Problems {
+				fmt.Fprintf(tw, "\t  ! %s\n", p)
+			}
+		}
+	}
+	tw.Flush()
+}
+
 func printStatus(w io.Writer, st *controller.Status) {
 	fmt.Fprintf(w, "domain %s\n\n", st.Domain)
 	for _, ch := range st.Chains {
@@ -661,6 +691,7 @@ func printStatus(w io.Writer, st *controller.Status) {
 			fmt.Fprintf(w, "  %d. %-28s %-8s %-20s %s\n", i+1, h.SID, h.Node, h.Service, h.Behavior)
 		}
 	}
+	printPaths(w, st.Chains)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSID\tBEHAVIOR\tSERVICE\tPACKETS\tBYTES\tERRORS")

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/chainpath"
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/plan"
 )
 
 // TestPrintStatusBoundaryAndDetail: status prints an eBPF SID's detail
@@ -42,5 +44,27 @@ func TestPrintStatusBoundaryAndDetail(t *testing.T) {
 	printWarnings(&b, []string{"security.boundary.off: boundary filtering is off"})
 	if b.String() != "warning: security.boundary.off: boundary filtering is off\n" {
 		t.Errorf("warnings: %q", b.String())
+	}
+}
+
+// TestPrintStatusPath: status prints each chain's path on one line with
+// its problems below.
+func TestPrintStatusPath(t *testing.T) {
+	sid := netip.MustParseAddr("fc00:4::d6")
+	st := &controller.Status{Domain: "t", Chains: []controller.ChainStatus{{
+		Chain: plan.Chain{Name: "web", Ingress: "ingress"},
+		Path: []chainpath.Segment{{SID: sid, Node: "egress", Behavior: "End.DX6",
+			Hops: [][]string{{"ingress", "r1", "nfv1", "egress"}, {"ingress", "r2"}}, Problems: []string{"unreachable at r2: no route to fc00:4::d6"}}},
+	}}}
+	var b bytes.Buffer
+	printStatus(&b, st)
+	for _, want := range []string{
+		"PATH CHAIN  NODES (SID BEHAVIOR)\n",
+		"web         ingress → {r1 → nfv1 → egress | r2 ✗} (fc00:4::d6 End.DX6)\n",
+		"              ! unreachable at r2: no route to fc00:4::d6\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status output lacks %q:\n%s", want, b.String())
+		}
 	}
 }

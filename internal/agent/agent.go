@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -359,3 +360,15 @@ type LinkWatcher interface {
 
 // MarshalOps is the wire form of a batch of ops (for logs and remote agents).
 func MarshalOps(ops []Op) ([]byte, error) { return json.Marshal(ops) }
+
+// RouteReader is implemented by agents that report their node's IPv6
+// main-table routes, every protocol and every next hop (status follows
+// them to show each chain's path, internal/chainpath).
+type RouteReader interface {
+	MainRoutes(ctx context.Context) ([]nodestate.FIBRoute, error)
+}
+
+// ErrTooOld is returned (wrapped) by a remote agent's client when the
+// agent's build lacks an RPC the controller asked for: the caller reports
+// what it cannot show instead of failing.
+var ErrTooOld = errors.New("agent too old")

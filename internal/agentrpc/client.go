@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -25,7 +26,8 @@ import (
 const DefaultTimeout = 60 * time.Second
 
 // Client is the agent of a remote node: it implements agent.Agent,
-// agent.FeatureChecker, agent.Checker and agent.BoundaryReader over gRPC.
+// agent.FeatureChecker, agent.Checker, agent.BoundaryReader and
+// agent.RouteReader over gRPC.
 type Client struct {
 	node    string
 	addr    string
@@ -224,6 +226,25 @@ func (c *Client) BoundaryCounters(ctx context.Context) ([]nodestate.BoundaryCoun
 	var out []nodestate.BoundaryCounter
 	if err := json.Unmarshal(r.CountersJson, &out); err != nil {
 		return nil, c.wrap("boundary counters", err)
+	}
+	return out, nil
+}
+
+// MainRoutes implements agent.RouteReader. An agent built before the
+// Routes RPC answers Unimplemented: that is agent.ErrTooOld.
+func (c *Client) MainRoutes(ctx context.Context) ([]nodestate.FIBRoute, error) {
+	ctx, cancel := c.call(ctx)
+	defer cancel()
+	r, err := c.rpc.Routes(ctx, &pb.RoutesRequest{})
+	if status.Code(err) == codes.Unimplemented {
+		return nil, fmt.Errorf("node %s: agent %s: routes: %w", c.node, c.addr, agent.ErrTooOld)
+	}
+	if err != nil {
+		return nil, c.wrap("routes", err)
+	}
+	var out []nodestate.FIBRoute
+	if err := json.Unmarshal(r.RoutesJson, &out); err != nil {
+		return nil, c.wrap("routes", err)
 	}
 	return out, nil
 }

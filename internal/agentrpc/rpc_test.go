@@ -63,6 +63,11 @@ type env struct {
 // serve starts an mTLS agent for node "nfv1" on a loopback port, with a
 // PKI in a temp dir.
 func serve(t *testing.T) *env {
+	return serveAs(t, func(f *fake) agent.Agent { return f })
+}
+
+// serveAs is serve with the served agent made from the env's fake.
+func serveAs(t *testing.T, served func(*fake) agent.Agent) *env {
 	t.Helper()
 	dir := t.TempDir()
 	if err := pki.Init(dir, "test"); err != nil {
@@ -79,7 +84,7 @@ func serve(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, dir, tc)
+	return startAs(t, dir, tc, served)
 }
 
 var lockedBuf sync.Mutex
@@ -99,15 +104,27 @@ func (e *env) logged() string {
 }
 
 func start(t *testing.T, dir string, tc *tls.Config) *env {
-	return startWith(t, dir, tc, func(*Server) {})
+	return startWith(t, dir, tc, nil, nil)
 }
 
-// startWith is start with the server adjusted by set before it serves.
-func startWith(t *testing.T, dir string, tc *tls.Config, set func(*Server)) *env {
+// startAs is start with the served agent made from the env's fake.
+func startAs(t *testing.T, dir string, tc *tls.Config, served func(*fake) agent.Agent) *env {
+	return startWith(t, dir, tc, served, nil)
+}
+
+// startWith is start with the served agent made from the env's fake
+// (served, if not nil) and the server adjusted before it serves (set).
+func startWith(t *testing.T, dir string, tc *tls.Config, served func(*fake) agent.Agent, set func(*Server)) *env {
 	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
 	log := slog.New(slog.NewTextHandler(syncWriter{e.log}, nil))
-	s := NewServer(e.fake, log, Build{Version: "test"}, nil, Hooks{})
-	set(s)
+	var a agent.Agent = e.fake
+	if served != nil {
+		a = served(e.fake)
+	}
+	s := NewServer(a, log, Build{Version: "test"}, nil, Hooks{})
+	if set != nil {
+		set(s)
+	}
 	g := NewGRPCServer(s, tc, log)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -337,7 +354,7 @@ func TestLease(t *testing.T) {
 // the connection's close can let the second controller in.
 func TestLeaseWaitsForClosingHolder(t *testing.T) {
 	e := serve(t)
-	e = startWith(t, e.dir, mustServerTLS(t, e.dir), func(s *Server) { s.grace = time.Hour })
+	e = startWith(t, e.dir, mustServerTLS(t, e.dir), nil, func(s *Server) { s.grace = time.Hour })
 	ctx := context.Background()
 	a := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
 	b := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")

@@ -531,3 +531,20 @@ func (s *Server) JournalUnfinished(ctx context.Context, _ *pb.JournalUnfinishedR
 	}
 	return rep, nil
 }
+
+// Routes implements pb.AgentServer.
+func (s *Server) Routes(ctx context.Context, _ *pb.RoutesRequest) (*pb.RoutesReply, error) {
+	rr, ok := s.agent.(agent.RouteReader)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "the node's agent cannot read its routes")
+	}
+	routes, err := rr.MainRoutes(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, "Routes", err)
+	}
+	b, err := encode("routes", routes)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.RoutesReply{RoutesJson: b}, nil
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/chainpath"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/service/kinds"
@@ -297,7 +298,7 @@ type SIDStatus struct {
 // Status is a domain's chains and the per-SID counters of every node.
 type Status struct {
 	Domain string         `json:"domain"`
-	Chains []plan.Chain   `json:"chains"`
+	Chains []ChainStatus  `json:"chains"`
 	Nodes  []NodeStatus   `json:"nodes"`
 	Drift  map[string]int `json:"drift,omitempty"` // node → pending changes (plan vs kernel)
 	// Broken names the chains that cross a node where something the plan
@@ -310,52 +311,92 @@ type Status struct {
 	Faults map[string][]string `json:"faults,omitempty"`
 }
 
-// Status reads counters from every node. A node that cannot be read is
+// ChainStatus is a planned chain with the path its packets take now.
+type ChainStatus struct {
+	plan.Chain
+	// Path is, per SID, the nodes the kernels' forwarding leads through
+	// from the previous SID's node (the headend first) to the SID's node
+	// (chainpath): what the routes installed now say, under routing:
+	// static and bgp alike.
+	Path []chainpath.Segment `json:"path"`
+}
+
+// Status reads counters, observed state and routes from every node,
+// Concurrency nodes at a time (parallel.go). A node that cannot be read is
 // reported with its error instead of failing the whole status.
 func (c *Controller) Status(ctx context.Context) *Status {
-	st := &Status{Domain: c.Plan.Domain, Chains: c.Plan.Chains, Drift: map[string]int{}, Faults: map[string][]string{}}
+	st := &Status{Domain: c.Plan.Domain, Drift: map[string]int{}, Faults: map[string][]string{}}
 	names := map[string]string{}
 	for _, s := range c.Plan.SIDs {
 		names[s.Node+" "+s.SID.String()] = s.Service
 	}
-	for _, n := range c.nodes() {
-		ns := NodeStatus{Node: n}
+	nodes := c.nodes()
+	st.Nodes = make([]NodeStatus, len(nodes))
+	observed := make([]*nodestate.Node, len(nodes))
+	tables := make([]chainpath.Table, len(nodes))
+	c.each(ctx, nodes, func(ctx context.Context, i int, n string) error {
+		ns := &st.Nodes[i]
+		ns.Node = n
 		a, err := c.agentFor(n)
-		if err == nil {
-			var sids []agent.SIDCounters
-			if sids, err = a.Counters(ctx); err == nil {
-				for _, s := range sids {
-					ns.SIDs = append(ns.SIDs, SIDStatus{SIDCounters: s, Service: names[n+" "+s.SID.String()]})
+		if err != nil {
+			ns.Error = err.Error()
+			tables[i].Err = err
+			return nil
+		}
+		// Each node's routes are read once per status, for every chain
+		// that crosses it.
+		if rr, ok := a.(agent.RouteReader); ok {
+			tables[i].Routes, tables[i].Err = rr.MainRoutes(ctx)
+		} else {
+			tables[i].Err = agent.ErrTooOld
+		}
+		var sids []agent.SIDCounters
+		if sids, err = a.Counters(ctx); err == nil {
+			for _, s := range sids {
+				ns.SIDs = append(ns.SIDs, SIDStatus{SIDCounters: s, Service: names[n+" "+s.SID.String()]})
+			}
+			if br, ok := a.(agent.BoundaryReader); ok {
+				if ns.Boundary, err = br.BoundaryCounters(ctx); err != nil {
+					ns.Error = err.Error()
+					err = nil
 				}
-				if br, ok := a.(agent.BoundaryReader); ok {
-					if ns.Boundary, err = br.BoundaryCounters(ctx); err != nil {
-						ns.Error = err.Error()
-						err = nil
-					}
-				}
-				got, oerr := a.Observe(ctx, c.Plan.Nodes[n])
-				if oerr != nil {
-					err = oerr
-				} else {
-					ns.BGP = got.BGPSessions
-					if d := Compute(got, c.Plan.Nodes[n]); !d.Empty() {
-						st.Drift[n] = len(d.Adds) + len(d.Deletes)
-						st.Broken = append(st.Broken, brokenBy(c.Plan.Chains, d)...)
-					}
-					var f []string
-					for _, k := range kinds.Registry().Kinds() {
-						f = append(f, got.Faults[k.Name()]...)
-					}
-					if len(f) > 0 {
-						st.Faults[n] = f
-					}
-				}
+			}
+			got, oerr := a.Observe(ctx, c.Plan.Nodes[n])
+			if oerr != nil {
+				err = oerr
+			} else {
+				ns.BGP = got.BGPSessions
+				observed[i] = got
 			}
 		}
 		if err != nil {
 			ns.Error = err.Error()
 		}
-		st.Nodes = append(st.Nodes, ns)
+		return nil
+	})
+	// Drift, broken chains and faults in node order, as before.
+	byNode := map[string]chainpath.Table{}
+	for i, n := range nodes {
+		byNode[n] = tables[i]
+		got := observed[i]
+		if got == nil {
+			continue
+		}
+		if d := Compute(got, c.Plan.Nodes[n]); !d.Empty() {
+			st.Drift[n] = len(d.Adds) + len(d.Deletes)
+			st.Broken = append(st.Broken, brokenBy(c.Plan.Chains, d)...)
+		}
+		var f []string
+		for _, k := range kinds.Registry().Kinds() {
+			f = append(f, got.Faults[k.Name()]...)
+		}
+		if len(f) > 0 {
+			st.Faults[n] = f
+		}
+	}
+	tr := chainpath.New(c.Plan.Links, byNode)
+	for _, ch := range c.Plan.Chains {
+		st.Chains = append(st.Chains, ChainStatus{Chain: ch, Path: tr.Chain(ch.Ingress, ch.Hops)})
 	}
 	return st
 }

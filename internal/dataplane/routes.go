@@ -72,6 +72,15 @@ type rawRoute struct {
 	encapType uint16
 	encap     []byte
 	multipath bool
+	// nexthops are the next hops of RTA_MULTIPATH (multipath only).
+	nexthops []rawNexthop
+}
+
+// rawNexthop is one struct rtnexthop of RTA_MULTIPATH with its gateway.
+type rawNexthop struct {
+	flags uint8
+	oif   int
+	gw    netip.Addr
 }
 
 // dumpRoutes runs an RTM_GETROUTE dump for one family on the handle's
@@ -130,6 +139,9 @@ func (h *Handle) dumpRoutes(family int) ([]rawRoute, error) {
 				r.encap = slices.Clone(v)
 			case unix.RTA_MULTIPATH:
 				r.multipath = true
+				if r.nexthops, err = parseMultipath(v); err != nil {
+					return nil, fmt.Errorf("parse route: %w", err)
+				}
 			}
 		}
 		if !r.dst.IsValid() {

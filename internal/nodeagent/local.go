@@ -439,3 +439,18 @@ func unsupported(f dataplane.Features, node string, want *nodestate.Node) []stri
 	}
 	return out
 }
+
+// MainRoutes implements agent.RouteReader: the namespace's IPv6 main
+// table as the kernel forwards with it.
+func (l *Local) MainRoutes(context.Context) ([]nodestate.FIBRoute, error) {
+	h, err := l.open()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	routes, err := h.MainRoutes6()
+	if err != nil {
+		return nil, fmt.Errorf("node %s: read main table: %w", l.name, err)
+	}
+	return routes, nil
+}

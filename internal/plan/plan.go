@@ -27,6 +27,19 @@ type Plan struct {
 	// internal/frr renders from it); the other SR nodes' intent is their
 	// Node.BGP, run by their agents.
 	FRR map[string]*nodestate.BGP `json:"frr,omitempty"`
+	// Links are both ends of every link, per node and interface: status
+	// maps a route's next hop to the node it leads to (internal/chainpath).
+	Links []Link `json:"links,omitempty"`
+}
+
+// Link is one end of a point-to-point link.
+type Link struct {
+	Node  string `json:"node"`
+	Iface string `json:"iface"`
+	// Addrs are the end's addresses (fc00:12::2/64), IPv6 first.
+	Addrs     []netip.Prefix `json:"addrs,omitempty"`
+	Peer      string         `json:"peer"`
+	PeerIface string         `json:"peer_iface"`
 }
 
 // Chain is one direction of a configured chain as it is programmed.
@@ -145,6 +158,9 @@ func (b *builder) forwards(n string) bool { return b.isSR(n) || b.role(n) == con
 // graph builds adjacency and BFS first hops from every node.
 func (b *builder) graph() {
 	b.ifs = b.d.Interfaces()
+	for _, i := range b.ifs {
+		b.p.Links = append(b.p.Links, Link{Node: i.Node, Iface: i.Name, Addrs: i.Addrs, Peer: i.PeerNode, PeerIface: i.PeerName})
+	}
 	byEnd := map[string]config.Interface{}
 	for _, i := range b.ifs {
 		byEnd[i.Node+":"+i.Name] = i

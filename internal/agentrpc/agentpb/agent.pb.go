@@ -1490,6 +1490,87 @@ func (*SetIntentReply) Descriptor() ([]byte, []int) {
 	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{31}
 }
 
+type RoutesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoutesRequest) Reset() {
+	*x = RoutesRequest{}
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoutesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoutesRequest) ProtoMessage() {}
+
+func (x *RoutesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoutesRequest.ProtoReflect.Descriptor instead.
+func (*RoutesRequest) Descriptor() ([]byte, []int) {
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{32}
+}
+
+type RoutesReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// routes_json is a []nodestate.FIBRoute (JSON).
+	RoutesJson    []byte `protobuf:"bytes,1,opt,name=routes_json,json=routesJson,proto3" json:"routes_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RoutesReply) Reset() {
+	*x = RoutesReply{}
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RoutesReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RoutesReply) ProtoMessage() {}
+
+func (x *RoutesReply) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RoutesReply.ProtoReflect.Descriptor instead.
+func (*RoutesReply) Descriptor() ([]byte, []int) {
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RoutesReply) GetRoutesJson() []byte {
+	if x != nil {
+		return x.RoutesJson
+	}
+	return nil
+}
+
 var File_segchain_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_segchain_agent_v1_agent_proto_rawDesc = "" +
@@ -1570,8 +1651,11 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\blease_id\x18\x01 \x01(\tR\aleaseId\x12\x1f\n" +
 	"\vintent_json\x18\x02 \x01(\fR\n" +
 	"intentJson\"\x10\n" +
-	"\x0eSetIntentReply2\xfe\n" +
-	"\n" +
+	"\x0eSetIntentReply\"\x0f\n" +
+	"\rRoutesRequest\".\n" +
+	"\vRoutesReply\x12\x1f\n" +
+	"\vroutes_json\x18\x01 \x01(\fR\n" +
+	"routesJson2\xca\v\n" +
 	"\x05Agent\x12J\n" +
 	"\x06Health\x12 .segchain.agent.v1.HealthRequest\x1a\x1e.segchain.agent.v1.HealthReply\x12M\n" +
 	"\aVersion\x12!.segchain.agent.v1.VersionRequest\x1a\x1f.segchain.agent.v1.VersionReply\x12M\n" +
@@ -1588,7 +1672,8 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\rJournalRecord\x12'.segchain.agent.v1.JournalRecordRequest\x1a%.segchain.agent.v1.JournalRecordReply\x12\\\n" +
 	"\fJournalClear\x12&.segchain.agent.v1.JournalClearRequest\x1a$.segchain.agent.v1.JournalClearReply\x12k\n" +
 	"\x11JournalUnfinished\x12+.segchain.agent.v1.JournalUnfinishedRequest\x1a).segchain.agent.v1.JournalUnfinishedReply\x12S\n" +
-	"\tSetIntent\x12#.segchain.agent.v1.SetIntentRequest\x1a!.segchain.agent.v1.SetIntentReplyB8Z6github.com/segchain/segchain/internal/agentrpc/agentpbb\x06proto3"
+	"\tSetIntent\x12#.segchain.agent.v1.SetIntentRequest\x1a!.segchain.agent.v1.SetIntentReply\x12J\n" +
+	"\x06Routes\x12 .segchain.agent.v1.RoutesRequest\x1a\x1e.segchain.agent.v1.RoutesReplyB8Z6github.com/segchain/segchain/internal/agentrpc/agentpbb\x06proto3"
 
 var (
 	file_segchain_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -1602,7 +1687,7 @@ func file_segchain_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_segchain_agent_v1_agent_proto_rawDescData
 }
 
-var file_segchain_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_segchain_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_segchain_agent_v1_agent_proto_goTypes = []any{
 	(*HealthRequest)(nil),            // 0: segchain.agent.v1.HealthRequest
 	(*HealthReply)(nil),              // 1: segchain.agent.v1.HealthReply
@@ -1636,10 +1721,12 @@ var file_segchain_agent_v1_agent_proto_goTypes = []any{
 	(*JournalUnfinishedReply)(nil),   // 29: segchain.agent.v1.JournalUnfinishedReply
 	(*SetIntentRequest)(nil),         // 30: segchain.agent.v1.SetIntentRequest
 	(*SetIntentReply)(nil),           // 31: segchain.agent.v1.SetIntentReply
-	nil,                              // 32: segchain.agent.v1.OriginalsReply.SysctlsEntry
+	(*RoutesRequest)(nil),            // 32: segchain.agent.v1.RoutesRequest
+	(*RoutesReply)(nil),              // 33: segchain.agent.v1.RoutesReply
+	nil,                              // 34: segchain.agent.v1.OriginalsReply.SysctlsEntry
 }
 var file_segchain_agent_v1_agent_proto_depIdxs = []int32{
-	32, // 0: segchain.agent.v1.OriginalsReply.sysctls:type_name -> segchain.agent.v1.OriginalsReply.SysctlsEntry
+	34, // 0: segchain.agent.v1.OriginalsReply.sysctls:type_name -> segchain.agent.v1.OriginalsReply.SysctlsEntry
 	0,  // 1: segchain.agent.v1.Agent.Health:input_type -> segchain.agent.v1.HealthRequest
 	2,  // 2: segchain.agent.v1.Agent.Version:input_type -> segchain.agent.v1.VersionRequest
 	4,  // 3: segchain.agent.v1.Agent.Observe:input_type -> segchain.agent.v1.ObserveRequest
@@ -1656,24 +1743,26 @@ var file_segchain_agent_v1_agent_proto_depIdxs = []int32{
 	26, // 14: segchain.agent.v1.Agent.JournalClear:input_type -> segchain.agent.v1.JournalClearRequest
 	28, // 15: segchain.agent.v1.Agent.JournalUnfinished:input_type -> segchain.agent.v1.JournalUnfinishedRequest
 	30, // 16: segchain.agent.v1.Agent.SetIntent:input_type -> segchain.agent.v1.SetIntentRequest
-	1,  // 17: segchain.agent.v1.Agent.Health:output_type -> segchain.agent.v1.HealthReply
-	3,  // 18: segchain.agent.v1.Agent.Version:output_type -> segchain.agent.v1.VersionReply
-	5,  // 19: segchain.agent.v1.Agent.Observe:output_type -> segchain.agent.v1.ObserveReply
-	7,  // 20: segchain.agent.v1.Agent.Execute:output_type -> segchain.agent.v1.ExecuteReply
-	9,  // 21: segchain.agent.v1.Agent.Check:output_type -> segchain.agent.v1.CheckReply
-	11, // 22: segchain.agent.v1.Agent.Unsupported:output_type -> segchain.agent.v1.UnsupportedReply
-	13, // 23: segchain.agent.v1.Agent.Counters:output_type -> segchain.agent.v1.CountersReply
-	15, // 24: segchain.agent.v1.Agent.BoundaryCounters:output_type -> segchain.agent.v1.BoundaryCountersReply
-	17, // 25: segchain.agent.v1.Agent.Forget:output_type -> segchain.agent.v1.ForgetReply
-	19, // 26: segchain.agent.v1.Agent.Originals:output_type -> segchain.agent.v1.OriginalsReply
-	21, // 27: segchain.agent.v1.Agent.AcquireLease:output_type -> segchain.agent.v1.AcquireLeaseReply
-	23, // 28: segchain.agent.v1.Agent.ReleaseLease:output_type -> segchain.agent.v1.ReleaseLeaseReply
-	25, // 29: segchain.agent.v1.Agent.JournalRecord:output_type -> segchain.agent.v1.JournalRecordReply
-	27, // 30: segchain.agent.v1.Agent.JournalClear:output_type -> segchain.agent.v1.JournalClearReply
-	29, // 31: segchain.agent.v1.Agent.JournalUnfinished:output_type -> segchain.agent.v1.JournalUnfinishedReply
-	31, // 32: segchain.agent.v1.Agent.SetIntent:output_type -> segchain.agent.v1.SetIntentReply
-	17, // [17:33] is the sub-list for method output_type
-	1,  // [1:17] is the sub-list for method input_type
+	32, // 17: segchain.agent.v1.Agent.Routes:input_type -> segchain.agent.v1.RoutesRequest
+	1,  // 18: segchain.agent.v1.Agent.Health:output_type -> segchain.agent.v1.HealthReply
+	3,  // 19: segchain.agent.v1.Agent.Version:output_type -> segchain.agent.v1.VersionReply
+	5,  // 20: segchain.agent.v1.Agent.Observe:output_type -> segchain.agent.v1.ObserveReply
+	7,  // 21: segchain.agent.v1.Agent.Execute:output_type -> segchain.agent.v1.ExecuteReply
+	9,  // 22: segchain.agent.v1.Agent.Check:output_type -> segchain.agent.v1.CheckReply
+	11, // 23: segchain.agent.v1.Agent.Unsupported:output_type -> segchain.agent.v1.UnsupportedReply
+	13, // 24: segchain.agent.v1.Agent.Counters:output_type -> segchain.agent.v1.CountersReply
+	15, // 25: segchain.agent.v1.Agent.BoundaryCounters:output_type -> segchain.agent.v1.BoundaryCountersReply
+	17, // 26: segchain.agent.v1.Agent.Forget:output_type -> segchain.agent.v1.ForgetReply
+	19, // 27: segchain.agent.v1.Agent.Originals:output_type -> segchain.agent.v1.OriginalsReply
+	21, // 28: segchain.agent.v1.Agent.AcquireLease:output_type -> segchain.agent.v1.AcquireLeaseReply
+	23, // 29: segchain.agent.v1.Agent.ReleaseLease:output_type -> segchain.agent.v1.ReleaseLeaseReply
+	25, // 30: segchain.agent.v1.Agent.JournalRecord:output_type -> segchain.agent.v1.JournalRecordReply
+	27, // 31: segchain.agent.v1.Agent.JournalClear:output_type -> segchain.agent.v1.JournalClearReply
+	29, // 32: segchain.agent.v1.Agent.JournalUnfinished:output_type -> segchain.agent.v1.JournalUnfinishedReply
+	31, // 33: segchain.agent.v1.Agent.SetIntent:output_type -> segchain.agent.v1.SetIntentReply
+	33, // 34: segchain.agent.v1.Agent.Routes:output_type -> segchain.agent.v1.RoutesReply
+	18, // [18:35] is the sub-list for method output_type
+	1,  // [1:18] is the sub-list for method input_type
 	1,  // [1:1] is the sub-list for extension type_name
 	1,  // [1:1] is the sub-list for extension extendee
 	0,  // [0:1] is the sub-list for field type_name
@@ -1690,7 +1779,7 @@ func file_segchain_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_segchain_agent_v1_agent_proto_rawDesc), len(file_segchain_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,6 +45,7 @@ const (
 	Agent_JournalClear_FullMethodName      = "/segchain.agent.v1.Agent/JournalClear"
 	Agent_JournalUnfinished_FullMethodName = "/segchain.agent.v1.Agent/JournalUnfinished"
 	Agent_SetIntent_FullMethodName         = "/segchain.agent.v1.Agent/SetIntent"
+	Agent_Routes_FullMethodName            = "/segchain.agent.v1.Agent/Routes"
 )
 
 // AgentClient is the client API for Agent service.
@@ -90,6 +91,10 @@ type AgentClient interface {
 	// `segchain agent --reconcile`, re-applies when the node drifts from
 	// it. Needs the caller's lease.
 	SetIntent(ctx context.Context, in *SetIntentRequest, opts ...grpc.CallOption) (*SetIntentReply, error)
+	// Routes returns the node's IPv6 main-table routes, every protocol and
+	// every next hop (status follows them to show each chain's path). An
+	// agent older than this RPC answers Unimplemented.
+	Routes(ctx context.Context, in *RoutesRequest, opts ...grpc.CallOption) (*RoutesReply, error)
 }
 
 type agentClient struct {
@@ -260,6 +265,16 @@ func (c *agentClient) SetIntent(ctx context.Context, in *SetIntentRequest, opts 
 	return out, nil
 }
 
+func (c *agentClient) Routes(ctx context.Context, in *RoutesRequest, opts ...grpc.CallOption) (*RoutesReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RoutesReply)
+	err := c.cc.Invoke(ctx, Agent_Routes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -303,6 +318,10 @@ type AgentServer interface {
 	// `segchain agent --reconcile`, re-applies when the node drifts from
 	// it. Needs the caller's lease.
 	SetIntent(context.Context, *SetIntentRequest) (*SetIntentReply, error)
+	// Routes returns the node's IPv6 main-table routes, every protocol and
+	// every next hop (status follows them to show each chain's path). An
+	// agent older than this RPC answers Unimplemented.
+	Routes(context.Context, *RoutesRequest) (*RoutesReply, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -360,6 +379,9 @@ func (UnimplementedAgentServer) JournalUnfinished(context.Context, *JournalUnfin
 }
 func (UnimplementedAgentServer) SetIntent(context.Context, *SetIntentRequest) (*SetIntentReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetIntent not implemented")
+}
+func (UnimplementedAgentServer) Routes(context.Context, *RoutesRequest) (*RoutesReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Routes not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -670,6 +692,24 @@ func _Agent_SetIntent_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_Routes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RoutesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).Routes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_Routes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).Routes(ctx, req.(*RoutesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -740,6 +780,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetIntent",
 			Handler:    _Agent_SetIntent_Handler,
+		},
+		{
+			MethodName: "Routes",
+			Handler:    _Agent_Routes_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
