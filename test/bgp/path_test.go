@@ -8,72 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/segchain/segchain/internal/frr"
-	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/testutil"
 )
-
-// newPathEnv is newEnvArgs for the path tests, their labs named cp-...:
-// lab up (with agents on every node; FRR on the routers of a bgp domain),
-// and at the end, even on failure, destroy and lab down, with no agent or
-// FRR daemon left behind.
-func newPathEnv(t *testing.T, file string, bgp bool) *env {
-	t.Helper()
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
-	if segchainBin == "" {
-		t.Skip("segchain binary not built")
-	}
-	if bgp {
-		if err := frr.Installed(); err != nil {
-			t.Skipf("routers need FRR: %v", err)
-		}
-	}
-	e := &env{t: t, lab: testutil.UniqueName("cp-")}
-	t.Cleanup(func() {
-		l, err := lab.Get(e.lab)
-		if err != nil {
-			return // never came up
-		}
-		var pids []int
-		for _, a := range l.Agents {
-			pids = append(pids, a.PID)
-		}
-		for _, dir := range l.FRR {
-			for _, p := range frr.PIDs(dir) {
-				pids = append(pids, p)
-			}
-		}
-		_, _ = e.run("destroy", "--lab", e.lab)
-		if out, err := e.run("lab", "down", "--lab", e.lab); err != nil {
-			t.Errorf("lab down: %v\n%s", err, out)
-		}
-		for _, p := range pids {
-			if alive(p) {
-				t.Errorf("pid %d (agent or FRR daemon) outlived lab down", p)
-				syscall.Kill(p, syscall.SIGKILL)
-			}
-		}
-	})
-	e.must("lab", "up", "-f", file, "--lab", e.lab, "--agents")
-	l, err := lab.Get(e.lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.l = l
-	if len(l.Agents) != len(l.Nodes) {
-		t.Fatalf("lab has %d agents for %d nodes", len(l.Agents), len(l.Nodes))
-	}
-	return e
-}
 
 // pathSegment is one SID of chains[].path in status -o json.
 type pathSegment struct {
@@ -133,7 +74,7 @@ func (e *env) waitPath(chain string, want [][][]string, limit time.Duration) {
 // (the only path left: r2 → nfv2 → egress → nfv1), and back over r1 when
 // the carrier returns.
 func TestPrivilegedBGPChainPath(t *testing.T) {
-	e := newPathEnv(t, domainFile, true)
+	e := newEnvArgs(t, domainFile, true)
 	e.must("apply", "--lab", e.lab)
 	e.waitEstablished(60 * time.Second)
 
@@ -172,7 +113,7 @@ func TestPrivilegedStaticChainPath(t *testing.T) {
 	if err := os.WriteFile(static, []byte(string(b[:i])+"\nrouting:\n  mode: static\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := newPathEnv(t, static, false)
+	e := newEnvArgs(t, static, false)
 	e.must("apply", "--lab", e.lab)
 
 	path := e.paths()["web"]
