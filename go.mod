@@ -16,6 +16,7 @@ require (
 	github.com/vishvananda/netns v0.0.5
 	golang.org/x/net v0.55.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/time v0.3.0
 	gonum.org/v1/gonum v0.15.1
 	gonum.org/v1/plot v0.15.2
 	google.golang.org/grpc v1.72.2
