@@ -16,6 +16,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
 )
@@ -217,66 +218,29 @@ func netipPrefix(n *net.IPNet) (netip.Prefix, bool) {
 	return netip.PrefixFrom(a.Unmap(), ones), true
 }
 
-// carrier: administratively up with carrier.
-func carrier(a *netlink.LinkAttrs) bool {
-	return a.Flags&net.FlagUp != 0 && a.RawFlags&unix.IFF_LOWER_UP != 0
-}
-
 // watchLinks records which of the intent's interfaces lack carrier and
 // follows their changes until ctx ends: an interface losing carrier gets
 // its routes removed at once (its hops become unusable) and its sessions
 // shut (GoBGP withdraws what they announced, towards every other
 // neighbor too); carrier back opens them again.
 func (s *Speaker) watchLinks(ctx context.Context, srv *server.BgpServer) error {
-	ns, err := s.nsHandle()
-	if err != nil {
-		return fmt.Errorf("bgp: open netns %q: %w", s.netns, err)
-	}
-	h, err := netlink.NewHandleAt(ns)
-	if err != nil {
-		ns.Close()
-		return err
-	}
-	links, err := h.LinkList()
-	h.Close()
-	if err != nil {
-		ns.Close()
-		return err
-	}
-	up := map[string]bool{}
-	for _, l := range links {
-		up[l.Attrs().Name] = carrier(l.Attrs())
-	}
-	s.stateMu.Lock()
-	s.down = map[string]bool{}
-	if in := s.live.Load(); in != nil {
-		for _, n := range in.Neighbors {
-			s.down[n.Dev] = !up[n.Dev]
+	done, err := dataplane.WatchCarrier(ctx, s.netns, func(up map[string]bool) {
+		s.stateMu.Lock()
+		defer s.stateMu.Unlock()
+		s.down = map[string]bool{}
+		if in := s.live.Load(); in != nil {
+			for _, n := range in.Neighbors {
+				s.down[n.Dev] = !up[n.Dev]
+			}
 		}
-	}
-	s.stateMu.Unlock()
-	updates := make(chan netlink.LinkUpdate, 64)
-	done := make(chan struct{})
-	if err := netlink.LinkSubscribeWithOptions(updates, done, netlink.LinkSubscribeOptions{Namespace: &ns}); err != nil {
-		ns.Close()
-		return fmt.Errorf("bgp: watch links: %w", err)
+	}, func(name string, carrier bool) { s.linkEvent(ctx, srv, name, carrier) })
+	if err != nil {
+		return fmt.Errorf("bgp: %w", err)
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		defer ns.Close()
-		defer close(done)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case u, ok := <-updates:
-				if !ok {
-					return
-				}
-				s.linkEvent(ctx, srv, u.Attrs().Name, carrier(u.Attrs()))
-			}
-		}
+		<-done
 	}()
 	return nil
 }
