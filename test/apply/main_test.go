@@ -39,6 +39,12 @@ type env struct {
 // down at the end of the test even when it fails.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvFile(t, domainFile, "h12a-")
+}
+
+// newEnvFile is newEnv for the domain in file, the lab named prefix<hex>.
+func newEnvFile(t *testing.T, file, prefix string) *env {
+	t.Helper()
 	testutil.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("privileged namespace test: skipped with -short")
@@ -47,10 +53,10 @@ func newEnv(t *testing.T) *env {
 		t.Skip("segchain binary not built")
 	}
 	testutil.RequireTool(t, "python3")
-	e := &env{t: t, lab: testutil.UniqueName("h12a-")}
-	e.must("lab", "up", "-f", domainFile, "--lab", e.lab)
+	e := &env{t: t, lab: testutil.UniqueName(prefix)}
+	e.must("lab", "up", "-f", file, "--lab", e.lab)
 	t.Cleanup(func() {
-		_, _ = e.run("destroy", "-f", domainFile, "--lab", e.lab)
+		_, _ = e.run("destroy", "-f", file, "--lab", e.lab)
 		if out, err := e.run("lab", "down", "--lab", e.lab); err != nil {
 			t.Errorf("lab down: %v\n%s", err, out)
 		}

@@ -105,36 +105,17 @@ var lossRe = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`)
 // what a fresh apply installs, and plan then finds nothing to do.
 // destroy on a node holding both numbers leaves neither.
 func TestApplyRenumbersLegacyProtocol(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
-	if segchainBin == "" {
-		t.Skip("segchain binary not built")
-	}
-	e := &env{t: t, lab: testutil.UniqueName("pr")}
+	e := newEnvFile(t, renumberDomain, "pr")
 	run := func(verb string, args ...string) string {
 		t.Helper()
 		return e.must(append([]string{verb, "-f", renumberDomain, "--lab", e.lab}, args...)...)
 	}
-	e.must("lab", "up", "-f", renumberDomain, "--lab", e.lab)
-	t.Cleanup(func() {
-		_, _ = e.run("destroy", "-f", renumberDomain, "--lab", e.lab)
-		if out, err := e.run("lab", "down", "--lab", e.lab); err != nil {
-			t.Errorf("lab down: %v\n%s", err, out)
-		}
-	})
-	l, err := lab.Get(e.lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.l = l
 	ping := func(n int) *exec.Cmd {
 		return exec.Command("ip", "netns", "exec", e.ns("a"), "ping", "-6", "-n", "-q", "-i", "0.01", "-W", "1", "-c", fmt.Sprint(n), "fc00:3b::b")
 	}
 
 	run("apply")
-	fresh := protoState(t, l, nodestate.Proto)
+	fresh := protoState(t, e.l, nodestate.Proto)
 	if count(fresh) == 0 {
 		t.Fatalf("apply installed nothing of protocol %d", nodestate.Proto)
 	}
@@ -143,13 +124,13 @@ func TestApplyRenumbersLegacyProtocol(t *testing.T) {
 	}
 
 	// An older segchain's node: everything of 197, a hand-made SID of 198.
-	downgrade(t, l, false)
+	downgrade(t, e.l, false)
 	handMade := "fc00:2::99"
 	testutil.Exec(t, e.ns("nfv1"), "ip", "-6", "route", "add", "local", handMade+"/128", "encap", "seg6local", "action", "End", "dev", "lo", "table", "main", "proto", fmt.Sprint(nodestate.ProtoManualLegacy))
-	if got := protoState(t, l, nodestate.Proto); count(got) != 0 {
+	if got := protoState(t, e.l, nodestate.Proto); count(got) != 0 {
 		t.Fatalf("downgrade left protocol %d:\n%s", nodestate.Proto, got)
 	}
-	if got := protoState(t, l, nodestate.ProtoLegacy); got != fresh {
+	if got := protoState(t, e.l, nodestate.ProtoLegacy); got != fresh {
 		t.Fatalf("downgraded state differs from the applied one (-applied +downgraded):\n%s\n%s", fresh, got)
 	}
 	if out := run("plan"); !strings.Contains(out, fmt.Sprintf("proto %d", nodestate.ProtoLegacy)) {
@@ -171,10 +152,10 @@ func TestApplyRenumbersLegacyProtocol(t *testing.T) {
 		t.Errorf("traffic lost while apply renumbered: %s", pout.String())
 	}
 
-	if got := protoState(t, l, nodestate.ProtoLegacy); count(got) != 0 {
+	if got := protoState(t, e.l, nodestate.ProtoLegacy); count(got) != 0 {
 		t.Errorf("apply left protocol %d:\n%s", nodestate.ProtoLegacy, got)
 	}
-	if got := protoState(t, l, nodestate.Proto); got != fresh {
+	if got := protoState(t, e.l, nodestate.Proto); got != fresh {
 		t.Errorf("after renumbering, protocol %d differs from a fresh apply:\nfresh:\n%s\ngot:\n%s", nodestate.Proto, fresh, got)
 	}
 	sid := testutil.Exec(t, e.ns("nfv1"), "ip", "-N", "-6", "route", "show", "table", "all", handMade)
@@ -186,17 +167,17 @@ func TestApplyRenumbersLegacyProtocol(t *testing.T) {
 	}
 
 	// destroy with both numbers on the nodes.
-	downgrade(t, l, true)
+	downgrade(t, e.l, true)
 	mixed := map[int]int{}
 	for _, pr := range []int{nodestate.Proto, nodestate.ProtoLegacy} {
-		mixed[pr] = count(protoState(t, l, pr))
+		mixed[pr] = count(protoState(t, e.l, pr))
 	}
 	if mixed[nodestate.Proto] == 0 || mixed[nodestate.ProtoLegacy] == 0 {
 		t.Fatalf("half downgrade: %v objects by protocol, want both", mixed)
 	}
 	run("destroy")
 	for _, pr := range []int{nodestate.Proto, nodestate.ProtoLegacy} {
-		if got := protoState(t, l, pr); count(got) != 0 {
+		if got := protoState(t, e.l, pr); count(got) != 0 {
 			t.Errorf("destroy left protocol %d:\n%s", pr, got)
 		}
 	}
