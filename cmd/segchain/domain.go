@@ -608,6 +608,13 @@ func labRouters(st *controller.Status, labName string, p *plan.Plan) {
 // node has a speaker.
 func printBGP(w io.Writer, nodes []controller.NodeStatus) {
 	var rows []string
+	// A BFD column only when some session runs BFD (routing.bgp.bfd).
+	withBFD := false
+	for _, n := range nodes {
+		for _, s := range n.BGP {
+			withBFD = withBFD || s.BFD != ""
+		}
+	}
 	for _, n := range nodes {
 		for _, s := range n.BGP {
 			state := s.State
@@ -618,7 +625,14 @@ func printBGP(w io.Writer, nodes []controller.NodeStatus) {
 			if s.Since > 0 {
 				since = (time.Duration(s.Since) * time.Second).String()
 			}
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\tAS%d\t%s\t%s\t%d\t%s", n.Node, s.Node, s.Peer, s.ASN, state, since, s.Received, s.Note))
+			bfd := ""
+			if withBFD {
+				bfd = "-\t"
+				if s.BFD != "" {
+					bfd = s.BFD + "\t"
+				}
+			}
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\tAS%d\t%s\t%s%s\t%d\t%s", n.Node, s.Node, s.Peer, s.ASN, state, bfd, since, s.Received, s.Note))
 		}
 	}
 	if len(rows) == 0 {
@@ -626,7 +640,11 @@ func printBGP(w io.Writer, nodes []controller.NodeStatus) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BGP NODE\tPEER\tADDRESS\tASN\tSTATE\tSINCE\tRECEIVED\tNOTE")
+	if withBFD {
+		fmt.Fprintln(tw, "BGP NODE\tPEER\tADDRESS\tASN\tSTATE\tBFD\tSINCE\tRECEIVED\tNOTE")
+	} else {
+		fmt.Fprintln(tw, "BGP NODE\tPEER\tADDRESS\tASN\tSTATE\tSINCE\tRECEIVED\tNOTE")
+	}
 	for _, r := range rows {
 		fmt.Fprintln(tw, r)
 	}

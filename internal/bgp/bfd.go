@@ -1,0 +1,189 @@
+package bgp
+
+import (
+	"context"
+	"time"
+
+	api "github.com/osrg/gobgp/v3/api"
+	"github.com/osrg/gobgp/v3/pkg/server"
+
+	"github.com/segchain/segchain/internal/bfd"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// BFD on the speaker's sessions (neighbors with BFD): one internal/bfd
+// session per neighbor over its link. BFD going down after it was up is
+// treated like carrier loss: the routes over the neighbor are recomputed
+// without it at once and its BGP session is shut (GoBGP withdraws what it
+// learned there from the other neighbors); BFD up again opens it again.
+// A peer that never brings BFD up (it runs none) changes nothing.
+
+// bfdEvent is a state change of the BFD session of neighbor addr.
+type bfdEvent struct {
+	addr string
+	dev  string
+	peer *bfdPeer
+	ev   bfd.Event
+}
+
+// BFDSession is the BFD state of one neighbor (metrics).
+type BFDSession struct {
+	Node, Dev string
+	Peer      string
+	bfd.Stats
+}
+
+func bfdConfig(in *nodestate.BGP) bfd.Config {
+	iv := time.Duration(in.BFDInterval) * time.Millisecond
+	mult := in.BFDMultiplier
+	if iv <= 0 { // an intent from before the BFD timers existed
+		iv = 300 * time.Millisecond
+	}
+	if mult <= 0 || mult > 255 {
+		mult = 3
+	}
+	return bfd.Config{DesiredMinTx: iv, RequiredMinRx: iv, DetectMult: uint8(mult)}
+}
+
+// bfdPeer is one neighbor's BFD session; u is nil while it opens.
+type bfdPeer struct{ u *bfd.UDP }
+
+// startBFD opens neighbor n's BFD session (in the node's namespace).
+// A failure is logged and noted: BGP runs on without BFD.
+func (s *Speaker) startBFD(ctx context.Context, in *nodestate.BGP, n nodestate.BGPNeighbor) {
+	if !n.BFD {
+		return
+	}
+	a := n.Addr.String()
+	// Registered before it opens: its events name it, and one of a
+	// session since closed is ignored.
+	bp := &bfdPeer{}
+	s.stateMu.Lock()
+	s.bfd[a] = bp
+	s.stateMu.Unlock()
+	var u *bfd.UDP
+	err := nsutil.Do(s.netns, func() (err error) {
+		u, err = bfd.ListenUDP(bfd.Link{Dev: n.Dev, Local: n.Local, Peer: n.Addr}, bfdConfig(in), func(e bfd.Event) {
+			select {
+			case s.bfdEv <- bfdEvent{addr: a, dev: n.Dev, peer: bp, ev: e}:
+			case <-ctx.Done():
+			}
+		})
+		return err
+	})
+	s.stateMu.Lock()
+	if err != nil {
+		delete(s.bfd, a)
+	} else {
+		bp.u = u
+	}
+	s.stateMu.Unlock()
+	if err != nil {
+		s.log.Warn("bgp: bfd not started", "peer", a, "dev", n.Dev, "err", err)
+		s.note(a, "bfd: "+err.Error())
+		return
+	}
+	s.log.Info("bgp: bfd started", "peer", a, "dev", n.Dev, "local_disc", u.LocalDisc(), "source_port", u.SourcePort())
+}
+
+// stopBFD closes neighbor addr's BFD session, if any, and forgets that
+// it was down.
+func (s *Speaker) stopBFD(addr string) {
+	s.stateMu.Lock()
+	bp := s.bfd[addr]
+	delete(s.bfd, addr)
+	delete(s.bfdDown, addr)
+	s.stateMu.Unlock()
+	if bp != nil && bp.u != nil {
+		bp.u.Close()
+	}
+}
+
+func (s *Speaker) stopAllBFD() {
+	s.stateMu.Lock()
+	var addrs []string
+	for a := range s.bfd {
+		addrs = append(addrs, a)
+	}
+	s.stateMu.Unlock()
+	for _, a := range addrs {
+		s.stopBFD(a)
+	}
+}
+
+// watchBFD handles the BFD sessions' state changes until ctx ends.
+func (s *Speaker) watchBFD(ctx context.Context, srv *server.BgpServer) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-s.bfdEv:
+			s.bfdChange(ctx, srv, e)
+		}
+	}
+}
+
+func (s *Speaker) bfdChange(ctx context.Context, srv *server.BgpServer, e bfdEvent) {
+	s.stateMu.Lock()
+	if s.bfd[e.addr] != e.peer {
+		s.stateMu.Unlock()
+		return // a session since closed
+	}
+	was := s.bfdDown[e.addr]
+	carrierDown := s.down[e.dev]
+	var change bool
+	switch {
+	case e.ev.To == bfd.Up && was:
+		s.bfdDown[e.addr], change = false, true
+	case e.ev.From == bfd.Up && !was:
+		s.bfdDown[e.addr], change = true, true
+	}
+	s.stateMu.Unlock()
+	s.log.Info("bgp: bfd", "peer", e.addr, "dev", e.dev, "from", e.ev.From.String(), "to", e.ev.To.String(), "diag", e.ev.Diag.String())
+	if !change {
+		return
+	}
+	// Routes first (the recomputation skips the neighbor), then the
+	// session; with the carrier down, the link watch has shut it already
+	// and opens it when both are back.
+	s.pokeNow()
+	if carrierDown {
+		return
+	}
+	var err error
+	if was {
+		err = srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: e.addr})
+		s.note(e.addr, "")
+	} else {
+		err = srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: e.addr, Communication: "segchain: bfd down on " + e.dev})
+		s.note(e.addr, "bfd down on "+e.dev)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("bgp: bfd change", "peer", e.addr, "up", was, "err", err)
+	}
+}
+
+// BFD returns the state of every neighbor's BFD session.
+func (s *Speaker) BFD() []BFDSession {
+	in := s.live.Load()
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	var out []BFDSession
+	for a, bp := range s.bfd {
+		if bp.u == nil {
+			continue
+		}
+		bs := BFDSession{Peer: a, Stats: bp.u.Stats()}
+		if in != nil {
+			for _, n := range in.Neighbors {
+				if n.Addr.String() == a {
+					bs.Node, bs.Dev = n.Node, n.Dev
+				}
+			}
+		}
+		out = append(out, bs)
+	}
+	return out
+}
