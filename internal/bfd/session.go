@@ -43,6 +43,10 @@ type Event struct {
 	From, To State
 	Diag     Diag // this end's diagnostic after the change
 	At       time.Time
+	// PeerAdminDown: the peer took the session down administratively
+	// (it sent AdminDown). RFC 5882 §3.2: not a failure of the path, so
+	// a client should not act on it as one.
+	PeerAdminDown bool
 }
 
 // Stats is a snapshot of a session.
@@ -170,6 +174,7 @@ func (m *machine) receive(p Packet, now time.Time) Reason {
 	if p.State == AdminDown {
 		if m.state != Down {
 			m.setState(Down, DiagNeighborDown, now)
+			m.events[len(m.events)-1].PeerAdminDown = true
 		}
 	} else {
 		switch m.state {

@@ -207,6 +207,9 @@ func TestDetectionTimeExpires(t *testing.T) {
 		t.Errorf("went down %v after the cut, want within the detection time (300 ms) of the last packet", took)
 	}
 	for _, m := range []*machine{p.a, p.b} {
+		if e := m.events[len(m.events)-1]; e.PeerAdminDown {
+			t.Errorf("disc %#x: a silent link taken for the peer's AdminDown: %+v", m.localDisc, e)
+		}
 		if m.diag != DiagTimeExpired || m.remoteDisc != 0 || m.downs != 1 {
 			t.Errorf("disc %#x: diag %s, remote disc %#x, downs %d; want time expired, 0, 1", m.localDisc, m.diag, m.remoteDisc, m.downs)
 		}
@@ -227,6 +230,9 @@ func TestAdminDown(t *testing.T) {
 	p.until(10*time.Millisecond, "b down", func() bool { return p.b.state == Down })
 	if p.b.diag != DiagNeighborDown || p.a.diag != DiagAdminDown {
 		t.Errorf("diags: a %s b %s", p.a.diag, p.b.diag)
+	}
+	if e := p.b.events[len(p.b.events)-1]; e.From != Up || e.To != Down || !e.PeerAdminDown {
+		t.Errorf("b's event %+v, want Up → Down by the peer's AdminDown", e)
 	}
 	p.step(3 * time.Second)
 	if p.a.state != AdminDown || p.b.state != Down {

@@ -25,6 +25,9 @@ type bfdEvent struct {
 	dev  string
 	peer *bfdPeer
 	ev   bfd.Event
+	// recheck: the end of the settle time of a session that went down
+	// soon after it came up (ev is empty).
+	recheck bool
 }
 
 // BFDSession is the BFD state of one neighbor (metrics).
@@ -46,8 +49,12 @@ func bfdConfig(in *nodestate.BGP) bfd.Config {
 	return bfd.Config{DesiredMinTx: iv, RequiredMinRx: iv, DetectMult: uint8(mult)}
 }
 
-// bfdPeer is one neighbor's BFD session; u is nil while it opens.
-type bfdPeer struct{ u *bfd.UDP }
+// bfdPeer is one neighbor's BFD session (u is nil while it opens) and
+// when it last came up; guarded by the speaker's stateMu.
+type bfdPeer struct {
+	u    *bfd.UDP
+	upAt time.Time
+}
 
 // startBFD opens neighbor n's BFD session (in the node's namespace).
 // A failure is logged and noted: BGP runs on without BFD.
@@ -125,6 +132,14 @@ func (s *Speaker) watchBFD(ctx context.Context, srv *server.BgpServer) {
 	}
 }
 
+// bfdSettle: a BFD session that goes down within bfdSettle of coming up
+// is acted on only if it is not up again by then. FRR replaces its BFD
+// session once bgpd knows the BGP session's interface (when it is first
+// established): the old session's last packet says Down and a new one
+// comes up a slow (1 s) interval later. Without the settle time, that
+// would shut the BGP session that has just come up.
+const bfdSettle = 2500 * time.Millisecond
+
 func (s *Speaker) bfdChange(ctx context.Context, srv *server.BgpServer, e bfdEvent) {
 	s.stateMu.Lock()
 	if s.bfd[e.addr] != e.peer {
@@ -133,15 +148,39 @@ func (s *Speaker) bfdChange(ctx context.Context, srv *server.BgpServer, e bfdEve
 	}
 	was := s.bfdDown[e.addr]
 	carrierDown := s.down[e.dev]
+	bp := e.peer
 	var change bool
 	switch {
-	case e.ev.To == bfd.Up && was:
-		s.bfdDown[e.addr], change = false, true
-	case e.ev.From == bfd.Up && !was:
+	case e.recheck:
+		// The end of a settle time: down if it is still not up.
+		if !was && bp.u != nil && bp.u.Stats().State != bfd.Up {
+			s.bfdDown[e.addr], change = true, true
+		}
+	case e.ev.To == bfd.Up:
+		bp.upAt = e.ev.At
+		if was {
+			s.bfdDown[e.addr], change = false, true
+		}
+	case e.ev.From == bfd.Up && !was && !e.ev.PeerAdminDown:
+		// The peer's AdminDown is not a failure of the path (RFC 5882
+		// §3.2).
+		if up := e.ev.At.Sub(bp.upAt); up < bfdSettle {
+			time.AfterFunc(bfdSettle-up, func() {
+				select {
+				case s.bfdEv <- bfdEvent{addr: e.addr, dev: e.dev, peer: bp, recheck: true}:
+				case <-ctx.Done():
+				}
+			})
+			break
+		}
 		s.bfdDown[e.addr], change = true, true
 	}
+	down := s.bfdDown[e.addr]
 	s.stateMu.Unlock()
-	s.log.Info("bgp: bfd", "peer", e.addr, "dev", e.dev, "from", e.ev.From.String(), "to", e.ev.To.String(), "diag", e.ev.Diag.String())
+	if !e.recheck {
+		s.log.Info("bgp: bfd", "peer", e.addr, "dev", e.dev, "from", e.ev.From.String(), "to", e.ev.To.String(),
+			"diag", e.ev.Diag.String(), "peer_admin_down", e.ev.PeerAdminDown)
+	}
 	if !change {
 		return
 	}
@@ -153,15 +192,16 @@ func (s *Speaker) bfdChange(ctx context.Context, srv *server.BgpServer, e bfdEve
 		return
 	}
 	var err error
-	if was {
+	if !down {
 		err = srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: e.addr})
 		s.note(e.addr, "")
 	} else {
 		err = srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: e.addr, Communication: "segchain: bfd down on " + e.dev})
 		s.note(e.addr, "bfd down on "+e.dev)
 	}
+	s.log.Info("bgp: bfd session change", "peer", e.addr, "dev", e.dev, "bgp_shut", down)
 	if err != nil && ctx.Err() == nil {
-		s.log.Warn("bgp: bfd change", "peer", e.addr, "up", was, "err", err)
+		s.log.Warn("bgp: bfd change", "peer", e.addr, "shut", down, "err", err)
 	}
 }
 
