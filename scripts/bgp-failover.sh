@@ -14,8 +14,9 @@
 #            netdev ingress chain, policy drop), carrier stays: only the
 #            BGP hold timer (3 s) notices
 #   silent-bfd  the same silent failure in a second lab whose domain runs
-#            BFD on every session (routing.bgp.bfd, 3 x 300 ms): BFD
-#            notices (segchain's own on ingress, bfdd on r1)
+#            BFD on every session (routing.bgp.bfd, BFD_MULT x BFD_INTERVAL
+#            ms, default 3 x 300): BFD notices (segchain's own on ingress,
+#            bfdd on r1)
 # and ROUTE is how long until ingress routes nfv1's locator over eth-r2
 # (polled every 10 ms); LOST is what the receiver missed and GAP the
 # longest run of lost packets, in ms (the receiver waits 8 s for a late
@@ -35,7 +36,9 @@ SUFFIX=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
 # session (only what silent-bfd needs is brought up).
 LABS=()
 BFDFILE=$(mktemp --suffix=.yaml)
-sed 's/^    hold: 3$/    hold: 3\n    bfd: true/' examples/redundant.yaml >"$BFDFILE"
+BFD_INTERVAL=${BFD_INTERVAL:-300}
+BFD_MULT=${BFD_MULT:-3}
+sed "s/^    hold: 3\$/    hold: 3\n    bfd: true\n    bfd_interval: $BFD_INTERVAL\n    bfd_multiplier: $BFD_MULT/" examples/redundant.yaml >"$BFDFILE"
 grep -q '^    bfd: true$' "$BFDFILE" || { echo "examples/redundant.yaml: no 'hold: 3' line to add bfd after" >&2; exit 1; }
 cleanup() {
 	for l in "${LABS[@]}"; do

@@ -140,6 +140,29 @@ func (s *Speaker) watchBFD(ctx context.Context, srv *server.BgpServer) {
 // would shut the BGP session that has just come up.
 const bfdSettle = 2500 * time.Millisecond
 
+// bfdVerdict decides whether a neighbor's BFD counts as down after event
+// e, given whether it did (was), when the session last came up and its
+// state now; recheck > 0 asks for e.recheck after that long (a settle
+// time running).
+func bfdVerdict(was bool, e bfdEvent, upAt time.Time, now bfd.State) (down bool, recheck time.Duration) {
+	switch {
+	case e.recheck:
+		// The end of a settle time: down if it is still not up.
+		return was || now != bfd.Up, 0
+	case e.ev.To == bfd.Up:
+		return false, 0
+	case e.ev.From != bfd.Up || was:
+		return was, 0
+	case e.ev.PeerAdminDown:
+		// The peer's AdminDown is not a failure of the path (RFC 5882
+		// §3.2).
+		return false, 0
+	case e.ev.At.Sub(upAt) < bfdSettle:
+		return false, bfdSettle - e.ev.At.Sub(upAt)
+	}
+	return true, 0
+}
+
 func (s *Speaker) bfdChange(ctx context.Context, srv *server.BgpServer, e bfdEvent) {
 	s.stateMu.Lock()
 	if s.bfd[e.addr] != e.peer {
@@ -149,33 +172,24 @@ func (s *Speaker) bfdChange(ctx context.Context, srv *server.BgpServer, e bfdEve
 	was := s.bfdDown[e.addr]
 	carrierDown := s.down[e.dev]
 	bp := e.peer
-	var change bool
-	switch {
-	case e.recheck:
-		// The end of a settle time: down if it is still not up.
-		if !was && bp.u != nil && bp.u.Stats().State != bfd.Up {
-			s.bfdDown[e.addr], change = true, true
-		}
-	case e.ev.To == bfd.Up:
-		bp.upAt = e.ev.At
-		if was {
-			s.bfdDown[e.addr], change = false, true
-		}
-	case e.ev.From == bfd.Up && !was && !e.ev.PeerAdminDown:
-		// The peer's AdminDown is not a failure of the path (RFC 5882
-		// §3.2).
-		if up := e.ev.At.Sub(bp.upAt); up < bfdSettle {
-			time.AfterFunc(bfdSettle-up, func() {
-				select {
-				case s.bfdEv <- bfdEvent{addr: e.addr, dev: e.dev, peer: bp, recheck: true}:
-				case <-ctx.Done():
-				}
-			})
-			break
-		}
-		s.bfdDown[e.addr], change = true, true
+	now := bfd.Down
+	if bp.u != nil {
+		now = bp.u.Stats().State
 	}
-	down := s.bfdDown[e.addr]
+	down, recheck := bfdVerdict(was, e, bp.upAt, now)
+	if e.ev.To == bfd.Up && !e.recheck {
+		bp.upAt = e.ev.At
+	}
+	if recheck > 0 {
+		time.AfterFunc(recheck, func() {
+			select {
+			case s.bfdEv <- bfdEvent{addr: e.addr, dev: e.dev, peer: bp, recheck: true}:
+			case <-ctx.Done():
+			}
+		})
+	}
+	change := down != was
+	s.bfdDown[e.addr] = down
 	s.stateMu.Unlock()
 	if !e.recheck {
 		s.log.Info("bgp: bfd", "peer", e.addr, "dev", e.dev, "from", e.ev.From.String(), "to", e.ev.To.String(),

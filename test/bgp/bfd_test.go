@@ -80,13 +80,13 @@ func (e *env) blackhole(node, dev string, on bool) {
 	testutil.Exec(e.t, e.ns(node), "nft", "delete", "table", "netdev", "bftest")
 }
 
-// The redundant lab with BFD on every session (GoBGP–FRR: segchain's BFD
-// against bfdd) and a BGP hold time of 30 s: a silent failure of the
-// ingress–r1 link (both ends drop what they receive, the carrier stays)
-// moves ingress's route to nfv1 onto r2 long before the hold timer
-// could have expired (at least 20 s after the failure: keepalives every
-// 10 s), so only BFD explains it; status says so. Repaired, the route
-// comes back.
+// The redundant lab with BFD on every session and a BGP hold time of
+// 30 s: a silent failure of the ingress–r1 link (GoBGP–FRR: segchain's
+// BFD against bfdd; both ends drop what they receive, the carrier stays)
+// moves ingress's route to nfv1 onto r2 long before the hold timer could
+// have expired (at least 20 s after the failure: keepalives every 10 s),
+// so only BFD explains it; status says so. Repaired, the route comes
+// back. Then the same between two GoBGP nodes (egress–nfv1).
 func TestPrivilegedBGPBFDSilentFailure(t *testing.T) {
 	testutil.RequireTool(t, "nft")
 	b, err := os.ReadFile(domainFile)
@@ -148,4 +148,25 @@ func TestPrivilegedBGPBFDSilentFailure(t *testing.T) {
 	if s := e.bfdSessions()["ingress"]["r1"]; s.Note != "" {
 		t.Errorf("ingress's session with r1 back, still noted %q", s.Note)
 	}
+
+	// Between two GoBGP nodes (segchain's BFD at both ends): egress
+	// reaches nfv1 the long way round, over nfv2.
+	e.waitRoute("egress", "fc00:2::/64", []string{"eth-nfv1"}, 10*time.Second)
+	failed = time.Now()
+	e.blackhole("egress", "eth-nfv1", true)
+	e.blackhole("nfv1", "eth-egress", true)
+	e.waitRoute("egress", "fc00:2::/64", []string{"eth-nfv2"}, window)
+	ss = e.bfdSessions()
+	if since := time.Since(failed); since > 15*time.Second {
+		t.Fatalf("checks took %v: the hold timer may have expired, the test proves nothing", since)
+	}
+	for _, c := range []struct{ node, peer, dev string }{{"egress", "nfv1", "eth-nfv1"}, {"nfv1", "egress", "eth-egress"}} {
+		if s := ss[c.node][c.peer]; s.BFD != "down" || s.Note != "bfd down on "+c.dev {
+			t.Errorf("%s's session with %s: %+v, want BFD down, noted %q", c.node, c.peer, s, "bfd down on "+c.dev)
+		}
+	}
+	e.blackhole("egress", "eth-nfv1", false)
+	e.blackhole("nfv1", "eth-egress", false)
+	e.waitBFD("up", 30*time.Second)
+	e.waitRoute("egress", "fc00:2::/64", []string{"eth-nfv1"}, 30*time.Second)
 }
