@@ -99,18 +99,21 @@ func TestPrivilegedBGPBFDSilentFailure(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "redundant-bfd.yaml")
 	if err := os.WriteFile(file, []byte(strings.Replace(string(b), timers,
-		"    keepalive: 10\n    hold: 30\n    bfd: true\n    bfd_interval: 100\n    bfd_multiplier: 3\n", 1)), 0o644); err != nil {
+		"    keepalive: 10\n    hold: 30\n    bfd: true\n    bfd_interval: 250\n    bfd_multiplier: 4\n", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Not FRR's defaults (3 x 300 ms), to see that r1's bfdd runs the
+	// domain's; not faster either: on a loaded 2-CPU host 3 x 100 ms
+	// flaps.
 	e := newEnvPrefix(t, file, true, "bf-")
-	if out := e.must("apply", "--lab", e.lab); !strings.Contains(out, "bfd 100ms x3") {
+	if out := e.must("apply", "--lab", e.lab); !strings.Contains(out, "bfd 250ms x4") {
 		t.Errorf("apply does not show the BFD timers:\n%s", out)
 	}
 	e.waitEstablished(60 * time.Second)
 	// Both ends of every session run BFD: GoBGP nodes' own, FRR's bfdd.
 	e.waitBFD("up", 30*time.Second)
 	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, 30*time.Second)
-	if out := testutil.Exec(t, e.ns("r1"), "vtysh", "--vty_socket", e.l.FRR["r1"], "-c", "show bfd peers"); !strings.Contains(out, "Transmission interval: 100ms") {
+	if out := testutil.Exec(t, e.ns("r1"), "vtysh", "--vty_socket", e.l.FRR["r1"], "-c", "show bfd peers"); !strings.Contains(out, "Transmission interval: 250ms") || !strings.Contains(out, "Detect-multiplier: 4") {
 		t.Errorf("r1's bfdd does not run the domain's interval:\n%s", out)
 	}
 
