@@ -477,6 +477,10 @@ and the eBPF objects found broken (a proxy or firewall program not attached
 to an interface, a link pin missing, detached or running a foreign program,
 a pinned map missing or of another layout, orphaned pins), and the chains
 that cross a drifted node.
+Under routing: bgp, every node's BGP sessions: state, prefixes received,
+why a session is down (NOTE: no carrier on DEV, bfd down on DEV, a
+NOTIFICATION), and with routing.bgp.bfd a BFD column (up, down, init,
+admin-down). See docs/routing.md.
 With --lab and no -f, the domain is the file the lab was brought up from.
 
 Exit status: 0 on success, 1 on error. With --check: 0 every node matches
