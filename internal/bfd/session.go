@@ -140,6 +140,9 @@ func (m *machine) setState(s State, d Diag, now time.Time) {
 	// The peer learns the new state at once rather than an interval
 	// later (bfdd does the same); it is one packet per change.
 	m.now = true
+	if s != Up {
+		m.poll = false // a Poll Sequence is about Up's parameters
+	}
 	if tx := m.wantTx(); tx != m.advTx {
 		m.advTx = tx
 		if s == Up {

@@ -321,6 +321,11 @@ func TestPollAnsweredWithFinal(t *testing.T) {
 	if p := m.tick(now); p == nil || !p.Poll {
 		t.Errorf("next periodic packet %+v, want Poll", p)
 	}
+	// Leaving Up ends it: Down's packets carry no Poll.
+	m.receive(Packet{Version: 1, State: Down, DetectMult: 3, MyDisc: 9, YourDisc: 5, DesiredMinTx: 1e5, RequiredMinRx: 1e5}, now)
+	if p := m.tick(now); p == nil || p.Poll || p.State != Down {
+		t.Errorf("packet after going down: %+v, want Down without Poll", p)
+	}
 }
 
 // Two Sessions (goroutines, real time) over an in-memory link.
