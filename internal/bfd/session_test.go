@@ -311,7 +311,9 @@ func TestPollAnsweredWithFinal(t *testing.T) {
 	if p := m.tick(now); p != nil {
 		t.Fatalf("a packet before the interval: %+v", p)
 	}
-	m.receive(Packet{Version: 1, State: Up, Poll: true, DetectMult: 3, MyDisc: 9, YourDisc: 5, DesiredMinTx: 1e5, RequiredMinRx: 1e5}, now)
+	// (A multiplier of 50: the session stays up until the next periodic
+	// packet, a second away.)
+	m.receive(Packet{Version: 1, State: Up, Poll: true, DetectMult: 50, MyDisc: 9, YourDisc: 5, DesiredMinTx: 1e5, RequiredMinRx: 1e5}, now)
 	p := m.tick(now)
 	if p == nil || !p.Final || p.Poll {
 		t.Fatalf("answer to a Poll: %+v, want Final without Poll at once", p)
@@ -322,7 +324,7 @@ func TestPollAnsweredWithFinal(t *testing.T) {
 		t.Errorf("next periodic packet %+v, want Poll", p)
 	}
 	// Leaving Up ends it: Down's packets carry no Poll.
-	m.receive(Packet{Version: 1, State: Down, DetectMult: 3, MyDisc: 9, YourDisc: 5, DesiredMinTx: 1e5, RequiredMinRx: 1e5}, now)
+	m.receive(Packet{Version: 1, State: Down, DetectMult: 50, MyDisc: 9, YourDisc: 5, DesiredMinTx: 1e5, RequiredMinRx: 1e5}, now)
 	if p := m.tick(now); p == nil || p.Poll || p.State != Down {
 		t.Errorf("packet after going down: %+v, want Down without Poll", p)
 	}
