@@ -12,8 +12,10 @@ import (
 func TestBFDVerdict(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ev := func(from, to bfd.State, after time.Duration) bfdEvent {
-		return bfdEvent{ev: bfd.Event{From: from, To: to, At: t0.Add(after)}}
+		return bfdEvent{ev: bfd.Event{From: from, To: to, At: t0.Add(after), Diag: bfd.DiagNeighborDown}}
 	}
+	expired := ev(bfd.Up, bfd.Down, time.Second)
+	expired.ev.Diag = bfd.DiagTimeExpired
 	adminDown := ev(bfd.Up, bfd.Down, time.Minute)
 	adminDown.ev.PeerAdminDown = true
 	for _, tc := range []struct {
@@ -29,7 +31,8 @@ func TestBFDVerdict(t *testing.T) {
 		{"init → down (never up)", false, ev(bfd.Init, bfd.Down, time.Minute), bfd.Down, false, 0},
 		{"up → down long after up", false, ev(bfd.Up, bfd.Down, time.Minute), bfd.Down, true, 0},
 		{"up → down by the peer's AdminDown", false, adminDown, bfd.Down, false, 0},
-		{"up → down within the settle time", false, ev(bfd.Up, bfd.Down, time.Second), bfd.Down, false, bfdSettle - time.Second},
+		{"peer's down within the settle time", false, ev(bfd.Up, bfd.Down, time.Second), bfd.Down, false, bfdSettle - time.Second},
+		{"silent within the settle time", false, expired, bfd.Down, true, 0},
 		{"settle over, up again", false, bfdEvent{recheck: true}, bfd.Up, false, 0},
 		{"settle over, still down", false, bfdEvent{recheck: true}, bfd.Init, true, 0},
 		{"up again after down", true, ev(bfd.Init, bfd.Up, time.Minute), bfd.Up, false, 0},
