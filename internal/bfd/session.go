@@ -47,6 +47,10 @@ type Event struct {
 	// (it sent AdminDown). RFC 5882 §3.2: not a failure of the path, so
 	// a client should not act on it as one.
 	PeerAdminDown bool
+	// PeerDiag is the diagnostic of the peer's packet that took the
+	// session down (To Down with Diag DiagNeighborDown): why the peer
+	// says it is down.
+	PeerDiag Diag
 }
 
 // Stats is a snapshot of a session.
@@ -178,6 +182,7 @@ func (m *machine) receive(p Packet, now time.Time) Reason {
 		if m.state != Down {
 			m.setState(Down, DiagNeighborDown, now)
 			m.events[len(m.events)-1].PeerAdminDown = true
+			m.events[len(m.events)-1].PeerDiag = p.Diag
 		}
 	} else {
 		switch m.state {
@@ -195,6 +200,7 @@ func (m *machine) receive(p Packet, now time.Time) Reason {
 		case Up:
 			if p.State == Down {
 				m.setState(Down, DiagNeighborDown, now)
+				m.events[len(m.events)-1].PeerDiag = p.Diag
 			}
 		}
 	}

@@ -272,11 +272,16 @@ func TestReceiveTransitions(t *testing.T) {
 			if tc.local == Down || tc.local == AdminDown {
 				yours = 0
 			}
-			if r := m.receive(Packet{Version: 1, State: tc.remote, DetectMult: 3, MyDisc: 9, YourDisc: yours, DesiredMinTx: 1e5, RequiredMinRx: 1e5}, now); r != ReasonNone {
+			if r := m.receive(Packet{Version: 1, Diag: DiagPathDown, State: tc.remote, DetectMult: 3, MyDisc: 9, YourDisc: yours, DesiredMinTx: 1e5, RequiredMinRx: 1e5}, now); r != ReasonNone {
 				t.Fatalf("dropped: %s", r)
 			}
 			if m.state != tc.want || m.diag != tc.diag {
 				t.Errorf("%s + received %s → %s (%s), want %s (%s)", tc.local, tc.remote, m.state, m.diag, tc.want, tc.diag)
+			}
+			if tc.diag == DiagNeighborDown {
+				if e := m.events[len(m.events)-1]; e.PeerDiag != DiagPathDown {
+					t.Errorf("event %+v: want the peer's diagnostic (path down)", e)
+				}
 			}
 		})
 	}

@@ -132,9 +132,9 @@ func (s *Speaker) watchBFD(ctx context.Context, srv *server.BgpServer) {
 	}
 }
 
-// bfdSettle: a BFD session that the peer takes down (it sends Down)
-// within bfdSettle of coming up is acted on only if it is not up again
-// by then. FRR replaces its BFD
+// bfdSettle: a BFD session that the peer takes down within bfdSettle of
+// coming up, without saying its detection time expired, is acted on only
+// if it is not up again by then. FRR replaces its BFD
 // session once bgpd knows the BGP session's interface (when it is first
 // established): the old session's last packet says Down and a new one
 // comes up a slow (1 s) interval later. Without the settle time, that
@@ -158,9 +158,11 @@ func bfdVerdict(was bool, e bfdEvent, upAt time.Time, now bfd.State) (down bool,
 		// The peer's AdminDown is not a failure of the path (RFC 5882
 		// §3.2).
 		return false, 0
-	case e.ev.Diag == bfd.DiagNeighborDown && e.ev.At.Sub(upAt) < bfdSettle:
-		// Only the peer's own Down waits: a silent path (detection time
-		// expired) is acted on at once.
+	case e.ev.Diag == bfd.DiagNeighborDown && e.ev.PeerDiag != bfd.DiagTimeExpired && e.ev.At.Sub(upAt) < bfdSettle:
+		// Only a Down the peer says without having lost our packets
+		// waits (FRR's replaced session says "neighbor signaled session
+		// down"); a silent path, on either side (detection time
+		// expired), is acted on at once.
 		return false, bfdSettle - e.ev.At.Sub(upAt)
 	}
 	return true, 0

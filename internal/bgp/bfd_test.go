@@ -16,6 +16,8 @@ func TestBFDVerdict(t *testing.T) {
 	}
 	expired := ev(bfd.Up, bfd.Down, time.Second)
 	expired.ev.Diag = bfd.DiagTimeExpired
+	peerExpired := ev(bfd.Up, bfd.Down, time.Second) // one-way: the peer hears us no more
+	peerExpired.ev.PeerDiag = bfd.DiagTimeExpired
 	adminDown := ev(bfd.Up, bfd.Down, time.Minute)
 	adminDown.ev.PeerAdminDown = true
 	for _, tc := range []struct {
@@ -33,6 +35,7 @@ func TestBFDVerdict(t *testing.T) {
 		{"up → down by the peer's AdminDown", false, adminDown, bfd.Down, false, 0},
 		{"peer's down within the settle time", false, ev(bfd.Up, bfd.Down, time.Second), bfd.Down, false, bfdSettle - time.Second},
 		{"silent within the settle time", false, expired, bfd.Down, true, 0},
+		{"silent one way within the settle time", false, peerExpired, bfd.Down, true, 0},
 		{"settle over, up again", false, bfdEvent{recheck: true}, bfd.Up, false, 0},
 		{"settle over, still down", false, bfdEvent{recheck: true}, bfd.Init, true, 0},
 		{"up again after down", true, ev(bfd.Init, bfd.Up, time.Minute), bfd.Up, false, 0},
