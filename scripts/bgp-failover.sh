@@ -3,6 +3,7 @@
 # link fails under routing: bgp (examples/redundant.yaml).
 #
 #   scripts/bgp-failover.sh [RUNS]        (as root; SEGCHAIN=path/to/segchain)
+#   CASES="silent-bfd" scripts/bgp-failover.sh 3    (a subset of the cases)
 #
 # A sequence-numbered UDP stream (scripts/seqstream.py) at RATE pps (10000)
 # goes s → nfv1 → egress → d through chain web, whose first segment ingress
@@ -12,6 +13,10 @@
 #   silent   both ends drop every packet they receive (an nftables
 #            netdev ingress chain, policy drop), carrier stays: only the
 #            BGP hold timer (3 s) notices
+#   silent-bfd  the same silent failure in a second lab whose domain runs
+#            BFD on every session (routing.bgp.bfd, BFD_MULT x BFD_INTERVAL
+#            ms, default 3 x 300): BFD notices (segchain's own on ingress,
+#            bfdd on r1)
 # and ROUTE is how long until ingress routes nfv1's locator over eth-r2
 # (polled every 10 ms); LOST is what the receiver missed and GAP the
 # longest run of lost packets, in ms (the receiver waits 8 s for a late
@@ -23,14 +28,36 @@ RUNS=${1:-3}
 RATE=${RATE:-10000}
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-12}
 SEGCHAIN=${SEGCHAIN:-./segchain}
-LAB=bgpfo-$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
+CASES=${CASES:-carrier silent silent-bfd}
+SUFFIX=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
 [ -x "$SEGCHAIN" ] || { echo "build segchain first (go build -o segchain ./cmd/segchain) or set SEGCHAIN" >&2; exit 1; }
 
-cleanup() { "$SEGCHAIN" destroy --lab "$LAB" >/dev/null 2>&1 || true; "$SEGCHAIN" lab down --lab "$LAB" >/dev/null 2>&1 || true; }
+# Two labs: the example as it is, and the same domain with BFD on every
+# session (only what silent-bfd needs is brought up).
+LABS=()
+BFDFILE=$(mktemp --suffix=.yaml)
+BFD_INTERVAL=${BFD_INTERVAL:-300}
+BFD_MULT=${BFD_MULT:-3}
+sed "s/^    hold: 3\$/    hold: 3\n    bfd: true\n    bfd_interval: $BFD_INTERVAL\n    bfd_multiplier: $BFD_MULT/" examples/redundant.yaml >"$BFDFILE"
+grep -q '^    bfd: true$' "$BFDFILE" || { echo "examples/redundant.yaml: no 'hold: 3' line to add bfd after" >&2; exit 1; }
+cleanup() {
+	for l in "${LABS[@]}"; do
+		"$SEGCHAIN" destroy --lab "$l" >/dev/null 2>&1 || true
+		"$SEGCHAIN" lab down --lab "$l" >/dev/null 2>&1 || true
+	done
+	rm -f "$BFDFILE"
+}
 trap cleanup EXIT
-
-"$SEGCHAIN" lab up -f examples/redundant.yaml --lab "$LAB" >/dev/null 2>&1
-"$SEGCHAIN" apply --lab "$LAB" >/dev/null
+up() { # up LAB FILE
+	LABS+=("$1")
+	"$SEGCHAIN" lab up -f "$2" --lab "$1" >/dev/null 2>&1
+	"$SEGCHAIN" apply -f "$2" --lab "$1" >/dev/null
+}
+LAB_PLAIN=bgpfo-$SUFFIX
+LAB_BFD=bgpfb-$SUFFIX
+case " $CASES " in *" carrier "*|*" silent "*) up "$LAB_PLAIN" examples/redundant.yaml ;; esac
+case " $CASES " in *" silent-bfd "*) up "$LAB_BFD" "$BFDFILE" ;; esac
+LAB=
 ns() { echo "sc-$LAB-$1"; }
 
 route_dev() { ip -n "$(ns ingress)" -6 route show proto 199 fc00:2::/64 | sed -n 's/.* dev \([^ ]*\).*/\1/p' | head -1; }
@@ -44,12 +71,12 @@ wait_dev() { # wait_dev DEV LIMIT_S → ms waited (or -1)
 	done
 	end=$(date +%s%N); echo $(( (end - start) / 1000000 ))
 }
-wait_dev eth-r1 60 >/dev/null
+for LAB in "${LABS[@]}"; do wait_dev eth-r1 60 >/dev/null; done
 
 fail() {
 	case $1 in
 	carrier) ip -n "$(ns r1)" link set eth-ingress down ;;
-	silent)  blackhole r1 eth-ingress add; blackhole ingress eth-r1 add ;;
+	silent|silent-bfd) blackhole r1 eth-ingress add; blackhole ingress eth-r1 add ;;
 	esac
 }
 blackhole() { # blackhole NODE DEV add|delete
@@ -63,13 +90,18 @@ blackhole() { # blackhole NODE DEV add|delete
 repair() {
 	case $1 in
 	carrier) ip -n "$(ns r1)" link set eth-ingress up ;;
-	silent)  blackhole r1 eth-ingress delete; blackhole ingress eth-r1 delete ;;
+	silent|silent-bfd) blackhole r1 eth-ingress delete; blackhole ingress eth-r1 delete ;;
 	esac
 }
 
-printf '%-8s %3s %8s %8s %8s %9s\n' CASE RUN SENT LOST GAPms ROUTEms
+printf '%-10s %3s %8s %8s %8s %9s\n' CASE RUN SENT LOST GAPms ROUTEms
 for run in $(seq 1 "$RUNS"); do
-	for c in carrier silent; do
+	for c in $CASES; do
+		case $c in
+		carrier|silent) LAB=$LAB_PLAIN ;;
+		silent-bfd) LAB=$LAB_BFD ;;
+		*) echo "unknown case $c (carrier, silent, silent-bfd)" >&2; exit 1 ;;
+		esac
 		count=$((RATE * SECONDS_PER_RUN))
 		ready=$(mktemp -u)
 		out=$(mktemp)
@@ -89,7 +121,7 @@ for run in $(seq 1 "$RUNS"); do
 import json, sys
 r = json.load(open(sys.argv[1]))
 rate = int(sys.argv[5])
-print("%-8s %3s %8d %8d %8d %9s" % (sys.argv[2], sys.argv[3], r["sent"], r["lost"], r["longest_gap"] * 1000 // rate, sys.argv[4]))
+print("%-10s %3s %8d %8d %8d %9s" % (sys.argv[2], sys.argv[3], r["sent"], r["lost"], r["longest_gap"] * 1000 // rate, sys.argv[4]))
 EOF
 		rm -f "$out"
 		wait_dev eth-r1 30 >/dev/null

@@ -507,6 +507,10 @@ and the eBPF objects found broken (a proxy or firewall program not attached
 to an interface, a link pin missing, detached or running a foreign program,
 a pinned map missing or of another layout, orphaned pins), and the chains
 that cross a drifted node.
+Under routing: bgp, every node's BGP sessions: state, prefixes received,
+why a session is down (NOTE: no carrier on DEV, bfd down on DEV, a
+NOTIFICATION), and with routing.bgp.bfd a BFD column (up, down, init,
+admin-down). See docs/routing.md.
 With --lab and no -f, the domain is the file the lab was brought up from.
 
 Exit status: 0 on success, 1 on error. With --check: 0 every node matches
@@ -638,6 +642,13 @@ func labRouters(st *controller.Status, labName string, p *plan.Plan) {
 // node has a speaker.
 func printBGP(w io.Writer, nodes []controller.NodeStatus) {
 	var rows []string
+	// A BFD column only when some session runs BFD (routing.bgp.bfd).
+	withBFD := false
+	for _, n := range nodes {
+		for _, s := range n.BGP {
+			withBFD = withBFD || s.BFD != ""
+		}
+	}
 	for _, n := range nodes {
 		for _, s := range n.BGP {
 			state := s.State
@@ -648,7 +659,14 @@ func printBGP(w io.Writer, nodes []controller.NodeStatus) {
 			if s.Since > 0 {
 				since = (time.Duration(s.Since) * time.Second).String()
 			}
-			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\tAS%d\t%s\t%s\t%d\t%s", n.Node, s.Node, s.Peer, s.ASN, state, since, s.Received, s.Note))
+			bfd := ""
+			if withBFD {
+				bfd = "-\t"
+				if s.BFD != "" {
+					bfd = s.BFD + "\t"
+				}
+			}
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\tAS%d\t%s\t%s%s\t%d\t%s", n.Node, s.Node, s.Peer, s.ASN, state, bfd, since, s.Received, s.Note))
 		}
 	}
 	if len(rows) == 0 {
@@ -656,7 +674,11 @@ func printBGP(w io.Writer, nodes []controller.NodeStatus) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BGP NODE\tPEER\tADDRESS\tASN\tSTATE\tSINCE\tRECEIVED\tNOTE")
+	if withBFD {
+		fmt.Fprintln(tw, "BGP NODE\tPEER\tADDRESS\tASN\tSTATE\tBFD\tSINCE\tRECEIVED\tNOTE")
+	} else {
+		fmt.Fprintln(tw, "BGP NODE\tPEER\tADDRESS\tASN\tSTATE\tSINCE\tRECEIVED\tNOTE")
+	}
 	for _, r := range rows {
 		fmt.Fprintln(tw, r)
 	}

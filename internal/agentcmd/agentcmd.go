@@ -216,6 +216,7 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	defer speaker.Close()
 	local := &lockedLocal{Local: nodeagent.NewLocal(f.node, f.netns).WithRouter(speaker), key: key, intents: intents}
 	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
+	m.WatchBFD(f.node, speaker)
 	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
 	defer jr.Close()
 	srv := agentrpc.NewServer(local, log, agentrpc.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr,

@@ -262,6 +262,10 @@ func (s *Speaker) linkEvent(ctx context.Context, srv *server.BgpServer, dev stri
 	s.stateMu.Lock()
 	was, known := s.down[dev]
 	s.down[dev] = !up
+	bfdDown := map[string]bool{}
+	for _, n := range peers {
+		bfdDown[n.Addr.String()] = s.bfdDown[n.Addr.String()]
+	}
 	s.stateMu.Unlock()
 	if known && was == !up {
 		return
@@ -272,7 +276,11 @@ func (s *Speaker) linkEvent(ctx context.Context, srv *server.BgpServer, dev stri
 	for _, n := range peers {
 		a := n.Addr.String()
 		var err error
-		if up {
+		if up && bfdDown[a] {
+			// BFD went down with the carrier: the session opens when
+			// BFD is up again (watchBFD).
+			s.note(a, "bfd down on "+dev)
+		} else if up {
 			err = srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: a})
 			s.note(a, "")
 		} else {

@@ -72,14 +72,20 @@ type Speaker struct {
 	intent  *nodestate.BGP
 	srv     *server.BgpServer
 	stopRun context.CancelFunc
+	runCtx  context.Context // ends with stopRun
 	wg      sync.WaitGroup
 	live    atomic.Pointer[nodestate.BGP]
 
 	// down are the intent's interfaces without carrier (their sessions
-	// are shut), notes the last problem seen per peer address.
+	// are shut), notes the last problem seen per peer address, bfd the
+	// neighbors' BFD sessions and bfdDown those that went down after
+	// being up (their sessions are shut), by peer address.
 	stateMu sync.Mutex
 	down    map[string]bool
 	notes   map[string]string
+	bfd     map[string]*bfdPeer
+	bfdDown map[string]bool
+	bfdEv   chan bfdEvent
 
 	// kick asks for a recomputation after a BGP event (coalesced over
 	// coalesce: a converging RIB sends bursts), urgent at once (carrier).
@@ -93,7 +99,8 @@ func New(netns, stateDir string, log *slog.Logger) *Speaker {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Speaker{netns: netns, stateDir: stateDir, log: log.With("component", "bgp"),
-		down: map[string]bool{}, notes: map[string]string{}, kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
+		down: map[string]bool{}, notes: map[string]string{}, kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
+		bfd: map[string]*bfdPeer{}, bfdDown: map[string]bool{}, bfdEv: make(chan bfdEvent, 64)}
 }
 
 // Restore runs the intent persisted by the last Set, if any (agent start).
@@ -203,11 +210,12 @@ func (s *Speaker) Close() {
 func (s *Speaker) startLocked(in *nodestate.BGP) error {
 	s.stateMu.Lock()
 	s.notes = map[string]string{} // a new speaker, new sessions
+	s.bfdDown = map[string]bool{}
 	s.stateMu.Unlock()
 	srv := server.NewBgpServer(server.LoggerOption(&logger{s: s}))
 	go srv.Serve()
 	runCtx, cancel := context.WithCancel(context.Background())
-	s.srv, s.intent, s.stopRun = srv, in, cancel
+	s.srv, s.intent, s.stopRun, s.runCtx = srv, in, cancel, runCtx
 	s.live.Store(in)
 	// The carrier of the intent's links is known before the first session
 	// is configured (a link without carrier starts shut).
@@ -215,6 +223,8 @@ func (s *Speaker) startLocked(in *nodestate.BGP) error {
 		s.stopLocked()
 		return err
 	}
+	s.wg.Add(1)
+	go s.watchBFD(runCtx, srv)
 	ctx := context.Background()
 	if err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
 		Asn: in.ASN, RouterId: in.RouterID, ListenPort: 179, ListenAddresses: []string{"::"},
@@ -230,6 +240,7 @@ func (s *Speaker) startLocked(in *nodestate.BGP) error {
 			s.stopLocked()
 			return err
 		}
+		s.startBFD(runCtx, in, n)
 	}
 	if err := srv.WatchEvent(runCtx, &api.WatchEventRequest{
 		Peer: &api.WatchEventRequest_Peer{},
@@ -278,9 +289,10 @@ func (s *Speaker) stopLocked() {
 		return
 	}
 	s.stopRun()
+	s.stopAllBFD()
 	s.wg.Wait()
 	s.srv.Stop()
-	s.srv, s.stopRun = nil, nil
+	s.srv, s.stopRun, s.runCtx = nil, nil, nil
 	s.live.Store(nil)
 }
 
@@ -297,6 +309,7 @@ func (s *Speaker) updateLocked(in *nodestate.BGP) error {
 		if o, ok := was[n.Addr.String()]; ok && o == n {
 			continue
 		} else if ok {
+			s.stopBFD(n.Addr.String())
 			if err := s.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: n.Addr.String()}); err != nil {
 				return fmt.Errorf("bgp: reconfigure neighbor %s: %w", n.Addr, err)
 			}
@@ -304,9 +317,11 @@ func (s *Speaker) updateLocked(in *nodestate.BGP) error {
 		if err := s.addPeer(ctx, in, n); err != nil {
 			return err
 		}
+		s.startBFD(s.runCtx, in, n)
 	}
 	for a := range was {
 		if !is[a] {
+			s.stopBFD(a)
 			if err := s.srv.DeletePeer(ctx, &api.DeletePeerRequest{Address: a}); err != nil {
 				return fmt.Errorf("bgp: remove neighbor %s: %w", a, err)
 			}
@@ -341,9 +356,10 @@ func (s *Speaker) updateLocked(in *nodestate.BGP) error {
 func (s *Speaker) addPeer(ctx context.Context, in *nodestate.BGP, n nodestate.BGPNeighbor) error {
 	s.stateMu.Lock()
 	down := s.down[n.Dev]
+	bfdDown := s.bfdDown[n.Addr.String()]
 	s.stateMu.Unlock()
 	p := &api.Peer{
-		Conf: &api.PeerConf{NeighborAddress: n.Addr.String(), PeerAsn: n.ASN, Description: n.Node, AdminDown: down},
+		Conf: &api.PeerConf{NeighborAddress: n.Addr.String(), PeerAsn: n.ASN, Description: n.Node, AdminDown: down || bfdDown},
 		// One end of a link dials, the other waits (the end with the
 		// higher address). When both dial, GoBGP resolves the collision
 		// by closing one connection, idles that session 5 s, and two
@@ -364,6 +380,8 @@ func (s *Speaker) addPeer(ctx context.Context, in *nodestate.BGP, n nodestate.BG
 	}
 	if down {
 		s.note(n.Addr.String(), "no carrier on "+n.Dev)
+	} else if bfdDown {
+		s.note(n.Addr.String(), "bfd down on "+n.Dev)
 	}
 	return nil
 }
@@ -500,10 +518,14 @@ func (s *Speaker) reconcile(ctx context.Context, srv *server.BgpServer) error {
 	for k, v := range s.down {
 		down[k] = v
 	}
+	bfdDown := map[string]bool{}
+	for k, v := range s.bfdDown {
+		bfdDown[k] = v
+	}
 	s.stateMu.Unlock()
 	usable := func(a netip.Addr) bool {
 		n, _ := in.Neighbor(a)
-		return est[a] && !down[n.Dev]
+		return est[a] && !down[n.Dev] && !bfdDown[a.String()]
 	}
 	return s.install(in, learned, usable)
 }
@@ -553,6 +575,16 @@ func (s *Speaker) Sessions() []nodestate.BGPSession {
 	for k, v := range s.down {
 		down[k] = v
 	}
+	bfdState := map[string]string{}
+	for k, bp := range s.bfd {
+		if bp.u != nil {
+			bfdState[k] = bp.u.Stats().State.String()
+		}
+	}
+	bfdDown := map[string]bool{}
+	for k, v := range s.bfdDown {
+		bfdDown[k] = v
+	}
 	s.stateMu.Unlock()
 	now := time.Now()
 	srv.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
@@ -563,7 +595,7 @@ func (s *Speaker) Sessions() []nodestate.BGPSession {
 		}
 		n, _ := in.Neighbor(a)
 		ss := nodestate.BGPSession{Node: n.Node, Peer: a, ASN: st.GetPeerAsn(), Dev: n.Dev,
-			State: strings.ToLower(st.GetSessionState().String())}
+			State: strings.ToLower(st.GetSessionState().String()), BFD: bfdState[a.String()]}
 		if st.GetAdminState() != api.PeerState_UP {
 			ss.Admin = strings.ToLower(st.GetAdminState().String())
 		}
@@ -580,9 +612,11 @@ func (s *Speaker) Sessions() []nodestate.BGPSession {
 		}
 		if !ss.Established() {
 			ss.Note = notes[a.String()]
+			// Why it was shut, rather than GoBGP's account of it.
 			if down[n.Dev] {
-				// Why it was shut, rather than GoBGP's account of it.
 				ss.Note = "no carrier on " + n.Dev
+			} else if bfdDown[a.String()] {
+				ss.Note = "bfd down on " + n.Dev
 			}
 			// A NOTIFICATION refusing our OPEN is not logged by GoBGP
 			// before the session is up; its counter is kept.

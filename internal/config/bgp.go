@@ -22,6 +22,16 @@ const (
 	maxASN           = 1<<32 - 2 // 4294967295 is reserved (RFC 7300)
 	asTrans          = 23456     // AS_TRANS (RFC 6793) is no node's ASN
 	maxBGPTimer      = 65535
+
+	// BFD timers (routing.bgp.bfd): 3 x 300 ms, FRR's defaults. The
+	// bounds are FRR bfdd's (interval 10..60000 ms, multiplier 2..255);
+	// below 50 ms a busy lab host misses packets.
+	DefaultBFDInterval   = 300
+	DefaultBFDMultiplier = 3
+	minBFDInterval       = 50
+	maxBFDInterval       = 60000
+	minBFDMultiplier     = 2
+	maxBFDMultiplier     = 255
 )
 
 // Which BGP implementation a node runs (Domain.Speaker).
@@ -35,10 +45,14 @@ type BGPRouting struct {
 	// Keepalive and Hold are the BGP timers in seconds (default 1 and 3).
 	Keepalive int `yaml:"keepalive,omitempty" json:"keepalive,omitempty"`
 	Hold      int `yaml:"hold,omitempty" json:"hold,omitempty"`
-	// BFD runs BFD on the sessions between two FRR routers (GoBGP has no
-	// BFD: sessions with a segchain speaker rely on carrier loss and the
-	// hold timer).
+	// BFD runs BFD on every session: segchain's own (internal/bfd) on
+	// GoBGP nodes, bfdd on FRR routers.
 	BFD bool `yaml:"bfd,omitempty" json:"bfd,omitempty"`
+	// BFDInterval (ms) is the transmit and receive interval BFD asks for
+	// once up (default 300); BFDMultiplier how many intervals without a
+	// packet declare the peer down (default 3).
+	BFDInterval   int `yaml:"bfd_interval,omitempty" json:"bfd_interval,omitempty"`
+	BFDMultiplier int `yaml:"bfd_multiplier,omitempty" json:"bfd_multiplier,omitempty"`
 }
 
 // NodeBGP is a node's BGP identity.
@@ -108,6 +122,12 @@ func (v *validator) bgp() {
 			v.errf("routing.bgp.hold", "%d seconds: want 3..%d (RFC 4271: at least 3)", r.BGP.Hold, maxBGPTimer)
 		case r.BGP.Keepalive >= r.BGP.Hold:
 			v.errf("routing.bgp.hold", "%d seconds is not more than keepalive (%d): the session would expire between keepalives (hold is usually 3 x keepalive)", r.BGP.Hold, r.BGP.Keepalive)
+		}
+		if i := r.BGP.BFDInterval; i < minBFDInterval || i > maxBFDInterval {
+			v.errf("routing.bgp.bfd_interval", "%d ms: want %d..%d", i, minBFDInterval, maxBFDInterval)
+		}
+		if m := r.BGP.BFDMultiplier; m < minBFDMultiplier || m > maxBFDMultiplier {
+			v.errf("routing.bgp.bfd_multiplier", "%d: want %d..%d", m, minBFDMultiplier, maxBFDMultiplier)
 		}
 	}
 	asns := map[uint32]string{}

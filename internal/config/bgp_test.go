@@ -36,6 +36,14 @@ routing:
 		}},
 		{"timers", "", "", "", "  mode: bgp\n  bgp: {keepalive: 3, hold: 2}", []string{"routing.bgp.hold: 2 seconds: want 3..65535 (RFC 4271: at least 3)"}},
 		{"keepalive not below hold", "", "", "", "  mode: bgp\n  bgp: {keepalive: 5, hold: 5}", []string{"routing.bgp.hold: 5 seconds is not more than keepalive (5): the session would expire between keepalives (hold is usually 3 x keepalive)"}},
+		{"bfd timers", "", "", "", "  mode: bgp\n  bgp: {bfd: true, bfd_interval: 20, bfd_multiplier: 1}", []string{
+			"routing.bgp.bfd_interval: 20 ms: want 50..60000",
+			"routing.bgp.bfd_multiplier: 1: want 2..255",
+		}},
+		{"bfd timers too large", "", "", "", "  mode: bgp\n  bgp: {bfd: true, bfd_interval: 60001, bfd_multiplier: 256}", []string{
+			"routing.bgp.bfd_interval: 60001 ms: want 50..60000",
+			"routing.bgp.bfd_multiplier: 256: want 2..255",
+		}},
 		{"host speaks no bgp", "", "", ", bgp: {asn: 65009}", "  mode: bgp", []string{"nodes.h.bgp: a node of role host speaks no BGP (it keeps a static default route)"}},
 		{"duplicate asn and router id", ", bgp: {asn: 65001, router_id: 10.0.0.5}", ", bgp: {asn: 65001}", "", "  mode: bgp", []string{
 			"nodes.r.bgp.asn: AS65001 is also node a's: every node needs an ASN of its own (segchain runs eBGP between nodes)",
@@ -66,7 +74,8 @@ routing:
 			}
 			switch tc.name {
 			case "defaults":
-				if d.Routing.BGP == nil || d.Routing.BGP.Keepalive != DefaultKeepalive || d.Routing.BGP.Hold != DefaultHold {
+				if d.Routing.BGP == nil || d.Routing.BGP.Keepalive != DefaultKeepalive || d.Routing.BGP.Hold != DefaultHold ||
+					d.Routing.BGP.BFDInterval != DefaultBFDInterval || d.Routing.BGP.BFDMultiplier != DefaultBFDMultiplier {
 					t.Errorf("timers: %+v", d.Routing.BGP)
 				}
 				if a := d.ASN("r"); a != DefaultASNBase+5 {

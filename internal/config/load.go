@@ -382,6 +382,12 @@ func applyDefaults(d *Domain, present map[string]bool) {
 		if d.Routing.BGP.Hold == 0 {
 			d.Routing.BGP.Hold = DefaultHold
 		}
+		if d.Routing.BGP.BFDInterval == 0 {
+			d.Routing.BGP.BFDInterval = DefaultBFDInterval
+		}
+		if d.Routing.BGP.BFDMultiplier == 0 {
+			d.Routing.BGP.BFDMultiplier = DefaultBFDMultiplier
+		}
 	}
 	for _, k := range d.Security.HMAC {
 		if k != nil && k.Algorithm == "" {

@@ -49,6 +49,9 @@ func Render(node string, b *nodestate.BGP) Config {
 		p(" neighbor %s advertisement-interval 0", n.Addr)
 		if n.BFD {
 			p(" neighbor %s bfd", n.Addr)
+			if b.BFDInterval > 0 {
+				p(" neighbor %s bfd profile %s", n.Addr, BFDProfile)
+			}
 			bfd = true
 		}
 	}
@@ -65,9 +68,23 @@ func Render(node string, b *nodestate.BGP) Config {
 	p("exit")
 	c.BGPD = w.String()
 	if bfd {
-		c.BFDD = fmt.Sprintf("hostname %s\nbfd\nexit\n", node)
+		c.BFDD = fmt.Sprintf("hostname %s\n%s", node, bfdBlock(b))
 	}
 	return c
+}
+
+// BFDProfile is the bfdd profile with the domain's BFD timers that every
+// BFD session of a router uses.
+const BFDProfile = "segchain"
+
+// bfdBlock is bfdd's configuration: the profile with the domain's timers
+// (the same as the agents' speakers use), receive and transmit alike.
+func bfdBlock(b *nodestate.BGP) string {
+	if b.BFDInterval == 0 {
+		return "bfd\nexit\n"
+	}
+	return fmt.Sprintf("bfd\n profile %s\n  detect-multiplier %d\n  receive-interval %d\n  transmit-interval %d\n exit\nexit\n",
+		BFDProfile, b.BFDMultiplier, b.BFDInterval, b.BFDInterval)
 }
 
 // Integrated is the configuration as one frr.conf (docs, vtysh).
@@ -76,7 +93,9 @@ func (c Config) Integrated() string {
 	b.WriteString("frr defaults traditional\n")
 	b.WriteString(c.BGPD)
 	if c.BFDD != "" {
-		b.WriteString("!\nbfd\nexit\n")
+		// bfdd's file without its hostname line.
+		_, rest, _ := strings.Cut(c.BFDD, "\n")
+		b.WriteString("!\n" + rest)
 	}
 	return b.String()
 }

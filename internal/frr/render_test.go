@@ -16,7 +16,8 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestRenderRedundant renders the routers' FRR configuration of
 // examples/redundant.yaml (the one docs/routing.md shows) against
-// testdata/NODE.conf (-update rewrites them).
+// testdata/redundant-NODE.conf, and with routing.bgp.bfd against
+// testdata/redundant-NODE-bfd.conf (-update rewrites them).
 func TestRenderRedundant(t *testing.T) {
 	for _, bfd := range []bool{false, true} {
 		d, err := config.Load("../../examples/redundant.yaml")
@@ -30,15 +31,15 @@ func TestRenderRedundant(t *testing.T) {
 		}
 		for _, n := range []string{"r1", "r2"} {
 			c := Render(n, p.FRR[n])
-			if bfd {
-				// Routers have no FRR neighbor in this lab: no session
-				// runs BFD, bfdd is not started.
-				if c.BFDD != "" || len(c.Daemons()) != 2 {
-					t.Errorf("%s with bfd: %v", n, c.Daemons())
-				}
-				continue
-			}
 			golden := filepath.Join("testdata", "redundant-"+n+".conf")
+			// Every session of the routers (all with GoBGP nodes) runs
+			// BFD with segchain's own: bfdd is started.
+			if wantD := map[bool]int{false: 2, true: 3}[bfd]; len(c.Daemons()) != wantD {
+				t.Errorf("%s with bfd %v: daemons %v", n, bfd, c.Daemons())
+			}
+			if bfd {
+				golden = filepath.Join("testdata", "redundant-"+n+"-bfd.conf")
+			}
 			got := c.Integrated()
 			if *update {
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {

@@ -20,7 +20,63 @@ func Sessions(netns, dir string, intent *nodestate.BGP) ([]nodestate.BGPSession,
 	if err != nil {
 		return nil, fmt.Errorf("vtysh in %s: %w", netns, err)
 	}
-	return parseSummary(out, intent)
+	ss, err := parseSummary(out, intent)
+	if err != nil {
+		return nil, err
+	}
+	bfd := false
+	for _, n := range intent.Neighbors {
+		bfd = bfd || n.BFD
+	}
+	if !bfd {
+		return ss, nil
+	}
+	out, err = exec.Command("ip", "netns", "exec", netns, "vtysh", "--vty_socket", dir,
+		"-c", "show bfd peers json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("vtysh in %s: %w", netns, err)
+	}
+	st, err := parseBFDPeers(out)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ss {
+		if n, ok := intent.Neighbor(ss[i].Peer); ok && n.BFD {
+			ss[i].BFD = st[ss[i].Peer]
+			if ss[i].BFD == "" {
+				ss[i].BFD = "down" // bfdd has not made the session yet
+			}
+		}
+	}
+	return ss, nil
+}
+
+// parseBFDPeers reads show bfd peers json: each peer's status (up, down,
+// init, shutdown → admin-down), by address.
+func parseBFDPeers(out []byte) (map[netip.Addr]string, error) {
+	if i := strings.IndexByte(string(out), '['); i > 0 {
+		out = out[i:]
+	}
+	var ps []struct {
+		Peer   string `json:"peer"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(out, &ps); err != nil {
+		return nil, fmt.Errorf("vtysh bfd peers: %w", err)
+	}
+	m := map[netip.Addr]string{}
+	for _, p := range ps {
+		a, err := netip.ParseAddr(p.Peer)
+		if err != nil {
+			continue
+		}
+		st := p.Status
+		if st == "shutdown" {
+			st = "admin-down"
+		}
+		m[a] = st
+	}
+	return m, nil
 }
 
 func parseSummary(out []byte, intent *nodestate.BGP) ([]nodestate.BGPSession, error) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/bfd"
+	"github.com/segchain/segchain/internal/bgp"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
@@ -33,6 +35,13 @@ func (fake) BoundaryCounters(context.Context) ([]nodestate.BoundaryCounter, erro
 	return []nodestate.BoundaryCounter{{Iface: "eth0", Direction: "in", Reason: "sid-from-outside", Packets: 4, Bytes: 400}}, nil
 }
 
+type fakeBFD struct{}
+
+func (fakeBFD) BFD() []bgp.BFDSession {
+	return []bgp.BFDSession{{Node: "r1", Dev: "eth-r1", Peer: "fc00:25::5", Stats: bfd.Stats{
+		State: bfd.Up, Downs: 2, Sent: 20, Received: 10, Drops: map[bfd.Reason]uint64{bfd.ReasonHopLimit: 1}}}}
+}
+
 // Every segchain_* metric the agent exports is documented in
 // docs/metrics.md, and the values are the agent's.
 func TestMetricsDocumented(t *testing.T) {
@@ -40,6 +49,7 @@ func TestMetricsDocumented(t *testing.T) {
 	m.Op(agent.Op{Kind: agent.KindRoute}, time.Millisecond, nil)
 	m.Execute(1, time.Millisecond, nil)
 	m.Reconcile("applied")
+	m.WatchBFD("nfv1", fakeBFD{})
 	mfs, err := m.Gather().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +82,10 @@ func TestMetricsDocumented(t *testing.T) {
 		"segchain_node_scrape_success":          1,
 		"segchain_agent_build_info":             1,
 		"segchain_boundary_dropped_bytes_total": 400,
+		"segchain_bfd_session_state":            3,
+		"segchain_bfd_session_downs_total":      2,
+		"segchain_bfd_packets_total":            30,
+		"segchain_bfd_drops_total":              1,
 	} {
 		if seen[name] != want {
 			t.Errorf("%s = %v, want %v", name, seen[name], want)

@@ -16,9 +16,13 @@ type BGP struct {
 	ASN      uint32 `json:"asn"`
 	RouterID string `json:"router_id"`
 	// Keepalive and Hold are the BGP timers in seconds.
-	Keepalive int           `json:"keepalive"`
-	Hold      int           `json:"hold"`
-	Neighbors []BGPNeighbor `json:"neighbors,omitempty"`
+	Keepalive int `json:"keepalive"`
+	Hold      int `json:"hold"`
+	// BFDInterval (ms) and BFDMultiplier are the BFD timers of the
+	// neighbors with BFD (0 when none has it).
+	BFDInterval   int           `json:"bfd_interval_ms,omitempty"`
+	BFDMultiplier int           `json:"bfd_multiplier,omitempty"`
+	Neighbors     []BGPNeighbor `json:"neighbors,omitempty"`
 	// Prefixes are what the node originates.
 	Prefixes []netip.Prefix `json:"prefixes,omitempty"`
 }
@@ -30,7 +34,8 @@ type BGPNeighbor struct {
 	Local netip.Addr `json:"local"` // this node's address on the link
 	Dev   string     `json:"dev"`   // this node's interface on the link
 	ASN   uint32     `json:"asn"`
-	// BFD runs BFD on the session (both ends FRR: GoBGP has no BFD).
+	// BFD runs BFD on the session (internal/bfd in the agent's speaker,
+	// bfdd on FRR), with the intent's BFD timers.
 	BFD bool `json:"bfd,omitempty"`
 }
 
@@ -66,7 +71,11 @@ func (b *BGP) Head() string {
 	if b == nil {
 		return "bgp (none)"
 	}
-	return fmt.Sprintf("bgp AS%d router-id %s timers %d/%d", b.ASN, b.RouterID, b.Keepalive, b.Hold)
+	h := fmt.Sprintf("bgp AS%d router-id %s timers %d/%d", b.ASN, b.RouterID, b.Keepalive, b.Hold)
+	if b.BFDInterval > 0 {
+		h += fmt.Sprintf(" bfd %dms x%d", b.BFDInterval, b.BFDMultiplier)
+	}
+	return h
 }
 
 func (n BGPNeighbor) String() string {
@@ -115,8 +124,11 @@ type BGPSession struct {
 	// Uptime (established) or downtime, in whole seconds.
 	Since int64 `json:"since_seconds,omitempty"`
 	// Note explains a session that is not established (a wrong peer ASN
-	// reported in a NOTIFICATION, the link without carrier).
+	// reported in a NOTIFICATION, the link without carrier, BFD down).
 	Note string `json:"note,omitempty"`
+	// BFD is the session's BFD state (up, down, init, admin-down), ""
+	// without BFD.
+	BFD string `json:"bfd,omitempty"`
 }
 
 // Established reports whether the session is up.

@@ -25,6 +25,9 @@ func (b *builder) bgp() {
 			continue
 		}
 		in := &nodestate.BGP{ASN: b.d.ASN(n), RouterID: b.d.RouterID(n), Keepalive: r.Keepalive, Hold: r.Hold}
+		if r.BFD {
+			in.BFDInterval, in.BFDMultiplier = r.BFDInterval, r.BFDMultiplier
+		}
 		seen := map[netip.Prefix]bool{}
 		adv := func(p netip.Prefix) {
 			if p.IsValid() && !seen[p] {
@@ -49,8 +52,7 @@ func (b *builder) bgp() {
 				}
 			}
 			peer := e.iface.PeerNode
-			psp := b.d.Speaker(peer)
-			if psp == "" {
+			if b.d.Speaker(peer) == "" {
 				continue
 			}
 			addr, ok := addrOfFamily(e.peerAddr, false)
@@ -59,7 +61,9 @@ func (b *builder) bgp() {
 			}
 			in.Neighbors = append(in.Neighbors, nodestate.BGPNeighbor{
 				Node: peer, Addr: addr, Local: local, Dev: e.iface.Name, ASN: b.d.ASN(peer),
-				BFD: r.BFD && sp == config.SpeakerFRR && psp == config.SpeakerFRR,
+				// Both ends run BFD: the agents' speakers (internal/bfd)
+				// and FRR (bfdd) alike.
+				BFD: r.BFD,
 			})
 		}
 		in.Sort()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/nodestate"
 )
 
 // Under routing: bgp no SR node gets a static route; each gets its BGP
@@ -74,6 +75,39 @@ func TestBGPPlan(t *testing.T) {
 		}
 		if strings.Join(a, "\n") != strings.Join(b, "\n") {
 			t.Errorf("%s: SIDs/policies differ between static and bgp:\n%s\n---\n%s", n, a, b)
+		}
+	}
+}
+
+// routing.bgp.bfd puts BFD on every session, whatever runs at each end
+// (GoBGP–FRR here), with the domain's BFD timers; without it, none.
+func TestBGPPlanBFD(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		d, err := config.Load("../../examples/redundant.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Routing.BGP.BFD, d.Routing.BGP.BFDInterval, d.Routing.BGP.BFDMultiplier = on, 150, 4
+		p, err := Build(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []*nodestate.BGP{p.Nodes["ingress"].BGP, p.Nodes["egress"].BGP, p.FRR["r1"]} {
+			for _, n := range in.Neighbors {
+				if n.BFD != on {
+					t.Errorf("bfd %v: AS%d's neighbor %s has BFD %v", on, in.ASN, n.Node, n.BFD)
+				}
+			}
+			wantIv, wantMult := 0, 0
+			if on {
+				wantIv, wantMult = 150, 4
+			}
+			if in.BFDInterval != wantIv || in.BFDMultiplier != wantMult {
+				t.Errorf("bfd %v: AS%d BFD timers %d ms x%d, want %d x%d", on, in.ASN, in.BFDInterval, in.BFDMultiplier, wantIv, wantMult)
+			}
+		}
+		if on && !strings.HasSuffix(p.Nodes["ingress"].BGP.Head(), " bfd 150ms x4") {
+			t.Errorf("head %q does not show the BFD timers", p.Nodes["ingress"].BGP.Head())
 		}
 	}
 }

@@ -45,6 +45,12 @@ func newEnv(t *testing.T, file string) *env {
 // when it has routers), otherwise the lab gets --agents explicitly.
 func newEnvArgs(t *testing.T, file string, bgp bool) *env {
 	t.Helper()
+	return newEnvPrefix(t, file, bgp, "h19-")
+}
+
+// newEnvPrefix is newEnvArgs with the lab named prefix + a random suffix.
+func newEnvPrefix(t *testing.T, file string, bgp bool, prefix string) *env {
+	t.Helper()
 	testutil.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("privileged namespace test: skipped with -short")
@@ -55,7 +61,7 @@ func newEnvArgs(t *testing.T, file string, bgp bool) *env {
 	if err := frr.Installed(); err != nil {
 		t.Skipf("routers need FRR: %v", err)
 	}
-	e := &env{t: t, lab: testutil.UniqueName("h19-")}
+	e := &env{t: t, lab: testutil.UniqueName(prefix)}
 	t.Cleanup(func() {
 		var pids []int
 		l, err := lab.Get(e.lab)
