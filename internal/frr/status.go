@@ -25,8 +25,10 @@ func Sessions(netns, dir string, intent *nodestate.BGP) ([]nodestate.BGPSession,
 		return nil, err
 	}
 	bfd := false
-	for _, n := range intent.Neighbors {
-		bfd = bfd || n.BFD
+	if intent != nil { // nil: the sessions as FRR names them
+		for _, n := range intent.Neighbors {
+			bfd = bfd || n.BFD
+		}
 	}
 	if !bfd {
 		return ss, nil
