@@ -53,8 +53,16 @@ func Start(netns, dir string, c Config) error {
 		return err
 	}
 	files := map[string]string{"zebra": c.Zebra, "bgpd": c.BGPD, "bfdd": c.BFDD}
-	for _, d := range c.Daemons() {
-		if err := os.WriteFile(filepath.Join(dir, d+".conf"), []byte(files[d]), 0o644); err != nil {
+	for d, conf := range files {
+		// A daemon this configuration does not run keeps no file from an
+		// earlier one (Running reads them back).
+		if err := os.Remove(filepath.Join(dir, d+".conf")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if conf == "" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, d+".conf"), []byte(conf), 0o644); err != nil {
 			return err
 		}
 	}

@@ -93,3 +93,95 @@ func TestFRRStartStop(t *testing.T) {
 		}
 	}
 }
+
+// SyncRouting keeps a lab's FRR in step with the domain applied: an
+// unchanged domain leaves the instances alone, a changed configuration
+// (BFD turned on, then off again) restarts them with it, and a switch to
+// static stops them at Commit, not before; Undo of a change puts the
+// previous configuration back.
+func TestFRRSyncRouting(t *testing.T) {
+	name := newLabName(t)
+	if err := frr.Installed(); err != nil {
+		t.Skip(err)
+	}
+	d, err := config.Load("../../examples/redundant.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := FromDomain(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.Name = name
+	l, err := Up(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StartRouting(d); err != nil {
+		t.Fatal(err)
+	}
+	r1 := func() (map[string]int, frr.Config) {
+		t.Helper()
+		dir, ok := l.FRRDir("r1")
+		if !ok {
+			t.Fatal("r1 runs no FRR")
+		}
+		c, running := frr.Running(dir)
+		if !running {
+			t.Fatalf("r1's FRR is not running: %v", frr.PIDs(dir))
+		}
+		return frr.PIDs(dir), c
+	}
+	sync := func(d *config.Domain) *RoutingChange {
+		t.Helper()
+		rc, err := l.SyncRouting(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rc
+	}
+	before, _ := r1()
+	sync(d)
+	if now, _ := r1(); now["bgpd"] != before["bgpd"] {
+		t.Errorf("an unchanged domain restarted r1's bgpd: %v → %v", before, now)
+	}
+
+	bfdOn := *d
+	b := *d.Routing.BGP
+	b.BFD = true
+	bfdOn.Routing.BGP = &b
+	rc := sync(&bfdOn)
+	now, c := r1()
+	if now["bfdd"] == 0 || c.BFDD == "" || now["bgpd"] == before["bgpd"] {
+		t.Errorf("BFD on: r1 runs %v with bfdd config %q, want restarted with bfdd", now, c.BFDD)
+	}
+	if err := rc.Undo(); err != nil {
+		t.Fatal(err)
+	}
+	if now, c := r1(); now["bfdd"] != 0 || c.BFDD != "" {
+		t.Errorf("undone: r1 runs %v with bfdd config %q, want the configuration before", now, c.BFDD)
+	}
+	// The instance without bfdd again is what the domain wants: no restart.
+	before, _ = r1()
+	sync(d)
+	if now, _ := r1(); now["bgpd"] != before["bgpd"] {
+		t.Errorf("the restored configuration restarted again: %v → %v", before, now)
+	}
+
+	static := *d
+	static.Routing.Mode = config.RoutingStatic
+	static.Routing.BGP = nil
+	rc = sync(&static)
+	if _, ok := l.FRRDir("r1"); !ok {
+		t.Fatal("a switch to static stopped r1's FRR before the apply")
+	}
+	if err := rc.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.FRR) != 0 {
+		t.Errorf("FRR left after the switch to static: %v", l.FRR)
+	}
+	if got, err := Get(name); err != nil || len(got.FRR) != 0 {
+		t.Errorf("state after the switch: %+v %v", got, err)
+	}
+}
