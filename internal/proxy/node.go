@@ -391,10 +391,36 @@ func (n *Node) setFlowCap(id, max uint32) error {
 		return fmt.Errorf("create flow cache of %d entries: %w", max, err)
 	}
 	defer m.Close()
+	// The flows the SID learned so far go with it (as many as fit): a
+	// packet the SF returns right after the change is re-encapsulated
+	// from its flow's cache, not dropped for the lack of one.
+	from := n.flowCap(id)
+	if from == nil {
+		from = n.objs.FlowsMap
+	} else {
+		defer from.Close()
+	}
+	copyFlows(m, from, id, int(max))
 	if err := n.objs.FlowCapsMap.Put(id, m); err != nil {
 		return fmt.Errorf("install flow cache: %w", err)
 	}
 	return nil
+}
+
+// copyFlows copies up to limit (0: no limit) of SID id's flows from one
+// flow cache to another.
+func copyFlows(dst, src *ebpf.Map, id uint32, limit int) {
+	var (
+		k proxyTCProxyFlowKey
+		v proxyTCProxyCache
+		n int
+	)
+	it := src.Iterate()
+	for it.Next(&k, &v) && (limit == 0 || n < limit) {
+		if k.Id == id && dst.Put(&k, &v) == nil {
+			n++
+		}
+	}
 }
 
 // flowCap opens SID id's own per-flow cache (nil: it has none).

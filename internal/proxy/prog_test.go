@@ -583,3 +583,67 @@ func TestProgFlowMax(t *testing.T) {
 		t.Errorf("flow in the node-wide LRU: %+v", k)
 	}
 }
+
+// TestProgFlowCacheChange: a flow learnt before the SID's flow max changes
+// is still served after it, both ways (node-wide LRU → a cache of its own
+// → the node-wide LRU again): a packet the SF returns right after the
+// change is re-encapsulated, not dropped as a flow miss.
+func TestProgFlowCacheChange(t *testing.T) {
+	list := []netip.Addr{sidEg, sidNx, sidPx, sidIn}
+	cachedOuter := ip6(sidIn, sidNx, 43, 59, srh(41, list, 1, 0, nil, inner6))
+	n := newTestNode(t)
+	n.seed(t, []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true, timeout: time.Minute}})
+	if v, _ := n.run(t, n.pa, srPkt(list, 2, 41, nil, inner6)); v != VerdictRedirect {
+		t.Fatalf("flow A not learnt: verdict %d", v)
+	}
+	setMax := func(max uint32) {
+		t.Helper()
+		k := sidKey(netip.PrefixFrom(sidPx, 128))
+		var cfg proxyTCProxySid
+		if err := n.objs.SidsMap.Lookup(&k, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		// What Node.update does: the cache first, then the configuration.
+		nd := n.node()
+		if max > 0 {
+			if err := nd.setFlowCap(cfg.Id, max); err != nil {
+				t.Fatal(err)
+			}
+		} else if own := nd.flowCap(cfg.Id); own != nil {
+			copyFlows(n.objs.FlowsMap, own, cfg.Id, 0)
+			own.Close()
+		}
+		cfg.FlowMax = max
+		if err := n.objs.SidsMap.Put(&k, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.objs.IfacesMap.Put(cfg.Iif, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if max == 0 {
+			if err := nd.setFlowCap(cfg.Id, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	served := func(when string) {
+		t.Helper()
+		v, out := n.run(t, n.sfb, eth(macSFOut, macSF, 0x86dd, inner6))
+		if v != VerdictRedirect {
+			t.Fatalf("%s: flow A returned by the SF: verdict %d (drops %v), want it re-encapsulated", when, v, n.stats(t, 0).Drops)
+		}
+		if diff := cmp.Diff(eth(macNext, macNode, 0x86dd, cachedOuter), out); diff != "" {
+			t.Errorf("%s: output (-want +got):\n%s", when, diff)
+		}
+	}
+	served("node-wide LRU")
+	setMax(10)
+	served("after flow max 10 (a cache of its own)")
+	// Only the SID's own cache holds the flow now (as for a flow learnt
+	// after the change): going back must carry it over.
+	id := uint32(0)
+	n.node().deleteFlows(&id)
+	served("own cache only")
+	setMax(0)
+	served("back to the node-wide LRU")
+}
