@@ -142,14 +142,23 @@ func AttachAll(netns, dir string, prog func() (*ebpf.Program, error)) error {
 func DetachAll(dir string) error {
 	pins, _ := filepath.Glob(filepath.Join(dir, "tcx-*"))
 	var errs []error
+	// A pin that is already gone was removed by another cleanup of the
+	// same dead namespace's state (Defunct, run by an apply elsewhere,
+	// races a lab down): what is wanted has happened.
+	gone := func(err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
 	for _, p := range pins {
 		lk, err := link.LoadPinnedLink(p, nil)
 		if err != nil {
 			// The interface is gone: the link is defunct, drop the pin.
-			errs = append(errs, os.Remove(p))
+			errs = append(errs, gone(os.Remove(p)))
 			continue
 		}
-		errs = append(errs, lk.Unpin(), lk.Close())
+		errs = append(errs, gone(lk.Unpin()), lk.Close())
 	}
 	return errors.Join(errs...)
 }
