@@ -193,6 +193,11 @@ func (d *Disk) Unfinished(node string) ([]agent.Op, string, error) {
 	}
 	f, err := os.Open(filepath.Join(dir, file))
 	if errors.Is(err, os.ErrNotExist) {
+		// A command killed between making the journal's directory and
+		// its file (or between removing the two) left the directory
+		// alone: nothing to undo, nothing to keep (Remove leaves a
+		// directory that is not empty).
+		_ = os.Remove(dir)
 		return nil, "", nil
 	}
 	if err != nil {

@@ -106,3 +106,21 @@ func TestRecordAll(t *testing.T) {
 		t.Errorf("%d headers in the journal, want 1:\n%s", n, b)
 	}
 }
+
+// A command killed between making a node's journal directory and its file
+// leaves the directory alone: Unfinished finds nothing to undo and removes
+// it, so nothing of that command stays behind.
+func TestUnfinishedEmptyDir(t *testing.T) {
+	root := t.TempDir()
+	d := New(root, map[string]string{"nfv1": "ns-1-1"})
+	if err := os.MkdirAll(filepath.Join(root, "ns-1-1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ops, who, err := d.Unfinished("nfv1")
+	if err != nil || ops != nil || who != "" {
+		t.Fatalf("Unfinished of an empty journal directory: %v %q %v", ops, who, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "ns-1-1")); !os.IsNotExist(err) {
+		t.Errorf("the empty journal directory is still there: %v", err)
+	}
+}
