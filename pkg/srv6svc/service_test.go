@@ -3,6 +3,7 @@ package srv6svc
 import (
 	"context"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,13 @@ func serve(t *testing.T, tp *svctest.Topo, cfg Config, h Handler, bh BatchHandle
 		}
 		if err := s.Release(); err != nil {
 			t.Errorf("Release: %v", err)
+		}
+		// The last binding gone, nothing of the namespace's steering
+		// state stays pinned (bpffs outlives the namespace).
+		if dir, err := pinDir(tp.NFV); err == nil {
+			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) > 0 {
+				t.Errorf("pinned after the last Release: %v", left)
+			}
 		}
 	})
 	return s

@@ -239,12 +239,11 @@ func detachAll(dir string) error {
 			errs = append(errs, os.Remove(p))
 		}
 	}
-	for _, m := range []string{"svc_sids", "svc_xsks", "svc_counters", "svc_infos"} {
-		if err := os.Remove(filepath.Join(dir, m)); err != nil && !os.IsNotExist(err) {
-			errs = append(errs, err)
-		}
+	// Every map pinned there (listing them by name forgot one added
+	// later, svc_devs, and left a directory per namespace behind).
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, err)
 	}
-	_ = os.Remove(dir)
 	_ = os.Remove(filepath.Dir(dir))
 	return errors.Join(errs...)
 }
