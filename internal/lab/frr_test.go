@@ -12,11 +12,10 @@ import (
 	"github.com/segchain/segchain/internal/frr"
 )
 
-// A routing: bgp lab runs FRR in its routers (zebra and bgpd, its own
-// sockets and pid files), vtysh reaches each instance, the two routers'
-// sessions with the (agent-less here) GoBGP nodes are configured, and Down
-// stops every daemon and removes every file.
-func TestFRRStartStop(t *testing.T) {
+// redundantLab brings up examples/redundant.yaml's lab (torn down when the
+// test ends) with its routing started: FRR on r1 and r2.
+func redundantLab(t *testing.T) (string, *Lab, *config.Domain) {
+	t.Helper()
 	name := newLabName(t)
 	if err := frr.Installed(); err != nil {
 		t.Skip(err)
@@ -37,6 +36,15 @@ func TestFRRStartStop(t *testing.T) {
 	if err := l.StartRouting(d); err != nil {
 		t.Fatal(err)
 	}
+	return name, l, d
+}
+
+// A routing: bgp lab runs FRR in its routers (zebra and bgpd, its own
+// sockets and pid files), vtysh reaches each instance, the two routers'
+// sessions with the (agent-less here) GoBGP nodes are configured, and Down
+// stops every daemon and removes every file.
+func TestFRRStartStop(t *testing.T) {
+	name, l, _ := redundantLab(t)
 	if len(l.FRR) != 2 {
 		t.Fatalf("FRR instances: %v, want r1 and r2", l.FRR)
 	}
@@ -100,26 +108,7 @@ func TestFRRStartStop(t *testing.T) {
 // static stops them at Commit, not before; Undo of a change puts the
 // previous configuration back.
 func TestFRRSyncRouting(t *testing.T) {
-	name := newLabName(t)
-	if err := frr.Installed(); err != nil {
-		t.Skip(err)
-	}
-	d, err := config.Load("../../examples/redundant.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = name
-	l, err := Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.StartRouting(d); err != nil {
-		t.Fatal(err)
-	}
+	name, l, d := redundantLab(t)
 	r1 := func() (map[string]int, frr.Config) {
 		t.Helper()
 		dir, ok := l.FRRDir("r1")
