@@ -156,6 +156,22 @@ func alive(pid int, dir string) bool {
 	return strings.Contains(string(b), dir+"/")
 }
 
+// exiting: pid is past its command line (empty while the process exits)
+// but not yet a zombie, and may still hold its pid file's lock: a daemon
+// started on the same files now would find it locked.
+func exiting(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || len(b) > 0 {
+		return false
+	}
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
 // PIDs returns the live daemons of the instance in dir, by daemon name.
 func PIDs(dir string) map[string]int {
 	out := map[string]int{}
@@ -182,7 +198,7 @@ func Stop(dir string) error {
 			continue
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		for alive(pid, dir) {
+		for alive(pid, dir) || exiting(pid) {
 			if time.Now().After(deadline) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				deadline = time.Now().Add(5 * time.Second)
