@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Sequence-numbered UDP stream: count lost and duplicated packets.
 
-  seqstream.py recv PORT [--idle S] [--ready FILE]
+  seqstream.py recv PORT [--idle S] [--ready FILE] [--until-signal]
       binds [::]:PORT, prints one JSON line when no packet came for S
       seconds after the first one (or --first S before it): received, unique,
       lost (gaps up to the highest sequence number seen, plus the tail
-      announced by the sender's last packet), duplicates, reordered, and
-      the longest run of consecutive lost sequence numbers.
+      announced by the sender's last packet), duplicates, reordered, the
+      longest run of consecutive lost sequence numbers and the highest
+      sequence number received (last). With --until-signal a gap of any
+      length does not end it: it waits for SIGUSR1 (the sender is done)
+      and stops once no packet came for S seconds after that.
   seqstream.py send DST PORT --count N --rate PPS [--control PORT]
       sends N datagrams of 64 bytes, the first 8 bytes the sequence
       number (big endian), the next 8 the total count, paced at PPS.
@@ -14,12 +17,18 @@
 The receiver knows the total from every packet, so packets lost at the
 end of the stream are counted too. No timing is asserted: pacing only
 sets the load."""
-import argparse, json, socket, struct, sys, time
+import argparse, json, signal, socket, struct, sys, time
 
 def recv(a):
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
     s.bind(("::", a.port))
+    # With --until-signal, the idle timeout only counts once the sender
+    # is done: a failover's gap, however long, is counted as loss instead
+    # of ending the count.
+    done = [not a.until_signal]
+    if a.until_signal:
+        signal.signal(signal.SIGUSR1, lambda *_: done.__setitem__(0, True))
     if a.ready:
         open(a.ready, "w").write("ready\n")
     seen = {}
@@ -28,11 +37,13 @@ def recv(a):
     reordered = 0
     first = True
     while True:
-        s.settimeout(a.first if first else a.idle)
+        s.settimeout((a.first if first else a.idle) if done[0] else 0.1)
         try:
             b = s.recv(2048)
         except socket.timeout:
-            break
+            if done[0]:
+                break
+            continue
         first = False
         if len(b) < 16:
             continue
@@ -55,7 +66,7 @@ def recv(a):
             best = max(best, run)
     print(json.dumps({"sent": top, "received": sum(seen.values()), "unique": unique,
                       "lost": lost, "duplicates": dups, "reordered": reordered,
-                      "longest_gap": best}), flush=True)
+                      "longest_gap": best, "last": last}), flush=True)
 
 def send(a):
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
@@ -78,6 +89,7 @@ def main():
     r.add_argument("--idle", type=float, default=1.0)
     r.add_argument("--first", type=float, default=30.0)
     r.add_argument("--ready")
+    r.add_argument("--until-signal", action="store_true")
     w = sp.add_parser("send"); w.add_argument("dst"); w.add_argument("port", type=int)
     w.add_argument("--count", type=int, required=True); w.add_argument("--rate", type=float, default=1000)
     a = p.parse_args()

@@ -212,7 +212,7 @@ func (s *Speaker) bfdChange(ctx context.Context, srv *server.BgpServer, e bfdEve
 	}
 	var err error
 	if !down {
-		err = srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: e.addr})
+		err = enablePeer(ctx, srv, e.addr)
 		s.note(e.addr, "")
 	} else {
 		err = srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: e.addr, Communication: "segchain: bfd down on " + e.dev})

@@ -281,7 +281,7 @@ func (s *Speaker) linkEvent(ctx context.Context, srv *server.BgpServer, dev stri
 			// BFD is up again (watchBFD).
 			s.note(a, "bfd down on "+dev)
 		} else if up {
-			err = srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: a})
+			err = enablePeer(ctx, srv, a)
 			s.note(a, "")
 		} else {
 			err = srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: a, Communication: "segchain: carrier lost on " + dev})
@@ -292,6 +292,19 @@ func (s *Speaker) linkEvent(ctx context.Context, srv *server.BgpServer, dev stri
 		}
 	}
 	s.log.Info("bgp: carrier change", "dev", dev, "up", up, "peers", len(peers))
+}
+
+// enablePeer opens a session shut by DisablePeer. GoBGP waits a peer's
+// idle hold time before it connects again, and after the first wait that
+// is a fixed 5 s, unless the peer was reset: a (hard) reset first makes
+// the wait the configured IdleHoldTimeAfterReset (1 s). The reset's
+// NOTIFICATION goes nowhere (an idle session sends nothing, and its queue
+// is emptied when the session leaves idle).
+func enablePeer(ctx context.Context, srv *server.BgpServer, addr string) error {
+	if err := srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr, Communication: "segchain: link back"}); err != nil {
+		return err
+	}
+	return srv.EnablePeer(ctx, &api.EnablePeerRequest{Address: addr})
 }
 
 // logger hands GoBGP's log to slog and keeps, per peer, the last problem

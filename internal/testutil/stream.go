@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -19,14 +20,15 @@ type StreamResult struct {
 	Lost       int `json:"lost"`
 	Duplicates int `json:"duplicates"`
 	LongestGap int `json:"longest_gap"`
+	Last       int `json:"last"` // the highest sequence number received, -1 for none
 }
 
 // Stream sends count sequence-numbered datagrams from namespace from to
 // dst:port (a receiver in namespace to) at rate packets per second with
 // script (scripts/seqstream.py), runs during (if not nil) while they
 // flow, and returns the receiver's count. Nothing is timed: the receiver
-// binds before anything is sent and stops one second after the last
-// datagram it got.
+// binds before anything is sent, counts through gaps of any length, and
+// stops one second after the sender is done and no datagram came.
 func Stream(t testing.TB, script, from, to, dst string, port, count, rate int, during func()) StreamResult {
 	t.Helper()
 	abs, err := filepath.Abs(script)
@@ -35,7 +37,7 @@ func Stream(t testing.TB, script, from, to, dst string, port, count, rate int, d
 	}
 	ready := filepath.Join(t.TempDir(), "ready")
 	rcv := exec.Command("ip", "netns", "exec", to, "python3", abs, "recv", fmt.Sprint(port),
-		"--ready", ready, "--first", "10", "--idle", "1")
+		"--ready", ready, "--until-signal", "--first", "10", "--idle", "1")
 	var out strings.Builder
 	rcv.Stdout, rcv.Stderr = &out, &out
 	if err := rcv.Start(); err != nil {
@@ -66,6 +68,11 @@ func Stream(t testing.TB, script, from, to, dst string, port, count, rate int, d
 	}
 	if err := snd.Wait(); err != nil {
 		t.Fatalf("sender: %v\n%s", err, sout.String())
+	}
+	// The sender is done: the receiver stops once a second has passed
+	// without a packet (a gap during the stream never stops it).
+	if err := rcv.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatalf("receiver: %v\n%s", err, out.String())
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("receiver: %v\n%s", err, out.String())
