@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	api "github.com/osrg/gobgp/v3/api"
@@ -28,6 +30,14 @@ func (s *Speaker) nsHandle() (netns.NsHandle, error) {
 		return netns.Get()
 	}
 	return netns.GetFromPath(nsutil.Path(s.netns))
+}
+
+// closeHandle drops run's netlink socket (run ends, or a change failed).
+func (s *Speaker) closeHandle() {
+	if s.h != nil {
+		s.h.Close()
+		s.h = nil
+	}
 }
 
 func (s *Speaker) handle() (*netlink.Handle, error) {
@@ -55,7 +65,7 @@ func (s *Speaker) Installed() ([]Route, error) {
 	for _, r := range cur {
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return prefixLess(out[i].Dst, out[j].Dst) })
+	sortRoutes(out)
 	return out, nil
 }
 
@@ -107,13 +117,21 @@ func installed(h *netlink.Handle) (map[netip.Prefix]Route, map[netip.Prefix]netl
 	return out, raw, nil
 }
 
-// install makes the kernel's BGP routes what Select makes of learned.
-func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidate, usable func(netip.Addr) bool) error {
-	h, err := s.handle()
-	if err != nil {
-		return err
+// install makes the kernel's BGP routes what Select makes of learned:
+// for every prefix (only == nil; the kernel's table is read), or for the
+// prefixes in only (compared with s.routes).
+func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidate, usable func(netip.Addr) bool, only map[netip.Prefix]bool) error {
+	// One netlink socket for the speaker's run (opening the namespace and
+	// a socket per recomputation was a fifth of its cost), dropped after
+	// an error.
+	if s.h == nil {
+		h, err := s.handle()
+		if err != nil {
+			return err
+		}
+		s.h = h
 	}
-	defer h.Close()
+	h := s.h
 	connected := map[netip.Prefix]bool{}
 	addrs, err := h.AddrList(nil, netlink.FAMILY_V6)
 	if err != nil {
@@ -125,19 +143,31 @@ func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidat
 		}
 	}
 	want := Select(in, learned, usable, func(p netip.Prefix) bool { return connected[p] })
-	cur, raw, err := installed(h)
-	if err != nil {
-		return err
+	cur := s.routes
+	if only == nil || cur == nil {
+		if cur, _, err = installed(h); err != nil {
+			return err
+		}
 	}
-	var errs []error
-	var changed, withdrawn int
 	keep := map[netip.Prefix]bool{}
 	for _, r := range want {
 		keep[r.Dst] = true
+	}
+	var stale []netip.Prefix // installed, recomputed, not wanted
+	for dst := range cur {
+		if !keep[dst] && (only == nil || only[dst]) {
+			stale = append(stale, dst)
+		}
+	}
+	next := maps.Clone(cur)
+	ifindex := map[string]int{} // the hops' interfaces, looked up once
+	var errs []error
+	var changed, withdrawn int
+	for _, r := range want {
 		if c, ok := cur[r.Dst]; ok && c.String() == r.String() {
 			continue
 		}
-		nr, err := toNetlink(h, r)
+		nr, err := toNetlink(h, r, ifindex)
 		if err == nil {
 			err = h.RouteReplace(nr)
 		}
@@ -145,26 +175,43 @@ func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidat
 			errs = append(errs, fmt.Errorf("route %s: %w", r, err))
 			continue
 		}
+		next[r.Dst] = r
 		s.log.Debug("bgp route", "route", r.String())
 		changed++
 	}
-	for dst, r := range raw {
-		if keep[dst] {
-			continue
-		}
-		if err := h.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+	for _, dst := range stale {
+		if err := h.RouteDel(routeKey(dst)); err != nil && !errors.Is(err, unix.ESRCH) {
 			errs = append(errs, fmt.Errorf("delete route %s: %w", dst, err))
 			continue
 		}
+		delete(next, dst)
 		s.log.Debug("bgp route withdrawn", "dst", dst.String())
 		withdrawn++
+	}
+	s.routes = next
+	if len(errs) > 0 {
+		s.routes = nil // the kernel's table is read again next time
+		s.closeHandle()
 	}
 	// One line per recomputation, not per route: a converging domain of
 	// 100 nodes changes tens of thousands of routes.
 	if changed+withdrawn > 0 {
-		s.log.Info("bgp routes", "installed", changed, "withdrawn", withdrawn, "total", len(want))
+		recomputed := "all"
+		if only != nil {
+			recomputed = strconv.Itoa(len(only))
+		}
+		s.log.Info("bgp routes", "installed", changed, "withdrawn", withdrawn, "total", len(next), "prefixes_recomputed", recomputed)
 	}
 	return errors.Join(errs...)
+}
+
+// routeKey is what deletes the speaker's route to dst: its destination,
+// protocol, metric and table.
+func routeKey(dst netip.Prefix) *netlink.Route {
+	return &netlink.Route{
+		Dst:      &net.IPNet{IP: dst.Addr().AsSlice(), Mask: net.CIDRMask(dst.Bits(), 128)},
+		Protocol: nodestate.ProtoBGP, Priority: Metric, Table: mainTable, Family: netlink.FAMILY_V6,
+	}
 }
 
 // flush removes every route the speaker installed.
@@ -187,21 +234,25 @@ func (s *Speaker) flush() error {
 	return errors.Join(errs...)
 }
 
-func toNetlink(h *netlink.Handle, r Route) (*netlink.Route, error) {
-	nr := &netlink.Route{
-		Dst:      &net.IPNet{IP: r.Dst.Addr().AsSlice(), Mask: net.CIDRMask(r.Dst.Bits(), 128)},
-		Protocol: nodestate.ProtoBGP, Priority: Metric, Table: mainTable, Family: netlink.FAMILY_V6,
-	}
+// toNetlink is r as a netlink route; ifindex caches the interfaces'
+// indexes by name.
+func toNetlink(h *netlink.Handle, r Route, ifindex map[string]int) (*netlink.Route, error) {
+	nr := routeKey(r.Dst)
 	for _, hop := range r.Hops {
-		l, err := h.LinkByName(hop.Dev)
-		if err != nil {
-			return nil, fmt.Errorf("interface %s: %w", hop.Dev, err)
+		idx, ok := ifindex[hop.Dev]
+		if !ok {
+			l, err := h.LinkByName(hop.Dev)
+			if err != nil {
+				return nil, fmt.Errorf("interface %s: %w", hop.Dev, err)
+			}
+			idx = l.Attrs().Index
+			ifindex[hop.Dev] = idx
 		}
 		if len(r.Hops) == 1 {
-			nr.LinkIndex, nr.Gw = l.Attrs().Index, hop.Via.AsSlice()
+			nr.LinkIndex, nr.Gw = idx, hop.Via.AsSlice()
 			return nr, nil
 		}
-		nr.MultiPath = append(nr.MultiPath, &netlink.NexthopInfo{LinkIndex: l.Attrs().Index, Gw: hop.Via.AsSlice()})
+		nr.MultiPath = append(nr.MultiPath, &netlink.NexthopInfo{LinkIndex: idx, Gw: hop.Via.AsSlice()})
 	}
 	return nr, nil
 }

@@ -81,8 +81,13 @@ func Select(in *nodestate.BGP, learned map[netip.Prefix][]Candidate, usable func
 		sort.Slice(r.Hops, func(i, j int) bool { return r.Hops[i].Via.Less(r.Hops[j].Via) })
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return prefixLess(out[i].Dst, out[j].Dst) })
+	sortRoutes(out)
 	return out
+}
+
+// sortRoutes orders routes by destination.
+func sortRoutes(rs []Route) {
+	sort.Slice(rs, func(i, j int) bool { return prefixLess(rs[i].Dst, rs[j].Dst) })
 }
 
 func prefixLess(a, b netip.Prefix) bool {

@@ -17,6 +17,7 @@ import (
 
 	api "github.com/osrg/gobgp/v3/api"
 	"github.com/osrg/gobgp/v3/pkg/server"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -41,14 +42,16 @@ const resync = 10 * time.Second
 
 // coalesce is how long a recomputation waits for more BGP events after
 // the first. Recomputations after new paths are also rate-limited to
-// burst at once, then one per second: each reads the whole RIB and the
-// kernel's routes, and a converging domain sends UPDATEs for seconds. At
-// 100 nodes on two cores, one recomputation per 20 ms burst made the
-// speakers' route installation half of all the agents' CPU and doubled
-// the apply it competed with (100-node apply and convergence: 17-24 s
-// before, 10-12 s with the limit). A small domain's few bursts, like the
-// first UPDATEs after a session comes up, still go at once. A carrier
-// change, a session going up or down and a withdrawal are never delayed.
+// burst at once, then one per second: a converging domain sends UPDATEs
+// for seconds, and at 100 nodes on two cores one recomputation per 20 ms
+// burst made the speakers' route installation half of all the agents' CPU
+// and doubled the apply it competed with (100-node apply and convergence:
+// 17-24 s before, 10-12 s with the limit). Recomputations read only the
+// prefixes named since the last one now, and the limit still pays: one
+// per 100 ms made the same convergence 12.3-12.8 s. A small domain's few
+// bursts, like the first UPDATEs after a session comes up, still go at
+// once. A carrier change, a session going up or down and a withdrawal
+// are never delayed.
 const (
 	coalesce = 20 * time.Millisecond
 	burst    = 5
@@ -90,6 +93,18 @@ type Speaker struct {
 	// kick asks for a recomputation after a BGP event (coalesced over
 	// coalesce: a converging RIB sends bursts), urgent at once (carrier).
 	kick, urgent chan struct{}
+	// dirty is what the next recomputation covers: every prefix
+	// (dirtyAll: a session, carrier or BFD change, the intent, the
+	// resync) or only the prefixes BGP table events named since the last.
+	dirtyMu  sync.Mutex
+	dirtyAll bool
+	dirty    map[netip.Prefix]bool
+	// routes is what the speaker has installed: the kernel's table as of
+	// the last recomputation of every prefix, with the changes made since;
+	// nil when unknown (a failed change), which makes the next
+	// recomputation read the kernel's table. Only run's goroutine uses it.
+	routes map[netip.Prefix]Route
+	h      *netlink.Handle // run's netlink socket in the node's namespace
 }
 
 // New returns a stopped speaker for the node in namespace netns ("" = the
@@ -100,7 +115,8 @@ func New(netns, stateDir string, log *slog.Logger) *Speaker {
 	}
 	return &Speaker{netns: netns, stateDir: stateDir, log: log.With("component", "bgp"),
 		down: map[string]bool{}, notes: map[string]string{}, kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
-		bfd: map[string]*bfdPeer{}, bfdDown: map[string]bool{}, bfdEv: make(chan bfdEvent, 64)}
+		dirty: map[netip.Prefix]bool{},
+		bfd:   map[string]*bfdPeer{}, bfdDown: map[string]bool{}, bfdEv: make(chan bfdEvent, 64)}
 }
 
 // Restore runs the intent persisted by the last Set, if any (agent start).
@@ -258,15 +274,7 @@ func (s *Speaker) startLocked(in *nodestate.BGP) error {
 			s.pokeNow()
 			return
 		}
-		// A withdrawal may leave a route pointing nowhere: at once. New
-		// paths (a converging domain) are coalesced.
-		for _, p := range r.GetTable().GetPaths() {
-			if p.GetIsWithdraw() {
-				s.pokeNow()
-				return
-			}
-		}
-		s.poke()
+		s.pokePaths(r.GetTable().GetPaths())
 	}); err != nil {
 		s.stopLocked()
 		return fmt.Errorf("watch BGP events: %w", err)
@@ -415,19 +423,72 @@ func (s *Speaker) addPath(ctx context.Context, p netip.Prefix, withdraw bool) er
 	return nil
 }
 
+// poke asks for a recomputation of every prefix, coalesced.
 func (s *Speaker) poke() {
+	s.markAll()
+	s.wake(s.kick)
+}
+
+// pokeNow asks for a recomputation of every prefix without coalescing.
+func (s *Speaker) pokeNow() {
+	s.markAll()
+	s.wake(s.urgent)
+}
+
+// pokePaths asks for a recomputation of the prefixes of paths a table
+// event carried: at once if one of them is a withdrawal (it may leave a
+// route pointing nowhere), coalesced otherwise (a converging domain sends
+// bursts of new paths). A path whose prefix cannot be read makes it every
+// prefix.
+func (s *Speaker) pokePaths(paths []*api.Path) {
+	now := false
+	s.dirtyMu.Lock()
+	for _, p := range paths {
+		now = now || p.GetIsWithdraw()
+		var nlri api.IPAddressPrefix
+		if p.GetNlri() == nil || p.GetNlri().UnmarshalTo(&nlri) != nil {
+			s.dirtyAll = true
+			continue
+		}
+		dst, err := parsePrefix(fmt.Sprintf("%s/%d", nlri.Prefix, nlri.PrefixLen))
+		if err != nil {
+			s.dirtyAll = true
+			continue
+		}
+		s.dirty[dst] = true
+	}
+	s.dirtyMu.Unlock()
+	if now {
+		s.wake(s.urgent)
+	} else {
+		s.wake(s.kick)
+	}
+}
+
+func (s *Speaker) markAll() {
+	s.dirtyMu.Lock()
+	s.dirtyAll = true
+	s.dirtyMu.Unlock()
+}
+
+// wake sends on a channel of capacity 1 without blocking: a wake-up
+// already pending covers this one (the marks are made before it).
+func (s *Speaker) wake(c chan struct{}) {
 	select {
-	case s.kick <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
 
-// pokeNow asks for a recomputation without coalescing.
-func (s *Speaker) pokeNow() {
-	select {
-	case s.urgent <- struct{}{}:
-	default:
-	}
+// takeDirty returns what the next recomputation covers and clears it:
+// every prefix, or the prefixes named since the last one (none: nothing
+// to do).
+func (s *Speaker) takeDirty() (all bool, dsts map[netip.Prefix]bool) {
+	s.dirtyMu.Lock()
+	defer s.dirtyMu.Unlock()
+	all, dsts = s.dirtyAll, s.dirty
+	s.dirtyAll, s.dirty = false, map[netip.Prefix]bool{}
+	return all, dsts
 }
 
 func (s *Speaker) note(peer, msg string) {
@@ -444,6 +505,7 @@ func (s *Speaker) note(peer, msg string) {
 // until ctx ends.
 func (s *Speaker) run(ctx context.Context, srv *server.BgpServer) {
 	defer s.wg.Done()
+	defer s.closeHandle()
 	t := time.NewTicker(resync)
 	defer t.Stop()
 	limit := rate.NewLimiter(rate.Every(perGap), burst)
@@ -468,15 +530,24 @@ func (s *Speaker) run(ctx context.Context, srv *server.BgpServer) {
 			}
 		case <-s.urgent:
 		case <-t.C:
+			s.markAll()
 		}
-		if err := s.reconcile(ctx, srv); err != nil && ctx.Err() == nil {
+		all, dsts := s.takeDirty()
+		if !all && len(dsts) == 0 {
+			continue
+		}
+		if err := s.reconcile(ctx, srv, all, dsts); err != nil && ctx.Err() == nil {
 			s.log.Warn("bgp: install best paths", "err", err)
 		}
 	}
 }
 
-// reconcile installs what Select makes of the RIB now.
-func (s *Speaker) reconcile(ctx context.Context, srv *server.BgpServer) error {
+// reconcile installs what Select makes of the RIB now: of every prefix
+// (all), or only of dsts, the prefixes BGP events named since the last
+// recomputation. Only these are read from GoBGP, and compared with what
+// the speaker installed (its own record, not a kernel dump: the periodic
+// resync recomputes everything against the kernel's table).
+func (s *Speaker) reconcile(ctx context.Context, srv *server.BgpServer, all bool, dsts map[netip.Prefix]bool) error {
 	in := s.live.Load()
 	if in == nil {
 		return nil
@@ -489,9 +560,18 @@ func (s *Speaker) reconcile(ctx context.Context, srv *server.BgpServer) error {
 	}); err != nil {
 		return err
 	}
+	if s.routes == nil {
+		all = true // nothing recorded yet: read the kernel's table
+	}
+	req := &api.ListPathRequest{TableType: api.TableType_GLOBAL, Family: ipv6Unicast}
+	if !all {
+		for dst := range dsts {
+			req.Prefixes = append(req.Prefixes, &api.TableLookupPrefix{Prefix: dst.String(), Type: api.TableLookupPrefix_EXACT})
+		}
+	}
 	learned := map[netip.Prefix][]Candidate{}
 	var perr error
-	if err := srv.ListPath(ctx, &api.ListPathRequest{TableType: api.TableType_GLOBAL, Family: ipv6Unicast}, func(d *api.Destination) {
+	if err := srv.ListPath(ctx, req, func(d *api.Destination) {
 		dst, err := parsePrefix(d.Prefix)
 		if err != nil {
 			perr = err
@@ -527,7 +607,10 @@ func (s *Speaker) reconcile(ctx context.Context, srv *server.BgpServer) error {
 		n, _ := in.Neighbor(a)
 		return est[a] && !down[n.Dev] && !bfdDown[a.String()]
 	}
-	return s.install(in, learned, usable)
+	if all {
+		dsts = nil
+	}
+	return s.install(in, learned, usable, dsts)
 }
 
 func candidate(nb netip.Addr, attrs []*anypb.Any) Candidate {

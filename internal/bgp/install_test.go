@@ -1,0 +1,147 @@
+package bgp
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	api "github.com/osrg/gobgp/v3/api"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+func prefixPath(t *testing.T, p string, withdraw bool) *api.Path {
+	t.Helper()
+	pp := netip.MustParsePrefix(p)
+	nlri, err := anypb.New(&api.IPAddressPrefix{Prefix: pp.Addr().String(), PrefixLen: uint32(pp.Bits())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &api.Path{Family: ipv6Unicast, Nlri: nlri, IsWithdraw: withdraw}
+}
+
+// A table event names the prefixes to recompute; a withdrawal among them
+// wakes the recomputation at once; a path whose prefix cannot be read, a
+// session or carrier change (poke) make it every prefix.
+func TestPokePaths(t *testing.T) {
+	s := New("", t.TempDir(), nil)
+	s.pokePaths([]*api.Path{prefixPath(t, "fc00:2::/64", false), prefixPath(t, "fc00:3::1/128", false)})
+	if len(s.urgent) != 0 || len(s.kick) != 1 {
+		t.Errorf("new paths: urgent %d kick %d, want a coalesced wake-up", len(s.urgent), len(s.kick))
+	}
+	s.pokePaths([]*api.Path{prefixPath(t, "fc00:4::/64", true)})
+	if len(s.urgent) != 1 {
+		t.Error("a withdrawal did not wake the recomputation at once")
+	}
+	all, dsts := s.takeDirty()
+	var got []string
+	for d := range dsts {
+		got = append(got, d.String())
+	}
+	if all || len(got) != 3 || !dsts[netip.MustParsePrefix("fc00:3::1/128")] || !dsts[netip.MustParsePrefix("fc00:4::/64")] {
+		t.Errorf("dirty: all %v, %v; want the three prefixes", all, got)
+	}
+	if all, dsts := s.takeDirty(); all || len(dsts) != 0 {
+		t.Errorf("taken twice: all %v, %v", all, dsts)
+	}
+	s.pokePaths([]*api.Path{{Family: ipv6Unicast}})
+	if all, _ := s.takeDirty(); !all {
+		t.Error("a path without a readable prefix did not make it every prefix")
+	}
+	s.poke()
+	if all, _ := s.takeDirty(); !all {
+		t.Error("poke did not make it every prefix")
+	}
+}
+
+// A recomputation of some prefixes changes only those: a route it does
+// not cover stays even though it is no longer wanted, a covered one that
+// is no longer wanted goes, a changed one is replaced; the record matches
+// the kernel's table after. A recomputation of every prefix reads the
+// kernel's table and removes what nothing wants, also a route put there
+// behind the speaker's back.
+func TestInstallPartial(t *testing.T) {
+	testutil.RequireRoot(t)
+	ns := testutil.UniqueName("sct-bgpi-")
+	if err := nsutil.Create(ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nsutil.Delete(ns) })
+	testutil.Exec(t, ns, "ip", "link", "add", "ia", "type", "veth", "peer", "name", "ib")
+	testutil.Exec(t, ns, "ip", "link", "set", "ia", "up")
+	testutil.Exec(t, ns, "ip", "link", "set", "ib", "up")
+	testutil.Exec(t, ns, "ip", "-6", "addr", "add", "fc00:99::1/64", "dev", "ia", "nodad")
+	testutil.Exec(t, ns, "ip", "-6", "addr", "add", "fc00:98::1/64", "dev", "ib", "nodad")
+
+	a, b := netip.MustParseAddr("fc00:99::2"), netip.MustParseAddr("fc00:98::2")
+	in := &nodestate.BGP{Neighbors: []nodestate.BGPNeighbor{{Addr: a, Dev: "ia"}, {Addr: b, Dev: "ib"}}}
+	up := func(netip.Addr) bool { return true }
+	p := netip.MustParsePrefix
+	s := New(ns, t.TempDir(), nil)
+	t.Cleanup(s.closeHandle)
+	kernel := func() string {
+		rs, err := s.Installed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var l []string
+		for _, r := range rs {
+			l = append(l, r.String())
+		}
+		return strings.Join(l, "; ")
+	}
+	record := func() string {
+		var l []string
+		rs := make([]Route, 0, len(s.routes))
+		for _, r := range s.routes {
+			rs = append(rs, r)
+		}
+		sortRoutes(rs)
+		for _, r := range rs {
+			l = append(l, r.String())
+		}
+		return strings.Join(l, "; ")
+	}
+
+	// Every prefix: three routes.
+	learned := map[netip.Prefix][]Candidate{
+		p("fc00:2::/64"): {{Neighbor: a, ASPath: 2}},
+		p("fc00:3::/64"): {{Neighbor: a, ASPath: 2}, {Neighbor: b, ASPath: 2}},
+		p("fc00:4::/64"): {{Neighbor: b, ASPath: 1}},
+	}
+	if err := s.install(in, learned, up, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "fc00:2::/64 via fc00:99::2 dev ia; fc00:3::/64 via fc00:98::2 dev ib nexthop via fc00:99::2 dev ia; fc00:4::/64 via fc00:98::2 dev ib"
+	if got := kernel(); got != want {
+		t.Fatalf("kernel after the first recomputation:\n got %s\nwant %s", got, want)
+	}
+	// Some prefixes: fc00:2 moves to b, fc00:3 is gone (covered), fc00:4
+	// is gone too but not covered: it stays until a full recomputation.
+	learned = map[netip.Prefix][]Candidate{p("fc00:2::/64"): {{Neighbor: b, ASPath: 3}}}
+	if err := s.install(in, learned, up, map[netip.Prefix]bool{p("fc00:2::/64"): true, p("fc00:3::/64"): true}); err != nil {
+		t.Fatal(err)
+	}
+	want = "fc00:2::/64 via fc00:98::2 dev ib; fc00:4::/64 via fc00:98::2 dev ib"
+	if got := kernel(); got != want {
+		t.Fatalf("kernel after a partial recomputation:\n got %s\nwant %s", got, want)
+	}
+	if got := record(); got != want {
+		t.Errorf("record after a partial recomputation:\n got %s\nwant %s", got, want)
+	}
+	// Behind the speaker's back: a route of its protocol and metric.
+	testutil.Exec(t, ns, "ip", "-6", "route", "add", "fc00:7::/64", "via", "fc00:99::2", "dev", "ia", "proto", "199", "metric", "20")
+	if err := s.install(in, learned, up, nil); err != nil {
+		t.Fatal(err)
+	}
+	want = "fc00:2::/64 via fc00:98::2 dev ib"
+	if got := kernel(); got != want {
+		t.Errorf("kernel after a full recomputation:\n got %s\nwant %s", got, want)
+	}
+	if got := record(); got != want {
+		t.Errorf("record after a full recomputation:\n got %s\nwant %s", got, want)
+	}
+}
