@@ -156,7 +156,28 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 		// and go one at a time.
 		c.Concurrency = remoteConcurrency
 	}
+	if l != nil {
+		c.Outside = routersInStep(l, d)
+	}
 	return c, nil
+}
+
+// routersInStep keeps a lab's routers running FRR as domain d's routing
+// wants, around every apply (lab.SyncRouting): started or changed before
+// it, stopped after it, put back if it fails.
+func routersInStep(l *lab.Lab, d *config.Domain) func() (func(error) error, error) {
+	return func() (func(error) error, error) {
+		rc, err := l.SyncRouting(d)
+		if err != nil {
+			return nil, err
+		}
+		return func(applyErr error) error {
+			if applyErr != nil {
+				return rc.Undo()
+			}
+			return rc.Commit()
+		}, nil
+	}
 }
 
 // printRecovered tells what was found of commands killed half-way.
@@ -379,21 +400,7 @@ and waits, or with --no-wait fails at once. See docs/apply.md.`,
 			}
 			defer locks.Release()
 			c.Preflighted = true // by f.lock, before the leases
-			// A lab's routers run FRR as the domain's routing wants
-			// (lab.SyncRouting): started or changed before the apply,
-			// stopped after it, put back if it fails.
-			var routing *lab.RoutingChange
-			if f.lab != nil {
-				if routing, err = f.lab.SyncRouting(f.domain); err != nil {
-					return err
-				}
-			}
 			res, err := c.Apply(cmd.Context(), false)
-			if err != nil {
-				err = errors.Join(err, routing.Undo())
-			} else {
-				err = routing.Commit()
-			}
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
 					return perr

@@ -29,7 +29,10 @@ does that apply for you, within a fraction of a second of the link coming back.
 Each apply prints the interfaces that triggered it (node:interface) and its
 changes, like apply; with -o json one JSON object per line:
 {"time", "trigger", "result", "error"}. A failing apply is rolled back as
-usual and reported; watch goes on. Runs until interrupted (SIGINT/SIGTERM).`,
+usual and reported; watch goes on. Runs until interrupted (SIGINT/SIGTERM).
+
+With --lab, each apply keeps the lab's routers' FRR in step with the domain
+(routing: bgp), as apply does. See docs/routing.md.`,
 		Example: "  segchain watch --lab default\n  segchain watch -f examples/default.yaml --lab demo -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -49,14 +48,7 @@ func (f *selfFake) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 // and a journal.
 func serveIntents(t *testing.T, st IntentStore) (*env, *Server, *selfFake) {
 	t.Helper()
-	dir := t.TempDir()
-	pki.Init(dir, "test")
-	nf, _ := pki.Issue(dir, pki.RoleNode, "nfv1", pki.IssueOptions{})
-	pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{})
-	tc, err := pki.ServerTLS(nf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, tc := newPKI(t)
 	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
 	sf := &selfFake{fake: e.fake}
 	jr := journal.New(t.TempDir(), map[string]string{"nfv1": "node-nfv1"})
@@ -64,14 +56,7 @@ func serveIntents(t *testing.T, st IntentStore) (*env, *Server, *selfFake) {
 	if st != nil {
 		srv.KeepIntents(st)
 	}
-	g := NewGRPCServer(srv, tc, nil)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.addr = lis.Addr().String()
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
+	e.addr = listen(t, srv, tc, nil)
 	return e, srv, sf
 }
 

@@ -69,6 +69,14 @@ func serve(t *testing.T) *env {
 // serveAs is serve with the served agent made from the env's fake.
 func serveAs(t *testing.T, served func(*fake) agent.Agent) *env {
 	t.Helper()
+	dir, tc := newPKI(t)
+	return startAs(t, dir, tc, served)
+}
+
+// newPKI makes a PKI in a temp dir with node nfv1 and controller ctl,
+// and returns it with nfv1's server TLS configuration.
+func newPKI(t *testing.T) (string, *tls.Config) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := pki.Init(dir, "test"); err != nil {
 		t.Fatal(err)
@@ -84,7 +92,21 @@ func serveAs(t *testing.T, served func(*fake) agent.Agent) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startAs(t, dir, tc, served)
+	return dir, tc
+}
+
+// listen serves s over mTLS (tc) on a loopback port until the test ends
+// and returns its address.
+func listen(t *testing.T, s *Server, tc *tls.Config, log *slog.Logger) string {
+	t.Helper()
+	g := NewGRPCServer(s, tc, log)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	return lis.Addr().String()
 }
 
 var lockedBuf sync.Mutex
@@ -125,14 +147,7 @@ func startWith(t *testing.T, dir string, tc *tls.Config, served func(*fake) agen
 	if set != nil {
 		set(s)
 	}
-	g := NewGRPCServer(s, tc, log)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.addr = lis.Addr().String()
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
+	e.addr = listen(t, s, tc, log)
 	return e
 }
 
@@ -386,24 +401,10 @@ func mustServerTLS(t *testing.T, dir string) *tls.Config {
 // With JournalOnExecute each op is in the node's journal on the agent
 // before it runs, naming the controller; JournalClear forgets it.
 func TestJournalOnExecute(t *testing.T) {
-	dir := t.TempDir()
-	pki.Init(dir, "test")
-	nf, _ := pki.Issue(dir, pki.RoleNode, "nfv1", pki.IssueOptions{})
-	pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{})
-	tc, err := pki.ServerTLS(nf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, tc := newPKI(t)
 	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
 	jr := journal.New(t.TempDir(), map[string]string{"nfv1": "node-nfv1"})
-	g := NewGRPCServer(NewServer(e.fake, nil, Build{}, jr, Hooks{}), tc, nil)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.addr = lis.Addr().String()
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
+	e.addr = listen(t, NewServer(e.fake, nil, Build{}, jr, Hooks{}), tc, nil)
 	c := e.client(t, pki.DirFiles(dir, pki.RoleController, "ctl"), "nfv1")
 	ctx := context.Background()
 	if err := c.AcquireLease(ctx, "ctl", time.Minute); err != nil {
@@ -465,14 +466,7 @@ func (s *stepper) ExecuteSteps(_ context.Context, ops []agent.Op, step func(int,
 // whole before the first op runs; each op is still logged and counted
 // (hooks), and a failure reports how many ran.
 func TestExecuteBatchJournaledFirst(t *testing.T) {
-	dir := t.TempDir()
-	pki.Init(dir, "test")
-	nf, _ := pki.Issue(dir, pki.RoleNode, "nfv1", pki.IssueOptions{})
-	pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{})
-	tc, err := pki.ServerTLS(nf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, tc := newPKI(t)
 	root := t.TempDir()
 	jr := journal.New(root, map[string]string{"nfv1": "node-nfv1"})
 	st := &stepper{fake: fake{name: "nfv1"}, root: root, failAt: -1}
@@ -483,14 +477,7 @@ func TestExecuteBatchJournaledFirst(t *testing.T) {
 	hooks := Hooks{Op: func(agent.Op, time.Duration, error) { hmu.Lock(); hookOps++; hmu.Unlock() }}
 	logBuf := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(syncWriter{logBuf}, nil))
-	g := NewGRPCServer(NewServer(st, log, Build{}, jr, hooks), tc, nil)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	e := &env{dir: dir, addr: lis.Addr().String()}
+	e := &env{dir: dir, addr: listen(t, NewServer(st, log, Build{}, jr, hooks), tc, nil)}
 	c := e.client(t, pki.DirFiles(dir, pki.RoleController, "ctl"), "nfv1")
 	ctx := context.Background()
 	if err := c.AcquireLease(ctx, "ctl", time.Minute); err != nil {

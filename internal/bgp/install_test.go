@@ -106,42 +106,31 @@ func TestInstallPartial(t *testing.T) {
 		return strings.Join(l, "; ")
 	}
 
-	// Every prefix: three routes.
-	learned := map[netip.Prefix][]Candidate{
+	// step recomputes only (nil: every prefix) from learned and checks
+	// the kernel's table and the speaker's record after.
+	step := func(what string, learned map[netip.Prefix][]Candidate, only map[netip.Prefix]bool, want string) {
+		t.Helper()
+		if err := s.install(in, learned, up, only); err != nil {
+			t.Fatal(err)
+		}
+		if got := kernel(); got != want {
+			t.Fatalf("kernel after %s:\n got %s\nwant %s", what, got, want)
+		}
+		if got := record(); got != want {
+			t.Errorf("record after %s:\n got %s\nwant %s", what, got, want)
+		}
+	}
+	step("the first recomputation", map[netip.Prefix][]Candidate{
 		p("fc00:2::/64"): {{Neighbor: a, ASPath: 2}},
 		p("fc00:3::/64"): {{Neighbor: a, ASPath: 2}, {Neighbor: b, ASPath: 2}},
 		p("fc00:4::/64"): {{Neighbor: b, ASPath: 1}},
-	}
-	if err := s.install(in, learned, up, nil); err != nil {
-		t.Fatal(err)
-	}
-	want := "fc00:2::/64 via fc00:99::2 dev ia; fc00:3::/64 via fc00:98::2 dev ib nexthop via fc00:99::2 dev ia; fc00:4::/64 via fc00:98::2 dev ib"
-	if got := kernel(); got != want {
-		t.Fatalf("kernel after the first recomputation:\n got %s\nwant %s", got, want)
-	}
+	}, nil, "fc00:2::/64 via fc00:99::2 dev ia; fc00:3::/64 via fc00:98::2 dev ib nexthop via fc00:99::2 dev ia; fc00:4::/64 via fc00:98::2 dev ib")
 	// Some prefixes: fc00:2 moves to b, fc00:3 is gone (covered), fc00:4
 	// is gone too but not covered: it stays until a full recomputation.
-	learned = map[netip.Prefix][]Candidate{p("fc00:2::/64"): {{Neighbor: b, ASPath: 3}}}
-	if err := s.install(in, learned, up, map[netip.Prefix]bool{p("fc00:2::/64"): true, p("fc00:3::/64"): true}); err != nil {
-		t.Fatal(err)
-	}
-	want = "fc00:2::/64 via fc00:98::2 dev ib; fc00:4::/64 via fc00:98::2 dev ib"
-	if got := kernel(); got != want {
-		t.Fatalf("kernel after a partial recomputation:\n got %s\nwant %s", got, want)
-	}
-	if got := record(); got != want {
-		t.Errorf("record after a partial recomputation:\n got %s\nwant %s", got, want)
-	}
+	learned := map[netip.Prefix][]Candidate{p("fc00:2::/64"): {{Neighbor: b, ASPath: 3}}}
+	step("a partial recomputation", learned, map[netip.Prefix]bool{p("fc00:2::/64"): true, p("fc00:3::/64"): true},
+		"fc00:2::/64 via fc00:98::2 dev ib; fc00:4::/64 via fc00:98::2 dev ib")
 	// Behind the speaker's back: a route of its protocol and metric.
 	testutil.Exec(t, ns, "ip", "-6", "route", "add", "fc00:7::/64", "via", "fc00:99::2", "dev", "ia", "proto", "199", "metric", "20")
-	if err := s.install(in, learned, up, nil); err != nil {
-		t.Fatal(err)
-	}
-	want = "fc00:2::/64 via fc00:98::2 dev ib"
-	if got := kernel(); got != want {
-		t.Errorf("kernel after a full recomputation:\n got %s\nwant %s", got, want)
-	}
-	if got := record(); got != want {
-		t.Errorf("record after a full recomputation:\n got %s\nwant %s", got, want)
-	}
+	step("a full recomputation", learned, nil, "fc00:2::/64 via fc00:98::2 dev ib")
 }

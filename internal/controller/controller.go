@@ -24,6 +24,12 @@ type Controller struct {
 	// (Watch), so that it is serialized with other segchain commands on
 	// the same nodes; it returns the release function.
 	Lock func(ctx context.Context) (release func(), err error)
+	// Outside, if set, brings what the domain needs outside its SR nodes
+	// to the plan before each apply that changes something or not (a
+	// lab's routers' FRR: lab.SyncRouting); done then gets the apply's
+	// outcome, to keep that (nil) or put it back. Every apply runs it:
+	// segchain apply's and each of segchain watch's.
+	Outside func() (done func(applyErr error) error, err error)
 	// Concurrency is how many nodes change (and are observed) at once
 	// (≤ 1: one at a time); NodeTimeout, if set, bounds each node's part
 	// of each phase (parallel.go).
@@ -152,14 +158,21 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 	if dryRun {
 		return res, nil
 	}
+	done := func(error) error { return nil }
+	if c.Outside != nil {
+		if done, err = c.Outside(); err != nil {
+			return res, err
+		}
+	}
 	if res.Changes() > 0 {
 		if _, err := c.execute(ctx, res); err != nil {
-			return res, err
+			return res, errors.Join(err, done(err))
 		}
 	}
 	// Every node is as planned: the agents that keep intents learn it
 	// (intent.go).
-	return res, c.keepIntents(ctx, false)
+	err = c.keepIntents(ctx, false)
+	return res, errors.Join(err, done(err))
 }
 
 // Destroy removes everything segchain installed on the plan's nodes.

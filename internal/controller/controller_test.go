@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -341,5 +342,53 @@ func TestComputeSameRoute(t *testing.T) {
 				t.Fatalf("%d ops, want %d: %v", n, tc.ops, d.Ops())
 			}
 		})
+	}
+}
+
+// Outside runs around every apply that is not a dry run, before the
+// nodes change (a lab's routers must run FRR before the apply waits for
+// their sessions), and learns the outcome: nil when the apply succeeded,
+// the error when it failed and was rolled back. Its own failure stops the
+// apply before any node changes.
+func TestApplyOutside(t *testing.T) {
+	ctx := context.Background()
+	c, fakes := newCtl(twoNodePlan("fc00:2::100"))
+	var calls []string
+	c.Outside = func() (func(error) error, error) {
+		calls = append(calls, fmt.Sprintf("sync (nfv ops so far %d)", len(fakes["nfv"].log)))
+		return func(err error) error {
+			calls = append(calls, fmt.Sprintf("done %v", err != nil))
+			return nil
+		}, nil
+	}
+	if _, err := c.Apply(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 0 {
+		t.Errorf("a dry run ran Outside: %v", calls)
+	}
+	if _, err := c.Apply(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(ctx, false); err != nil { // no changes: still kept in step
+		t.Fatal(err)
+	}
+	c.Plan = twoNodePlan("fc00:2::200")
+	fakes["ing"].failOn = "fc00:d::/64"
+	if _, err := c.Apply(ctx, false); err == nil {
+		t.Fatal("apply succeeded despite an injected failure")
+	}
+	want := []string{"sync (nfv ops so far 0)", "done false", "sync (nfv ops so far 2)", "done false", "sync (nfv ops so far 2)", "done true"}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("Outside calls (-want +got):\n%s", diff)
+	}
+	fakes["ing"].failOn = ""
+	c.Outside = func() (func(error) error, error) { return nil, errors.New("frr would not start") }
+	before := len(fakes["nfv"].log)
+	if _, err := c.Apply(ctx, false); err == nil || !strings.Contains(err.Error(), "frr would not start") {
+		t.Errorf("apply with a failing Outside: %v", err)
+	}
+	if len(fakes["nfv"].log) != before {
+		t.Errorf("a failing Outside let the apply change nodes: %v", fakes["nfv"].log[before:])
 	}
 }

@@ -6,8 +6,8 @@ import (
 )
 
 // TestRunReportsLatency runs a short experiment on the netns testbed and
-// checks every result carries latency figures: packets recorded, nearly
-// all stamped, 0 < p50 ≤ p99 ≤ max, the baseline's added latency 0, and the
+// checks every result carries latency figures: packets recorded, none
+// unstamped, 0 < p50 ≤ p99 ≤ max, the baseline's added latency 0, and the
 // A/A control's latency. No timing is asserted.
 func TestRunReportsLatency(t *testing.T) {
 	d := upTestbedNamed(t, "h16p-pf")
@@ -41,11 +41,10 @@ latency: {rounds: 2, rate_pps: 20000, settle: 10ms, window: 50ms}
 			t.Fatalf("%s: latency not measured: %s", name, l.NotMeasured)
 		case l.Packets == 0:
 			t.Errorf("%s: no packet recorded", name)
-		case l.Unstamped > l.Packets/4:
-			// Frames the generator queued before latency was switched on
-			// (its ring, 256 frames) can still reach the sink in a first
-			// window on a loaded host: counted apart, never in the
-			// figures. More than that means stamping is broken.
+		case l.Unstamped > 0:
+			// Every frame is stamped while latency is on, and the frames
+			// queued before (a ring of 256, seen once under CI load) have
+			// reached the sink before the first window (awaitStamped).
 			t.Errorf("%s: %d packets without a stamp (%v), %d with one", name, l.Unstamped, l.Misses, l.Packets)
 		case !(0 < l.P50 && l.P50 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max):
 			t.Errorf("%s: want 0 < p50 ≤ p99 ≤ p99.9 ≤ max, got %.0f %.0f %.0f %.0f", name, l.P50, l.P99, l.P999, l.Max)

@@ -91,6 +91,7 @@ func MeasureLatency(d LatencyDriver, ref Arm, arms []Arm, c LatencyConfig) (Late
 	}
 	err := gen.Start()
 	if err == nil {
+		awaitStamped(d, ref.Slot, sleep)
 		err = latencyRounds(d, ref, arms, live, c, sleep, &refRes, res)
 		if serr := gen.Stop(); err == nil && serr != nil {
 			err = fmt.Errorf("generator: %w", serr)
@@ -99,6 +100,26 @@ func MeasureLatency(d LatencyDriver, ref Arm, arms []Arm, c LatencyConfig) (Late
 	err = errors.Join(err, d.SetLatency(false), gen.SetRate(0))
 	return refRes, res, err
 }
+
+// awaitStamped waits (up to stampedWait) until the sink has recorded a
+// stamped packet of slot. Frames reach the sink in the order they were
+// sent, so by then every frame queued before stamping was on (up to a
+// ring of 256, left by an earlier phase on a loaded host) has arrived,
+// and none of them is counted as a miss in the first window. A sink that
+// records nothing in time is left to the windows to report.
+func awaitStamped(d LatencyDriver, slot int, sleep func(time.Duration)) {
+	for waited := time.Duration(0); waited < stampedWait; waited += stampedPoll {
+		if h, _, err := d.Latency(slot); err != nil || h.Count > 0 {
+			return
+		}
+		sleep(stampedPoll)
+	}
+}
+
+const (
+	stampedWait = 2 * time.Second
+	stampedPoll = time.Millisecond
+)
 
 func latencyRounds(d LatencyDriver, ref Arm, arms []Arm, live []int, c LatencyConfig, sleep func(time.Duration), refRes *LatencyArm, res []LatencyArm) error {
 	gen := d.Generator()

@@ -98,3 +98,40 @@ func TestMeasureLatencyCancelsDrift(t *testing.T) {
 		t.Errorf("reference: added %.0f, rounds %v; want none", r.AddedP50, r.AddedP50Rounds)
 	}
 }
+
+// countingLatDriver records slot 0's first stamped packet after a given
+// number of reads (the frames queued before it still on their way).
+type countingLatDriver struct {
+	fakeLatDriver
+	reads, stampedAt int
+}
+
+func (f *countingLatDriver) Latency(slot int) (LatencyHist, LatencyMisses, error) {
+	f.reads++
+	var h LatencyHist
+	if f.stampedAt > 0 && f.reads >= f.stampedAt {
+		h.Record(1000)
+	}
+	return h, LatencyMisses{}, nil
+}
+
+// The latency phase starts measuring only once the sink has seen a
+// stamped packet (the ring queued before stamping was on has drained),
+// and does not wait forever for one.
+func TestAwaitStamped(t *testing.T) {
+	for _, tc := range []struct {
+		stampedAt int
+		want      time.Duration
+	}{
+		{1, 0},
+		{40, 39 * stampedPoll},
+		{0, stampedWait}, // never
+	} {
+		f := &countingLatDriver{stampedAt: tc.stampedAt}
+		var slept time.Duration
+		awaitStamped(f, 0, func(d time.Duration) { slept += d })
+		if slept != tc.want {
+			t.Errorf("first stamped at read %d: waited %v, want %v", tc.stampedAt, slept, tc.want)
+		}
+	}
+}

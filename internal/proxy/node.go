@@ -391,20 +391,28 @@ func (n *Node) setFlowCap(id, max uint32) error {
 		return fmt.Errorf("create flow cache of %d entries: %w", max, err)
 	}
 	defer m.Close()
-	// The flows the SID learned so far go with it (as many as fit): a
-	// packet the SF returns right after the change is re-encapsulated
-	// from its flow's cache, not dropped for the lack of one.
+	n.carryFlows(id, m, int(max))
+	if err := n.objs.FlowCapsMap.Put(id, m); err != nil {
+		return fmt.Errorf("install flow cache: %w", err)
+	}
+	return nil
+}
+
+// carryFlows copies up to limit (0: no limit) of the flows SID id has
+// learnt, from the cache it uses now (its own, or the node-wide one), into
+// dst, the cache a flow max change gives it: a packet the SF returns right
+// after the change is re-encapsulated from its flow's cache, not dropped
+// for the lack of one.
+func (n *Node) carryFlows(id uint32, dst *ebpf.Map, limit int) {
 	from := n.flowCap(id)
 	if from == nil {
 		from = n.objs.FlowsMap
 	} else {
 		defer from.Close()
 	}
-	copyFlows(m, from, id, int(max))
-	if err := n.objs.FlowCapsMap.Put(id, m); err != nil {
-		return fmt.Errorf("install flow cache: %w", err)
+	if from != dst {
+		copyFlows(dst, from, id, limit)
 	}
-	return nil
 }
 
 // copyFlows copies up to limit (0: no limit) of SID id's flows from one

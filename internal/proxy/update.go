@@ -70,10 +70,7 @@ func (n *Node) prepare(old proxyTCProxySid, s Spec) (proxyTCProxySid, error) {
 	if s.FlowMax == 0 && old.FlowMax != 0 && s.Flow {
 		// Back to the node-wide cache: the flows learned in the SID's own
 		// go there first (its own is removed once nothing reads it).
-		if own := n.flowCap(cfg.Id); own != nil {
-			copyFlows(n.objs.FlowsMap, own, cfg.Id, 0)
-			own.Close()
-		}
+		n.carryFlows(cfg.Id, n.objs.FlowsMap, 0)
 	}
 	if s.Behavior == EndAS {
 		if err := n.putStaticCache(s, cfg.Id); err != nil {

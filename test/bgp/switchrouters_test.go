@@ -1,10 +1,15 @@
 package bgp
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,8 +22,9 @@ import (
 // A lab brought up from a static domain with routers runs no FRR; apply of
 // the same domain under routing: bgp starts FRR on the routers (the lab's
 // routing follows the applied domain), and apply back to static stops it,
-// the routers' static routes in place again. Traffic through chain web
-// flows in every state.
+// the routers' static routes in place again; segchain watch's apply of the
+// bgp domain starts it too. Traffic through chain web flows in every
+// state.
 func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 	segchainProto := fmt.Sprintf("proto %d", nodestate.Proto)
 	b, err := os.ReadFile(domainFile)
@@ -94,5 +100,53 @@ func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 	flows("static again")
 	if out := e.must("apply", "-f", staticFile, "--lab", e.lab); !strings.Contains(out, "no changes") {
 		t.Errorf("static again is not the static domain:\n%s", out)
+	}
+
+	// segchain watch applies through the same controller: its apply of
+	// the bgp domain starts the routers' FRR too.
+	w := exec.Command(segchainBin, "watch", "-f", domainFile, "--lab", e.lab, "-o", "json")
+	out, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var werr strings.Builder
+	w.Stderr = &werr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	t.Cleanup(func() {
+		_ = w.Process.Kill()
+		<-exited
+	})
+	first := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		first <- line
+		_, _ = io.Copy(io.Discard, out)
+		exited <- w.Wait()
+	}()
+	select {
+	case line := <-first:
+		var ev struct {
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Error != "" {
+			t.Fatalf("watch's initial apply: %q (%v)\n%s", line, err, werr.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("watch printed no initial apply in 60 s\n%s", werr.String())
+	}
+	d = routerDaemons()
+	for _, r := range []string{"r1", "r2"} {
+		if d[r]["zebra"] == 0 || d[r]["bgpd"] == 0 {
+			t.Errorf("after watch's apply of the bgp domain, %s runs %v, want zebra and bgpd", r, d[r])
+		}
+	}
+	e.waitEstablished(30 * time.Second)
+	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, 10*time.Second)
+	flows("bgp by watch")
+	if err := w.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
 }
