@@ -19,8 +19,9 @@
 #            bfdd on r1)
 # and ROUTE is how long until ingress routes nfv1's locator over eth-r2
 # (polled every 10 ms); LOST is what the receiver missed and GAP the
-# longest run of lost packets, in ms (the receiver waits 8 s for a late
-# packet, longer than any outage measured). The link is repaired after 6 s.
+# longest run of lost packets, in ms, and GAPAT where that run began, in
+# ms into the stream (the receiver waits 8 s for a late packet, longer
+# than any outage measured). The link is repaired after 6 s.
 # Prints one row per run and case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -94,7 +95,7 @@ repair() {
 	esac
 }
 
-printf '%-10s %3s %8s %8s %8s %9s\n' CASE RUN SENT LOST GAPms ROUTEms
+printf '%-10s %3s %8s %8s %8s %9s %8s\n' CASE RUN SENT LOST GAPms ROUTEms GAPATms
 for run in $(seq 1 "$RUNS"); do
 	for c in $CASES; do
 		case $c in
@@ -121,7 +122,10 @@ for run in $(seq 1 "$RUNS"); do
 import json, sys
 r = json.load(open(sys.argv[1]))
 rate = int(sys.argv[5])
-print("%-10s %3s %8d %8d %8d %9s" % (sys.argv[2], sys.argv[3], r["sent"], r["lost"], r["longest_gap"] * 1000 // rate, sys.argv[4]))
+# Where the longest gap began, in ms into the stream: the failure is at
+# 2000, the repair 6 s and the reroute after it.
+at = r["gaps"][0][0] * 1000 // rate if r.get("gaps") else -1
+print("%-10s %3s %8d %8d %8d %9s %8d" % (sys.argv[2], sys.argv[3], r["sent"], r["lost"], r["longest_gap"] * 1000 // rate, sys.argv[4], at))
 EOF
 		rm -f "$out"
 		wait_dev eth-r1 30 >/dev/null

@@ -6,8 +6,9 @@
       seconds after the first one (or --first S before it): received, unique,
       lost (gaps up to the highest sequence number seen, plus the tail
       announced by the sender's last packet), duplicates, reordered, the
-      longest run of consecutive lost sequence numbers and the highest
-      sequence number received (last). With --until-signal a gap of any
+      longest run of consecutive lost sequence numbers, the highest
+      sequence number received (last) and the five longest gaps as
+      [first lost sequence number, length]. With --until-signal a gap of any
       length does not end it: it waits for SIGUSR1 (the sender is done)
       and stops once no packet came for S seconds after that.
   seqstream.py send DST PORT --count N --rate PPS [--control PORT]
@@ -57,16 +58,20 @@ def recv(a):
     dups = sum(v - 1 for v in seen.values())
     top = max(total, (max(seen) + 1) if seen else 0)
     lost = top - unique
-    run = best = 0
+    # Every run of consecutive lost sequence numbers: [first, length].
+    gaps = []
     for i in range(top):
         if i in seen:
-            run = 0
+            continue
+        if gaps and gaps[-1][0] + gaps[-1][1] == i:
+            gaps[-1][1] += 1
         else:
-            run += 1
-            best = max(best, run)
+            gaps.append([i, 1])
+    best = max((g[1] for g in gaps), default=0)
     print(json.dumps({"sent": top, "received": sum(seen.values()), "unique": unique,
                       "lost": lost, "duplicates": dups, "reordered": reordered,
-                      "longest_gap": best, "last": last}), flush=True)
+                      "longest_gap": best, "last": last,
+                      "gaps": sorted(gaps, key=lambda g: -g[1])[:5]}), flush=True)
 
 def send(a):
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
