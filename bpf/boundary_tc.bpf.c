@@ -189,27 +189,6 @@ static __always_inline int local_dest(void *ctx, __u32 ifindex, struct ipv6hdr *
 
 #define BND_PASS (-1)
 
-/* bnd_walk_skb and bnd_walk_xdp are the extension-header walk as global
- * (not inlined) functions: the verifier checks each once, on its own,
- * with its arguments unknown, instead of once for every path of every
- * caller into it (boundary_in: 67,031 instructions processed when it was
- * inlined). They return 0; w is filled in. */
-__noinline int bnd_walk_skb(struct __sk_buff *skb, __u32 len, __u32 nexthdr, struct ipv6_walk *w)
-{
-	if (!w)
-		return 0;
-	ipv6_walk_ext_ctx(skb, 0, len, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), nexthdr, w);
-	return 0;
-}
-
-__noinline int bnd_walk_xdp(struct xdp_md *ctx, __u32 len, __u32 nexthdr, struct ipv6_walk *w)
-{
-	if (!w)
-		return 0;
-	ipv6_walk_ext_ctx(ctx, 1, len, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), nexthdr, w);
-	return 0;
-}
-
 /* bnd_kind_of looks the destination up: one LPM lookup. */
 static __always_inline __u32 bnd_kind_of(struct ipv6hdr *ip6)
 {
@@ -235,9 +214,9 @@ static __always_inline int bnd_in(void *ctx, int xdp, __u32 len, __u32 ifindex, 
 		/* No extension header, so no SRH: the fast path. */
 		return kind == BND_SID ? BND_DROP_SID : BND_PASS;
 	if (xdp)
-		bnd_walk_xdp(ctx, len, ip6->nexthdr, &w);
+		ipv6_walk_xdp(ctx, len, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
 	else
-		bnd_walk_skb(ctx, len, ip6->nexthdr, &w);
+		ipv6_walk_skb(ctx, len, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
 	if (kind == BND_SID)
 		return w.srh_off ? BND_DROP_SID_SRH : BND_DROP_SID;
 	/* An SRH could hide behind a fragment header (the kernel processes
@@ -319,7 +298,7 @@ int hmac_in(struct __sk_buff *skb)
 	key.addr = ip6->daddr;
 	if (!bpf_map_lookup_elem(&bnd_hmac_sids, &key))
 		return TC_ACT_UNSPEC;
-	bnd_walk_skb(skb, skb->len, ip6->nexthdr, &w);
+	ipv6_walk_ext(skb, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
 	if (w.bad_rh || w.truncated || w.too_many || w.multi_srh)
 		return TC_ACT_UNSPEC; /* the kernel rejects these itself */
 	/* No SRH at all: the kernel's decapsulating behaviours check the HMAC

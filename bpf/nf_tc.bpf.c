@@ -305,7 +305,7 @@ int nf_in(struct __sk_buff *skb)
 	if (plen == 0 || lim > skb->len)
 		return drop(st, NF_DROP_TRUNCATED);
 
-	ipv6_walk_ext_ctx(skb, 0, lim, ETH_HLEN + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
+	ipv6_walk_skb(skb, lim, ETH_HLEN + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
 	if (w.truncated)
 		return drop(st, NF_DROP_TRUNCATED);
 	if (w.bad_rh || w.multi_srh)

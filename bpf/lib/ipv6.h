@@ -184,11 +184,36 @@ static __always_inline void ipv6_walk_ext_ctx(void *ctx, int xdp, __u32 len, __u
 	w->too_many = 1;
 }
 
-/* ipv6_walk_ext is ipv6_walk_ext_ctx for a tc program. */
+/* ipv6_walk_skb and ipv6_walk_xdp are ipv6_walk_ext_ctx as global (not
+ * inlined) functions, for a tc and an XDP program: the verifier checks
+ * each once, on its own and with its arguments unknown, instead of once
+ * for every path of every caller into the walk (the boundary filter's
+ * boundary_in: 67,031 instructions processed inlined, 1,577 so). The
+ * caller then knows nothing of w's fields but what it checks. They
+ * return 0. Unused ones are left out of the program. */
+__noinline int ipv6_walk_skb(struct __sk_buff *skb, __u32 len, __u32 off, __u32 nexthdr,
+			     struct ipv6_walk *w)
+{
+	if (!w)
+		return 0;
+	ipv6_walk_ext_ctx(skb, 0, len, off, nexthdr, w);
+	return 0;
+}
+
+__noinline int ipv6_walk_xdp(struct xdp_md *ctx, __u32 len, __u32 off, __u32 nexthdr,
+			     struct ipv6_walk *w)
+{
+	if (!w)
+		return 0;
+	ipv6_walk_ext_ctx(ctx, 1, len, off, nexthdr, w);
+	return 0;
+}
+
+/* ipv6_walk_ext walks a tc program's packet (ipv6_walk_skb). */
 static __always_inline void ipv6_walk_ext(struct __sk_buff *skb, __u32 off, __u8 nexthdr,
 					  struct ipv6_walk *w)
 {
-	ipv6_walk_ext_ctx(skb, 0, skb->len, off, nexthdr, w);
+	ipv6_walk_skb(skb, skb->len, off, nexthdr, w);
 }
 
 #endif
