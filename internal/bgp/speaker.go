@@ -455,7 +455,9 @@ func (s *Speaker) pokePaths(paths []*api.Path) {
 			s.dirtyAll = true
 			continue
 		}
-		s.dirty[dst] = true
+		if dst.Addr().Is6() { // the speaker runs IPv6 unicast only
+			s.dirty[dst] = true
+		}
 	}
 	s.dirtyMu.Unlock()
 	if now {
