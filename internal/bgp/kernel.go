@@ -350,8 +350,18 @@ func (s *Speaker) linkEvent(ctx context.Context, srv *server.BgpServer, dev stri
 // is a fixed 5 s, unless the peer was reset: a (hard) reset first makes
 // the wait the configured IdleHoldTimeAfterReset (1 s). The reset's
 // NOTIFICATION goes nowhere (an idle session sends nothing, and its queue
-// is emptied when the session leaves idle).
+// is emptied when the session leaves idle). Only a shut session is reset:
+// one that is not (a link the speaker had not seen down) is left alone.
 func enablePeer(ctx context.Context, srv *server.BgpServer, addr string) error {
+	shut := false
+	if err := srv.ListPeer(ctx, &api.ListPeerRequest{Address: addr}, func(p *api.Peer) {
+		shut = p.GetState().GetAdminState() == api.PeerState_DOWN
+	}); err != nil {
+		return err
+	}
+	if !shut {
+		return nil
+	}
 	if err := srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: addr, Communication: "segchain: link back"}); err != nil {
 		return err
 	}

@@ -25,10 +25,11 @@ type Controller struct {
 	// the same nodes; it returns the release function.
 	Lock func(ctx context.Context) (release func(), err error)
 	// Outside, if set, brings what the domain needs outside its SR nodes
-	// to the plan before each apply that changes something or not (a
-	// lab's routers' FRR: lab.SyncRouting); done then gets the apply's
-	// outcome, to keep that (nil) or put it back. Every apply runs it:
-	// segchain apply's and each of segchain watch's.
+	// (a lab's routers' FRR: lab.SyncRouting) to the plan before every
+	// apply that is not a dry run, also one that changes no node (FRR may
+	// still differ); done then gets the apply's outcome, to keep that
+	// (nil) or put it back. segchain apply's applies run it, and each of
+	// segchain watch's.
 	Outside func() (done func(applyErr error) error, err error)
 	// Concurrency is how many nodes change (and are observed) at once
 	// (≤ 1: one at a time); NodeTimeout, if set, bounds each node's part
