@@ -29,7 +29,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "lib/cursor.h"
-#include "lib/ipv6.h"
+#include "lib/ipv6_walk.h"
 
 #ifndef TC_ACT_UNSPEC
 #define TC_ACT_UNSPEC (-1)

@@ -40,7 +40,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "lib/cursor.h"
-#include "lib/ipv6.h"
+#include "lib/ipv6_walk.h"
 #include "lib/drop.h"
 
 #define NF_MAX_SIDS 64	   /* End.AN.NF SID prefixes per node */

@@ -26,7 +26,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "lib/cursor.h"
-#include "lib/ipv6.h"
+#include "lib/ipv6_walk.h"
 #include "lib/drop.h"
 #include "lib/icmp6.h"
 #include "lib/icmp4.h"
