@@ -450,13 +450,13 @@ func (s *Speaker) pokePaths(paths []*api.Path) {
 			s.dirtyAll = true
 			continue
 		}
-		dst, err := parsePrefix(fmt.Sprintf("%s/%d", nlri.Prefix, nlri.PrefixLen))
-		if err != nil {
+		a, err := netip.ParseAddr(nlri.Prefix)
+		if err != nil || nlri.PrefixLen > 128 {
 			s.dirtyAll = true
 			continue
 		}
-		if dst.Addr().Is6() { // the speaker runs IPv6 unicast only
-			s.dirty[dst] = true
+		if a.Is6() { // the speaker runs IPv6 unicast only
+			s.dirty[netip.PrefixFrom(a, int(nlri.PrefixLen)).Masked()] = true
 		}
 	}
 	s.dirtyMu.Unlock()
