@@ -493,9 +493,10 @@ With -o json, the diffs and their summary are printed.`,
 
 func newStatusCmd() *cobra.Command {
 	var f domainFlags
-	var check bool
+	var check, verbose bool
+	var w statusWatch
 	cmd := &cobra.Command{
-		Use:   "status [-f FILE] [--lab NAME] [-o json] [--check]",
+		Use:   "status [-f FILE] [--lab NAME] [-o json] [-v] [--check | --watch [--interval D] [--count N]]",
 		Short: "Show chains, their SID lists and per-SID counters on every node",
 		Long: `For every chain: its headend, mode, classifier and SID list (node, service,
 behaviour of each segment) and the path its packets take now: from the
@@ -520,10 +521,25 @@ NOTIFICATION), and with routing.bgp.bfd a BFD column (up, down, init,
 admin-down). See docs/routing.md.
 With --lab and no -f, the domain is the file the lab was brought up from.
 
+Each node's state is in-sync, drift, not-applied (nothing of segchain's is
+on it: never applied, or destroyed) or unknown (could not be read); each
+chain's likewise from the nodes it crosses (-o json: nodes[].state,
+chains[].state). A node or chain not applied is one line; a broken chain
+is one line naming its nodes and how many objects each lacks. -v lists the
+objects (as -o json's broken[].missing does) and every path problem.
+
+--watch samples the per-SID counters every --interval and shows packet,
+byte and drop rates (counter deltas over the measured time; a counter
+that went back, e.g. a SID re-created, counts from zero): on a terminal
+the screen is redrawn in place, otherwise one line per SID and sample is
+appended; -o json prints one JSON object per sample (JSON lines). Ctrl-C
+stops it with exit status 0; --count N stops after N samples.
+
 Exit status: 0 on success, 1 on error. With --check: 0 every node matches
-the domain, 1 error, 2 drift (some node has pending changes or broken eBPF
-objects).`,
-		Example: "  segchain status --lab default\n  segchain status --lab default --check\n  segchain status --lab default -o json",
+the domain, 1 error, 2 drift or not applied (some node has pending changes
+or broken eBPF objects). The table of every verb's exit statuses is in
+docs/apply.md.`,
+		Example: "  segchain status --lab default\n  segchain status --lab default --check\n  segchain status --lab default -v\n  segchain status --lab default -o json\n  segchain status --lab default --watch --interval 1s",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -533,6 +549,12 @@ objects).`,
 			if err != nil {
 				return err
 			}
+			if w.on {
+				if check {
+					return errors.New("--check and --watch: choose one")
+				}
+				return w.run(cmd, c, f.output)
+			}
 			st := c.Status(cmd.Context())
 			labRouters(st, f.labNm, c.Plan)
 			if f.output == "json" {
@@ -540,13 +562,15 @@ objects).`,
 					return err
 				}
 			} else {
-				printStatus(cmd.OutOrStdout(), st)
+				printStatus(cmd.OutOrStdout(), st, verbose)
 			}
 			return statusExit(check, st)
 		},
 	}
 	f.register(cmd, true)
-	cmd.Flags().BoolVar(&check, "check", false, "exit 2 when any node has drifted from the domain (for CI and monitoring)")
+	cmd.Flags().BoolVar(&check, "check", false, "exit 2 when any node has drifted from the domain or holds nothing of it (not applied), for CI and monitoring")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "list what each broken chain's nodes lack, and every path problem of a chain not applied")
+	w.register(cmd)
 	return cmd
 }
 
@@ -561,9 +585,17 @@ func statusExit(check bool, st *controller.Status) error {
 			return fmt.Errorf("node %s: %s", n.Node, n.Error)
 		}
 	}
-	pending := 0
+	pending, bare := 0, 0
 	for _, n := range st.Drift {
 		pending += n
+	}
+	for _, n := range st.Nodes {
+		if n.State == controller.StateNotApplied {
+			bare++
+		}
+	}
+	if bare > 0 {
+		return pendingExit(true, pending, fmt.Sprintf("pending change(s): not applied on %d of %d node(s), run segchain apply", bare, len(st.Nodes)))
 	}
 	return pendingExit(true, pending, "pending change(s): drift from the domain")
 }
@@ -693,8 +725,9 @@ func printBGP(w io.Writer, nodes []controller.NodeStatus) {
 }
 
 // printPaths shows the path each chain takes now, one line per chain
-// (chainpath.Render), what stops or bends it below.
-func printPaths(w io.Writer, chains []controller.ChainStatus) {
+// (chainpath.Render), what stops or bends it below; a chain not applied
+// is one line unless verbose.
+func printPaths(w io.Writer, chains []controller.ChainStatus, verbose bool) {
 	if len(chains) == 0 {
 		return
 	}
@@ -702,6 +735,11 @@ func printPaths(w io.Writer, chains []controller.ChainStatus) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PATH CHAIN\tNODES (SID BEHAVIOR)")
 	for _, ch := range chains {
+		if ch.State == controller.StateNotApplied && !verbose {
+			// Every hop is unreachable: nothing was installed.
+			fmt.Fprintf(tw, "%s\tnot applied\n", ch.Name)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\n", ch.Name, chainpath.Render(ch.Ingress, ch.Path))
 		for _, seg := range ch.Path {
 			for _, p := range seg.Problems {
@@ -712,7 +750,10 @@ func printPaths(w io.Writer, chains []controller.ChainStatus) {
 	tw.Flush()
 }
 
-func printStatus(w io.Writer, st *controller.Status) {
+// printStatus is status' text. Unless verbose, a node or chain not
+// applied is one line, and a broken chain one line naming its nodes (the
+// objects each lacks are listed with -v and in -o json).
+func printStatus(w io.Writer, st *controller.Status, verbose bool) {
 	fmt.Fprintf(w, "domain %s\n\n", st.Domain)
 	for _, ch := range st.Chains {
 		fmt.Fprintf(w, "chain %s: %s at %s, table %d, match %s\n", ch.Name, ch.Mode, ch.Ingress, ch.Table, ch.Match)
@@ -720,7 +761,7 @@ func printStatus(w io.Writer, st *controller.Status) {
 			fmt.Fprintf(w, "  %d. %-28s %-8s %-20s %s\n", i+1, h.SID, h.Node, h.Service, h.Behavior)
 		}
 	}
-	printPaths(w, st.Chains)
+	printPaths(w, st.Chains, verbose)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSID\tBEHAVIOR\tSERVICE\tPACKETS\tBYTES\tERRORS")
@@ -751,21 +792,5 @@ func printStatus(w io.Writer, st *controller.Status) {
 	tw.Flush()
 	printBGP(w, st.Nodes)
 	printBoundary(w, st.Nodes)
-	if len(st.Drift) > 0 {
-		nodes := make([]string, 0, len(st.Drift))
-		for n := range st.Drift {
-			nodes = append(nodes, n)
-		}
-		sort.Strings(nodes)
-		fmt.Fprintln(w)
-		for _, n := range nodes {
-			fmt.Fprintf(w, "drift: node %s has %d pending change(s); run segchain plan\n", n, st.Drift[n])
-			for _, f := range st.Faults[n] {
-				fmt.Fprintf(w, "  broken: %s\n", f)
-			}
-		}
-		for _, b := range st.Broken {
-			fmt.Fprintln(w, b)
-		}
-	}
+	printDrift(w, st, verbose)
 }

@@ -24,7 +24,7 @@ func TestPrintStatusBoundaryAndDetail(t *testing.T) {
 		{Node: "ingress", Boundary: []nodestate.BoundaryCounter{{Iface: "eth-s", Direction: "in", Reason: "sid-space-srh", Packets: 20, Bytes: 2400}}},
 	}}
 	var b bytes.Buffer
-	printStatus(&b, st)
+	printStatus(&b, st, false)
 	out := b.String()
 	for _, want := range []string{
 		"in 10 out 9 drops in 0 out 1: cache-empty 1",
@@ -36,7 +36,7 @@ func TestPrintStatusBoundaryAndDetail(t *testing.T) {
 		}
 	}
 	b.Reset()
-	printStatus(&b, &controller.Status{Domain: "t"})
+	printStatus(&b, &controller.Status{Domain: "t"}, false)
 	if !strings.Contains(b.String(), "boundary: no drops") {
 		t.Errorf("no drops not said:\n%s", b.String())
 	}
@@ -57,7 +57,7 @@ func TestPrintStatusPath(t *testing.T) {
 			Hops: [][]string{{"ingress", "r1", "nfv1", "egress"}, {"ingress", "r2"}}, Problems: []string{"unreachable at r2: no route to fc00:4::d6"}}},
 	}}}
 	var b bytes.Buffer
-	printStatus(&b, st)
+	printStatus(&b, st, false)
 	for _, want := range []string{
 		"PATH CHAIN  NODES (SID BEHAVIOR)\n",
 		"web         ingress → {r1 → nfv1 → egress | r2 ✗} (fc00:4::d6 End.DX6)\n",

@@ -301,6 +301,9 @@ type NodeStatus struct {
 	// BGP are the sessions of the node's BGP speaker (routing: bgp).
 	BGP   []nodestate.BGPSession `json:"bgp,omitempty"`
 	Error string                 `json:"error,omitempty"`
+	// State is in-sync, drift, not-applied (nothing of segchain's is on
+	// the node) or unknown (Error).
+	State string `json:"state"`
 }
 
 // SIDStatus is a local SID joined with what the plan says it is.
@@ -333,6 +336,10 @@ type ChainStatus struct {
 	// (chainpath): what the routes installed now say, under routing:
 	// static and bgp alike.
 	Path []chainpath.Segment `json:"path"`
+	// State is in-sync, drift (a node it crosses lacks something),
+	// not-applied (none of its nodes holds anything of segchain's) or
+	// unknown (a node it crosses could not be read).
+	State string `json:"state"`
 }
 
 // Status reads counters, observed state and routes from every node,
@@ -390,15 +397,29 @@ func (c *Controller) Status(ctx context.Context) *Status {
 	})
 	// Drift, broken chains and faults in node order, as before.
 	byNode := map[string]chainpath.Table{}
+	// state is each node's State for its chains; a node in sync that
+	// holds nothing (the plan puts nothing there) says nothing of them.
+	state := map[string]string{}
+	broken := map[string]bool{}
 	for i, n := range nodes {
 		byNode[n] = tables[i]
 		got := observed[i]
 		if got == nil {
+			st.Nodes[i].State = StateUnknown
+			state[n] = StateUnknown
 			continue
 		}
-		if d := Compute(got, c.Plan.Nodes[n]); !d.Empty() {
+		d := Compute(got, c.Plan.Nodes[n])
+		st.Nodes[i].State = nodeState(got, d)
+		if st.Nodes[i].State != StateInSync || !holdsNothing(got) {
+			state[n] = st.Nodes[i].State
+		}
+		if !d.Empty() {
 			st.Drift[n] = len(d.Adds) + len(d.Deletes)
-			st.Broken = append(st.Broken, brokenBy(c.Plan.Chains, d)...)
+			for _, b := range brokenBy(c.Plan.Chains, d) {
+				st.Broken = append(st.Broken, b)
+				broken[b.Chain] = true
+			}
 		}
 		var f []string
 		for _, k := range kinds.Registry().Kinds() {
@@ -410,7 +431,8 @@ func (c *Controller) Status(ctx context.Context) *Status {
 	}
 	tr := chainpath.New(c.Plan.Links, byNode)
 	for _, ch := range c.Plan.Chains {
-		st.Chains = append(st.Chains, ChainStatus{Chain: ch, Path: tr.Chain(ch.Ingress, ch.Hops)})
+		st.Chains = append(st.Chains, ChainStatus{Chain: ch, Path: tr.Chain(ch.Ingress, ch.Hops),
+			State: chainState(ch.Nodes, state, broken[ch.Name])})
 	}
 	return st
 }
