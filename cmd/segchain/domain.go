@@ -539,7 +539,7 @@ Exit status: 0 on success, 1 on error. With --check: 0 every node matches
 the domain, 1 error, 2 drift or not applied (some node has pending changes
 or broken eBPF objects). The table of every verb's exit statuses is in
 docs/apply.md.`,
-		Example: "  segchain status --lab default\n  segchain status --lab default --check\n  segchain status --lab default -v\n  segchain status --lab default -o json\n  segchain status --lab default --watch --interval 1s",
+		Example: "  segchain status --lab default\n  segchain status --lab default --check\n  segchain status --lab default -v\n  segchain status --lab default -o json\n  segchain status --lab default --watch --interval 1s --count 3",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
