@@ -65,6 +65,7 @@ func (f *domainFlags) lock(cmd *cobra.Command) (*domainLocks, error) {
 }
 
 func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
+	cmd.Args = domainArgs
 	cmd.Flags().StringVarP(&f.file, "file", "f", "", "domain file (YAML); default: the built-in default domain (examples/default.yaml)")
 	cmd.Flags().StringVar(&f.labNm, "lab", "", "run against the nodes of this lab (segchain lab up --lab NAME); with no -f, the file the lab was brought up from; default: each node's netns field")
 	if withOutput {
@@ -92,7 +93,7 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 	var l *lab.Lab
 	var err error
 	if f.labNm != "" {
-		if l, err = lab.Get(f.labNm); err != nil {
+		if l, err = getLab(f.labNm); err != nil {
 			return nil, err
 		}
 	}

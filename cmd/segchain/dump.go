@@ -220,7 +220,7 @@ func liveTarget(f dumpFlags) (ns, iface string, err error) {
 	if !ok || node == "" || ifc == "" {
 		return "", "", fmt.Errorf("dump: with --lab, -i must be NODE:IFACE, got %q", f.iface)
 	}
-	l, err := lab.Get(f.labName)
+	l, err := getLab(f.labName)
 	if err != nil {
 		return "", "", fmt.Errorf("dump: %w", err)
 	}

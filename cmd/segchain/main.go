@@ -64,5 +64,6 @@ Typical session:
 		newVersionCmd(),
 		newAgentCmd(), newPKICmd(),
 	)
+	suggestSubcommands(root)
 	return root
 }

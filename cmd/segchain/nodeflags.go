@@ -68,7 +68,7 @@ func (f *nodeFlags) resolve() (string, error) {
 		if name == "" {
 			name = defaultLab()
 		}
-		l, err := lab.Get(name)
+		l, err := getLab(name)
 		if err != nil {
 			return "", err
 		}
