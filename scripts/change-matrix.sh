@@ -16,7 +16,9 @@
 #
 # usage: sudo scripts/change-matrix.sh [-r RATE] [-s SECONDS] [-o CELL-REGEX] [-k]
 #   -k keeps the lab (for inspection); its name is printed.
-# env: SEGCHAIN=path to a built binary (default: go build into a temp dir)
+# env: SEGCHAIN_BIN=path to a built binary ($SEGCHAIN also works; default:
+#      bin/segchain, built only when older than the sources:
+#      scripts/segchain-bin.sh)
 set -euo pipefail
 RATE=2000 SECONDS_=3 ONLY=. KEEP=0
 while getopts "r:s:o:k" o; do
@@ -25,14 +27,16 @@ while getopts "r:s:o:k" o; do
 	s) SECONDS_=$OPTARG ;;
 	o) ONLY=$OPTARG ;;
 	k) KEEP=1 ;;
-	*) sed -n '2,22p' "$0"; exit 2 ;;
+	*) sed -n '2,21p' "$0"; exit 2 ;;
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "change-matrix: needs root (namespaces)" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/change-matrix.XXXXXX)
 lab="cm$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
-bin=${SEGCHAIN:-}
+. "$here/segchain-bin.sh"
+segchain_bin
+bin=$BIN
 cleanup() {
 	[ -n "${rpid:-}" ] && kill "$rpid" 2>/dev/null || true
 	if [ "$KEEP" = 0 ]; then
@@ -43,10 +47,6 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-if [ -z "$bin" ]; then
-	bin=$work/segchain
-	(cd "$here/.." && go build -o "$bin" ./cmd/segchain)
-fi
 
 # The cells: python writes <cell>.before.yaml / <cell>.after.yaml (JSON,
 # which is YAML) and the cell list.

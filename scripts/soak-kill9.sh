@@ -2,8 +2,9 @@
 # soak-kill9.sh — kill -9 apply and destroy at random moments, then check
 # that the next command leaves exactly the state a clean one does.
 #
-# Root. Creates its own lab (h12a-k9-<random>, the default domain: native
-# chains, a proxy on nfv1, a firewall on nfv2) and removes it on exit.
+# Root. Creates its own lab (k9-<random>, or --lab NAME; the default
+# domain: native chains, a proxy on nfv1, a firewall on nfv2) and removes
+# it on exit.
 #
 #   apply phase   RUNS times: start from a destroyed lab, start `apply`,
 #                 SIGKILL it after a random delay (0 .. the time a full
@@ -20,24 +21,33 @@
 # attachments (bpftool net, ids masked), segchain's pins under bpffs with
 # each map's type/key/value/max entries and the contents of the proxy and
 # firewall SID maps, and segchain's state files (/run/segchain/nodes, fw,
-# journal). Lock files (/run/segchain/locks) are not state: they stay by
-# design. Mismatches are printed as diffs and counted.
+# journal). Lock files (/run/segchain/locks) are not state. Mismatches are
+# printed as diffs and counted.
 #
-# Usage: sudo scripts/soak-kill9.sh [RUNS]      (default 50)
-#        SEGCHAIN_BIN=path to use a built binary; KEEP=1 keeps the work dir.
+# Usage: sudo scripts/soak-kill9.sh [--lab NAME] [RUNS]      (default 50)
+#   --lab NAME  the lab to create (it must not exist; default k9-<random>)
+# env: SEGCHAIN_BIN=path to a built binary ($SEGCHAIN also works; default:
+#      bin/segchain, built only when older than the sources:
+#      scripts/segchain-bin.sh); KEEP=1 keeps the work dir.
 set -euo pipefail
 
+LAB=k9-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+while [ $# -gt 0 ]; do
+	case $1 in
+	--lab) LAB=${2:?--lab needs a name}; shift 2 ;;
+	--lab=*) LAB=${1#--lab=}; shift ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+	-*) echo "soak-kill9: unknown option $1 (--help)" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
 RUNS=${1:-50}
 [ "$(id -u)" = 0 ] || { echo "soak-kill9: run as root" >&2; exit 1; }
 cd "$(dirname "$0")/.."
-WORK=$(mktemp -d /tmp/h12a-soak-kill9.XXXXXX)
-LAB=h12a-k9-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+WORK=$(mktemp -d /tmp/soak-kill9.XXXXXX)
 DOMAIN=examples/default.yaml
-BIN=${SEGCHAIN_BIN:-}
-if [ -z "$BIN" ]; then
-	BIN=$WORK/segchain
-	go build -o "$BIN" ./cmd/segchain
-fi
+. scripts/segchain-bin.sh
+segchain_bin
 
 cleanup() {
 	"$BIN" destroy -f "$DOMAIN" --lab "$LAB" >/dev/null 2>&1 || true
@@ -88,6 +98,13 @@ snapshot() { # the lab's state, normalised (object ids masked)
 	return 0
 }
 
+# A lab of that name is someone else's: cleanup must not take it down.
+if [ -e "/run/segchain/labs/$LAB.json" ]; then
+	echo "soak-kill9: lab $LAB exists; name another with --lab" >&2
+	trap - EXIT
+	rm -rf "$WORK"
+	exit 2
+fi
 "$BIN" lab up -f "$DOMAIN" --lab "$LAB" >/dev/null
 snapshot >"$WORK/clean-lab"
 t0=$(date +%s%N)

@@ -101,36 +101,65 @@ func Acquire(ctx context.Context, nodes []Node, opts Options) (*Set, error) {
 }
 
 func lockOne(ctx context.Context, path, name string, opts Options) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lock node %s: %w", name, err)
-	}
 	told := false
+	for {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("lock node %s: %w", name, err)
+		}
+		locked, err := waitLock(ctx, f, path, name, opts, &told)
+		if err != nil {
+			return nil, err
+		}
+		if locked {
+			return f, nil
+		}
+		// The holder removed the file as it released it: the lock we got
+		// is on a file nobody else will open again. Lock the one now at
+		// path (created anew if need be).
+		f.Close()
+	}
+}
+
+// waitLock flocks f (opened at path) and reports whether f is still the
+// file at path: false when a holder released and removed it while we
+// waited (see Release).
+func waitLock(ctx context.Context, f *os.File, path, name string, opts Options, told *bool) (bool, error) {
 	for {
 		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return f, nil
+			return samePath(f, path), nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
 			f.Close()
-			return nil, fmt.Errorf("lock node %s: %w", name, err)
+			return false, fmt.Errorf("lock node %s: %w", name, err)
 		}
 		h := ReadHolder(path)
 		if opts.NoWait {
 			f.Close()
-			return nil, fmt.Errorf("node %s is locked by %s: %w", name, h, ErrBusy)
+			return false, fmt.Errorf("node %s is locked by %s: %w", name, h, ErrBusy)
 		}
-		if !told && opts.Waiting != nil {
+		if !*told && opts.Waiting != nil {
 			opts.Waiting(name, h)
-			told = true
+			*told = true
 		}
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, fmt.Errorf("waiting for lock on node %s held by %s: %w", name, h, ctx.Err())
+			return false, fmt.Errorf("waiting for lock on node %s held by %s: %w", name, h, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// samePath reports whether the open file f is the file now at path (same
+// device and inode).
+func samePath(f *os.File, path string) bool {
+	var a, b unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &a) != nil || unix.Stat(path, &b) != nil {
+		return false
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino
 }
 
 // ReadHolder reads the holder a lock file names (zero if unreadable).
@@ -143,15 +172,23 @@ func ReadHolder(path string) Holder {
 	return h
 }
 
-// Release unlocks every node (closing the files drops the flocks). The
-// lock files stay: removing one could let two processes lock different
-// files of the same name.
+// Release unlocks every node and removes its lock file, so that lock
+// files do not pile up (one per namespace ever locked). The file is
+// removed while still locked, then closed: a process that opened it
+// before and gets the lock next finds it is no longer the file at its
+// path (samePath) and locks the file there instead, so two processes never
+// both hold a node. (A segchain from before this protocol, which does not
+// check, could; do not mix versions on one host while commands run.)
 func (s *Set) Release() {
 	if s == nil {
 		return
 	}
 	for i := len(s.files) - 1; i >= 0; i-- {
-		s.files[i].Close()
+		f := s.files[i]
+		if samePath(f, f.Name()) {
+			_ = os.Remove(f.Name())
+		}
+		f.Close()
 	}
 	s.files = nil
 }

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -41,4 +44,62 @@ func TestBusyNamesHolder(t *testing.T) {
 		t.Fatalf("after Release: %v", err)
 	}
 	s2.Release()
+}
+
+// TestReleaseRemovesFile: a released lock leaves no file behind, and the
+// next Acquire works.
+func TestReleaseRemovesFile(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 3; i++ {
+		s, err := Acquire(context.Background(), []Node{{Key: "ns-1-1", Name: "a"}, {Key: "ns-2-2", Name: "b"}}, Options{Dir: dir, NoWait: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Release()
+		if left, _ := os.ReadDir(dir); len(left) != 0 {
+			t.Fatalf("after Release, %d lock file(s) left in %s", len(left), dir)
+		}
+	}
+}
+
+// TestMutualExclusionWithRemoval: many lockers of one node, each with its
+// own open file (flock locks belong to open files, as across processes),
+// racing through acquire, a critical section and release (which removes
+// the file): never two inside at once, and no file left at the end.
+func TestMutualExclusionWithRemoval(t *testing.T) {
+	dir := t.TempDir()
+	const lockers, rounds = 8, 150
+	var inside, most atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, lockers)
+	for g := 0; g < lockers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				s, err := Acquire(context.Background(), []Node{{Key: "ns-9-9", Name: "n"}}, Options{Dir: dir})
+				if err != nil {
+					errs <- err
+					return
+				}
+				n := inside.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				runtime.Gosched() // let another locker try while we hold it
+				inside.Add(-1)
+				s.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d lockers held the node at once", m)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("%d lock file(s) left", len(left))
+	}
 }
