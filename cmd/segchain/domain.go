@@ -546,14 +546,17 @@ docs/apply.md.`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
+			if err := w.check(cmd); err != nil {
+				return err
+			}
+			if w.on && check {
+				return errors.New("--check and --watch: choose one")
+			}
 			c, err := f.controller(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			if w.on {
-				if check {
-					return errors.New("--check and --watch: choose one")
-				}
 				return w.run(cmd, c, f.output)
 			}
 			st := c.Status(cmd.Context())

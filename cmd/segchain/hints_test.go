@@ -25,6 +25,8 @@ func TestNewcomerHints(t *testing.T) {
 		{[]string{"perf", "rnu"}, `did you mean "run"?`},
 		{[]string{"zzzzzz"}, `unknown command "zzzzzz" for "segchain" (segchain --help lists them)`},
 		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"status", "--interval", "1s"}, "--interval is for --watch"},
+		{[]string{"status", "--watch", "--check"}, "--check and --watch: choose one"},
 	} {
 		_, err := runRoot(t, "", tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -33,6 +33,20 @@ func (w *statusWatch) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&w.count, "count", 0, "with --watch, stop after this many samples (0: until Ctrl-C)")
 }
 
+// check rejects --interval and --count without --watch: they would be
+// ignored.
+func (w *statusWatch) check(cmd *cobra.Command) error {
+	if w.on {
+		return nil
+	}
+	for _, f := range []string{"interval", "count"} {
+		if cmd.Flags().Changed(f) {
+			return fmt.Errorf("--%s is for --watch", f)
+		}
+	}
+	return nil
+}
+
 // sidRate is one SID's counters at a sample and their rates since the
 // sample before (status --watch -o json: sids[]).
 type sidRate struct {
