@@ -524,11 +524,11 @@ With --lab and no -f, the domain is the file the lab was brought up from.
 
 Each node's state is in-sync, drift, not-applied (nothing of segchain's is
 on it: never applied, destroyed, or all of it lost) or unknown (could not
-be read); each
-chain's likewise from the nodes it crosses (-o json: nodes[].state,
-chains[].state). A node or chain not applied is one line; a broken chain
-is one line naming its nodes and how many objects each lacks. -v lists the
-objects (as -o json's broken[].missing does) and every path problem.
+be read); each chain's likewise from the nodes it crosses (-o json:
+nodes[].state, chains[].state). A node or chain not applied is one line; a
+broken chain is one line naming its nodes and how many objects each lacks.
+-v lists the objects (as -o json's broken[].missing does) and every path
+problem.
 
 --watch samples the per-SID counters every --interval and shows packet,
 byte and drop rates (counter deltas over the measured time; a counter
