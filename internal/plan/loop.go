@@ -6,13 +6,28 @@ import (
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
-// loopRoutes gives every tc-served SID (SR proxy, SR-aware firewall) that
-// directly follows another SID of the same node in a chain a route through
-// the node's service loop (nodestate.LoopDev). The tc programs catch their
-// SIDs on ingress; a packet the node has just processed itself (native End,
-// or another tc service whose FIB lookup forwards it) does not pass an
-// ingress hook again, so without the loop its route lookup found nothing
-// and the packet was lost. A SID reached from another node needs no route.
+// loopRoutes handles every SID that directly follows another SID of the
+// same node in a chain (the node itself, not another node, routes the
+// packet to it):
+//
+//   - A SID served by a tc program (SR proxy, SR-aware firewall, End.AN.NF,
+//     userspace) gets a route through the node's service loop
+//     (nodestate.LoopDev). The tc programs catch their SIDs on ingress; a
+//     packet the node has just processed itself (native End, or another
+//     tc service whose FIB lookup forwards it) does not pass an ingress
+//     hook again, so without the loop its route lookup found nothing and
+//     the packet was lost. A SID reached from another node needs no route.
+//   - A SID the kernel serves (a native behaviour, the egress) right after
+//     another one gets its seg6local route on LoopDev instead of lo. The
+//     kernel's next-hop lookup after End, End.T, End.B6 ...
+//     (seg6_lookup_any_nexthop without local delivery) discards every
+//     route whose device is a loopback, so End followed by End on one node
+//     lost every packet with no counter moving. On a non-loopback device
+//     the route's seg6local input runs as for a packet from outside; a
+//     packet the node itself sends to the SID goes round the loop and
+//     arrives as one from outside. After a tc service it stays on lo: the
+//     program hands the packet to the stack (the FIB cannot forward a
+//     seg6local route), whose input route lookup keeps loopback routes.
 func (b *builder) loopRoutes(hops []Hop) {
 	for i := 1; i < len(hops); i++ {
 		h := hops[i]
@@ -20,13 +35,13 @@ func (b *builder) loopRoutes(hops []Hop) {
 			continue
 		}
 		s := b.d.Services[h.Service]
-		if s == nil {
+		if s == nil || s.ServiceKind() == nil {
+			if ps := b.d.Services[hops[i-1].Service]; ps == nil || ps.ServiceKind() == nil {
+				b.kernelSIDOnLoop(h, hops[i-1])
+			}
 			continue
 		}
 		k := s.ServiceKind()
-		if k == nil {
-			continue
-		}
 		dst := netip.PrefixFrom(h.SID, 128)
 		if k.MatchesArgs() {
 			dst = b.d.SIDPrefix(h.SID)
@@ -41,5 +56,23 @@ func (b *builder) loopRoutes(hops []Hop) {
 		b.looped[key] = true
 		b.addRoute(h.Node, nodestate.Route{Dst: dst, Dev: nodestate.LoopDev, Via: nodestate.LoopGateway,
 			Owner: "service " + h.Service + " (after " + hops[i-1].Service + " on the same node)"})
+	}
+}
+
+// kernelSIDOnLoop moves the seg6local route of h's SID, already planned on
+// h's node, from lo to the service loop (see loopRoutes).
+func (b *builder) kernelSIDOnLoop(h, prev Hop) {
+	n := b.p.Nodes[h.Node]
+	if n == nil {
+		return
+	}
+	dst := b.sidPrefix(h.SID)
+	for i := range n.Routes {
+		r := &n.Routes[i]
+		if r.Seg6Local == nil || r.Dst != dst || r.Table != 0 || r.Dev != "" {
+			continue
+		}
+		r.Dev = nodestate.LoopDev
+		r.Owner += " (after " + prev.Service + " on the same node)"
 	}
 }
