@@ -2,11 +2,17 @@ package e2e
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/netfilter"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/proxy"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -30,7 +36,51 @@ func TestSameNodeServicePairs(t *testing.T) {
 	e := setup(t, "testdata/samenode.yaml")
 	nfv1 := e.ns("nfv1")
 	t.Cleanup(func() { _ = proxy.Remove(nfv1); _ = fw.Flush(nfv1); _ = netfilter.Flush(nfv1) })
-	e.apply()
+	// First as an older segchain left the node: every SID on lo. Then
+	// the apply that moves the kernel-served SIDs after another SID of
+	// their node onto the loop: each is replaced in place (one "~ route"
+	// op, no delete), without loss for a chain that reaches one of them
+	// (nfv1-end, also second in End.T -> End) from another node.
+	old := e.controllerFor(e.d)
+	var moved []string
+	for name, n := range old.Plan.Nodes {
+		for i, r := range n.Routes {
+			if r.Seg6Local != nil && r.Dev == nodestate.LoopDev {
+				n.Routes[i].Dev = ""
+				moved = append(moved, name+" "+r.Dst.String())
+			}
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatal("the plan puts no kernel-served SID on the service loop")
+	}
+	if _, err := old.Apply(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	var res *controller.Result
+	if r := stream(t, e, 7001, 1000, 500, func() { res = e.apply() }); r.Unique != 1000 || r.Duplicates != 0 {
+		t.Errorf("migrating the SIDs from lo to the loop under a stream: 1000 sent, %d arrived, %d duplicated", r.Unique, r.Duplicates)
+	}
+	var ops []string
+	for _, d := range res.Diffs {
+		for _, op := range d.Ops() {
+			if op.Kind == agent.KindRoute && op.Route.Seg6Local != nil {
+				ops = append(ops, d.Node+" "+op.Route.Dst.String()+" "+strings.SplitN(op.String(), " ", 2)[0])
+			}
+		}
+	}
+	var want []string
+	for _, m := range moved {
+		want = append(want, m+" ~")
+	}
+	slices.Sort(want)
+	slices.Sort(ops)
+	if diff := cmp.Diff(want, ops); diff != "" {
+		t.Errorf("seg6local ops of the migration (-want +got):\n%s", diff)
+	}
+	if res := e.apply(); res.Changes() != 0 {
+		t.Errorf("apply after the migration made %d changes: %+v", res.Changes(), res.Diffs)
+	}
 	// egress names a chain's egress SID ("<chain> egress" in the plan).
 	sidOf := func(t *testing.T, name string) netip.Addr {
 		t.Helper()
