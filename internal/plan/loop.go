@@ -2,6 +2,8 @@ package plan
 
 import (
 	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/segchain/segchain/internal/nodestate"
 )
@@ -74,5 +76,35 @@ func (b *builder) kernelSIDOnLoop(h, prev Hop) {
 		}
 		r.Dev = nodestate.LoopDev
 		r.Owner += " (after " + prev.Service + " on the same node)"
+	}
+}
+
+// bindingLoops does for binding SIDs (End.B6, End.B6.Encaps) what
+// loopRoutes does for chains: the first segment of a binding SID's list is
+// the next SID its packets go to, and when it is a SID of the same node the
+// kernel's lookup after End.B6* is the one that discards loopback routes.
+func (b *builder) bindingLoops() {
+	names := make([]string, 0, len(b.d.Services))
+	for n := range b.d.Services {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := b.d.Services[name]
+		if s == nil || s.ServiceKind() != nil || len(s.Segs) == 0 ||
+			!strings.EqualFold(s.Behavior, "End.B6") && !strings.EqualFold(s.Behavior, "End.B6.Encaps") {
+			continue
+		}
+		first, err := b.resolveSID(s.Segs[0])
+		if err != nil {
+			continue
+		}
+		for _, si := range b.p.SIDs {
+			if si.Node == s.Node && si.SID.Contains(first) {
+				b.loopRoutes([]Hop{{SID: b.sids[name], Node: s.Node, Service: name},
+					{SID: first, Node: s.Node, Service: si.Service}})
+				break
+			}
+		}
 	}
 }

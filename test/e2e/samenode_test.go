@@ -121,6 +121,7 @@ func TestSameNodeServicePairs(t *testing.T) {
 		{"End.AN.NF -> End", 7019, "nfv1-nf", "nfv1-end", ""},
 		{"End.AN.NF -> End.AD", 7020, "nfv1-nf", "nfv1-px1", ""},
 		{"End.AD -> End.AN.NF", 7021, "nfv1-px1", "nfv1-nf", ""},
+		{"End.B6.Encaps -> End (its policy's first segment)", 7022, "nfv1-b6", "nfv1-end3", ""},
 	} {
 		t.Run(c.chain, func(t *testing.T) {
 			const n = 200
