@@ -606,7 +606,8 @@ func statusExit(check bool, st *controller.Status) error {
 }
 
 // detailLine renders an eBPF SID's per-direction counters and its
-// non-zero drop reasons: "in 10 out 9 drops in 0 out 1: cache-empty 1".
+// non-zero drop reasons: "in 10 out 9 not-returned 0 drops in 0 out 1:
+// cache-empty 1" (not-returned: an SR proxy's packets the SF kept).
 func detailLine(d map[string]uint64) string {
 	if len(d) == 0 {
 		return ""
@@ -614,6 +615,9 @@ func detailLine(d map[string]uint64) string {
 	var b strings.Builder
 	if _, ok := d["in-packets"]; ok {
 		fmt.Fprintf(&b, "in %d out %d", d["in-packets"], d["out-packets"])
+	}
+	if n, ok := d["not-returned"]; ok {
+		fmt.Fprintf(&b, " not-returned %d", n)
 	}
 	if _, ok := d["in-drops"]; ok {
 		fmt.Fprintf(&b, " drops in %d out %d", d["in-drops"], d["out-drops"])

@@ -197,6 +197,8 @@ func TestDetailLine(t *testing.T) {
 		{map[string]uint64{"in-packets": 10, "out-packets": 9, "in-drops": 0, "out-drops": 1, "drop-cache-empty": 1, "drop-mtu": 0},
 			"in 10 out 9 drops in 0 out 1: cache-empty 1"},
 		{map[string]uint64{"drop-rule": 3, "drop-policy": 2}, "drops: policy 2, rule 3"},
+		{map[string]uint64{"in-packets": 10, "out-packets": 4, "not-returned": 6, "in-drops": 0, "out-drops": 0},
+			"in 10 out 4 not-returned 6 drops in 0 out 0"},
 	} {
 		if got := detailLine(tc.in); got != tc.want {
 			t.Errorf("detailLine(%v) = %q, want %q", tc.in, got, tc.want)

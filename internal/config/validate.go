@@ -814,7 +814,7 @@ func (v *validator) chain(p string, c *Chain) {
 	// Match.
 	fam := v.match(p+".match", c)
 	v.chainProxies(p, c, fam)
-	v.sameNodeAfterEthernetProxy(p, c)
+	v.sameNodePairs(p, c)
 	// Egress.
 	switch {
 	case c.Mode == ModeInsert && c.Egress != nil:

@@ -110,6 +110,7 @@ var (
 	descSIDErrors  = prometheus.NewDesc(ns+"_sid_errors_total", "Errors (packets dropped) counted at a local SID.", sidLabels, nil)
 	descSvcPackets = prometheus.NewDesc(ns+"_service_packets_total", "Packets through an eBPF service SID (SR proxy, firewall), by direction (in: from the SR domain, out: back into it).", []string{"node", "sid", "behavior", "direction"}, nil)
 	descSvcDrops   = prometheus.NewDesc(ns+"_service_drops_total", "Packets an eBPF service SID dropped, by drop reason.", []string{"node", "sid", "behavior", "reason"}, nil)
+	descNotRet     = prometheus.NewDesc(ns+"_proxy_sf_not_returned_packets", "Packets an SR proxy SID sent to its SF that never came back (sent less re-encapsulated less dropped on the way back); rises while the SF drops silently.", []string{"node", "sid", "behavior"}, nil)
 	descBoundaryP  = prometheus.NewDesc(ns+"_boundary_drops_total", "Packets the SR domain boundary filter dropped, by interface, direction and reason.", []string{"node", "iface", "direction", "reason"}, nil)
 	descBoundaryB  = prometheus.NewDesc(ns+"_boundary_dropped_bytes_total", "Bytes the SR domain boundary filter dropped, by interface, direction and reason.", []string{"node", "iface", "direction", "reason"}, nil)
 	descUp         = prometheus.NewDesc(ns+"_node_scrape_success", "1 when the node's counters could be read at this scrape, else 0.", []string{"node"}, nil)
@@ -122,7 +123,7 @@ type nodeCollector struct {
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSIDPackets, descSIDBytes, descSIDErrors, descSvcPackets, descSvcDrops, descBoundaryP, descBoundaryB, descUp} {
+	for _, d := range []*prometheus.Desc{descSIDPackets, descSIDBytes, descSIDErrors, descSvcPackets, descSvcDrops, descNotRet, descBoundaryP, descBoundaryB, descUp} {
 		ch <- d
 	}
 }
@@ -163,6 +164,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			switch {
 			case k == "in-packets", k == "out-packets":
 				ch <- prometheus.MustNewConstMetric(descSvcPackets, prometheus.CounterValue, float64(v), node, sid, s.Behavior, strings.TrimSuffix(k, "-packets"))
+			case k == "not-returned":
+				ch <- prometheus.MustNewConstMetric(descNotRet, prometheus.GaugeValue, float64(v), node, sid, s.Behavior)
 			case strings.HasPrefix(k, "drop-"):
 				ch <- prometheus.MustNewConstMetric(descSvcDrops, prometheus.CounterValue, float64(v), node, sid, s.Behavior, strings.TrimPrefix(k, "drop-"))
 			}

@@ -24,7 +24,7 @@ func (fake) Execute(context.Context, []agent.Op) (int, error) { return 0, nil }
 func (fake) Counters(context.Context) ([]agent.SIDCounters, error) {
 	return []agent.SIDCounters{
 		{SID: netip.MustParsePrefix("fc00:2::1/128"), Behavior: "End.AD", Owned: true, Counted: true, Packets: 3, Bytes: 300,
-			Detail: map[string]uint64{"in-packets": 3, "out-packets": 2, "drop-cache-empty": 1}},
+			Detail: map[string]uint64{"in-packets": 3, "out-packets": 2, "drop-cache-empty": 1, "not-returned": 1}},
 		{SID: netip.MustParsePrefix("fc00:2::2/128"), Behavior: "End", Owned: true, Counted: true, Packets: 5},
 		{SID: netip.MustParsePrefix("fc00:2::3/128"), Behavior: "End"}, // not counted: not exported
 	}, nil
@@ -73,19 +73,20 @@ func TestMetricsDocumented(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]float64{
-		"segchain_sid_packets_total":            8,
-		"segchain_service_packets_total":        5,
-		"segchain_service_drops_total":          1,
-		"segchain_boundary_drops_total":         4,
-		"segchain_agent_ops_total":              1,
-		"segchain_agent_reconciles_total":       1,
-		"segchain_node_scrape_success":          1,
-		"segchain_agent_build_info":             1,
-		"segchain_boundary_dropped_bytes_total": 400,
-		"segchain_bfd_session_state":            3,
-		"segchain_bfd_session_downs_total":      2,
-		"segchain_bfd_packets_total":            30,
-		"segchain_bfd_drops_total":              1,
+		"segchain_sid_packets_total":             8,
+		"segchain_service_packets_total":         5,
+		"segchain_service_drops_total":           1,
+		"segchain_proxy_sf_not_returned_packets": 1,
+		"segchain_boundary_drops_total":          4,
+		"segchain_agent_ops_total":               1,
+		"segchain_agent_reconciles_total":        1,
+		"segchain_node_scrape_success":           1,
+		"segchain_agent_build_info":              1,
+		"segchain_boundary_dropped_bytes_total":  400,
+		"segchain_bfd_session_state":             3,
+		"segchain_bfd_session_downs_total":       2,
+		"segchain_bfd_packets_total":             30,
+		"segchain_bfd_drops_total":               1,
 	} {
 		if seen[name] != want {
 			t.Errorf("%s = %v, want %v", name, seen[name], want)

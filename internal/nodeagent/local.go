@@ -205,7 +205,7 @@ func (l *Local) exec(h *dataplane.Handle, op agent.Op) error {
 		}
 		return h.SetHMACKey(*op.HMAC)
 	case agent.KindRoute:
-		if op.Route.Dev == dataplane.LoopDev {
+		if op.Route.Dev == dataplane.LoopDev || op.OldRoute != nil && op.OldRoute.Dev == dataplane.LoopDev {
 			return l.loopRoute(h, op)
 		}
 		if op.Action == agent.ActDelete {

@@ -53,8 +53,9 @@ chains:
 
 // TestLoopRoutes: a tc-served SID (proxy, firewall) right after another
 // SID of its node gets one route through the service loop, however many
-// chains need it; a native SID after an eBPF one, or a tc-served SID
-// reached from another node, gets none. Every chain lists the nodes it
+// chains need it; a kernel-served SID (native, egress) right after another
+// one has its seg6local route on the loop; a native SID after an eBPF one,
+// or a SID reached from another node, gets none. Every chain lists the nodes it
 // crosses, the SF behind its proxy included.
 func TestLoopRoutes(t *testing.T) {
 	d, err := config.Parse([]byte(sameNodeDomain), ".")
@@ -65,21 +66,31 @@ func TestLoopRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for _, r := range p.Nodes["nfv"].Routes {
-		if r.Dev == nodestate.LoopDev {
-			got = append(got, r.Dst.String()+" via "+r.Via.String())
-		}
-	}
-	want := []string{"fc00:2::ad:0/128 via fe80::5c", "fc00:2::f1:0/112 via fe80::5c"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("loop routes on nfv (-want +got):\n%s", diff)
-	}
-	for _, n := range []string{"in", "out", "sf"} {
-		for _, r := range p.Nodes[n].Routes {
-			if r.Dev == nodestate.LoopDev {
-				t.Errorf("node %s has a loop route: %s", n, r)
+	loopRoutes := func(node string) []string {
+		var got []string
+		for _, r := range p.Nodes[node].Routes {
+			if r.Dev != nodestate.LoopDev {
+				continue
 			}
+			if r.Seg6Local != nil {
+				got = append(got, r.Dst.String()+" "+r.Seg6Local.Action)
+			} else {
+				got = append(got, r.Dst.String()+" via "+r.Via.String())
+			}
+		}
+		return got
+	}
+	want := map[string][]string{
+		// ad after end, fw after ad: through the loop; end after fw:
+		// handed to the stack by the firewall, stays on lo.
+		"nfv": {"fc00:2::ad:0/128 via fe80::5c", "fc00:2::f1:0/112 via fe80::5c"},
+		// The egress End.DX6 right after far (End) on the same node: its
+		// seg6local route on the loop, not lo.
+		"out": {"fc00:4::8b8a:0/112 End.DX6"},
+	}
+	for _, n := range []string{"in", "nfv", "out", "sf"} {
+		if diff := cmp.Diff(want[n], loopRoutes(n)); diff != "" {
+			t.Errorf("loop routes on %s (-want +got):\n%s", n, diff)
 		}
 	}
 	nodes := map[string][]string{}

@@ -113,6 +113,7 @@ func Build(d *config.Domain) (*Plan, error) {
 	if err := b.kindServices(); err != nil {
 		return nil, err
 	}
+	b.bindingLoops()
 	b.boundary()
 	for _, n := range b.p.Nodes {
 		n.Sort()

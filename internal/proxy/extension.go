@@ -79,6 +79,7 @@ func EntryOf(st Status) localsid.Entry {
 		"in-packets": c.InPackets, "in-bytes": c.InBytes, "out-packets": c.OutPackets,
 		"out-bytes": c.OutBytes, "passed": c.Passed, "cache-updates": c.CacheUpdates, "icmp-errors": c.ICMPErrors,
 		"cache-entries": uint64(len(st.Cache)),
+		"not-returned":  c.NotReturned(),
 	}
 	var errs uint64
 	for r, v := range c.Drops {

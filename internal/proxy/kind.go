@@ -111,13 +111,13 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 	return out, nil
 }
 
-// detail keeps the counters status shows under a SID: each direction and
-// every drop reason.
+// detail keeps the counters status shows under a SID: each direction,
+// the packets sent to the SF that never came back, and every drop reason.
 func detail(c map[string]uint64) map[string]uint64 {
 	out := map[string]uint64{}
 	for k, v := range c {
 		switch {
-		case k == "in-packets", k == "out-packets", k == "in-drops", k == "out-drops", strings.HasPrefix(k, "drop-"):
+		case k == "in-packets", k == "out-packets", k == "in-drops", k == "out-drops", k == "not-returned", strings.HasPrefix(k, "drop-"):
 			out[k] = v
 		}
 	}

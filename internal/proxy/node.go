@@ -476,6 +476,22 @@ type Counters struct {
 	OutDrops uint64 `json:"out_drops"`
 }
 
+// NotReturned is how many packets the proxy sent to the SF that never came
+// back: sent (InPackets) less those that returned, whether re-encapsulated
+// (OutPackets) or dropped on the way back (OutDrops); 0 when more came
+// back than went (an SF that generates packets). An SF that drops silently
+// (a firewall policy, a dead process, a lost route back) makes it grow by
+// every packet it swallows. Meaningful for a forwarding SF; End.EAD
+// traffic whose SF is the last segment, and SFs that terminate
+// connections, never return what they receive.
+func (c Counters) NotReturned() uint64 {
+	back := c.OutPackets + c.OutDrops
+	if back >= c.InPackets {
+		return 0
+	}
+	return c.InPackets - back
+}
+
 // Status is one installed proxy SID as Show reports it.
 type Status struct {
 	Spec     Spec         `json:"spec"`

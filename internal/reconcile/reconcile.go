@@ -98,7 +98,21 @@ type Reconciler struct {
 	Count func(result string)
 
 	last string // the last idle or skip reason logged (not repeated)
+	// retry: the last check left the node drifted for a reason that may
+	// pass by itself (the lock or the lease busy, observe or the
+	// re-apply failed): Run checks again after a backoff, not only at
+	// the next interval or link event.
+	retry bool
 }
+
+// Backoff bounds of the retries after a check that left the node drifted
+// (Reconciler.retry): RetryMin, doubling up to RetryMax (or the interval,
+// if shorter). A node that stays broken is retried every RetryMax, never
+// in a busy loop.
+const (
+	RetryMin = 500 * time.Millisecond
+	RetryMax = 30 * time.Second
+)
 
 func (r *Reconciler) log() *slog.Logger {
 	if r.Log == nil {
@@ -123,7 +137,11 @@ func (r *Reconciler) note(level slog.Level, msg, reason string, args ...any) {
 }
 
 // Run checks at start, every Interval, and Settle after links come up
-// (linkUps may be nil), until ctx ends.
+// (linkUps may be nil), until ctx ends. A check that leaves the node
+// drifted for a reason that may pass (the node's lock or the agent's lease
+// held by someone else, a failed observe or re-apply) is retried after
+// RetryMin, doubling up to RetryMax: a link that comes up while a local
+// segchain command holds the lock is still repaired when it lets go.
 func (r *Reconciler) Run(ctx context.Context, linkUps <-chan string) {
 	iv := r.Interval
 	if iv <= 0 {
@@ -131,14 +149,36 @@ func (r *Reconciler) Run(ctx context.Context, linkUps <-chan string) {
 	}
 	t := time.NewTicker(iv)
 	defer t.Stop()
+	maxBackoff := min(RetryMax, iv)
+	backoff := RetryMin
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	// after schedules the retry of a check that left drift behind, with
+	// a doubling backoff; a check that did not resets it.
+	after := func() {
+		if !r.retry {
+			retry.Stop()
+			backoff = RetryMin
+			return
+		}
+		r.log().Info("reconcile: retry scheduled", "after", backoff)
+		retry.Reset(backoff)
+		backoff = min(2*backoff, maxBackoff)
+	}
 	r.log().Info("reconcile: on", "interval", iv)
 	r.Once(ctx, "start")
+	after()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			r.Once(ctx, "interval")
+			after()
+		case <-retry.C:
+			r.Once(ctx, "retry")
+			after()
 		case name, ok := <-linkUps:
 			if !ok {
 				linkUps = nil
@@ -163,6 +203,7 @@ func (r *Reconciler) Run(ctx context.Context, linkUps <-chan string) {
 				}
 			}
 			r.Once(ctx, "link up: "+strings.Join(names, ","))
+			after()
 		}
 	}
 }
@@ -173,6 +214,7 @@ func (r *Reconciler) Run(ctx context.Context, linkUps <-chan string) {
 func (r *Reconciler) Once(ctx context.Context, trigger string) Action {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
+	r.retry = false
 	in := r.Store.Get()
 	if in == nil || in.Superseded != "" {
 		act, why := Decide(in, nil, "")
@@ -182,6 +224,7 @@ func (r *Reconciler) Once(ctx context.Context, trigger string) Action {
 	got, err := r.Agent.Observe(ctx, in.Want)
 	if err != nil {
 		r.note(slog.LevelWarn, "reconcile: observe failed", err.Error(), "trigger", trigger)
+		r.retry = true
 		return Skip
 	}
 	d := controller.Compute(got, in.Want)
@@ -210,6 +253,7 @@ func (r *Reconciler) Once(ctx context.Context, trigger string) Action {
 		// (the lock) wins; the next check looks again.
 		r.note(slog.LevelWarn, "reconcile: skipped", err.Error(), "trigger", trigger, "drift", OpLines(d.Ops()))
 		r.count("skipped")
+		r.retry = true
 		return Skip
 	}
 	defer end()
@@ -217,6 +261,7 @@ func (r *Reconciler) Once(ctx context.Context, trigger string) Action {
 		// A controller handed a new intent before this one took the
 		// lease: the next check works from it.
 		r.log().Info("reconcile: skipped, the intent changed meanwhile", "trigger", trigger)
+		r.retry = true
 		return Skip
 	}
 	r.last = ""
@@ -245,6 +290,7 @@ func (r *Reconciler) Once(ctx context.Context, trigger string) Action {
 		r.log().Error("reconcile: re-apply failed", "trigger", trigger, "err", err, "rolled_back", res != nil && res.RolledBack,
 			"recovered", recovered, "duration", time.Since(start))
 		r.count("failed")
+		r.retry = true
 		return Repair
 	}
 	r.log().Info("reconcile: re-applied the intent", "trigger", trigger, "changes", len(applied), "applied", applied,

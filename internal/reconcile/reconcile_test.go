@@ -365,3 +365,51 @@ func TestStore(t *testing.T) {
 		t.Errorf("torn file: %v", err)
 	}
 }
+
+// A link-up whose reconcile finds the node's lock busy (a local segchain
+// command) is retried with backoff until it gets through: the route comes
+// back without another link event, long before the interval.
+func TestRunRetriesWhileLockBusy(t *testing.T) {
+	w := want()
+	g := newRig(t, true, nil, w.Routes...)
+	g.r.Interval = time.Hour
+	var mu sync.Mutex
+	busy := 3 // the next three Begins find the lock held
+	begin := g.r.Begin
+	g.r.Begin = func(ctx context.Context) (agent.Agent, func(), error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if busy > 0 {
+			busy--
+			return nil, nil, errors.New("node nfv1 is locked by pid 7 (segchain status)")
+		}
+		return begin(ctx)
+	}
+	links := make(chan string)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { g.r.Run(ctx, links); close(done) }()
+	defer func() { cancel(); <-done }()
+	g.node.mu.Lock()
+	delete(g.node.routes, w.Routes[1].Key()) // the link went down: its routes are gone
+	g.node.mu.Unlock()
+	links <- "eth-r2"
+	deadline := time.Now().Add(30 * time.Second) // a bound on a hang, not a timing check
+	for {
+		g.node.mu.Lock()
+		n := len(g.node.routes)
+		g.node.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the reconcile was not retried after the lock was released")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if busy != 0 {
+		t.Errorf("%d busy Begins left: repaired without getting through them", busy)
+	}
+}

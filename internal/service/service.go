@@ -83,6 +83,14 @@ func Errorf(path, format string, a ...any) FieldError {
 	return FieldError{Path: path, Msg: fmt.Sprintf(format, a...)}
 }
 
+// SameNodeRefuser is implemented by a kind whose data path cannot serve
+// its SID right after another SID of the same node (the node itself, not
+// another node, routes the packet to it; see plan's loopRoutes). The
+// reason says why, for the validation error that rejects such a chain.
+type SameNodeRefuser interface {
+	RefuseAfterSameNode() string
+}
+
 // Documented is implemented by a kind's block type (the zero value
 // Kind.Block returns) to describe its keys in the JSON Schema and the
 // config reference: "Netfilter" (the block's type: its package name,

@@ -76,7 +76,16 @@ type Kind struct{}
 
 var _ service.Kind = Kind{}
 
-func (Kind) Name() string         { return Name }
+func (Kind) Name() string { return Name }
+
+// RefuseAfterSameNode implements service.SameNodeRefuser. The process's
+// XDP program sees only frames arriving on the interfaces the process
+// attached it to, never a packet its node has just processed (the plan
+// would route that through the service loop, whose route also takes the
+// place of the process's on-failure bypass route).
+func (Kind) RefuseAfterSameNode() string {
+	return "the process's XDP program only sees packets arriving on the interfaces it attached to, never one its node has just processed"
+}
 func (Kind) Noun() string         { return "a userspace service" }
 func (Kind) Plural() string       { return "userspace services" }
 func (Kind) Block() (string, any) { return "userspace", &Config{} }
