@@ -22,7 +22,12 @@ type interruptingAgent struct {
 	after     int
 	cancel    context.CancelFunc
 	sawCancel *bool
+	// batch: the controller sends each node's ops of a phase in one
+	// Execute (as to a remote agent): the interrupt lands mid-batch.
+	batch bool
 }
+
+func (a *interruptingAgent) JournalsEachOp() bool { return a.batch }
 
 func (a *interruptingAgent) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	for i, op := range ops {
@@ -62,38 +67,44 @@ func TestInterruptedApplyRollsBack(t *testing.T) {
 	if total < 3 {
 		t.Fatalf("plan has %d changes, want several to interrupt between", total)
 	}
-	for k := 1; k < total; k++ {
-		c, fakes := newCtl(twoNodePlan("fc00:2::100"))
-		if _, err := c.Apply(context.Background(), false); err != nil {
-			t.Fatal(err)
-		}
-		before := map[string]*nodestate.Node{}
-		for n, f := range fakes {
-			before[n], _ = f.Observe(context.Background(), p.Nodes[n])
-		}
-		ctx, cancel := context.WithCancelCause(context.Background())
-		ran, saw := 0, false
-		for n, f := range fakes {
-			c.Agents[n] = &interruptingAgent{fakeAgent: f, ran: &ran, after: k, cancel: func() { cancel(errors.New("signal interrupt")) }, sawCancel: &saw}
-		}
-		c.Plan = p
-		res, err := c.Apply(ctx, false)
-		if !errors.Is(err, ErrInterrupted) {
-			t.Fatalf("k=%d: err = %v, want ErrInterrupted", k, err)
-		}
-		if !res.Interrupted || !res.RolledBack || res.Undone != k {
-			t.Errorf("k=%d: interrupted=%v rolled back=%v undone=%d, want true true %d", k, res.Interrupted, res.RolledBack, res.Undone, k)
-		}
-		if fwd := ran - res.Undone; fwd != k { // ran counts the undo ops too
-			t.Errorf("k=%d: %d ops ran: an op started after the interrupt", k, fwd)
-		}
-		if saw {
-			t.Errorf("k=%d: an op saw its context cancelled: the interrupt must not cancel ops in flight", k)
-		}
-		for n, f := range fakes {
-			got, _ := f.Observe(context.Background(), p.Nodes[n])
-			if d := cmp.Diff(before[n], got, cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})); d != "" {
-				t.Errorf("k=%d: node %s not restored (-before +after):\n%s", k, n, d)
+	for _, batch := range []bool{false, true} {
+		for k := 1; k < total; k++ {
+			c, fakes := newCtl(twoNodePlan("fc00:2::100"))
+			if _, err := c.Apply(context.Background(), false); err != nil {
+				t.Fatal(err)
+			}
+			before := map[string]*nodestate.Node{}
+			for n, f := range fakes {
+				before[n], _ = f.Observe(context.Background(), p.Nodes[n])
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			ran, saw := 0, false
+			for n, f := range fakes {
+				c.Agents[n] = &interruptingAgent{fakeAgent: f, ran: &ran, after: k, cancel: func() { cancel(errors.New("signal interrupt")) }, sawCancel: &saw, batch: batch}
+			}
+			c.Plan = p
+			res, err := c.Apply(ctx, false)
+			if !errors.Is(err, ErrInterrupted) {
+				t.Fatalf("batch=%v k=%d: err = %v, want ErrInterrupted", batch, k, err)
+			}
+			fwd := ran - res.Undone // ran counts the undo ops too
+			if !res.Interrupted || !res.RolledBack || res.Undone != fwd {
+				t.Errorf("batch=%v k=%d: interrupted=%v rolled back=%v undone=%d of %d that ran", batch, k, res.Interrupted, res.RolledBack, res.Undone, fwd)
+			}
+			// One op at a time, none starts after the interrupt; in
+			// batches, the batch in flight finishes (fwd ≥ k) and no
+			// other starts.
+			if (!batch && fwd != k) || fwd < k {
+				t.Errorf("batch=%v k=%d: %d ops ran", batch, k, fwd)
+			}
+			if saw {
+				t.Errorf("batch=%v k=%d: an op saw its context cancelled: the interrupt must not cancel ops in flight", batch, k)
+			}
+			for n, f := range fakes {
+				got, _ := f.Observe(context.Background(), p.Nodes[n])
+				if d := cmp.Diff(before[n], got, cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})); d != "" {
+					t.Errorf("batch=%v k=%d: node %s not restored (-before +after):\n%s", batch, k, n, d)
+				}
 			}
 		}
 	}
