@@ -238,6 +238,23 @@ func (l *Lab) stopSupervisor() error {
 	return nil
 }
 
+// canceled is an ended context.
+var canceled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// stillMine: the lab's state file exists and names this process as its
+// supervisor (or names none yet: lab up records it after starting it).
+func (l *Lab) stillMine() bool {
+	cur, err := Get(l.Name)
+	if err != nil {
+		return !errors.Is(err, ErrNotFound)
+	}
+	return cur.Supervisor == nil || cur.Supervisor.PID == os.Getpid()
+}
+
 // supervised is one agent process the supervisor watches: its child
 // (cmd), or one it adopted from a previous supervisor (cmd nil: watched
 // through /proc).
@@ -310,8 +327,14 @@ func (l *Lab) Supervise(ctx context.Context, log io.Writer) error {
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for {
+	for round := 0; ; round++ {
 		now := time.Now()
+		// A lab gone without lab down (state file removed, or another
+		// supervisor recorded): this one stops, with its agents.
+		if round%10 == 9 && !l.stillMine() {
+			logf("lab %s is gone or has another supervisor: stopping", l.Name)
+			ctx = canceled
+		}
 		for _, n := range nodes {
 			want, r, k := l.Want(n), runs[n], kids[n]
 			changed := false

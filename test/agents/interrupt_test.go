@@ -19,6 +19,11 @@ import (
 // delay (and a second one right after the first when twice), and returns
 // its exit status and stderr.
 func (e *env) interruptAt(verb string, delay time.Duration, twice bool) (int, string) {
+	return e.signalAt(verb, delay, syscall.SIGINT, twice)
+}
+
+// signalAt is interruptAt with signal sig.
+func (e *env) signalAt(verb string, delay time.Duration, sig syscall.Signal, twice bool) (int, string) {
 	e.t.Helper()
 	c := exec.Command(segchainBin, verb, "--lab", e.lab)
 	var stderr syncBuffer
@@ -27,7 +32,7 @@ func (e *env) interruptAt(verb string, delay time.Duration, twice bool) (int, st
 		e.t.Fatal(err)
 	}
 	time.Sleep(delay)
-	_ = c.Process.Signal(syscall.SIGINT)
+	_ = c.Process.Signal(sig)
 	if twice {
 		// The second once the first was seen (its message), so that it
 		// is the second interrupt and not one lost with the first.
@@ -152,6 +157,18 @@ func testInterrupt(t *testing.T, agents bool) {
 		t.Logf("%s: %d of %d interrupts landed mid-way (delays up to %v)", ph.verb, midWay, ph.runs, ph.took)
 		if midWay < ph.minMidWay {
 			t.Errorf("%s: only %d of %d interrupts landed mid-way, want ≥ %d: the test did not exercise the rollback", ph.verb, midWay, ph.runs, ph.minMidWay)
+		}
+	}
+
+	// SIGTERM (a service manager stopping it) is handled as SIGINT, with
+	// exit status 143.
+	e.must("destroy", "--lab", e.lab)
+	if code, stderr := e.signalAt("apply", took/2, syscall.SIGTERM, false); code != 0 {
+		if code != 143 || !strings.Contains(stderr, "SIGTERM: apply stops") {
+			t.Errorf("apply after SIGTERM: exit status %d, want 143 and the message\n%s", code, stderr)
+		}
+		if d := cmp.Diff(clean, e.snapshot()); d != "" {
+			t.Errorf("apply after SIGTERM: previous state not intact (-want +got):\n%s\n%s", d, stderr)
 		}
 	}
 
