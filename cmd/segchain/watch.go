@@ -85,7 +85,9 @@ With --lab, each apply keeps the lab's routers' FRR in step with the domain
 				}
 				if res != nil && res.Changes() > 0 {
 					printDiffs(w, res.Diffs)
-					fmt.Fprintf(w, "applied %d change(s)\n", res.Changes())
+					if res.Applied { // else rolled back: the error says so
+						fmt.Fprintf(w, "applied %d change(s)\n", res.Changes())
+					}
 				} else if err == nil {
 					fmt.Fprintln(w, "no changes")
 				}
