@@ -295,7 +295,8 @@ namespace and whether that namespace still exists. A lab marked incomplete
 was interrupted while coming up; 'lab down' cleans it up.
 
 For a lab with agents (lab up --agents), each agent's state as the lab's
-supervisor records it: running (with its pid and since when), backoff (it
+supervisor records it: starting (its process runs, its port does not
+accept connections yet), running (with its pid and since when), backoff (it
 exited: restarted at the time shown; RESTARTS counts them, LAST EXIT says
 how it ended), stopped, dead (no supervisor runs and its process is gone:
 'segchain lab restart-agents --lab NAME' starts them again), unsupervised

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,9 +43,10 @@ const (
 
 // Agent states in AgentRun.State.
 const (
-	AgentRunning  = "running" // the process is alive
-	AgentBackoff  = "backoff" // it exited; restarted at NextStart
-	AgentStopped  = "stopped" // stopped on purpose (StopAgent, lab down)
+	AgentStarting = "starting" // started, not accepting connections yet
+	AgentRunning  = "running"  // alive and accepting connections
+	AgentBackoff  = "backoff"  // it exited; restarted at NextStart
+	AgentStopped  = "stopped"  // stopped on purpose (StopAgent, lab down)
 	AgentNoSuperv = "unsupervised"
 )
 
@@ -146,7 +148,7 @@ func (l *Lab) AgentStatus(node string) AgentRun {
 	}
 	if r.PID > 0 && !l.agentPIDAlive(node, r.PID) {
 		r.PID = 0
-		if r.State == AgentRunning || r.State == AgentNoSuperv {
+		if r.State == AgentRunning || r.State == AgentStarting || r.State == AgentNoSuperv {
 			r.State = "dead"
 		}
 	}
@@ -236,6 +238,17 @@ func (l *Lab) stopSupervisor() error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
+}
+
+// accepts: node's agent accepts TCP connections on its gRPC address
+// (through the management bridge).
+func (l *Lab) accepts(node string) bool {
+	c, err := net.DialTimeout("tcp", l.Agents[node].Addr, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // canceled is an ended context.
@@ -353,11 +366,15 @@ func (l *Lab) Supervise(ctx context.Context, log io.Writer) error {
 			}
 			switch {
 			case k != nil:
+				if r.State == AgentStarting && l.accepts(n) {
+					r.State, changed = AgentRunning, true
+					logf("node %s: agent pid %d accepts connections", n, k.pid)
+				}
 			case !want.Run:
 				if r.State != AgentStopped {
 					r.State, r.NextStart, changed = AgentStopped, time.Time{}, true
 				}
-			case r.State == AgentRunning: // it just exited: back off
+			case r.State == AgentRunning || r.State == AgentStarting: // it just exited: back off
 				b := backoff[n]
 				if b == 0 || now.Sub(r.Since) >= BackoffReset {
 					b = BackoffMin
@@ -378,7 +395,7 @@ func (l *Lab) Supervise(ctx context.Context, log io.Writer) error {
 					r.State, r.NextStart, r.LastExit, r.Gen = AgentBackoff, now.Add(b), err.Error(), want.Gen
 				} else {
 					kids[n] = nk
-					r.PID, r.State, r.Gen, r.Since, r.NextStart = nk.pid, AgentRunning, want.Gen, now, time.Time{}
+					r.PID, r.State, r.Gen, r.Since, r.NextStart = nk.pid, AgentStarting, want.Gen, now, time.Time{}
 					logf("node %s: started agent pid %d (gen %d)", n, nk.pid, want.Gen)
 				}
 				changed = true

@@ -172,6 +172,28 @@ func testInterrupt(t *testing.T, agents bool) {
 		}
 	}
 
+	// watch: Ctrl-C between applies ends it cleanly, with a message.
+	e.must("destroy", "--lab", e.lab)
+	w := exec.Command(segchainBin, "watch", "--lab", e.lab)
+	var wout, werr syncBuffer
+	w.Stdout, w.Stderr = &wout, &werr
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(60*time.Second, func() bool { return strings.Contains(wout.String(), "applied ") }) {
+		w.Process.Kill()
+		w.Wait()
+		t.Fatalf("watch's initial apply did not finish:\n%s\n%s", wout.String(), werr.String())
+	}
+	_ = w.Process.Signal(syscall.SIGINT)
+	_ = w.Wait()
+	if code := w.ProcessState.ExitCode(); code != 0 || !strings.Contains(werr.String(), "watch stopped by SIGINT between applies") {
+		t.Errorf("watch after SIGINT: exit status %d, want 0 and a message saying it stopped:\n%s", code, werr.String())
+	}
+	if d := cmp.Diff(applied, e.snapshot()); d != "" {
+		t.Errorf("after watch: state differs from a clean apply (-want +got):\n%s", d)
+	}
+
 	// Double SIGINT mid-apply: exit at once, the journal stays; the next
 	// apply recovers it.
 	left := false
