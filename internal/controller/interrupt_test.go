@@ -84,6 +84,7 @@ func TestInterruptedApplyRollsBack(t *testing.T) {
 			}
 			c.Plan = p
 			res, err := c.Apply(ctx, false)
+			cancel(nil)
 			if !errors.Is(err, ErrInterrupted) {
 				t.Fatalf("batch=%v k=%d: err = %v, want ErrInterrupted", batch, k, err)
 			}
