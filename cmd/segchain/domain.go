@@ -384,7 +384,15 @@ unchanged file changes nothing and says so.
 Commands that change nodes (apply, destroy, sid and fw edits) take one lock
 per node, always in the same order, so they run one after another; a second
 command prints "waiting for lock on node X held by pid P (COMMAND) since T"
-and waits, or with --no-wait fails at once. See docs/apply.md.`,
+and waits, or with --no-wait fails at once.
+
+Interrupted (Ctrl-C: SIGINT, or SIGTERM), apply starts no new change, lets
+the ones running finish, undoes every change it made on every node (local
+and through agents), says so on stderr ("apply interrupted: rolled back N
+change(s) …") and exits 130 (SIGINT) or 143 (SIGTERM); if every change was
+already made, the apply is kept and it exits 0. A second interrupt exits at
+once (same status), leaving each node's journal: the next apply or destroy
+undoes it first. See docs/apply.md.`,
 		Example: "  segchain lab up && segchain apply --lab default\n  segchain lab up -f examples/hmac.yaml --lab demo && segchain apply --lab demo",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -395,13 +403,20 @@ and waits, or with --no-wait fails at once. See docs/apply.md.`,
 			if err != nil {
 				return err
 			}
+			// ^C (SIGINT) or SIGTERM: no new change, undo this apply's
+			// (interrupt.go).
+			ctx, intr, stop := onInterrupt(cmd.Context(), cmd.ErrOrStderr(),
+				"apply stops starting changes and undoes those it made")
+			defer stop()
+			cmd.SetContext(ctx)
 			locks, err := f.lock(cmd)
 			if err != nil {
-				return err
+				return intr.verdict("apply", nil, err)
 			}
 			defer locks.Release()
 			c.Preflighted = true // by f.lock, before the leases
-			res, err := c.Apply(cmd.Context(), false)
+			res, err := c.Apply(ctx, false)
+			err = intr.verdict("apply", res, err)
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
 					return perr
@@ -441,7 +456,10 @@ they had before. Routes, rules and keys that the domain did not install are
 left alone: that includes SIDs made by hand with segchain sid add (protocol
 ` + fmt.Sprint(nodestate.ProtoManual) + `), which segchain sid del/flush remove.
 With --lab and no -f, the domain is the file the lab was brought up from.
-With -o json, the diffs and their summary are printed.`,
+With -o json, the diffs and their summary are printed.
+Interrupted (SIGINT, SIGTERM), destroy stops and puts back what it removed,
+as apply does (exit 130/143; a second interrupt exits at once and leaves
+the journals for the next command).`,
 		Example: "  segchain destroy --lab default --dry-run -o json\n  segchain destroy --lab default",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -452,15 +470,20 @@ With -o json, the diffs and their summary are printed.`,
 			if err != nil {
 				return err
 			}
+			ctx, intr, stop := onInterrupt(cmd.Context(), cmd.ErrOrStderr(),
+				"destroy stops starting changes and undoes those it made")
+			defer stop()
+			cmd.SetContext(ctx)
 			if !dry {
 				locks, err := f.lock(cmd)
 				if err != nil {
-					return err
+					return intr.verdict("destroy", nil, err)
 				}
 				defer locks.Release()
 				c.Preflighted = true // by f.lock, before the leases
 			}
-			res, err := c.Destroy(cmd.Context(), dry)
+			res, err := c.Destroy(ctx, dry)
+			err = intr.verdict("destroy", res, err)
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), struct {
 					*controller.Result

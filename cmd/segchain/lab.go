@@ -6,7 +6,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -56,7 +58,8 @@ value of $SEGCHAIN_LAB); --name is a deprecated alias.`,
   segchain lab down --lab demo
   segchain lab down --all-owned             # every lab with a state file`,
 	}
-	cmd.AddCommand(newLabUpCmd(deps), newLabDownCmd(), newLabLsCmd(), newLabExecCmd(), newLabAddrCmd())
+	cmd.AddCommand(newLabUpCmd(deps), newLabDownCmd(), newLabLsCmd(), newLabExecCmd(), newLabAddrCmd(),
+		newLabSuperviseCmd(), newLabRestartAgentsCmd())
 	return cmd
 }
 
@@ -84,7 +87,12 @@ With --agents, every node also gets a management interface (mgmt0) on a
 lab bridge in the host namespace (its own ULA /64, outside the data plane)
 and a real 'segchain agent' process serving it over gRPC + mutual TLS with
 certificates of a lab CA; plan, apply, destroy and status --lab then
-program the nodes through their agents. 'lab down' stops the agents.
+program the nodes through their agents. The agents run under a supervisor
+process of the lab (as systemd runs segchain-agent in production): an
+agent that exits is restarted with backoff (0.2 s doubling to 10 s);
+'lab ls' shows each agent's state, pid, address, log and metrics endpoint;
+'lab restart-agents' restarts them. 'lab down' stops the supervisor, then
+every agent of the lab (one started by hand included).
 --agent-exe runs 'PATH agent ...' instead of this binary's agent: the
 segchain-agent binary (make build) is the same agent, linking only its own
 packages. See docs/agents.md.
@@ -135,12 +143,15 @@ that node's FRR. See docs/routing.md.`,
 				return errors.Join(err, lab.Down(l.Name))
 			}
 			if agents {
-				exe, err := agentExe, error(nil)
+				// The supervisor is this segchain (lab supervise); the
+				// agents are --agent-exe's, or this segchain's.
+				self, err := os.Executable()
+				exe := agentExe
 				if exe == "" {
-					exe, err = os.Executable()
+					exe = self
 				}
 				if err == nil {
-					err = l.StartAgents(exe)
+					err = l.StartAgents(self, exe)
 				}
 				if err != nil {
 					return errors.Join(err, lab.Down(l.Name))
@@ -230,6 +241,10 @@ type lsLab struct {
 	File     string    `json:"file,omitempty"`
 	Complete bool      `json:"complete"`
 	Nodes    []lsNode  `json:"nodes"`
+	// Agents (lab up --agents): per node, its address, metrics
+	// endpoint, log and state as the lab's supervisor recorded it.
+	Agents     map[string]lsAgent `json:"agents,omitempty"`
+	Supervisor *lsSupervisor      `json:"supervisor,omitempty"`
 }
 
 type lsNode struct {
@@ -238,23 +253,75 @@ type lsNode struct {
 	Exists bool   `json:"exists"`
 }
 
+type lsAgent struct {
+	Addr    string `json:"addr"`
+	Metrics string `json:"metrics"`
+	Log     string `json:"log"`
+	lab.AgentRun
+}
+
+type lsSupervisor struct {
+	PID     int    `json:"pid"`
+	Running bool   `json:"running"`
+	Log     string `json:"log"`
+}
+
+// lsOf is lab ls's view of l.
+func lsOf(l *lab.Lab) lsLab {
+	x := lsLab{Name: l.Name, Created: l.Created, File: l.File, Complete: l.Complete, Nodes: []lsNode{}}
+	for _, n := range l.NodeNames() {
+		x.Nodes = append(x.Nodes, lsNode{Node: n, Netns: l.Nodes[n], Exists: nsutil.Exists(l.Nodes[n])})
+	}
+	if len(l.Agents) > 0 {
+		x.Agents = map[string]lsAgent{}
+		for n, a := range l.Agents {
+			x.Agents[n] = lsAgent{Addr: a.Addr, Metrics: a.Metrics, Log: a.Log, AgentRun: l.AgentStatus(n)}
+		}
+	}
+	if l.Supervisor != nil {
+		x.Supervisor = &lsSupervisor{PID: l.Supervisor.PID, Running: l.SupervisorAlive(), Log: l.Supervisor.Log}
+	}
+	return x
+}
+
 func newLabLsCmd() *cobra.Command {
-	var output string
+	var output, name string
 	cmd := &cobra.Command{
-		Use:     "ls [-o json]",
+		Use:     "ls [--lab NAME] [-o json]",
 		Aliases: []string{"list"},
-		Short:   "List labs, their nodes and namespaces",
-		Long: `List every lab that has a state file, with each node's namespace and
-whether that namespace still exists. A lab marked incomplete was interrupted
-while coming up; 'lab down' cleans it up.`,
+		Short:   "List labs, their nodes, namespaces and agents",
+		Long: `List every lab that has a state file (or only --lab NAME), with each node's
+namespace and whether that namespace still exists. A lab marked incomplete
+was interrupted while coming up; 'lab down' cleans it up.
+
+For a lab with agents (lab up --agents), each agent's state as the lab's
+supervisor records it: starting (its process runs, its port does not
+accept connections yet), running (with its pid and since when), backoff (it
+exited: restarted at the time shown; RESTARTS counts them, LAST EXIT says
+how it ended), stopped, dead (no supervisor runs and its process is gone:
+'segchain lab restart-agents --lab NAME' starts them again), unsupervised
+(alive, but the supervisor is not running); its gRPC address, its
+/metrics endpoint and its log file. -o json: agents.NODE.{addr, metrics,
+log, pid, state, gen, restarts, since, last_exit, next_start} and
+supervisor.{pid, running, log}.`,
 		Example: `  segchain lab ls
+  segchain lab ls --lab demo
   segchain lab ls -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			labs, err := lab.List()
+			var labs []*lab.Lab
+			var err error
+			if name != "" {
+				var l *lab.Lab
+				if l, err = lab.Get(name); err == nil {
+					labs = []*lab.Lab{l}
+				}
+			} else {
+				labs, err = lab.List()
+			}
 			if err != nil {
 				return err
 			}
@@ -262,11 +329,7 @@ while coming up; 'lab down' cleans it up.`,
 			if output == "json" {
 				out := []lsLab{}
 				for _, l := range labs {
-					x := lsLab{Name: l.Name, Created: l.Created, File: l.File, Complete: l.Complete, Nodes: []lsNode{}}
-					for _, n := range l.NodeNames() {
-						x.Nodes = append(x.Nodes, lsNode{Node: n, Netns: l.Nodes[n], Exists: nsutil.Exists(l.Nodes[n])})
-					}
-					out = append(out, x)
+					out = append(out, lsOf(l))
 				}
 				return writeJSON(w, out)
 			}
@@ -287,11 +350,117 @@ while coming up; 'lab down' cleans it up.`,
 				if err := printLabNodes(w, l, true); err != nil {
 					return err
 				}
+				if err := printLabAgents(w, lsOf(l)); err != nil {
+					return err
+				}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&name, "lab", "", "only this lab (default: every lab)")
 	outputFlag(cmd, &output)
+	return cmd
+}
+
+// printLabAgents prints a lab's agents and their supervisor (nothing for
+// a lab without agents).
+func printLabAgents(w io.Writer, x lsLab) error {
+	if len(x.Agents) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	if s := x.Supervisor; s != nil {
+		run := "running"
+		if !s.Running {
+			run = "NOT RUNNING: agents are not restarted; segchain lab restart-agents --lab " + x.Name + " starts it"
+		}
+		fmt.Fprintf(w, "supervisor pid %d %s (log %s)\n", s.PID, run, s.Log)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSTATE\tPID\tSINCE\tRESTARTS\tADDRESS\tMETRICS\tLOG\tLAST EXIT")
+	names := make([]string, 0, len(x.Agents))
+	for n := range x.Agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		a := x.Agents[n]
+		state, pid, since := a.State, "-", "-"
+		if a.PID > 0 {
+			pid = fmt.Sprint(a.PID)
+		}
+		if !a.Since.IsZero() {
+			since = a.Since.UTC().Format(time.TimeOnly)
+		}
+		if a.State == lab.AgentBackoff && !a.NextStart.IsZero() {
+			state += " (restart at " + a.NextStart.UTC().Format("15:04:05.0") + ")"
+		}
+		last := a.LastExit
+		if last == "" {
+			last = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\thttp://%s/metrics\t%s\t%s\n", n, state, pid, since, a.Restarts, a.Addr, a.Metrics, a.Log, last)
+	}
+	return tw.Flush()
+}
+
+// newLabSuperviseCmd is the lab's agent supervisor, started detached by
+// lab up --agents (hidden: not for people to run).
+func newLabSuperviseCmd() *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:    "supervise --lab NAME",
+		Short:  "Run and restart a lab's agents (started by lab up --agents)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := lab.Get(name)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return l.Supervise(ctx, cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&name, "lab", "", "lab name")
+	return cmd
+}
+
+func newLabRestartAgentsCmd() *cobra.Command {
+	var name, agentExe string
+	cmd := &cobra.Command{
+		Use:   "restart-agents [--lab NAME] [NODE...]",
+		Short: "Restart a lab's agents (all, or the nodes named) and their supervisor if it is not running",
+		Long: `Restarts the agents of the nodes named (every node when none) of a lab
+brought up with --agents, through the lab's supervisor, and waits until
+each answers. The supervisor itself is started again first if it is not
+running (killed, or the host's /run survived a crash of it). An agent that
+merely crashed needs none of this: the supervisor restarts it by itself
+(segchain lab ls shows it). --agent-exe runs another agent binary from now
+on (e.g. a freshly built segchain-agent).`,
+		Example: `  segchain lab restart-agents --lab demo nfv1
+  segchain lab restart-agents --lab demo`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := lab.Get(name)
+			if err != nil {
+				return err
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if err := l.RestartAgents(self, agentExe, args...); err != nil {
+				return err
+			}
+			if l, err = lab.Get(name); err != nil {
+				return err
+			}
+			return printLabAgents(cmd.OutOrStdout(), lsOf(l))
+		},
+	}
+	labNameFlag(cmd, &name, "lab name")
+	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "run 'PATH agent ...' from now on (default: the program the lab's agents ran)")
 	return cmd
 }
 

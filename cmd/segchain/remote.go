@@ -45,6 +45,7 @@ func remoteAgents(d *config.Domain, l *lab.Lab) (map[string]*agentrpc.Client, er
 		if err != nil {
 			return err
 		}
+		c.SetHint(agentHint(l, node))
 		out[node] = c
 		return nil
 	}
@@ -66,6 +67,16 @@ func remoteAgents(d *config.Domain, l *lab.Lab) (map[string]*agentrpc.Client, er
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// agentHint is what an unreachable agent's error adds: how to see it and
+// bring it back, in a lab (its supervisor) or on a host (systemd).
+func agentHint(l *lab.Lab, node string) string {
+	if l != nil && len(l.Agents) > 0 {
+		return fmt.Sprintf("is it running? `segchain lab ls --lab %s` shows its state and log (the lab's supervisor restarts an agent that exits, with backoff); `segchain lab restart-agents --lab %s %s` starts it again",
+			l.Name, l.Name, node)
+	}
+	return "is `segchain agent` running on that host? `systemctl status segchain-agent` there shows it, `systemctl restart segchain-agent` starts it again (docs/deploy.md)"
 }
 
 // holderName is how other controllers are told who holds a node's lease.

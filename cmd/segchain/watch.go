@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +27,10 @@ does that apply for you, within a fraction of a second of the link coming back.
 Each apply prints the interfaces that triggered it (node:interface) and its
 changes, like apply; with -o json one JSON object per line:
 {"time", "trigger", "result", "error"}. A failing apply is rolled back as
-usual and reported; watch goes on. Runs until interrupted (SIGINT/SIGTERM).
+usual and reported; watch goes on. Runs until interrupted (SIGINT/SIGTERM):
+it then says so on stderr and exits 0; an apply running at that moment
+starts no new change and undoes those it made, as apply does on ^C, and
+watch exits 130 (143 for SIGTERM). A second interrupt exits at once.
 
 With --lab, each apply keeps the lab's routers' FRR in step with the domain
 (routing: bgp), as apply does. See docs/routing.md.`,
@@ -51,10 +52,18 @@ With --lab, each apply keeps the lab's routers' FRR in step with the domain
 				}
 				return locks.Release, nil
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			// SIGINT/SIGTERM end watch (interrupt.go): an apply running
+			// then is rolled back like apply's.
+			ctx, intr, stop := onInterrupt(cmd.Context(), cmd.ErrOrStderr(),
+				"watch stops (an apply running now starts no new change and undoes those it made)")
 			defer stop()
+			cmd.SetContext(ctx)
 			w := cmd.OutOrStdout()
-			return c.Watch(ctx, func(trigger []string, res *controller.Result, err error) {
+			var cut *controller.Result // the apply the interrupt cut short
+			err = c.Watch(ctx, func(trigger []string, res *controller.Result, err error) {
+				if res != nil && res.Interrupted {
+					cut = res
+				}
 				if f.output == "json" {
 					ev := struct {
 						Time    time.Time          `json:"time"`
@@ -76,7 +85,9 @@ With --lab, each apply keeps the lab's routers' FRR in step with the domain
 				}
 				if res != nil && res.Changes() > 0 {
 					printDiffs(w, res.Diffs)
-					fmt.Fprintf(w, "applied %d change(s)\n", res.Changes())
+					if res.Applied { // else rolled back: the error says so
+						fmt.Fprintf(w, "applied %d change(s)\n", res.Changes())
+					}
 				} else if err == nil {
 					fmt.Fprintln(w, "no changes")
 				}
@@ -84,6 +95,14 @@ With --lab, each apply keeps the lab's routers' FRR in step with the domain
 					fmt.Fprintln(w, "error:", err)
 				}
 			})
+			if s := intr.signal(); s != nil && err == nil {
+				if cut != nil {
+					return intr.verdict("watch's apply", cut, controller.ErrInterrupted)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "segchain: watch stopped by %s between applies: nothing was left half-done\n", sigName(s))
+				return nil
+			}
+			return err
 		},
 	}
 	f.register(cmd, true)

@@ -41,7 +41,14 @@ type Client struct {
 	// journalWho, if set, makes every Execute journal its ops on the
 	// agent first (JournalOnExecute).
 	journalWho string
+	// hint says how to bring the agent back when it is unreachable
+	// (SetHint).
+	hint string
 }
+
+// SetHint sets what an "unreachable" error adds: how to check on the
+// agent and start it again (a lab's supervisor, a systemd unit).
+func (c *Client) SetHint(h string) { c.hint = h }
 
 // JournalOnExecute makes the agent record each op of every Execute in the
 // node's journal, naming who, before running it; Journal.Record is then
@@ -95,6 +102,9 @@ func (c *Client) wrap(what string, err error) error {
 	if st, ok := status.FromError(err); ok {
 		if m := st.Message(); strings.Contains(m, "remote error: tls:") {
 			return fmt.Errorf("node %s: agent %s: %s: the agent refused this controller's certificate (not signed by the domain CA, expired, or not a controller's): %s (%s)", c.node, c.addr, what, m, st.Code())
+		}
+		if st.Code() == codes.Unavailable && c.hint != "" {
+			return fmt.Errorf("node %s: agent %s: %s: %s (%s): agent of node %s unreachable at %s: %s", c.node, c.addr, what, st.Message(), st.Code(), c.node, c.addr, c.hint)
 		}
 		return fmt.Errorf("node %s: agent %s: %s: %s (%s)", c.node, c.addr, what, st.Message(), st.Code())
 	}
@@ -292,6 +302,9 @@ func (c *Client) Health(ctx context.Context) (*pb.HealthReply, error) {
 func (c *Client) Preflight(ctx context.Context) error {
 	v, err := c.Version(ctx)
 	if err != nil {
+		if c.hint != "" && strings.Contains(err.Error(), c.hint) {
+			return err // says it is unreachable, and what to do
+		}
 		return fmt.Errorf("%w (unreachable)", err)
 	}
 	if v.Protocol != Protocol {

@@ -55,10 +55,15 @@ func (c *Controller) preflight(ctx context.Context) error {
 
 // Result is what an apply or destroy did (or, for a dry run, would do).
 type Result struct {
-	Diffs      []Diff   `json:"diffs"`
-	Applied    bool     `json:"applied"`
-	RolledBack bool     `json:"rolled_back,omitempty"`
-	Errors     []string `json:"errors,omitempty"`
+	Diffs      []Diff `json:"diffs"`
+	Applied    bool   `json:"applied"`
+	RolledBack bool   `json:"rolled_back,omitempty"`
+	// Interrupted: the command's context ended (^C, SIGTERM) while it
+	// changed nodes; no op started after that, and the ones that ran
+	// were undone (RolledBack) — Undone of them.
+	Interrupted bool     `json:"interrupted,omitempty"`
+	Undone      int      `json:"undone,omitempty"`
+	Errors      []string `json:"errors,omitempty"`
 	// Recovered are the unfinished journals of killed commands found
 	// (and, unless a dry run, undone) first.
 	Recovered []Recovery `json:"recovered,omitempty"`
@@ -171,8 +176,9 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 		}
 	}
 	// Every node is as planned: the agents that keep intents learn it
-	// (intent.go).
-	err = c.keepIntents(ctx, false)
+	// (intent.go). An interrupt from now on changes nothing: the apply
+	// is complete and is kept.
+	err = c.keepIntents(context.WithoutCancel(ctx), false)
 	return res, errors.Join(err, done(err))
 }
 
@@ -215,6 +221,9 @@ func (c *Controller) Destroy(ctx context.Context, dryRun bool) (*Result, error) 
 	if _, err := c.execute(ctx, res); err != nil {
 		return res, err
 	}
+	// Every op ran: the destroy is complete, an interrupt from now on
+	// does not stop the agents from forgetting the node.
+	ctx = context.WithoutCancel(ctx)
 	if errs := c.each(ctx, names, func(ctx context.Context, _ int, n string) error {
 		return c.Agents[n].Forget(ctx)
 	}); len(errs) > 0 {
@@ -257,6 +266,7 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 	failure := c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, reversed), func(d Diff) []agent.Op { return d.Adds }, record)
 	if failure == nil {
 		c.settleBGP(ctx, res.Diffs)
+		failure = interrupted(ctx)
 	}
 	if failure == nil {
 		failure = c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, order), func(d Diff) []agent.Op { return d.Deletes }, record)
@@ -267,6 +277,7 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 	}
 	res.Errors = append(res.Errors, failure.Error())
 	res.RolledBack = true
+	res.Interrupted = errors.Is(failure, ErrInterrupted)
 	var rbErrs []error
 	// The rollback runs even when the command was cancelled (^C, a
 	// node's timeout): it is what leaves the domain as it was.
@@ -276,7 +287,9 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 		if _, err := c.Agents[e.node].Execute(rctx, []agent.Op{e.op.Inverse()}); err != nil {
 			rbErrs = append(rbErrs, fmt.Errorf("rollback: %w", err))
 			res.Errors = append(res.Errors, "rollback: "+err.Error())
+			continue
 		}
+		res.Undone++
 	}
 	if len(rbErrs) > 0 {
 		res.RolledBack = false
@@ -287,6 +300,9 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 		// running when it died): reported, not hiding the failure.
 		res.Errors = append(res.Errors, "journal: "+err.Error())
 		return res, fmt.Errorf("apply failed, every node rolled back to its previous state: %w\n(journals left where they could not be cleared; the next apply or destroy undoes them first: %v)", failure, err)
+	}
+	if res.Interrupted {
+		return res, fmt.Errorf("%w; every node rolled back to its previous state (%d change(s) undone)", failure, res.Undone)
 	}
 	return res, fmt.Errorf("apply failed, every node rolled back to its previous state: %w", failure)
 }

@@ -92,12 +92,18 @@ type BatchJournaler interface {
 
 // runBatch runs a node's ops of one phase in one Execute, recording the
 // ones that ran.
-func (c *Controller) runBatch(ctx context.Context, a agent.Agent, n string, list []agent.Op, mu *sync.Mutex, failed *bool, record func(string, agent.Op)) error {
+func (c *Controller) runBatch(stopCtx, ctx context.Context, a agent.Agent, n string, list []agent.Op, mu *sync.Mutex, failed *bool, record func(string, agent.Op)) error {
 	mu.Lock()
 	stop := *failed
 	mu.Unlock()
 	if stop {
 		return nil
+	}
+	if err := interrupted(stopCtx); err != nil {
+		mu.Lock()
+		*failed = true
+		mu.Unlock()
+		return err
 	}
 	start := time.Now()
 	done, err := a.Execute(ctx, list)
@@ -114,6 +120,19 @@ func (c *Controller) runBatch(ctx context.Context, a agent.Agent, n string, list
 		return err
 	}
 	return nil
+}
+
+// ErrInterrupted is the failure of an apply or destroy whose context
+// ended (^C, SIGTERM) before all its ops ran: it is rolled back.
+var ErrInterrupted = errors.New("interrupted")
+
+// interrupted is ErrInterrupted, with the context's cause, once ctx has
+// ended; nil before.
+func interrupted(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return fmt.Errorf("%w (%v): no new change started", ErrInterrupted, context.Cause(ctx))
 }
 
 // phases splits an order of diff indexes into runs of consecutive nodes
@@ -139,11 +158,21 @@ func (c *Controller) phases(diffs []Diff, order []int) [][]int {
 // (Concurrency nodes at a time, ops of one node in order), recording each
 // op that ran with record. After the first failure no new op starts on
 // any node; it returns the first failure (by node order).
-func (c *Controller) runPhases(ctx context.Context, diffs []Diff, phases [][]int, ops func(Diff) []agent.Op,
+//
+// When ctx ends (^C) no new op (or batch) starts either, but the ops
+// running then are not cancelled: they finish, so that what ran is known
+// exactly and recorded for the rollback. (A cancelled remote Execute
+// would report nothing done, while the agent may have run part of it.)
+// Each node's part of a phase is still bounded by NodeTimeout.
+func (c *Controller) runPhases(stopCtx context.Context, diffs []Diff, phases [][]int, ops func(Diff) []agent.Op,
 	record func(node string, op agent.Op)) error {
 	var mu sync.Mutex
 	failed := false
+	ctx := context.WithoutCancel(stopCtx)
 	for _, ph := range phases {
+		if err := interrupted(stopCtx); err != nil {
+			return err
+		}
 		names := make([]string, len(ph))
 		for k, i := range ph {
 			names[k] = diffs[i].Node
@@ -159,7 +188,7 @@ func (c *Controller) runPhases(ctx context.Context, diffs []Diff, phases [][]int
 				return err
 			}
 			if b, ok := a.(BatchJournaler); ok && b.JournalsEachOp() {
-				return c.runBatch(ctx, a, n, list, &mu, &failed, record)
+				return c.runBatch(stopCtx, ctx, a, n, list, &mu, &failed, record)
 			}
 			for _, op := range list {
 				mu.Lock()
@@ -167,6 +196,12 @@ func (c *Controller) runPhases(ctx context.Context, diffs []Diff, phases [][]int
 				mu.Unlock()
 				if stop {
 					return nil
+				}
+				if err := interrupted(stopCtx); err != nil {
+					mu.Lock()
+					failed = true
+					mu.Unlock()
+					return err
 				}
 				start := time.Now()
 				done, err := c.step(ctx, a, n, op)
@@ -188,7 +223,17 @@ func (c *Controller) runPhases(ctx context.Context, diffs []Diff, phases [][]int
 			return nil
 		})
 		if len(errs) > 0 {
-			return errors.Join(errs...)
+			// Each node stopped by the interrupt says so: once is enough.
+			var real []error
+			for _, e := range errs {
+				if !errors.Is(e, ErrInterrupted) {
+					real = append(real, e)
+				}
+			}
+			if len(real) == 0 {
+				return interrupted(stopCtx)
+			}
+			return errors.Join(real...)
 		}
 	}
 	return nil

@@ -79,8 +79,16 @@ func (c *Controller) Recover(ctx context.Context, dryRun bool) ([]Recovery, erro
 			if err != nil {
 				return out, err
 			}
+			// Interrupted (^C): the journals not undone yet stay for
+			// the next command. A node's undo, once started, is not
+			// cancelled: an undo step failing is skipped and the journal
+			// cleared, so a cancelled one would lose the journal.
+			if err := interrupted(ctx); err != nil {
+				return out, err
+			}
+			uctx := context.WithoutCancel(ctx)
 			for i := len(ops) - 1; i >= 0; i-- {
-				if _, err := a.Execute(ctx, []agent.Op{ops[i].Inverse()}); err != nil {
+				if _, err := a.Execute(uctx, []agent.Op{ops[i].Inverse()}); err != nil {
 					r.Errors = append(r.Errors, err.Error())
 				}
 			}

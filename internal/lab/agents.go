@@ -73,9 +73,10 @@ func mgmtAddr(prefix netip.Prefix, i int) netip.Addr {
 }
 
 // StartAgents builds the management network and starts a `exe agent`
-// process for every node, with certificates of a lab CA, and waits until
-// each answers. On failure everything it made is removed again.
-func (l *Lab) StartAgents(exe string) error {
+// process for every node, with certificates of a lab CA, under the lab's
+// supervisor (`self lab supervise`, supervise.go), and waits until each
+// answers. On failure everything it made is removed again.
+func (l *Lab) StartAgents(self, exe string) error {
 	if len(l.Agents) > 0 {
 		return fmt.Errorf("lab %s already runs agents", l.Name)
 	}
@@ -87,14 +88,14 @@ func (l *Lab) StartAgents(exe string) error {
 	if err := l.save(); err != nil {
 		return err
 	}
-	err := l.startAgents(exe, pfx)
+	err := l.startAgents(self, exe, pfx)
 	if err != nil {
 		return errors.Join(fmt.Errorf("lab %s: start agents: %w", l.Name, err), l.StopAgents())
 	}
 	return l.save()
 }
 
-func (l *Lab) startAgents(exe string, pfx netip.Prefix) error {
+func (l *Lab) startAgents(self, exe string, pfx netip.Prefix) error {
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: l.Mgmt.Bridge}}
 	if err := netlink.LinkAdd(br); err != nil {
 		return fmt.Errorf("management bridge %s: %w", br.Name, err)
@@ -127,13 +128,20 @@ func (l *Lab) startAgents(exe string, pfx netip.Prefix) error {
 			Metrics: net.JoinHostPort(addr.String(), strconv.Itoa(MetricsPort)),
 			Log:     filepath.Join(l.agentDir(), node+".log"),
 		}
-		if err := l.spawn(exe, node); err != nil {
+		if err := l.setWant(node, AgentWant{Run: true, Exe: exe, Gen: 1}); err != nil {
 			return err
 		}
 	}
-	// All started: now wait for each (they start up in parallel).
+	if err := l.save(); err != nil {
+		return err
+	}
+	// The supervisor starts them all; then wait for each (they start up
+	// in parallel).
+	if err := l.startSupervisor(self); err != nil {
+		return err
+	}
 	for _, node := range l.NodeNames() {
-		if err := l.waitAgent(node, 60*time.Second); err != nil {
+		if err := l.waitStarted(node, 1, 60*time.Second); err != nil {
 			return err
 		}
 	}
@@ -182,45 +190,79 @@ func (l *Lab) mgmtLink(br *netlink.Bridge, node string, i int, addr netip.Addr) 
 	return nh.LinkSetUp(ml)
 }
 
-// StartAgent starts node's agent process (again, after StopAgent) and
-// waits until it answers. extra are more `segchain agent` flags (e.g.
-// --reconcile).
+// StartAgent (re)starts node's agent, as `exe agent ... extra` (e.g.
+// --reconcile), through the lab's supervisor (started first if it does
+// not run: after StopAgents, or if it was killed), and waits until it
+// answers. A running agent is restarted.
 func (l *Lab) StartAgent(exe, node string, extra ...string) error {
-	if err := l.spawn(exe, node, extra...); err != nil {
-		return err
-	}
-	return l.waitAgent(node, 20*time.Second)
+	return l.startAgent("", exe, node, extra)
 }
 
-// spawn starts node's agent process, with extra flags, and records its
-// pid.
-func (l *Lab) spawn(exe, node string, extra ...string) error {
+// startAgent is StartAgent with the segchain binary to run the supervisor
+// with ("": the one recorded, else exe).
+func (l *Lab) startAgent(self, exe, node string, extra []string) error {
+	if l.Agents[node] == nil {
+		return fmt.Errorf("lab %s: node %s has no agent", l.Name, node)
+	}
+	w := l.Want(node)
+	w.Run, w.Exe, w.Extra = true, exe, extra
+	w.Gen = max(w.Gen, l.AgentStatus(node).Gen) + 1
+	if err := l.setWant(node, w); err != nil {
+		return err
+	}
+	if !l.SupervisorAlive() {
+		if self == "" && l.Supervisor != nil {
+			self = l.Supervisor.Exe
+		}
+		if self == "" {
+			self = exe
+		}
+		if err := l.startSupervisor(self); err != nil {
+			return err
+		}
+	}
+	return l.waitStarted(node, w.Gen, 20*time.Second)
+}
+
+// waitStarted waits until the supervisor has started generation gen of
+// node's agent and it answers.
+func (l *Lab) waitStarted(node string, gen int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		r := l.AgentStatus(node)
+		if r.Gen >= gen && r.State == AgentRunning && r.PID > 0 {
+			return l.waitAgent(node, time.Until(deadline))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: the lab's supervisor did not start its agent within %v (state %s, last exit %q; logs %s, %s)",
+				node, limit, r.State, r.LastExit, l.supervisorLog(), l.Agents[node].Log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// agentCmd is node's agent command (not started), its output appended to
+// the agent's log: close the returned file once it started.
+func (l *Lab) agentCmd(exe, node string, extra ...string) (*exec.Cmd, *os.File, error) {
 	a := l.Agents[node]
 	if a == nil {
-		return fmt.Errorf("lab %s: node %s has no agent", l.Name, node)
+		return nil, nil, fmt.Errorf("lab %s: node %s has no agent", l.Name, node)
 	}
 	state := filepath.Join(l.agentDir(), "state", node)
 	if err := os.MkdirAll(state, 0o700); err != nil {
-		return err
+		return nil, nil, err
 	}
 	logf, err := os.OpenFile(a.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer logf.Close()
 	cmd := exec.Command(exe, append([]string{"agent", "--node", node, "--netns", l.Nodes[node], "--listen", a.Addr,
 		"--pki", l.AgentPKI, "--state-dir", state, "--metrics", a.Metrics, "--log-format", "json"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// Its own session: the agent outlives `lab up` and no terminal
-	// signal reaches it; lab down stops it.
+	// Its own session: no terminal signal reaches it; the supervisor
+	// and lab down stop it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("node %s: start agent: %w", node, err)
-	}
-	a.PID = cmd.Process.Pid
-	// Reap it whenever it exits (this process may live on: tests).
-	go cmd.Wait()
-	return l.save()
+	return cmd, logf, nil
 }
 
 // waitAgent waits until node's agent answers Health over mTLS.
@@ -259,49 +301,35 @@ func (l *Lab) waitAgent(node string, limit time.Duration) error {
 	}
 }
 
-// agentAlive: the recorded pid is a live (not zombie) segchain agent of
-// this lab's node (a recycled pid is someone else's process).
+// agentAlive: the agent pid the supervisor recorded is a live segchain
+// agent of this lab's node (a recycled pid is someone else's process).
 func (l *Lab) agentAlive(node string) bool {
-	a := l.Agents[node]
-	if a == nil || a.PID <= 0 {
+	var r AgentRun
+	if readJSONFile(l.runPath(node), &r) != nil {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", a.PID))
-	if err != nil || len(b) == 0 {
-		return false // gone, or a zombie
-	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	want := map[string]bool{}
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == "--node" || args[i] == "--netns" {
-			want[args[i]+"="+args[i+1]] = true
-		}
-	}
-	return len(args) > 1 && args[1] == "agent" && want["--node="+node] && want["--netns="+l.Nodes[node]]
+	return l.agentPIDAlive(node, r.PID)
 }
 
-// StopAgent stops node's agent: SIGTERM, then SIGKILL after 5 s (force:
-// SIGKILL at once, as a crash would). It waits until the process is gone.
+// StopAgent stops node's agent and keeps it stopped (the supervisor does
+// not restart it until StartAgent): SIGTERM, then SIGKILL after 5 s
+// (force: SIGKILL at once, as a crash would). It waits until the process
+// is gone.
 func (l *Lab) StopAgent(node string, force bool) error {
-	a := l.Agents[node]
-	if a == nil || !l.agentAlive(node) {
+	if l.Agents[node] == nil {
 		return nil
 	}
-	sig := syscall.SIGTERM
-	if force {
-		sig = syscall.SIGKILL
+	w := l.Want(node)
+	w.Run = false
+	if err := l.setWant(node, w); err != nil {
+		return fmt.Errorf("node %s: stop agent: %w", node, err)
 	}
-	if err := syscall.Kill(a.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("node %s: stop agent pid %d: %w", node, a.PID, err)
+	var r AgentRun
+	_ = readJSONFile(l.runPath(node), &r)
+	if !l.agentPIDAlive(node, r.PID) {
+		return nil
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for l.agentAlive(node) {
-		if time.Now().After(deadline) {
-			syscall.Kill(a.PID, syscall.SIGKILL)
-			deadline = time.Now().Add(5 * time.Second)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	stopPID(r.PID, force, func() bool { return !l.agentPIDAlive(node, r.PID) })
 	return nil
 }
 
@@ -309,8 +337,18 @@ func (l *Lab) StopAgent(node string, force bool) error {
 // network and the lab PKI.
 func (l *Lab) StopAgents() error {
 	var errs []error
-	for _, n := range l.NodeNames() {
-		errs = append(errs, l.StopAgent(n, false))
+	// The supervisor first (it stops its agents), so that nothing
+	// restarts what is stopped next.
+	errs = append(errs, l.stopSupervisor())
+	if l.Agents != nil {
+		for _, n := range l.NodeNames() {
+			errs = append(errs, l.StopAgent(n, false))
+		}
+		// Whatever agent of the lab is left: one started by hand, or by
+		// a supervisor killed before it recorded its pid.
+		for _, pid := range l.strayAgents() {
+			stopPID(pid, false, func() bool { return !alive(pid) })
+		}
 	}
 	if l.Mgmt != nil {
 		for _, v := range l.Mgmt.Veths {
@@ -328,6 +366,16 @@ func (l *Lab) StopAgents() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	l.Mgmt, l.Agents, l.AgentPKI = nil, nil, ""
+	l.Mgmt, l.Agents, l.AgentPKI, l.Supervisor = nil, nil, "", nil
 	return nil
+}
+
+// alive: pid is a process that has not exited (a zombie has).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z" && f[2] != "X"
 }

@@ -48,6 +48,8 @@ type Lab struct {
 	Agents   map[string]*AgentState `json:"agents,omitempty"`
 	Mgmt     *Mgmt                  `json:"mgmt,omitempty"`
 	AgentPKI string                 `json:"agent_pki,omitempty"`
+	// Supervisor runs the agents (supervise.go).
+	Supervisor *SupervisorState `json:"supervisor,omitempty"`
 	// FRR (routing: bgp) are the routers' FRR instances: node → the
 	// directory holding everything of it (frr.go).
 	FRR map[string]string `json:"frr,omitempty"`
@@ -165,6 +167,7 @@ func Get(name string) (*Lab, error) {
 	if err := json.Unmarshal(b, &l); err != nil {
 		return nil, fmt.Errorf("parse lab state %s: %w", statePath(name), err)
 	}
+	l.fillPIDs()
 	return &l, nil
 }
 

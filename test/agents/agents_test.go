@@ -198,6 +198,10 @@ func TestPrivilegedLeaseAndUnreachable(t *testing.T) {
 	if err == nil || !strings.Contains(out, "preflight failed, nothing changed on any node") || !strings.Contains(out, "node r2") {
 		t.Fatalf("apply with r2's agent down: %v\n%s", err, out)
 	}
+	// The error says how to see the agent and bring it back.
+	if hint := "segchain lab restart-agents --lab " + e.lab + " r2"; !strings.Contains(out, hint) || !strings.Contains(out, "segchain lab ls --lab "+e.lab) {
+		t.Errorf("apply with r2's agent down does not say how to bring it back (%q):\n%s", hint, out)
+	}
 	if left := e.owned(); left != "" {
 		t.Fatalf("a failed preflight changed nodes:\n%s", left)
 	}

@@ -41,6 +41,7 @@ var skips = []struct{ match, reason string }{
 	{"segchain perf boundary", "a benchmark run takes minutes"},
 	{"segchain perf control-plane", "a benchmark run takes minutes"},
 	{"segchain agent --node", "a daemon that runs until stopped; test/agents runs real agents"},
+	{"lab restart-agents", "needs a lab brought up with --agents; test/agents restarts real agents"},
 	{"two-hosts.yaml", "needs the two hosts of the docs/deploy.md walk-through"},
 	{"lab down --all-owned", "takes down every lab on the machine, other users' too"},
 	{"tcpdump -ni", "runs tcpdump until interrupted"},
