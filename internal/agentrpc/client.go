@@ -126,6 +126,9 @@ func (c *Client) Observe(ctx context.Context, want *nodestate.Node) (*nodestate.
 	if err := json.Unmarshal(r.NodeJson, &got); err != nil {
 		return nil, c.wrap("observe", err)
 	}
+	if err := withKeySecrets(got.HMACKeys, r.HmacSecrets); err != nil {
+		return nil, c.wrap("observe", err)
+	}
 	return &got, nil
 }
 
@@ -140,7 +143,7 @@ func (c *Client) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	// A batch gets a second per op on top of the call's timeout.
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+time.Duration(len(ops))*time.Second)
 	defer cancel()
-	r, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: b, JournalWho: c.journalWho})
+	r, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: b, JournalWho: c.journalWho, OpSecrets: opSecrets(ops)})
 	if err != nil {
 		return 0, c.wrap("execute", err)
 	}

@@ -45,6 +45,12 @@ func newEnv(t *testing.T, agents bool) *env {
 // newEnvPrefix is newEnv with the lab's name starting with prefix.
 func newEnvPrefix(t *testing.T, agents bool, prefix string) *env {
 	t.Helper()
+	return newEnvFile(t, agents, prefix, domainFile)
+}
+
+// newEnvFile is newEnvPrefix with the lab brought up from file.
+func newEnvFile(t *testing.T, agents bool, prefix, file string) *env {
+	t.Helper()
 	testutil.RequireRoot(t)
 	if testing.Short() {
 		t.Skip("privileged namespace test: skipped with -short")
@@ -53,7 +59,7 @@ func newEnvPrefix(t *testing.T, agents bool, prefix string) *env {
 		t.Skip("segchain binary not built")
 	}
 	e := &env{t: t, lab: testutil.UniqueName(prefix), agents: agents}
-	args := []string{"lab", "up", "-f", domainFile, "--lab", e.lab}
+	args := []string{"lab", "up", "-f", file, "--lab", e.lab}
 	if agents {
 		args = append(args, "--agents")
 	}
