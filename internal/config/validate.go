@@ -106,6 +106,9 @@ type validator struct {
 	errs errorAcc
 	// ifaces[node][iface] = path of the endpoint that declared it.
 	ifaces map[string]map[string]string
+	// errAt holds every path an error was recorded at and each of its
+	// ancestors (hasErr), so that asking is not a scan of every error.
+	errAt map[string]bool
 }
 
 func (v *validator) errf(path, format string, args ...any) {
@@ -113,6 +116,17 @@ func (v *validator) errf(path, format string, args ...any) {
 	fe.Path, fe.Msg = path, fmt.Sprintf(format, args...)
 	fe.Line, fe.Col = v.pos.of(path)
 	v.errs = append(v.errs, fe)
+	if v.errAt == nil {
+		v.errAt = map[string]bool{}
+	}
+	for p := path; p != "" && !v.errAt[p]; {
+		v.errAt[p] = true
+		i := strings.LastIndexAny(p, ".[")
+		if i <= 0 {
+			break
+		}
+		p = p[:i]
+	}
 }
 
 // validate checks every rule and returns every violation.
@@ -554,6 +568,7 @@ func (v *validator) proxyUse() {
 			}
 		}
 	}
+	after := v.segsAfter()
 	for _, name := range sortedKeys(v.d.Services) {
 		s := v.d.Services[name]
 		if s == nil || !s.SRUnaware() {
@@ -567,42 +582,38 @@ func (v *validator) proxyUse() {
 			v.errf(p, "a static proxy needs the chain it serves (its segs are the rest of that chain)")
 		}
 		if !v.hasErr(p) {
-			v.proxySpec(p, s, v.segsAfter(name))
+			v.proxySpec(p, s, after[name])
 		}
 	}
 }
 
-// segsAfter is the number of segments after service name in the first
-// chain that uses it (its services after it and the egress): the length
-// of a static proxy's CACHE.
-func (v *validator) segsAfter(name string) int {
+// segsAfter is, for every service in a chain, the number of segments
+// after it in the first chain (by name) that uses it (its services after
+// it and the egress): the length of a static proxy's CACHE. One pass over
+// the chains.
+func (v *validator) segsAfter() map[string]int {
+	out := map[string]int{}
 	for _, cn := range sortedKeys(v.d.Chains) {
 		c := v.d.Chains[cn]
 		if c == nil {
 			continue
 		}
 		for i, sn := range c.Services {
-			if sn == name {
-				n := len(c.Services) - i - 1
-				if c.Egress != nil {
-					n++
-				}
-				return n
+			if _, seen := out[sn]; seen {
+				continue
 			}
+			n := len(c.Services) - i - 1
+			if c.Egress != nil {
+				n++
+			}
+			out[sn] = n
 		}
 	}
-	return 0
+	return out
 }
 
 // hasErr reports whether an error was recorded at path or below it.
-func (v *validator) hasErr(path string) bool {
-	for _, e := range v.errs {
-		if e.Path == path || strings.HasPrefix(e.Path, path+".") || strings.HasPrefix(e.Path, path+"[") {
-			return true
-		}
-	}
-	return false
-}
+func (v *validator) hasErr(path string) bool { return v.errAt[path] }
 
 // chainProxies checks the sr-unaware services of one chain against the
 // chain's mode and address family.
