@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/segchain/segchain/internal/service"
 	"github.com/segchain/segchain/internal/service/srunaware"
 	"github.com/segchain/segchain/internal/sid"
+	"github.com/segchain/segchain/internal/srh"
 )
 
 // Roles lists the valid node roles.
@@ -142,6 +144,7 @@ func validate(d *Domain, pos positions) errorAcc {
 	v.services(fmtOK)
 	v.chains()
 	v.proxyUse()
+	v.perNode()
 	v.security()
 	v.routing()
 	v.checkLoopsAndOverlaps()
@@ -393,6 +396,37 @@ func (v *validator) services(fmtOK bool) {
 				}
 			}
 		}
+	}
+}
+
+// perNode checks the services of each node against what their kind's data
+// path holds per node (service.Limited): apply would fail for want of
+// room. Reported once per node and kind, at the first service too many.
+func (v *validator) perNode() {
+	type nk struct{ node, kind string }
+	count := map[nk]int{}
+	first := map[nk]string{}
+	var order []nk
+	for _, name := range sortedKeys(v.d.Services) {
+		s := v.d.Services[name]
+		if s == nil {
+			continue
+		}
+		l, ok := s.ServiceKind().(service.Limited)
+		if !ok || l.PerNode() == 0 {
+			continue
+		}
+		k := nk{s.Node, s.Kind}
+		count[k]++
+		if count[k] == l.PerNode()+1 {
+			first[k] = name
+			order = append(order, k)
+		}
+	}
+	for _, k := range order {
+		s := v.d.Services[first[k]]
+		l := s.ServiceKind().(service.Limited)
+		v.errf("services."+first[k]+".node", "node %s has %d services of kind %s, its data path holds at most %d (this is the %dth)", k.node, count[k], k.kind, l.PerNode(), l.PerNode()+1)
 	}
 }
 
@@ -756,6 +790,14 @@ func (v *validator) behavior(p, node, behavior string, prm Params, allowed []str
 	if prm.VRFTable < 0 {
 		v.errf(p+".vrftable", "vrftable %d must be positive", prm.VRFTable)
 	}
+	if n := len(prm.Segs); n > 0 {
+		if behavior == "End.B6" {
+			n++ // the packet's own destination, kept as Segment List[0]
+		}
+		if max := srh.MaxPath(0); n > max {
+			v.errf(p+".segs", "%d segments, an SRH holds at most %d", n, max)
+		}
+	}
 	for i, s := range prm.Segs {
 		if _, ok := v.d.Services[s]; ok {
 			continue
@@ -822,6 +864,7 @@ func (v *validator) chain(p string, c *Chain) {
 	if len(c.Services) == 0 && c.Egress == nil {
 		v.errf(p+".services", "a chain needs at least one service or an egress")
 	}
+	v.segmentList(p, c)
 	// Match.
 	fam := v.match(p+".match", c)
 	v.chainProxies(p, c, fam)
@@ -859,6 +902,50 @@ func (v *validator) chain(p string, c *Chain) {
 	if c.HMAC != "" {
 		if _, ok := v.d.Security.HMAC[c.HMAC]; !ok {
 			v.errf(p+".hmac", "unknown key %q (define it in security.hmac)", c.HMAC)
+		}
+	}
+}
+
+// segmentList checks that the chain's SID list fits one SRH as apply
+// encodes it (dataplane.EncodeSRH): a segment per service, the egress's,
+// in insert mode a slot for the packet's own destination, and the HMAC
+// TLV of a signed chain; and that it fits the header buffer of each
+// service whose data path keeps the packet's outer headers (a dynamic
+// proxy's cache, End.AN.NF's copy: service.HeaderLimited).
+func (v *validator) segmentList(p string, c *Chain) {
+	n := len(c.Services)
+	if c.Egress != nil {
+		n++
+	}
+	if c.Mode == ModeInsert {
+		n++
+	}
+	tlv := 0
+	if c.HMAC != "" {
+		tlv = srh.HMACTLVLen
+	}
+	if max := srh.MaxPath(tlv); n > max {
+		what := "an SRH holds at most %d"
+		if tlv > 0 {
+			what += " with its HMAC TLV"
+		}
+		v.errf(p+".services", "%d services make a segment list of %d, "+what+" (RFC 8754: 8-bit header length)", len(c.Services), n, max)
+		return
+	}
+	// The outer headers a proxy or End.AN.NF keeps: the outer IPv6
+	// header (40) and the SRH (8 + 16 a segment + TLVs); in insert mode
+	// there is no outer header of segchain's.
+	hdr := 8 + 16*n + tlv
+	if c.Mode != ModeInsert {
+		hdr += 40
+	}
+	for i, sn := range c.Services {
+		s := v.d.Services[sn]
+		if s == nil {
+			continue
+		}
+		if max := s.HeaderMax(); max > 0 && hdr > max {
+			v.errf(fmt.Sprintf("%s.services[%d]", p, i), "service %s (%s) keeps at most %d bytes of outer headers, this chain's are %d (%d segments): shorten the chain", sn, s.EffectiveBehavior(), max, hdr, n)
 		}
 	}
 }
