@@ -17,6 +17,9 @@ import (
 // Load reads, defaults and validates the domain file at path. Problems in
 // the file are returned as an ErrorList.
 func Load(path string) (*Domain, error) {
+	if err := statSize(path); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load domain: %w", err)
@@ -29,6 +32,9 @@ func Load(path string) (*Domain, error) {
 // problem is reported at once in an ErrorList; the Domain is returned only
 // when there is none.
 func Parse(data []byte, dir string) (*Domain, error) {
+	if err := checkSize(int64(len(data))); err != nil {
+		return nil, err
+	}
 	d, errs := decode(data)
 	if d == nil {
 		return nil, errs.list()

@@ -134,6 +134,9 @@ func (v *validator) errf(path, format string, args ...any) {
 // validate checks every rule and returns every violation.
 func validate(d *Domain, pos positions) errorAcc {
 	v := &validator{d: d, f: d.Format(), pos: pos, ifaces: map[string]map[string]string{}}
+	if !v.bounds() {
+		return v.errs // nothing more is checked of a domain out of bounds
+	}
 	fmtOK := true
 	if err := v.f.Validate(); err != nil {
 		v.errf("sid", "%s", strings.TrimPrefix(err.Error(), sid.ErrFormat.Error()+": "))

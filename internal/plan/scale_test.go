@@ -12,7 +12,7 @@ import (
 // NFV nodes in line (ingress, nfv1..nfvK, egress) and n/chainLen chains
 // of chainLen services each: what `validate` is given at scale.
 func bigDomain(n int) []byte {
-	const perNode, chainLen = 4096, 8
+	const perNode, chainLen = 4096, 16
 	k := (n + perNode - 1) / perNode
 	var b strings.Builder
 	b.WriteString("name: big\nnodes:\n  s: {role: host, id: 0xfff0}\n  ingress: {role: ingress, id: 1, locator: \"fc00:1::/64\"}\n")
@@ -48,7 +48,7 @@ func bigDomain(n int) []byte {
 // BenchmarkValidate is `segchain validate` (config.Parse, then Build) of
 // domains of growing size: ns/op should grow linearly with the services.
 func BenchmarkValidate(b *testing.B) {
-	for _, n := range []int{5000, 20000} {
+	for _, n := range []int{5000, 20000, 80000, 260000} {
 		data := bigDomain(n)
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
