@@ -94,7 +94,7 @@ func (c *Client) wrap(what string, err error) error {
 	}
 	if st, ok := status.FromError(err); ok {
 		if m := st.Message(); strings.Contains(m, "remote error: tls:") {
-			return fmt.Errorf("node %s: agent %s: %s: the agent refused this controller's certificate (not signed by the domain CA, expired, or not a controller's): %s (%s)", c.node, c.addr, what, m, st.Code())
+			return fmt.Errorf("node %s: agent %s: %s: the agent refused this controller's certificate (not signed by the domain CA, expired, not a controller's, or not in the agent's --allow-controller list: see its log): %s (%s)", c.node, c.addr, what, m, st.Code())
 		}
 		return fmt.Errorf("node %s: agent %s: %s: %s (%s)", c.node, c.addr, what, st.Message(), st.Code())
 	}

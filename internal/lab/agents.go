@@ -208,8 +208,15 @@ func (l *Lab) spawn(exe, node string, extra ...string) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, append([]string{"agent", "--node", node, "--netns", l.Nodes[node], "--listen", a.Addr,
-		"--pki", l.AgentPKI, "--state-dir", state, "--metrics", a.Metrics, "--log-format", "json"}, extra...)...)
+	// Only the lab's controller may control, only the management
+	// network (the host, a Prometheus on it) may scrape.
+	args := []string{"agent", "--node", node, "--netns", l.Nodes[node], "--listen", a.Addr,
+		"--pki", l.AgentPKI, "--allow-controller", ControllerName, "--state-dir", state,
+		"--metrics", a.Metrics, "--log-format", "json"}
+	if l.Mgmt != nil {
+		args = append(args, "--metrics-allow", l.Mgmt.Prefix)
+	}
+	cmd := exec.Command(exe, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: the agent outlives `lab up` and no terminal
 	// signal reaches it; lab down stops it.
