@@ -114,6 +114,17 @@ func Build(d *config.Domain) (*Plan, error) {
 		return nil, err
 	}
 	b.boundary()
+	var errs config.ErrorList
+	for _, name := range d.NodeNames() {
+		if bd := b.p.Nodes[name].Boundary; bd != nil {
+			if err := bd.Fits(); err != nil {
+				errs = append(errs, &config.FieldError{Path: "security.boundary", Msg: fmt.Sprintf("node %s: %v", name, err)})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	for _, n := range b.p.Nodes {
 		n.Sort()
 	}

@@ -1,11 +1,13 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/nodestate"
 )
 
 // bigDomain is a valid domain file of n native End services spread over
@@ -62,5 +64,32 @@ func BenchmarkValidate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A boundary beyond the program's maps (here: more external SIDs than
+// its prefix map holds) is refused by plan, so by validate, at
+// security.boundary, instead of failing in apply.
+func TestBoundaryFits(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`name: ext
+nodes:
+  ingress: {role: ingress, id: 1, locator: "fc00:1::/64"}
+  nfv1: {role: nfv, id: 2, locator: "fc00:2::/64"}
+links:
+  - {endpoints: ["ingress:eth-n", "nfv1:eth-i"], ipv6: "fd00:12::/64"}
+services:
+`)
+	for i := 0; i < nodestate.BoundaryPrefixesMax; i++ {
+		fmt.Fprintf(&b, "  x%d: {node: nfv1, behavior: End, external: true}\n", i)
+	}
+	d, err := config.Parse([]byte(b.String()), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Build(d)
+	var list config.ErrorList
+	if !errors.As(err, &list) || len(list) == 0 || list[0].Path != "security.boundary" || !strings.Contains(list[0].Msg, "the boundary filter holds at most 4096") {
+		t.Fatalf("Build: %v, want a refusal at security.boundary", err)
 	}
 }
