@@ -48,6 +48,9 @@ type agentFlags struct {
 	stateDir                    string
 	reconcile                   bool
 	reconcileInterval           time.Duration
+	allowControllers            []string
+	metricsAllow                []string
+	metricsTokenFile            string
 }
 
 // Command is the `agent` command (segchain agent, and the lighter
@@ -71,8 +74,11 @@ a map — so a restart under traffic loses no packet (with --reconcile, its
 first check repairs drift, below).
 
 Security: mutual TLS with the domain PKI (segchain pki): the agent presents
-node-NAME.crt and accepts only controller certificates of the domain CA.
---insecure serves plaintext, and only on a loopback address.
+node-NAME.crt and accepts only controller certificates of the domain CA;
+with --allow-controller NAME (repeatable), only those controllers'
+certificates (segchain pki issue --controller NAME), any other is refused
+in the handshake and the refusal logged. --insecure serves plaintext, and
+only on a loopback address.
 
 Changes need the node's lease (one controller at a time: a second one is
 told "domain is being applied by …"); the per-apply journal is kept under
@@ -95,9 +101,14 @@ controller that asks for the lease while a reconcile holds it waits for
 it (up to 30 s: "waiting for node NAME: its agent is reconciling it").
 
 --metrics ADDR serves Prometheus /metrics (docs/metrics.md), also from
-inside NS (segchain_agent_reconciles_total counts the reconciles). Logs go
+inside NS (segchain_agent_reconciles_total counts the reconciles). Only
+loopback may scrape unless --metrics-allow PREFIX (repeatable: the
+management network, the Prometheus server) says who else; with
+--metrics-token-file FILE a scrape must also carry that bearer token
+(Prometheus: authorization: {credentials_file: ...}). Refused scrapes
+get 403 or 401 and are counted in segchain_agent_metrics_denied_total. Logs go
 to stderr (log/slog, --log-format text|json). See docs/agents.md.`,
-		Example: `  segchain agent --node nfv1 --listen [2001:db8::11]:7070 --pki /etc/segchain/pki --metrics :9470
+		Example: `  segchain agent --node nfv1 --listen [2001:db8::11]:7070 --pki /etc/segchain/pki --allow-controller ops --metrics [2001:db8::11]:9470 --metrics-allow 2001:db8:99::/64 --metrics-token-file /etc/segchain/metrics.token
   segchain agent --node r1 --netns r1 --listen 127.0.0.1:7070 --insecure
   segchain agent --node nfv1 --listen [2001:db8::11]:7070 --pki /etc/segchain/pki --reconcile --reconcile-interval 1m`,
 		Args: cobra.NoArgs,
@@ -119,6 +130,9 @@ to stderr (log/slog, --log-format text|json). See docs/agents.md.`,
 	fl.StringVar(&f.metrics, "metrics", "", "serve Prometheus /metrics on this address HOST:PORT, inside --netns")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.stateDir, "state-dir", "/var/lib/segchain", "directory of the agent's apply journal and of the node's intent (intent.json)")
+	fl.StringSliceVar(&f.allowControllers, "allow-controller", nil, "accept only the controller certificates of these names (repeatable; default: any controller certificate of the domain CA)")
+	fl.StringSliceVar(&f.metricsAllow, "metrics-allow", nil, "with --metrics: the prefixes or addresses that may scrape (repeatable; default: loopback only)")
+	fl.StringVar(&f.metricsTokenFile, "metrics-token-file", "", "with --metrics: require this file's first line as a bearer token (mode 0600)")
 	fl.BoolVar(&f.reconcile, "reconcile", false, "re-apply the node's last applied intent when the node drifts from it (default: drift is only reported)")
 	fl.DurationVar(&f.reconcileInterval, "reconcile-interval", 30*time.Second, "with --reconcile: how often to compare the node with its intent (an interface coming up also triggers a check)")
 	cmd.MarkFlagRequired("node")
@@ -171,12 +185,29 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	case !secure:
 		return errors.New("give the agent its certificates (--pki DIR, or --ca/--cert/--key); --insecure serves plaintext on loopback only")
 	}
+	if f.insecure && len(f.allowControllers) > 0 {
+		return errors.New("--allow-controller names controller certificates: it needs TLS, not --insecure")
+	}
+	if f.metrics == "" && (len(f.metricsAllow) > 0 || f.metricsTokenFile != "") {
+		return errors.New("--metrics-allow and --metrics-token-file need --metrics ADDR")
+	}
+	access := metrics.Access{}
+	if f.metrics != "" {
+		if access.Allow, err = metrics.ParseAllow(f.metricsAllow); err != nil {
+			return err
+		}
+		if f.metricsTokenFile != "" {
+			if access.Token, err = metrics.ReadToken(f.metricsTokenFile); err != nil {
+				return err
+			}
+		}
+	}
 	if f.reconcile && f.reconcileInterval < 100*time.Millisecond {
 		return fmt.Errorf("--reconcile-interval %v: want at least 100ms", f.reconcileInterval)
 	}
 	var tc *tls.Config
 	if secure {
-		if tc, err = pki.ServerTLS(files); err != nil {
+		if tc, err = pki.ServerTLSAllow(files, f.allowControllers); err != nil {
 			return err
 		}
 	}
@@ -229,13 +260,17 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	g := agentrpc.NewGRPCServer(srv, tc, log)
 	if f.metrics != "" {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", m.Handler())
+		mux.Handle("/metrics", m.Guarded(access))
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go hs.Serve(ml)
 		defer hs.Close()
-		log.Info("serving metrics", "addr", ml.Addr().String())
+		log.Info("serving metrics", "addr", ml.Addr().String(), "allow", fmt.Sprint(access.Allow), "token", access.Token != nil)
 	}
-	log.Info("agent serving", "listen", lis.Addr().String(), "netns", f.netns, "tls", secure, "version", bv.Version, "pid", os.Getpid())
+	controllers := "any of the domain CA"
+	if len(f.allowControllers) > 0 {
+		controllers = fmt.Sprint(f.allowControllers)
+	}
+	log.Info("agent serving", "listen", lis.Addr().String(), "netns", f.netns, "tls", secure, "controllers", controllers, "version", bv.Version, "pid", os.Getpid())
 	err = agentrpc.Serve(ctx, g, lis)
 	log.Info("agent stopped")
 	return err

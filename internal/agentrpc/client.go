@@ -101,7 +101,7 @@ func (c *Client) wrap(what string, err error) error {
 	}
 	if st, ok := status.FromError(err); ok {
 		if m := st.Message(); strings.Contains(m, "remote error: tls:") {
-			return fmt.Errorf("node %s: agent %s: %s: the agent refused this controller's certificate (not signed by the domain CA, expired, or not a controller's): %s (%s)", c.node, c.addr, what, m, st.Code())
+			return fmt.Errorf("node %s: agent %s: %s: the agent refused this controller's certificate (not signed by the domain CA, expired, not a controller's, or not in the agent's --allow-controller list: see its log): %s (%s)", c.node, c.addr, what, m, st.Code())
 		}
 		if st.Code() == codes.Unavailable && c.hint != "" {
 			return fmt.Errorf("node %s: agent %s: %s: %s (%s): agent of node %s unreachable at %s: %s", c.node, c.addr, what, st.Message(), st.Code(), c.node, c.addr, c.hint)
@@ -136,6 +136,9 @@ func (c *Client) Observe(ctx context.Context, want *nodestate.Node) (*nodestate.
 	if err := json.Unmarshal(r.NodeJson, &got); err != nil {
 		return nil, c.wrap("observe", err)
 	}
+	if err := withKeySecrets(got.HMACKeys, r.HmacSecrets); err != nil {
+		return nil, c.wrap("observe", err)
+	}
 	return &got, nil
 }
 
@@ -150,7 +153,7 @@ func (c *Client) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	// A batch gets a second per op on top of the call's timeout.
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+time.Duration(len(ops))*time.Second)
 	defer cancel()
-	r, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: b, JournalWho: c.journalWho})
+	r, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: b, JournalWho: c.journalWho, OpSecrets: opSecrets(ops)})
 	if err != nil {
 		return 0, c.wrap("execute", err)
 	}

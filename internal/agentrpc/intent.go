@@ -46,6 +46,9 @@ func (s *Server) SetIntent(ctx context.Context, r *pb.SetIntentRequest) (*pb.Set
 	if err := decode("intent", r.IntentJson, &want); err != nil {
 		return nil, s.fail(ctx, "SetIntent", err)
 	}
+	if err := withKeySecrets(want.HMACKeys, r.HmacSecrets); err != nil {
+		return nil, s.fail(ctx, "SetIntent", status.Error(codes.InvalidArgument, err.Error()))
+	}
 	if want.Name != s.agent.Node() {
 		return nil, s.fail(ctx, "SetIntent", status.Errorf(codes.InvalidArgument, "intent of node %q handed to the agent of node %q", want.Name, s.agent.Node()))
 	}
@@ -69,7 +72,7 @@ func (c *Client) SetIntent(ctx context.Context, want *nodestate.Node) error {
 	}
 	ctx, cancel := c.call(ctx)
 	defer cancel()
-	_, err = c.rpc.SetIntent(ctx, &pb.SetIntentRequest{LeaseId: c.leaseID(), IntentJson: b})
+	_, err = c.rpc.SetIntent(ctx, &pb.SetIntentRequest{LeaseId: c.leaseID(), IntentJson: b, HmacSecrets: keySecrets(want.HMACKeys)})
 	if status.Code(err) == codes.Unimplemented {
 		return nil
 	}

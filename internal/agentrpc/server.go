@@ -164,7 +164,7 @@ func (s *Server) Observe(ctx context.Context, r *pb.ObserveRequest) (*pb.Observe
 	if err != nil {
 		return nil, err
 	}
-	return &pb.ObserveReply{NodeJson: b}, nil
+	return &pb.ObserveReply{NodeJson: b, HmacSecrets: keySecrets(got.HMACKeys)}, nil
 }
 
 // checkLease verifies that id is the lease held now (renewing nothing).
@@ -189,6 +189,9 @@ func (s *Server) Execute(ctx context.Context, r *pb.ExecuteRequest) (*pb.Execute
 	var ops []agent.Op
 	if err := decode("ops", r.OpsJson, &ops); err != nil {
 		return nil, s.fail(ctx, "Execute", err)
+	}
+	if err := errors.Join(withSecrets(ops, r.OpSecrets), needSecrets(ops)); err != nil {
+		return nil, s.fail(ctx, "Execute", status.Error(codes.InvalidArgument, err.Error()))
 	}
 	if err := ValidateOps(ops); err != nil {
 		return nil, s.fail(ctx, "Execute", status.Error(codes.InvalidArgument, err.Error()))

@@ -249,11 +249,18 @@ func TestSIDsStableUnderEdit(t *testing.T) {
 
 func TestSecret(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "k"), []byte("s3cret\r\n"), 0o600)
+	const want = "s3cret-s3cret-s3cret-s3cret-s3cr" // 32 bytes
+	os.WriteFile(filepath.Join(dir, "k"), []byte(want+"\r\n"), 0o600)
 	d := &Domain{Dir: dir, Security: Security{HMAC: map[string]*HMACKey{"k": {ID: 1, SecretFile: "k"}}}}
 	got, err := d.Secret("k")
-	if err != nil || string(got) != "s3cret" {
-		t.Errorf("Secret = %q, %v; want s3cret", got, err)
+	if err != nil || string(got) != want {
+		t.Errorf("Secret = %q, %v; want %s", got, err, want)
+	}
+	// Shorter than the hash output (RFC 2104 §3): refused.
+	os.WriteFile(filepath.Join(dir, "short"), []byte(want[:31]), 0o600)
+	d.Security.HMAC["short"] = &HMACKey{ID: 2, SecretFile: "short"}
+	if _, err := d.Secret("short"); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Errorf("Secret of a 31-byte sha256 key: %v, want a refusal", err)
 	}
 	if _, err := d.Secret("nope"); err == nil {
 		t.Error("Secret of an undefined key succeeded")

@@ -86,6 +86,15 @@ func (s *Service) ServiceKind() service.Kind {
 	return k
 }
 
+// HeaderMax is the bytes of outer headers the service's data path keeps
+// per packet (service.Limited; 0: no bound).
+func (s *Service) HeaderMax() int {
+	if l, ok := s.ServiceKind().(service.Limited); ok {
+		return l.HeaderMax(s.EffectiveBehavior())
+	}
+	return 0
+}
+
 // Served reports whether the service is served by a service kind's data
 // path (an eBPF program, not a seg6local route).
 func (s *Service) Served() bool { return s.ServiceKind() != nil }

@@ -17,6 +17,9 @@ import (
 // Load reads, defaults and validates the domain file at path. Problems in
 // the file are returned as an ErrorList.
 func Load(path string) (*Domain, error) {
+	if err := statSize(path); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load domain: %w", err)
@@ -29,6 +32,9 @@ func Load(path string) (*Domain, error) {
 // problem is reported at once in an ErrorList; the Domain is returned only
 // when there is none.
 func Parse(data []byte, dir string) (*Domain, error) {
+	if err := checkSize(int64(len(data))); err != nil {
+		return nil, err
+	}
 	d, errs := decode(data)
 	if d == nil {
 		return nil, errs.list()
@@ -131,7 +137,7 @@ func decode(data []byte) (*Domain, decoded) {
 	// The walker removed unknown and duplicate keys and nulled wrongly typed
 	// values, so decoding the cleaned tree keeps every good field.
 	var d Domain
-	if err := doc.Content[0].Decode(&d); err != nil && len(w.errs) == 0 {
+	if err := decodeLinear(doc.Content[0], &d); err != nil && len(w.errs) == 0 {
 		var te *yaml.TypeError
 		msgs := []string{err.Error()}
 		if errors.As(err, &te) {
@@ -152,6 +158,78 @@ func decode(data []byte) (*Domain, decoded) {
 	return &d, res
 }
 
+// decodeLinear is root.Decode(d) in time linear in the file. yaml.v3
+// checks every mapping for duplicate keys by comparing each key with every
+// other (quadratic: a domain of 20,000 services took seconds, one of
+// 260,000 did not finish); the walker has removed duplicates already,
+// with a map. So the domain's large mappings (nodes, services, chains)
+// are detached from the tree while the rest decodes, then decoded entry
+// by entry into their Go maps. A mapping with a merge key (<<) is left to
+// yaml, which knows how to merge.
+func decodeLinear(root *yaml.Node, d *Domain) error {
+	type detached struct {
+		n       *yaml.Node
+		content []*yaml.Node
+		dst     reflect.Value // the map field
+	}
+	fields := map[string]reflect.Value{
+		"nodes":    reflect.ValueOf(&d.Nodes).Elem(),
+		"services": reflect.ValueOf(&d.Services).Elem(),
+		"chains":   reflect.ValueOf(&d.Chains).Elem(),
+	}
+	var dets []detached
+	if root.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			dst, ok := fields[root.Content[i].Value]
+			v := root.Content[i+1]
+			if !ok || v.Kind != yaml.MappingNode || hasMergeKey(v) {
+				continue
+			}
+			dets = append(dets, detached{v, v.Content, dst})
+			v.Content = nil
+		}
+	}
+	err := root.Decode(d)
+	var errs []string
+	if err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			return err
+		}
+		errs = te.Errors
+	}
+	for _, x := range dets {
+		x.n.Content = x.content
+		if x.dst.IsNil() {
+			x.dst.Set(reflect.MakeMapWithSize(x.dst.Type(), len(x.content)/2))
+		}
+		for i := 0; i+1 < len(x.content); i += 2 {
+			e := reflect.New(x.dst.Type().Elem())
+			if err := x.content[i+1].Decode(e.Interface()); err != nil {
+				var te *yaml.TypeError
+				if !errors.As(err, &te) {
+					return err
+				}
+				errs = append(errs, te.Errors...)
+			}
+			x.dst.SetMapIndex(reflect.ValueOf(x.content[i].Value), e.Elem())
+		}
+	}
+	if len(errs) > 0 {
+		return &yaml.TypeError{Errors: errs}
+	}
+	return nil
+}
+
+func hasMergeKey(n *yaml.Node) bool {
+	for i := 0; i < len(n.Content); i += 2 {
+		if n.Content[i].Value == "<<" && n.Content[i].Tag == "!!merge" {
+			return true
+		}
+	}
+	return false
+}
+
 // walker checks the YAML tree against the Go types: unknown and duplicate
 // keys, wrong node kinds and unparsable scalars, recording every path's
 // position.
@@ -162,6 +240,9 @@ type walker struct {
 	present map[string]bool
 	errs    errorAcc
 	bad     []string
+	// fields caches yamlFields per struct type: the walk meets one per
+	// service, node and chain.
+	fields map[reflect.Type]map[string][]int
 }
 
 // nullify replaces a wrongly typed value by null so decoding skips it.
@@ -247,7 +328,14 @@ func (w *walker) walk(n *yaml.Node, t reflect.Type, path string) {
 			nullify(n)
 			return
 		}
-		fields := yamlFields(t)
+		fields := w.fields[t]
+		if fields == nil {
+			if w.fields == nil {
+				w.fields = map[reflect.Type]map[string][]int{}
+			}
+			fields = yamlFields(t)
+			w.fields[t] = fields
+		}
 		blocks := kindBlocks(t)
 		w.mapping(n, path, func(key string, k, v *yaml.Node) bool {
 			if key == "<<" {

@@ -89,7 +89,25 @@ func (v *validator) bindingLoops() {
 // locatorsOffLinks rejects a locator that overlaps a link prefix: addresses
 // in it would be both SIDs (local, seg6local) and link addresses (on-link
 // neighbours), and one of the two routes would shadow the other.
+//
+// Comparing every locator with every link took seconds on large domains:
+// the locators are indexed by family and length instead (all have
+// sid.locator_bits in a valid file). A link prefix at least as long as a
+// group's locators overlaps only the locator it falls in (a map lookup); a
+// shorter one overlaps the locators inside it, consecutive in address
+// order (a binary search).
 func (v *validator) locatorsOffLinks() {
+	type located struct {
+		loc  netip.Prefix // as written
+		node string
+	}
+	type group struct {
+		bits   int
+		by     map[netip.Prefix][]located // by masked locator
+		sorted []netip.Prefix
+	}
+	groups := map[[2]int]*group{}
+	var keys [][2]int
 	for _, node := range sortedKeys(v.d.Nodes) {
 		n := v.d.Nodes[node]
 		if n == nil || n.Locator == "" {
@@ -99,17 +117,71 @@ func (v *validator) locatorsOffLinks() {
 		if err != nil {
 			continue // reported by nodes()
 		}
-		for i, l := range v.d.Links {
-			if l == nil {
+		key := [2]int{loc.Addr().BitLen(), loc.Bits()}
+		g := groups[key]
+		if g == nil {
+			g = &group{bits: loc.Bits(), by: map[netip.Prefix][]located{}}
+			groups[key] = g
+			keys = append(keys, key)
+		}
+		m := loc.Masked()
+		if g.by[m] == nil {
+			g.sorted = append(g.sorted, m)
+		}
+		g.by[m] = append(g.by[m], located{loc, node})
+	}
+	for _, g := range groups {
+		sort.Slice(g.sorted, func(i, j int) bool { return g.sorted[i].Addr().Less(g.sorted[j].Addr()) })
+	}
+	type hit struct {
+		located
+		link int
+		p    netip.Prefix
+	}
+	var hits []hit
+	for i, l := range v.d.Links {
+		if l == nil {
+			continue
+		}
+		for _, pfx := range []string{l.IPv6, l.IPv4} {
+			p, err := netip.ParsePrefix(pfx)
+			if err != nil {
 				continue
 			}
-			for _, pfx := range []string{l.IPv6, l.IPv4} {
-				p, err := netip.ParsePrefix(pfx)
-				if err == nil && p.Overlaps(loc) {
-					v.errf("nodes."+node+".locator", "locator %s overlaps links[%d] prefix %s: an address there would be both a SID and a link address", loc, i, p)
+			pm := p.Masked()
+			for _, key := range keys {
+				g := groups[key]
+				if key[0] != pm.Addr().BitLen() {
+					continue
+				}
+				var in []netip.Prefix
+				if pm.Bits() >= g.bits {
+					if m := netip.PrefixFrom(pm.Addr(), g.bits).Masked(); g.by[m] != nil {
+						in = append(in, m)
+					}
+				} else {
+					k := sort.Search(len(g.sorted), func(k int) bool { return !g.sorted[k].Addr().Less(pm.Addr()) })
+					for ; k < len(g.sorted) && pm.Contains(g.sorted[k].Addr()); k++ {
+						in = append(in, g.sorted[k])
+					}
+				}
+				for _, m := range in {
+					for _, x := range g.by[m] {
+						hits = append(hits, hit{x, i, p})
+					}
 				}
 			}
 		}
+	}
+	// Reported by node, then link (the order of the former nested loops).
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].node != hits[j].node {
+			return hits[i].node < hits[j].node
+		}
+		return hits[i].link < hits[j].link
+	})
+	for _, h := range hits {
+		v.errf("nodes."+h.node+".locator", "locator %s overlaps links[%d] prefix %s: an address there would be both a SID and a link address", h.loc, h.link, h.p)
 	}
 }
 

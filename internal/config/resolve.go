@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -196,11 +197,28 @@ func (d *Domain) Secret(name string) ([]byte, error) {
 	if len(b) > maxSecret {
 		return nil, fmt.Errorf("hmac key %q: secret is %d bytes, at most %d", name, len(b), maxSecret)
 	}
+	if min := MinSecret(k.Algorithm); min > 0 && len(b) < min {
+		return nil, fmt.Errorf("hmac key %q: secret is %d bytes, at least %d for %s (its hash output, RFC 2104 §3): generate one, e.g. head -c 32 /dev/urandom | base64", name, len(b), min, cmp.Or(k.Algorithm, DefaultAlgorithm))
+	}
 	return b, nil
 }
 
 // maxSecret is the kernel's SEG6_HMAC_SECRET_LEN.
 const maxSecret = 64
+
+// MinSecret is the shortest secret accepted for an HMAC algorithm: its
+// hash output (RFC 2104 §3: shorter keys are strongly discouraged, they
+// weaken the function), 20 bytes for sha1 and 32 for sha256, the two the
+// kernel's seg6 HMAC offers.
+func MinSecret(alg string) int {
+	switch cmp.Or(alg, DefaultAlgorithm) {
+	case "sha1":
+		return 20
+	case "sha256":
+		return 32
+	}
+	return 0 // an unknown algorithm is reported at its own path
+}
 
 func trimNewline(b []byte) []byte {
 	if n := len(b); n > 0 && b[n-1] == '\n' {

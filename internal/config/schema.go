@@ -135,7 +135,7 @@ var fieldDoc = map[string]string{
 	"HMACKey":             "One HMAC key.",
 	"HMACKey.id":          "Key id 1..4294967295, unique.",
 	"HMACKey.algorithm":   "sha256 (default) or sha1.",
-	"HMACKey.secret_file": "File holding the secret, relative to the domain file; one trailing newline is ignored; 1..64 bytes.",
+	"HMACKey.secret_file": "File holding the secret, relative to the domain file; one trailing newline is ignored; at least the hash output (20 bytes for sha1, 32 for sha256: RFC 2104 §3), at most 64 bytes.",
 }
 
 // schemaEnum lists allowed values per field.

@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/segchain/segchain/internal/service"
 	"github.com/segchain/segchain/internal/service/srunaware"
 	"github.com/segchain/segchain/internal/sid"
+	"github.com/segchain/segchain/internal/srh"
 )
 
 // Roles lists the valid node roles.
@@ -106,6 +108,9 @@ type validator struct {
 	errs errorAcc
 	// ifaces[node][iface] = path of the endpoint that declared it.
 	ifaces map[string]map[string]string
+	// errAt holds every path an error was recorded at and each of its
+	// ancestors (hasErr), so that asking is not a scan of every error.
+	errAt map[string]bool
 }
 
 func (v *validator) errf(path, format string, args ...any) {
@@ -113,11 +118,25 @@ func (v *validator) errf(path, format string, args ...any) {
 	fe.Path, fe.Msg = path, fmt.Sprintf(format, args...)
 	fe.Line, fe.Col = v.pos.of(path)
 	v.errs = append(v.errs, fe)
+	if v.errAt == nil {
+		v.errAt = map[string]bool{}
+	}
+	for p := path; p != "" && !v.errAt[p]; {
+		v.errAt[p] = true
+		i := strings.LastIndexAny(p, ".[")
+		if i <= 0 {
+			break
+		}
+		p = p[:i]
+	}
 }
 
 // validate checks every rule and returns every violation.
 func validate(d *Domain, pos positions) errorAcc {
 	v := &validator{d: d, f: d.Format(), pos: pos, ifaces: map[string]map[string]string{}}
+	if !v.bounds() {
+		return v.errs // nothing more is checked of a domain out of bounds
+	}
 	fmtOK := true
 	if err := v.f.Validate(); err != nil {
 		v.errf("sid", "%s", strings.TrimPrefix(err.Error(), sid.ErrFormat.Error()+": "))
@@ -128,6 +147,7 @@ func validate(d *Domain, pos positions) errorAcc {
 	v.services(fmtOK)
 	v.chains()
 	v.proxyUse()
+	v.perNode()
 	v.security()
 	v.routing()
 	v.checkLoopsAndOverlaps()
@@ -382,6 +402,37 @@ func (v *validator) services(fmtOK bool) {
 	}
 }
 
+// perNode checks the services of each node against what their kind's data
+// path holds per node (service.Limited): apply would fail for want of
+// room. Reported once per node and kind, at the first service too many.
+func (v *validator) perNode() {
+	type nk struct{ node, kind string }
+	count := map[nk]int{}
+	first := map[nk]string{}
+	var order []nk
+	for _, name := range sortedKeys(v.d.Services) {
+		s := v.d.Services[name]
+		if s == nil {
+			continue
+		}
+		l, ok := s.ServiceKind().(service.Limited)
+		if !ok || l.PerNode() == 0 {
+			continue
+		}
+		k := nk{s.Node, s.Kind}
+		count[k]++
+		if count[k] == l.PerNode()+1 {
+			first[k] = name
+			order = append(order, k)
+		}
+	}
+	for _, k := range order {
+		s := v.d.Services[first[k]]
+		l := s.ServiceKind().(service.Limited)
+		v.errf("services."+first[k]+".node", "node %s has %d services of kind %s, its data path holds at most %d (this is the %dth)", k.node, count[k], k.kind, l.PerNode(), l.PerNode()+1)
+	}
+}
+
 // noProxyFields reports proxy fields on a native service.
 func (v *validator) noProxyFields(p string, s *Service) {
 	for _, f := range []struct {
@@ -554,6 +605,7 @@ func (v *validator) proxyUse() {
 			}
 		}
 	}
+	after := v.segsAfter()
 	for _, name := range sortedKeys(v.d.Services) {
 		s := v.d.Services[name]
 		if s == nil || !s.SRUnaware() {
@@ -567,42 +619,38 @@ func (v *validator) proxyUse() {
 			v.errf(p, "a static proxy needs the chain it serves (its segs are the rest of that chain)")
 		}
 		if !v.hasErr(p) {
-			v.proxySpec(p, s, v.segsAfter(name))
+			v.proxySpec(p, s, after[name])
 		}
 	}
 }
 
-// segsAfter is the number of segments after service name in the first
-// chain that uses it (its services after it and the egress): the length
-// of a static proxy's CACHE.
-func (v *validator) segsAfter(name string) int {
+// segsAfter is, for every service in a chain, the number of segments
+// after it in the first chain (by name) that uses it (its services after
+// it and the egress): the length of a static proxy's CACHE. One pass over
+// the chains.
+func (v *validator) segsAfter() map[string]int {
+	out := map[string]int{}
 	for _, cn := range sortedKeys(v.d.Chains) {
 		c := v.d.Chains[cn]
 		if c == nil {
 			continue
 		}
 		for i, sn := range c.Services {
-			if sn == name {
-				n := len(c.Services) - i - 1
-				if c.Egress != nil {
-					n++
-				}
-				return n
+			if _, seen := out[sn]; seen {
+				continue
 			}
+			n := len(c.Services) - i - 1
+			if c.Egress != nil {
+				n++
+			}
+			out[sn] = n
 		}
 	}
-	return 0
+	return out
 }
 
 // hasErr reports whether an error was recorded at path or below it.
-func (v *validator) hasErr(path string) bool {
-	for _, e := range v.errs {
-		if e.Path == path || strings.HasPrefix(e.Path, path+".") || strings.HasPrefix(e.Path, path+"[") {
-			return true
-		}
-	}
-	return false
-}
+func (v *validator) hasErr(path string) bool { return v.errAt[path] }
 
 // chainProxies checks the sr-unaware services of one chain against the
 // chain's mode and address family.
@@ -745,6 +793,14 @@ func (v *validator) behavior(p, node, behavior string, prm Params, allowed []str
 	if prm.VRFTable < 0 {
 		v.errf(p+".vrftable", "vrftable %d must be positive", prm.VRFTable)
 	}
+	if n := len(prm.Segs); n > 0 {
+		if behavior == "End.B6" {
+			n++ // the packet's own destination, kept as Segment List[0]
+		}
+		if max := srh.MaxPath(0); n > max {
+			v.errf(p+".segs", "%d segments, an SRH holds at most %d", n, max)
+		}
+	}
 	for i, s := range prm.Segs {
 		if _, ok := v.d.Services[s]; ok {
 			continue
@@ -811,6 +867,7 @@ func (v *validator) chain(p string, c *Chain) {
 	if len(c.Services) == 0 && c.Egress == nil {
 		v.errf(p+".services", "a chain needs at least one service or an egress")
 	}
+	v.segmentList(p, c)
 	// Match.
 	fam := v.match(p+".match", c)
 	v.chainProxies(p, c, fam)
@@ -848,6 +905,50 @@ func (v *validator) chain(p string, c *Chain) {
 	if c.HMAC != "" {
 		if _, ok := v.d.Security.HMAC[c.HMAC]; !ok {
 			v.errf(p+".hmac", "unknown key %q (define it in security.hmac)", c.HMAC)
+		}
+	}
+}
+
+// segmentList checks that the chain's SID list fits one SRH as apply
+// encodes it (dataplane.EncodeSRH): a segment per service, the egress's,
+// in insert mode a slot for the packet's own destination, and the HMAC
+// TLV of a signed chain; and that it fits the header buffer of each
+// service whose data path keeps the packet's outer headers (a dynamic
+// proxy's cache, End.AN.NF's copy: service.HeaderLimited).
+func (v *validator) segmentList(p string, c *Chain) {
+	n := len(c.Services)
+	if c.Egress != nil {
+		n++
+	}
+	if c.Mode == ModeInsert {
+		n++
+	}
+	tlv := 0
+	if c.HMAC != "" {
+		tlv = srh.HMACTLVLen
+	}
+	if max := srh.MaxPath(tlv); n > max {
+		what := "an SRH holds at most %d"
+		if tlv > 0 {
+			what += " with its HMAC TLV"
+		}
+		v.errf(p+".services", "%d services make a segment list of %d, "+what+" (RFC 8754: 8-bit header length)", len(c.Services), n, max)
+		return
+	}
+	// The outer headers a proxy or End.AN.NF keeps: the outer IPv6
+	// header (40) and the SRH (8 + 16 a segment + TLVs); in insert mode
+	// there is no outer header of segchain's.
+	hdr := 8 + 16*n + tlv
+	if c.Mode != ModeInsert {
+		hdr += 40
+	}
+	for i, sn := range c.Services {
+		s := v.d.Services[sn]
+		if s == nil {
+			continue
+		}
+		if max := s.HeaderMax(); max > 0 && hdr > max {
+			v.errf(fmt.Sprintf("%s.services[%d]", p, i), "service %s (%s) keeps at most %d bytes of outer headers, this chain's are %d (%d segments): shorten the chain", sn, s.EffectiveBehavior(), max, hdr, n)
 		}
 	}
 }

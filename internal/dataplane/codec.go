@@ -38,8 +38,12 @@ func EncodeSRH(segs []netip.Addr, reserveDA bool, hmacKeyID uint32) ([]byte, err
 			return nil, fmt.Errorf("srh: segment %s is not an IPv6 address", a)
 		}
 	}
-	if len(path) > srh.MaxSegments {
-		return nil, fmt.Errorf("srh: %d segments do not fit", len(segs))
+	tlv := 0
+	if hmacKeyID != 0 {
+		tlv = srh.HMACTLVLen
+	}
+	if max := srh.MaxPath(tlv); len(path) > max {
+		return nil, fmt.Errorf("srh: %d segments do not fit (an SRH holds at most %d)", len(path), max)
 	}
 	h := srh.NewPath(path...) // next header 0: the kernel fills it
 	if hmacKeyID != 0 {

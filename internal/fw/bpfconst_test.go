@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/bpfconst"
+	"github.com/segchain/segchain/internal/service/firewall"
 )
 
 // TestBPFConstMatchesProgram fails when the Go tables drift from the
@@ -35,5 +36,13 @@ func TestBPFConstMatchesProgram(t *testing.T) {
 	}
 	if n := len(fwTCFwBitmap{}.Words); n != words {
 		t.Errorf("fw_bitmap has %d words, Go expects %d", n, words)
+	}
+}
+
+// TestIntentLimitsMatchProgram: the limits config validates against
+// (the kind's intent half) are the program's.
+func TestIntentLimitsMatchProgram(t *testing.T) {
+	if firewall.MaxRules != MaxRules || firewall.MaxInstances != MaxInstances {
+		t.Errorf("intent half: %d rules, %d instances; program: %d, %d", firewall.MaxRules, firewall.MaxInstances, MaxRules, MaxInstances)
 	}
 }

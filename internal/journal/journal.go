@@ -176,7 +176,13 @@ func (d *Disk) Clear(node string) error {
 	if err := os.Remove(filepath.Join(dir, file)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	switch err := os.Remove(dir); {
+	case errors.Is(err, os.ErrNotExist):
+		// Nothing was ever recorded for node (a rollback of a command
+		// that failed before its first op here): nothing to clear, and
+		// the root may not exist either.
+		return nil
+	case err != nil:
 		return fmt.Errorf("journal: %w", err)
 	}
 	return syncDir(d.root)

@@ -124,3 +124,17 @@ func TestUnfinishedEmptyDir(t *testing.T) {
 		t.Errorf("the empty journal directory is still there: %v", err)
 	}
 }
+
+// Clearing the journal of a node nothing was recorded for is a no-op, even
+// when the journal's root was never made (an agent whose first command
+// failed on another node before reaching it, then rolled back: issue 24).
+func TestClearNothingRecorded(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "journal") // does not exist
+	d := New(root, map[string]string{"n": "node-n"})
+	if err := d.Clear("n"); err != nil {
+		t.Fatalf("Clear of a node with no journal: %v", err)
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("Clear made %s (err %v)", root, err)
+	}
+}

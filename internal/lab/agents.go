@@ -256,8 +256,15 @@ func (l *Lab) agentCmd(exe, node string, extra ...string) (*exec.Cmd, *os.File, 
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd := exec.Command(exe, append([]string{"agent", "--node", node, "--netns", l.Nodes[node], "--listen", a.Addr,
-		"--pki", l.AgentPKI, "--state-dir", state, "--metrics", a.Metrics, "--log-format", "json"}, extra...)...)
+	// Only the lab's controller may control, only the management
+	// network (the host, a Prometheus on it) may scrape.
+	args := []string{"agent", "--node", node, "--netns", l.Nodes[node], "--listen", a.Addr,
+		"--pki", l.AgentPKI, "--allow-controller", ControllerName, "--state-dir", state,
+		"--metrics", a.Metrics, "--log-format", "json"}
+	if l.Mgmt != nil {
+		args = append(args, "--metrics-allow", l.Mgmt.Prefix)
+	}
+	cmd := exec.Command(exe, append(args, extra...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: no terminal signal reaches it; the supervisor
 	// and lab down stop it.

@@ -24,6 +24,8 @@ type Metrics struct {
 	apply *prometheus.HistogramVec
 	// reconciles counts --reconcile's checks that found drift.
 	reconciles *prometheus.CounterVec
+	// denied counts scrapes Guard refused, by reason.
+	denied *prometheus.CounterVec
 }
 
 // Build labels the build-info metric.
@@ -57,6 +59,11 @@ func New(a agent.Agent, b Build, log *slog.Logger) *Metrics {
 		ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit, "goversion": b.Go, "node": a.Node()},
 	})
 	info.Set(1)
+	m.denied = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: "agent", Name: "metrics_denied_total",
+		Help: "Scrapes of /metrics refused, by reason: source (not in --metrics-allow) or token (missing or wrong bearer token).",
+	}, []string{"reason"})
+	m.reg.MustRegister(m.denied)
 	m.reg.MustRegister(m.opDur, m.ops, m.apply, m.reconciles, info, &nodeCollector{a: a, log: log},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -98,6 +105,11 @@ func (m *Metrics) Reconcile(result string) {
 // Handler serves /metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Guarded serves /metrics to whom a allows (Guard), counting refusals.
+func (m *Metrics) Guarded(a Access) http.Handler {
+	return Guard(m.Handler(), a, func(reason string) { m.denied.WithLabelValues(reason).Inc() })
 }
 
 // Gather is the registry's Gatherer (tests).

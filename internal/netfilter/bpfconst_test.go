@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/bpfconst"
+	nfsvc "github.com/segchain/segchain/internal/service/netfilter"
 )
 
 // TestBPFConstMatchesProgram fails when the Go tables drift from the
@@ -55,3 +56,11 @@ func TestParseParams(t *testing.T) {
 }
 
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+// TestIntentLimitsMatchProgram: the limits config validates against
+// (the kind's intent half) are the program's.
+func TestIntentLimitsMatchProgram(t *testing.T) {
+	if nfsvc.MaxSIDs != MaxSIDs || nfsvc.MaxHeader != MaxHeader {
+		t.Errorf("intent half: %d SIDs, %d header bytes; program: %d, %d", nfsvc.MaxSIDs, nfsvc.MaxHeader, MaxSIDs, MaxHeader)
+	}
+}

@@ -107,3 +107,27 @@ type BoundaryCounter struct {
 	Packets   uint64 `json:"packets"`
 	Bytes     uint64 `json:"bytes"`
 }
+
+// Sizes of the boundary program's maps (BND_LPM_MAX, BND_HMAC_SIDS_MAX and
+// BND_HMAC_KEYS_MAX of bpf/boundary_tc.bpf.c; internal/boundary's
+// TestLimitsMatchProgram fails on drift).
+const (
+	BoundaryPrefixesMax = 4096 // locators + external SIDs + node addresses
+	BoundaryHMACSIDsMax = 1024
+	BoundaryHMACKeysMax = 1024
+)
+
+// Fits says whether b fits the boundary program's maps: an apply of a
+// boundary that does not would fail (plan refuses it first).
+func (b *Boundary) Fits() error {
+	if n := len(b.Locators) + len(b.External) + len(b.Nodes); n > BoundaryPrefixesMax {
+		return fmt.Errorf("%d locators, external SIDs and node addresses (%d, %d, %d), the boundary filter holds at most %d", n, len(b.Locators), len(b.External), len(b.Nodes), BoundaryPrefixesMax)
+	}
+	if n := len(b.HMACSIDs); n > BoundaryHMACSIDsMax {
+		return fmt.Errorf("%d local SIDs of signed chains, the HMAC classifier holds at most %d", n, BoundaryHMACSIDsMax)
+	}
+	if n := len(b.HMACKeys); n > BoundaryHMACKeysMax {
+		return fmt.Errorf("%d HMAC keys, the HMAC classifier holds at most %d", n, BoundaryHMACKeysMax)
+	}
+	return nil
+}

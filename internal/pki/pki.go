@@ -283,10 +283,20 @@ var ErrRole = errors.New("certificate role")
 // ServerTLS is the agent's TLS: it presents the node certificate and
 // accepts only clients whose certificate the domain CA signed for the
 // controller role.
-func ServerTLS(f Files) (*tls.Config, error) {
+func ServerTLS(f Files) (*tls.Config, error) { return ServerTLSAllow(f, nil) }
+
+// ServerTLSAllow is ServerTLS accepting, when allow is not empty, only the
+// controllers it names (the name of their certificate's segchain URI,
+// `segchain pki issue --controller NAME`): any other certificate of the
+// domain CA is refused in the handshake.
+func ServerTLSAllow(f Files, allow []string) (*tls.Config, error) {
 	cert, p, err := f.load()
 	if err != nil {
 		return nil, err
+	}
+	allowed := map[string]bool{}
+	for _, n := range allow {
+		allowed[n] = true
 	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
@@ -301,7 +311,9 @@ func ServerTLS(f Files) (*tls.Config, error) {
 			if !ok || role != RoleController {
 				return fmt.Errorf("%w: client certificate %q is not a controller's (role %q)", ErrRole, chains[0][0].Subject.CommonName, role)
 			}
-			_ = name
+			if len(allowed) > 0 && !allowed[name] {
+				return fmt.Errorf("%w: controller %q is not allowed to control this node (--allow-controller)", ErrRole, name)
+			}
 			return nil
 		},
 	}, nil

@@ -79,7 +79,7 @@ type SIDInfo struct {
 // others (a re-apply of an unchanged chain changes nothing).
 const (
 	chainTableBase  = 1000
-	chainTableRange = 30000
+	chainTableRange = config.MaxChainDirections
 	rulePrefBase    = 1000 // below the main table's 32766
 )
 
@@ -115,6 +115,17 @@ func Build(d *config.Domain) (*Plan, error) {
 	}
 	b.bindingLoops()
 	b.boundary()
+	var errs config.ErrorList
+	for _, name := range d.NodeNames() {
+		if bd := b.p.Nodes[name].Boundary; bd != nil {
+			if err := bd.Fits(); err != nil {
+				errs = append(errs, &config.FieldError{Path: "security.boundary", Msg: fmt.Sprintf("node %s: %v", name, err)})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	for _, n := range b.p.Nodes {
 		n.Sort()
 	}
@@ -462,6 +473,11 @@ func (b *builder) chains() error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	if n := config.ChainDirections(b.d); n > chainTableRange {
+		// Refused by validation already; without it the table search
+		// below would never end.
+		return fmt.Errorf("chains: %d chain directions, at most %d", n, chainTableRange)
+	}
 	usedTables := map[int]string{}
 	var errs []error
 	for _, name := range names {
@@ -601,6 +617,8 @@ func chainTable(name string, used map[int]string) int {
 	h.Write([]byte(name))
 	t := chainTableBase + int(h.Sum32()%chainTableRange)
 	for used[t] != "" {
+		// Validation bounds the chain directions by the range (config.
+		// MaxChainDirections), so a free table exists.
 		t = chainTableBase + (t-chainTableBase+1)%chainTableRange
 	}
 	used[t] = name

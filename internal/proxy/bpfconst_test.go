@@ -49,4 +49,11 @@ func TestSpecLimitsMatchProgram(t *testing.T) {
 	if srunaware.CacheHdrMax != cacheHdrMax {
 		t.Errorf("srunaware.CacheHdrMax %d, proxy_cache.hdr %d", srunaware.CacheHdrMax, cacheHdrMax)
 	}
+	spec, err := loadProxyTC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bpfconst.CheckMapSize(spec, "sids_map", srunaware.SIDsMax); err != nil {
+		t.Errorf("srunaware.SIDsMax: %v", err)
+	}
 }

@@ -413,3 +413,40 @@ func TestRunRetriesWhileLockBusy(t *testing.T) {
 		t.Errorf("%d busy Begins left: repaired without getting through them", busy)
 	}
 }
+
+// An intent's HMAC secrets (which have no JSON form of their own) are kept
+// in its file, mode 0600, and read back: reconcile re-installs a key the
+// node lost with its secret. A rotated secret is a new intent.
+func TestStoreHMACSecrets(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir, "nfv1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &nodestate.Node{Name: "nfv1", HMACKeys: []nodestate.HMACKey{{ID: 1001, Alg: "sha256", Secret: []byte("0123456789abcdef0123456789abcdef")}}}
+	if err := st.SetIntent(want, "pid 1 (segchain apply)"); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := fi.Mode().Perm(); m != 0o600 {
+		t.Errorf("intent file mode %o, want 600", m)
+	}
+	again, err := Open(dir, "nfv1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Get().Want.HMACKeys; len(got) != 1 || string(got[0].Secret) != string(want.HMACKeys[0].Secret) {
+		t.Fatalf("keys read back %v (secret %q), want the secret kept", got, got[0].Secret)
+	}
+	rotated := &nodestate.Node{Name: "nfv1", HMACKeys: []nodestate.HMACKey{{ID: 1001, Alg: "sha256", Secret: []byte("fedcba9876543210fedcba9876543210")}}}
+	if err := again.SetIntent(rotated, "pid 2 (segchain apply)"); err != nil {
+		t.Fatal(err)
+	}
+	third, _ := Open(dir, "nfv1")
+	if got := third.Get().Want.HMACKeys[0].Secret; string(got) != "fedcba9876543210fedcba9876543210" {
+		t.Errorf("rotated secret not stored: read back %q", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +32,46 @@ type Intent struct {
 	// Reconcile never acts on a suspended intent: it could undo what an
 	// operator just applied.
 	Superseded string `json:"superseded,omitempty"`
+}
+
+// onDisk is an Intent as its file holds it: with the secrets of its HMAC
+// keys by key id, which have no JSON form of their own
+// (nodestate.HMACKey). The file is the agent's alone (mode 0600, in a
+// 0700 directory): reconcile re-installs a key the node lost with them.
+type onDisk struct {
+	Intent
+	HMACSecrets map[uint32][]byte `json:"hmac_secrets,omitempty"`
+}
+
+func toDisk(in *Intent) *onDisk {
+	d := &onDisk{Intent: *in}
+	if in.Want != nil {
+		for _, k := range in.Want.HMACKeys {
+			if len(k.Secret) > 0 {
+				if d.HMACSecrets == nil {
+					d.HMACSecrets = map[uint32][]byte{}
+				}
+				d.HMACSecrets[k.ID] = k.Secret
+			}
+		}
+	}
+	return d
+}
+
+// fromDisk returns the intent of d, its keys' secrets put back.
+func fromDisk(d *onDisk) (*Intent, error) {
+	in := d.Intent
+	if in.Want == nil {
+		return &in, nil
+	}
+	for id, sec := range d.HMACSecrets {
+		i := slices.IndexFunc(in.Want.HMACKeys, func(k nodestate.HMACKey) bool { return k.ID == id })
+		if i < 0 {
+			return nil, fmt.Errorf("hmac_secrets: no hmac key %d", id)
+		}
+		in.Want.HMACKeys[i].Secret = sec
+	}
+	return &in, nil
 }
 
 // Nothing reports whether the intent is that nothing be installed (the
@@ -65,16 +106,21 @@ func Open(dir, node string) (*Store, error) {
 	if err != nil {
 		return s, fmt.Errorf("intent: %w", err)
 	}
-	var in Intent
+	var d onDisk
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
+	err = dec.Decode(&d)
+	var in *Intent
+	if err == nil {
+		in, err = fromDisk(&d)
+	}
+	if err != nil {
 		return s, fmt.Errorf("intent %s: %w (ignored: the next apply replaces it)", s.path, err)
 	}
 	if in.Node != node || in.Want == nil || in.Want.Name != node {
 		return s, fmt.Errorf("intent %s is node %q's, this agent serves %q (ignored: the next apply replaces it)", s.path, in.Node, node)
 	}
-	s.cur = &in
+	s.cur = in
 	return s, nil
 }
 
@@ -121,15 +167,17 @@ func (s *Store) Supersede(why string) error {
 	return nil
 }
 
+// sameState compares two intents, their HMAC secrets included (a rotated
+// key is a new intent).
 func sameState(a, b *nodestate.Node) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
+	x, err1 := json.Marshal(toDisk(&Intent{Want: a}))
+	y, err2 := json.Marshal(toDisk(&Intent{Want: b}))
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
 // write replaces the file atomically.
 func (s *Store) write(in *Intent) error {
-	b, err := json.MarshalIndent(in, "", "  ")
+	b, err := json.MarshalIndent(toDisk(in), "", "  ")
 	if err != nil {
 		return fmt.Errorf("intent: %w", err)
 	}

@@ -51,6 +51,20 @@ type Kind interface {
 	ServiceBehavior(s nodestate.Service) string
 }
 
+// Limited is implemented by a kind whose data path bounds what it holds;
+// config refuses a domain beyond the bounds, so that validate catches
+// what apply would refuse. Each bound is a constant of the kind's eBPF
+// program, checked against it by a test in the kind's data-path package.
+type Limited interface {
+	// PerNode is how many services of the kind one node holds (0: no
+	// bound).
+	PerNode() int
+	// HeaderMax is the bytes of outer headers (IPv6, extension headers,
+	// SRH and its TLVs) the data path of a SID of the kind with behaviour
+	// behavior (Kind.Behavior) keeps per packet (0: no bound).
+	HeaderMax(behavior string) int
+}
+
 // Input is what config knows of one service of a kind, for Validate and
 // Plan.
 type Input struct {

@@ -26,7 +26,17 @@ const (
 	MaxSegments = 256
 	// MaxLen is the largest SRH in octets ((255+1)*8).
 	MaxLen = 2048
+	// HMACTLVLen is the octets of the HMAC TLV the kernel signs with
+	// (type, length, D and reserved, key id, a 32-octet HMAC field).
+	HMACTLVLen = 40
 )
+
+// MaxPath is the longest segment list (Segment List[0] included) an SRH
+// with tlvLen octets of TLVs can carry: the header is at most MaxLen
+// octets (8 fixed, 16 a segment) and Last Entry is 8 bits. 127 segments
+// without TLVs, 125 with an HMAC TLV. Apply (dataplane.EncodeSRH) and
+// validate (config) both hold a segment list to it.
+func MaxPath(tlvLen int) int { return min(MaxSegments, (MaxLen-8-tlvLen)/16) }
 
 // TLV types of RFC 8754 §2.1.
 const (

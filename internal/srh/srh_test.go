@@ -249,3 +249,29 @@ func TestMaxSegmentsRoundTrip(t *testing.T) {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 }
+
+// MaxPath is exactly the longest list MarshalBinary accepts.
+func TestMaxPath(t *testing.T) {
+	for _, tlv := range []int{0, HMACTLVLen} {
+		seg := netip.MustParseAddr("fc00::1")
+		build := func(n int) error {
+			path := make([]netip.Addr, n)
+			for i := range path {
+				path[i] = seg
+			}
+			h := NewPath(path...)
+			if tlv > 0 {
+				h.TLVs = []TLV{NewHMACTLV(false, 1, make([]byte, 32))}
+			}
+			_, err := h.MarshalBinary()
+			return err
+		}
+		n := MaxPath(tlv)
+		if err := build(n); err != nil {
+			t.Errorf("tlv %d: %d segments refused: %v", tlv, n, err)
+		}
+		if err := build(n + 1); err == nil {
+			t.Errorf("tlv %d: %d segments accepted, MaxPath says %d", tlv, n+1, n)
+		}
+	}
+}

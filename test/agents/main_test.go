@@ -48,7 +48,7 @@ func newEnvPrefix(t *testing.T, agents bool, prefix string) *env {
 	return newEnvFile(t, agents, prefix, domainFile)
 }
 
-// newEnvFile is newEnvPrefix with another domain file.
+// newEnvFile is newEnvPrefix with the lab brought up from file.
 func newEnvFile(t *testing.T, agents bool, prefix, file string) *env {
 	t.Helper()
 	testutil.RequireRoot(t)

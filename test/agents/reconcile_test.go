@@ -124,9 +124,8 @@ func (e *env) agentLog(node, msg string) []map[string]any {
 	return out
 }
 
-// metric reads one sample of node's agent /metrics (the full series
-// name with its labels, as exposed).
-func (e *env) metric(node, series string) float64 {
+// scrape reads node's agent /metrics.
+func (e *env) scrape(node string) string {
 	e.t.Helper()
 	resp, err := http.Get("http://" + e.l.Agents[node].Metrics + "/metrics")
 	if err != nil {
@@ -134,7 +133,17 @@ func (e *env) metric(node, series string) float64 {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(b), "\n") {
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("scrape %s: %s\n%s", node, resp.Status, b)
+	}
+	return string(b)
+}
+
+// metric reads one sample of node's agent /metrics (the full series
+// name with its labels, as exposed).
+func (e *env) metric(node, series string) float64 {
+	e.t.Helper()
+	for _, l := range strings.Split(e.scrape(node), "\n") {
 		if v, ok := strings.CutPrefix(l, series+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {

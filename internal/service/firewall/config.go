@@ -111,6 +111,9 @@ func Resolve(fw *Config, dir string, argsBits int) (Resolved, error) {
 		}
 		out.Rules = append(out.Rules, r)
 	}
+	if len(out.Rules) > MaxRules {
+		errs = append(errs, &FieldError{Path: "firewall.rules", Msg: fmt.Sprintf("%d rules (rules_file's and rules), the data path holds at most %d per firewall SID", len(out.Rules), MaxRules)})
+	}
 	for i, r := range out.Rules {
 		if r.Target.Kind == fwrule.EvalArgs && argsBits == 0 {
 			errs = append(errs, &FieldError{Path: "firewall.rules", Msg: fmt.Sprintf("rule %d (%s) uses eval-args but the SID format has no ARGS bits (sid.args_bits: 0)", i+1, r)})

@@ -208,3 +208,19 @@ func Services(fs ...Spec) []nodestate.Service { return service.Encode(fs...) }
 
 // SpecsOf reads the services of this kind in list, in order.
 func SpecsOf(list []nodestate.Service) ([]Spec, error) { return service.Decode(list, Name, SpecOf) }
+
+// Limits of the firewall's data path (FW_MAX_RULES and FW_MAX_INSTANCES
+// of bpf/fw_tc.bpf.c; internal/fw's TestIntentLimitsMatchProgram fails on
+// drift). The shared pools (bitmaps, value blocks) depend on the rules
+// compiled together: the agent checks them before apply (Check).
+const (
+	MaxRules     = 4096 // rules per firewall SID
+	MaxInstances = 16   // firewall SIDs per node
+)
+
+// PerNode implements service.Limited.
+func (Kind) PerNode() int { return MaxInstances }
+
+// HeaderMax implements service.Limited: the firewall reads headers in
+// place, it keeps none.
+func (Kind) HeaderMax(string) int { return 0 }

@@ -199,3 +199,18 @@ func (k Kind) Canonical(s nodestate.Service) string {
 	sp.SID = sp.SID.Masked()
 	return sp.String() + "\n" + sp.Ruleset
 }
+
+// Limits of End.AN.NF's data path (NF_MAX_SIDS and NF_HDR_MAX of
+// bpf/nf_tc.bpf.c; internal/netfilter's TestIntentLimitsMatchProgram
+// fails on drift).
+const (
+	MaxSIDs   = 64  // End.AN.NF SIDs per node
+	MaxHeader = 512 // outer IPv6 + extension headers + SRH kept per packet
+)
+
+// PerNode implements service.Limited.
+func (Kind) PerNode() int { return MaxSIDs }
+
+// HeaderMax implements service.Limited: the outer headers are kept while
+// netfilter sees the inner packet, and put back after.
+func (Kind) HeaderMax(string) int { return MaxHeader }

@@ -136,3 +136,21 @@ func Services(ps ...Proxy) []nodestate.Service { return service.Encode(ps...) }
 
 // ProxiesOf reads the services of this kind in list, in order.
 func ProxiesOf(list []nodestate.Service) ([]Proxy, error) { return service.Decode(list, Name, ProxyOf) }
+
+// SIDsMax is how many proxy SIDs a node holds: the size of the proxy
+// program's per-SID maps (PROXY_MAX_SIDS of bpf/proxy_tc.bpf.c;
+// internal/proxy's TestSpecLimitsMatchProgram fails on drift).
+const SIDsMax = 256
+
+// PerNode implements service.Limited.
+func (Kind) PerNode() int { return SIDsMax }
+
+// HeaderMax implements service.Limited: a dynamic proxy caches the outer
+// headers of the packets it strips; a static proxy's are its configured
+// CACHE (checked with its spec), a masquerading proxy keeps none.
+func (Kind) HeaderMax(behavior string) int {
+	if behavior == EndAD {
+		return CacheHdrMax
+	}
+	return 0
+}

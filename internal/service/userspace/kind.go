@@ -180,3 +180,16 @@ func (Kind) ServiceBehavior(s nodestate.Service) string {
 	sp, _ := SpecOf(s)
 	return behavior(sp)
 }
+
+// MaxSIDs is how many userspace SIDs a node holds: the size of the
+// steering program's SID map (SVC_MAX_SIDS of bpf/srv6svc_xdp.bpf.c;
+// pkg/srv6svc's TestIntentLimitsMatchProgram fails on drift). The
+// bindings (processes, by name) are bounded too, 64 a node
+// (srv6svc.MaxServices): the agent checks those before apply.
+const MaxSIDs = 1024
+
+// PerNode implements service.Limited.
+func (Kind) PerNode() int { return MaxSIDs }
+
+// HeaderMax implements service.Limited: the packet stays in the frame.
+func (Kind) HeaderMax(string) int { return 0 }
