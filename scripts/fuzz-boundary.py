@@ -769,6 +769,7 @@ def main():
         tx.bind((lab.out_if, 0))
 
     entry = lab.entry
+    sf_sender = lab.sender in lab.sfs
     sent_meta = {}
     seen = {}  # idx -> set of (node, if)
     frames_of = {}
@@ -806,7 +807,7 @@ def main():
         after = snap(lab)
         # the oracle, frame by frame
         st = {"sent": len(frames), "send_errors": 0, "by_kernel_view": {}, "by_class": {}, "features": {},
-              "must_drop": 0, "at_entry": 0, "legit_crossed": 0, "to_node": 0, "reflected": 0, "violations": 0}
+              "must_drop": 0, "at_entry": 0, "legit_crossed": 0, "to_node": 0, "sf_output": 0, "reflected": 0, "violations": 0}
         for fi, f, desc in frames:
             if "send_error" in desc:
                 st["send_errors"] += 1
@@ -829,6 +830,12 @@ def main():
             if any(refl for _, _, refl in where):
                 st["reflected"] += 1
             if not beyond:
+                continue
+            if sf_sender and cls not in ("sid", "locator"):
+                # an SR proxy pushes its chain's headers on whatever its SF
+                # sends (End.AS/AD outbound): that is the SF's output, not a
+                # crossing; only SRv6 into the SID space must stop here
+                st["sf_output"] += 1
                 continue
             if cls in ("host", "node-in-host-net") and not any(nn in lab.sfs for nn, _ in beyond):
                 st["legit_crossed"] += 1  # ordinary traffic, classified by the ingress
@@ -856,7 +863,7 @@ def main():
             if any(d):
                 sd["%s %s" % k] = dict(zip(["packets", "errors", "proxy-in", "proxy-in-drops", "proxy-out", "proxy-out-drops"], d))
         st["sid_counters"] = sd
-        if ph != "host":
+        if ph != "host" and (not sf_sender or ph in ("sid", "locator")):
             # no SID may process anything of a domain-bound phase
             for k, d in sd.items():
                 if d["packets"] or d["proxy-in"] or d["proxy-out"]:
@@ -866,7 +873,7 @@ def main():
         report["phases"][ph] = st
 
     report["capture_losses"] = caps.losses()
-    tot = {"sent": 0, "violations": 0, "must_drop": 0, "boundary_drops": 0, "legit_crossed": 0, "to_node": 0, "reflected": 0, "at_entry": 0}
+    tot = {"sent": 0, "violations": 0, "must_drop": 0, "boundary_drops": 0, "legit_crossed": 0, "to_node": 0, "sf_output": 0, "sf_output": 0, "reflected": 0, "at_entry": 0}
     reasons = {}
     for st in report["phases"].values():
         tot["sent"] += st["sent"]
@@ -875,6 +882,7 @@ def main():
         tot["boundary_drops"] += st["boundary_drops_total"]
         tot["legit_crossed"] += st["legit_crossed"]
         tot["to_node"] += st["to_node"]
+        tot["sf_output"] += st["sf_output"]
         tot["reflected"] += st["reflected"]
         tot["at_entry"] += st["at_entry"]
         for k, v in st["boundary_drops"].items():
@@ -938,8 +946,8 @@ def print_report(r, violations):
             print("  SID counters: %s" % st["sid_counters"])
         print("  features: %s" % dict(sorted(st["features"].items())))
     t = r["total"]
-    print("\ntotal: sent %d, must-drop %d, boundary drops %d %s, legit crossed %d, reflected %d, capture losses %d, %.1f s"
-          % (t["sent"], t["must_drop"], t["boundary_drops"], t["boundary_drops_by_reason"], t["legit_crossed"], t["reflected"], r["capture_losses"], t["seconds"]))
+    print("\ntotal: sent %d, must-drop %d, boundary drops %d %s, legit crossed %d, to a node %d, SF output %d, reflected %d, capture losses %d, %.1f s"
+          % (t["sent"], t["must_drop"], t["boundary_drops"], t["boundary_drops_by_reason"], t["legit_crossed"], t["to_node"], t["sf_output"], t["reflected"], r["capture_losses"], t["seconds"]))
     print("delivered (violations): %d" % r["delivered"])
     if r["undercounted_phases"]:
         print("UNDERCOUNTED: boundary drops < must-drop in phases %s" % r["undercounted_phases"])
