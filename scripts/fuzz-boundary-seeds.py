@@ -113,8 +113,8 @@ def main():
           "hmac", "s", "dropped",
           e / IPv6(src=S, dst=INGRESS_ETH_S) / IPv6ExtHdrSegmentRouting(addresses=[DX6_SIGNED, "::"], segleft=1, lastentry=7) / inner(7))
     write("issue24-4b-hmac-bypass-bad-rh-inside",
-          "issue 24 #4: the same from inside the domain (nfv1), to the egress' own address: only HMAC protects the End.DX6 there",
-          "hmac", "nfv1:eth-egress", "dropped",
+          "issue 24 #4, variant: the same from inside the domain (nfv1), to the egress' own address: the egress' kernel drops it (seg6_require_hmac on the receiving interface, ipv6_srh_rcv), where no segchain counter sees it; it never reached d",
+          "hmac", "nfv1:eth-egress", "dropped-uncounted",
           e / IPv6(src=NFV1_EGRESS, dst=EGRESS_NFV1) / IPv6ExtHdrSegmentRouting(addresses=[DX6_SIGNED, "::"], segleft=1, lastentry=7) / inner(8, src=NFV1_EGRESS))
     write("issue24-4c-hmac-bypass-bad-rh-to-sid",
           "issue 24 #4: a Last Entry beyond the header straight to the signed chain's End.DX6, from inside (nfv1)",
