@@ -153,6 +153,23 @@ def main():
           "hmac", "nfv1:eth-egress", "dropped",
           e / IPv6(src=src, dst=DX6_SIGNED, nh=43) / Raw(rh4(41, 0, altered)) / inner(12))
 
+    # Found by scripts/fuzz-boundary.py after the fixes of 1-5 (not in the
+    # issue): the SF's own address is not in the boundary's node list, the
+    # lab's SF processes SRHs (seg6_enabled), and what it forwards re-enters
+    # the domain behind the boundary.
+    write("found-sf-address-door",
+          "NEW (fuzzer, seed 1): SRv6 from outside addressed to the SF sf1's own address (fc00:27::7), its SRH continuing to d: the boundary passes it (sf1 is not a node of its list), sf1's kernel processes the SRH and sends it to d by nfv1, whose End.AD outbound pushes the firewalled chain's headers on it (a SID processes a packet from outside): it is delivered to d through the rest of the chain",
+          "default", "s", "known-bypass",
+          e / IPv6(src=S, dst=SF1) / IPv6ExtHdrSegmentRouting(addresses=[D, SF1], segleft=1, lastentry=1) / UDP(sport=4000, dport=20014) / Raw(marker(14)))
+    write("found-sf-address-door-to-sid",
+          "NEW (fuzzer, seed 1): the same with the SRH continuing to the End.DX6 of chain firewalled: re-encapsulated by nfv1's End.AD, decapsulated by the egress, dropped there by the leak check (leak-sid): it crossed the domain",
+          "default", "s", "known-bypass",
+          e / IPv6(src=S, dst=SF1) / IPv6ExtHdrSegmentRouting(addresses=[DX6_FIREWALLED, SF1], segleft=1, lastentry=1) / inner(16))
+    write("found-sf-address-plain",
+          "NEW (fuzzer, seed 1): plain IPv6 from outside to the SF sf1's own address reaches sf1 (the boundary lets it in; nfv1 routes it to sf1)",
+          "default", "s", "known-bypass",
+          e / IPv6(src=S, dst=SF1) / UDP(sport=4000, dport=20015) / Raw(marker(15)))
+
 
 if __name__ == "__main__":
     main()

@@ -2,11 +2,13 @@ package fuzz
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,6 +126,7 @@ func TestFuzzCorpusReplay(t *testing.T) {
 	for _, d := range domains {
 		t.Run(d, func(t *testing.T) {
 			l := labUp(t, domainFile(t, d))
+			l.primeProxies(t)
 			for _, c := range byDomain[d] {
 				t.Run(c.name, func(t *testing.T) { l.replay(t, c) })
 			}
@@ -306,4 +309,21 @@ func runJSON(t *testing.T, v any, args ...string) {
 	if err := json.Unmarshal(out, v); err != nil {
 		t.Fatalf("segchain %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+}
+
+// primeProxies fills the End.AD cache of the default domain's firewalled
+// chain (TCP to port 8080 from s to d) the way its traffic does, so that a
+// frame that reaches the SF meets the proxy of a domain in service.
+func (l *lab) primeProxies(t *testing.T) {
+	if l.ns["s"] == "" || l.ns["d"] == "" || l.ns["sf1"] == "" {
+		return
+	}
+	iface, entry, entryIf := l.peer(t, "s", "")
+	src, dst := netip.MustParseAddr("fc00:1a::a"), netip.MustParseAddr("fc00:4d::d")
+	tcp := make([]byte, 20)
+	binary.BigEndian.PutUint16(tcp[0:], 4000)
+	binary.BigEndian.PutUint16(tcp[2:], 8080)
+	tcp[12], tcp[13] = 5<<4, 0x02 // data offset 5 words, SYN
+	frame := testutil.Eth(l.mac(t, entry, entryIf), l.mac(t, "s", iface), 0x86dd, testutil.IPv6(src, dst, 6, 64, tcp))
+	sendFrames(t, l.ns["s"], iface, frame, 3)
 }
