@@ -655,11 +655,20 @@ class Gen:
             et = 0x86DD
         if phase not in ("junk",) and self.r.random() < 0.06:
             # blind byte flips in the L3 headers (never in the marker)
+            # A flip may move the destination out of the SID space past the
+            # boundary; a spoofed SID source would then get an ICMP error
+            # from the entry node into that SID's processing, which the SID
+            # counters cannot tell from the frame: the source becomes the
+            # sender's own and is never flipped.
             mpos = l3.find(MARK + self.run)
             b = bytearray(l3)
+            if et == 0x86DD and len(b) >= 40:
+                b[8:24] = self.v6(self.own).packed
             for _ in range(self.r.randrange(1, 4)):
                 if mpos > 1:
                     p = self.r.randrange(0, mpos)
+                    if et == 0x86DD and 8 <= p < 24:
+                        continue
                     b[p] = self.r.randrange(256)
             l3 = bytes(b)
             feats.append("flip")
