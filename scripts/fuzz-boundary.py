@@ -12,6 +12,12 @@ checks the boundary's property:
 
 Frames addressed to an outside host (e.g. `d`) are ordinary traffic the
 ingress classifies: they may cross the domain and are reported as "legit".
+Plain traffic to a node's address may travel to that node ("to-node"), not
+past it. From an SF, the proxy's outbound path re-encapsulates whatever the
+SF sends (End.AS/End.AD's design): there only SRv6 into the SID space must
+stop, and the captures alone judge ("SF output" is not a violation).
+--known CLASS counts the crossings of a class with a reported bypass apart
+(e.g. `sf`: an SF's own address, see docs/security.md).
 
 Every frame carries a marker in its payload, b"SCFZ" + run id (4 bytes) +
 frame index (4 bytes), so that a copy seen anywhere (even quoted in an ICMP
@@ -40,7 +46,7 @@ must show up as a boundary drop.
 Usage (needs root, scapy; the lab must be up and applied):
   segchain lab up --lab h3fz && segchain apply --lab h3fz
   scripts/fuzz-boundary.py --lab h3fz --count 100000 --seed 1
-  scripts/fuzz-boundary.py --lab h3fz --from sf1 --count 20000   # lab with security.boundary.interfaces: [nfv1:eth-sf1]
+  scripts/fuzz-boundary.py --lab h3fz --from sf1 --prime s,fc00:4d::d,8080 --count 20000   # lab with security.boundary.interfaces: [nfv1:eth-sf1]
   scripts/fuzz-boundary.py --lab h3fz --count 5000 --json         # figures as JSON
 """
 
