@@ -368,7 +368,8 @@ class Gen:
         error of a node to a spoofed SID would reach that SID's processing
         and be taken for the frame itself."""
         k = self.r.random()
-        if k >= 0.85 and k < 0.95 and not (dst is not None and any(dst in n for n in self.lab.locators)):
+        if k >= 0.85 and k < 0.95 and not (dst is not None and any(dst in n for n in self.lab.locators)
+                                           and not any(dst in n for n in self.lab.external)):
             k = 0.0
         if k < 0.5:
             return self.v6(self.own)
@@ -636,6 +637,9 @@ class Gen:
         host = phase == "host"
         if phase == "sid":
             target = self.sid_addr()
+        elif phase == "external":
+            ext = self.r.choice(sorted(self.lab.external, key=str))
+            target = ipaddress.IPv6Address(int(ext.network_address) + self.r.randrange(ext.num_addresses))
         elif phase == "node":
             target = self.v6(self.node_targets)
         elif phase == "sf":
@@ -780,7 +784,7 @@ def delta(a, b):
 # ---------------------------------------------------------------- main
 
 PHASES = ["sid", "locator", "node", "sf", "ipv4", "junk", "host"]
-SHARE = {"sid": 0.40, "locator": 0.12, "node": 0.20, "sf": 0.08, "ipv4": 0.06, "junk": 0.04, "host": 0.10}
+SHARE = {"sid": 0.40, "locator": 0.12, "node": 0.20, "sf": 0.08, "ipv4": 0.06, "junk": 0.04, "host": 0.10, "external": 0.20}
 
 
 def main():
@@ -810,6 +814,8 @@ def main():
     known = set(k for k in a.known.split(",") if k)
     gen = Gen(lab, a.seed, key, known)
     phases = a.phases.split(",")
+    if lab.external and a.phases == ",".join(PHASES):
+        phases.insert(1, "external")  # the domain exposes SIDs: aim at them too
     total_share = sum(SHARE[p] for p in phases)
 
     if a.prime:
@@ -858,7 +864,7 @@ def main():
         after = snap(lab)
         # the oracle, frame by frame
         st = {"sent": len(frames), "send_errors": 0, "by_kernel_view": {}, "by_class": {}, "features": {},
-              "must_drop": 0, "at_entry": 0, "legit_crossed": 0, "to_node": 0, "sf_output": 0, "known_bypass": 0, "reflected": 0, "violations": 0}
+              "must_drop": 0, "at_entry": 0, "legit_crossed": 0, "to_node": 0, "sf_output": 0, "known_bypass": 0, "external_ok": 0, "reflected": 0, "violations": 0}
         for fi, f, desc in frames:
             if "send_error" in desc:
                 st["send_errors"] += 1
@@ -890,6 +896,12 @@ def main():
                 # sends (End.AS/AD outbound): that is the SF's output, not a
                 # crossing; only SRv6 into the SID space must stop here
                 st["sf_output"] += 1
+                continue
+            if cls == "external-sid" and not any(nn in lab.sfs for nn, _ in beyond):
+                # an external SID is reachable from outside and may send the
+                # packet on to outside destinations; that it goes no further
+                # into the domain is the SID counters' check (below)
+                st["external_ok"] += 1
                 continue
             if cls in ("host", "node-in-host-net"):
                 # ordinary traffic to an outside host, classified by the
@@ -924,6 +936,9 @@ def main():
         if ph != "host" and ph not in known and not sf_sender:
             # no SID may process anything of a domain-bound phase
             for k, d in sd.items():
+                sidnet = ipaddress.ip_network(k.split()[1])
+                if any(sidnet.subnet_of(e) or e.subnet_of(sidnet) for e in lab.external):
+                    continue  # an external SID: reachable by design
                 if d["packets"] or d["proxy-in"] or d["proxy-out"]:
                     st["violations"] += 1
                     violations.append((None, b"", {"phase": ph, "sid": k, "delta": d}, []))
