@@ -29,7 +29,7 @@
 #include <bpf/bpf_endian.h>
 
 #include "lib/cursor.h"
-#include "lib/ipv6_walk.h"
+#include "lib/ipv6.h"
 
 #ifndef TC_ACT_UNSPEC
 #define TC_ACT_UNSPEC (-1)
@@ -41,6 +41,8 @@
 #define BND_HMAC_KEYS_MAX 1024	/* the domain's HMAC key ids */
 #define BND_NEXTHDR_ETHERNET 143 /* RFC 8986: an Ethernet frame follows (no uapi name) */
 #define BND_HMAC_TLV_LEN 38	/* sr6_tlv_hmac without type and length, as the kernel requires */
+#define BND_VLAN_MAX 4		/* 802.1Q/802.1ad tags read in front of IPv6 */
+#define BND_SEGS_MAX 128	/* segments of an SRH: hdrlen <= 255 holds at most 127 */
 
 /* What a destination prefix is (bnd_lpm's value). */
 enum bnd_kind {
@@ -68,6 +70,9 @@ enum bnd_drop_reason {
 	BND_DROP_HMAC_MISSING,	   /* "hmac-missing": hmac: signed SID, no SRH or an SRH without the HMAC flag */
 	BND_DROP_HMAC_MALFORMED,   /* "hmac-malformed": hmac: HMAC flag, but no well-formed HMAC TLV after the segments */
 	BND_DROP_HMAC_UNKNOWN_KEY, /* "hmac-unknown-key": hmac: key id not in the domain's key table */
+	BND_DROP_EXTERNAL_NEXT,	   /* "external-next": in: to an external SID, but a segment left after it (or the inner packet) is addressed into the domain */
+	BND_DROP_VLAN,		   /* "vlan": in: more 802.1Q/802.1ad tags than the filter reads (BND_VLAN_MAX) */
+	BND_DROP_HMAC_MISPLACED,   /* "hmac-misplaced": hmac: the SRH is not the header the kernel checks the HMAC on (another header before it, or more than one routing header) */
 	BND_DROP_MAX,
 };
 
@@ -147,31 +152,76 @@ static __always_inline int bnd_drop(struct __sk_buff *skb, __u32 reason)
 
 static __always_inline int ipv6_ext(__u8 nh)
 {
-	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS;
+	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS ||
+	       nh == IPPROTO_AH || nh == IPPROTO_FRAGMENT;
 }
 
-/* ip6_at returns the IPv6 header after the Ethernet header of the packet
- * data..end, or NULL. */
-static __always_inline struct ipv6hdr *ip6_at(void *data, void *end)
+static __always_inline int eth_type_vlan(__be16 proto)
 {
-	struct cursor c = { .pos = data, .end = end };
+	return proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD);
+}
 
-	if (!cursor_eth(&c))
+/* l3_off is where the IPv6 header of the Ethernet frame data..end starts,
+ * behind any 802.1Q/802.1ad tags in the data; 0 when the frame does not
+ * carry IPv6 there (or is too short: the stack drops it), -1 when more than
+ * BND_VLAN_MAX tags hide what is inside. The kernel strips priority tags
+ * (VID 0), however many, and hands the rest to the IPv6 stack (or, for a
+ * non-zero VID, drops it or hands it to a VLAN device, filtered too): so
+ * the filter judges the IPv6 packet inside whatever the VIDs. A tag the
+ * driver or the stack already pulled into skb->vlan_tci is not in the data
+ * and needs nothing. */
+static __always_inline int l3_off(void *data, void *end)
+{
+	struct ethhdr *eth = data;
+	__u32 off = sizeof(*eth);
+	__be16 proto;
+	int i;
+
+	if (data + sizeof(*eth) > end)
 		return 0;
-	return cursor_ipv6(&c);
+	proto = eth->h_proto;
+	if (proto == bpf_htons(ETH_P_IPV6))
+		return off;
+#pragma unroll
+	for (i = 0; i < BND_VLAN_MAX; i++) {
+		__be16 *next = data + off + 2; /* struct vlan_hdr: TCI, then the type */
+
+		if (!eth_type_vlan(proto))
+			break;
+		if ((void *)(next + 1) > end)
+			return 0;
+		proto = *next;
+		off += 4;
+	}
+	if (eth_type_vlan(proto))
+		return -1;
+	return proto == bpf_htons(ETH_P_IPV6) ? off : 0;
+}
+
+/* ip6_at returns the IPv6 header at l3 of the packet data..end, or NULL. */
+static __always_inline struct ipv6hdr *ip6_at(void *data, void *end, __u32 l3)
+{
+	struct ipv6hdr *ip6;
+
+	/* Verifier: l3 is 14 + 4 * (at most BND_VLAN_MAX) tags. */
+	if (l3 > sizeof(struct ethhdr) + 4 * BND_VLAN_MAX)
+		return 0;
+	ip6 = data + l3;
+	if ((void *)(ip6 + 1) > end)
+		return 0;
+	return ip6;
 }
 
 /* ctx_ip6 is ip6_at for a tc (xdp = 0) or XDP (xdp = 1) context. */
-#define ctx_ip6(ctx, xdp)                                                              \
+#define ctx_ip6(ctx, xdp, l3)                                                          \
 	((xdp) ? ip6_at((void *)(long)((struct xdp_md *)(ctx))->data,                  \
-			(void *)(long)((struct xdp_md *)(ctx))->data_end)              \
+			(void *)(long)((struct xdp_md *)(ctx))->data_end, (l3))        \
 	       : ip6_at((void *)(long)((struct __sk_buff *)(ctx))->data,               \
-			(void *)(long)((struct __sk_buff *)(ctx))->data_end))
+			(void *)(long)((struct __sk_buff *)(ctx))->data_end, (l3)))
 
-static __always_inline struct ipv6hdr *ip6_of(struct __sk_buff *skb)
-{
-	return ctx_ip6(skb, 0);
-}
+#define ctx_load_bytes(ctx, xdp, off, to, n)                                            \
+	((xdp) ? bpf_xdp_load_bytes((struct xdp_md *)(ctx), (off), (to), (n))            \
+	       : bpf_skb_load_bytes((struct __sk_buff *)(ctx), (off), (to), (n)))
 
 /* local_dest reports whether the FIB delivers daddr locally (or does not
  * forward it at all) for a packet arriving on ifindex. */
@@ -189,80 +239,298 @@ static __always_inline int local_dest(void *ctx, __u32 ifindex, struct ipv6hdr *
 
 #define BND_PASS (-1)
 
-/* bnd_kind_of looks the destination up: one LPM lookup. */
-static __always_inline __u32 bnd_kind_of(struct ipv6hdr *ip6)
+static __always_inline __u32 bnd_kind_of_addr(const struct in6_addr *a)
 {
 	struct bnd_key key = { .prefixlen = 128 };
 	struct bnd_dest *d;
 
-	key.addr = ip6->daddr;
+	key.addr = *a;
 	d = bpf_map_lookup_elem(&bnd_lpm, &key);
 	return d ? d->kind : BND_NONE;
 }
 
-/* bnd_in is the ingress decision for the IPv6 packet ip6 of ctx (tc or
- * XDP, len bytes, arrived on ifindex): a drop reason or BND_PASS. The
- * common case (no extension header) is one LPM lookup. */
-static __always_inline int bnd_in(void *ctx, int xdp, __u32 len, __u32 ifindex, struct ipv6hdr *ip6)
+/* bnd_kind_of looks the destination up: one LPM lookup. */
+static __always_inline __u32 bnd_kind_of(struct ipv6hdr *ip6)
 {
-	struct ipv6_walk w;
-	__u32 kind = bnd_kind_of(ip6);
+	return bnd_kind_of_addr(&ip6->daddr);
+}
 
-	if (kind == BND_EXTERNAL)
-		return BND_PASS;
-	if (!ipv6_ext(ip6->nexthdr) && ip6->nexthdr != IPPROTO_FRAGMENT)
+/* The extension headers of a packet as the kernel will act on them. Unlike
+ * lib/ipv6_walk.h (the proxies', which stop at the first routing header
+ * that is not a valid SRH and drop), this walk goes on past every routing
+ * header, of any type, valid or not: the kernel processes a type 4 header
+ * that is not a well-formed SRH all the same (ipv6_srh_rcv checks only that
+ * Segments Left fits the header), skips other types with Segments Left 0,
+ * and looks for an SRH behind them (ipv6_find_hdr). */
+struct bnd_walk {
+	__u32 srh_off;	 /* offset of the first routing header of type 4, 0 if none */
+	__u32 tp_off;	 /* the header after IPv6 and a leading hop-by-hop header: the one
+			  * seg6local's HMAC check reads (skb_transport_header) */
+	__u32 upper_off; /* the first header that is not an extension header */
+	__u8 upper;	 /* its protocol number */
+	__u8 nrh;	 /* routing headers, any type */
+	__u8 nsrh;	 /* routing headers of type 4 (SRHs to the kernel, valid or not) */
+	__u8 srh_bad;	 /* the first of them is not a well-formed SRH (ipv6_srh_valid) */
+	__u8 sl;	 /* its Segments Left */
+	__u8 fragment;	 /* a fragment header ends the walk (an SRH may follow it) */
+	__u8 truncated;	 /* the walk ran past the packet */
+	__u8 too_many;	 /* more than IPV6_EXT_MAX extension headers */
+};
+
+/* bnd_walk_ctx walks the extension headers from off (nexthdr names the
+ * first) of a tc (xdp = 0) or XDP (xdp = 1) packet of len bytes: hop-by-hop,
+ * destination options, AH (ipv6_find_hdr steps over it too) and routing
+ * headers; a fragment header ends it. */
+static __always_inline void bnd_walk_ctx(void *ctx, int xdp, __u32 len, __u32 off, __u8 nexthdr,
+					 struct bnd_walk *w)
+{
+	int i;
+
+	__builtin_memset(w, 0, sizeof(*w));
+	w->tp_off = off;
+	for (i = 0; i < IPV6_EXT_MAX; i++) {
+		/* The first 8 bytes of any of these headers (each is at least
+		 * 8 long): next header and length, and an SRH's fixed part. */
+		struct ipv6_sr_hdr h;
+
+		switch (nexthdr) {
+		case IPPROTO_HOPOPTS:
+		case IPPROTO_DSTOPTS:
+		case IPPROTO_AH:
+		case IPPROTO_ROUTING:
+			if (ctx_load_bytes(ctx, xdp, off, &h, sizeof(h)) < 0) {
+				w->truncated = 1;
+				return;
+			}
+			if (nexthdr == IPPROTO_ROUTING) {
+				w->nrh++;
+				if (h.type == IPV6_SRCRT_TYPE_4 && !w->nsrh++) {
+					w->srh_off = off;
+					w->sl = h.segments_left;
+					w->srh_bad = !ipv6_srh_valid(&h);
+				}
+			}
+			off += ipv6_ext_len(nexthdr, h.hdrlen);
+			if (i == 0 && nexthdr == IPPROTO_HOPOPTS)
+				w->tp_off = off;
+			nexthdr = h.nexthdr;
+			continue;
+		case IPPROTO_FRAGMENT:
+			w->fragment = 1;
+			return;
+		default:
+			w->upper_off = off;
+			w->upper = nexthdr;
+			if (off > len)
+				w->truncated = 1;
+			return;
+		}
+	}
+	w->too_many = 1;
+}
+
+/* bnd_walk_skb and bnd_walk_xdp are bnd_walk_ctx as global functions: the
+ * verifier checks each once, not once per path of every caller. */
+__noinline int bnd_walk_skb(struct __sk_buff *skb, __u32 len, __u32 off, __u32 nexthdr,
+			    struct bnd_walk *w)
+{
+	if (!w)
+		return 0;
+	bnd_walk_ctx(skb, 0, len, off, nexthdr, w);
+	return 0;
+}
+
+__noinline int bnd_walk_xdp(struct xdp_md *ctx, __u32 len, __u32 off, __u32 nexthdr,
+			    struct bnd_walk *w)
+{
+	if (!w)
+		return 0;
+	bnd_walk_ctx(ctx, 1, len, off, nexthdr, w);
+	return 0;
+}
+
+/* bnd_seg_ctx is what bnd_seg_cb (a bpf_loop callback: the verifier checks
+ * it once, not once per segment) reads and writes. */
+struct bnd_seg_ctx {
+	void *ctx; /* the __sk_buff or xdp_md */
+	__u32 off; /* Segment List[0] */
+	int r;	   /* BND_PASS or a drop reason */
+};
+
+/* bnd_seg_check looks Segment List[i] up: 0 to go on, 1 to stop (c->r set). */
+static __always_inline long bnd_seg_check(struct bnd_seg_ctx *c, long rc, const struct in6_addr *a)
+{
+	__u32 k;
+
+	if (rc < 0) {
+		c->r = BND_DROP_MALFORMED;
+		return 1;
+	}
+	k = bnd_kind_of_addr(a);
+	if (k == BND_SID || k == BND_NODE) {
+		c->r = BND_DROP_EXTERNAL_NEXT;
+		return 1;
+	}
+	return 0;
+}
+
+/* One callback per program type: each may call only its own load helper. */
+static long bnd_seg_skb(__u64 i, void *data)
+{
+	struct bnd_seg_ctx *c = data;
+	struct in6_addr a;
+
+	if (i >= BND_SEGS_MAX)
+		return 1;
+	return bnd_seg_check(c, bpf_skb_load_bytes(c->ctx, c->off + i * 16, &a, sizeof(a)), &a);
+}
+
+static long bnd_seg_xdp(__u64 i, void *data)
+{
+	struct bnd_seg_ctx *c = data;
+	struct in6_addr a;
+
+	if (i >= BND_SEGS_MAX)
+		return 1;
+	return bnd_seg_check(c, bpf_xdp_load_bytes(c->ctx, c->off + i * 16, &a, sizeof(a)), &a);
+}
+
+/* bnd_external_ctx decides a packet to an external SID (w its walk): the
+ * SID may be reached from outside, the rest of the domain may not through
+ * it. Its SRH must be one well-formed routing header (the kernel's
+ * decapsulating behaviours take a malformed one for none), every segment
+ * left after the active one (Segment List[SL-1] .. [0], what the SID hands
+ * the packet to next) external or outside the domain, and an IPv6 packet
+ * inside (what a decapsulating SID delivers) not addressed to the SID
+ * space or a domain node. */
+static __always_inline int bnd_external_ctx(void *ctx, int xdp, const struct bnd_walk *w)
+{
+	struct bnd_seg_ctx c = { .ctx = ctx, .r = BND_PASS };
+	struct in6_addr a;
+	__u32 k;
+
+	if (w->truncated || w->too_many || w->fragment)
+		return BND_DROP_MALFORMED;
+	if (w->nrh) {
+		if (w->nrh != 1 || !w->nsrh || w->srh_bad)
+			return BND_DROP_MALFORMED;
+		c.off = w->srh_off + IPV6_SRH_FIXED_LEN;
+		if (xdp)
+			bpf_loop(w->sl, bnd_seg_xdp, &c, 0);
+		else
+			bpf_loop(w->sl, bnd_seg_skb, &c, 0);
+		if (c.r != BND_PASS)
+			return c.r;
+	}
+	if (w->upper == IPPROTO_IPV6) {
+		if (ctx_load_bytes(ctx, xdp, w->upper_off + offsetof(struct ipv6hdr, daddr), &a, sizeof(a)) < 0)
+			return BND_DROP_MALFORMED;
+		k = bnd_kind_of_addr(&a);
+		if (k == BND_SID || k == BND_NODE)
+			return BND_DROP_EXTERNAL_NEXT;
+	}
+	return BND_PASS;
+}
+
+__noinline int bnd_external_skb(struct __sk_buff *skb, struct bnd_walk *w)
+{
+	if (!w)
+		return BND_DROP_MALFORMED;
+	return bnd_external_ctx(skb, 0, w);
+}
+
+__noinline int bnd_external_xdp(struct xdp_md *ctx, struct bnd_walk *w)
+{
+	if (!w)
+		return BND_DROP_MALFORMED;
+	return bnd_external_ctx(ctx, 1, w);
+}
+
+/* bnd_in is the ingress decision for the IPv6 packet ip6 at l3 of ctx (tc
+ * or XDP, len bytes, arrived on ifindex): a drop reason or BND_PASS. The
+ * common case (no extension header) is one LPM lookup. */
+static __always_inline int bnd_in(void *ctx, int xdp, __u32 len, __u32 ifindex, __u32 l3,
+				  struct ipv6hdr *ip6)
+{
+	struct bnd_walk w;
+	__u32 kind = bnd_kind_of(ip6);
+	__u8 nh = ip6->nexthdr;
+
+	if (!ipv6_ext(nh)) {
 		/* No extension header, so no SRH: the fast path. */
-		return kind == BND_SID ? BND_DROP_SID : BND_PASS;
+		if (kind == BND_SID)
+			return BND_DROP_SID;
+		if (kind != BND_EXTERNAL || nh != IPPROTO_IPV6)
+			return BND_PASS;
+	}
 	if (xdp)
-		ipv6_walk_xdp(ctx, len, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
+		bnd_walk_xdp(ctx, len, l3 + sizeof(struct ipv6hdr), nh, &w);
 	else
-		ipv6_walk_skb(ctx, len, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
+		bnd_walk_skb(ctx, len, l3 + sizeof(struct ipv6hdr), nh, &w);
 	if (kind == BND_SID)
-		return w.srh_off ? BND_DROP_SID_SRH : BND_DROP_SID;
-	/* An SRH could hide behind a fragment header (the kernel processes
-	 * it after reassembly), a second SRH or unreadable headers. */
-	if (!w.srh_off && !w.truncated && !w.too_many && !w.fragment && !w.multi_srh)
+		return w.nsrh ? BND_DROP_SID_SRH : BND_DROP_SID;
+	if (kind == BND_EXTERNAL)
+		return xdp ? bnd_external_xdp(ctx, &w) : bnd_external_skb(ctx, &w);
+	/* To a node: every routing header counts, whatever its type and
+	 * however malformed (the kernel processes a type 4 one as an SRH);
+	 * and an SRH could hide behind a fragment header (the kernel
+	 * processes it after reassembly) or unreadable headers. */
+	if (!w.nrh && !w.truncated && !w.too_many && !w.fragment)
 		return BND_PASS;
-	ip6 = ctx_ip6(ctx, xdp); /* re-derive: the walk called helpers */
+	ip6 = ctx_ip6(ctx, xdp, l3); /* re-derive: the walk called helpers */
 	if (!ip6)
 		return BND_PASS;
 	if (kind != BND_NODE && !local_dest(ctx, ifindex, ip6))
 		return BND_PASS; /* transit between outside hosts */
-	return w.srh_off && !w.multi_srh ? BND_DROP_SRH_NODE : BND_DROP_MALFORMED;
+	return w.nsrh ? BND_DROP_SRH_NODE : BND_DROP_MALFORMED;
 }
 
 static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 {
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
 	struct ipv6hdr *ip6;
-	int r;
+	int l3 = sizeof(struct ethhdr), r;
 
-	if (skb->protocol != bpf_htons(ETH_P_IPV6))
-		return TC_ACT_UNSPEC;
-	ip6 = ip6_of(skb);
+	if (skb->protocol != bpf_htons(ETH_P_IPV6)) {
+		/* Tags in the data (the first one of a stack is in
+		 * skb->vlan_tci already, skb->protocol names the next). */
+		if (!eth_type_vlan(skb->protocol))
+			return TC_ACT_UNSPEC;
+		l3 = l3_off(data, end);
+		if (l3 < 0)
+			return ingress ? bnd_drop(skb, BND_DROP_VLAN) : TC_ACT_UNSPEC;
+		if (!l3)
+			return TC_ACT_UNSPEC;
+	}
+	ip6 = ip6_at(data, end, l3);
 	if (!ip6)
 		return TC_ACT_UNSPEC; /* the stack drops a truncated header */
 	if (!ingress)
 		return bnd_kind_of(ip6) == BND_SID ? bnd_drop(skb, BND_DROP_LEAK_SID) : TC_ACT_UNSPEC;
-	r = bnd_in(skb, 0, skb->len, skb->ingress_ifindex, ip6);
+	r = bnd_in(skb, 0, skb->len, skb->ingress_ifindex, l3, ip6);
 	return r == BND_PASS ? TC_ACT_UNSPEC : bnd_drop(skb, r);
 }
 
 /* hmac_reason mirrors the kernel's seg6_hmac_validate_skb with
- * seg6_require_hmac = 1 (the kernel looks at the first TLV after the
- * segments only): the drop reason, or -1 when the kernel decides (the
- * digest). */
-static __always_inline int hmac_reason(struct __sk_buff *skb, const struct ipv6_walk *w)
+ * seg6_require_hmac = 1 on the SRH at off: the drop reason, or -1 when the
+ * kernel decides (the digest). Stricter than the kernel in one way: the
+ * HMAC TLV must be the only TLV (the header ends with it, as every
+ * headend segchain configures writes it). A TLV the kernel's SRH
+ * validation refuses after it would make the decapsulating behaviours
+ * take the SRH for none and skip the HMAC check. */
+static __always_inline int hmac_reason(struct __sk_buff *skb, __u32 off)
 {
 	struct ipv6_sr_hdr srh;
 	struct sr6_tlv_hmac tlv;
 	__u32 key;
 
-	if (bpf_skb_load_bytes(skb, w->srh_off, &srh, sizeof(srh)) < 0)
+	if (bpf_skb_load_bytes(skb, off, &srh, sizeof(srh)) < 0)
 		return BND_DROP_HMAC_MALFORMED;
 	if (!(srh.flags & SR6_FLAG1_HMAC))
 		return BND_DROP_HMAC_MISSING;
-	if (srh.hdrlen < ((__u32)srh.first_segment + 1) * 2 + 5 ||
-	    bpf_skb_load_bytes(skb, w->srh_off + IPV6_SRH_FIXED_LEN + ((__u32)srh.first_segment + 1) * 16,
+	if (srh.hdrlen != ((__u32)srh.first_segment + 1) * 2 + 5 ||
+	    bpf_skb_load_bytes(skb, off + IPV6_SRH_FIXED_LEN + ((__u32)srh.first_segment + 1) * 16,
 			       &tlv, sizeof(tlv)) < 0 ||
 	    tlv.tlvhdr.type != SR6_TLV_HMAC || tlv.tlvhdr.len != BND_HMAC_TLV_LEN)
 		return BND_DROP_HMAC_MALFORMED;
@@ -272,23 +540,60 @@ static __always_inline int hmac_reason(struct __sk_buff *skb, const struct ipv6_
 	return -1;
 }
 
+/* hmac_walk_reason decides a packet to a signed SID from its walk: what
+ * the kernel would accept without checking the HMAC, or check on another
+ * header than the one it acts on, is dropped; -1 for hmac_reason's checks. */
+static __always_inline int hmac_walk_reason(const struct bnd_walk *w)
+{
+	if (w->truncated || w->too_many)
+		return BND_DROP_HMAC_MALFORMED;
+	/* No SRH at all: the kernel's decapsulating behaviours check the HMAC
+	 * only when there is an SRH, so a signed chain's End.DX6 would take
+	 * a bare IPv6-in-IPv6 packet. A signed chain always has an SRH. */
+	if (!w->nrh)
+		return BND_DROP_HMAC_MISSING;
+	/* A routing header that is not a well-formed SRH: the decapsulating
+	 * behaviours take it for no SRH and skip the HMAC check. */
+	if (!w->nsrh || w->srh_bad)
+		return BND_DROP_HMAC_MALFORMED;
+	/* The kernel checks the HMAC of the header right after IPv6 (and a
+	 * hop-by-hop header), but acts on the first routing header (End: the
+	 * first with Segments Left > 0): a signed copy in a destination
+	 * options header, or a signed SRH with Segments Left 0 before another
+	 * one, would vouch for a forged SRH. */
+	if (w->nrh != 1 || w->srh_off != w->tp_off)
+		return BND_DROP_HMAC_MISPLACED;
+	return -1;
+}
+
 /* hmac_in runs on every interface of a node hosting SIDs of signed chains
- * (after the boundary program where both are attached). For an SRH
+ * (after the boundary program where both are attached). For a packet
  * addressed to one of them it drops, and counts by reason, what the
- * kernel's HMAC check would drop without saying why; a packet whose TLV
- * is well formed with a known key goes on to the kernel, which checks the
- * digest (a wrong one counts in the SID's errors). */
+ * kernel's HMAC check would drop without saying why, and what the kernel
+ * would let through unchecked; a packet whose only routing header is a
+ * well-formed SRH right where the kernel looks, with a well formed TLV and
+ * a known key, goes on to the kernel, which checks the digest (a wrong one
+ * counts in the SID's errors). */
 SEC("tc")
 int hmac_in(struct __sk_buff *skb)
 {
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
 	struct bnd_key key = { .prefixlen = 128 };
-	struct ipv6_walk w;
+	struct bnd_walk w;
 	struct ipv6hdr *ip6;
-	int r;
+	int l3 = sizeof(struct ethhdr), r;
 
-	if (skb->protocol != bpf_htons(ETH_P_IPV6))
-		return TC_ACT_UNSPEC;
-	ip6 = ip6_of(skb);
+	if (skb->protocol != bpf_htons(ETH_P_IPV6)) {
+		if (!eth_type_vlan(skb->protocol))
+			return TC_ACT_UNSPEC;
+		l3 = l3_off(data, end);
+		if (l3 < 0)
+			return bnd_drop(skb, BND_DROP_VLAN);
+		if (!l3)
+			return TC_ACT_UNSPEC;
+	}
+	ip6 = ip6_at(data, end, l3);
 	if (!ip6)
 		return TC_ACT_UNSPEC;
 	/* Fast path: a transport header right after IPv6 is not for a SID. */
@@ -298,15 +603,10 @@ int hmac_in(struct __sk_buff *skb)
 	key.addr = ip6->daddr;
 	if (!bpf_map_lookup_elem(&bnd_hmac_sids, &key))
 		return TC_ACT_UNSPEC;
-	ipv6_walk_ext(skb, sizeof(struct ethhdr) + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
-	if (w.bad_rh || w.truncated || w.too_many || w.multi_srh)
-		return TC_ACT_UNSPEC; /* the kernel rejects these itself */
-	/* No SRH at all: the kernel's decapsulating behaviours check the HMAC
-	 * only when there is an SRH, so a signed chain's End.DX6 would take
-	 * a bare IPv6-in-IPv6 packet. A signed chain always has an SRH. */
-	if (!w.srh_off)
-		return bnd_drop(skb, BND_DROP_HMAC_MISSING);
-	r = hmac_reason(skb, &w);
+	bnd_walk_skb(skb, skb->len, l3 + sizeof(struct ipv6hdr), ip6->nexthdr, &w);
+	r = hmac_walk_reason(&w);
+	if (r < 0)
+		r = hmac_reason(skb, w.srh_off);
 	return r < 0 ? TC_ACT_UNSPEC : bnd_drop(skb, r);
 }
 
@@ -314,26 +614,31 @@ int hmac_in(struct __sk_buff *skb)
  * the same interface and reasons, with boundary_out on TCX egress. segchain
  * does not attach it (docs/security.md, Cost: on veth, native XDP turns off
  * GSO on the peer and costs stack traffic far more than TCX); segchain perf
- * boundary measures it. */
+ * boundary measures it. XDP sees every tag in the data (unless the NIC
+ * strips it: then it is gone from the frame). */
 SEC("xdp")
 int boundary_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	struct ethhdr *eth = data;
 	struct ipv6hdr *ip6;
 	__u32 len;
-	int r;
+	int l3, r;
 
-	if (data + sizeof(*eth) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
-		return XDP_PASS;
-	ip6 = ip6_at(data, end);
-	if (!ip6)
+	l3 = l3_off(data, end);
+	if (!l3)
 		return XDP_PASS;
 	len = bpf_xdp_get_buff_len(ctx); /* with the fragments of a multi-buffer frame */
-	r = bnd_in(ctx, 1, len, ctx->ingress_ifindex, ip6);
-	if (r == BND_PASS)
-		return XDP_PASS;
+	if (l3 < 0) {
+		r = BND_DROP_VLAN;
+	} else {
+		ip6 = ip6_at(data, end, l3);
+		if (!ip6)
+			return XDP_PASS;
+		r = bnd_in(ctx, 1, len, ctx->ingress_ifindex, l3, ip6);
+		if (r == BND_PASS)
+			return XDP_PASS;
+	}
 	bnd_count(ctx->ingress_ifindex, len, r);
 	return XDP_DROP;
 }

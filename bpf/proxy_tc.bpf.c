@@ -74,6 +74,7 @@ enum proxy_drop_reason {
 	PROXY_DROP_INTERNAL, /* "internal" */
 	PROXY_DROP_GSO_L2,  /* "gso-ethernet": a GSO frame for an Ethernet payload */
 	PROXY_DROP_NO_FIB,  /* "no-fib": an Ethernet payload the FIB cannot forward */
+	PROXY_DROP_VLAN,    /* "vlan": an 802.1Q/802.1ad-tagged frame from the SF (IP modes): the stack would untag and route it past the proxy */
 	PROXY_DROP_MAX,
 };
 
@@ -944,6 +945,15 @@ static __always_inline int proxy_outbound(struct __sk_buff *skb, struct proxy_si
 {
 	struct proxy_stats *st = bpf_map_lookup_elem(&stats_map, &cfg->id);
 
+	/* The SF's link is untagged. A frame with tags still in its data
+	 * (the stack pulled only the first into skb->vlan_tci) would be
+	 * untagged by the stack after us (priority tags, VID 0, however many)
+	 * and routed as the IP packet inside, past the proxy: an SF could
+	 * reach any SID or node that way. Ethernet mode carries whole frames,
+	 * tags included. */
+	if (cfg->inner != PROXY_INNER_ETH &&
+	    (skb->protocol == bpf_htons(ETH_P_8021Q) || skb->protocol == bpf_htons(ETH_P_8021AD)))
+		return drop(st, PROXY_DROP_VLAN);
 	if (cfg->behavior == PROXY_AM)
 		return outbound_am(skb, st);
 	if (cfg->inner == PROXY_INNER_ETH)

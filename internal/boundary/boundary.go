@@ -39,7 +39,7 @@ func (r DropReason) Direction() string {
 	switch r {
 	case DropLeakSID:
 		return "out"
-	case DropHMACMissing, DropHMACMalformed, DropHMACUnknownKey:
+	case DropHMACMissing, DropHMACMalformed, DropHMACUnknownKey, DropHMACMisplaced:
 		return "hmac"
 	}
 	return "in"

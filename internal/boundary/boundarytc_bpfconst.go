@@ -15,6 +15,9 @@ const (
 	DropHMACMissing    = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MISSING)
 	DropHMACMalformed  = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MALFORMED)
 	DropHMACUnknownKey = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_UNKNOWN_KEY)
+	DropExternalNext   = DropReason(boundaryTCBndDropReasonBND_DROP_EXTERNAL_NEXT)
+	DropVlan           = DropReason(boundaryTCBndDropReasonBND_DROP_VLAN)
+	DropHMACMisplaced  = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MISPLACED)
 	numDropReasons     = int(boundaryTCBndDropReasonBND_DROP_MAX)
 )
 
@@ -27,6 +30,9 @@ var dropNames = [...]string{
 	DropHMACMissing:    "hmac-missing",
 	DropHMACMalformed:  "hmac-malformed",
 	DropHMACUnknownKey: "hmac-unknown-key",
+	DropExternalNext:   "external-next",
+	DropVlan:           "vlan",
+	DropHMACMisplaced:  "hmac-misplaced",
 }
 
 // String is the reason's name as counters and JSON show it.

@@ -41,7 +41,10 @@ const (
 	boundaryTCBndDropReasonBND_DROP_HMAC_MISSING     boundaryTCBndDropReason = 5
 	boundaryTCBndDropReasonBND_DROP_HMAC_MALFORMED   boundaryTCBndDropReason = 6
 	boundaryTCBndDropReasonBND_DROP_HMAC_UNKNOWN_KEY boundaryTCBndDropReason = 7
-	boundaryTCBndDropReasonBND_DROP_MAX              boundaryTCBndDropReason = 8
+	boundaryTCBndDropReasonBND_DROP_EXTERNAL_NEXT    boundaryTCBndDropReason = 8
+	boundaryTCBndDropReasonBND_DROP_VLAN             boundaryTCBndDropReason = 9
+	boundaryTCBndDropReasonBND_DROP_HMAC_MISPLACED   boundaryTCBndDropReason = 10
+	boundaryTCBndDropReasonBND_DROP_MAX              boundaryTCBndDropReason = 11
 )
 
 type boundaryTCBndKey struct {

@@ -301,6 +301,10 @@ func TestProgFixtures(t *testing.T) {
 			{"link-local from SF passes", "sf", eth(macSFOut, macSF, 0x86dd, ip6(a6("fe80::1"), a6("fe80::2"), 58, 255, []byte{135, 0, 0, 0})), VerdictNext, eth(macSFOut, macSF, 0x86dd, ip6(a6("fe80::1"), a6("fe80::2"), 58, 255, []byte{135, 0, 0, 0})), nil},
 			{"NA to a global address passes", "sf", eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{136, 0, 0, 0, 0x60, 0, 0, 0})), VerdictNext, eth(macSFOut, macSF, 0x86dd, ip6(a6("fc00:5f::2"), a6("fc00:5f::1"), 58, 255, []byte{136, 0, 0, 0, 0x60, 0, 0, 0})), nil},
 			{"ARP from SF passes", "sf", eth(macSFOut, macSF, 0x0806, make([]byte, 28)), VerdictNext, eth(macSFOut, macSF, 0x0806, make([]byte, 28)), nil},
+			// Issue 24: 802.1ad + 802.1Q priority tags (VID 0) around
+			// forged SRv6; the stack would untag and route it past us.
+			{"QinQ VID 0 tags from SF dropped", "sf", eth(macSFOut, macSF, 0x88a8, append([]byte{0, 0, 0x81, 0, 0, 0, 0x86, 0xdd}, srPkt(list, 1, 41, nil, inner6)[14:]...)), VerdictDrop, nil, reason(DropVlan)},
+			{"an 802.1Q tag from SF dropped", "sf", eth(macSFOut, macSF, 0x8100, append([]byte{0, 5, 0x86, 0xdd}, inner6...)), VerdictDrop, nil, reason(DropVlan)},
 			{"last segment is dropped", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 41, nil, inner6), VerdictDrop, nil, reason(DropSLZero)},
 			{"wrong inner type", "net", srPkt(list, 2, 4, nil, inner4), VerdictDrop, nil, reason(DropInnerType)},
 			{"hop limit 1", "net", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidPx, 43, 1, srh(41, list, 2, 0, nil, inner6))), VerdictDrop, nil, reason(DropHopLimit)},
@@ -342,6 +346,7 @@ func TestProgFixtures(t *testing.T) {
 			{"outbound: SL--, DA <- SegList[SL]", "sf", eth(macSFOut, macSF, 0x86dd, ip6(sidIn, sidEg, 43, 59, srh(17, list, 2, 0, tlv, udp(1, 2, 8)))), VerdictRedirect,
 				eth(macNext, macNode, 0x86dd, ip6(sidIn, sidNx, 43, 58, srh(17, list, 1, 0, tlv, udp(1, 2, 8)))), nil},
 			{"outbound without SRH passes", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictNext, eth(macSFOut, macSF, 0x86dd, inner6), nil},
+			{"outbound: VID 0 tags around SRv6 dropped", "sf", eth(macSFOut, macSF, 0x8100, append([]byte{0, 0, 0x86, 0xdd}, ip6(sidIn, sidEg, 43, 59, srh(17, list, 2, 0, nil, udp(1, 2, 8)))...)), VerdictDrop, nil, reason(DropVlan)},
 			{"inbound without SRH dropped", "net", eth(macNode, macPeer, 0x86dd, ip6(sidIn, sidPx, 17, 60, udp(1, 2, 8))), VerdictDrop, nil, reason(DropNoSRH)},
 			{"inbound SL=0 dropped", "net", srPkt([]netip.Addr{sidPx, sidIn}, 0, 17, nil, udp(1, 2, 8)), VerdictDrop, nil, reason(DropSLZero)},
 		}},

@@ -31,6 +31,7 @@ const (
 	DropInternal    = DropReason(proxyTCProxyDropReasonPROXY_DROP_INTERNAL)
 	DropGSOL2       = DropReason(proxyTCProxyDropReasonPROXY_DROP_GSO_L2)
 	DropNoFIB       = DropReason(proxyTCProxyDropReasonPROXY_DROP_NO_FIB)
+	DropVlan        = DropReason(proxyTCProxyDropReasonPROXY_DROP_VLAN)
 	numDropReasons  = int(proxyTCProxyDropReasonPROXY_DROP_MAX)
 )
 
@@ -54,6 +55,7 @@ var dropNames = [...]string{
 	DropInternal:    "internal",
 	DropGSOL2:       "gso-ethernet",
 	DropNoFIB:       "no-fib",
+	DropVlan:        "vlan",
 }
 
 // String is the reason's name as counters and JSON show it.

@@ -62,7 +62,8 @@ const (
 	proxyTCProxyDropReasonPROXY_DROP_INTERNAL     proxyTCProxyDropReason = 16
 	proxyTCProxyDropReasonPROXY_DROP_GSO_L2       proxyTCProxyDropReason = 17
 	proxyTCProxyDropReasonPROXY_DROP_NO_FIB       proxyTCProxyDropReason = 18
-	proxyTCProxyDropReasonPROXY_DROP_MAX          proxyTCProxyDropReason = 19
+	proxyTCProxyDropReasonPROXY_DROP_VLAN         proxyTCProxyDropReason = 19
+	proxyTCProxyDropReasonPROXY_DROP_MAX          proxyTCProxyDropReason = 20
 )
 
 type proxyTCProxyFlowKey struct {
@@ -113,7 +114,7 @@ type proxyTCProxyStats struct {
 	Passed       uint64
 	CacheUpdates uint64
 	IcmpErrors   uint64
-	Drops        [19]uint64
+	Drops        [20]uint64
 	OutDrops     uint64
 }
 

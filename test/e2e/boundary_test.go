@@ -69,19 +69,40 @@ type attack struct {
 	node   string // where the boundary drops it
 	iface  string
 	reason string
+	// sendp, when set, is the interface the sender puts scapy's frame
+	// (an Ether() expression) on; else the packet is sent at layer 3.
+	sendp string
+	from  string // the sending node; "" is s
 }
 
-// sendAttacks sends each attack from s and returns how many of each
-// reached d (by marker).
+// sendAttacks sends each attack (from s unless it says otherwise) and
+// returns how many of each reached d (by marker).
 func (e *env) sendAttacks(t *testing.T, attacks []attack, count int) map[string]int {
 	t.Helper()
 	c := testutil.StartInboundCapture(t, e.ns("d"), "eth-egress", "ip6", 0) // "udp" would miss UDP behind an SRH
-	var script strings.Builder
-	script.WriteString("conf.verb = 0\n")
+	scripts := map[string]*strings.Builder{}
+	var order []string
 	for i, a := range attacks {
-		fmt.Fprintf(&script, "send(%s/UDP(sport=4000, dport=%d)/Raw(b'attack-%d'), count=%d)\n", a.scapy, 6000+i, i, count)
+		from := a.from
+		if from == "" {
+			from = "s"
+		}
+		script := scripts[from]
+		if script == nil {
+			script = &strings.Builder{}
+			script.WriteString("conf.verb = 0\n")
+			scripts[from] = script
+			order = append(order, from)
+		}
+		if a.sendp != "" {
+			fmt.Fprintf(script, "sendp(%s/UDP(sport=4000, dport=%d)/Raw(b'attack-%d'), iface=%q, count=%d)\n", a.scapy, 6000+i, i, a.sendp, count)
+			continue
+		}
+		fmt.Fprintf(script, "send(%s/UDP(sport=4000, dport=%d)/Raw(b'attack-%d'), count=%d)\n", a.scapy, 6000+i, i, count)
 	}
-	testutil.RunScapyIn(t, e.ns("s"), script.String())
+	for _, from := range order {
+		testutil.RunScapyIn(t, e.ns(from), scripts[from].String())
+	}
 	time.Sleep(time.Second)
 	got := map[string]int{}
 	for _, p := range testutil.Tshark(t, c.Wait(2*time.Second), "udp.dstport", "data.data") {
@@ -117,20 +138,20 @@ func (e *env) defaultAttacks() []attack {
 	}
 	return []attack{
 		{"forged ARGS (go-last) to the firewall SID", outer(fwArgs, "fc00:1a::a") + "/" + srh(fwArgs, end2, dx6) + "/" + inner,
-			"ingress", "eth-s", "sid-space-srh"},
+			"ingress", "eth-s", "sid-space-srh", "", ""},
 		{"forged psid to the firewall SID", outer(fwSID, "fc00:2::1") + "/" +
 			fmt.Sprintf("IPv6ExtHdrSegmentRouting(addresses=['%s','%s','%s'], segleft=1, lastentry=2)", dx6, fwSID, end1) + "/" + inner,
-			"ingress", "eth-s", "sid-space-srh"},
+			"ingress", "eth-s", "sid-space-srh", "", ""},
 		{"straight to the egress End.DX6 with an SRH", outer(dx6, "fc00:3::1") + "/" + srh(dx6) + "/" + inner,
-			"ingress", "eth-s", "sid-space-srh"},
+			"ingress", "eth-s", "sid-space-srh", "", ""},
 		{"straight to the egress End.DX6 without an SRH", outer(dx6, "fc00:3::1") + "/" + inner,
-			"ingress", "eth-s", "sid-space"},
+			"ingress", "eth-s", "sid-space", "", ""},
 		{"to the End.AD SID", outer(ad, "fc00:1a::a") + "/" + srh(ad, end2, dx6) + "/" + inner,
-			"ingress", "eth-s", "sid-space-srh"},
+			"ingress", "eth-s", "sid-space-srh", "", ""},
 		{"SRH to the ingress' own address", outer(netip.MustParseAddr("fc00:1a::1"), "fc00:1a::a") + "/" +
-			srh(netip.MustParseAddr("fc00:1a::1"), dx6) + "/" + inner, "ingress", "eth-s", "srh-to-node"},
+			srh(netip.MustParseAddr("fc00:1a::1"), dx6) + "/" + inner, "ingress", "eth-s", "srh-to-node", "", ""},
 		{"SRH to r1's address", outer(netip.MustParseAddr("fc00:15::5"), "fc00:1a::a") + "/" +
-			srh(netip.MustParseAddr("fc00:15::5"), dx6) + "/" + inner, "ingress", "eth-s", "srh-to-node"},
+			srh(netip.MustParseAddr("fc00:15::5"), dx6) + "/" + inner, "ingress", "eth-s", "srh-to-node", "", ""},
 	}
 }
 
@@ -288,7 +309,8 @@ func TestBoundaryOffRestoresOldBehaviour(t *testing.T) {
 }
 
 // TestBoundaryExternalSID: a service marked external is reachable from
-// outside; its neighbours stay closed.
+// outside; its neighbours stay closed, also through it (a segment after
+// the external SID that is inside the domain is dropped: external-next).
 func TestBoundaryExternalSID(t *testing.T) {
 	testutil.RequireScapy(t)
 	testutil.RequireTool(t, "tshark")
@@ -298,15 +320,26 @@ func TestBoundaryExternalSID(t *testing.T) {
 	e := setup(t, file)
 	e.apply()
 	end1, end2 := e.sid("nfv1-end"), e.sid("nfv2-end")
+	dxfw := e.sid(config.EgressKey("firewalled"))
+	before := e.boundaryDrops("ingress", "eth-s", "external-next")
 	got := e.sendAttacks(t, []attack{
 		{name: "external", scapy: fmt.Sprintf("IPv6(src='fc00:1a::a', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['fc00:4d::d','%s'], segleft=1, lastentry=1)", end1, end1)},
 		{name: "not external", scapy: fmt.Sprintf("IPv6(src='fc00:1a::a', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['fc00:4d::d','%s'], segleft=1, lastentry=1)", end2, end2)},
+		// Issue 24 item 3: through the external SID to the firewalled
+		// chain's End.DX6, skipping that chain's firewall.
+		{name: "through the external SID into the domain", scapy: fmt.Sprintf("IPv6(src='fc00:1a::a', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['%s','%s'], segleft=1, lastentry=1)/IPv6(src='fc00:1a::a', dst='fc00:4d::d')", end1, dxfw, end1)},
 	}, 5)
 	if got["external"] != 5 {
 		t.Errorf("SRv6 from s through the external SID %s: %d of 5 reached d", end1, got["external"])
 	}
 	if got["not external"] != 0 {
 		t.Errorf("SRv6 from s through %s (not external): %d of 5 reached d", end2, got["not external"])
+	}
+	if n := got["through the external SID into the domain"]; n != 0 {
+		t.Errorf("SRv6 from s through the external SID %s to the End.DX6 %s: %d of 5 reached d", end1, dxfw, n)
+	}
+	if d := e.boundaryDrops("ingress", "eth-s", "external-next") - before; d != 5 {
+		t.Errorf("ingress eth-s external-next drops +%d, want +5", d)
 	}
 }
 

@@ -48,6 +48,7 @@ const (
 	modeEmptyXDP           // an empty native XDP program (XDP_PASS)
 	modeXDPFilter          // the filter's XDP ingress program and its TCX egress program
 	modeEmptyCls           // the empty program as a tc clsact filter in direct-action mode (cls_bpf)
+	modeBaseline           // the filter's TCX programs from another object (a previous build), same tables
 )
 
 // toggle is the testbed's generator whose Select also sets the SUT's input
@@ -64,6 +65,7 @@ type portState struct {
 	mode     int
 	empty    *ebpf.Program
 	emptyXDP *ebpf.Program
+	baseline string // the object modeBaseline attaches
 	links    []link.Link
 }
 
@@ -89,6 +91,8 @@ func (s *portState) set(env *perf.Env, mode int) error {
 			return fmt.Errorf("remove clsact: %w", err)
 		}
 	}
+	// Apply installs the tables either way; modeBaseline attaches its own
+	// programs over them.
 	if err := setFilter(env, mode == modeFilter || mode == modeEmptyFilter); err != nil {
 		return err
 	}
@@ -107,6 +111,8 @@ func (s *portState) set(env *perf.Env, mode int) error {
 			s.links, err = boundary.AttachXDP(i.Index)
 		case modeEmptyCls:
 			err = clsact(env.In, s.empty)
+		case modeBaseline:
+			s.links, err = boundary.AttachTCXFrom(i.Index, s.baseline)
 		}
 		if l != nil {
 			s.links = append(s.links, l)
@@ -218,6 +224,15 @@ func (d latDriver) Latency(slot int) (perf.LatencyHist, perf.LatencyMisses, erro
 // TCX program (what the hook alone costs), T.Encaps without and with the
 // filter, 64-byte packets.
 func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
+	return MeasureBaseline(d, rounds, window, "")
+}
+
+// MeasureBaseline is Measure with one more arm when baseline names an
+// object file of the filter (e.g. a previous commit's
+// boundarytc_bpfel.o): IPv6 with that object's TCX programs on the same
+// tables, so that a change's cost is measured in one run against the
+// build before it.
+func MeasureBaseline(d perf.Driver, rounds int, window time.Duration, baseline string) (*Result, error) {
 	env := d.Env()
 	if env.Do == nil {
 		return nil, fmt.Errorf("the boundary filter needs the SUT's namespace: %w", perf.ErrNotSupported)
@@ -242,6 +257,12 @@ func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
 		{"T.Encaps", "T.Encaps", modeNone},
 		{"T.Encaps+boundary", "T.Encaps", modeFilter},
 		{"T.Encaps+boundary-xdp", "T.Encaps", modeXDPFilter},
+	}
+	if baseline != "" {
+		slots = append(slots, struct {
+			name, recipe string
+			mode         int
+		}{"IPv6+boundary-baseline", "IPv6", modeBaseline})
 	}
 	gen := d.Generator()
 	mode := map[int]int{}
@@ -273,7 +294,7 @@ func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
 		return nil, err
 	}
 	defer exdp.Close()
-	state := &portState{mode: -1, empty: empty, emptyXDP: exdp}
+	state := &portState{mode: -1, empty: empty, emptyXDP: exdp, baseline: baseline}
 	defer func() {
 		_ = state.set(env, modeNone)
 		_ = env.Do(func() error { return boundary.Remove("") })

@@ -35,7 +35,9 @@ func TestBoundaryCost(t *testing.T) {
 	if err := perf.PrepareSUT(d.Env()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Measure(d, rounds, 100*time.Millisecond)
+	// SEGCHAIN_BOUNDARY_BASELINE=FILE adds an arm with that object's
+	// programs (e.g. `git show REV:internal/boundary/boundarytc_bpfel.o`).
+	res, err := MeasureBaseline(d, rounds, 100*time.Millisecond, os.Getenv("SEGCHAIN_BOUNDARY_BASELINE"))
 	if err != nil {
 		t.Fatal(err)
 	}
