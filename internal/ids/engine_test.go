@@ -504,7 +504,7 @@ func TestIndexAgainstAllRules(t *testing.T) {
 		}
 		var want []*Rule
 		for _, r := range rules {
-			if r.matches(&f, p) {
+			if r.matches(&f, p, nil) {
 				if r.Action == ActionPass {
 					want = nil
 					break

@@ -821,38 +821,39 @@ func parsePCRE(v string) (Content, error) {
 		return c, fmt.Errorf("%q is not /regex/flags", s)
 	}
 	re, flags := s[1:end], s[end+1:]
-	for i := 0; i < len(re); i++ {
-		if re[i] >= 0x80 {
-			return c, fmt.Errorf("non-ASCII byte in the regex: Go regexps match UTF-8 text, not raw bytes")
-		}
-		if re[i] == '\\' && i+1 < len(re) {
-			if re[i+1] == 'x' && i+2 < len(re) && strings.IndexByte("89abcdefABCDEF", re[i+2]) >= 0 {
-				return c, fmt.Errorf("\\x escape above 0x7f: Go regexps match UTF-8 text, not raw bytes")
-			}
-			i++
-		}
-	}
 	var goFlags, prefix string
+	dollarEndOnly := inlineMultiline.MatchString(re)
 	for _, f := range flags {
 		switch f {
-		case 'i', 's', 'm':
+		case 'i', 's':
 			goFlags += string(f)
+		case 'm':
+			goFlags += "m"
+			dollarEndOnly = true
 		case 'G':
 			goFlags += "U"
 		case 'A':
 			prefix = `\A`
 		case 'E':
+			dollarEndOnly = true
 		case 'R':
 			c.Relative = true
 		default:
 			return c, fmt.Errorf("unsupported flag %q (supported: i s m G A E R)", f)
 		}
 	}
-	expr := prefix + "(?:" + re + ")"
+	tr, err := translatePCRE(re, dollarEndOnly)
+	if err != nil {
+		return c, fmt.Errorf("/%s/: %v", re, err)
+	}
+	expr := "(?:" + tr + ")"
 	if goFlags != "" {
 		expr = "(?" + goFlags + ")" + expr
 	}
-	rx, err := regexp.Compile(expr)
+	// "^" (not the A flag: PCRE anchors that at the retry position)
+	// leaves nothing to retry after the first match.
+	c.anchored = startsAnchored(expr)
+	rx, err := regexp.Compile(prefix + expr)
 	if err != nil {
 		return c, fmt.Errorf("/%s/: %v", re, err)
 	}

@@ -80,6 +80,10 @@ type Content struct {
 	Relative         bool
 	EndsWith         bool // endswith: the match ends at the end of the payload
 	FastPattern      bool // fast_pattern given explicitly
+
+	// anchored: the pcre only matches at the start of its search ("^"),
+	// so a failed relative successor has no later match to retry with.
+	anchored bool
 }
 
 // Rule is one parsed rule.
