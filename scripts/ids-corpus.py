@@ -23,7 +23,7 @@ import argparse
 import os
 import random
 
-from scapy.all import (IP, IPv6, IPv6ExtHdrSegmentRouting, TCP, UDP, ICMP, Raw, wrpcap,
+from scapy.all import (IP, IPv6, IPv6ExtHdrHopByHop, IPv6ExtHdrDestOpt, PadN, IPOption_NOP, IPv6ExtHdrSegmentRouting, TCP, UDP, ICMP, Raw, wrpcap,
                        ICMPv6EchoRequest, ICMPv6EchoReply, ICMPv6DestUnreach, ICMPv6PacketTooBig,
                        ICMPv6TimeExceeded)
 
@@ -45,8 +45,19 @@ SNIPPETS = [
     b"ping", b"secret", b"SECRET",
     b"\xde\xad\xbe\xefxx", b"x\xde\xad\xbe\xef", b"\xde\xad\xbe\xef",
     b"SRV6", b"ajb", b"a b", b"aab",
-    b"bob@mail.com", b"Hello", b"hello",
+    b"bob@mail.com", b"Hello", b"hello", b"x\xe9y", b"x-y",
 ]
+
+PATHS = [b"/admin/panel", b"/admin", b"/index.html", b"/../../etc/passwd", b"/a/../b", b"/x?cmd=ls;rm",
+         b"/" + b"a" * 30 + b"/admin"]
+
+
+def http(rng):
+    req = rng.choice([b"GET ", b"GET ", b"POST ", b"get "]) + rng.choice(PATHS) + rng.choice([b" HTTP/1.1\r\n", b" HTTP/1.0\r\n"])
+    for _ in range(rng.randint(0, 2)):
+        req += rng.choice([b"Host: b\r\n", b"User-Agent: sqlmap/1.7\r\n", b"User-Agent: curl/8.0\r\n", b"X: passwd\r\n"])
+    return req + b"\r\n"
+
 
 
 def payload(rng):
@@ -103,20 +114,28 @@ def packet(rng, seen):
         if src != dst and key not in seen:
             seen.add(key)
             break
-    ip = IPv6(src=src, dst=dst) if six else IP(src=src, dst=dst)
+    if six:
+        ip = IPv6(src=src, dst=dst)
+        if rng.random() < 0.08:  # extension headers before the transport
+            ip = ip / rng.choice([IPv6ExtHdrHopByHop(), IPv6ExtHdrDestOpt(options=[PadN(optdata=b"\0\0\0\0")])])
+    else:
+        ip = IP(src=src, dst=dst, options=[IPOption_NOP()] * 4 if rng.random() < 0.08 else [])
     r = rng.random()
     data = payload(rng)
     if r < 0.42:
         flags = rng.choice(["PA", "PA", "PA", "A", "FA", "S", "R"])
         if flags in ("S", "R"):
             data = b""
+        elif rng.random() < 0.3:
+            data = http(rng)
         dport = tcp_port(rng)
         if data[:4] in (b"GET ", b"get ", b"POST", b"post") and rng.random() < 0.6:
             dport = rng.choice([80, 8080])
         elif b"root" in data and rng.random() < 0.5:
             dport = 23
+        opts = [("NOP", None), ("Timestamp", (rng.randrange(1 << 32), 0))] if rng.random() < 0.15 else []
         return ip / TCP(sport=tcp_port(rng), dport=dport, flags=flags, seq=rng.randrange(1 << 32),
-                        ack=rng.randrange(1 << 32) if "A" in flags else 0) / Raw(data)
+                        ack=rng.randrange(1 << 32) if "A" in flags else 0, options=opts) / Raw(data)
     if r < 0.80:
         return ip / UDP(sport=udp_port(rng), dport=udp_port(rng)) / Raw(data)
     if r < 0.95:
@@ -132,6 +151,8 @@ def packet(rng, seen):
                 return ip / ICMPv6PacketTooBig(mtu=1280) / quoted
             return ip / ICMPv6TimeExceeded(code=0) / quoted
         if k < 0.6:
+            if rng.random() < 0.3:
+                data = rng.choice([b"ping", b"ping " * 3, b"xping"])
             return ip / ICMP(type=rng.choice([8, 0]), id=rng.randrange(65536), seq=1) / Raw(data)
         if k < 0.85:
             return ip / ICMP(type=3, code=rng.choice([0, 1, 3, 4])) / quoted
