@@ -23,8 +23,8 @@ fi
 # The backports source is added for that package alone (apt installs from
 # backports only what is asked for with -t).
 if ! suricata -V 2>/dev/null | grep -q 'version 7\.'; then
-	. /etc/os-release
-	if [ "${VERSION_CODENAME:-}" = bookworm ]; then
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	if [ "$codename" = bookworm ]; then
 		src=/etc/apt/sources.list.d/bookworm-backports.sources
 		if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
 			printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
