@@ -793,11 +793,10 @@ func parseUintCond(v string) (*UintCond, error) {
 // shares PCRE's common constructs; what RE2 lacks (backreferences,
 // lookaround, possessive quantifiers) fails to compile and is reported.
 // Flags: i (caseless), s (dot matches newline), m (multiline), G
-// (ungreedy), A (anchored at the start of the search), E (accepted: a Go
-// '$' already matches only at the very end), R (relative to the previous
-// match's end). The rule parser's escapes \" and \; are undone; other
-// backslashes belong to the regex. Bytes and \x escapes above 0x7f are
-// refused: Go matches UTF-8 text, not raw bytes.
+// (ungreedy), A (anchored at the start of the search), E ('$' only at the
+// very end), R (relative to the previous match's end). The rule parser's
+// escapes \" and \; are undone; other backslashes belong to the regex,
+// which translatePCRE rewrites for PCRE's byte semantics.
 func parsePCRE(v string) (Content, error) {
 	var c Content
 	if strings.HasPrefix(v, "!") {
