@@ -552,19 +552,31 @@ func (m *contentMatcher) match(cs []Content, prevEnd int) bool {
 		}
 		// Suricata searches again from one byte after the start of the
 		// previous match when what follows fails.
-		retry = retry && !c.anchored
-		for from := start; from <= end; {
-			loc := pcreFind(c.Regex, buf[from:end], m.lat)
-			if loc == nil {
-				return false
-			}
-			if m.match(cs[1:], from+loc[1]) {
+		// The search runs on buf[start:end], which is what PCRE sees as
+		// the subject; a retry looks at buf[at:end], at being the
+		// previous match's start, for a match starting after at.
+		if start > end {
+			return false
+		}
+		loc := pcreFind(c.Regex, buf[start:end], m.lat)
+		if loc != nil {
+			loc[0] += start
+			loc[1] += start
+		}
+		for loc != nil {
+			if m.match(cs[1:], loc[1]) {
 				return true
 			}
-			if !retry || m.budget < 0 {
+			// (A hand-built Content has no retry expression.)
+			if !retry || c.anchored || c.retry == nil || m.budget < 0 || loc[0] >= end {
 				return false
 			}
-			from += loc[0] + 1
+			at := loc[0]
+			loc = pcreFindGroup(c.retry, buf[at:end], m.lat, true)
+			if loc != nil {
+				loc[0] += at
+				loc[1] += at
+			}
 		}
 		return false
 	}

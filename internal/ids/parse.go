@@ -856,6 +856,15 @@ func parsePCRE(v string) (Content, error) {
 	if err != nil {
 		return c, fmt.Errorf("/%s/: %v", re, err)
 	}
+	// The retry (Suricata searches again from one byte after the previous
+	// match's start) runs over the text from the byte before that point, so
+	// that \b and a multiline ^ see it as PCRE does: group 1 is the leftmost
+	// match starting after the first byte (right there with A).
+	skip := `(?s:.)*?`
+	if prefix != "" {
+		skip = ""
+	}
+	c.retry = regexp.MustCompile(`\A(?s:.)` + skip + "(" + expr + ")")
 	c.Regex = rx
 	return c, nil
 }

@@ -196,6 +196,21 @@ func startsAnchored(expr string) bool {
 // A payload with bytes above 0x7f is matched in its Latin-1 form (built in
 // *lat, reused between calls), so that every byte is one character.
 func pcreFind(rx *regexp.Regexp, b []byte, lat *[]byte) []int {
+	return pcreFindGroup(rx, b, lat, false)
+}
+
+// pcreFindGroup is pcreFind returning, when group, the offsets of
+// submatch 1 instead of the whole match.
+func pcreFindGroup(rx *regexp.Regexp, b []byte, lat *[]byte, group bool) []int {
+	find := func(b []byte) []int {
+		if !group {
+			return rx.FindIndex(b)
+		}
+		if m := rx.FindSubmatchIndex(b); m != nil {
+			return m[2:4]
+		}
+		return nil
+	}
 	high := false
 	for _, c := range b {
 		if c >= 0x80 {
@@ -204,7 +219,7 @@ func pcreFind(rx *regexp.Regexp, b []byte, lat *[]byte) []int {
 		}
 	}
 	if !high {
-		return rx.FindIndex(b)
+		return find(b)
 	}
 	var l []byte
 	if lat != nil {
@@ -220,7 +235,7 @@ func pcreFind(rx *regexp.Regexp, b []byte, lat *[]byte) []int {
 	if lat != nil {
 		*lat = l
 	}
-	loc := rx.FindIndex(l)
+	loc := find(l)
 	if loc == nil {
 		return nil
 	}

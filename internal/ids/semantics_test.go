@@ -93,6 +93,10 @@ func TestSuricataSemantics(t *testing.T) {
 		{"$ with E", `alert udp any any -> any any (pcre:"/foo$/E";`, udp("10.2.0.1", "foo\n"), false},
 		{"pcre retried for a relative content", `alert udp any any -> any any (pcre:"/a\d/"; content:" Z"; within:2;`, udp("10.2.0.1", "xa1 xa2 Zb"), true},
 		{"anchored pcre not retried", `alert udp any any -> any any (pcre:"/^.a\d/"; content:" Z"; within:2;`, udp("10.2.0.1", "xa1 xa2 Zb"), false},
+		{`retry sees the byte before: multiline ^`, `alert udp any any -> any any (pcre:"/^\d/m"; content:"\;"; within:1;`, udp("10.2.0.1", "11;"), false},
+		{`retry sees the byte before: \b`, `alert udp any any -> any any (pcre:"/\b\d/"; content:"\;"; within:1;`, udp("10.2.0.1", "11;"), false},
+		{`retry sees the byte before: \B`, `alert udp any any -> any any (pcre:"/\B\d/"; content:"\;"; within:1;`, udp("10.2.0.1", "11;"), true},
+		{`retry after a newline: multiline ^`, `alert udp any any -> any any (pcre:"/^\d/m"; content:"\;"; within:1;`, udp("10.2.0.1", "1x\n2;"), true},
 		{"A flag", `alert udp any any -> any any (pcre:"/id=\d/A"; content:"\;"; within:1;`, udp("10.2.0.1", "xid=1 id=2;"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
