@@ -121,3 +121,53 @@ func TestSuricataSemantics(t *testing.T) {
 		})
 	}
 }
+
+// TestPCRECorners: PCRE constructs of real rule sets, each with the
+// verdict Suricata 7.0.10 gave on the same payload.
+func TestPCRECorners(t *testing.T) {
+	for i, tc := range []struct {
+		pcre, payload string
+		want          bool
+	}{
+		{`/[\x80-\xff]{4}/`, "\x80\x81\xfe\xff", true},
+		{`/[\x80-\xff]{4}/`, "\xc3\xa9", false},
+		{`/\x2f[a-z]{1,3}\x2ephp/i`, "/ABC.php", true},
+		{`/[[:alpha:]]+\d/`, "abc1", true},
+		{`/[\]\[]x/`, "]x", true},
+		{`/\Q.$\E/`, "a.$", true},
+		{`/\Q.$\E/`, "ab", false},
+		{`/[^\s]+=/`, "a\v=", false},
+		{`/\//`, "a/b", true},
+		{`/a\x{e9}/`, "a\xe9", true},
+		{`/^\x00{2}/`, "\x00\x00a", true},
+		{`/caf\xc3\xa9/`, "caf\xc3\xa9", true},
+		{"/caf\xc3\xa9/", "caf\xc3\xa9", true}, // UTF-8 in the rule: its bytes
+		{"/^\xc3\xa9$/", "\xc3\xa9", true},
+		{`/^.$/`, "\xc3\xa9", false}, // é is two bytes
+		{`/\w+\s\w+$/`, "hello world\n", true},
+		{`/\xe9+/i`, "\xe9\xe9", true},
+		{`/[^a]b/`, "\xe9b", true},
+		{`/\D\W/`, "\xe9\xe9", true},
+		{`/(?i)ABC\xe9/`, "abc\xe9", true},
+		{`/a.c/s`, "a\nc", true},
+		{`/a$/m`, "a\nb", true},
+		{`/^b/m`, "a\nb", true},
+		{`/ab*?c/G`, "abbc", true},
+		{`/\x/`, "a\x00", true},
+	} {
+		text := `alert udp any any -> any any (pcre:"` + tc.pcre + `"; sid:1;)`
+		r, err := ParseRule(text, nil)
+		if err != nil {
+			t.Errorf("%d: %v", i, err)
+			continue
+		}
+		e, err := New([]*Rule{r}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, fired := e.Match(&Packet{Inner: pkt(t, "udp", "10.2.0.1", "10.3.0.1", 1, 2, tc.payload)}, nil)
+		if got := len(fired) == 1; got != tc.want {
+			t.Errorf("%d: pcre:%q on %q: fired %v, Suricata: %v", i, tc.pcre, tc.payload, got, tc.want)
+		}
+	}
+}
