@@ -38,7 +38,7 @@ SNIPPETS = [
     b"555-1234", b"12-3456", b"\xd9\xa3\xd9\xa3\xd9\xa3-1234",
     b"id=1&no id=22&ok", b"id=7&ok", b"id=x&ok",
     b"last line\n", b"last line", b"line\n\n",
-    b"caf\xc3\xa9!", b"cafe!", b"caf\xe9!",
+    b"caf\xc3\xa9!", b"cafe!", b"caf\xe9!", b"CAF\xc9", b"Caf\xe9",
     b"\xff\xfe", b"\xfe\xff",
     b"ABC", b"END", b"ABCEND",
     b"cmd=ls; rm -rf", b"cmd=" + b"x" * 12 + b"; rm", b"cmd=;rm",

@@ -841,7 +841,7 @@ func parsePCRE(v string) (Content, error) {
 			return c, fmt.Errorf("unsupported flag %q (supported: i s m G A E R)", f)
 		}
 	}
-	tr, err := translatePCRE(re, dollarEndOnly)
+	tr, err := translatePCRE(re, dollarEndOnly, strings.ContainsRune(flags, 'i'))
 	if err != nil {
 		return c, fmt.Errorf("/%s/: %v", re, err)
 	}

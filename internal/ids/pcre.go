@@ -1,6 +1,7 @@
 package ids
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -25,10 +26,12 @@ const pcreNotSpace = `\x00-\x08\x0e-\x1f\x21-\x{ff}`
 // translatePCRE rewrites a PCRE expression into Go syntax with PCRE's
 // byte semantics. dollarEndOnly (the E or m flag, or an inline m) leaves
 // "$" alone; otherwise "$" becomes "\n?\z" (PCRE's end, or before a final
-// newline — which the match then includes).
-func translatePCRE(re string, dollarEndOnly bool) (string, error) {
-	var b strings.Builder
-	lit := func(c byte) { // a byte as a literal rune, never case-folded
+// newline — which the match then includes). caseless (the i flag) makes
+// each class fold ASCII letters only, as PCRE does (see foldClass).
+func translatePCRE(re string, dollarEndOnly, caseless bool) (string, error) {
+	var b bytes.Buffer
+	classOut, classNeg := 0, false // where the open class starts in b; [^
+	lit := func(c byte) {          // a byte as a literal rune, never case-folded
 		if c < 0x80 {
 			if strings.IndexByte(`\.+*?()|[]{}^$-`, c) >= 0 {
 				b.WriteByte('\\')
@@ -115,6 +118,17 @@ func translatePCRE(re string, dollarEndOnly bool) (string, error) {
 			switch {
 			case c == ']' && !classStart:
 				inClass = false
+				if caseless {
+					bodyStart := classOut + 1
+					if classNeg {
+						bodyStart++
+					}
+					if folded, ok := foldClass(string(b.Bytes()[bodyStart:]), classNeg); ok {
+						b.Truncate(classOut)
+						b.WriteString(folded)
+						continue
+					}
+				}
 			case c == '[' && i+1 < len(re) && re[i+1] == ':': // [:alpha:]
 				end := strings.Index(re[i:], ":]")
 				if end > 0 {
@@ -131,9 +145,11 @@ func translatePCRE(re string, dollarEndOnly bool) (string, error) {
 		switch c {
 		case '[':
 			inClass, classStart = true, true
+			classOut, classNeg = b.Len(), false
 			b.WriteByte(c)
 			if i+1 < len(re) && re[i+1] == '^' {
 				b.WriteByte('^')
+				classNeg = true
 				i++
 			}
 			continue
@@ -146,6 +162,71 @@ func translatePCRE(re string, dollarEndOnly bool) (string, error) {
 		b.WriteByte(c)
 	}
 	return b.String(), nil
+}
+
+// foldClass rewrites a class for a caseless pcre: PCRE (with its default
+// "C" tables, as Suricata uses it) folds ASCII letters only, where Go's
+// (?i) would also pair Latin-1 letters (0xe9 with 0xc9). body is the
+// class's translated text without its brackets and ^. The result is the
+// explicit set over the byte alphabet, case-sensitive: a byte matches a
+// class when it or its ASCII case pair is in it, a negated class when
+// neither is. ok is false when Go cannot parse the class (the compile that
+// follows reports it).
+func foldClass(body string, neg bool) (string, bool) {
+	re, err := syntax.Parse("["+body+"]", syntax.Perl)
+	if err != nil {
+		return "", false
+	}
+	var in [256]bool
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if r < 256 {
+				in[r] = true
+			}
+		}
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1] && r < 256; r++ {
+				in[r] = true
+			}
+		}
+	case syntax.OpAnyChar:
+		for r := range in {
+			in[r] = true
+		}
+	default:
+		return "", false
+	}
+	other := func(r int) int {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 32
+		case r >= 'A' && r <= 'Z':
+			return r + 32
+		}
+		return r
+	}
+	var b strings.Builder
+	b.WriteString("(?-i:[")
+	n := 0
+	for r := 0; r < 256; {
+		if m := in[r] || in[other(r)]; m == neg {
+			r++
+			continue
+		}
+		lo := r
+		for r < 256 && (in[r] || in[other(r)]) != neg {
+			r++
+		}
+		fmt.Fprintf(&b, `\x{%x}-\x{%x}`, lo, r-1)
+		n++
+	}
+	if n == 0 {
+		return `[^\x00-\x{10ffff}]`, true // matches nothing
+	}
+	b.WriteString("])")
+	return b.String(), true
 }
 
 // hexEscape parses what follows \x: {H...} or up to two hex digits; it

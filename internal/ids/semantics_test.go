@@ -154,6 +154,13 @@ func TestPCRECorners(t *testing.T) {
 		{`/^b/m`, "a\nb", true},
 		{`/ab*?c/G`, "abbc", true},
 		{`/\x/`, "a\x00", true},
+		// Caseless classes fold ASCII letters only.
+		{`/[\xe0-\xef]/i`, "\xc0", false},
+		{`/[^\xe9]/i`, "\xc9", true},
+		{`/[^a]/i`, "A", false},
+		{`/[a-c]x/i`, "Bx", true},
+		{`/[^\x00-\x40\x5b-\xff]/i`, "a", false},
+		{`/[\xe9a]/i`, "A", true},
 	} {
 		text := `alert udp any any -> any any (pcre:"` + tc.pcre + `"; sid:1;)`
 		r, err := ParseRule(text, nil)
