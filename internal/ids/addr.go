@@ -96,9 +96,10 @@ func newSet[T member[X], X any](items []setItem[T, X]) *set[T, X] {
 // Any reports whether the set is "any".
 func (s *set[T, X]) Any() bool { return s.any }
 
-// Contains reports whether x is in the set.
+// Contains reports whether x is in the set. The zero set (a hand-built
+// Rule's unset field) is "any", as it was before family semantics.
 func (s *set[T, X]) Contains(x X) bool {
-	if s.any {
+	if s.any || len(s.items) == 0 {
 		return true
 	}
 	var zero T
