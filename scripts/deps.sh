@@ -18,6 +18,29 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# Suricata 7, the oracle of the SR-IDS's differential test (internal/ids,
+# TestSuricataDifferential): bookworm has 6.0, bookworm-backports has 7.
+# The backports source is added for that package alone (apt installs from
+# backports only what is asked for with -t).
+if ! suricata -V 2>/dev/null | grep -q 'version 7\.'; then
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	if [ "$codename" = bookworm ]; then
+		src=/etc/apt/sources.list.d/bookworm-backports.sources
+		if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+			printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
+				'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' >"$src"
+		fi
+		echo "deps: installing suricata 7 from bookworm-backports"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends -t bookworm-backports suricata >/dev/null
+	else
+		echo "deps: installing suricata"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get install -y -qq --no-install-recommends suricata >/dev/null
+	fi
+fi
+
 # Debian's python3-scapy serves /usr/bin/python3; another python3 first in
 # PATH (pyenv, venv) needs scapy from PyPI.
 if ! python3 -c 'import scapy.all' >/dev/null 2>&1; then

@@ -8,66 +8,123 @@ import (
 )
 
 // AddrSet is a rule's address field: "any", an address, a CIDR prefix, a
-// variable ($HOME_NET), a negation (!x) or a list ([a,b,!c], nested). A
-// list matches when some positive element matches (or it has none) and no
-// negated element does.
+// variable ($HOME_NET), a negation (!x) or a list ([a,b,!c], nested).
+//
+// Lists follow Suricata's semantics, address family by family: a list
+// matches an address of a family when one of its positive elements of that
+// family matches, or when it has no positive element of that family but
+// has a negated one; and no negated element matches. So "!10.1.0.0/16" is
+// every IPv4 address outside 10.1.0.0/16 and no IPv6 address at all (with
+// an IPv4-only HOME_NET, "!$HOME_NET" matches no IPv6 packet), while
+// "[1.2.3.4, !2001:db8::1]" is 1.2.3.4 and every IPv6 address but
+// 2001:db8::1. A positive nested list or variable is merged into the list
+// that holds it (Suricata flattens them: "[a, [b, !c]]" is "[a, b, !c]");
+// a negated one is evaluated on its own first and then excluded.
 type AddrSet = set[prefix, netip.Addr]
 
 // PortSet is a rule's port field: "any", a port, a range (a:b, a:, :b), a
-// variable, a negation or a list, with AddrSet's list semantics.
+// variable, a negation or a list, with AddrSet's list semantics (ports are
+// all of one family: "[!22, !23]" is every port but 22 and 23).
 type PortSet = set[portRange, uint16]
 
 // member is an element of a set: a prefix of addresses, a range of ports.
-type member[X any] interface{ has(X) bool }
+// family is the element's address family as a bit (famV4, famV6; ports are
+// all famV4), familyOf a value's.
+type member[X any] interface {
+	has(X) bool
+	family() uint8
+	familyOf(X) uint8
+}
+
+// Address families, as bits of set.fams.
+const (
+	famV4 uint8 = 1 << iota
+	famV6
+	famAll = famV4 | famV6
+)
 
 type prefix netip.Prefix
 
 func (p prefix) has(a netip.Addr) bool { return netip.Prefix(p).Contains(a) }
+func (p prefix) family() uint8 {
+	if netip.Prefix(p).Addr().Is4() {
+		return famV4
+	}
+	return famV6
+}
+func (prefix) familyOf(a netip.Addr) uint8 {
+	if a.Is4() {
+		return famV4
+	}
+	return famV6
+}
 
 type portRange struct{ lo, hi uint16 }
 
-func (r portRange) has(p uint16) bool { return p >= r.lo && p <= r.hi }
+func (r portRange) has(p uint16) bool   { return p >= r.lo && p <= r.hi }
+func (portRange) family() uint8         { return famV4 }
+func (portRange) familyOf(uint16) uint8 { return famV4 }
 
 // set is an address or port expression: any, or a list of elements and
-// sub-expressions (lists, variables), each possibly negated.
+// negated sub-expressions (lists, variables). fams has the bit of every
+// family some element (at any depth, positive or negated) belongs to.
 type set[T member[X], X any] struct {
 	any   bool
+	fams  uint8
 	items []setItem[T, X]
 }
 
 type setItem[T member[X], X any] struct {
 	neg bool
 	v   T
-	sub *set[T, X] // a list or a variable; nil for an element
+	sub *set[T, X] // a negated list or variable, or "any"; nil for an element
+}
+
+// newSet returns a set of items, with its families.
+func newSet[T member[X], X any](items []setItem[T, X]) *set[T, X] {
+	s := &set[T, X]{items: items}
+	for _, it := range items {
+		if it.sub != nil {
+			s.fams |= it.sub.fams
+		} else {
+			s.fams |= it.v.family()
+		}
+	}
+	return s
 }
 
 // Any reports whether the set is "any".
 func (s *set[T, X]) Any() bool { return s.any }
 
-// Contains reports whether x is in the set.
+// Contains reports whether x is in the set. The zero set (a hand-built
+// Rule's unset field) is "any", as it was before family semantics.
 func (s *set[T, X]) Contains(x X) bool {
-	if s.any {
+	if s.any || len(s.items) == 0 {
 		return true
 	}
-	pos, hasPos := false, false
+	var zero T
+	f := zero.familyOf(x)
+	pos, hasPos, hasNeg := false, false, false
 	for i := range s.items {
 		it := &s.items[i]
 		var m bool
+		var fam uint8
 		if it.sub != nil {
-			m = it.sub.Contains(x)
+			m, fam = it.sub.Contains(x), it.sub.fams
 		} else {
-			m = it.v.has(x)
+			m, fam = it.v.has(x), it.v.family()
 		}
 		if it.neg {
 			if m {
 				return false
 			}
+			hasNeg = hasNeg || fam&f != 0
 			continue
 		}
-		hasPos = true
+		hasPos = hasPos || fam&f != 0
 		pos = pos || m
 	}
-	return pos || !hasPos
+	return pos || !hasPos && hasNeg
 }
 
 // singlePorts returns the ports of a set made only of positive ports or
@@ -194,7 +251,10 @@ func parseExpr[T member[X], X any](l *listScanner, leaf func(string) (T, error))
 			}
 			return nil, l.errf("unexpected %q in %s list", l.s[l.i], l.what)
 		}
-		return []setItem[T, X]{{neg: neg, sub: &set[T, X]{items: items}}}, nil
+		if !neg {
+			return items, nil // merged into the enclosing list, as Suricata does
+		}
+		return []setItem[T, X]{{neg: true, sub: newSet[T, X](items)}}, nil
 	}
 	start := l.i
 	e := l.elem()
@@ -203,7 +263,7 @@ func parseExpr[T member[X], X any](l *listScanner, leaf func(string) (T, error))
 		if neg {
 			return nil, perrf(l.base+exprStart, "!any matches nothing")
 		}
-		return []setItem[T, X]{{sub: &set[T, X]{any: true}}}, nil
+		return []setItem[T, X]{{sub: &set[T, X]{any: true, fams: famAll}}}, nil
 	case strings.HasPrefix(e, "$"):
 		name := e[1:]
 		val, ok := l.vars[name]
@@ -224,7 +284,10 @@ func parseExpr[T member[X], X any](l *listScanner, leaf func(string) (T, error))
 		if err != nil {
 			return nil, perrf(l.base+start, "variable $%s = %q: %v", name, val, err)
 		}
-		return []setItem[T, X]{{neg: neg, sub: &set[T, X]{items: items}}}, nil
+		if !neg {
+			return items, nil
+		}
+		return []setItem[T, X]{{neg: true, sub: newSet[T, X](items)}}, nil
 	}
 	v, err := leaf(e)
 	if err != nil {
@@ -252,11 +315,11 @@ func parseSet[T member[X], X any](s string, base int, vars map[string]string, wh
 	// "any", possibly inside single-element lists or variables.
 	for len(items) == 1 && items[0].sub != nil && !items[0].neg {
 		if items[0].sub.any {
-			return set[T, X]{any: true}, nil
+			return set[T, X]{any: true, fams: famAll}, nil
 		}
 		items = items[0].sub.items
 	}
-	return set[T, X]{items: items}, nil
+	return *newSet[T, X](items), nil
 }
 
 func parseAddrSet(s string, base int, vars map[string]string) (AddrSet, error) {

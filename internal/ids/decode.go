@@ -164,8 +164,7 @@ func (f *flow) decode(b []byte) DecodeError {
 		f.payload = rest[8:]
 	case ipprotoICMP, ipprotoICMPv6:
 		if (f.proto == ipprotoICMP) == f.v6 {
-			f.payload = rest // ICMP in IPv6 or ICMPv6 in IPv4: opaque
-			return decodeOK
+			return decodeOK // ICMP in IPv6 or ICMPv6 in IPv4: another protocol
 		}
 		if len(rest) < 8 {
 			return DecodeTruncated
@@ -173,7 +172,9 @@ func (f *flow) decode(b []byte) DecodeError {
 		f.icmpType, f.icmpCd = rest[0], rest[1]
 		f.payload = rest[8:]
 	default:
-		f.payload = rest
+		// Another protocol: no payload to inspect (content and pcre never
+		// match, dsize sees 0), as in Suricata, which inspects the payload
+		// of TCP, UDP and ICMP only.
 		return decodeOK
 	}
 	f.hasL4 = true

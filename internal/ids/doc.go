@@ -9,6 +9,9 @@
 // and acts on the Verdict. Content rules are prefiltered by one
 // Aho–Corasick automaton over every rule's fast pattern, rules without
 // content by a protocol/port index, so the cost per packet stays nearly
-// flat with thousands of rules. The rule subset, the SR keywords, the
-// verdict order and the EVE format are documented in docs/ids.md.
+// flat with thousands of rules. Within the subset it follows Suricata 7's
+// semantics (address lists per family, byte-wise pcre...), checked against
+// the real Suricata by TestSuricataDifferential. The rule subset, the SR
+// keywords, the verdict order and the EVE format are documented in
+// docs/ids.md.
 package ids

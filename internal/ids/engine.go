@@ -245,6 +245,7 @@ type scratch struct {
 	gen     uint32
 	cands   []int32
 	matched []*Rule
+	latin   []byte // the payload in Latin-1, for pcre (pcreFind)
 }
 
 func (s *scratch) reset() {
@@ -322,7 +323,7 @@ func (e *Engine) match(p *Packet, s *scratch) Verdict {
 	pass, drop := false, false
 	for _, ri := range s.cands {
 		r := e.rules[ri]
-		if !r.matches(f, p) {
+		if !r.matches(f, p, &s.latin) {
 			continue
 		}
 		if r.Action == ActionPass {
@@ -403,8 +404,9 @@ func sortMatches(m []*Rule) {
 	}
 }
 
-// matches evaluates every condition of r on the packet.
-func (r *Rule) matches(f *flow, p *Packet) bool {
+// matches evaluates every condition of r on the packet; lat is pcre's
+// working buffer (nil: allocate when needed).
+func (r *Rule) matches(f *flow, p *Packet, lat *[]byte) bool {
 	if !r.Proto.match(f) {
 		return false
 	}
@@ -426,8 +428,13 @@ func (r *Rule) matches(f *flow, p *Packet) bool {
 		}
 	}
 	if len(r.Contents) > 0 {
-		budget := maxContentSteps
-		return matchContents(r.Contents, f.payload, 0, &budget)
+		// As in Suricata, content and pcre (negated ones too) need a
+		// payload: an empty one matches no such rule.
+		if len(f.payload) == 0 {
+			return false
+		}
+		m := contentMatcher{buf: f.payload, budget: maxContentSteps, lat: lat}
+		return m.match(r.Contents, 0)
 	}
 	return true
 }
@@ -506,16 +513,24 @@ func (m *SRMatch) match(p *Packet) bool {
 // rule that needs more does not match.
 const maxContentSteps = 1024
 
-// matchContents reports whether cs[0:] match buf, the previous content's
+// contentMatcher evaluates a rule's content sequence on one payload.
+type contentMatcher struct {
+	buf    []byte
+	budget int
+	lat    *[]byte
+}
+
+// match reports whether cs[0:] match the payload, the previous content's
 // match having ended at prevEnd.
-func matchContents(cs []Content, buf []byte, prevEnd int, budget *int) bool {
+func (m *contentMatcher) match(cs []Content, prevEnd int) bool {
 	if len(cs) == 0 {
 		return true
 	}
-	*budget--
-	if *budget < 0 {
+	m.budget--
+	if m.budget < 0 {
 		return false
 	}
+	buf := m.buf
 	c := &cs[0]
 	start, end := c.Offset, len(buf)
 	if c.Relative {
@@ -527,44 +542,69 @@ func matchContents(cs []Content, buf []byte, prevEnd int, budget *int) bool {
 		end = min(end, c.Offset+c.Depth)
 	}
 	start = max(start, 0)
+	// Only a relative successor can make a later occurrence succeed where
+	// an earlier one failed.
+	retry := len(cs) > 1 && cs[1].Relative
 	if c.Regex != nil {
-		var loc []int
-		if start <= end {
-			loc = c.Regex.FindIndex(buf[start:end])
-		}
 		if c.Negated {
-			return loc == nil && matchContents(cs[1:], buf, prevEnd, budget)
+			found := start <= end && pcreFind(c.Regex, buf[start:end], m.lat) != nil
+			return !found && m.match(cs[1:], prevEnd)
 		}
-		return loc != nil && matchContents(cs[1:], buf, start+loc[1], budget)
+		// Suricata searches again from one byte after the start of the
+		// previous match when what follows fails.
+		// The search runs on buf[start:end], which is what PCRE sees as
+		// the subject; a retry looks at buf[at:end], at being the
+		// previous match's start, for a match starting after at.
+		if start > end {
+			return false
+		}
+		loc := pcreFind(c.Regex, buf[start:end], m.lat)
+		if loc != nil {
+			loc[0] += start
+			loc[1] += start
+		}
+		for loc != nil {
+			if m.match(cs[1:], loc[1]) {
+				return true
+			}
+			// (A hand-built Content has no retry expression.)
+			if !retry || c.anchored || c.retry == nil || m.budget < 0 || loc[0] >= end {
+				return false
+			}
+			at := loc[0]
+			loc = pcreFindGroup(c.retry, buf[at:end], m.lat, true)
+			if loc != nil {
+				loc[0] += at
+				loc[1] += at
+			}
+		}
+		return false
 	}
 	if c.EndsWith {
 		// Only one place can match: the end of the payload.
 		at := len(buf) - len(c.Pattern)
 		found := at >= start && at+len(c.Pattern) <= end && index(buf[at:], c.Pattern, c.NoCase) == 0
 		if c.Negated {
-			return !found && matchContents(cs[1:], buf, prevEnd, budget)
+			return !found && m.match(cs[1:], prevEnd)
 		}
-		return found && matchContents(cs[1:], buf, len(buf), budget)
+		return found && m.match(cs[1:], len(buf))
 	}
 	if c.Negated {
 		if start <= end && index(buf[start:end], c.Pattern, c.NoCase) >= 0 {
 			return false
 		}
-		return matchContents(cs[1:], buf, prevEnd, budget)
+		return m.match(cs[1:], prevEnd)
 	}
-	// Only a relative successor can make a later occurrence succeed where
-	// an earlier one failed.
-	retry := len(cs) > 1 && cs[1].Relative
 	for start <= end {
 		i := index(buf[start:end], c.Pattern, c.NoCase)
 		if i < 0 {
 			return false
 		}
 		at := start + i
-		if matchContents(cs[1:], buf, at+len(c.Pattern), budget) {
+		if m.match(cs[1:], at+len(c.Pattern)) {
 			return true
 		}
-		if !retry || *budget < 0 {
+		if !retry || m.budget < 0 {
 			return false
 		}
 		start = at + 1

@@ -396,6 +396,15 @@ func TestHandBuiltRule(t *testing.T) {
 	if _, fired := e.Match(&Packet{Inner: pkt(t, "udp", "10.0.0.3", "10.0.0.2", 1, 2, "ok evil")}, nil); len(fired) != 0 {
 		t.Errorf("fired %d, want 0", len(fired))
 	}
+	// Unset address and port fields match anything.
+	r2 := &Rule{Action: ActionAlert, Proto: ProtoTCP, SID: 2, Contents: []Content{{Pattern: []byte("ok")}}}
+	e2, err := New([]*Rule{r2}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, fired := e2.Match(&Packet{Inner: pkt(t, "tcp", "2001:db8::1", "2001:db8::2", 1, 2, "ok")}, nil); len(fired) != 1 {
+		t.Errorf("zero-value sets: fired %d, want 1", len(fired))
+	}
 }
 
 // TestPrefilterAgainstNaive: on random patterns and payloads over a small
@@ -504,7 +513,7 @@ func TestIndexAgainstAllRules(t *testing.T) {
 		}
 		var want []*Rule
 		for _, r := range rules {
-			if r.matches(&f, p) {
+			if r.matches(&f, p, nil) {
 				if r.Action == ActionPass {
 					want = nil
 					break

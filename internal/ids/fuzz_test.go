@@ -19,6 +19,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("alert tcp any any -> any any (content:\"\xff\xfe\"; sid:9;)")
 	inner := []byte{0x45, 0, 0, 40, 0, 0, 0, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
 		0, 80, 0, 80, 0, 0, 0, 0, 0, 0, 0, 0, 0x50, 0x18, 0, 0, 0, 0, 0, 0}
+	withPayload := append(append([]byte{}, inner...), "GET /a\xe9 x\vy;\n"...)
+	withPayload[3] = byte(len(withPayload))
 	f.Fuzz(func(t *testing.T, src string) {
 		rules, err := Parse(strings.NewReader(src), "fuzz", testVars)
 		if err != nil {
@@ -37,6 +39,31 @@ func FuzzParse(f *testing.F) {
 			t.Fatal(err)
 		}
 		e.Inspect(&Packet{Inner: inner})
+		e.Inspect(&Packet{Inner: withPayload})
+	})
+}
+
+// FuzzPCRE: any pcre either is refused with an error or compiles, and
+// matching it (alone, and followed by a relative content, which retries
+// it) over any payload does not panic and reports offsets inside the
+// payload.
+func FuzzPCRE(f *testing.F) {
+	for _, s := range []string{`/x\sy/`, `/[\s,]/i`, `/\Q.$\E/`, `/[]a]\S/`, `/caf./`, `/a$/`, `/^\d/m`,
+		`/[[:alpha:]]+/`, `/\x{e9}|\xff\x/`, "/caf\xe9/A", `/(?i)a|b*?/G`, `/\b\B/s`} {
+		f.Add(s, []byte("xid=1 caf\xc3\xa9 \xe9\v;\n"))
+	}
+	f.Fuzz(func(t *testing.T, pcre string, payload []byte) {
+		c, err := parsePCRE(`"` + pcre + `"`)
+		if err != nil {
+			return
+		}
+		var lat []byte
+		if loc := pcreFind(c.Regex, payload, &lat); loc != nil && (loc[0] < 0 || loc[0] > loc[1] || loc[1] > len(payload)) {
+			t.Fatalf("pcre %q on %q: match %v outside the payload", pcre, payload, loc)
+		}
+		c.Relative = false
+		m := contentMatcher{buf: payload, budget: maxContentSteps, lat: &lat}
+		m.match([]Content{c, {Pattern: []byte(";"), Relative: true, Within: 1, HasWithin: true}}, 0)
 	})
 }
 

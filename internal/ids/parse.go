@@ -793,11 +793,10 @@ func parseUintCond(v string) (*UintCond, error) {
 // shares PCRE's common constructs; what RE2 lacks (backreferences,
 // lookaround, possessive quantifiers) fails to compile and is reported.
 // Flags: i (caseless), s (dot matches newline), m (multiline), G
-// (ungreedy), A (anchored at the start of the search), E (accepted: a Go
-// '$' already matches only at the very end), R (relative to the previous
-// match's end). The rule parser's escapes \" and \; are undone; other
-// backslashes belong to the regex. Bytes and \x escapes above 0x7f are
-// refused: Go matches UTF-8 text, not raw bytes.
+// (ungreedy), A (anchored at the start of the search), E ('$' only at the
+// very end), R (relative to the previous match's end). The rule parser's
+// escapes \" and \; are undone; other backslashes belong to the regex,
+// which translatePCRE rewrites for PCRE's byte semantics.
 func parsePCRE(v string) (Content, error) {
 	var c Content
 	if strings.HasPrefix(v, "!") {
@@ -821,41 +820,51 @@ func parsePCRE(v string) (Content, error) {
 		return c, fmt.Errorf("%q is not /regex/flags", s)
 	}
 	re, flags := s[1:end], s[end+1:]
-	for i := 0; i < len(re); i++ {
-		if re[i] >= 0x80 {
-			return c, fmt.Errorf("non-ASCII byte in the regex: Go regexps match UTF-8 text, not raw bytes")
-		}
-		if re[i] == '\\' && i+1 < len(re) {
-			if re[i+1] == 'x' && i+2 < len(re) && strings.IndexByte("89abcdefABCDEF", re[i+2]) >= 0 {
-				return c, fmt.Errorf("\\x escape above 0x7f: Go regexps match UTF-8 text, not raw bytes")
-			}
-			i++
-		}
-	}
 	var goFlags, prefix string
+	dollarEndOnly := inlineMultiline.MatchString(re)
 	for _, f := range flags {
 		switch f {
-		case 'i', 's', 'm':
+		case 'i', 's':
 			goFlags += string(f)
+		case 'm':
+			goFlags += "m"
+			dollarEndOnly = true
 		case 'G':
 			goFlags += "U"
 		case 'A':
 			prefix = `\A`
 		case 'E':
+			dollarEndOnly = true
 		case 'R':
 			c.Relative = true
 		default:
 			return c, fmt.Errorf("unsupported flag %q (supported: i s m G A E R)", f)
 		}
 	}
-	expr := prefix + "(?:" + re + ")"
-	if goFlags != "" {
-		expr = "(?" + goFlags + ")" + expr
-	}
-	rx, err := regexp.Compile(expr)
+	tr, err := translatePCRE(re, dollarEndOnly, strings.ContainsRune(flags, 'i'))
 	if err != nil {
 		return c, fmt.Errorf("/%s/: %v", re, err)
 	}
+	expr := "(?:" + tr + ")"
+	if goFlags != "" {
+		expr = "(?" + goFlags + ")" + expr
+	}
+	// "^" (not the A flag: PCRE anchors that at the retry position)
+	// leaves nothing to retry after the first match.
+	c.anchored = startsAnchored(expr)
+	rx, err := regexp.Compile(prefix + expr)
+	if err != nil {
+		return c, fmt.Errorf("/%s/: %v", re, err)
+	}
+	// The retry (Suricata searches again from one byte after the previous
+	// match's start) runs over the text from the byte before that point, so
+	// that \b and a multiline ^ see it as PCRE does: group 1 is the leftmost
+	// match starting after the first byte (right there with A).
+	skip := `(?s:.)*?`
+	if prefix != "" {
+		skip = ""
+	}
+	c.retry = regexp.MustCompile(`\A(?s:.)` + skip + "(" + expr + ")")
 	c.Regex = rx
 	return c, nil
 }

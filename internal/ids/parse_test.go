@@ -32,7 +32,7 @@ func TestParseRuleFields(t *testing.T) {
 		{Pattern: []byte("/etc/"), NoCase: true, Distance: 1, Within: 20, HasWithin: true, Relative: true},
 		{Pattern: []byte("curl"), Negated: true},
 	}
-	if diff := cmp.Diff(want, r.Contents); diff != "" {
+	if diff := cmp.Diff(want, r.Contents, cmp.AllowUnexported(Content{})); diff != "" {
 		t.Errorf("contents (-want +got):\n%s", diff)
 	}
 	if fp := r.FastPattern(); fp != 1 {
@@ -148,7 +148,7 @@ func TestParseErrors(t *testing.T) {
 		{"pcre buffer flag", `alert tcp any any -> any any (pcre:"/a/U"; sid:1;)`, []string{`unsupported flag 'U'`}},
 		{"pcre backreference", `alert tcp any any -> any any (pcre:"/(a)\1/"; sid:1;)`, []string{`pcre: /(a)\1/: error parsing regexp: invalid escape sequence`}},
 		{"pcre lookahead", `alert tcp any any -> any any (pcre:"/a(?=b)/"; sid:1;)`, []string{`error parsing regexp`}},
-		{"pcre high byte", `alert tcp any any -> any any (pcre:"/\x90\x90/"; sid:1;)`, []string{`\x escape above 0x7f`}},
+		{"pcre above a byte", `alert tcp any any -> any any (pcre:"/\x{100}/"; sid:1;)`, []string{`1:36: pcre: /\x{100}/: \x{100}: a pcre matches bytes, the largest is \xff`}},
 		{"pcre not slashed", `alert tcp any any -> any any (pcre:"abc"; sid:1;)`, []string{`"abc" is not /regex/flags`}},
 		{"pcre relative first", `alert tcp any any -> any any (pcre:"/a/R"; sid:1;)`, []string{`the R flag needs a content or pcre before`}},
 		{"modifier on pcre", `alert tcp any any -> any any (pcre:"/a/"; nocase; sid:1;)`, []string{`nocase modifies a content, not a pcre`}},

@@ -80,6 +80,13 @@ type Content struct {
 	Relative         bool
 	EndsWith         bool // endswith: the match ends at the end of the payload
 	FastPattern      bool // fast_pattern given explicitly
+
+	// anchored: the pcre only matches at the start of its search ("^"),
+	// so a failed relative successor has no later match to retry with.
+	anchored bool
+	// retry finds, in group 1, the pcre's leftmost match that starts after
+	// the first byte of the text (see parsePCRE).
+	retry *regexp.Regexp
 }
 
 // Rule is one parsed rule.
