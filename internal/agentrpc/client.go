@@ -103,6 +103,13 @@ func (c *Client) wrap(what string, err error) error {
 		if m := st.Message(); strings.Contains(m, "remote error: tls:") {
 			return fmt.Errorf("node %s: agent %s: %s: the agent refused this controller's certificate (not signed by the domain CA, expired, not a controller's, or not in the agent's --allow-controller list: see its log): %s (%s)", c.node, c.addr, what, m, st.Code())
 		}
+		// TLS 1.3: the agent checks the controller's certificate after
+		// the client has finished its handshake, so a refusal can reach
+		// the client as a closed connection on its first write instead
+		// of the alert, depending on timing.
+		if m := st.Message(); st.Code() == codes.Unavailable && (strings.Contains(m, "broken pipe") || strings.Contains(m, "connection reset by peer")) {
+			return fmt.Errorf("node %s: agent %s: %s: the agent closed the connection right after the TLS handshake: it may have refused this controller's certificate (not signed by the domain CA, expired, not a controller's, or not in the agent's --allow-controller list: see its log): %s (%s)", c.node, c.addr, what, m, st.Code())
+		}
 		if st.Code() == codes.Unavailable && c.hint != "" {
 			return fmt.Errorf("node %s: agent %s: %s: %s (%s): agent of node %s unreachable at %s: %s", c.node, c.addr, what, st.Message(), st.Code(), c.node, c.addr, c.hint)
 		}
