@@ -30,7 +30,7 @@ func TestZebraLeavesSegchainRoutes(t *testing.T) {
 		t.Skip("privileged namespace test: skipped with -short")
 	}
 	if err := frr.Installed(); err != nil {
-		t.Skip(err)
+		t.Fatal(err) // make deps installs FRR
 	}
 	testutil.RequireTool(t, "vtysh")
 	ns := testutil.UniqueName("pr-zebra-")
