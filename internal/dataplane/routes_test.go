@@ -122,6 +122,9 @@ func TestPrivilegedRouteRoundTrip(t *testing.T) {
 	var want []nodestate.Route
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.needs.Name != "" {
+				checkProbe(t, tc.needs) // an outside oracle agrees with Probe
+			}
 			if tc.needs.Name != "" && !tc.needs.Supported {
 				// The kernel must refuse it, and we report why.
 				err := h.ReplaceRoute(tc.route)
