@@ -37,7 +37,6 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	const rate, count = 1000, 12000
 	var out string
 	res := testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5002, count, rate, func() {
-		time.Sleep(time.Second)
 		out = e.must("apply", "-f", bgpFile, "--lab", e.lab)
 	})
 	t.Logf("static → bgp: %+v", res)
@@ -54,7 +53,6 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-nfv1", "eth-nfv2"}, 10*time.Second)
 
 	res = testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5002, count, rate, func() {
-		time.Sleep(time.Second)
 		out = e.must("apply", "-f", static, "--lab", e.lab)
 	})
 	t.Logf("bgp → static: %+v", res)
