@@ -36,7 +36,7 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	if out := testutil.Exec(t, e.ns("ingress"), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto), "fc00:2::/64"); !strings.Contains(out, "eth-nfv1") {
 		t.Fatalf("static route to nfv1's locator: %q", out)
 	}
-	const rate, count = 1000, 6000 // the apply takes about 3 s; Stream checks it ends inside
+	const rate, count = 1000, 8000 // the apply takes about 3 s; Stream checks it ends inside
 	var out string
 	res := testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5002, count, rate, func() {
 		out = e.must("apply", "-f", bgpFile, "--lab", e.lab)
