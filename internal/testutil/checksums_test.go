@@ -14,8 +14,10 @@ type errRecorder struct {
 	errs []string
 }
 
-func (r *errRecorder) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
-func (r *errRecorder) Helper()                           {}
+func (r *errRecorder) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+func (r *errRecorder) Helper() {}
 
 // VerifyChecksums is tshark's verdict: a good ICMPv6 error passes, the same
 // with its checksum off by one fails, naming the frame.
