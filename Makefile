@@ -4,7 +4,7 @@ BIN      := bin/segchain
 GOFLAGS  ?=
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all deps build generate check-generated test test-repeat unit skipcheck demo clean
+.PHONY: all deps build generate check-generated test test-repeat unit skipcheck race fuzz demo clean
 
 all: build
 
@@ -51,6 +51,21 @@ skipcheck:
 test: deps build skipcheck
 	$(GO) vet ./...
 	$(SKIPCHECK) -- $(GO) test -json $(TESTFLAGS) ./...
+	$(MAKE) race
+
+# The unit packages' tests once more under the race detector (test/ and
+# examples/ are integration tests). The namespace tests skip here
+# (SEGCHAIN_TEST_UNPRIVILEGED: testutil.RequireRoot); they run without
+# -race above. Timing: README.md ("Two commands").
+RACE_PKGS := ./internal/... ./pkg/... ./cmd/...
+race: skipcheck
+	SEGCHAIN_TEST_UNPRIVILEGED=1 $(SKIPCHECK) -short -- $(GO) test -json -race -short $(TESTFLAGS) $(RACE_PKGS)
+
+# Coverage-guided fuzzing of every fuzz target for FUZZTIME each (go test
+# alone runs only their seeds and committed corpora): scripts/fuzz.sh.
+FUZZTIME ?= 8s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # The namespace-heavy packages once more, twice each (with `test`, three
 # runs): a race that fails one run in a few shows up before it lands.

@@ -11,9 +11,17 @@ import (
 	"github.com/segchain/segchain/internal/nsutil"
 )
 
+// Unprivileged, when set in the environment, makes RequireRoot skip as if
+// the tests did not run as root: make test's -race step runs the unit
+// tests only (the namespace tests run without -race, in the main step).
+const Unprivileged = "SEGCHAIN_TEST_UNPRIVILEGED"
+
 // RequireRoot skips the test, saying why, unless it runs as root.
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	if os.Getenv(Unprivileged) != "" {
+		t.Skip("privileged test: skipped (" + Unprivileged + " set)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("privileged test: needs root (run make test as root)")
 	}
