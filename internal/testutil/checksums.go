@@ -34,24 +34,7 @@ func VerifyChecksums(t testing.TB, frames [][]byte, names []string, fields ...st
 		fields = checksumFields
 	}
 	RequireTool(t, "tshark")
-	path := filepath.Join(t.TempDir(), "checksums.pcap")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := pcapgo.NewWriter(f)
-	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
-	for _, fr := range frames {
-		ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, 0), CaptureLength: len(fr), Length: len(fr)}
-		if err := w.WritePacket(ci, fr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := writePcap(t, frames...)
 	args := []string{"-r", path, "-n", "-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE",
 		"-o", "tcp.check_checksum:TRUE", "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=|", "-E", "separator=/t"}
 	for _, fl := range fields {
@@ -83,4 +66,29 @@ func VerifyChecksums(t testing.TB, frames [][]byte, names []string, fields ...st
 	if checked == 0 {
 		t.Errorf("tshark found none of %v to verify in %d frames", fields, len(frames))
 	}
+}
+
+// writePcap writes Ethernet frames to a pcap file in the test's temporary
+// directory and returns its path.
+func writePcap(t testing.TB, frames ...[]byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "frames.pcap")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pcapgo.NewWriter(f)
+	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	for _, fr := range frames {
+		ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, 0), CaptureLength: len(fr), Length: len(fr)}
+		if err := w.WritePacket(ci, fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
