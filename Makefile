@@ -4,7 +4,7 @@ BIN      := bin/segchain
 GOFLAGS  ?=
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all deps build generate check-generated test test-repeat unit demo clean
+.PHONY: all deps build generate check-generated test test-repeat unit skipcheck race fuzz demo clean
 
 all: build
 
@@ -40,9 +40,32 @@ check-generated: generate
 unit:
 	$(GO) test $(TESTFLAGS) -short ./...
 
-test: deps build
+# test and test-repeat run go test through test/skipcheck: it prints what
+# go test prints (failures, a line per package), fails the run on any skip
+# test/skipcheck/allow.txt does not name (a skip is a test that did not
+# run), and counts passed / failed / skipped by reason.
+SKIPCHECK := bin/skipcheck -allow test/skipcheck/allow.txt
+skipcheck:
+	$(GO) build -o bin/skipcheck ./test/skipcheck
+
+test: deps build skipcheck
 	$(GO) vet ./...
-	$(GO) test $(TESTFLAGS) ./...
+	$(SKIPCHECK) -- $(GO) test -json $(TESTFLAGS) ./...
+	$(MAKE) race
+
+# The unit packages' tests once more under the race detector (test/ and
+# examples/ are integration tests). The namespace tests skip here
+# (SEGCHAIN_TEST_UNPRIVILEGED: testutil.RequireRoot); they run without
+# -race above. Timing: README.md ("Two commands").
+RACE_PKGS := ./internal/... ./pkg/... ./cmd/...
+race: skipcheck
+	SEGCHAIN_TEST_UNPRIVILEGED=1 $(SKIPCHECK) -short -- $(GO) test -json -race -short $(TESTFLAGS) $(RACE_PKGS)
+
+# Coverage-guided fuzzing of every fuzz target for FUZZTIME each (go test
+# alone runs only their seeds and committed corpora): scripts/fuzz.sh.
+FUZZTIME ?= 8s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # The namespace-heavy packages once more, twice each (with `test`, three
 # runs): a race that fails one run in a few shows up before it lands.
@@ -51,8 +74,8 @@ test: deps build
 # on 2 shared cores: README.md ("Two commands").
 REPEAT_PKGS := ./test/proxy ./test/e2e ./test/apply ./test/native ./internal/lab ./internal/proxy ./internal/fw ./internal/perf
 REPEAT_COUNT ?= 2
-test-repeat: deps build
-	$(GO) test -count=$(REPEAT_COUNT) -timeout 30m $(REPEAT_PKGS)
+test-repeat: deps build skipcheck
+	$(SKIPCHECK) -- $(GO) test -json -count=$(REPEAT_COUNT) -timeout 30m $(REPEAT_PKGS)
 
 demo: deps build
 	@scripts/demo.sh

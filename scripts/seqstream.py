@@ -11,14 +11,18 @@
       [first lost sequence number, length]. With --until-signal a gap of any
       length does not end it: it waits for SIGUSR1 (the sender is done)
       and stops once no packet came for S seconds after that.
-  seqstream.py send DST PORT --count N --rate PPS [--control PORT]
+  seqstream.py send DST PORT --count N --rate PPS [--progress FILE]
       sends N datagrams of 64 bytes, the first 8 bytes the sequence
-      number (big endian), the next 8 the total count, paced at PPS.
+      number (big endian), the next 8 the total count, paced at PPS. With
+      --progress, FILE (8 bytes, created by the caller) holds the number of
+      datagrams sent so far (big endian), updated after each one through a
+      shared mapping: the caller reads it before and after a change to
+      prove the change happened while the stream was flowing.
 
 The receiver knows the total from every packet, so packets lost at the
 end of the stream are counted too. No timing is asserted: pacing only
 sets the load."""
-import argparse, json, signal, socket, struct, sys, time
+import argparse, json, mmap, signal, socket, struct, sys, time
 
 def recv(a):
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
@@ -76,6 +80,10 @@ def recv(a):
 def send(a):
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     pad = b"\0" * 48
+    progress = None
+    if a.progress:
+        with open(a.progress, "r+b") as f:
+            progress = mmap.mmap(f.fileno(), 8)
     start = time.monotonic()
     for i in range(a.count):
         due = start + i / a.rate
@@ -86,6 +94,8 @@ def send(a):
             s.sendto(struct.pack("!QQ", i, a.count) + pad, (a.dst, a.port))
         except OSError:
             pass  # no route for a moment: that packet is lost, count it at the receiver
+        if progress is not None:
+            struct.pack_into("!Q", progress, 0, i + 1)
 
 def main():
     p = argparse.ArgumentParser()
@@ -97,6 +107,7 @@ def main():
     r.add_argument("--until-signal", action="store_true")
     w = sp.add_parser("send"); w.add_argument("dst"); w.add_argument("port", type=int)
     w.add_argument("--count", type=int, required=True); w.add_argument("--rate", type=float, default=1000)
+    w.add_argument("--progress")
     a = p.parse_args()
     (recv if a.cmd == "recv" else send)(a)
 

@@ -317,7 +317,8 @@ type Stepper interface {
 // Journal keeps each op of an apply or destroy on stable storage before
 // it runs, per node, so that a command killed half-way can be undone by
 // the next one (internal/journal is the on-disk one; controller.Journal
-// and the agent's journal on its host are this).
+// and the agent's journal on its host are this). The controller calls it
+// for several nodes at once: implementations must be safe for that.
 type Journal interface {
 	// Record must be durable when it returns: the op runs after it.
 	Record(node string, op Op) error

@@ -369,7 +369,11 @@ func TestLease(t *testing.T) {
 // the connection's close can let the second controller in.
 func TestLeaseWaitsForClosingHolder(t *testing.T) {
 	e := serve(t)
-	e = startWith(t, e.dir, mustServerTLS(t, e.dir), nil, func(s *Server) { s.grace = time.Hour })
+	waiting := make(chan struct{}, 1)
+	e = startWith(t, e.dir, mustServerTLS(t, e.dir), nil, func(s *Server) {
+		s.grace = time.Hour
+		s.awaiting = func() { waiting <- struct{}{} }
+	})
 	ctx := context.Background()
 	a := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
 	b := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
@@ -379,8 +383,12 @@ func TestLeaseWaitsForClosingHolder(t *testing.T) {
 	got := make(chan error, 1)
 	go func() { got <- b.AcquireLease(ctx, "pid 2 (segchain apply) on host b", time.Minute) }()
 	// Closing before the second request waits at the server would test
-	// nothing (it would find no lease): give it time to get there.
-	time.Sleep(300 * time.Millisecond)
+	// nothing (it would find no lease): close once it waits.
+	select {
+	case <-waiting:
+	case err := <-got:
+		t.Fatalf("the second controller did not wait for the held lease: %v", err)
+	}
 	a.conn.Close()
 	if err := <-got; err != nil {
 		t.Fatalf("the second controller, its predecessor's connection closed: %v", err)

@@ -73,6 +73,9 @@ type Server struct {
 	// refusing (leaseGrace); ended is closed when the lease held now ends.
 	grace time.Duration
 	ended chan struct{}
+	// awaiting, if set (tests), is called when AcquireLease starts waiting
+	// for a held lease to end.
+	awaiting func()
 }
 
 // leaseGrace: a controller killed a moment ago still holds its leases
@@ -437,6 +440,9 @@ func (s *Server) awaitLease(ctx context.Context) {
 	s.mu.Unlock()
 	if !held {
 		return
+	}
+	if s.awaiting != nil {
+		s.awaiting()
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()

@@ -158,10 +158,10 @@ func frrPeers(t *testing.T, ns, dir string) []bfdPeer {
 func TestPrivilegedFRRInterop(t *testing.T) {
 	testutil.RequireTool(t, "nft")
 	if err := frr.Installed(); err != nil {
-		t.Skip(err)
+		t.Fatal(err) // make deps installs FRR
 	}
 	if _, err := os.Stat(frr.Bin + "/bfdd"); err != nil {
-		t.Skip("FRR has no bfdd")
+		t.Fatal("FRR has no bfdd")
 	}
 	nsA, nsB := vethPair(t)
 	dir, err := os.MkdirTemp("", "bf-frr-")

@@ -29,7 +29,7 @@ func loadTest(t *testing.T, b nodestate.Boundary) *node {
 	}
 	n := &node{}
 	if err := spec.LoadAndAssign(&n.objs, nil); err != nil {
-		t.Skipf("load boundary program: %v", err)
+		t.Fatalf("load boundary program: %v", err)
 	}
 	t.Cleanup(n.close)
 	if err := n.sync(b); err != nil {

@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"net/netip"
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
 )
 
 // DefaultBGPSettle is how long an apply waits at most for new BGP sessions
@@ -14,12 +17,18 @@ const DefaultBGPSettle = 30 * time.Second
 // settleBGP makes a switch to BGP routing make-before-break: when the adds
 // started or changed BGP speakers and the deletes remove routes (static
 // routes BGP replaces), it waits until every such node's sessions are
-// established (those on links without carrier aside), then a moment for
-// the first UPDATEs, before the deletes run. A session that does not come
-// up within BGPSettle does not fail the apply: it is what status shows.
+// established (those on links without carrier aside) and, on every node
+// whose deletes remove a route to a prefix some speaker originates, until
+// the node's main table holds its BGP replacement, before the deletes run.
+// (It used to wait a fixed second after the sessions came up: a route that
+// took longer to arrive, over several hops on a loaded host, left a gap
+// between the static route's removal and the BGP route's install.) A
+// session or route that does not come within BGPSettle does not fail the
+// apply: it is what status shows.
 func (c *Controller) settleBGP(ctx context.Context, diffs []Diff) {
 	var speakers []string
 	removes := false
+	replaced := map[string][]netip.Prefix{} // node → routes its deletes remove
 	for _, d := range diffs {
 		for _, op := range d.Adds {
 			if op.Kind == agent.KindBGP && op.BGP != nil {
@@ -27,7 +36,12 @@ func (c *Controller) settleBGP(ctx context.Context, diffs []Diff) {
 			}
 		}
 		for _, op := range d.Deletes {
-			removes = removes || op.Kind == agent.KindRoute
+			if op.Kind == agent.KindRoute {
+				removes = true
+				if op.Route != nil && op.Route.Seg6Local == nil {
+					replaced[d.Node] = append(replaced[d.Node], op.Route.Dst)
+				}
+			}
 		}
 	}
 	if len(speakers) == 0 || !removes {
@@ -37,15 +51,90 @@ func (c *Controller) settleBGP(ctx context.Context, diffs []Diff) {
 	if limit <= 0 {
 		limit = DefaultBGPSettle
 	}
+	want := c.bgpReplacements(replaced)
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if c.bgpUp(ctx, speakers) {
-			// Established: the first UPDATEs follow at once.
-			time.Sleep(time.Second)
-			return
+			switch ok, err := c.bgpInstalled(ctx, want); {
+			case errors.Is(err, agent.ErrTooOld):
+				// An agent that cannot show its routes: the first
+				// UPDATEs follow the sessions at once.
+				time.Sleep(time.Second)
+				return
+			case ok:
+				return
+			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// bgpReplacements keeps, of the routes each node's deletes remove, those
+// to a prefix a BGP speaker of the plan (agent or router) originates: a
+// BGP route will replace them.
+func (c *Controller) bgpReplacements(replaced map[string][]netip.Prefix) map[string][]netip.Prefix {
+	originated := map[netip.Prefix]bool{}
+	add := func(b *nodestate.BGP) {
+		if b != nil {
+			for _, p := range b.Prefixes {
+				originated[p.Masked()] = true
+			}
+		}
+	}
+	for _, n := range c.Plan.Nodes {
+		add(n.BGP)
+	}
+	for _, b := range c.Plan.FRR {
+		add(b)
+	}
+	want := map[string][]netip.Prefix{}
+	for node, dsts := range replaced {
+		if n := c.Plan.Nodes[node]; n == nil || n.BGP == nil {
+			continue // no speaker there: nothing will replace them
+		}
+		for _, p := range dsts {
+			if originated[p.Masked()] {
+				want[node] = append(want[node], p.Masked())
+			}
+		}
+	}
+	return want
+}
+
+// bgpInstalled reports whether every node's main table has a BGP route
+// (nodestate.ProtoBGP, a live next hop) to each of its prefixes in want.
+func (c *Controller) bgpInstalled(ctx context.Context, want map[string][]netip.Prefix) (bool, error) {
+	for node, dsts := range want {
+		a, err := c.agentFor(node)
+		if err != nil {
+			return false, err
+		}
+		rr, ok := a.(agent.RouteReader)
+		if !ok {
+			return false, agent.ErrTooOld
+		}
+		routes, err := rr.MainRoutes(ctx)
+		if err != nil {
+			return false, err
+		}
+		have := map[netip.Prefix]bool{}
+		for _, r := range routes {
+			if r.Protocol != nodestate.ProtoBGP {
+				continue
+			}
+			for _, h := range r.NextHops {
+				if !h.Dead && !h.LinkDown {
+					have[r.Dst.Masked()] = true
+				}
+			}
+		}
+		for _, p := range dsts {
+			if !have[p] {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
 }
 
 func (c *Controller) bgpUp(ctx context.Context, nodes []string) bool {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"net/netip"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,24 +12,32 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 )
 
-// memJournal is a Journal in memory.
+// memJournal is a Journal in memory. The controller journals nodes in
+// parallel, so it locks (go test -race found it did not).
 type memJournal struct {
+	mu      sync.Mutex
 	ops     map[string][]agent.Op
 	cleared []string
 }
 
 func (m *memJournal) Record(node string, op agent.Op) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.ops[node] = append(m.ops[node], op)
 	return nil
 }
 
 func (m *memJournal) Clear(node string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	delete(m.ops, node)
 	m.cleared = append(m.cleared, node)
 	return nil
 }
 
 func (m *memJournal) Unfinished(node string) ([]agent.Op, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	ops, ok := m.ops[node]
 	if !ok {
 		return nil, "", nil

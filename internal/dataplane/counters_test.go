@@ -29,7 +29,9 @@ func TestPrivilegedCountersTraffic(t *testing.T) {
 	testutil.Exec(t, nsB, "ip", "link", "set", "b0", "up")
 
 	a, b := openT(t, nsA), openT(t, nsB)
-	if f := b.Probe(); !f.Counters.Supported {
+	f := b.Probe()
+	checkProbe(t, f.Counters)
+	if !f.Counters.Supported {
 		t.Skipf("counters: %s", f.Counters.Reason)
 	}
 	for _, kv := range [][2]string{{"net.ipv6.conf.all.forwarding", "1"}, {"net.ipv6.conf.b0.seg6_enabled", "1"}} {

@@ -52,7 +52,7 @@ func pinTrivialSeg6LocalProg(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := unix.Mount("bpf", dir, "bpf", 0, ""); err != nil {
-		t.Skipf("cannot mount bpffs: %v", err)
+		t.Fatalf("cannot mount bpffs: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
@@ -60,7 +60,7 @@ func pinTrivialSeg6LocalProg(t *testing.T) string {
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()},
 	})
 	if err != nil {
-		t.Skipf("cannot load lwt_seg6local program: %v", err)
+		t.Fatalf("cannot load lwt_seg6local program: %v", err)
 	}
 	defer prog.Close()
 	path := filepath.Join(dir, "end_bpf")
@@ -122,6 +122,9 @@ func TestPrivilegedRouteRoundTrip(t *testing.T) {
 	var want []nodestate.Route
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.needs.Name != "" {
+				checkProbe(t, tc.needs) // an outside oracle agrees with Probe
+			}
 			if tc.needs.Name != "" && !tc.needs.Supported {
 				// The kernel must refuse it, and we report why.
 				err := h.ReplaceRoute(tc.route)

@@ -20,7 +20,9 @@ func TestPrivilegedHMACKeys(t *testing.T) {
 	testutil.RequireRoot(t)
 	ns := testutil.NewNetns(t, "dph")
 	h := openT(t, ns)
-	if f := h.Probe(); !f.HMAC.Supported {
+	f := h.Probe()
+	checkProbe(t, f.HMAC)
+	if !f.HMAC.Supported {
 		t.Skipf("seg6 hmac: %s", f.HMAC.Reason)
 	}
 	keys := []nodestate.HMACKey{

@@ -18,7 +18,7 @@ func redundantLab(t *testing.T) (string, *Lab, *config.Domain) {
 	t.Helper()
 	name := newLabName(t)
 	if err := frr.Installed(); err != nil {
-		t.Skip(err)
+		t.Fatal(err) // make deps installs FRR
 	}
 	d, err := config.Load("../../examples/redundant.yaml")
 	if err != nil {

@@ -65,7 +65,7 @@ func TestIPNetnsAddKeepsOursDeletable(t *testing.T) {
 		t.Skip("privileged test: needs root")
 	}
 	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("needs unshare(1)")
+		t.Fatal("needs unshare(1) (util-linux)") // a missing tool fails, as testutil.RequireTool
 	}
 	b := make([]byte, 4)
 	rand.Read(b)

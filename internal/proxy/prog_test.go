@@ -540,27 +540,31 @@ func TestProgDifferential(t *testing.T) {
 
 // TestProgFlowMax: a SID with flow max keeps its flows in a cache of its
 // own; a full cache refuses new flows (flow-full) until entries expire.
+// No wall clock: the timeout is an hour, and the test ages flow A's entry
+// by two through the map (a fake clock) instead of sleeping past it.
 func TestProgFlowMax(t *testing.T) {
 	list := []netip.Addr{sidEg, sidNx, sidPx, sidIn}
 	cachedOuter := func(inner []byte) []byte {
 		return ip6(sidIn, sidNx, 43, 59, srh(41, list, 1, 0, nil, inner))
 	}
 	n := newTestNode(t)
-	n.seed(t, []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true, flowMax: 1, timeout: 300 * time.Millisecond}})
+	n.seed(t, []sidConf{{sid: sidPx.String(), behavior: EndAD, inner: InnerIPv6, mac: true, flow: true, flowMax: 1, timeout: time.Hour}})
 	steps := []struct {
-		sleep time.Duration
+		age bool // age the SID's flows by two timeouts first
 		step
 	}{
-		{0, step{"flow A learnt", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil}},
-		{0, step{"flow A again: no new entry", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil}},
-		{0, step{"flow B: cache full", "net", srPkt(list, 2, 41, nil, innerB), VerdictDrop, nil, reason(DropFlowFull)}},
-		{0, step{"flow A still served", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(inner6)), nil}},
-		{400 * time.Millisecond, step{"flow A expired: flow B takes its place", "net", srPkt(list, 2, 41, nil, innerB), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, innerB), nil}},
-		{0, step{"flow A: miss", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictDrop, nil, reason(DropFlowMiss)}},
-		{0, step{"flow B served", "sf", eth(macSFOut, macSF, 0x86dd, innerB), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(innerB)), nil}},
+		{false, step{"flow A learnt", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil}},
+		{false, step{"flow A again: no new entry", "net", srPkt(list, 2, 41, nil, inner6), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, inner6), nil}},
+		{false, step{"flow B: cache full", "net", srPkt(list, 2, 41, nil, innerB), VerdictDrop, nil, reason(DropFlowFull)}},
+		{false, step{"flow A still served", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(inner6)), nil}},
+		{true, step{"flow A expired: flow B takes its place", "net", srPkt(list, 2, 41, nil, innerB), VerdictRedirect, eth(macSF, macSFOut, 0x86dd, innerB), nil}},
+		{false, step{"flow A: miss", "sf", eth(macSFOut, macSF, 0x86dd, inner6), VerdictDrop, nil, reason(DropFlowMiss)}},
+		{false, step{"flow B served", "sf", eth(macSFOut, macSF, 0x86dd, innerB), VerdictRedirect, eth(macNext, macNode, 0x86dd, cachedOuter(innerB)), nil}},
 	}
 	for _, s := range steps {
-		time.Sleep(s.sleep)
+		if s.age {
+			n.ageFlows(t, 0, 2*time.Hour)
+		}
 		iif := n.pa
 		if s.iif == "sf" {
 			iif = n.sfb
@@ -586,6 +590,36 @@ func TestProgFlowMax(t *testing.T) {
 	var v proxyTCProxyCache
 	if it := n.objs.FlowsMap.Iterate(); it.Next(&k, &v) {
 		t.Errorf("flow in the node-wide LRU: %+v", k)
+	}
+}
+
+// ageFlows moves back by age the last update of every flow in SID id's
+// own per-flow cache (the program's clock, bpf_ktime_get_ns, is
+// CLOCK_MONOTONIC).
+func (n *testNode) ageFlows(t *testing.T, id uint32, age time.Duration) {
+	t.Helper()
+	m := n.node().flowCap(id)
+	if m == nil {
+		t.Fatalf("SID %d has no per-flow cache", id)
+	}
+	defer m.Close()
+	var k proxyTCProxyFlowKey
+	var v proxyTCProxyCache
+	var keys []proxyTCProxyFlowKey
+	for it := m.Iterate(); it.Next(&k, &v); {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		t.Fatalf("SID %d: no flow to age", id)
+	}
+	for _, k := range keys {
+		if err := m.Lookup(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		v.UpdatedNs -= uint64(age)
+		if err := m.Put(&k, &v); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -283,7 +283,18 @@ func TestRunChecksOnLinkUp(t *testing.T) {
 	done := make(chan struct{})
 	go func() { g.r.Run(ctx, links); close(done) }()
 	defer func() { cancel(); <-done }()
-	time.Sleep(100 * time.Millisecond) // the check at start: in sync
+	// The check at start (in sync) has read the node before the link goes
+	// down: a late start would otherwise repair the route itself and the
+	// link-up path would go untested.
+	for {
+		g.node.mu.Lock()
+		n := g.node.observed
+		g.node.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	g.node.mu.Lock()
 	delete(g.node.routes, w.Routes[1].Key()) // the link went down: its routes are gone
 	g.node.mu.Unlock()

@@ -301,6 +301,7 @@ func Tshark(t testing.TB, pcap string, fields ...string) []Packet {
 	for _, f := range fields {
 		args = append(args, "-e", f)
 	}
+	args = append(args, "-e", "icmpv6.checksum.status") // checked below, not returned
 	out, err := exec.Command("tshark", args...).Output()
 	if err != nil {
 		var stderr string
@@ -310,7 +311,7 @@ func Tshark(t testing.TB, pcap string, fields ...string) []Packet {
 		t.Fatalf("tshark -r %s: %v\n%s", pcap, err, stderr)
 	}
 	var pkts []Packet
-	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+	for n, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
 		if line == "" {
 			continue
 		}
@@ -319,6 +320,15 @@ func Tshark(t testing.TB, pcap string, fields ...string) []Packet {
 		for i, f := range fields {
 			if i < len(cols) && cols[i] != "" {
 				p[f] = strings.Split(cols[i], "|")
+			}
+		}
+		// Every ICMPv6 message that passes through here (errors segchain's
+		// programs build included) has its checksum verified by tshark.
+		if i := len(fields); i < len(cols) && cols[i] != "" {
+			for _, st := range strings.Split(cols[i], "|") {
+				if st != "1" {
+					t.Errorf("%s packet %d: tshark icmpv6.checksum.status = %s (0 bad, 2 unverified)", filepath.Base(pcap), n+1, st)
+				}
 			}
 		}
 		pkts = append(pkts, p)

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -21,6 +22,13 @@ type StreamResult struct {
 	Duplicates int `json:"duplicates"`
 	LongestGap int `json:"longest_gap"`
 	Last       int `json:"last"` // the highest sequence number received, -1 for none
+
+	// With a change (during): how many datagrams the sender had sent when
+	// the change started and when it ended. Stream fails the test unless
+	// 0 < SentBefore and SentAfterChange < Sent: the change happened inside
+	// the stream, not before the first datagram or after the last.
+	SentBefore      int `json:"-"`
+	SentAfterChange int `json:"-"`
 }
 
 // Stream sends count sequence-numbered datagrams from namespace from to
@@ -29,6 +37,12 @@ type StreamResult struct {
 // flow, and returns the receiver's count. Nothing is timed: the receiver
 // binds before anything is sent, counts through gaps of any length, and
 // stops one second after the sender is done and no datagram came.
+//
+// With during, Stream proves the overlap instead of assuming it: it starts
+// the change only once the sender has sent a tenth of the stream (at most
+// a tenth of a second's worth), and fails the test when the sender was
+// already done when the change returned (a slow change would otherwise
+// land after the traffic and "0 lost" would pass trivially).
 func Stream(t testing.TB, script, from, to, dst string, port, count, rate int, during func()) StreamResult {
 	t.Helper()
 	abs, err := filepath.Abs(script)
@@ -56,17 +70,37 @@ func Stream(t testing.TB, script, from, to, dst string, port, count, rate int, d
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	progress := filepath.Join(t.TempDir(), "progress")
+	if err := os.WriteFile(progress, make([]byte, 8), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	snd := exec.Command("ip", "netns", "exec", from, "python3", abs, "send", dst, fmt.Sprint(port),
-		"--count", fmt.Sprint(count), "--rate", fmt.Sprint(rate))
+		"--count", fmt.Sprint(count), "--rate", fmt.Sprint(rate), "--progress", progress)
 	var sout strings.Builder
 	snd.Stdout, snd.Stderr = &sout, &sout
 	if err := snd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	sent := make(chan error, 1)
+	go func() { sent <- snd.Wait() }()
+	var before, after int
 	if during != nil {
+		warm := max(1, min(count/10, rate/10))
+		for before = readProgress(t, progress); before < warm; before = readProgress(t, progress) {
+			select {
+			case err := <-sent:
+				t.Fatalf("sender exited before the change: %v\n%s", err, sout.String())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
 		during()
+		after = readProgress(t, progress)
+		t.Logf("stream: %d datagrams sent before the change, %d during it, %d after it", before, after-before, count-after)
+		if after >= count {
+			t.Fatalf("the change ended after the stream (all %d datagrams sent, %d before it started): nothing was sent after it, so the stream says nothing about it; send a longer stream", count, before)
+		}
 	}
-	if err := snd.Wait(); err != nil {
+	if err := <-sent; err != nil {
 		t.Fatalf("sender: %v\n%s", err, sout.String())
 	}
 	// The sender is done: the receiver stops once a second has passed
@@ -81,5 +115,16 @@ func Stream(t testing.TB, script, from, to, dst string, port, count, rate int, d
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &r); err != nil {
 		t.Fatalf("receiver output %q: %v", out.String(), err)
 	}
+	r.SentBefore, r.SentAfterChange = before, after
 	return r
+}
+
+// readProgress reads the sender's count of datagrams sent so far.
+func readProgress(t testing.TB, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) < 8 {
+		t.Fatalf("sender progress %s: %v (%d bytes)", path, err, len(b))
+	}
+	return int(binary.BigEndian.Uint64(b))
 }

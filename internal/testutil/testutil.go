@@ -11,27 +11,38 @@ import (
 	"github.com/segchain/segchain/internal/nsutil"
 )
 
+// Unprivileged, when set in the environment, makes RequireRoot skip as if
+// the tests did not run as root: make test's -race step runs the unit
+// tests only (the namespace tests run without -race, in the main step).
+const Unprivileged = "SEGCHAIN_TEST_UNPRIVILEGED"
+
 // RequireRoot skips the test, saying why, unless it runs as root.
 func RequireRoot(t testing.TB) {
 	t.Helper()
+	if os.Getenv(Unprivileged) != "" {
+		t.Skip("privileged test: skipped (" + Unprivileged + " set)")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("privileged test: needs root (run make test as root)")
 	}
 }
 
-// RequireTool skips the test unless the external program is installed.
+// RequireTool fails the test unless the external program is installed: a
+// missing tool is a broken environment (make deps installs them all), not
+// a reason for a green skip.
 func RequireTool(t testing.TB, name string) {
 	t.Helper()
 	if _, err := exec.LookPath(name); err != nil {
-		t.Skipf("needs %s (installed by scripts/deps.sh)", name)
+		t.Fatalf("needs %s (installed by scripts/deps.sh: make deps)", name)
 	}
 }
 
-// RequireScapy skips the test unless python3 can import scapy.
+// RequireScapy fails the test unless python3 can import scapy (as
+// RequireTool).
 func RequireScapy(t testing.TB) {
 	t.Helper()
 	if err := exec.Command("python3", "-c", "import scapy.all").Run(); err != nil {
-		t.Skip("needs python3 scapy (installed by scripts/deps.sh)")
+		t.Fatal("needs python3 scapy (installed by scripts/deps.sh: make deps)")
 	}
 }
 

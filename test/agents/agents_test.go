@@ -133,7 +133,6 @@ func TestPrivilegedAgentRestartUnderStream(t *testing.T) {
 		}
 	}
 	r := e.stream(6000, 4000, 800, func() {
-		time.Sleep(time.Second)
 		for _, n := range []string{"nfv2", "nfv1"} {
 			if err := e.l.StopAgent(n, true); err != nil {
 				t.Error(err)

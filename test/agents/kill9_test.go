@@ -80,29 +80,53 @@ func TestPrivilegedKill9ControllerAgents(t *testing.T) {
 		{"destroy", "apply", "destroy", 5, &clean},
 		{"apply", "destroy", "destroy", 5, &clean},
 	}
-	recovered := 0
+	// done is the state each verb leaves when it completes.
+	done := map[string]string{"apply": applied, "destroy": clean}
+	journals := 0
 	for _, ph := range phases {
-		killed := 0
-		for i := range ph.runs {
+		// A kill is mid-run when it leaves a state that is neither where the
+		// killed command started nor where it would have ended (journal
+		// files count): only those exercise recovery. Each phase needs at
+		// least minMidRun of them (more runs, up to three times as many,
+		// until it has them).
+		const minMidRun = 1
+		killed, midRun, recovered := 0, 0, 0
+		for i := 0; i < 3*ph.runs && (i < ph.runs || midRun < minMidRun); i++ {
 			e.must(ph.prepare, "--lab", e.lab)
 			// Not a timing assertion: delays spread over one apply to
 			// hit different steps.
 			delay := time.Duration(rng.Int64N(int64(took) + 1))
+			mid, journal := false, false
 			if e.killAt(ph.killed, delay) {
 				killed++
+				if s := e.snapshot(); s != done[ph.killed] && s != done[ph.prepare] {
+					mid, journal = true, strings.Contains(s, "\njournal ")
+					midRun++
+				}
 			}
 			out := e.must(ph.verb, "--lab", e.lab)
-			if strings.Contains(out, "recovery:") {
-				recovered++
+			if journal {
+				// An unfinished journal left on an agent is undone, and says so.
+				journals++
+				if !strings.Contains(out, "recovery:") {
+					t.Errorf("%s killed after %v (run %d) left a journal; %s did not report its recovery:\n%s", ph.killed, delay, i, ph.verb, out)
+				}
 			}
 			if d := cmp.Diff(*ph.want, e.snapshot()); d != "" {
 				t.Errorf("%s killed after %v (run %d), then %s: state differs from a clean %s (-want +got):\n%s\n%s",
 					ph.killed, delay, i, ph.verb, ph.verb, d, out)
+			} else if mid {
+				recovered++
 			}
 		}
-		t.Logf("kill %s, then %s: %d of %d runs killed mid-way (delays up to %v)", ph.killed, ph.verb, killed, ph.runs, took)
+		t.Logf("kill %s, then %s: %d runs killed, %d mid-run (a partial state), %d of those recovered (delays up to %v)",
+			ph.killed, ph.verb, killed, midRun, recovered, took)
+		if midRun < minMidRun || recovered < minMidRun {
+			t.Errorf("kill %s, then %s: %d mid-run kills, %d recovered: want at least %d of each (the test exercised no recovery)",
+				ph.killed, ph.verb, midRun, recovered, minMidRun)
+		}
 	}
-	t.Logf("%d runs found an unfinished journal on an agent and undid it", recovered)
+	t.Logf("%d mid-run kills left an unfinished journal on an agent, each undone by the next command", journals)
 }
 
 func pinRoot(t testing.TB) string {

@@ -214,7 +214,14 @@ func TestPrivilegedAgentReconcile(t *testing.T) {
 		t.Fatal("nfv2 has no segchain route")
 	}
 	e.delRoute("nfv2", rs2[0])
-	time.Sleep(3 * time.Second)
+	// Nothing on nfv2 can put it back: its agent never started a
+	// reconciler (it would have logged "reconcile: on"). No wait needed.
+	if len(e.agentLog("nfv1", "reconcile: on")) == 0 {
+		t.Fatal(`nfv1's agent (--reconcile) did not log "reconcile: on": the absence on nfv2 would prove nothing`)
+	}
+	if on := e.agentLog("nfv2", "reconcile: on"); len(on) != 0 {
+		t.Fatalf("nfv2's agent (no --reconcile) runs a reconciler: %v", on)
+	}
 	if e.hasRoute("nfv2", rs2[0]) {
 		t.Errorf("nfv2 (no --reconcile): route %v came back by itself", rs2[0])
 	}

@@ -3,10 +3,8 @@ package apply
 import (
 	"fmt"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/lab"
@@ -94,14 +92,13 @@ func downgrade(t *testing.T, l *lab.Lab, half bool) {
 	}
 }
 
-var lossRe = regexp.MustCompile(`(\d+) packets transmitted, (\d+) received`)
-
 // TestApplyRenumbersLegacyProtocol: a node still holding the routes,
 // rules and SIDs an older segchain stamped with protocol 197 (and a SID
 // made by hand with 198), FRR's numbers, is taken over by apply: every
 // route and rule renumbered to nodestate.Proto, the hand-made SID to
 // nodestate.ProtoManual, with the chain's traffic flowing throughout (a
-// ping every 10 ms across the apply loses nothing), the result exactly
+// 500/s stream that was flowing when apply started and ended loses
+// nothing), the result exactly
 // what a fresh apply installs, and plan then finds nothing to do.
 // destroy on a node holding both numbers leaves neither.
 func TestApplyRenumbersLegacyProtocol(t *testing.T) {
@@ -137,19 +134,15 @@ func TestApplyRenumbersLegacyProtocol(t *testing.T) {
 		t.Errorf("plan does not show the renumbering:\n%s", out)
 	}
 
-	// apply under traffic: ~3 s of pings at 10 ms, apply in the middle.
-	p := ping(300)
-	var pout strings.Builder
-	p.Stdout, p.Stderr = &pout, &pout
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond)
-	out := run("apply")
-	_ = waitExit(t, p)
-	t.Logf("apply:\n%s\nping:\n%s", out, pout.String())
-	if m := lossRe.FindStringSubmatch(pout.String()); m == nil || m[1] != m[2] {
-		t.Errorf("traffic lost while apply renumbered: %s", pout.String())
+	// apply under traffic: a sequence-numbered stream at 500/s that
+	// testutil.Stream proves was flowing when apply started and ended.
+	var out string
+	r := testutil.Stream(t, "../../scripts/seqstream.py", e.ns("a"), e.ns("b"), "fc00:3b::b", 7300, 1500, 500, func() {
+		out = run("apply")
+	})
+	t.Logf("apply:\n%s\nstream: %+v", out, r)
+	if r.Unique != 1500 || r.Duplicates != 0 {
+		t.Errorf("traffic lost while apply renumbered: %d of 1500 arrived (%d lost, longest gap %d), %d duplicated", r.Unique, r.Lost, r.LongestGap, r.Duplicates)
 	}
 
 	if got := protoState(t, e.l, nodestate.ProtoLegacy); count(got) != 0 {

@@ -59,7 +59,7 @@ func newEnvPrefix(t *testing.T, file string, bgp bool, prefix string) *env {
 		t.Skip("segchain binary not built")
 	}
 	if err := frr.Installed(); err != nil {
-		t.Skipf("routers need FRR: %v", err)
+		t.Fatalf("routers need FRR (make deps): %v", err)
 	}
 	e := &env{t: t, lab: testutil.UniqueName(prefix)}
 	t.Cleanup(func() {

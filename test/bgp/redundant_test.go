@@ -82,7 +82,7 @@ func TestPrivilegedBGPRedundantFailover(t *testing.T) {
 	// docs/benchmarks.md), logged here, not asserted: a loaded machine
 	// stretches it. What is asserted is that the chain works over the
 	// other path while the link is down, and over r1 again after.
-	const rate, count = 1000, 8000
+	const rate, count = 1000, 12000 // the change (down, reroute, up, routes back) takes ≈ 6 s: Stream fails if it outlasts the stream
 	var down, up time.Duration
 	var pingDown error
 	res := testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5001, count, rate, func() {

@@ -269,6 +269,9 @@ func TestPrivilegedNativeBehaviors(t *testing.T) {
 				// `sid add` consults dataplane.Probe for this feature: where
 				// the kernel lacks it, the install must fail naming it.
 				out, err := sid(tp.sut, viaExec, append([]string{"add"}, tc.sid...)...)
+				// iproute2, not segchain's probe, says whether the kernel has it.
+				ok, evidence := testutil.Seg6LocalAccepted(t, tc.sid[1:]...)
+				testutil.AgreeWithProbe(t, strings.Join(tc.sid[1:], " "), err == nil, ok, evidence)
 				if err != nil {
 					if !strings.Contains(out, "not supported by this kernel") {
 						t.Fatalf("sid add %s: %v, without saying what the kernel lacks: %s", strings.Join(tc.sid, " "), err, out)
