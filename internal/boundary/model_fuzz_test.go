@@ -430,7 +430,7 @@ func loadFuzz(f *testing.F) *node {
 	}
 	n := &node{}
 	if err := spec.LoadAndAssign(&n.objs, nil); err != nil {
-		f.Skipf("load boundary program: %v", err)
+		f.Fatalf("load boundary program: %v", err)
 	}
 	f.Cleanup(n.close)
 	if err := n.sync(fuzzDomain); err != nil {

@@ -112,7 +112,7 @@ func TestParseAllowAndToken(t *testing.T) {
 // is refused (up = 0).
 func TestPrometheusScrapesWithToken(t *testing.T) {
 	if _, err := exec.LookPath("prometheus"); err != nil {
-		t.Skip("prometheus not installed: " + err.Error())
+		t.Fatal("prometheus not installed (scripts/deps.sh installs it): " + err.Error())
 	}
 	m := New(fake{}, Build{Version: "v"}, nil)
 	target := serveGuarded(t, m, Access{Token: []byte("prom-token-0123")})
