@@ -85,7 +85,7 @@ func TestFuzzCampaign(t *testing.T) {
 			if r.Delivered != 0 {
 				t.Errorf("%d frames addressed into the domain got past the boundary (run the script by hand with --corpus to see them)\n%s", r.Delivered, stderr.String())
 			}
-			if tot.ByReason["to-sf"] == 0 && c.from == "s" {
+			if tot.ByReason["in:to-sf"] == 0 && c.from == "s" {
 				t.Error("no frame to the SF's address was dropped as to-sf: the campaign did not aim at it")
 			}
 			if len(r.Undercount) > 0 {
