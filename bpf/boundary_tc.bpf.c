@@ -11,7 +11,11 @@
  *   - an external SID (a more specific entry): passed;
  *   - an address of a domain node, or any address local to this node (FIB
  *     lookup), with an SRH: dropped on the way in (srh-to-node): the kernel
- *     would process the SRH and forward it into the domain.
+ *     would process the SRH and forward it into the domain;
+ *   - an address of an SF node (a service function behind a proxy): dropped
+ *     on the way in, plain or SRv6 (to-sf): an SF receives its packets from
+ *     its proxy only, straight to it they skip the chain (and its kernel
+ *     would process an SRH and forward it into the domain).
  * Everything else returns TC_ACT_UNSPEC (TCX_NEXT): the next program (the
  * firewall, the proxies) or the stack sees it unchanged. Only packets whose
  * first next header is an extension header are walked, so plain TCP, UDP
@@ -35,7 +39,7 @@
 #define TC_ACT_UNSPEC (-1)
 #endif
 
-#define BND_LPM_MAX 4096	/* locators, external SIDs and node addresses */
+#define BND_LPM_MAX 4096	/* locators, external SIDs, node and SF addresses */
 #define BND_COUNTERS_MAX 1024	/* (interface, direction, reason) counters */
 #define BND_HMAC_SIDS_MAX 1024	/* local SIDs of signed chains */
 #define BND_HMAC_KEYS_MAX 1024	/* the domain's HMAC key ids */
@@ -50,6 +54,7 @@ enum bnd_kind {
 	BND_SID,      /* a locator: the domain's SID space */
 	BND_EXTERNAL, /* a SID declared reachable from outside */
 	BND_NODE,     /* an address of a domain node */
+	BND_SF,       /* an address of an SF node: reached from its proxy only */
 };
 
 struct bnd_key {
@@ -73,6 +78,7 @@ enum bnd_drop_reason {
 	BND_DROP_EXTERNAL_NEXT,	   /* "external-next": in: to an external SID, but a segment left after it (or the inner packet) is addressed into the domain */
 	BND_DROP_VLAN,		   /* "vlan": in: more 802.1Q/802.1ad tags than the filter reads (BND_VLAN_MAX) */
 	BND_DROP_HMAC_MISPLACED,   /* "hmac-misplaced": hmac: the SRH is not the header the kernel checks the HMAC on (another header before it, or more than one routing header) */
+	BND_DROP_TO_SF,		   /* "to-sf": in: addressed to an SF node (plain or SRv6): an SF is reached through its proxy only */
 	BND_DROP_MAX,
 };
 
@@ -249,6 +255,13 @@ static __always_inline __u32 bnd_kind_of_addr(const struct in6_addr *a)
 	return d ? d->kind : BND_NONE;
 }
 
+/* bnd_inside: a destination an external SID must not lead to (the SID
+ * space, a node, an SF). */
+static __always_inline int bnd_inside(__u32 kind)
+{
+	return kind == BND_SID || kind == BND_NODE || kind == BND_SF;
+}
+
 /* bnd_kind_of looks the destination up: one LPM lookup. */
 static __always_inline __u32 bnd_kind_of(struct ipv6hdr *ip6)
 {
@@ -367,7 +380,7 @@ static __always_inline long bnd_seg_check(struct bnd_seg_ctx *c, long rc, const 
 		return 1;
 	}
 	k = bnd_kind_of_addr(a);
-	if (k == BND_SID || k == BND_NODE) {
+	if (bnd_inside(k)) {
 		c->r = BND_DROP_EXTERNAL_NEXT;
 		return 1;
 	}
@@ -426,7 +439,7 @@ static __always_inline int bnd_external_ctx(void *ctx, int xdp, const struct bnd
 		if (ctx_load_bytes(ctx, xdp, w->upper_off + offsetof(struct ipv6hdr, daddr), &a, sizeof(a)) < 0)
 			return BND_DROP_MALFORMED;
 		k = bnd_kind_of_addr(&a);
-		if (k == BND_SID || k == BND_NODE)
+		if (bnd_inside(k))
 			return BND_DROP_EXTERNAL_NEXT;
 	}
 	return BND_PASS;
@@ -456,6 +469,9 @@ static __always_inline int bnd_in(void *ctx, int xdp, __u32 len, __u32 ifindex, 
 	__u32 kind = bnd_kind_of(ip6);
 	__u8 nh = ip6->nexthdr;
 
+	/* An SF behind a proxy: nothing from outside, SRv6 or not. */
+	if (kind == BND_SF)
+		return BND_DROP_TO_SF;
 	if (!ipv6_ext(nh)) {
 		/* No extension header, so no SRH: the fast path. */
 		if (kind == BND_SID)

@@ -16,8 +16,11 @@ Plain traffic to a node's address may travel to that node ("to-node"), not
 past it. From an SF, the proxy's outbound path re-encapsulates whatever the
 SF sends (End.AS/End.AD's design): there only SRv6 into the SID space must
 stop, and the captures alone judge ("SF output" is not a violation).
---known CLASS counts the crossings of a class with a reported bypass apart
-(e.g. `sf`: an SF's own address, see docs/security.md).
+An SF's own address is inside the domain too (class `sf`): an SF behind a
+proxy is reached through its proxy only, so from outside every frame to it
+must stop at the entry interface and be counted (to-sf), like one to the SID
+space. --known CLASS counts the crossings of a class with a reported, not
+yet fixed bypass apart (none is known today).
 
 Every frame carries a marker in its payload, b"SCFZ" + run id (4 bytes) +
 frame index (4 bytes), so that a copy seen anywhere (even quoted in an ICMP
@@ -359,7 +362,7 @@ class Gen:
         if k < 0.9:
             loc = self.r.choice(sorted(self.lab.locators, key=str))
             return ipaddress.IPv6Address(int(loc.network_address) + self.r.randrange(1, 1 << 32))
-        return self.v6(self.sf_targets if self.sf_targets and "sf" not in self.known else self.node_targets)
+        return self.v6(self.sf_targets or self.node_targets)
 
     def src6(self, dst=None):
         """A source: the sender's own, an outside address, a domain node's
@@ -802,7 +805,7 @@ def main():
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--prime", help="HOST,DST,TCPPORT: before the campaign, send 3 TCP SYNs from HOST to DST:TCPPORT "
                     "(fills an SR proxy's cache the way its chain's traffic does, e.g. s,fc00:4d::d,8080 for the default domain's End.AD)")
-    ap.add_argument("--known", default="", help="target classes with a known, reported bypass (e.g. sf): their crossings are counted as known_bypass, not violations, and other phases do not aim at them")
+    ap.add_argument("--known", default="", help="target classes with a known, reported bypass (none today): their crossings are counted as known_bypass, not violations")
     a = ap.parse_args()
 
     lab = Lab(a.lab, a.segchain, a.sender)
@@ -878,7 +881,9 @@ def main():
             for ft in desc["ext"] + [desc["l2"].split("+")[0] if desc["l2"] != "untagged" else "untagged", desc["payload"]]:
                 k = ft.split("(")[0] if ft.startswith("IPv4") else ft
                 st["features"][k] = st["features"].get(k, 0) + 1
-            if view == "ipv6" and cls in ("sid", "locator"):
+            if view == "ipv6" and (cls in ("sid", "locator") or (cls == "sf" and not sf_sender)):
+                # the boundary counts every IPv6 frame to the SID space,
+                # and from outside every one to an SF (to-sf)
                 st["must_drop"] += 1
             where = seen.get(fi, set())
             beyond = {(nn, ii) for nn, ii, refl in where if (nn, ii) != entry and not refl}

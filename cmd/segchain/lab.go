@@ -40,7 +40,8 @@ func newLabCmdWith(deps labDeps) *cobra.Command {
 		Long: `A lab is one network namespace per node of a domain file, named
 sc-<lab>-<node>, joined by veth pairs as the file's links say. Addresses are
 added without DAD and every peer address has a permanent neighbour entry, so
-nothing depends on neighbour discovery. SRv6 (seg6_enabled) is on everywhere;
+nothing depends on neighbour discovery. SRv6 (seg6_enabled) is on everywhere but
+on sf nodes (an SR-unaware service function must not act on an SRH);
 every node that is not a host forwards IPv4 and IPv6.
 
 Each lab is recorded in /run/segchain/labs/<name>.json before anything is

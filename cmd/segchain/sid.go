@@ -125,7 +125,7 @@ not installed by segchain are marked with their route protocol. Without a SID,
 the drops of the SR domain boundary filter follow, one line per interface and
 direction ("::/0 boundary dev IFACE dir in|out|hmac", a counter per reason:
 sid-space, sid-space-srh, srh-to-node, malformed, leak-sid, hmac-missing,
-hmac-malformed, hmac-unknown-key, external-next, vlan, hmac-misplaced; see
+hmac-malformed, hmac-unknown-key, external-next, vlan, hmac-misplaced, to-sf; see
 docs/security.md).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

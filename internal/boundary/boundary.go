@@ -231,6 +231,9 @@ func wanted(b nodestate.Boundary) map[netip.Prefix]uint32 {
 	for _, a := range b.Nodes {
 		w[netip.PrefixFrom(a, 128)] = uint32(boundaryTCBndKindBND_NODE)
 	}
+	for _, a := range b.SFs {
+		w[netip.PrefixFrom(a, 128)] = uint32(boundaryTCBndKindBND_SF)
+	}
 	for _, p := range b.Locators {
 		w[p.Masked()] = uint32(boundaryTCBndKindBND_SID)
 	}
@@ -525,6 +528,8 @@ func Observe(netns string) (*nodestate.Boundary, error) {
 			b.External = append(b.External, p)
 		case uint32(boundaryTCBndKindBND_NODE):
 			b.Nodes = append(b.Nodes, p.Addr())
+		case uint32(boundaryTCBndKindBND_SF):
+			b.SFs = append(b.SFs, p.Addr())
 		}
 	}
 	if b.HMACSIDs, b.HMACKeys, err = n.hmacEntries(); err != nil {

@@ -18,6 +18,7 @@ const (
 	DropExternalNext   = DropReason(boundaryTCBndDropReasonBND_DROP_EXTERNAL_NEXT)
 	DropVlan           = DropReason(boundaryTCBndDropReasonBND_DROP_VLAN)
 	DropHMACMisplaced  = DropReason(boundaryTCBndDropReasonBND_DROP_HMAC_MISPLACED)
+	DropToSf           = DropReason(boundaryTCBndDropReasonBND_DROP_TO_SF)
 	numDropReasons     = int(boundaryTCBndDropReasonBND_DROP_MAX)
 )
 
@@ -33,6 +34,7 @@ var dropNames = [...]string{
 	DropExternalNext:   "external-next",
 	DropVlan:           "vlan",
 	DropHMACMisplaced:  "hmac-misplaced",
+	DropToSf:           "to-sf",
 }
 
 // String is the reason's name as counters and JSON show it.

@@ -44,7 +44,8 @@ const (
 	boundaryTCBndDropReasonBND_DROP_EXTERNAL_NEXT    boundaryTCBndDropReason = 8
 	boundaryTCBndDropReasonBND_DROP_VLAN             boundaryTCBndDropReason = 9
 	boundaryTCBndDropReasonBND_DROP_HMAC_MISPLACED   boundaryTCBndDropReason = 10
-	boundaryTCBndDropReasonBND_DROP_MAX              boundaryTCBndDropReason = 11
+	boundaryTCBndDropReasonBND_DROP_TO_SF            boundaryTCBndDropReason = 11
+	boundaryTCBndDropReasonBND_DROP_MAX              boundaryTCBndDropReason = 12
 )
 
 type boundaryTCBndKey struct {
@@ -66,6 +67,7 @@ const (
 	boundaryTCBndKindBND_SID      boundaryTCBndKind = 1
 	boundaryTCBndKindBND_EXTERNAL boundaryTCBndKind = 2
 	boundaryTCBndKindBND_NODE     boundaryTCBndKind = 3
+	boundaryTCBndKindBND_SF       boundaryTCBndKind = 4
 )
 
 // Names of all BPF objects in the ELF.

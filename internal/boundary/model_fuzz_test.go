@@ -19,7 +19,10 @@ import (
 //
 //   - mustDrop: the kernel would hand the packet to SRv6 processing inside
 //     the domain (a SID of the SID space; an SRH to a node's address; past
-//     an external SID into the domain).
+//     an external SID into the domain), or the packet is addressed to an SF
+//     (a service function behind a proxy is reached through its proxy
+//     only: anything sent to it from outside skips the chain, and its
+//     kernel would act on an SRH).
 //   - mustPass: ordinary traffic (to an outside destination, plain traffic
 //     to a node, IPv4, what the stack drops anyway as not for it).
 //   - either: what the stack drops by itself (a truncated or malformed
@@ -46,6 +49,7 @@ var fuzzDomain = nodestate.Boundary{
 	Locators: []netip.Prefix{netip.MustParsePrefix("fc00:1::/64"), netip.MustParsePrefix("fc00:2::/64")},
 	External: []netip.Prefix{netip.MustParsePrefix("fc00:2::e:0/112")},
 	Nodes:    []netip.Addr{netip.MustParseAddr("fc00:12::1"), netip.MustParseAddr("fc00:1a::1")},
+	SFs:      []netip.Addr{netip.MustParseAddr("fc00:27::7")},
 }
 
 // ------------------------------------------------------------ the model
@@ -61,8 +65,12 @@ func (m domainModel) external(a netip.Addr) bool {
 	return false
 }
 
-// inside: a non-external address of the SID space, or a node's address.
+// inside: a non-external address of the SID space, a node's or an SF's
+// address.
 func (m domainModel) inside(a netip.Addr) bool {
+	if m.sf(a) {
+		return true
+	}
 	if m.external(a) {
 		return false
 	}
@@ -81,6 +89,15 @@ func (m domainModel) inside(a netip.Addr) bool {
 
 func (m domainModel) node(a netip.Addr) bool {
 	for _, n := range m.b.Nodes {
+		if n == a {
+			return true
+		}
+	}
+	return false
+}
+
+func (m domainModel) sf(a netip.Addr) bool {
+	for _, n := range m.b.SFs {
 		if n == a {
 			return true
 		}
@@ -164,6 +181,8 @@ func (m domainModel) kernelModel(frame []byte) verdict {
 	p = p[:40+plen]
 	dst := netip.AddrFrom16([16]byte(p[24:40]))
 	switch {
+	case m.sf(dst):
+		return mustDrop // an SF takes packets from its proxy only
 	case m.sidSpace(dst) && !m.external(dst):
 		return mustDrop // RFC 8754 §5.1: nothing from outside to the SID space
 	case m.external(dst):
@@ -319,8 +338,11 @@ func (r *fuzzReader) addr() netip.Addr {
 		a[15] = r.u8()
 	case 4:
 		a = fuzzDomain.Nodes[r.pick(len(fuzzDomain.Nodes))].As16()
-	case 5:
+	case 5: // a host outside, or (one time in four) an SF
 		a = netip.MustParseAddr("fc00:4d::d").As16()
+		if r.pick(4) == 0 {
+			a = fuzzDomain.SFs[0].As16()
+		}
 	default: // anywhere in 2001:db8::/32 (never local to the test's namespace)
 		a = netip.MustParseAddr("2001:db8::").As16()
 		for i := 4; i < 16; i++ {
@@ -457,6 +479,8 @@ func FuzzBoundaryModel(f *testing.F) {
 		{0, 6, 0, 3, 1, 0, 2, 0, 1, 1, 1, 0}, // external
 		{1, 4, 2, 5, 0, 0, 7, 7, 2, 2, 2, 0}, // fragment chain to a node
 		{1, 4, 1, 0, 3, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3},
+		{1, 5, 0},                            // plain UDP to an SF
+		{1, 5, 0, 1, 0, 5, 0, 0, 0, 0, 1, 0}, // SRH to an SF
 	} {
 		f.Add(seed)
 	}
@@ -497,6 +521,7 @@ func TestFuzzModel(t *testing.T) {
 	m := domainModel{fuzzDomain}
 	src, out := netip.MustParseAddr("fc00:1a::a"), netip.MustParseAddr("fc00:4d::d")
 	node, sid, ext := fuzzDomain.Nodes[0], netip.MustParseAddr("fc00:1::a:0"), netip.MustParseAddr("fc00:2::e:1")
+	sf := fuzzDomain.SFs[0]
 	in6 := testutil.IPv6(src, out, 17, 64, udp())
 	srh := func(list []netip.Addr, sl, le uint8) []byte {
 		h := testutil.SRH(ipIPv6, list, sl, 0, nil, in6)
@@ -517,6 +542,10 @@ func TestFuzzModel(t *testing.T) {
 		{"#3 external SID, next segment a SID", eth6(testutil.IPv6(src, ext, ipRouting, 64, srh([]netip.Addr{sid, ext}, 1, 1))), mustDrop},
 		{"external SID, next segment outside", eth6(testutil.IPv6(src, ext, ipRouting, 64, srh([]netip.Addr{out, ext}, 1, 1))), mustPass},
 		{"plain to a node", eth6(testutil.IPv6(src, node, 17, 64, udp())), mustPass},
+		{"SRH to an SF, continuing outside (found-sf-address-door)", eth6(testutil.IPv6(src, sf, ipRouting, 64, srh([]netip.Addr{out, sf}, 1, 1))), mustDrop},
+		{"SRH to an SF, continuing to a SID (found-sf-address-door-to-sid)", eth6(testutil.IPv6(src, sf, ipRouting, 64, srh([]netip.Addr{sid, sf}, 1, 1))), mustDrop},
+		{"plain to an SF (found-sf-address-plain)", eth6(testutil.IPv6(src, sf, 17, 64, udp())), mustDrop},
+		{"external SID, next segment an SF", eth6(testutil.IPv6(src, ext, ipRouting, 64, srh([]netip.Addr{sf, ext}, 1, 1))), mustDrop},
 		{"to outside with an SRH", eth6(testutil.IPv6(src, out, ipRouting, 64, srh([]netip.Addr{sid, out}, 1, 1))), mustPass},
 		{"VID 100 around SRv6 to a SID (no VLAN device: dropped by the stack)",
 			append(append(append([]byte{}, mac1...), mac2...), append([]byte{0x81, 0, 0, 100, 0x86, 0xdd}, testutil.IPv6(src, sid, 17, 64, udp())...)...), either},

@@ -105,10 +105,11 @@ func TestProgramVerdicts(t *testing.T) {
 		Locators: []netip.Prefix{netip.MustParsePrefix("fc00:1::/64"), netip.MustParsePrefix("fc00:2::/64")},
 		External: []netip.Prefix{netip.MustParsePrefix("fc00:2::e:0/112")},
 		Nodes:    []netip.Addr{a("fc00:12::1"), a("fc00:1a::1")},
+		SFs:      []netip.Addr{a("fc00:27::7")},
 	}
 	n := loadTest(t, b)
 	src, out := a("fc00:1a::a"), a("fc00:4d::d")
-	sid, ext, node := a("fc00:2::f1:3"), a("fc00:2::e:5"), a("fc00:12::1")
+	sid, ext, node, sf := a("fc00:2::f1:3"), a("fc00:2::e:5"), a("fc00:12::1"), a("fc00:27::7")
 	srhTo := func(dst netip.Addr, last netip.Addr) []byte {
 		return testutil.IPv6(src, dst, nhRouting, 64, testutil.SRH(nhIPv6, []netip.Addr{last, dst}, 1, 0, nil,
 			testutil.IPv6(src, out, nhUDP, 64, udp())))
@@ -134,6 +135,18 @@ func TestProgramVerdicts(t *testing.T) {
 		{"plain to an external SID passes", n.objs.BoundaryIn, eth6(testutil.IPv6(src, ext, nhUDP, 64, udp())), actUnspec, ""},
 		{"SRH to a node address", n.objs.BoundaryIn, eth6(srhTo(node, sid)), actShot, "srh-to-node"},
 		{"plain to a node address passes", n.objs.BoundaryIn, eth6(testutil.IPv6(src, node, nhUDP, 64, udp())), actUnspec, ""},
+		// An SF behind a proxy is reached through its proxy only: its
+		// kernel would act on an SRH, and plain traffic skips the chain.
+		{"SRH to an SF address (continuing outside)", n.objs.BoundaryIn, eth6(srhTo(sf, out)), actShot, "to-sf"},
+		{"SRH to an SF address (continuing to a SID)", n.objs.BoundaryIn, eth6(srhTo(sf, sid)), actShot, "to-sf"},
+		{"plain to an SF address", n.objs.BoundaryIn, eth6(testutil.IPv6(src, sf, nhUDP, 64, udp())), actShot, "to-sf"},
+		{"IPv6-in-IPv6 to an SF address", n.objs.BoundaryIn, eth6(testutil.IPv6(src, sf, nhIPv6, 64, testutil.IPv6(src, out, nhUDP, 64, udp()))), actShot, "to-sf"},
+		{"routing header type 0 to an SF address", n.objs.BoundaryIn,
+			eth6(testutil.IPv6(src, sf, nhRouting, 64, append([]byte{nhUDP, 2, 0, 0, 0, 0, 0, 0}, append(out.AsSlice(), udp()...)...))), actShot, "to-sf"},
+		{"SRH to an external SID continuing to an SF", n.objs.BoundaryIn, eth6(srhTo(ext, sf)), actShot, "external-next"},
+		{"IPv6-in-IPv6 to an external SID, inner to an SF", n.objs.BoundaryIn,
+			eth6(testutil.IPv6(src, ext, nhIPv6, 64, testutil.IPv6(src, sf, nhUDP, 64, udp()))), actShot, "external-next"},
+		{"out: to an SF address passes (its proxy's traffic)", n.objs.BoundaryOut, eth6(testutil.IPv6(src, sf, nhUDP, 64, udp())), actUnspec, ""},
 		{"unreadable extension headers to a node address", n.objs.BoundaryIn,
 			eth6(testutil.IPv6(src, node, nhHop, 64, []byte{nhRouting, 9})), actShot, "malformed"},
 		{"a fragment to a node address (an SRH may follow)", n.objs.BoundaryIn,
@@ -173,6 +186,7 @@ func TestSyncTables(t *testing.T) {
 	b2 := nodestate.Boundary{
 		Locators: []netip.Prefix{netip.MustParsePrefix("fc00:3::/64")},
 		Nodes:    []netip.Addr{a("fc00:34::3"), a("fc00:34::4")},
+		SFs:      []netip.Addr{a("fc00:27::7")},
 	}
 	if err := n.sync(b2); err != nil {
 		t.Fatal(err)
@@ -181,7 +195,8 @@ func TestSyncTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 3 || got[netip.MustParsePrefix("fc00:34::3/128")] != uint32(boundaryTCBndKindBND_NODE) ||
+	if len(got) != 4 || got[netip.MustParsePrefix("fc00:34::3/128")] != uint32(boundaryTCBndKindBND_NODE) ||
+		got[netip.MustParsePrefix("fc00:27::7/128")] != uint32(boundaryTCBndKindBND_SF) ||
 		got[netip.MustParsePrefix("fc00:3::/64")] != uint32(boundaryTCBndKindBND_SID) {
 		t.Errorf("table after re-sync: %v", got)
 	}

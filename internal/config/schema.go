@@ -127,10 +127,11 @@ var fieldDoc = map[string]string{
 	"PKI.cert": "The controller's certificate (controller-NAME.crt).",
 	"PKI.key":  "The controller's private key (controller-NAME.key).",
 
-	"Boundary":            "SR domain boundary. Default: every interface of an SR node that faces a host, an sf node it does not serve, or anything the domain file does not describe (an interface not in links) is a boundary interface: packets arriving there addressed into a locator (unless to an external service's SID), or carrying an SRH addressed to a domain node, are dropped and counted; packets leaving there addressed into a locator are dropped and counted.",
-	"Boundary.off":        "Turn boundary filtering off on every node (the SIDs become reachable from outside; plan warns).",
-	"Boundary.interfaces": "Extra boundary interfaces, \"node:iface\", among those the defaults consider inside the domain (links between SR nodes).",
-	"Boundary.trusted":    "Interfaces (\"node:iface\") or whole nodes (\"node\") not to filter although the defaults would.",
+	"Boundary":              "SR domain boundary. Default: every interface of an SR node that faces a host, an sf node it does not serve, or anything the domain file does not describe (an interface not in links) is a boundary interface: packets arriving there addressed into a locator (unless to an external service's SID), or carrying an SRH addressed to a domain node, or addressed to an sf node at all, are dropped and counted; packets leaving there addressed into a locator are dropped and counted.",
+	"Boundary.off":          "Turn boundary filtering off on every node (the SIDs become reachable from outside; plan warns).",
+	"Boundary.interfaces":   "Extra boundary interfaces, \"node:iface\", among those the defaults consider inside the domain (links between SR nodes).",
+	"Boundary.trusted":      "Interfaces (\"node:iface\") or whole nodes (\"node\") not to filter although the defaults would.",
+	"Boundary.sf_reachable": "sf nodes plain traffic from outside may reach directly. Default: none: every packet arriving at a boundary interface addressed to an sf node is dropped and counted (to-sf), since an SF receives its packets from its proxy only; SRv6 to an SF named here is still dropped (srh-to-node).",
 
 	"HMACKey":             "One HMAC key.",
 	"HMACKey.id":          "Key id 1..4294967295, unique.",

@@ -246,6 +246,12 @@ type Boundary struct {
 	// Trusted are interfaces ("node:iface") or whole nodes ("node") that are
 	// not filtered although the defaults would filter them.
 	Trusted []string `yaml:"trusted,omitempty" json:"trusted,omitempty"`
+	// SFReachable are sf nodes that plain traffic from outside may reach
+	// directly (management, an SF that talks to the outside itself).
+	// By default every packet from outside addressed to an sf node is
+	// dropped: an SF receives its packets from its proxy only. SRv6 to
+	// them is dropped all the same.
+	SFReachable []string `yaml:"sf_reachable,omitempty" json:"sf_reachable,omitempty"`
 }
 
 // HMACKey is a key of the kernel's seg6 HMAC table.

@@ -1130,6 +1130,15 @@ func (v *validator) boundary() {
 			v.errf(p, "%s is also in security.boundary.interfaces", ep)
 		}
 	}
+	for i, n := range b.SFReachable {
+		p := fmt.Sprintf("security.boundary.sf_reachable[%d]", i)
+		switch nd := v.d.Nodes[n]; {
+		case nd == nil:
+			v.errf(p, "unknown node %q", n)
+		case nd.Role != RoleSF:
+			v.errf(p, "node %q is %s, not sf", n, nd.Role)
+		}
+	}
 }
 
 func (v *validator) routing() {

@@ -26,7 +26,7 @@ func FromDomain(d *config.Domain) (Topology, error) {
 			errs = append(errs, fmt.Errorf("nodes.%s: empty node", n))
 			continue
 		}
-		node := Node{Name: n, Router: dn.Role != config.RoleHost}
+		node := Node{Name: n, Router: dn.Role != config.RoleHost, NoSRv6: dn.Role == config.RoleSF}
 		if len(dn.Sysctls) > 0 {
 			node.Sysctls = make(map[string]string, len(dn.Sysctls))
 			for k, v := range dn.Sysctls {

@@ -28,6 +28,10 @@ type Node struct {
 	Name string
 	// Router enables IPv4 and IPv6 forwarding.
 	Router bool
+	// NoSRv6 turns SRv6 processing off (seg6_enabled 0 on all, default,
+	// lo and every interface): an SR-unaware service function, whose
+	// kernel must drop an SRH addressed to it, not act on it.
+	NoSRv6 bool
 	// Sysctls are extra settings, keyed like sysctl(8) ("net.ipv6.conf.all.
 	// seg6_require_hmac") or as a /proc/sys relative path. They are applied
 	// last, after all interfaces exist, so they may name interfaces.

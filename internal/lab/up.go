@@ -219,6 +219,13 @@ func (b *builder) addNode(n Node) error {
 				return err
 			}
 		}
+		if n.NoSRv6 {
+			for _, k := range []string{"all", "default", "lo"} {
+				if err := writeProc("/proc/sys/net/ipv6/conf/"+k+"/seg6_enabled", "0"); err != nil {
+					return err
+				}
+			}
+		}
 		if n.Router {
 			for _, s := range routerSysctls {
 				if err := writeProc("/proc/sys/"+s.key, s.val); err != nil {
@@ -282,8 +289,14 @@ func (b *builder) setupEnd(h *netlink.Handle, e Endpoint) (ifaceInfo, error) {
 	if err := h.LinkSetUp(link); err != nil {
 		return ifaceInfo{}, fmt.Errorf("%s: up: %w", e, err)
 	}
+	seg6 := "1"
+	for _, n := range b.topo.Nodes {
+		if n.Name == e.Node && n.NoSRv6 {
+			seg6 = "0"
+		}
+	}
 	err = nsutil.Do(b.lab.Nodes[e.Node], func() error {
-		return writeProc("/proc/sys/net/ipv6/conf/"+e.Iface+"/seg6_enabled", "1")
+		return writeProc("/proc/sys/net/ipv6/conf/"+e.Iface+"/seg6_enabled", seg6)
 	})
 	if err != nil {
 		return ifaceInfo{}, fmt.Errorf("%s: %w", e, err)

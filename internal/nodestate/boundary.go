@@ -10,9 +10,9 @@ import (
 // Boundary is a node's SR domain boundary filter (RFC 8754 section 5.1) in
 // plain data. Every interface of the node but loopback and those in Trusted
 // is a boundary interface: packets arriving there addressed inside
-// Locators (but not to an External SID), and SRv6 packets addressed to
-// Nodes or to the node itself, are dropped; packets leaving there addressed
-// inside Locators are dropped too.
+// Locators (but not to an External SID), SRv6 packets addressed to Nodes or
+// to the node itself, and every packet addressed to SFs, are dropped;
+// packets leaving there addressed inside Locators are dropped too.
 type Boundary struct {
 	// Trusted interfaces face other nodes of the domain (or the node's own
 	// service functions) and are not filtered.
@@ -24,6 +24,11 @@ type Boundary struct {
 	// Nodes are addresses of domain nodes outside the locators (link
 	// addresses): an SRH addressed to them is dropped.
 	Nodes []netip.Addr `json:"nodes,omitempty"`
+	// SFs are the addresses of the domain's SF nodes (role sf): an SF is
+	// reached through its proxy only, so every packet addressed to one is
+	// dropped, plain or SRv6 (an SF security.boundary.sf_reachable names
+	// is in Nodes instead: plain traffic passes, SRv6 does not).
+	SFs []netip.Addr `json:"sfs,omitempty"`
 	// HMACSIDs are the node's local SIDs of signed chains (where it
 	// requires HMAC) and HMACKeys the domain's key ids: on every interface
 	// an SRH addressed to one of them that the kernel's HMAC check would
@@ -54,6 +59,7 @@ func (b *Boundary) Sort() {
 	sort.Slice(b.HMACSIDs, lessP(b.HMACSIDs))
 	sort.Slice(b.HMACKeys, func(i, j int) bool { return b.HMACKeys[i] < b.HMACKeys[j] })
 	sort.Slice(b.Nodes, func(i, j int) bool { return b.Nodes[i].Less(b.Nodes[j]) })
+	sort.Slice(b.SFs, func(i, j int) bool { return b.SFs[i].Less(b.SFs[j]) })
 }
 
 // String is the canonical one-line form diffs compare and plans print.
@@ -67,6 +73,7 @@ func (b *Boundary) String() string {
 	c.Locators = append([]netip.Prefix(nil), b.Locators...)
 	c.External = append([]netip.Prefix(nil), b.External...)
 	c.Nodes = append([]netip.Addr(nil), b.Nodes...)
+	c.SFs = append([]netip.Addr(nil), b.SFs...)
 	c.HMACSIDs = append([]netip.Prefix(nil), b.HMACSIDs...)
 	c.HMACKeys = append([]uint32(nil), b.HMACKeys...)
 	c.Sort()
@@ -79,6 +86,9 @@ func (b *Boundary) String() string {
 	}
 	s := fmt.Sprintf("boundary trusted %s locators %s external %s nodes %s",
 		orDash(strings.Join(c.Trusted, ",")), ps(c.Locators), ps(c.External), orDash(joinAddrs(c.Nodes)))
+	if len(c.SFs) > 0 {
+		s += " sfs " + joinAddrs(c.SFs)
+	}
 	if len(c.HMACSIDs) > 0 {
 		keys := make([]string, len(c.HMACKeys))
 		for i, k := range c.HMACKeys {
@@ -112,7 +122,7 @@ type BoundaryCounter struct {
 // BND_HMAC_KEYS_MAX of bpf/boundary_tc.bpf.c; internal/boundary's
 // TestLimitsMatchProgram fails on drift).
 const (
-	BoundaryPrefixesMax = 4096 // locators + external SIDs + node addresses
+	BoundaryPrefixesMax = 4096 // locators + external SIDs + node and SF addresses
 	BoundaryHMACSIDsMax = 1024
 	BoundaryHMACKeysMax = 1024
 )
@@ -120,8 +130,8 @@ const (
 // Fits says whether b fits the boundary program's maps: an apply of a
 // boundary that does not would fail (plan refuses it first).
 func (b *Boundary) Fits() error {
-	if n := len(b.Locators) + len(b.External) + len(b.Nodes); n > BoundaryPrefixesMax {
-		return fmt.Errorf("%d locators, external SIDs and node addresses (%d, %d, %d), the boundary filter holds at most %d", n, len(b.Locators), len(b.External), len(b.Nodes), BoundaryPrefixesMax)
+	if n := len(b.Locators) + len(b.External) + len(b.Nodes) + len(b.SFs); n > BoundaryPrefixesMax {
+		return fmt.Errorf("%d locators, external SIDs, node and SF addresses (%d, %d, %d, %d), the boundary filter holds at most %d", n, len(b.Locators), len(b.External), len(b.Nodes), len(b.SFs), BoundaryPrefixesMax)
 	}
 	if n := len(b.HMACSIDs); n > BoundaryHMACSIDsMax {
 		return fmt.Errorf("%d local SIDs of signed chains, the HMAC classifier holds at most %d", n, BoundaryHMACSIDsMax)

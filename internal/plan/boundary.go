@@ -48,13 +48,28 @@ func (b *builder) boundary() {
 			}
 		}
 	}
-	var nodeAddrs []netip.Addr
+	// SF nodes are inside the domain too: an SR-unaware SF receives its
+	// packets from its proxy only (straight to it, a packet skips the
+	// chain), and its kernel would process an SRH addressed to it and
+	// send the packet on into the domain. Every packet to one is dropped;
+	// one that sf_reachable names takes plain traffic (a node's filter).
+	sfReachable := map[string]bool{}
+	for _, n := range sec.SFReachable {
+		sfReachable[n] = true
+	}
+	var nodeAddrs, sfAddrs []netip.Addr
 	for _, i := range b.ifs {
-		if !b.isSR(i.Node) {
+		sf := b.role(i.Node) == config.RoleSF
+		if !b.isSR(i.Node) && !sf {
 			continue
 		}
 		for _, a := range i.Addrs {
-			if a.Addr().Is6() && !inSIDSpace(a.Addr()) {
+			if !a.Addr().Is6() || inSIDSpace(a.Addr()) {
+				continue
+			}
+			if sf && !sfReachable[i.Node] {
+				sfAddrs = append(sfAddrs, a.Addr())
+			} else {
 				nodeAddrs = append(nodeAddrs, a.Addr())
 			}
 		}
@@ -105,7 +120,8 @@ func (b *builder) boundary() {
 		bd := &nodestate.Boundary{Trusted: dedup(trusted[n]),
 			Locators: append([]netip.Prefix(nil), locators...),
 			External: append([]netip.Prefix(nil), external...),
-			Nodes:    append([]netip.Addr(nil), nodeAddrs...)}
+			Nodes:    append([]netip.Addr(nil), nodeAddrs...),
+			SFs:      append([]netip.Addr(nil), sfAddrs...)}
 		if b.requireHMAC[n] {
 			bd.HMACSIDs, bd.HMACKeys = b.hmacClassified(n)
 		}

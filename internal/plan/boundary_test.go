@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -136,5 +138,45 @@ func TestHMACCoverage(t *testing.T) {
 		if !strings.Contains(joined, w) {
 			t.Errorf("no warning %q in:\n%s", w, joined)
 		}
+	}
+}
+
+// TestBoundarySFAddresses: every SR node's filter holds the sf nodes'
+// addresses (dropped whatever the packet: to-sf) and not as node
+// addresses; security.boundary.sf_reachable moves an SF's addresses to the
+// node list (plain traffic passes, SRv6 does not); the sf node runs with
+// seg6_enabled 0.
+func TestBoundarySFAddresses(t *testing.T) {
+	sf := netip.MustParseAddr("fc00:27::7")
+	p, err := Build(loadDefault(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, node := range p.Nodes {
+		if node.Boundary == nil {
+			continue
+		}
+		if !slices.Equal(node.Boundary.SFs, []netip.Addr{sf}) || slices.Contains(node.Boundary.Nodes, sf) {
+			t.Errorf("%s: SFs %v, nodes %v: want sf1's address among the SFs only", n, node.Boundary.SFs, node.Boundary.Nodes)
+		}
+	}
+	var sysctls []string
+	for _, s := range p.Nodes["sf1"].Sysctls {
+		if strings.Contains(s.Key, "seg6_enabled") {
+			sysctls = append(sysctls, s.Key+"="+s.Value)
+		}
+	}
+	if want := []string{"net.ipv6.conf.all.seg6_enabled=0", "net.ipv6.conf.eth-nfv1.seg6_enabled=0"}; !cmp.Equal(sysctls, want) {
+		t.Errorf("sf1 seg6_enabled sysctls %q, want %q", sysctls, want)
+	}
+
+	d := loadDefault(t)
+	d.Security.Boundary.SFReachable = []string{"sf1"}
+	p, err = Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := p.Nodes["ingress"].Boundary; len(b.SFs) != 0 || !slices.Contains(b.Nodes, sf) {
+		t.Errorf("sf_reachable [sf1]: ingress' boundary %s, want sf1's address a node address", b)
 	}
 }

@@ -238,10 +238,20 @@ func (b *builder) sysctls() {
 		n := b.p.Nodes[name]
 		set := func(k, v string) { n.Sysctls = append(n.Sysctls, nodestate.Sysctl{Key: k, Value: v}) }
 		// seg6_enabled is the minimum of "all" and the receiving interface;
-		// hosts need it too to accept insert-mode packets with SL = 0.
-		set("net.ipv6.conf.all.seg6_enabled", "1")
+		// hosts need it too to accept insert-mode packets with SL = 0. An
+		// SR-unaware SF must not process an SRH (ipv6_srh_rcv drops it
+		// when seg6_enabled is 0): its proxy hands it plain packets
+		// (End.AS, End.AD) or forwards through it (End.AM: the SF routes
+		// the packet, the stack does not read the SRH of what it
+		// forwards); an SRH addressed to it could only send a packet on
+		// into the domain behind the chain's back.
+		seg6 := "1"
+		if b.role(name) == config.RoleSF {
+			seg6 = "0"
+		}
+		set("net.ipv6.conf.all.seg6_enabled", seg6)
 		for _, ifc := range ifsByNode[name] {
-			set("net.ipv6.conf."+ifc+".seg6_enabled", "1")
+			set("net.ipv6.conf."+ifc+".seg6_enabled", seg6)
 		}
 		if b.forwards(name) {
 			set("net.ipv6.conf.all.forwarding", "1")
