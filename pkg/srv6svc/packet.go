@@ -338,7 +338,72 @@ func (p *Packet) apply(v Verdict) bool {
 		if err := fixInner(p.SRH.NextHeader, p.buf[p.innerOff:]); err != nil {
 			return false
 		}
+	} else {
+		completePartial(p.SRH.NextHeader, p.buf[p.innerOff:])
 	}
+	return true
+}
+
+// completePartial finishes an inner TCP or UDP checksum left partial by
+// the sending host. A host stack hands a veth (checksum offload) a packet
+// whose L4 checksum field holds only the folded pseudo-header sum
+// (CHECKSUM_PARTIAL: "the device completes it"); the skb carries that state
+// through the sender's SRv6 encapsulation and across veths, but a frame
+// that reaches an AF_XDP socket (or goes through native XDP) loses it, and
+// the packet would reach its destination with an unfinished checksum. So:
+// when the field equals the pseudo-header sum and the checksum over the
+// packet does not verify, the library completes it. A complete checksum is
+// never touched; a corrupted one that happens to equal the pseudo-header
+// sum (1 in 65536) gets completed. Cost on every other packet: the
+// pseudo-header sum. It reports whether it changed the packet.
+func completePartial(proto uint8, b []byte) bool {
+	var (
+		l4     []byte
+		l4p    uint8
+		pseudo uint32
+	)
+	switch proto {
+	case protoIPv4:
+		if len(b) < 20 || b[0]>>4 != 4 {
+			return false
+		}
+		ihl, tot := int(b[0]&0xf)*4, int(binary.BigEndian.Uint16(b[2:]))
+		if ihl < 20 || tot < ihl || tot > len(b) || binary.BigEndian.Uint16(b[6:])&0x3fff != 0 {
+			return false // fragments: the checksum covers the whole datagram
+		}
+		l4, l4p = b[ihl:tot], b[9]
+		pseudo = sum(b[12:20], 0) + uint32(l4p) + uint32(len(l4))
+	case protoIPv6:
+		if len(b) < ipv6Len || b[0]>>4 != 6 {
+			return false
+		}
+		pl := int(binary.BigEndian.Uint16(b[4:]))
+		if ipv6Len+pl > len(b) {
+			return false
+		}
+		l4, l4p = b[ipv6Len:ipv6Len+pl], b[6]
+		pseudo = sum(b[8:40], 0) + uint32(l4p) + uint32(len(l4))
+	default:
+		return false
+	}
+	var at int
+	switch {
+	case l4p == protoTCP && len(l4) >= 20:
+		at = 16
+	case l4p == protoUDP && len(l4) >= 8:
+		at = 6
+	default:
+		return false
+	}
+	if binary.BigEndian.Uint16(l4[at:]) != fold(pseudo) || fold(sum(l4, pseudo)) == 0xffff {
+		return false
+	}
+	l4[at], l4[at+1] = 0, 0
+	c := ^fold(sum(l4, pseudo))
+	if c == 0 && l4p == protoUDP {
+		c = 0xffff
+	}
+	binary.BigEndian.PutUint16(l4[at:], c)
 	return true
 }
 
