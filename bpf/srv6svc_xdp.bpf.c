@@ -50,6 +50,9 @@ struct svc_val {
 	__u8 own_mac[ETH_ALEN]; /* its MAC: a frame handed over is addressed to it,
 				 * so that the stack there accepts it (bypass) */
 	__u8 pad[2];
+	__u32 max_len;	   /* longest frame the binding's pair takes (its MTU +
+			    * the Ethernet header): a longer one would fail
+			    * the redirect after this program, uncounted */
 };
 
 /* svc_stats: per slot, per CPU, counted here in the kernel. */
@@ -59,6 +62,7 @@ struct svc_stats {
 	__u64 nosock_drop;    /* no socket on the queue, on-failure drop */
 	__u64 nosock_bypass;  /* no socket on the queue, on-failure bypass */
 	__u64 malformed;      /* bound SID but no valid SRH with SL > 0: dropped */
+	__u64 too_big;        /* longer than the binding's pair takes: dropped */
 };
 
 /* svc_info: per slot, written by the service process (userspace counters
@@ -76,7 +80,7 @@ struct svc_info {
 	__u64 modified;
 	__u64 started_ns; /* CLOCK_REALTIME ns when the process bound */
 	char name[32];
-	char mode[64];	  /* e.g. "xdp eth0:native s6svc0k:native, xsk copy" */
+	char mode[128];	  /* e.g. "xdp=eth0:native,s6svc0k:native xsk=copy mtu=1500" */
 };
 
 enum svc_info_flag {
@@ -187,6 +191,19 @@ int srv6svc_xdp(struct xdp_md *ctx)
 		goto malformed;
 
 	if (ctx->ingress_ifindex != val->own_ifindex) {
+		__u32 q0 = idx * SVC_MAX_QUEUES;
+
+		/* No process (the kernel removed its sockets, queue 0's with the
+		 * others): apply on-failure here. Passing the frame on this
+		 * interface keeps its skb whole, a partial checksum included
+		 * (a host's checksum offload); handed over to the pair as an
+		 * XDP frame, it would lose that and leave unfinished. */
+		if (!bpf_map_lookup_elem(&svc_xsks, &q0))
+			goto nosock;
+		if (end - data > val->max_len) {
+			st->too_big++;
+			return XDP_DROP;
+		}
 		/* Not on the binding's own veth yet: hand it over. */
 		__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
 		if (bpf_redirect_map(&svc_devs, idx, 0) == XDP_REDIRECT)

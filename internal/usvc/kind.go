@@ -160,7 +160,7 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 			c := b.Counters
 			out = append(out, agent.SIDCounters{SID: p, Behavior: e.Behavior, Route: localsid.FormatEntry(e),
 				Counted: true, Packets: c.Steered, Bytes: c.SteeredBytes,
-				Errors: c.DropMalformed + c.DropBadVerdict + c.DropTxFull + c.NoSocketDrop, Detail: e.Counters})
+				Errors: c.DropMalformed + c.DropBadVerdict + c.DropTxFull + c.NoSocketDrop + c.TooBig, Detail: e.Counters})
 		}
 	}
 	return out, nil

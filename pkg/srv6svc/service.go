@@ -116,6 +116,7 @@ type Counters struct {
 	DropTxFull     uint64 // tx ring full
 	NoSocketDrop   uint64 // no process on the queue; on-failure drop
 	NoSocketBypass uint64 // no process on the queue; on-failure bypass
+	TooBig         uint64 // longer than the binding's pair takes (Mode's mtu=): dropped in XDP
 	Modified       uint64 // inner packet changed by the handler
 }
 
@@ -126,6 +127,7 @@ type Service struct {
 	slot    uint32
 	workers []*worker
 	mode    string
+	mtu     int
 	loopIdx int
 	ownIdx  int
 	started time.Time
@@ -216,22 +218,28 @@ func (s *Service) setup(dir string) (err error) {
 		return err
 	}
 	var modes []string
+	linkMTU := 0
 	for _, name := range s.cfg.Interfaces {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
 			return fmt.Errorf("interface %s: %w", name, err)
 		}
-		mode, err := st.attach(l.Attrs().Index)
+		mode, err := st.attach(l)
 		if err != nil {
 			return err
 		}
 		modes = append(modes, name+":"+mode)
+		linkMTU = max(linkMTU, l.Attrs().MTU)
 	}
 	n := s.cfg.Queues
 	if n == 0 {
 		n = min(runtime.NumCPU(), MaxQueues)
 	}
-	loop, peer, created, err := loopPair(s.slot, n)
+	// The pair takes what the SIDs' interfaces bring, up to what native
+	// XDP on veth and one UMEM frame take (no multi-buffer): a longer
+	// frame is dropped and counted (too_big) by the steering program.
+	s.mtu = min(linkMTU, MaxMTU)
+	loop, peer, created, err := loopPair(s.slot, n, s.mtu)
 	if err != nil {
 		return err
 	}
@@ -241,7 +249,7 @@ func (s *Service) setup(dir string) (err error) {
 		}
 	}()
 	s.loopIdx, s.ownIdx = loop.Attrs().Index, peer.Attrs().Index
-	mode, err := st.attach(s.ownIdx)
+	mode, err := st.attach(peer)
 	if err != nil {
 		return err
 	}
@@ -273,7 +281,10 @@ func (s *Service) setup(dir string) (err error) {
 	if zc {
 		xskMode = "zerocopy"
 	}
-	s.mode = "xdp=" + strings.Join(modes, ",") + " xsk=" + xskMode
+	s.mode = "xdp=" + strings.Join(modes, ",") + " xsk=" + xskMode + fmt.Sprintf(" mtu=%d", s.mtu)
+	if linkMTU > s.mtu {
+		s.mode += fmt.Sprintf("<%d", linkMTU)
+	}
 	if s.cfg.Realtime {
 		s.realtime = probeRealtime() == nil
 		if s.realtime {
@@ -289,7 +300,7 @@ func (s *Service) setup(dir string) (err error) {
 			}
 		}
 	}
-	if err := st.register(s.slot, s.ownIdx, s.loopIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass); err != nil {
+	if err := st.register(s.slot, s.ownIdx, s.loopIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass, s.mtu+ethLen); err != nil {
 		return err
 	}
 	return s.writeInfo(true)
@@ -298,12 +309,17 @@ func (s *Service) setup(dir string) (err error) {
 // loopPair returns the service's loop veth pair (created if needed, with
 // at least n queues): the service sends processed packets on loop; peer
 // hands them to the node's stack, which routes them to the next SID.
-func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err error) {
+func loopPair(slot uint32, n, mtu int) (loop, peer netlink.Link, created bool, err error) {
 	name := fmt.Sprintf("%s%d", nodestate.UserspaceLoopPrefix, slot)
 	pname := name + "k"
 	if l, err := netlink.LinkByName(name); err == nil {
 		if l.Attrs().NumTxQueues >= n {
 			if p, err := netlink.LinkByName(pname); err == nil {
+				if err := setMTU(mtu, l, p); err != nil {
+					return nil, nil, false, err
+				}
+				l, _ = netlink.LinkByName(name)
+				p, _ = netlink.LinkByName(pname)
 				return l, p, false, nil
 			}
 		}
@@ -311,7 +327,7 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err er
 	}
 	// Both sides hand frames to the stack: the loop side those the service
 	// sends, the own side those bypassed while no process serves.
-	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, NumTxQueues: n, NumRxQueues: n}, PeerName: pname}
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, NumTxQueues: n, NumRxQueues: n, MTU: mtu}, PeerName: pname, PeerMTU: uint32(mtu)}
 	if err := netlink.LinkAdd(v); err != nil {
 		return nil, nil, false, fmt.Errorf("create loop veth %s: %w", name, err)
 	}
@@ -339,6 +355,31 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err er
 	return loop, peer, true, nil
 }
 
+// setMTU sets the MTU of both sides of a reused pair. The XDP program on
+// the own side goes first when the MTU grows (veth refuses a peer MTU
+// native XDP could not take), so lower then raise in the right order.
+func setMTU(mtu int, loop, peer netlink.Link) error {
+	for _, l := range []netlink.Link{loop, peer} {
+		if l.Attrs().MTU == mtu {
+			continue
+		}
+		if err := netlink.LinkSetMTU(l, mtu); err != nil {
+			return fmt.Errorf("set MTU %d on %s: %w", mtu, l.Attrs().Name, err)
+		}
+	}
+	return nil
+}
+
+// MaxMTU is the largest MTU a binding's veth pair gets: native XDP on veth
+// without multi-buffer takes a frame that fits one page with the XDP
+// headroom (256) and the skb's shared info (320 on x86-64): 4096 − 256 −
+// 320 − 14 = 3506, which also fits one UMEM frame. Interfaces with a
+// larger MTU (9000 links) keep native XDP only with a multi-buffer
+// (xdp.frags) program, which the steering program is not: the kernel
+// refuses native mode there, the interface runs generic XDP and Mode says
+// why; frames longer than the pair takes are dropped and counted (TooBig).
+const MaxMTU = 3506
+
 // RouteProtocol marks the End routes srv6svc installs for on-failure
 // bypass (rtnetlink protocol 201, unassigned in /etc/iproute2/rt_protos;
 // segchain's other protocols are listed at nodestate.Proto).
@@ -362,10 +403,15 @@ func endRoute(p netip.Prefix, ifindex int) error {
 }
 
 // Mode says how packets reach the service, e.g. "xdp=eth0:native,s6svc0k:native
-// xsk=copy": per interface (those of Config.Interfaces, then the binding's
-// own veth) the XDP mode obtained (native or generic), then the AF_XDP mode
-// (zerocopy or copy; veth only has copy); with Config.Realtime, then the
-// workers' scheduling (sched=fifo, or sched=normal when it was refused).
+// xsk=copy mtu=1500": per interface (those of Config.Interfaces, then the
+// binding's own veth) the XDP mode obtained (native or generic; generic
+// with the reason native was refused, e.g. "eth0:generic(mtu 9000>3506)"),
+// then the AF_XDP mode (zerocopy or copy; veth only has copy), the MTU of
+// the binding's pair (the largest of the interfaces', at most MaxMTU;
+// "mtu=3506<9000" when the interfaces take longer frames than the pair:
+// those are dropped and counted, Counters.TooBig); with Config.Realtime,
+// then the workers' scheduling (sched=fifo, or sched=normal when it was
+// refused).
 func (s *Service) Mode() string { return s.mode }
 
 // Queues is the number of workers (one AF_XDP socket each).

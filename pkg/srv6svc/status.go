@@ -52,6 +52,7 @@ func kernelCounters(m *ebpf.Map, slot uint32) Counters {
 		c.NoSocketDrop += s.NosockDrop
 		c.NoSocketBypass += s.NosockBypass
 		c.DropMalformed += s.Malformed
+		c.TooBig += s.TooBig
 	}
 	return c
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/bpfpin"
 )
@@ -64,20 +65,23 @@ func (s *steer) close() { s.objs.Close() }
 // attach makes sure the program runs on ifindex, returning the XDP mode in
 // effect ("native" or "generic"). The link is pinned so it outlives the
 // process: a dead service's SIDs keep their on-failure policy.
-func (s *steer) attach(ifindex int) (string, error) {
+func (s *steer) attach(l netlink.Link) (string, error) {
+	ifindex := l.Attrs().Index
 	pin := filepath.Join(s.dir, fmt.Sprintf("%s%d", xdpPinPrefix, ifindex))
 	if lk, err := link.LoadPinnedLink(pin, nil); err == nil {
 		info, ierr := lk.Info()
 		lk.Close()
 		if ierr == nil && info.XDP() != nil && info.XDP().Ifindex == uint32(ifindex) {
-			return xdpMode(ifindex), nil
+			return xdpMode(ifindex, ""), nil
 		}
 		os.Remove(pin) // the interface went away; its index was reused
 	}
 	lk, err := link.AttachXDP(link.XDPOptions{Program: s.objs.Srv6svcXdp, Interface: ifindex, Flags: link.XDPDriverMode})
+	reason := ""
 	if err != nil {
-		// No native XDP in the driver: generic XDP works everywhere and
-		// is reported as such (never silently).
+		// No native XDP here: generic XDP works everywhere and is
+		// reported as such, with the reason (never silently).
+		reason = nativeRefused(l, err)
 		var gerr error
 		lk, gerr = link.AttachXDP(link.XDPOptions{Program: s.objs.Srv6svcXdp, Interface: ifindex, Flags: link.XDPGenericMode})
 		if gerr != nil {
@@ -88,7 +92,23 @@ func (s *steer) attach(ifindex int) (string, error) {
 	if err := lk.Pin(pin); err != nil {
 		return "", fmt.Errorf("pin XDP link: %w", err)
 	}
-	return xdpMode(ifindex), nil
+	return xdpMode(ifindex, reason), nil
+}
+
+// nativeRefused says briefly why native XDP could not be attached: on a
+// veth whose MTU is above MaxMTU, the kernel wants a multi-buffer program.
+func nativeRefused(l netlink.Link, err error) string {
+	if l.Type() == "veth" && l.Attrs().MTU > MaxMTU {
+		return fmt.Sprintf("mtu %d>%d", l.Attrs().MTU, MaxMTU)
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return unix.ErrnoName(errno)
+	}
+	if msg := err.Error(); len(msg) <= 24 {
+		return msg
+	}
+	return "driver refused"
 }
 
 // attachTC puts srv6svc_tc on TCX ingress of a binding's loop side (once;
@@ -114,7 +134,10 @@ func (s *steer) attachTC(ifindex int) error {
 	return nil
 }
 
-func xdpMode(ifindex int) string {
+// xdpMode is the XDP mode in effect on ifindex; a generic one says why
+// native was not had: reason (the refusal just seen), else what the
+// interface's state explains (a reused attachment).
+func xdpMode(ifindex int, reason string) string {
 	l, err := netlink.LinkByIndex(ifindex)
 	if err != nil || l.Attrs().Xdp == nil {
 		return "unknown"
@@ -123,7 +146,13 @@ func xdpMode(ifindex int) string {
 	case 1:
 		return "native"
 	case 2:
-		return "generic"
+		if reason == "" {
+			reason = "native refused"
+			if l.Type() == "veth" && l.Attrs().MTU > MaxMTU {
+				reason = fmt.Sprintf("mtu %d>%d", l.Attrs().MTU, MaxMTU)
+			}
+		}
+		return "generic(" + reason + ")"
 	case 3:
 		return "offload"
 	}
@@ -259,8 +288,8 @@ func putCString(dst []int8, s string) {
 
 // register writes the binding's SIDs (after its sockets are in the XSKMAP)
 // and removes SIDs the slot held before but the new binding lacks.
-func (s *steer) register(slot uint32, own, loop int, mac net.HardwareAddr, sids []netip.Prefix, bypass bool) error {
-	val := steerXDPSvcVal{Slot: slot, OwnIfindex: uint32(own), LoopIfindex: uint32(loop)}
+func (s *steer) register(slot uint32, own, loop int, mac net.HardwareAddr, sids []netip.Prefix, bypass bool, maxLen int) error {
+	val := steerXDPSvcVal{Slot: slot, OwnIfindex: uint32(own), LoopIfindex: uint32(loop), MaxLen: uint32(maxLen)}
 	copy(val.OwnMac[:], mac)
 	flags := uint32(0)
 	if bypass {

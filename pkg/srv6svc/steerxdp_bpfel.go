@@ -27,7 +27,7 @@ type steerXDPSvcInfo struct {
 	Modified      uint64
 	StartedNs     uint64
 	Name          [32]int8
-	Mode          [64]int8
+	Mode          [128]int8
 }
 
 type steerXDPSvcKey struct {
@@ -43,6 +43,7 @@ type steerXDPSvcStats struct {
 	NosockDrop   uint64
 	NosockBypass uint64
 	Malformed    uint64
+	TooBig       uint64
 }
 
 type steerXDPSvcVal struct {
@@ -53,6 +54,7 @@ type steerXDPSvcVal struct {
 	LoopIfindex uint32
 	OwnMac      [6]uint8
 	Pad         [2]uint8
+	MaxLen      uint32
 }
 
 // Names of all BPF objects in the ELF.

@@ -200,10 +200,14 @@ func TestPrivilegedHostTraffic(t *testing.T) {
 		t.Run(fmt.Sprintf("mtu%d", mtu), func(t *testing.T) {
 			h := newHostTopo(t, mtu)
 			udp := h.servers(t)
-			for _, kind := range []string{"sync", "batch", "asm"} {
+			for _, kind := range []string{"sync", "batch", "asm", "bypass"} {
 				t.Run(kind, func(t *testing.T) {
-					svc, err := srv6svc.Listen(srv6svc.Config{Name: "h7host", Netns: h.NFV, Interfaces: []string{"n0"},
-						SIDs: []netip.Prefix{netip.MustParsePrefix(hSID + "/128")}, Queues: 1})
+					cfg := srv6svc.Config{Name: "h7host", Netns: h.NFV, Interfaces: []string{"n0"},
+						SIDs: []netip.Prefix{netip.MustParsePrefix(hSID + "/128")}, Queues: 1}
+					if kind == "bypass" {
+						cfg.OnFailure = srv6svc.OnFailureBypass
+					}
+					svc, err := srv6svc.Listen(cfg)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -211,6 +215,8 @@ func TestPrivilegedHostTraffic(t *testing.T) {
 					done := make(chan error, 1)
 					go func() {
 						switch kind {
+						case "bypass": // no process: the kernel's End route
+							done <- nil
 						case "sync":
 							done <- svc.Serve(ctx, func(*srv6svc.Packet) srv6svc.Verdict { return srv6svc.Forward })
 						case "batch":
@@ -228,17 +234,34 @@ func TestPrivilegedHostTraffic(t *testing.T) {
 							t.Errorf("release: %v", err)
 						}
 					})
-					wantMode := "n0:native"
-					if mtu > 3506 {
-						wantMode = "n0:generic"
+					wantMode := fmt.Sprintf("xdp=n0:native,s6svc0k:native xsk=copy mtu=%d", mtu)
+					if mtu > srv6svc.MaxMTU {
+						wantMode = fmt.Sprintf("xdp=n0:generic(mtu %d>3506),s6svc0k:native xsk=copy mtu=3506<%d", mtu, mtu)
 					}
-					if !strings.Contains(svc.Mode(), wantMode) {
-						t.Errorf("mode %q, want %s", svc.Mode(), wantMode)
+					if svc.Mode() != wantMode {
+						t.Errorf("mode %q, want %q", svc.Mode(), wantMode)
+					}
+					if kind == "bypass" {
+						if err := svc.Close(); err != nil {
+							t.Fatal(err)
+						}
 					}
 					h.traffic(t, udp)
 					c := svc.Counters()
-					if c.RX == 0 || c.TX != c.RX {
+					if kind == "bypass" {
+						bs, err := srv6svc.Status(h.NFV)
+						if err != nil || len(bs) != 1 || bs[0].Counters.NoSocketBypass == 0 {
+							t.Errorf("status %+v, %v: want one binding with bypassed packets", bs, err)
+						}
+					} else if c.RX == 0 || c.TX != c.RX {
 						t.Errorf("counters %+v: the service did not forward every packet it got", c)
+					}
+					if mtu > srv6svc.MaxMTU && kind == "sync" {
+						// Longer than the pair takes: dropped, counted.
+						_, _ = testutil.ExecErr(h.A, "ping", "-c", "3", "-i", "0.2", "-W", "1", "-s", "5000", "10.0.3.3")
+						if got := svc.Counters().TooBig - c.TooBig; got != 3 {
+							t.Errorf("too big: %d counted, want 3", got)
+						}
 					}
 					t.Logf("mode %s, counters %+v", svc.Mode(), c)
 				})
