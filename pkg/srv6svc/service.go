@@ -266,6 +266,13 @@ func (s *Service) setup(dir string) (err error) {
 	zc := true
 	for q := 0; q < n; q++ {
 		x, err := newXSK(s.ownIdx, q)
+		// The kernel frees a closed socket's hold on the queue
+		// asynchronously: a process binding again at once (a restart)
+		// can find it busy for a moment.
+		for wait := time.Now().Add(3 * time.Second); errors.Is(err, unix.EBUSY) && time.Now().Before(wait); {
+			time.Sleep(20 * time.Millisecond)
+			x, err = newXSK(s.ownIdx, q)
+		}
 		if err != nil {
 			return fmt.Errorf("AF_XDP on %s queue %d: %w", peer.Attrs().Name, q, err)
 		}
@@ -293,11 +300,16 @@ func (s *Service) setup(dir string) (err error) {
 			s.mode += " sched=normal"
 		}
 	}
-	if s.cfg.OnFailure == OnFailureBypass {
-		for _, p := range s.cfg.SIDs {
-			if err := endRoute(p, peer.Attrs().Index); err != nil {
-				return err
-			}
+	for _, p := range s.cfg.SIDs {
+		if s.cfg.OnFailure == OnFailureBypass {
+			err = endRoute(p, peer.Attrs().Index)
+		} else {
+			// A binding of these SIDs with bypass before left its End
+			// route: with drop, nothing may forward them.
+			err = delBypassRoutes(p)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if err := st.register(s.slot, s.ownIdx, s.loopIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass, s.mtu+ethLen); err != nil {
