@@ -40,7 +40,7 @@ func ExampleHandler() {
 		switch {
 		case p.Args() == 1: // ARGS bits of the active SID ask for a drop
 			return srv6svc.Drop
-		case p.SRH.SegmentsLeft >= 2 && p.Segment(int(p.SRH.SegmentsLeft)-1) == p.Segment(0):
+		case p.SRH().SegmentsLeft >= 2 && p.Segment(int(p.SRH().SegmentsLeft)-1) == p.Segment(0):
 			return srv6svc.GoLast
 		}
 		return srv6svc.Forward

@@ -37,13 +37,13 @@ func TestParseAndApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Bound = netip.MustParsePrefix("fc00:5::/112")
-	if p.Outer.Dst != s1 || p.SRH.SegmentsLeft != 2 || p.SRH.LastEntry != 2 || p.Segment(0) != a2 || p.Args() != 0x100 {
+	if p.Outer().Dst != s1 || p.SRH().SegmentsLeft != 2 || p.SRH().LastEntry != 2 || p.Segment(0) != a2 || p.Args() != 0x100 {
 		t.Fatalf("parsed %+v args %#x", p, p.Args())
 	}
 	if !p.apply(Forward) {
 		t.Fatal("apply Forward failed")
 	}
-	if err := p.parse(p.buf); err != nil || p.Outer.Dst != a1 || p.SRH.SegmentsLeft != 1 {
+	if err := p.parse(p.buf); err != nil || p.Outer().Dst != a1 || p.SRH().SegmentsLeft != 1 {
 		t.Fatalf("after End: %v %+v", err, p)
 	}
 	if p.apply(SkipNext) {

@@ -176,7 +176,10 @@ func (c *Config) check() error {
 	if c.BatchSize < 0 || c.BatchSize > ringSize {
 		errs = append(errs, fmt.Errorf("batch size: %d out of 0..%d", c.BatchSize, ringSize))
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ConfigError{Problems: errs}
 }
 
 // Listen binds cfg.SIDs: it attaches the steering XDP program to the
@@ -191,7 +194,7 @@ func Listen(cfg Config) (*Service, error) {
 		cfg.BatchSize = 64
 	}
 	if err := cfg.check(); err != nil {
-		return nil, fmt.Errorf("srv6svc config: %w", err)
+		return nil, err
 	}
 	dir, err := pinDir(cfg.Netns)
 	if err != nil {
@@ -504,7 +507,7 @@ func (w *worker) run(ctx context.Context, h BatchHandler, batch int) error {
 	ptrs := make([]*Packet, 0, batch)
 	verdicts := make([]Verdict, batch)
 	for i := range pkts {
-		pkts[i].w = w
+		pkts[i].mem = x.umem
 		pkts[i].Queue = w.queue
 	}
 	bound := w.svc.cfg.SIDs
@@ -531,7 +534,7 @@ func (w *worker) run(ctx context.Context, h BatchHandler, batch int) error {
 				continue
 			}
 			p.chunk, p.addr = chunk, d.Addr
-			p.Bound = match(bound, p.Outer.Dst)
+			p.Bound = match(bound, p.outer.Dst)
 			ptrs = append(ptrs, p)
 		}
 		x.rx.cached += n
@@ -544,16 +547,16 @@ func (w *worker) run(ctx context.Context, h BatchHandler, batch int) error {
 		h(ptrs, verdicts[:len(ptrs)])
 		sent := 0
 		for i, p := range ptrs {
-			v := verdicts[i]
-			if v == Drop {
+			out := p.finish(verdicts[i])
+			if p.modified && out != outDropVerdict {
+				w.modified.Add(1)
+			}
+			switch out {
+			case outDropVerdict:
 				w.dropV.Add(1)
 				x.free = append(x.free, p.chunk)
 				continue
-			}
-			if p.modified {
-				w.modified.Add(1)
-			}
-			if !p.apply(v) {
+			case outDropBad:
 				w.dropBad.Add(1)
 				x.free = append(x.free, p.chunk)
 				continue

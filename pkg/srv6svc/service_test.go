@@ -69,7 +69,7 @@ func TestPrivilegedForward(t *testing.T) {
 			tp := svctest.New(t, "h17s")
 			var got []string
 			h := func(p *Packet) Verdict {
-				got = append(got, p.Outer.Dst.String()+"/"+p.Segment(0).String())
+				got = append(got, p.Outer().Dst.String()+"/"+p.Segment(0).String())
 				return Forward
 			}
 			var bh BatchHandler

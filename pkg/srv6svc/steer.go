@@ -209,13 +209,13 @@ func (s *steer) chooseSlot(name string, sids []netip.Prefix) (uint32, error) {
 			}
 			in, _ := s.info(e.slot)
 			if in.Flags&infoUsed != 0 && alive(in.Pid) && in.Pid != uint32(os.Getpid()) {
-				return 0, fmt.Errorf("SID %s is bound by %q (pid %d)", e.prefix, cString(in.Name[:]), in.Pid)
+				return 0, fmt.Errorf("SID %s is bound by %q (pid %d): %w", e.prefix, cString(in.Name[:]), in.Pid, ErrConflict)
 			}
 			if e.prefix != p {
-				return 0, fmt.Errorf("SID %s overlaps bound SID %s", p, e.prefix)
+				return 0, fmt.Errorf("SID %s overlaps bound SID %s: %w", p, e.prefix, ErrConflict)
 			}
 			if slot >= 0 && slot != int64(e.slot) {
-				return 0, fmt.Errorf("SIDs %v belong to different bindings", sids)
+				return 0, fmt.Errorf("SIDs %v belong to different bindings: %w", sids, ErrConflict)
 			}
 			slot = int64(e.slot)
 		}
@@ -237,13 +237,13 @@ func (s *steer) chooseSlot(name string, sids []netip.Prefix) (uint32, error) {
 		}
 		if cString(in.Name[:]) == name {
 			if alive(in.Pid) && in.Pid != uint32(os.Getpid()) {
-				return 0, fmt.Errorf("a service named %q is running (pid %d)", name, in.Pid)
+				return 0, fmt.Errorf("a service named %q is running (pid %d): %w", name, in.Pid, ErrConflict)
 			}
 			return i, nil
 		}
 	}
 	if free < 0 {
-		return 0, fmt.Errorf("all %d service slots are in use", MaxServices)
+		return 0, fmt.Errorf("all %d service slots are in use: %w", MaxServices, ErrConflict)
 	}
 	return uint32(free), nil
 }

@@ -42,7 +42,7 @@ func (a *accounting) count(p *srv6svc.Packet) {
 		a.other.bytes += n
 		return
 	}
-	k := flowKey{p.Outer.Dst, f}
+	k := flowKey{p.Outer().Dst, f}
 	c := a.flows[k]
 	if c == nil {
 		if len(a.flows) >= a.max {
