@@ -119,6 +119,7 @@ type Packet struct {
 	modified  bool
 	segs      bool // the segment list was changed
 	hmacStale bool // a field the HMAC covers changed since it was computed
+	opaque    bool // SetPayload: the library leaves the payload alone
 }
 
 // Outer returns the outer IPv6 header as received (a copy; Dst is the
@@ -212,7 +213,10 @@ func (p *Packet) parse(buf []byte) error {
 		return errors.New("segments left is 0")
 	}
 	p.srhOff, p.innerOff = off, off+l
-	p.modified, p.segs, p.hmacStale = false, false, false
+	p.modified, p.segs, p.hmacStale, p.opaque = false, false, false, false
+	// Before the handler: it sees (and may encrypt or copy) the inner
+	// packet as its destination will.
+	completePartial(s[0], buf[p.innerOff:])
 	return nil
 }
 
@@ -312,7 +316,25 @@ func (p *Packet) SetInner(b []byte) error {
 	}
 	p.buf = p.buf[:end]
 	copy(p.buf[p.innerOff:], b)
-	p.modified = true
+	p.modified, p.opaque = true, false
+	return nil
+}
+
+// SetPayload replaces everything after the SRH by b and sets the SRH's
+// Next Header to nh: an opaque payload the library neither parses nor
+// fixes (no lengths, no checksums), e.g. ciphertext under the RFC 3692
+// experimental protocol 253, or the plaintext packet restored from it
+// (nh 4 or 41). The outer payload length is adjusted.
+func (p *Packet) SetPayload(nh uint8, b []byte) error {
+	end := p.innerOff + len(b)
+	if end > cap(p.buf) {
+		return ErrTooLong
+	}
+	p.buf = p.buf[:end]
+	copy(p.buf[p.innerOff:], b)
+	p.buf[p.srhOff] = nh
+	p.srh.NextHeader = nh
+	p.modified, p.opaque = true, true
 	return nil
 }
 
@@ -606,12 +628,10 @@ func (p *Packet) apply(v Verdict) bool {
 	o := p.srhOff + srhFixedLen + 16*sl
 	copy(p.buf[ethLen+24:ethLen+40], p.buf[o:o+16])
 	binary.BigEndian.PutUint16(p.buf[ethLen+4:], uint16(len(p.buf)-ethLen-ipv6Len))
-	if p.modified {
+	if p.modified && !p.opaque {
 		if err := fixInner(p.srh.NextHeader, p.buf[p.innerOff:]); err != nil {
 			return false
 		}
-	} else {
-		completePartial(p.srh.NextHeader, p.buf[p.innerOff:])
 	}
 	return true
 }
