@@ -31,6 +31,7 @@
 #define SVC_MAX_QUEUES 64  /* receive queues per interface a service serves */
 #define SVC_MAX_SIDS 1024  /* SIDs / SID prefixes over all services */
 #define SVC_EXT_MAX 2      /* extension headers allowed before the SRH */
+#define SVC_META_HANDOVER 0x53365356 /* XDP metadata: "hand this skb over" */
 
 enum svc_flag {
 	SVC_F_BYPASS = 1, /* on-failure bypass (else drop) */
@@ -201,6 +202,22 @@ int srv6svc_xdp(struct xdp_md *ctx)
 		if (!bpf_map_lookup_elem(&svc_xsks, &q0))
 			goto nosock;
 		if (end - data > val->max_len) {
+			/* Longer than the pair takes: with generic XDP this is
+			 * an aggregate (GSO) skb of a host's TCP, which the
+			 * kernel can segment, not XDP. Mark it for srv6svc_tc_in
+			 * (TCX, same interface): it hands an aggregate over
+			 * on the skb path (segmented on the way) and drops and
+			 * counts anything else. */
+			__u32 *meta;
+
+			if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
+				goto too_big;
+			meta = (void *)(long)ctx->data_meta;
+			if ((void *)(meta + 1) > (void *)(long)ctx->data)
+				goto too_big;
+			*meta = SVC_META_HANDOVER;
+			return XDP_PASS;
+too_big:
 			st->too_big++;
 			return XDP_DROP;
 		}
@@ -259,6 +276,50 @@ int srv6svc_tc(struct __sk_buff *skb)
 		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
 	__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
 	return bpf_redirect(val->loop_ifindex, 0);
+}
+
+/* srv6svc_tc_in: TCX ingress on the interfaces a binding names. It acts
+ * only on skbs the XDP program marked (a bound SID's, a socket serving it,
+ * longer than the binding's pair takes): an aggregate (GSO: a host's TCP
+ * over veth, seen by generic XDP whole) is redirected to the binding's
+ * loop veth, whose transmit segments it (the loop side has no GSO while
+ * the own side runs native XDP), each segment then steered on the own
+ * side as usual; anything else is dropped and counted (too_big). */
+SEC("tcx/ingress")
+int srv6svc_tc_in(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	__u32 *meta = (void *)(long)skb->data_meta;
+	struct ethhdr *eth = data;
+	struct ipv6hdr *ip6;
+	struct svc_key key = {};
+	struct svc_val *val;
+	struct svc_stats *st;
+	__u32 idx;
+
+	if ((void *)(meta + 1) > data || *meta != SVC_META_HANDOVER)
+		return TC_ACT_UNSPEC; /* TCX_NEXT */
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return TC_ACT_UNSPEC;
+	ip6 = (void *)(eth + 1);
+	if ((void *)(ip6 + 1) > end)
+		return TC_ACT_UNSPEC;
+	key.prefixlen = 128;
+	__builtin_memcpy(key.addr, &ip6->daddr, 16);
+	val = bpf_map_lookup_elem(&svc_sids, &key);
+	if (!val)
+		return TC_ACT_UNSPEC;
+	idx = val->slot;
+	st = bpf_map_lookup_elem(&svc_counters, &idx);
+	if (!st)
+		return TC_ACT_UNSPEC;
+	if (skb->gso_segs > 1 && skb->gso_size + (__u32)((void *)(ip6 + 1) - data) + 1024 <= val->max_len) {
+		__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
+		return bpf_redirect(val->loop_ifindex, 0);
+	}
+	st->too_big++;
+	return TC_ACT_SHOT;
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

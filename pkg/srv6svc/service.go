@@ -231,6 +231,9 @@ func (s *Service) setup(dir string) (err error) {
 		if err != nil {
 			return err
 		}
+		if err := st.attachTCIn(l.Attrs().Index); err != nil {
+			return err
+		}
 		modes = append(modes, name+":"+mode)
 		linkMTU = max(linkMTU, l.Attrs().MTU)
 	}

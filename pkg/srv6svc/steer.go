@@ -114,7 +114,18 @@ func nativeRefused(l netlink.Link, err error) string {
 // attachTC puts srv6svc_tc on TCX ingress of a binding's loop side (once;
 // the link is pinned as tcx-<ifindex>).
 func (s *steer) attachTC(ifindex int) error {
-	pin := filepath.Join(s.dir, fmt.Sprintf("%s%d", tcxPinPrefix, ifindex))
+	return s.attachTCX(s.objs.Srv6svcTc, fmt.Sprintf("%s%d", tcxPinPrefix, ifindex), ifindex)
+}
+
+// attachTCIn puts srv6svc_tc_in on TCX ingress of an interface a binding
+// names (once; pinned as tcx-in-<ifindex>): it hands over the aggregates
+// generic XDP cannot (see bpf/srv6svc_xdp.bpf.c).
+func (s *steer) attachTCIn(ifindex int) error {
+	return s.attachTCX(s.objs.Srv6svcTcIn, fmt.Sprintf("%sin-%d", tcxPinPrefix, ifindex), ifindex)
+}
+
+func (s *steer) attachTCX(prog *ebpf.Program, name string, ifindex int) error {
+	pin := filepath.Join(s.dir, name)
 	if lk, err := link.LoadPinnedLink(pin, nil); err == nil {
 		info, ierr := lk.Info()
 		lk.Close()
@@ -123,9 +134,9 @@ func (s *steer) attachTC(ifindex int) error {
 		}
 		os.Remove(pin)
 	}
-	lk, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: s.objs.Srv6svcTc, Attach: ebpf.AttachTCXIngress})
+	lk, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: prog, Attach: ebpf.AttachTCXIngress})
 	if err != nil {
-		return fmt.Errorf("attach TCX to the loop veth: %w", err)
+		return fmt.Errorf("attach TCX %s to ifindex %d: %w", prog, ifindex, err)
 	}
 	defer lk.Close()
 	if err := lk.Pin(pin); err != nil {

@@ -61,13 +61,14 @@ type steerXDPSvcVal struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	steerXDPMapSvcCounters = "svc_counters"
-	steerXDPMapSvcDevs     = "svc_devs"
-	steerXDPMapSvcInfos    = "svc_infos"
-	steerXDPMapSvcSids     = "svc_sids"
-	steerXDPMapSvcXsks     = "svc_xsks"
-	steerXDPProgSrv6svcTc  = "srv6svc_tc"
-	steerXDPProgSrv6svcXdp = "srv6svc_xdp"
+	steerXDPMapSvcCounters  = "svc_counters"
+	steerXDPMapSvcDevs      = "svc_devs"
+	steerXDPMapSvcInfos     = "svc_infos"
+	steerXDPMapSvcSids      = "svc_sids"
+	steerXDPMapSvcXsks      = "svc_xsks"
+	steerXDPProgSrv6svcTc   = "srv6svc_tc"
+	steerXDPProgSrv6svcTcIn = "srv6svc_tc_in"
+	steerXDPProgSrv6svcXdp  = "srv6svc_xdp"
 )
 
 // loadSteerXDP returns the embedded CollectionSpec for steerXDP.
@@ -112,8 +113,9 @@ type steerXDPSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type steerXDPProgramSpecs struct {
-	Srv6svcTc  *ebpf.ProgramSpec `ebpf:"srv6svc_tc"`
-	Srv6svcXdp *ebpf.ProgramSpec `ebpf:"srv6svc_xdp"`
+	Srv6svcTc   *ebpf.ProgramSpec `ebpf:"srv6svc_tc"`
+	Srv6svcTcIn *ebpf.ProgramSpec `ebpf:"srv6svc_tc_in"`
+	Srv6svcXdp  *ebpf.ProgramSpec `ebpf:"srv6svc_xdp"`
 }
 
 // steerXDPMapSpecs contains maps before they are loaded into the kernel.
@@ -180,13 +182,15 @@ type steerXDPVariables struct {
 //
 // It can be passed to loadSteerXDPObjects or ebpf.CollectionSpec.LoadAndAssign.
 type steerXDPPrograms struct {
-	Srv6svcTc  *ebpf.Program `ebpf:"srv6svc_tc"`
-	Srv6svcXdp *ebpf.Program `ebpf:"srv6svc_xdp"`
+	Srv6svcTc   *ebpf.Program `ebpf:"srv6svc_tc"`
+	Srv6svcTcIn *ebpf.Program `ebpf:"srv6svc_tc_in"`
+	Srv6svcXdp  *ebpf.Program `ebpf:"srv6svc_xdp"`
 }
 
 func (p *steerXDPPrograms) Close() error {
 	return _SteerXDPClose(
 		p.Srv6svcTc,
+		p.Srv6svcTcIn,
 		p.Srv6svcXdp,
 	)
 }

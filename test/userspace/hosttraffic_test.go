@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/testutil"
 	"github.com/segchain/segchain/pkg/srv6svc"
@@ -161,6 +163,32 @@ func (h *hostTopo) traffic(t *testing.T, udp chan string) {
 				}
 			case <-time.After(5 * time.Second):
 				t.Errorf("UDP %d bytes to %s never arrived", size, dst)
+			}
+		}
+		// One send of 4 × 1000 bytes with UDP GSO: a single aggregate skb
+		// leaves A (generic XDP at the service sees it whole); 4
+		// datagrams must arrive.
+		uc := c.(*net.UDPConn)
+		rc, err := uc.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serr error
+		rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT, 1000) })
+		if serr != nil {
+			t.Fatalf("UDP_SEGMENT: %v", serr)
+		}
+		if _, err := c.Write([]byte(strings.Repeat("g", 4000))); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 4; i++ {
+			select {
+			case got := <-udp:
+				if got != strings.Repeat("g", 1000) {
+					t.Errorf("UDP GSO segment %d to %s: %d bytes", i, dst, len(got))
+				}
+			case <-time.After(5 * time.Second):
+				t.Errorf("UDP GSO to %s: segment %d never arrived", dst, i)
 			}
 		}
 		c.Close()
