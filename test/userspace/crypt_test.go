@@ -134,7 +134,10 @@ func TestPrivilegedCryptChain(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { pc.Close(); srv.Close() })
 
-	capture := testutil.StartInboundCapture(t, ns("nfv2"), "eth-nfv1", "ip6", 1_000_000) // s → d only: the way back is plain
+	// What nfv1 sends to nfv2's SIDs (the sealed way; the way back goes to
+	// edge1's). Captured where it leaves nfv1: an XDP redirect at nfv2's
+	// input would hide steered frames from a capture there.
+	capture := testutil.StartCapture(t, ns("nfv1"), "eth-nfv2", "ip6 dst net fc00:3::/64", 1_000_000)
 	before := csumErrors(t, ns("d"))
 	var c net.Conn
 	if err := nsutil.Do(ns("s"), func() (err error) { c, err = net.Dial("udp", "[fc00:4d::d]:7777"); return err }); err != nil {
