@@ -117,6 +117,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } svc_devs SEC(".maps");
 
+/* svc_generic: the interfaces where this program runs in generic mode
+ * (ifindex -> 1), where srv6svc_tc_in hands over GSO aggregates. Native
+ * XDP never sees an aggregate: there an oversize frame is dropped here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} svc_generic SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SVC_MAX_SLOTS);
@@ -208,8 +219,10 @@ int srv6svc_xdp(struct xdp_md *ctx)
 			 * (TCX, same interface): it hands an aggregate over
 			 * on the skb path (segmented on the way) and drops and
 			 * counts anything else. */
-			__u32 *meta;
+			__u32 *meta, ifx = ctx->ingress_ifindex;
 
+			if (!bpf_map_lookup_elem(&svc_generic, &ifx))
+				goto too_big;
 			if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
 				goto too_big;
 			meta = (void *)(long)ctx->data_meta;

@@ -231,7 +231,7 @@ func (s *Service) setup(dir string) (err error) {
 		if err != nil {
 			return err
 		}
-		if err := st.attachTCIn(l.Attrs().Index); err != nil {
+		if err := st.generic(l.Attrs().Index, strings.HasPrefix(mode, "generic")); err != nil {
 			return err
 		}
 		modes = append(modes, name+":"+mode)

@@ -124,6 +124,23 @@ func (s *steer) attachTCIn(ifindex int) error {
 	return s.attachTCX(s.objs.Srv6svcTcIn, fmt.Sprintf("%sin-%d", tcxPinPrefix, ifindex), ifindex)
 }
 
+// generic records whether the program runs generic on ifindex; there
+// srv6svc_tc_in is attached to hand over GSO aggregates (not on native
+// interfaces: it would cost every other packet there a program run).
+func (s *steer) generic(ifindex int, generic bool) error {
+	k := uint32(ifindex)
+	if !generic {
+		if err := s.objs.SvcGeneric.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("svc_generic entry %d: %w", ifindex, err)
+		}
+		return nil
+	}
+	if err := s.objs.SvcGeneric.Put(k, uint32(1)); err != nil {
+		return fmt.Errorf("svc_generic entry %d: %w", ifindex, err)
+	}
+	return s.attachTCIn(ifindex)
+}
+
 func (s *steer) attachTCX(prog *ebpf.Program, name string, ifindex int) error {
 	pin := filepath.Join(s.dir, name)
 	if lk, err := link.LoadPinnedLink(pin, nil); err == nil {

@@ -63,6 +63,7 @@ type steerXDPSvcVal struct {
 const (
 	steerXDPMapSvcCounters  = "svc_counters"
 	steerXDPMapSvcDevs      = "svc_devs"
+	steerXDPMapSvcGeneric   = "svc_generic"
 	steerXDPMapSvcInfos     = "svc_infos"
 	steerXDPMapSvcSids      = "svc_sids"
 	steerXDPMapSvcXsks      = "svc_xsks"
@@ -124,6 +125,7 @@ type steerXDPProgramSpecs struct {
 type steerXDPMapSpecs struct {
 	SvcCounters *ebpf.MapSpec `ebpf:"svc_counters"`
 	SvcDevs     *ebpf.MapSpec `ebpf:"svc_devs"`
+	SvcGeneric  *ebpf.MapSpec `ebpf:"svc_generic"`
 	SvcInfos    *ebpf.MapSpec `ebpf:"svc_infos"`
 	SvcSids     *ebpf.MapSpec `ebpf:"svc_sids"`
 	SvcXsks     *ebpf.MapSpec `ebpf:"svc_xsks"`
@@ -157,6 +159,7 @@ func (o *steerXDPObjects) Close() error {
 type steerXDPMaps struct {
 	SvcCounters *ebpf.Map `ebpf:"svc_counters"`
 	SvcDevs     *ebpf.Map `ebpf:"svc_devs"`
+	SvcGeneric  *ebpf.Map `ebpf:"svc_generic"`
 	SvcInfos    *ebpf.Map `ebpf:"svc_infos"`
 	SvcSids     *ebpf.Map `ebpf:"svc_sids"`
 	SvcXsks     *ebpf.Map `ebpf:"svc_xsks"`
@@ -166,6 +169,7 @@ func (m *steerXDPMaps) Close() error {
 	return _SteerXDPClose(
 		m.SvcCounters,
 		m.SvcDevs,
+		m.SvcGeneric,
 		m.SvcInfos,
 		m.SvcSids,
 		m.SvcXsks,
