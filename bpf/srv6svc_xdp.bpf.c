@@ -31,6 +31,7 @@
 #define SVC_MAX_QUEUES 64  /* receive queues per interface a service serves */
 #define SVC_MAX_SIDS 1024  /* SIDs / SID prefixes over all services */
 #define SVC_EXT_MAX 2      /* extension headers allowed before the SRH */
+#define SVC_META_HANDOVER 0x53365356 /* XDP metadata: "hand this skb over" */
 
 enum svc_flag {
 	SVC_F_BYPASS = 1, /* on-failure bypass (else drop) */
@@ -50,6 +51,9 @@ struct svc_val {
 	__u8 own_mac[ETH_ALEN]; /* its MAC: a frame handed over is addressed to it,
 				 * so that the stack there accepts it (bypass) */
 	__u8 pad[2];
+	__u32 max_len;	   /* longest frame the binding's pair takes (its MTU +
+			    * the Ethernet header): a longer one would fail
+			    * the redirect after this program, uncounted */
 };
 
 /* svc_stats: per slot, per CPU, counted here in the kernel. */
@@ -59,6 +63,7 @@ struct svc_stats {
 	__u64 nosock_drop;    /* no socket on the queue, on-failure drop */
 	__u64 nosock_bypass;  /* no socket on the queue, on-failure bypass */
 	__u64 malformed;      /* bound SID but no valid SRH with SL > 0: dropped */
+	__u64 too_big;        /* longer than the binding's pair takes: dropped */
 };
 
 /* svc_info: per slot, written by the service process (userspace counters
@@ -76,7 +81,7 @@ struct svc_info {
 	__u64 modified;
 	__u64 started_ns; /* CLOCK_REALTIME ns when the process bound */
 	char name[32];
-	char mode[64];	  /* e.g. "xdp eth0:native s6svc0k:native, xsk copy" */
+	char mode[128];	  /* e.g. "xdp=eth0:native,s6svc0k:native xsk=copy mtu=1500" */
 };
 
 enum svc_info_flag {
@@ -111,6 +116,17 @@ struct {
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } svc_devs SEC(".maps");
+
+/* svc_generic: the interfaces where this program runs in generic mode
+ * (ifindex -> 1), where srv6svc_tc_in hands over GSO aggregates. Native
+ * XDP never sees an aggregate: there an oversize frame is dropped here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} svc_generic SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -187,6 +203,37 @@ int srv6svc_xdp(struct xdp_md *ctx)
 		goto malformed;
 
 	if (ctx->ingress_ifindex != val->own_ifindex) {
+		__u32 q0 = idx * SVC_MAX_QUEUES;
+
+		/* No process (the kernel removed its sockets, queue 0's with the
+		 * others): apply on-failure here. Passing the frame on this
+		 * interface keeps its skb whole, a partial checksum included
+		 * (a host's checksum offload); handed over to the pair as an
+		 * XDP frame, it would lose that and leave unfinished. */
+		if (!bpf_map_lookup_elem(&svc_xsks, &q0))
+			goto nosock;
+		if (end - data > val->max_len) {
+			/* Longer than the pair takes: with generic XDP this is
+			 * an aggregate (GSO) skb of a host's TCP, which the
+			 * kernel can segment, not XDP. Mark it for srv6svc_tc_in
+			 * (TCX, same interface): it hands an aggregate over
+			 * on the skb path (segmented on the way) and drops and
+			 * counts anything else. */
+			__u32 *meta, ifx = ctx->ingress_ifindex;
+
+			if (!bpf_map_lookup_elem(&svc_generic, &ifx))
+				goto too_big;
+			if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta)))
+				goto too_big;
+			meta = (void *)(long)ctx->data_meta;
+			if ((void *)(meta + 1) > (void *)(long)ctx->data)
+				goto too_big;
+			*meta = SVC_META_HANDOVER;
+			return XDP_PASS;
+too_big:
+			st->too_big++;
+			return XDP_DROP;
+		}
 		/* Not on the binding's own veth yet: hand it over. */
 		__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
 		if (bpf_redirect_map(&svc_devs, idx, 0) == XDP_REDIRECT)
@@ -242,6 +289,50 @@ int srv6svc_tc(struct __sk_buff *skb)
 		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
 	__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
 	return bpf_redirect(val->loop_ifindex, 0);
+}
+
+/* srv6svc_tc_in: TCX ingress on the interfaces a binding names. It acts
+ * only on skbs the XDP program marked (a bound SID's, a socket serving it,
+ * longer than the binding's pair takes): an aggregate (GSO: a host's TCP
+ * over veth, seen by generic XDP whole) is redirected to the binding's
+ * loop veth, whose transmit segments it (the loop side has no GSO while
+ * the own side runs native XDP), each segment then steered on the own
+ * side as usual; anything else is dropped and counted (too_big). */
+SEC("tcx/ingress")
+int srv6svc_tc_in(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	__u32 *meta = (void *)(long)skb->data_meta;
+	struct ethhdr *eth = data;
+	struct ipv6hdr *ip6;
+	struct svc_key key = {};
+	struct svc_val *val;
+	struct svc_stats *st;
+	__u32 idx;
+
+	if ((void *)(meta + 1) > data || *meta != SVC_META_HANDOVER)
+		return TC_ACT_UNSPEC; /* TCX_NEXT */
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
+		return TC_ACT_UNSPEC;
+	ip6 = (void *)(eth + 1);
+	if ((void *)(ip6 + 1) > end)
+		return TC_ACT_UNSPEC;
+	key.prefixlen = 128;
+	__builtin_memcpy(key.addr, &ip6->daddr, 16);
+	val = bpf_map_lookup_elem(&svc_sids, &key);
+	if (!val)
+		return TC_ACT_UNSPEC;
+	idx = val->slot;
+	st = bpf_map_lookup_elem(&svc_counters, &idx);
+	if (!st)
+		return TC_ACT_UNSPEC;
+	if (skb->gso_segs > 1 && skb->gso_size + (__u32)((void *)(ip6 + 1) - data) + 1024 <= val->max_len) {
+		__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
+		return bpf_redirect(val->loop_ifindex, 0);
+	}
+	st->too_big++;
+	return TC_ACT_SHOT;
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

@@ -31,8 +31,8 @@ type ServiceScratch struct {
 func (s *ServiceScratch) FromService(sp *srv6svc.Packet) *Packet {
 	p := &s.p
 	*p = Packet{
-		OuterSrc: sp.Outer.Src, OuterDst: sp.Outer.Dst,
-		SL: int(sp.SRH.SegmentsLeft), Args: sp.Args(), Tag: sp.SRH.Tag,
+		OuterSrc: sp.Outer().Src, OuterDst: sp.Outer().Dst,
+		SL: int(sp.SRH().SegmentsLeft), Args: sp.Args(), Tag: sp.SRH().Tag,
 	}
 	s.segs = sp.AppendSegments(s.segs[:0])
 	p.Segments = s.segs

@@ -85,7 +85,7 @@ func Entry(b srv6svc.Binding, sid netip.Prefix) localsid.Entry {
 	return localsid.Entry{SID: sid, Behavior: beh, Params: params, Extra: b, Counters: map[string]uint64{
 		"packets": c.Steered, "bytes": c.SteeredBytes, "rx": c.RX, "tx": c.TX,
 		"drop-verdict": c.DropVerdict, "drop-malformed": c.DropMalformed, "drop-tx-full": c.DropTxFull,
-		"nosocket-drop": c.NoSocketDrop, "nosocket-bypass": c.NoSocketBypass, "modified": c.Modified,
+		"nosocket-drop": c.NoSocketDrop, "nosocket-bypass": c.NoSocketBypass, "too-big": c.TooBig, "modified": c.Modified,
 	}}
 }
 

@@ -23,7 +23,7 @@ type NodeKind struct{}
 func (NodeKind) Name() string { return userspace.Name }
 
 func specOf(b srv6svc.Binding) userspace.Spec {
-	return userspace.Spec{Name: b.Name, OnFailure: b.OnFailure, ASM: b.Kind == "End.ASM"}
+	return userspace.Spec{Name: b.Name, OnFailure: b.OnFailure, ASM: b.Kind == "End.ASM", StaleBypassRoute: b.StaleBypassRoute}
 }
 
 // Observe lists every binding's SIDs as services of the kind.
@@ -123,7 +123,9 @@ func (NodeKind) Apply(netns string, want, old []nodestate.Service, _ map[netip.P
 		}
 		_ = srv6svc.Unbind(netns, sp.Name) // refused while a process serves it
 	}
-	return nil
+	// A binding that drops on failure must not keep a bypass End route
+	// an earlier binding left (observed as drift until removed).
+	return srv6svc.RemoveStaleBypassRoutes(netns)
 }
 
 // missing says why sid is not served as sp wants ("" when it is).
@@ -158,9 +160,11 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 		for _, p := range b.SIDs {
 			e := Entry(b, p)
 			c := b.Counters
+			// Owned: the binding is in segchain's own steering maps (the
+			// domain's SID; status names the service from the plan).
 			out = append(out, agent.SIDCounters{SID: p, Behavior: e.Behavior, Route: localsid.FormatEntry(e),
-				Counted: true, Packets: c.Steered, Bytes: c.SteeredBytes,
-				Errors: c.DropMalformed + c.DropBadVerdict + c.DropTxFull + c.NoSocketDrop, Detail: e.Counters})
+				Owned: true, Counted: true, Packets: c.Steered, Bytes: c.SteeredBytes,
+				Errors: c.DropMalformed + c.DropBadVerdict + c.DropTxFull + c.NoSocketDrop + c.TooBig, Detail: e.Counters})
 		}
 	}
 	return out, nil

@@ -28,14 +28,19 @@ type InnerFunc func(inner []byte) InnerVerdict
 // binding as End.ASM.
 func (s *Service) ServeASM(ctx context.Context, fn InnerFunc) error {
 	s.asm.Store(true)
-	return s.ServeBatch(ctx, func(pkts []*Packet, vs []Verdict) {
+	return s.ServeBatch(ctx, asmHandler(fn))
+}
+
+// asmHandler runs fn as a batch handler: End.ASM's semantics.
+func asmHandler(fn InnerFunc) BatchHandler {
+	return func(pkts []*Packet, vs []Verdict) {
 		for i, p := range pkts {
 			switch fn(p.Inner()) {
 			case Discard:
 				vs[i] = Drop
 			case Modified:
-				p.InnerModified()
+				p.MarkInnerModified()
 			}
 		}
-	})
+	}
 }

@@ -4,8 +4,16 @@
 // parsed (outer IPv6 header, SRH fields, segment list, TLVs, ARGS, the inner
 // packet), and answers each with a verdict: Forward (End), Drop, SkipNext,
 // GoLast, after optionally changing the inner packet (SetInner,
-// InnerModified: lengths and checksums are fixed by the library) or the
-// remaining segments (SetNextSegments).
+// MarkInnerModified: lengths and checksums are fixed by the library;
+// SetPayload for opaque bytes) or the SRH (SetTag, SetFlags,
+// SetSegmentsLeft, SetSegment, SetNextSegments, AddTLV, RemoveTLVs,
+// SignHMAC, RemoveHMAC: the headers read with Outer and SRH are copies).
+// Inner TCP/UDP checksums a sending host left partial (checksum offload)
+// are completed before the handler sees the packet.
+//
+// Test a handler without root with srv6svctest; srv6svc/svcflags has the
+// flags every service binary shares. Errors are typed: ErrConfig
+// (*ConfigError), ErrConflict, ErrBadSRH, ErrTooLong.
 //
 // A service is a plain function:
 //

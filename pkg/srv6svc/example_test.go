@@ -2,6 +2,7 @@ package srv6svc_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net/netip"
@@ -40,7 +41,7 @@ func ExampleHandler() {
 		switch {
 		case p.Args() == 1: // ARGS bits of the active SID ask for a drop
 			return srv6svc.Drop
-		case p.SRH.SegmentsLeft >= 2 && p.Segment(int(p.SRH.SegmentsLeft)-1) == p.Segment(0):
+		case p.SRH().SegmentsLeft >= 2 && p.Segment(int(p.SRH().SegmentsLeft)-1) == p.Segment(0):
 			return srv6svc.GoLast
 		}
 		return srv6svc.Forward
@@ -109,4 +110,36 @@ func ExampleStatus() {
 	for _, b := range bs {
 		fmt.Println(b.Name, b.SIDs, b.State, b.Counters.RX)
 	}
+}
+
+// SRH edits write to the frame: tag the packet, add a TLV, and keep its
+// HMAC valid (or drop it explicitly with RemoveHMAC).
+func ExamplePacket_SignHMAC() {
+	key := []byte("the chain's HMAC secret")
+	var h srv6svc.Handler = func(p *srv6svc.Packet) srv6svc.Verdict {
+		p.SetTag(42) // the Tag is not covered by the HMAC
+		if err := p.AddTLV(0x80, []byte("seen-by-ids")); err != nil {
+			return srv6svc.Drop
+		}
+		p.SetFlags(p.SRH().Flags | 0x01) // covered: re-sign (or RemoveHMAC)
+		if err := p.SignHMAC(1001, key); err != nil {
+			return srv6svc.Drop
+		}
+		return srv6svc.Forward
+	}
+	_ = h
+}
+
+// Errors are typed: a bad configuration lists every problem.
+func ExampleConfigError() {
+	_, err := srv6svc.Listen(srv6svc.Config{Name: "x"})
+	var ce *srv6svc.ConfigError
+	if errors.As(err, &ce) {
+		for _, p := range ce.Problems {
+			fmt.Println(p)
+		}
+	}
+	// Output:
+	// sids: at least one SID is needed
+	// interfaces: at least one interface is needed
 }

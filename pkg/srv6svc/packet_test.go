@@ -1,6 +1,8 @@
 package srv6svc
 
 import (
+	"bytes"
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"strings"
@@ -35,13 +37,13 @@ func TestParseAndApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Bound = netip.MustParsePrefix("fc00:5::/112")
-	if p.Outer.Dst != s1 || p.SRH.SegmentsLeft != 2 || p.SRH.LastEntry != 2 || p.Segment(0) != a2 || p.Args() != 0x100 {
+	if p.Outer().Dst != s1 || p.SRH().SegmentsLeft != 2 || p.SRH().LastEntry != 2 || p.Segment(0) != a2 || p.Args() != 0x100 {
 		t.Fatalf("parsed %+v args %#x", p, p.Args())
 	}
 	if !p.apply(Forward) {
 		t.Fatal("apply Forward failed")
 	}
-	if err := p.parse(p.buf); err != nil || p.Outer.Dst != a1 || p.SRH.SegmentsLeft != 1 {
+	if err := p.parse(p.buf); err != nil || p.Outer().Dst != a1 || p.SRH().SegmentsLeft != 1 {
 		t.Fatalf("after End: %v %+v", err, p)
 	}
 	if p.apply(SkipNext) {
@@ -120,5 +122,63 @@ func TestConfigCheck(t *testing.T) {
 	}
 	if _, err := Listen(Config{Name: "x"}); err == nil || !strings.Contains(err.Error(), "sids:") {
 		t.Errorf("Listen with no SID: %v", err)
+	}
+}
+
+// TestCompletePartial: a TCP/UDP checksum holding only the pseudo-header
+// sum (what a host leaves for the device with checksum offload) is
+// completed; a complete one, and any other protocol, stays as it is.
+func TestCompletePartial(t *testing.T) {
+	v4 := func(proto uint8, l4 []byte) []byte {
+		b := make([]byte, 20+len(l4))
+		b[0], b[8], b[9] = 0x45, 64, proto
+		binary.BigEndian.PutUint16(b[2:], uint16(len(b)))
+		copy(b[12:], []byte{10, 0, 1, 1, 10, 0, 2, 2})
+		copy(b[20:], l4)
+		binary.BigEndian.PutUint16(b[10:], ^fold(sum(b[:20], 0)))
+		return b
+	}
+	v6 := func(proto uint8, l4 []byte) []byte {
+		b := make([]byte, 40+len(l4))
+		b[0], b[6], b[7] = 0x60, proto, 64
+		binary.BigEndian.PutUint16(b[4:], uint16(len(l4)))
+		b[23], b[39] = 1, 2
+		copy(b[40:], l4)
+		return b
+	}
+	for _, tc := range []struct {
+		name  string
+		outer uint8
+		pkt   []byte
+		at    int // checksum offset in the inner packet
+	}{
+		{"ipv4-udp", protoIPv4, v4(protoUDP, []byte{0, 1, 0, 2, 0, 11, 0, 0, 'a', 'b', 'c'}), 26},
+		{"ipv4-tcp", protoIPv4, v4(protoTCP, append(make([]byte, 20), "hello"...)), 36},
+		{"ipv6-udp", protoIPv6, v6(protoUDP, []byte{0, 1, 0, 2, 0, 9, 0, 0, 'z'}), 46},
+		{"ipv6-tcp", protoIPv6, v6(protoTCP, append(make([]byte, 20), "hello world"...)), 56},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			complete := append([]byte(nil), tc.pkt...)
+			if err := fixInner(tc.outer, complete); err != nil {
+				t.Fatal(err)
+			}
+			if completePartial(tc.outer, complete) {
+				t.Error("a complete checksum was changed")
+			}
+			partial := append([]byte(nil), complete...)
+			var pseudo uint32
+			if tc.outer == protoIPv4 {
+				pseudo = sum(partial[12:20], 0) + uint32(partial[9]) + uint32(len(partial)-20)
+			} else {
+				pseudo = sum(partial[8:40], 0) + uint32(partial[6]) + uint32(len(partial)-40)
+			}
+			binary.BigEndian.PutUint16(partial[tc.at:], fold(pseudo))
+			if !completePartial(tc.outer, partial) {
+				t.Fatal("a partial checksum was not completed")
+			}
+			if !bytes.Equal(partial, complete) {
+				t.Errorf("completed %x, want %x", partial, complete)
+			}
+		})
 	}
 }

@@ -116,6 +116,7 @@ type Counters struct {
 	DropTxFull     uint64 // tx ring full
 	NoSocketDrop   uint64 // no process on the queue; on-failure drop
 	NoSocketBypass uint64 // no process on the queue; on-failure bypass
+	TooBig         uint64 // longer than the binding's pair takes (Mode's mtu=): dropped in XDP
 	Modified       uint64 // inner packet changed by the handler
 }
 
@@ -126,6 +127,7 @@ type Service struct {
 	slot    uint32
 	workers []*worker
 	mode    string
+	mtu     int
 	loopIdx int
 	ownIdx  int
 	started time.Time
@@ -174,7 +176,10 @@ func (c *Config) check() error {
 	if c.BatchSize < 0 || c.BatchSize > ringSize {
 		errs = append(errs, fmt.Errorf("batch size: %d out of 0..%d", c.BatchSize, ringSize))
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return &ConfigError{Problems: errs}
 }
 
 // Listen binds cfg.SIDs: it attaches the steering XDP program to the
@@ -189,7 +194,7 @@ func Listen(cfg Config) (*Service, error) {
 		cfg.BatchSize = 64
 	}
 	if err := cfg.check(); err != nil {
-		return nil, fmt.Errorf("srv6svc config: %w", err)
+		return nil, err
 	}
 	dir, err := pinDir(cfg.Netns)
 	if err != nil {
@@ -216,22 +221,31 @@ func (s *Service) setup(dir string) (err error) {
 		return err
 	}
 	var modes []string
+	linkMTU := 0
 	for _, name := range s.cfg.Interfaces {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
 			return fmt.Errorf("interface %s: %w", name, err)
 		}
-		mode, err := st.attach(l.Attrs().Index)
+		mode, err := st.attach(l)
 		if err != nil {
 			return err
 		}
+		if err := st.generic(l.Attrs().Index, strings.HasPrefix(mode, "generic")); err != nil {
+			return err
+		}
 		modes = append(modes, name+":"+mode)
+		linkMTU = max(linkMTU, l.Attrs().MTU)
 	}
 	n := s.cfg.Queues
 	if n == 0 {
 		n = min(runtime.NumCPU(), MaxQueues)
 	}
-	loop, peer, created, err := loopPair(s.slot, n)
+	// The pair takes what the SIDs' interfaces bring, up to what native
+	// XDP on veth and one UMEM frame take (no multi-buffer): a longer
+	// frame is dropped and counted (too_big) by the steering program.
+	s.mtu = min(linkMTU, MaxMTU)
+	loop, peer, created, err := loopPair(s.slot, n, s.mtu)
 	if err != nil {
 		return err
 	}
@@ -241,7 +255,7 @@ func (s *Service) setup(dir string) (err error) {
 		}
 	}()
 	s.loopIdx, s.ownIdx = loop.Attrs().Index, peer.Attrs().Index
-	mode, err := st.attach(s.ownIdx)
+	mode, err := st.attach(peer)
 	if err != nil {
 		return err
 	}
@@ -258,6 +272,13 @@ func (s *Service) setup(dir string) (err error) {
 	zc := true
 	for q := 0; q < n; q++ {
 		x, err := newXSK(s.ownIdx, q)
+		// The kernel frees a closed socket's hold on the queue
+		// asynchronously: a process binding again at once (a restart)
+		// can find it busy for a moment.
+		for wait := time.Now().Add(3 * time.Second); errors.Is(err, unix.EBUSY) && time.Now().Before(wait); {
+			time.Sleep(20 * time.Millisecond)
+			x, err = newXSK(s.ownIdx, q)
+		}
 		if err != nil {
 			return fmt.Errorf("AF_XDP on %s queue %d: %w", peer.Attrs().Name, q, err)
 		}
@@ -273,7 +294,10 @@ func (s *Service) setup(dir string) (err error) {
 	if zc {
 		xskMode = "zerocopy"
 	}
-	s.mode = "xdp=" + strings.Join(modes, ",") + " xsk=" + xskMode
+	s.mode = "xdp=" + strings.Join(modes, ",") + " xsk=" + xskMode + fmt.Sprintf(" mtu=%d", s.mtu)
+	if linkMTU > s.mtu {
+		s.mode += fmt.Sprintf("<%d", linkMTU)
+	}
 	if s.cfg.Realtime {
 		s.realtime = probeRealtime() == nil
 		if s.realtime {
@@ -282,14 +306,19 @@ func (s *Service) setup(dir string) (err error) {
 			s.mode += " sched=normal"
 		}
 	}
-	if s.cfg.OnFailure == OnFailureBypass {
-		for _, p := range s.cfg.SIDs {
-			if err := endRoute(p, peer.Attrs().Index); err != nil {
-				return err
-			}
+	for _, p := range s.cfg.SIDs {
+		if s.cfg.OnFailure == OnFailureBypass {
+			err = endRoute(p, peer.Attrs().Index)
+		} else {
+			// A binding of these SIDs with bypass before left its End
+			// route: with drop, nothing may forward them.
+			err = delBypassRoutes(p)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	if err := st.register(s.slot, s.ownIdx, s.loopIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass); err != nil {
+	if err := st.register(s.slot, s.ownIdx, s.loopIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass, s.mtu+ethLen); err != nil {
 		return err
 	}
 	return s.writeInfo(true)
@@ -298,12 +327,17 @@ func (s *Service) setup(dir string) (err error) {
 // loopPair returns the service's loop veth pair (created if needed, with
 // at least n queues): the service sends processed packets on loop; peer
 // hands them to the node's stack, which routes them to the next SID.
-func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err error) {
+func loopPair(slot uint32, n, mtu int) (loop, peer netlink.Link, created bool, err error) {
 	name := fmt.Sprintf("%s%d", nodestate.UserspaceLoopPrefix, slot)
 	pname := name + "k"
 	if l, err := netlink.LinkByName(name); err == nil {
 		if l.Attrs().NumTxQueues >= n {
 			if p, err := netlink.LinkByName(pname); err == nil {
+				if err := setMTU(mtu, l, p); err != nil {
+					return nil, nil, false, err
+				}
+				l, _ = netlink.LinkByName(name)
+				p, _ = netlink.LinkByName(pname)
 				return l, p, false, nil
 			}
 		}
@@ -311,7 +345,7 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err er
 	}
 	// Both sides hand frames to the stack: the loop side those the service
 	// sends, the own side those bypassed while no process serves.
-	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, NumTxQueues: n, NumRxQueues: n}, PeerName: pname}
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name, NumTxQueues: n, NumRxQueues: n, MTU: mtu}, PeerName: pname, PeerMTU: uint32(mtu)}
 	if err := netlink.LinkAdd(v); err != nil {
 		return nil, nil, false, fmt.Errorf("create loop veth %s: %w", name, err)
 	}
@@ -339,6 +373,31 @@ func loopPair(slot uint32, n int) (loop, peer netlink.Link, created bool, err er
 	return loop, peer, true, nil
 }
 
+// setMTU sets the MTU of both sides of a reused pair. The XDP program on
+// the own side goes first when the MTU grows (veth refuses a peer MTU
+// native XDP could not take), so lower then raise in the right order.
+func setMTU(mtu int, loop, peer netlink.Link) error {
+	for _, l := range []netlink.Link{loop, peer} {
+		if l.Attrs().MTU == mtu {
+			continue
+		}
+		if err := netlink.LinkSetMTU(l, mtu); err != nil {
+			return fmt.Errorf("set MTU %d on %s: %w", mtu, l.Attrs().Name, err)
+		}
+	}
+	return nil
+}
+
+// MaxMTU is the largest MTU a binding's veth pair gets: native XDP on veth
+// without multi-buffer takes a frame that fits one page with the XDP
+// headroom (256) and the skb's shared info (320 on x86-64): 4096 − 256 −
+// 320 − 14 = 3506, which also fits one UMEM frame. Interfaces with a
+// larger MTU (9000 links) keep native XDP only with a multi-buffer
+// (xdp.frags) program, which the steering program is not: the kernel
+// refuses native mode there, the interface runs generic XDP and Mode says
+// why; frames longer than the pair takes are dropped and counted (TooBig).
+const MaxMTU = 3506
+
 // RouteProtocol marks the End routes srv6svc installs for on-failure
 // bypass (rtnetlink protocol 201, unassigned in /etc/iproute2/rt_protos;
 // segchain's other protocols are listed at nodestate.Proto).
@@ -362,10 +421,15 @@ func endRoute(p netip.Prefix, ifindex int) error {
 }
 
 // Mode says how packets reach the service, e.g. "xdp=eth0:native,s6svc0k:native
-// xsk=copy": per interface (those of Config.Interfaces, then the binding's
-// own veth) the XDP mode obtained (native or generic), then the AF_XDP mode
-// (zerocopy or copy; veth only has copy); with Config.Realtime, then the
-// workers' scheduling (sched=fifo, or sched=normal when it was refused).
+// xsk=copy mtu=1500": per interface (those of Config.Interfaces, then the
+// binding's own veth) the XDP mode obtained (native or generic; generic
+// with the reason native was refused, e.g. "eth0:generic(mtu 9000>3506)"),
+// then the AF_XDP mode (zerocopy or copy; veth only has copy), the MTU of
+// the binding's pair (the largest of the interfaces', at most MaxMTU;
+// "mtu=3506<9000" when the interfaces take longer frames than the pair:
+// those are dropped and counted, Counters.TooBig); with Config.Realtime,
+// then the workers' scheduling (sched=fifo, or sched=normal when it was
+// refused).
 func (s *Service) Mode() string { return s.mode }
 
 // Queues is the number of workers (one AF_XDP socket each).
@@ -446,7 +510,7 @@ func (w *worker) run(ctx context.Context, h BatchHandler, batch int) error {
 	ptrs := make([]*Packet, 0, batch)
 	verdicts := make([]Verdict, batch)
 	for i := range pkts {
-		pkts[i].w = w
+		pkts[i].mem = x.umem
 		pkts[i].Queue = w.queue
 	}
 	bound := w.svc.cfg.SIDs
@@ -473,7 +537,7 @@ func (w *worker) run(ctx context.Context, h BatchHandler, batch int) error {
 				continue
 			}
 			p.chunk, p.addr = chunk, d.Addr
-			p.Bound = match(bound, p.Outer.Dst)
+			p.Bound = match(bound, p.outer.Dst)
 			ptrs = append(ptrs, p)
 		}
 		x.rx.cached += n
@@ -486,16 +550,16 @@ func (w *worker) run(ctx context.Context, h BatchHandler, batch int) error {
 		h(ptrs, verdicts[:len(ptrs)])
 		sent := 0
 		for i, p := range ptrs {
-			v := verdicts[i]
-			if v == Drop {
+			out := p.finish(verdicts[i])
+			if p.modified && out != outDropVerdict {
+				w.modified.Add(1)
+			}
+			switch out {
+			case outDropVerdict:
 				w.dropV.Add(1)
 				x.free = append(x.free, p.chunk)
 				continue
-			}
-			if p.modified {
-				w.modified.Add(1)
-			}
-			if !p.apply(v) {
+			case outDropBad:
 				w.dropBad.Add(1)
 				x.free = append(x.free, p.chunk)
 				continue

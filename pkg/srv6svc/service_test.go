@@ -2,6 +2,7 @@ package srv6svc
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -69,7 +70,7 @@ func TestPrivilegedForward(t *testing.T) {
 			tp := svctest.New(t, "h17s")
 			var got []string
 			h := func(p *Packet) Verdict {
-				got = append(got, p.Outer.Dst.String()+"/"+p.Segment(0).String())
+				got = append(got, p.Outer().Dst.String()+"/"+p.Segment(0).String())
 				return Forward
 			}
 			var bh BatchHandler
@@ -124,5 +125,25 @@ func TestPrivilegedForward(t *testing.T) {
 				t.Errorf("handler saw %v", got)
 			}
 		})
+	}
+}
+
+// TestPrivilegedConflictTyped: a SID overlapping another binding's is
+// refused with ErrConflict, and nothing of the refused binding stays.
+func TestPrivilegedConflictTyped(t *testing.T) {
+	tp := svctest.New(t, "h7cf")
+	serve(t, tp, Config{Name: "wide", SIDs: []netip.Prefix{netip.MustParsePrefix("fc00:5::/112")}, Queues: 1},
+		func(*Packet) Verdict { return Forward }, nil)
+	s, err := Listen(Config{Name: "narrow", Netns: tp.NFV, Interfaces: []string{tp.NIn}, Queues: 1,
+		SIDs: []netip.Prefix{netip.MustParsePrefix("fc00:5::100/128")}})
+	if err == nil {
+		s.Release()
+		t.Fatal("an overlapping SID was bound")
+	}
+	if !errors.Is(err, ErrConflict) || errors.Is(err, ErrConfig) {
+		t.Errorf("overlap: %v, want ErrConflict", err)
+	}
+	if bs, _ := Status(tp.NFV); len(bs) != 1 {
+		t.Errorf("bindings after the refusal: %+v", bs)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
@@ -26,14 +27,18 @@ type Binding struct {
 	OnFailure string         `json:"on_failure"`
 	// State is "serving" (its process is alive), "dead" (the process died
 	// without closing: on-failure applies) or "closed".
-	State    string    `json:"state"`
-	PID      int       `json:"pid,omitempty"`
-	Kind     string    `json:"kind"` // "service" or "End.ASM"
-	Batch    bool      `json:"batch"`
-	Queues   int       `json:"queues"`
-	Mode     string    `json:"mode"`
-	Since    time.Time `json:"since"`
-	Counters Counters  `json:"counters"`
+	State  string `json:"state"`
+	PID    int    `json:"pid,omitempty"`
+	Kind   string `json:"kind"` // "service" or "End.ASM"
+	Batch  bool   `json:"batch"`
+	Queues int    `json:"queues"`
+	Mode   string `json:"mode"`
+	// StaleBypassRoute: an on-failure bypass End route (RouteProtocol) is
+	// installed for one of its SIDs while its policy is drop: a process
+	// bound it with bypass before. RemoveStaleBypassRoutes removes it.
+	StaleBypassRoute bool      `json:"stale_bypass_route,omitempty"`
+	Since            time.Time `json:"since"`
+	Counters         Counters  `json:"counters"`
 }
 
 // ErrNoBindings is returned by Status when the namespace has no steering
@@ -52,6 +57,7 @@ func kernelCounters(m *ebpf.Map, slot uint32) Counters {
 		c.NoSocketDrop += s.NosockDrop
 		c.NoSocketBypass += s.NosockBypass
 		c.DropMalformed += s.Malformed
+		c.TooBig += s.TooBig
 	}
 	return c
 }
@@ -114,8 +120,17 @@ func Status(netns string) ([]Binding, error) {
 			b.OnFailure = "bypass"
 		}
 	}
+	var routed map[netip.Prefix]bool
+	if err := nsutil.Do(netns, func() (err error) { routed, err = bypassRouted(); return err }); err != nil {
+		return nil, err
+	}
 	var out []Binding
 	for slot, b := range bySlot {
+		if b.OnFailure == "drop" {
+			for _, p := range b.SIDs {
+				b.StaleBypassRoute = b.StaleBypassRoute || routed[p]
+			}
+		}
 		var in steerXDPSvcInfo
 		_ = pm.infos.Lookup(slot, &in)
 		b.Name = cString(in.Name[:])
@@ -246,4 +261,63 @@ func detachAll(dir string) error {
 	}
 	_ = os.Remove(filepath.Dir(dir))
 	return errors.Join(errs...)
+}
+
+// bypassRouted lists the SIDs with an on-failure bypass End route (call
+// in the namespace).
+func bypassRouted() (map[netip.Prefix]bool, error) {
+	rs, err := netlink.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Protocol: RouteProtocol, Table: unix.RT_TABLE_UNSPEC},
+		netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		return nil, fmt.Errorf("list bypass routes: %w", err)
+	}
+	out := map[netip.Prefix]bool{}
+	for _, r := range rs {
+		if r.Dst == nil {
+			continue
+		}
+		a, _ := netip.AddrFromSlice(r.Dst.IP)
+		bits, _ := r.Dst.Mask.Size()
+		out[netip.PrefixFrom(a, bits)] = true
+	}
+	return out, nil
+}
+
+// delBypassRoutes removes the on-failure bypass End routes of p (call in
+// the namespace).
+func delBypassRoutes(p netip.Prefix) error {
+	r := &netlink.Route{Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 128)}, Protocol: RouteProtocol}
+	rs, err := netlink.RouteListFiltered(netlink.FAMILY_V6, r, netlink.RT_FILTER_DST|netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		return fmt.Errorf("list bypass routes of %s: %w", p, err)
+	}
+	var errs []error
+	for _, rr := range rs {
+		if err := netlink.RouteDel(&rr); err != nil {
+			errs = append(errs, fmt.Errorf("delete bypass route of %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveStaleBypassRoutes removes, in netns, the on-failure bypass End
+// routes of the SIDs whose binding drops on failure (left by a process
+// that bound them with bypass before, e.g. an older version).
+func RemoveStaleBypassRoutes(netns string) error {
+	bs, err := Status(netns)
+	if err != nil {
+		return err
+	}
+	return nsutil.Do(netns, func() error {
+		var errs []error
+		for _, b := range bs {
+			if !b.StaleBypassRoute {
+				continue
+			}
+			for _, p := range b.SIDs {
+				errs = append(errs, delBypassRoutes(p))
+			}
+		}
+		return errors.Join(errs...)
+	})
 }

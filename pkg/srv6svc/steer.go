@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/bpfpin"
 )
@@ -64,20 +65,23 @@ func (s *steer) close() { s.objs.Close() }
 // attach makes sure the program runs on ifindex, returning the XDP mode in
 // effect ("native" or "generic"). The link is pinned so it outlives the
 // process: a dead service's SIDs keep their on-failure policy.
-func (s *steer) attach(ifindex int) (string, error) {
+func (s *steer) attach(l netlink.Link) (string, error) {
+	ifindex := l.Attrs().Index
 	pin := filepath.Join(s.dir, fmt.Sprintf("%s%d", xdpPinPrefix, ifindex))
 	if lk, err := link.LoadPinnedLink(pin, nil); err == nil {
 		info, ierr := lk.Info()
 		lk.Close()
 		if ierr == nil && info.XDP() != nil && info.XDP().Ifindex == uint32(ifindex) {
-			return xdpMode(ifindex), nil
+			return xdpMode(ifindex, ""), nil
 		}
 		os.Remove(pin) // the interface went away; its index was reused
 	}
 	lk, err := link.AttachXDP(link.XDPOptions{Program: s.objs.Srv6svcXdp, Interface: ifindex, Flags: link.XDPDriverMode})
+	reason := ""
 	if err != nil {
-		// No native XDP in the driver: generic XDP works everywhere and
-		// is reported as such (never silently).
+		// No native XDP here: generic XDP works everywhere and is
+		// reported as such, with the reason (never silently).
+		reason = nativeRefused(l, err)
 		var gerr error
 		lk, gerr = link.AttachXDP(link.XDPOptions{Program: s.objs.Srv6svcXdp, Interface: ifindex, Flags: link.XDPGenericMode})
 		if gerr != nil {
@@ -88,13 +92,57 @@ func (s *steer) attach(ifindex int) (string, error) {
 	if err := lk.Pin(pin); err != nil {
 		return "", fmt.Errorf("pin XDP link: %w", err)
 	}
-	return xdpMode(ifindex), nil
+	return xdpMode(ifindex, reason), nil
+}
+
+// nativeRefused says briefly why native XDP could not be attached: on a
+// veth whose MTU is above MaxMTU, the kernel wants a multi-buffer program.
+func nativeRefused(l netlink.Link, err error) string {
+	if l.Type() == "veth" && l.Attrs().MTU > MaxMTU {
+		return fmt.Sprintf("mtu %d>%d", l.Attrs().MTU, MaxMTU)
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return unix.ErrnoName(errno)
+	}
+	if msg := err.Error(); len(msg) <= 24 {
+		return msg
+	}
+	return "driver refused"
 }
 
 // attachTC puts srv6svc_tc on TCX ingress of a binding's loop side (once;
 // the link is pinned as tcx-<ifindex>).
 func (s *steer) attachTC(ifindex int) error {
-	pin := filepath.Join(s.dir, fmt.Sprintf("%s%d", tcxPinPrefix, ifindex))
+	return s.attachTCX(s.objs.Srv6svcTc, fmt.Sprintf("%s%d", tcxPinPrefix, ifindex), ifindex)
+}
+
+// attachTCIn puts srv6svc_tc_in on TCX ingress of an interface a binding
+// names (once; pinned as tcx-in-<ifindex>): it hands over the aggregates
+// generic XDP cannot (see bpf/srv6svc_xdp.bpf.c).
+func (s *steer) attachTCIn(ifindex int) error {
+	return s.attachTCX(s.objs.Srv6svcTcIn, fmt.Sprintf("%sin-%d", tcxPinPrefix, ifindex), ifindex)
+}
+
+// generic records whether the program runs generic on ifindex; there
+// srv6svc_tc_in is attached to hand over GSO aggregates (not on native
+// interfaces: it would cost every other packet there a program run).
+func (s *steer) generic(ifindex int, generic bool) error {
+	k := uint32(ifindex)
+	if !generic {
+		if err := s.objs.SvcGeneric.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("svc_generic entry %d: %w", ifindex, err)
+		}
+		return nil
+	}
+	if err := s.objs.SvcGeneric.Put(k, uint32(1)); err != nil {
+		return fmt.Errorf("svc_generic entry %d: %w", ifindex, err)
+	}
+	return s.attachTCIn(ifindex)
+}
+
+func (s *steer) attachTCX(prog *ebpf.Program, name string, ifindex int) error {
+	pin := filepath.Join(s.dir, name)
 	if lk, err := link.LoadPinnedLink(pin, nil); err == nil {
 		info, ierr := lk.Info()
 		lk.Close()
@@ -103,9 +151,9 @@ func (s *steer) attachTC(ifindex int) error {
 		}
 		os.Remove(pin)
 	}
-	lk, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: s.objs.Srv6svcTc, Attach: ebpf.AttachTCXIngress})
+	lk, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: prog, Attach: ebpf.AttachTCXIngress})
 	if err != nil {
-		return fmt.Errorf("attach TCX to the loop veth: %w", err)
+		return fmt.Errorf("attach TCX %s to ifindex %d: %w", prog, ifindex, err)
 	}
 	defer lk.Close()
 	if err := lk.Pin(pin); err != nil {
@@ -114,7 +162,10 @@ func (s *steer) attachTC(ifindex int) error {
 	return nil
 }
 
-func xdpMode(ifindex int) string {
+// xdpMode is the XDP mode in effect on ifindex; a generic one says why
+// native was not had: reason (the refusal just seen), else what the
+// interface's state explains (a reused attachment).
+func xdpMode(ifindex int, reason string) string {
 	l, err := netlink.LinkByIndex(ifindex)
 	if err != nil || l.Attrs().Xdp == nil {
 		return "unknown"
@@ -123,7 +174,13 @@ func xdpMode(ifindex int) string {
 	case 1:
 		return "native"
 	case 2:
-		return "generic"
+		if reason == "" {
+			reason = "native refused"
+			if l.Type() == "veth" && l.Attrs().MTU > MaxMTU {
+				reason = fmt.Sprintf("mtu %d>%d", l.Attrs().MTU, MaxMTU)
+			}
+		}
+		return "generic(" + reason + ")"
 	case 3:
 		return "offload"
 	}
@@ -180,13 +237,13 @@ func (s *steer) chooseSlot(name string, sids []netip.Prefix) (uint32, error) {
 			}
 			in, _ := s.info(e.slot)
 			if in.Flags&infoUsed != 0 && alive(in.Pid) && in.Pid != uint32(os.Getpid()) {
-				return 0, fmt.Errorf("SID %s is bound by %q (pid %d)", e.prefix, cString(in.Name[:]), in.Pid)
+				return 0, fmt.Errorf("SID %s is bound by %q (pid %d): %w", e.prefix, cString(in.Name[:]), in.Pid, ErrConflict)
 			}
 			if e.prefix != p {
-				return 0, fmt.Errorf("SID %s overlaps bound SID %s", p, e.prefix)
+				return 0, fmt.Errorf("SID %s overlaps bound SID %s: %w", p, e.prefix, ErrConflict)
 			}
 			if slot >= 0 && slot != int64(e.slot) {
-				return 0, fmt.Errorf("SIDs %v belong to different bindings", sids)
+				return 0, fmt.Errorf("SIDs %v belong to different bindings: %w", sids, ErrConflict)
 			}
 			slot = int64(e.slot)
 		}
@@ -208,13 +265,13 @@ func (s *steer) chooseSlot(name string, sids []netip.Prefix) (uint32, error) {
 		}
 		if cString(in.Name[:]) == name {
 			if alive(in.Pid) && in.Pid != uint32(os.Getpid()) {
-				return 0, fmt.Errorf("a service named %q is running (pid %d)", name, in.Pid)
+				return 0, fmt.Errorf("a service named %q is running (pid %d): %w", name, in.Pid, ErrConflict)
 			}
 			return i, nil
 		}
 	}
 	if free < 0 {
-		return 0, fmt.Errorf("all %d service slots are in use", MaxServices)
+		return 0, fmt.Errorf("all %d service slots are in use: %w", MaxServices, ErrConflict)
 	}
 	return uint32(free), nil
 }
@@ -259,8 +316,8 @@ func putCString(dst []int8, s string) {
 
 // register writes the binding's SIDs (after its sockets are in the XSKMAP)
 // and removes SIDs the slot held before but the new binding lacks.
-func (s *steer) register(slot uint32, own, loop int, mac net.HardwareAddr, sids []netip.Prefix, bypass bool) error {
-	val := steerXDPSvcVal{Slot: slot, OwnIfindex: uint32(own), LoopIfindex: uint32(loop)}
+func (s *steer) register(slot uint32, own, loop int, mac net.HardwareAddr, sids []netip.Prefix, bypass bool, maxLen int) error {
+	val := steerXDPSvcVal{Slot: slot, OwnIfindex: uint32(own), LoopIfindex: uint32(loop), MaxLen: uint32(maxLen)}
 	copy(val.OwnMac[:], mac)
 	flags := uint32(0)
 	if bypass {

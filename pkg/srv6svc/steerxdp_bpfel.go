@@ -27,7 +27,7 @@ type steerXDPSvcInfo struct {
 	Modified      uint64
 	StartedNs     uint64
 	Name          [32]int8
-	Mode          [64]int8
+	Mode          [128]int8
 }
 
 type steerXDPSvcKey struct {
@@ -43,6 +43,7 @@ type steerXDPSvcStats struct {
 	NosockDrop   uint64
 	NosockBypass uint64
 	Malformed    uint64
+	TooBig       uint64
 }
 
 type steerXDPSvcVal struct {
@@ -53,19 +54,22 @@ type steerXDPSvcVal struct {
 	LoopIfindex uint32
 	OwnMac      [6]uint8
 	Pad         [2]uint8
+	MaxLen      uint32
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	steerXDPMapSvcCounters = "svc_counters"
-	steerXDPMapSvcDevs     = "svc_devs"
-	steerXDPMapSvcInfos    = "svc_infos"
-	steerXDPMapSvcSids     = "svc_sids"
-	steerXDPMapSvcXsks     = "svc_xsks"
-	steerXDPProgSrv6svcTc  = "srv6svc_tc"
-	steerXDPProgSrv6svcXdp = "srv6svc_xdp"
+	steerXDPMapSvcCounters  = "svc_counters"
+	steerXDPMapSvcDevs      = "svc_devs"
+	steerXDPMapSvcGeneric   = "svc_generic"
+	steerXDPMapSvcInfos     = "svc_infos"
+	steerXDPMapSvcSids      = "svc_sids"
+	steerXDPMapSvcXsks      = "svc_xsks"
+	steerXDPProgSrv6svcTc   = "srv6svc_tc"
+	steerXDPProgSrv6svcTcIn = "srv6svc_tc_in"
+	steerXDPProgSrv6svcXdp  = "srv6svc_xdp"
 )
 
 // loadSteerXDP returns the embedded CollectionSpec for steerXDP.
@@ -110,8 +114,9 @@ type steerXDPSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type steerXDPProgramSpecs struct {
-	Srv6svcTc  *ebpf.ProgramSpec `ebpf:"srv6svc_tc"`
-	Srv6svcXdp *ebpf.ProgramSpec `ebpf:"srv6svc_xdp"`
+	Srv6svcTc   *ebpf.ProgramSpec `ebpf:"srv6svc_tc"`
+	Srv6svcTcIn *ebpf.ProgramSpec `ebpf:"srv6svc_tc_in"`
+	Srv6svcXdp  *ebpf.ProgramSpec `ebpf:"srv6svc_xdp"`
 }
 
 // steerXDPMapSpecs contains maps before they are loaded into the kernel.
@@ -120,6 +125,7 @@ type steerXDPProgramSpecs struct {
 type steerXDPMapSpecs struct {
 	SvcCounters *ebpf.MapSpec `ebpf:"svc_counters"`
 	SvcDevs     *ebpf.MapSpec `ebpf:"svc_devs"`
+	SvcGeneric  *ebpf.MapSpec `ebpf:"svc_generic"`
 	SvcInfos    *ebpf.MapSpec `ebpf:"svc_infos"`
 	SvcSids     *ebpf.MapSpec `ebpf:"svc_sids"`
 	SvcXsks     *ebpf.MapSpec `ebpf:"svc_xsks"`
@@ -153,6 +159,7 @@ func (o *steerXDPObjects) Close() error {
 type steerXDPMaps struct {
 	SvcCounters *ebpf.Map `ebpf:"svc_counters"`
 	SvcDevs     *ebpf.Map `ebpf:"svc_devs"`
+	SvcGeneric  *ebpf.Map `ebpf:"svc_generic"`
 	SvcInfos    *ebpf.Map `ebpf:"svc_infos"`
 	SvcSids     *ebpf.Map `ebpf:"svc_sids"`
 	SvcXsks     *ebpf.Map `ebpf:"svc_xsks"`
@@ -162,6 +169,7 @@ func (m *steerXDPMaps) Close() error {
 	return _SteerXDPClose(
 		m.SvcCounters,
 		m.SvcDevs,
+		m.SvcGeneric,
 		m.SvcInfos,
 		m.SvcSids,
 		m.SvcXsks,
@@ -178,13 +186,15 @@ type steerXDPVariables struct {
 //
 // It can be passed to loadSteerXDPObjects or ebpf.CollectionSpec.LoadAndAssign.
 type steerXDPPrograms struct {
-	Srv6svcTc  *ebpf.Program `ebpf:"srv6svc_tc"`
-	Srv6svcXdp *ebpf.Program `ebpf:"srv6svc_xdp"`
+	Srv6svcTc   *ebpf.Program `ebpf:"srv6svc_tc"`
+	Srv6svcTcIn *ebpf.Program `ebpf:"srv6svc_tc_in"`
+	Srv6svcXdp  *ebpf.Program `ebpf:"srv6svc_xdp"`
 }
 
 func (p *steerXDPPrograms) Close() error {
 	return _SteerXDPClose(
 		p.Srv6svcTc,
+		p.Srv6svcTcIn,
 		p.Srv6svcXdp,
 	)
 }

@@ -61,7 +61,7 @@ func TestPrivilegedVerdicts(t *testing.T) {
 			in := p.Inner()
 			in[8] = 7
 			copy(in[28:], "EDITED")
-			p.InnerModified()
+			p.MarkInnerModified()
 		case 8: // shorter inner packet
 			if err := p.SetInner(p.Inner()[:len(p.Inner())-10]); err != nil {
 				t.Errorf("SetInner: %v", err)

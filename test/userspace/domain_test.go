@@ -132,3 +132,139 @@ for i in range(5):
 		t.Errorf("the service saw %d packets and sent %d, want 5 and 5 (counters %+v)", seen.Load(), c.TX, c)
 	}
 }
+
+// TestPrivilegedUserspaceStaleBypass: a service that bound its SID with
+// on-failure bypass and binds again with drop leaves no bypass End route;
+// a bypass route left anyway (by hand here, as an older version left it)
+// is drift that plan sees and apply removes; status marks the SID as the
+// domain's.
+func TestPrivilegedUserspaceStaleBypass(t *testing.T) {
+	testutil.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("privileged namespace test: skipped with -short")
+	}
+	raw, err := os.ReadFile("../../examples/userspace.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(strings.Replace(string(raw), "wait: 10s", "wait: 1s", 1), "on_failure: bypass", "on_failure: drop", 1)
+	file := filepath.Join(t.TempDir(), "userspace.yaml")
+	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := lab.FromDomain(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.Name = testutil.UniqueName("h7sb")
+	t.Cleanup(func() {
+		if err := lab.Down(topo.Name); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	l, err := lab.Up(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nfv1 := testutil.LabNetns(t, l, "nfv1")
+	p, err := plan.Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := map[string]agent.Agent{}
+	for n := range p.Nodes {
+		agents[n] = nodeagent.NewLocal(n, testutil.LabNetns(t, l, n))
+	}
+	t.Cleanup(func() {
+		for _, n := range l.NodeNames() {
+			_ = nodeagent.NewLocal(n, testutil.LabNetns(t, l, n)).Forget(context.Background())
+		}
+	})
+	ctl := &controller.Controller{Plan: p, Agents: agents}
+	ctx := context.Background()
+	prefix := netip.MustParsePrefix("fc00:2::5c:0/112")
+	bypassRoutes := func() string {
+		return strings.TrimSpace(testutil.Exec(t, nfv1, "ip", "-6", "route", "show", "proto", "201"))
+	}
+	cfg := srv6svc.Config{Name: "acct", Netns: nfv1, Interfaces: []string{"eth-ingress"}, SIDs: []netip.Prefix{prefix},
+		OnFailure: srv6svc.OnFailureBypass, Queues: 1}
+	first, err := srv6svc.Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0 := strings.Fields(bypassRoutes())
+	own := ""
+	for i := range r0 {
+		if r0[i] == "dev" && i+1 < len(r0) {
+			own = r0[i+1]
+		}
+	}
+	if own == "" {
+		t.Fatalf("a bypass binding installed no End route: %v", r0)
+	}
+	first.Close()
+	cfg.OnFailure = srv6svc.OnFailureDrop
+	svc, err := srv6svc.Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- svc.Serve(sctx, func(*srv6svc.Packet) srv6svc.Verdict { return srv6svc.Forward })
+	}()
+	t.Cleanup(func() { cancel(); <-done; _ = svc.Release() })
+	if r := bypassRoutes(); r != "" {
+		t.Errorf("rebound with drop, the bypass End route stayed: %s", r)
+	}
+	if _, err := ctl.Apply(ctx, false); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	drift := func() int {
+		diffs, err := ctl.Diff(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, d := range diffs {
+			n += len(d.Adds) + len(d.Deletes)
+		}
+		return n
+	}
+	if n := drift(); n != 0 {
+		t.Fatalf("applied, %d pending changes", n)
+	}
+	testutil.Exec(t, nfv1, "ip", "-6", "route", "replace", prefix.String(), "proto", "201", "metric", "1199",
+		"encap", "seg6local", "action", "End", "dev", own)
+	if n := drift(); n == 0 {
+		t.Error("a stale bypass End route for a drop binding is not drift")
+	}
+	if _, err := ctl.Apply(ctx, false); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	if r := bypassRoutes(); r != "" {
+		t.Errorf("apply left the stale bypass route: %s", r)
+	}
+	if n := drift(); n != 0 {
+		t.Errorf("after apply, %d pending changes", n)
+	}
+	st := ctl.Status(ctx)
+	found := false
+	for _, n := range st.Nodes {
+		for _, s := range n.SIDs {
+			if n.Node == "nfv1" && s.SID == prefix {
+				found = true
+				if !s.Owned || s.Service != "acct" {
+					t.Errorf("status of %s: owned %v, service %q; want the domain's service acct", prefix, s.Owned, s.Service)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("status lacks %s", prefix)
+	}
+}

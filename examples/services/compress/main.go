@@ -19,8 +19,8 @@ import (
 
 	"compress/flate"
 
-	"github.com/segchain/segchain/examples/services/internal/svcflags"
 	"github.com/segchain/segchain/pkg/srv6svc"
+	"github.com/segchain/segchain/pkg/srv6svc/svcflags"
 )
 
 func main() { svcflags.Main("compress", run) }

@@ -42,7 +42,7 @@ func (a *accounting) count(p *srv6svc.Packet) {
 		a.other.bytes += n
 		return
 	}
-	k := flowKey{p.Outer.Dst, f}
+	k := flowKey{p.Outer().Dst, f}
 	c := a.flows[k]
 	if c == nil {
 		if len(a.flows) >= a.max {
@@ -97,7 +97,7 @@ func (s serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	c := s.svc.Counters()
 	for ev, v := range map[string]uint64{"steered": c.Steered, "rx": c.RX, "tx": c.TX, "drop_verdict": c.DropVerdict,
 		"drop_malformed": c.DropMalformed, "drop_bad_verdict": c.DropBadVerdict, "drop_tx_full": c.DropTxFull,
-		"nosocket_drop": c.NoSocketDrop, "nosocket_bypass": c.NoSocketBypass} {
+		"nosocket_drop": c.NoSocketDrop, "nosocket_bypass": c.NoSocketBypass, "too_big": c.TooBig} {
 		ch <- prometheus.MustNewConstMetric(descSvc, prometheus.CounterValue, float64(v), ev)
 	}
 }

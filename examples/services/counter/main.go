@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/segchain/segchain/examples/services/internal/svcflags"
 	"github.com/segchain/segchain/pkg/srv6svc"
+	"github.com/segchain/segchain/pkg/srv6svc/svcflags"
 )
 
 func main() { svcflags.Main("counter", run) }

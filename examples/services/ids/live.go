@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/segchain/segchain/examples/services/internal/svcflags"
 	"github.com/segchain/segchain/internal/ids"
 	"github.com/segchain/segchain/pkg/srv6svc"
+	"github.com/segchain/segchain/pkg/srv6svc/svcflags"
 )
 
 // liveFlags are the binding flags every example service shares (-sid,

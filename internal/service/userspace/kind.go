@@ -57,6 +57,10 @@ type Spec struct {
 	ASM       bool   `json:"asm,omitempty"`
 	// WaitMS is apply's wait, not state: Canonical ignores it.
 	WaitMS int64 `json:"wait_ms,omitempty"`
+	// StaleBypassRoute is observed, never planned: an on-failure bypass
+	// End route left for the SID while its binding drops (a process that
+	// bound it before with bypass). Apply removes it.
+	StaleBypassRoute bool `json:"stale_bypass_route,omitempty"`
 }
 
 // SpecOf reads a service of this kind.
@@ -147,7 +151,11 @@ func (Kind) Plan(in service.Input) (nodestate.Service, error) {
 }
 
 func line(s nodestate.Service, sp Spec) string {
-	return fmt.Sprintf("userspace %s %s name %s on-failure %s", s.SID, behavior(sp), sp.Name, sp.OnFailure)
+	l := fmt.Sprintf("userspace %s %s name %s on-failure %s", s.SID, behavior(sp), sp.Name, sp.OnFailure)
+	if sp.StaleBypassRoute {
+		l += " (stale bypass End route)"
+	}
+	return l
 }
 
 func behavior(sp Spec) string {

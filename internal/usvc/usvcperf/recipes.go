@@ -2,13 +2,18 @@ package usvcperf
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/segchain/segchain/examples/services/crypt"
 	"github.com/segchain/segchain/internal/ids"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/pkg/srv6svc"
@@ -24,6 +29,9 @@ import (
 //	userspace-ids    the IDS engine (internal/ids) in IPS mode with
 //	                 IDSRules synthetic content rules, batched as
 //	                 userspace-batch: the cost of inspection on top
+//	userspace-encrypt the encrypt example's sealer (AES-256-GCM over the
+//	                 inner packet, examples/services/crypt), batched as
+//	                 userspace-batch: the cost of sealing on top
 //
 // Test packet: SRv6 (SRH: the service's SID, then a far SID; SL 1)
 // carrying an IPv6 UDP packet, as native End's.
@@ -41,6 +49,7 @@ func Recipes() []perf.Recipe {
 		perf.NewRecipe("userspace-batch", "no-op userspace SR-aware service (pkg/srv6svc, AF_XDP), batched (64): End in userspace", r.setup(batch)),
 		perf.NewRecipe("End.ASM", "shared-memory SR proxy (pkg/srv6svc) with a no-op SR-unaware function", r.setup(asm)),
 		perf.NewRecipe("userspace-ids", fmt.Sprintf("SR-aware IPS (internal/ids, %d synthetic content rules) as a batched userspace service", IDSRules), r.setup(idsMode)),
+		perf.NewRecipe("userspace-encrypt", "the encrypt example (AES-256-GCM over the inner packet) as a batched userspace service", r.setup(encMode)),
 	}
 }
 
@@ -55,6 +64,7 @@ const (
 	batch
 	asm
 	idsMode
+	encMode
 )
 
 type key struct {
@@ -93,9 +103,15 @@ func (r *runner) start(env *perf.Env, k int, sid netip.Addr, m mode) error {
 	cfg := srv6svc.Config{Name: fmt.Sprintf("perf-%d", k), SIDs: []netip.Prefix{netip.PrefixFrom(sid, 128)},
 		Interfaces: []string{env.In}, Queues: 1, Realtime: true, WorkerStart: func(int) { tids <- unix.Gettid() }}
 	var handle func([]*srv6svc.Packet, []srv6svc.Verdict)
-	if m == idsMode {
+	switch m {
+	case idsMode:
 		var err error
 		if handle, err = ipsBatch(IDSRules); err != nil {
+			return err
+		}
+	case encMode:
+		var err error
+		if handle, err = sealBatch(); err != nil {
 			return err
 		}
 	}
@@ -118,7 +134,7 @@ func (r *runner) start(env *perf.Env, k int, sid netip.Addr, m mode) error {
 			done <- svc.ServeBatch(ctx, func([]*srv6svc.Packet, []srv6svc.Verdict) {})
 		case asm:
 			done <- svc.ServeASM(ctx, func([]byte) srv6svc.InnerVerdict { return srv6svc.Pass })
-		case idsMode:
+		case idsMode, encMode:
 			done <- svc.ServeBatch(ctx, handle)
 		}
 	}()
@@ -161,6 +177,33 @@ func ipsBatch(n int) (func([]*srv6svc.Packet, []srv6svc.Verdict), error) {
 	return func(ps []*srv6svc.Packet, vs []srv6svc.Verdict) {
 		for i, p := range ps {
 			vs[i] = ids.ServiceVerdict(e.Inspect(s.FromService(p)))
+		}
+	}, nil
+}
+
+// sealBatch is a batch handler sealing every packet with a fresh random
+// AES-256 key (key id 1).
+func sealBatch() (func([]*srv6svc.Packet, []srv6svc.Verdict), error) {
+	dir, err := os.MkdirTemp("", "usvcperf-keys")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir) // read once
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "1.key"), []byte(hex.EncodeToString(key)), 0o600); err != nil {
+		return nil, err
+	}
+	ring, err := crypt.LoadKeys(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := crypt.NewSealer(ring)
+	return func(ps []*srv6svc.Packet, vs []srv6svc.Verdict) {
+		for i, p := range ps {
+			vs[i] = s.Handle(p)
 		}
 	}, nil
 }

@@ -9,7 +9,10 @@ func TestRecipes(t *testing.T) {
 	if _, err := ipsBatch(IDSRules); err != nil {
 		t.Fatalf("IPS engine of %d synthetic rules: %v", IDSRules, err)
 	}
-	want := map[string]bool{"userspace-sync": true, "userspace-batch": true, "End.ASM": true, "userspace-ids": true}
+	if _, err := sealBatch(); err != nil {
+		t.Fatalf("sealer: %v", err)
+	}
+	want := map[string]bool{"userspace-sync": true, "userspace-batch": true, "End.ASM": true, "userspace-ids": true, "userspace-encrypt": true}
 	for _, r := range Recipes() {
 		delete(want, r.Name())
 	}

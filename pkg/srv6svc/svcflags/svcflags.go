@@ -1,10 +1,19 @@
-// Package svcflags holds the command-line flags every example service
-// shares (where to bind, how to serve) and turns them into an
-// srv6svc.Config.
+// Package svcflags holds the command-line flags an srv6svc service binary
+// shares with every other (--sid, --dev, --netns, --name, --on-failure,
+// --queues, --batch, --batch-size, --realtime) and turns them into an
+// srv6svc.Config; Main runs the service until SIGINT/SIGTERM.
+//
+//	fs := flag.NewFlagSet("mysvc", flag.ContinueOnError)
+//	var f svcflags.Flags
+//	f.Register(fs, "mysvc")
+//	if err := fs.Parse(args); err != nil { ... }
+//	cfg, err := f.Config() // every flag error at once
+//	svc, err := srv6svc.Listen(cfg)
 package svcflags
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,7 +53,7 @@ func (f *Flags) Register(fs *flag.FlagSet, name string) {
 }
 
 // Config checks the flags and returns the binding's configuration, with
-// every error.
+// every error (errors.Is(err, srv6svc.ErrConfig) holds).
 func (f *Flags) Config() (srv6svc.Config, error) {
 	var errs []string
 	cfg := srv6svc.Config{Name: f.Name, Netns: f.Netns, Interfaces: f.Devs, Queues: f.Queues, BatchSize: f.BatchSize, Realtime: f.Realtime}
@@ -71,7 +80,11 @@ func (f *Flags) Config() (srv6svc.Config, error) {
 		errs = append(errs, "--dev: at least one interface is needed")
 	}
 	if len(errs) > 0 {
-		return cfg, fmt.Errorf("%s", strings.Join(errs, "; "))
+		ce := &srv6svc.ConfigError{}
+		for _, e := range errs {
+			ce.Problems = append(ce.Problems, errors.New(e))
+		}
+		return cfg, ce
 	}
 	return cfg, nil
 }
