@@ -661,6 +661,29 @@ func detailLine(d map[string]uint64) string {
 	return strings.TrimSpace(b.String())
 }
 
+// serveMode is how a userspace service's packets reach it, read from its
+// `sid show` line (route): the XDP mode per interface (generic with the
+// reason native was refused), the AF_XDP mode and the binding's MTU, so
+// that a fallback is seen in status, not only in sid show.
+func serveMode(behavior, route string) string {
+	if behavior != "userspace" && behavior != "End.ASM" {
+		return ""
+	}
+	f := strings.Fields(route)
+	var parts []string
+	for i := 0; i+1 < len(f); i++ {
+		switch f[i] {
+		case "xdp", "xsk", "mtu":
+			parts = append(parts, f[i]+" "+f[i+1])
+			i++
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "mode: " + strings.Join(parts, " ")
+}
+
 // printBoundary lists the drops of every node's boundary filter per
 // interface and reason.
 func printBoundary(w io.Writer, nodes []controller.NodeStatus) {
@@ -818,6 +841,9 @@ func printStatus(w io.Writer, st *controller.Status, verbose bool) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.Node, s.SID, s.Behavior, svc, s.Packets, s.Bytes, s.Errors)
 			if d := detailLine(s.Detail); d != "" {
 				fmt.Fprintf(tw, "\t  %s\t\t\t\t\t\n", d)
+			}
+			if m := serveMode(s.Behavior, s.Route); m != "" {
+				fmt.Fprintf(tw, "\t  %s\t\t\t\t\t\n", m)
 			}
 		}
 	}

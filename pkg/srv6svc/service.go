@@ -423,7 +423,7 @@ func endRoute(p netip.Prefix, ifindex int) error {
 // Mode says how packets reach the service, e.g. "xdp=eth0:native,s6svc0k:native
 // xsk=copy mtu=1500": per interface (those of Config.Interfaces, then the
 // binding's own veth) the XDP mode obtained (native or generic; generic
-// with the reason native was refused, e.g. "eth0:generic(mtu 9000>3506)"),
+// with the reason native was refused, e.g. "eth0:generic(mtu9000>3506)"),
 // then the AF_XDP mode (zerocopy or copy; veth only has copy), the MTU of
 // the binding's pair (the largest of the interfaces', at most MaxMTU;
 // "mtu=3506<9000" when the interfaces take longer frames than the pair:

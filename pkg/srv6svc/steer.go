@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -99,7 +100,7 @@ func (s *steer) attach(l netlink.Link) (string, error) {
 // veth whose MTU is above MaxMTU, the kernel wants a multi-buffer program.
 func nativeRefused(l netlink.Link, err error) string {
 	if l.Type() == "veth" && l.Attrs().MTU > MaxMTU {
-		return fmt.Sprintf("mtu %d>%d", l.Attrs().MTU, MaxMTU)
+		return fmt.Sprintf("mtu%d>%d", l.Attrs().MTU, MaxMTU)
 	}
 	var errno unix.Errno
 	if errors.As(err, &errno) {
@@ -108,7 +109,7 @@ func nativeRefused(l netlink.Link, err error) string {
 	if msg := err.Error(); len(msg) <= 24 {
 		return msg
 	}
-	return "driver refused"
+	return "driver-refused"
 }
 
 // attachTC puts srv6svc_tc on TCX ingress of a binding's loop side (once;
@@ -175,12 +176,14 @@ func xdpMode(ifindex int, reason string) string {
 		return "native"
 	case 2:
 		if reason == "" {
-			reason = "native refused"
+			reason = "native-refused"
 			if l.Type() == "veth" && l.Attrs().MTU > MaxMTU {
-				reason = fmt.Sprintf("mtu %d>%d", l.Attrs().MTU, MaxMTU)
+				reason = fmt.Sprintf("mtu%d>%d", l.Attrs().MTU, MaxMTU)
 			}
 		}
-		return "generic(" + reason + ")"
+		// No spaces: Mode is a space-separated list of key=value
+		// (usvc.Entry and sid show split it on spaces).
+		return "generic(" + strings.ReplaceAll(reason, " ", "-") + ")"
 	case 3:
 		return "offload"
 	}
