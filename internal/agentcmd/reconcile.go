@@ -3,6 +3,7 @@ package agentcmd
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agentrpc"
@@ -25,6 +26,7 @@ func startReconcile(ctx context.Context, f agentFlags, local *lockedLocal, srv *
 	r := &reconcile.Reconciler{
 		Node: f.node, Store: local.intents, Agent: local, Journal: jr,
 		Interval: f.reconcileInterval, Log: log, Count: m.Reconcile,
+		Checked: func(a reconcile.Action) { m.ReconcileCheck(strings.ReplaceAll(a.String(), " ", "-")) },
 		Begin: func(ctx context.Context) (agent.Agent, func(), error) {
 			// The agent's own lease first: a controller holding it
 			// wins. Then the node's lock, without waiting: a local

@@ -24,6 +24,8 @@ type Metrics struct {
 	apply *prometheus.HistogramVec
 	// reconciles counts --reconcile's checks that found drift.
 	reconciles *prometheus.CounterVec
+	// checks counts every --reconcile check by its decision.
+	checks *prometheus.CounterVec
 	// denied counts scrapes Guard refused, by reason.
 	denied *prometheus.CounterVec
 }
@@ -53,6 +55,10 @@ func New(a agent.Agent, b Build, log *slog.Logger) *Metrics {
 		Namespace: ns, Subsystem: "agent", Name: "reconciles_total",
 		Help: "Checks of segchain agent --reconcile that found the node drifted from its intent, by result: applied (re-applied), failed (re-apply failed, rolled back), skipped (left alone: a controller's lease, a busy lock, a conflict).",
 	}, []string{"result"})
+	m.checks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: "agent", Name: "reconcile_checks_total",
+		Help: "Checks of segchain agent --reconcile, by decision: idle (no intent, or suspended), in-sync, repair, skip.",
+	}, []string{"decision"})
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: ns, Subsystem: "agent", Name: "build_info",
 		Help:        "The agent's build: always 1, the labels say which.",
@@ -64,7 +70,7 @@ func New(a agent.Agent, b Build, log *slog.Logger) *Metrics {
 		Help: "Scrapes of /metrics refused, by reason: source (not in --metrics-allow) or token (missing or wrong bearer token).",
 	}, []string{"reason"})
 	m.reg.MustRegister(m.denied)
-	m.reg.MustRegister(m.opDur, m.ops, m.apply, m.reconciles, info, &nodeCollector{a: a, log: log},
+	m.reg.MustRegister(m.opDur, m.ops, m.apply, m.reconciles, m.checks, info, &nodeCollector{a: a, log: log},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -100,6 +106,12 @@ func (m *Metrics) Execute(_ int, d time.Duration, err error) {
 // (reconcile.Reconciler.Count).
 func (m *Metrics) Reconcile(result string) {
 	m.reconciles.WithLabelValues(result).Inc()
+}
+
+// ReconcileCheck counts one reconcile check by its decision
+// (reconcile.Reconciler.Checked).
+func (m *Metrics) ReconcileCheck(decision string) {
+	m.checks.WithLabelValues(decision).Inc()
 }
 
 // Handler serves /metrics.

@@ -96,6 +96,9 @@ type Reconciler struct {
 	// Count, if set, counts the checks that found drift, by result:
 	// "applied", "failed" or "skipped" (metrics).
 	Count func(result string)
+	// Checked, if set, is told every check's decision (metrics: a
+	// test can wait for checks to have run instead of sleeping).
+	Checked func(Action)
 
 	last string // the last idle or skip reason logged (not repeated)
 	// retry: the last check left the node drifted for a reason that may
@@ -211,7 +214,10 @@ func (r *Reconciler) Run(ctx context.Context, linkUps <-chan string) {
 // Once checks the node against its intent and, on drift, re-applies it.
 // It returns what it decided (Repair: it re-applied, or tried; Skip also
 // when the lock or lease was not to be had).
-func (r *Reconciler) Once(ctx context.Context, trigger string) Action {
+func (r *Reconciler) Once(ctx context.Context, trigger string) (act Action) {
+	if r.Checked != nil {
+		defer func() { r.Checked(act) }()
+	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	r.retry = false

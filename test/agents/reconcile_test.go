@@ -305,7 +305,14 @@ func TestPrivilegedAgentReconcile(t *testing.T) {
 	}
 	victim = e.ownedRoutes("nfv1")[0]
 	e.delRoute("nfv1", victim)
-	time.Sleep(3 * time.Second)
+	// Two checks after the deletion (the interval is 1 s) decided idle:
+	// the agent looked and, its intent suspended, left the node alone.
+	idleChecks := `segchain_agent_reconcile_checks_total{decision="idle"}`
+	for from, deadline := e.metric("nfv1", idleChecks), time.Now().Add(30*time.Second); e.metric("nfv1", idleChecks) < from+2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("nfv1's agent ran no two reconcile checks in 30 s (%s)", idleChecks)
+		}
+	}
 	if e.hasRoute("nfv1", victim) {
 		t.Errorf("nfv1: route %v put back under a suspended intent", victim)
 	}
