@@ -15,9 +15,7 @@ import (
 
 	"github.com/segchain/segchain/examples/services/crypt"
 	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
-	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/plan"
@@ -40,28 +38,7 @@ func TestPrivilegedCryptChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "crypt.yaml")
-	if err := os.WriteFile(file, []byte(strings.ReplaceAll(string(raw), "wait: 10s", "wait: 5s")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName("h7cr")
-	t.Cleanup(func() {
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, l := upLab(t, "h7cr", strings.ReplaceAll(string(raw), "wait: 10s", "wait: 5s"))
 	ns := func(n string) string { return testutil.LabNetns(t, l, n) }
 	p, err := plan.Build(d)
 	if err != nil {

@@ -37,28 +37,7 @@ func TestPrivilegedUserspaceDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "userspace.yaml")
-	if err := os.WriteFile(file, []byte(strings.Replace(string(raw), "wait: 10s", "wait: 1s", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName("h17u")
-	t.Cleanup(func() {
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, l := upLab(t, "h17u", strings.Replace(string(raw), "wait: 10s", "wait: 1s", 1))
 	ns := func(n string) string {
 		s, err := l.Netns(n)
 		if err != nil {
@@ -148,28 +127,7 @@ func TestPrivilegedUserspaceStaleBypass(t *testing.T) {
 		t.Fatal(err)
 	}
 	y := strings.Replace(strings.Replace(string(raw), "wait: 10s", "wait: 1s", 1), "on_failure: bypass", "on_failure: drop", 1)
-	file := filepath.Join(t.TempDir(), "userspace.yaml")
-	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName("h7sb")
-	t.Cleanup(func() {
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, l := upLab(t, "h7sb", y)
 	nfv1 := testutil.LabNetns(t, l, "nfv1")
 	p, err := plan.Build(d)
 	if err != nil {
@@ -267,4 +225,33 @@ func TestPrivilegedUserspaceStaleBypass(t *testing.T) {
 	if !found {
 		t.Errorf("status lacks %s", prefix)
 	}
+}
+
+// upLab writes domain (YAML text) to a file and brings up its lab under a
+// unique name with prefix, taken down when the test ends, even on failure.
+func upLab(t *testing.T, prefix, domain string) (*config.Domain, *lab.Lab) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), prefix+".yaml")
+	if err := os.WriteFile(file, []byte(domain), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := lab.FromDomain(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.Name = testutil.UniqueName(prefix)
+	t.Cleanup(func() {
+		if err := lab.Down(topo.Name); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	l, err := lab.Up(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, l
 }
