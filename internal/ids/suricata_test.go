@@ -49,7 +49,7 @@ type diffKey struct {
 // installs it) rather than skipping.
 func TestSuricataDifferential(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs Suricata over a generated corpus: make test, not make unit")
+		t.Skip("runs Suricata over a generated corpus: skipped with -short (make test runs it)")
 	}
 	sur, err := exec.LookPath("suricata")
 	if err != nil {
