@@ -73,7 +73,7 @@ fuzz:
 # test/fw (4 min a run, most of `test`) runs once; its captures and
 # namespaces use the same helpers as test/native and test/proxy. Timings
 # on 2 shared cores: README.md ("Two commands").
-REPEAT_PKGS := ./test/proxy ./test/e2e ./test/apply ./test/native ./internal/lab ./internal/proxy ./internal/fw ./internal/perf
+REPEAT_PKGS := ./test/proxy ./test/e2e ./test/apply ./test/native ./internal/lab ./internal/dataplane/srunaware ./internal/dataplane/firewall ./internal/perf
 REPEAT_COUNT ?= 1
 test-repeat: deps build skipcheck
 	$(SKIPCHECK) -- $(GO) test -json -count=$(REPEAT_COUNT) -timeout 30m $(REPEAT_PKGS)

@@ -54,7 +54,7 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 go mod download
 
-# The protoc plugins of make generate (proto/ -> internal/agentrpc/agentpb),
+# The protoc plugins of make generate (proto/ -> internal/agent/rpc/agentpb),
 # pinned: the generated code names their versions.
 GOBIN_DIR="$(go env GOPATH)/bin"
 want_plugin() { # name module@version version-string

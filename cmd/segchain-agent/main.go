@@ -1,5 +1,5 @@
 // Command segchain-agent is `segchain agent` in a binary of its own: the
-// same flags and behaviour (internal/agentcmd), linking only what the
+// same flags and behaviour (internal/agent/daemon), linking only what the
 // agent needs (no lab, perf, plot or dump packages), so that each agent
 // process maps less of its binary: docs/agents.md, docs/benchmarks.md.
 // `segchain-agent agent FLAGS` is accepted too, so it can stand in for
@@ -12,15 +12,15 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"github.com/segchain/segchain/internal/agentcmd"
+	"github.com/segchain/segchain/internal/agent/daemon"
 	"github.com/segchain/segchain/internal/devprofile"
 )
 
 // version and commit are set at link time, as segchain's (make build).
 var version, commit string
 
-func build() agentcmd.Build {
-	b := agentcmd.Build{Version: version, Commit: commit, Go: runtime.Version()}
+func build() daemon.Build {
+	b := daemon.Build{Version: version, Commit: commit, Go: runtime.Version()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if b.Version == "" {
 			b.Version = bi.Main.Version
@@ -42,12 +42,12 @@ func build() agentcmd.Build {
 
 func main() {
 	b := build()
-	root := agentcmd.Command(b)
+	root := daemon.Command(b)
 	root.Use = "segchain-agent --node NAME --listen ADDR (--pki DIR | --insecure) [--netns NS] [--metrics ADDR]"
 	root.SilenceUsage, root.SilenceErrors = true, true
 	root.Version = b.Version + " " + b.Commit
 	root.SetVersionTemplate("segchain-agent {{.Version}}\n")
-	alias := agentcmd.Command(b)
+	alias := daemon.Command(b)
 	alias.Hidden = true
 	root.AddCommand(alias)
 	stopProfile := devprofile.Start(append([]string{"agent"}, os.Args[1:]...))

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/segchain/segchain/internal/fw"
+	"github.com/segchain/segchain/internal/dataplane/firewall"
 	"github.com/segchain/segchain/internal/fwrule"
 	"github.com/segchain/segchain/internal/localsid"
 )
@@ -78,7 +78,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.rawRun(cmd, args, 1, func(sid netip.Prefix, rest []string) error {
-				return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
+				return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error {
 					r, err := parseRule(rest)
 					if err != nil {
 						return err
@@ -101,7 +101,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 				if err != nil || pos < 1 {
 					return fmt.Errorf("position %q: want a number from 1", rest[0])
 				}
-				return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
+				return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error {
 					if pos > len(in.Rules)+1 {
 						return fmt.Errorf("position %d: the instance has %d rules", pos, len(in.Rules))
 					}
@@ -129,7 +129,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 			if err != nil || pos < 1 {
 				return fmt.Errorf("position %q: want a number from 1", args[1])
 			}
-			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
+			return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error {
 				if pos > len(in.Rules) {
 					return fmt.Errorf("position %d: the instance has %d rules", pos, len(in.Rules))
 				}
@@ -161,7 +161,7 @@ counters, numbered as del and insert take them.`,
 			if err != nil {
 				return err
 			}
-			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error { in.Rules = nil; return nil })
+			return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error { in.Rules = nil; return nil })
 		},
 	}
 	imp := &cobra.Command{
@@ -198,7 +198,7 @@ every offending line listed.`,
 			for _, note := range res.Skipped {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: %s: %s\n", name, note)
 			}
-			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
+			return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error {
 				in.Rules = res.Rules
 				if res.Policy != nil {
 					in.Policy = *res.Policy
@@ -225,7 +225,7 @@ Problem. The table starts as 0 go-next, 1 drop, 2 skip-next, 3 go-last.`,
 			if err != nil {
 				return fmt.Errorf("ARGS value %q: %w", args[1], err)
 			}
-			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error {
+			return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error {
 				if in.Args == nil {
 					in.Args = fwrule.DefaultArgs()
 					for k := range in.Args { // the default values that fit
@@ -260,7 +260,7 @@ Problem. The table starts as 0 go-next, 1 drop, 2 skip-next, 3 go-last.`,
 			if err != nil || (k != fwrule.Accept && k != fwrule.Drop) {
 				return fmt.Errorf("policy %q: want accept or drop", args[1])
 			}
-			return f.edit(cmd.OutOrStdout(), sid, func(in *fw.Instance) error { in.Policy = k; return nil })
+			return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error { in.Policy = k; return nil })
 		},
 	}
 	f.nf.register(cmd.PersistentFlags())
@@ -332,23 +332,23 @@ func parseRule(words []string) (fwrule.Rule, error) {
 
 // edit applies change to the instance at sid and installs the result
 // atomically, holding the node's lock (read-modify-write).
-func (f *fwCLI) edit(w io.Writer, sid netip.Prefix, change func(*fw.Instance) error) error {
+func (f *fwCLI) edit(w io.Writer, sid netip.Prefix, change func(*firewall.Instance) error) error {
 	locks, err := lockNetns(context.Background(), os.Stderr, f.netns, f.noWait)
 	if err != nil {
 		return err
 	}
 	defer locks.Release()
-	in, ok, err := fw.Get(f.netns, sid)
+	in, ok, err := firewall.Get(f.netns, sid)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("no %s instance at %s in netns %q: create it with segchain sid add %s %s", fw.Behavior, sid, f.netns, sid, fw.Behavior)
+		return fmt.Errorf("no %s instance at %s in netns %q: create it with segchain sid add %s %s", firewall.Behavior, sid, f.netns, sid, firewall.Behavior)
 	}
 	if err := change(&in); err != nil {
 		return err
 	}
-	if err := fw.Apply(f.netns, in); err != nil {
+	if err := firewall.Apply(f.netns, in); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%s: %d rules, policy %s\n", in.SID, len(in.Rules), in.Policy)
@@ -359,7 +359,7 @@ func (f *fwCLI) list(w io.Writer, args []string, output string) error {
 	if err := checkOutput(output); err != nil {
 		return err
 	}
-	sts, err := fw.List(f.netns)
+	sts, err := firewall.List(f.netns)
 	if err != nil {
 		return err
 	}
@@ -368,20 +368,20 @@ func (f *fwCLI) list(w io.Writer, args []string, output string) error {
 		if err != nil {
 			return err
 		}
-		var keep []fw.Status
+		var keep []firewall.Status
 		for _, s := range sts {
 			if s.Instance.SID == sid {
 				keep = append(keep, s)
 			}
 		}
 		if len(keep) == 0 {
-			return fmt.Errorf("no %s instance at %s", fw.Behavior, sid)
+			return fmt.Errorf("no %s instance at %s", firewall.Behavior, sid)
 		}
 		sts = keep
 	}
 	if output == "json" {
 		if sts == nil {
-			sts = []fw.Status{}
+			sts = []firewall.Status{}
 		}
 		return writeJSON(w, sts)
 	}
@@ -392,9 +392,9 @@ func (f *fwCLI) list(w io.Writer, args []string, output string) error {
 }
 
 // FormatFwStatus prints one instance as `fw list` shows it.
-func FormatFwStatus(w io.Writer, s fw.Status) {
+func FormatFwStatus(w io.Writer, s firewall.Status) {
 	in, c := s.Instance, s.Counters
-	fmt.Fprintf(w, "%s %s args %d policy %s (table slot %d)\n", in.SID, fw.Behavior, in.ArgsBits, in.Policy, s.Slot)
+	fmt.Fprintf(w, "%s %s args %d policy %s (table slot %d)\n", in.SID, firewall.Behavior, in.ArgsBits, in.Policy, s.Slot)
 	args := in.Args
 	if args == nil {
 		args = fwrule.DefaultArgs()

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/segchain/segchain/internal/fw"
+	"github.com/segchain/segchain/internal/dataplane/firewall"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -83,7 +83,7 @@ func TestFwCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sts []fw.Status
+	var sts []firewall.Status
 	if err := json.Unmarshal([]byte(out), &sts); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

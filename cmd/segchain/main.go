@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/devprofile"
-	"github.com/segchain/segchain/internal/nodeagent"
 )
 
 func main() {
@@ -56,7 +56,7 @@ Typical session:
 	root.AddCommand(
 		newLabCmd(),
 		newPlanCmd(), newApplyCmd(), newDestroyCmd(), newStatusCmd(), newWatchCmd(),
-		newSidCmd(nodeagent.SIDExtensions()...),
+		newSidCmd(local.SIDExtensions()...),
 		newFwCmd(),
 		newDumpCmd(),
 		newPerfCmd(),

@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/segchain/segchain/internal/fw/fwperf"
-	"github.com/segchain/segchain/internal/netfilter/nfperf"
+	"github.com/segchain/segchain/internal/dataplane/firewall/fwperf"
+	"github.com/segchain/segchain/internal/dataplane/netfilter/nfperf"
+	"github.com/segchain/segchain/internal/dataplane/srunaware/proxyperf"
+	"github.com/segchain/segchain/internal/dataplane/userspace/usvcperf"
 	"github.com/segchain/segchain/internal/perf"
-	"github.com/segchain/segchain/internal/proxy/proxyperf"
-	"github.com/segchain/segchain/internal/usvc/usvcperf"
 )
 
 // perfRegistry lists every recipe segchain knows. Other areas add their

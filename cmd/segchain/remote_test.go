@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/agentrpc"
+	"github.com/segchain/segchain/internal/agent/reconcile"
+	"github.com/segchain/segchain/internal/agent/rpc"
 	"github.com/segchain/segchain/internal/nodestate"
-	"github.com/segchain/segchain/internal/reconcile"
 )
 
 // idleNode is an agent.Agent with nothing on it.
@@ -30,16 +30,16 @@ func (idleNode) Originals(context.Context) (map[string]string, error)   { return
 // saying so; another controller's lease still fails it at once.
 func TestLeaseWaitsForReconcile(t *testing.T) {
 	ctx := context.Background()
-	srv := agentrpc.NewServer(idleNode{}, nil, agentrpc.Build{}, nil, agentrpc.Hooks{})
-	g := agentrpc.NewGRPCServer(srv, nil, nil)
+	srv := rpc.NewServer(idleNode{}, nil, rpc.Build{}, nil, rpc.Hooks{})
+	g := rpc.NewGRPCServer(srv, nil, nil)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
-	dial := func() *agentrpc.Client {
-		c, err := agentrpc.Dial("nfv1", lis.Addr().String(), nil)
+	dial := func() *rpc.Client {
+		c, err := rpc.Dial("nfv1", lis.Addr().String(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestLeaseWaitsForReconcile(t *testing.T) {
 	}()
 	c := dial()
 	var ew bytes.Buffer
-	got, err := leaseAll(ctx, &ew, map[string]*agentrpc.Client{"nfv1": c})
+	got, err := leaseAll(ctx, &ew, map[string]*rpc.Client{"nfv1": c})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("leaseAll while the agent reconciled: %v", err)
 	}
@@ -66,7 +66,7 @@ func TestLeaseWaitsForReconcile(t *testing.T) {
 	}
 
 	start := time.Now()
-	_, err = leaseAll(ctx, &bytes.Buffer{}, map[string]*agentrpc.Client{"nfv1": dial()})
+	_, err = leaseAll(ctx, &bytes.Buffer{}, map[string]*rpc.Client{"nfv1": dial()})
 	if err == nil || !strings.Contains(err.Error(), "domain is being applied by pid") {
 		t.Fatalf("a second controller: %v", err)
 	}

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/localsid"
-	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
@@ -199,7 +199,7 @@ func (s *sidCLI) add(w, ew io.Writer, args []string) error {
 		}
 		// eBPF SIDs carry no route protocol: the ownership record tells
 		// apply and destroy to leave this one alone.
-		if err := nodeagent.MarkHandMade(s.netns, sid, canon); err != nil {
+		if err := local.MarkHandMade(s.netns, sid, canon); err != nil {
 			return fmt.Errorf("add %s %s: record it as hand-made: %w", sid, canon, err)
 		}
 		fmt.Fprintf(w, "added %s %s\n", sid, canon)
@@ -342,7 +342,7 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 		}
 		n++
 	}
-	hm, err := nodeagent.HandMade(s.netns)
+	hm, err := local.HandMade(s.netns)
 	if err != nil {
 		return err
 	}
@@ -362,7 +362,7 @@ func (s *sidCLI) del(w io.Writer, arg string) error {
 		}
 	}
 	if _, mine := hm[sid]; mine {
-		if err := nodeagent.MarkHandMade(s.netns, sid, ""); err != nil {
+		if err := local.MarkHandMade(s.netns, sid, ""); err != nil {
 			return err
 		}
 	}
@@ -548,7 +548,7 @@ func (s *sidCLI) flush(w io.Writer) error {
 		n++
 	}
 	// The extensions' hand-made SIDs only: the domain's stay.
-	hm, err := nodeagent.HandMade(s.netns)
+	hm, err := local.HandMade(s.netns)
 	if err != nil {
 		return err
 	}
@@ -566,7 +566,7 @@ func (s *sidCLI) flush(w io.Writer) error {
 				errs = append(errs, fmt.Errorf("del %s: %w", en.SID, err))
 				continue
 			}
-			if err := nodeagent.MarkHandMade(s.netns, en.SID, ""); err != nil {
+			if err := local.MarkHandMade(s.netns, en.SID, ""); err != nil {
 				errs = append(errs, err)
 			}
 			n++

@@ -2,6 +2,6 @@
 // Agent observes the state segchain manages on one node and executes the
 // ops the controller computed. Op and the other types here are plain data
 // so that a remote agent can serve the same interface over the wire; the
-// in-namespace implementation is internal/nodeagent, and this package must
+// in-namespace implementation is internal/agent/local, and this package must
 // not link eBPF or netlink (test/layering checks).
 package agent

@@ -3,7 +3,7 @@
 // unicast over each link), installs the best paths (ECMP where equal) in
 // the node's namespace with routing protocol nodestate.ProtoBGP, shuts a
 // session at once when its link loses carrier and opens it again when the
-// carrier returns. The segchain agent hosts it (nodeagent.Router).
+// carrier returns. The segchain agent hosts it (local.Router).
 //
 // GoBGP opens its sockets from goroutines of its own, so the process that
 // hosts a Speaker must live in the node's namespace (segchain agent

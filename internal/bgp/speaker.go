@@ -61,7 +61,7 @@ const (
 var ipv6Unicast = &api.Family{Afi: api.Family_AFI_IP6, Safi: api.Family_SAFI_UNICAST}
 
 // Speaker runs one node's BGP intent. Its methods are safe for concurrent
-// use. It implements nodeagent.Router.
+// use. It implements local.Router.
 type Speaker struct {
 	netns    string
 	stateDir string
@@ -143,7 +143,7 @@ func (s *Speaker) Restore() error {
 	return nil
 }
 
-// Intent implements nodeagent.Router.
+// Intent implements local.Router.
 func (s *Speaker) Intent() *nodestate.BGP {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,7 +156,7 @@ func (s *Speaker) Intent() *nodestate.BGP {
 	return &c
 }
 
-// Set implements nodeagent.Router: nil stops the speaker and removes every
+// Set implements local.Router: nil stops the speaker and removes every
 // route it installed; an intent with another ASN, router id or timers
 // restarts it; otherwise only the neighbors and prefixes that changed
 // change (the other sessions stay up).
@@ -640,7 +640,7 @@ func candidate(nb netip.Addr, attrs []*anypb.Any) Candidate {
 	return c
 }
 
-// Sessions implements nodeagent.Router.
+// Sessions implements local.Router.
 func (s *Speaker) Sessions() []nodestate.BGPSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -31,7 +31,7 @@ chains:
 
 // TestProxyValidation checks the inner ethernet and flow_max rules one at a
 // time, each error with its field path, and that what passes validation is
-// what proxy.ParseSpec accepts (the backstop reports the rest at the
+// what srunaware.ParseSpec accepts (the backstop reports the rest at the
 // service's path).
 func TestProxyValidation(t *testing.T) {
 	l2chain := `  l2:
@@ -46,7 +46,7 @@ func TestProxyValidation(t *testing.T) {
     services: [px]
     egress: {node: out, behavior: End.DX6, nh6: "fc00:24::99"}`
 	// A static proxy followed by 30 more segments: a CACHE longer than
-	// the proxy's header buffer (only proxy.ParseSpec knows that).
+	// the proxy's header buffer (only srunaware.ParseSpec knows that).
 	var long, ends []string
 	for i := range 29 {
 		long = append(long, fmt.Sprintf("e%d", i))

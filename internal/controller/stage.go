@@ -12,7 +12,7 @@ import (
 //  1. with the adds: the union of the desired instances and the observed
 //     ones whose SID is not desired any more (a new or changed instance is
 //     installed beside the old one; a proxy SID change hands the IFACE-IN
-//     over to the new SID, see proxy.Apply);
+//     over to the new SID, see srunaware.Apply);
 //  2. with the deletes, after the policies: the desired instances alone.
 //
 // Either op is nil when it would change nothing.

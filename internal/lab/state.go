@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segchain/segchain/internal/nodeagent"
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/nsutil"
 )
 
@@ -224,7 +224,7 @@ func (l *Lab) down() error {
 		}
 		// eBPF state is pinned in bpffs, outside the namespace: it would
 		// outlive the namespace if not removed first.
-		if err := nodeagent.Purge(ns); err != nil {
+		if err := local.Purge(ns); err != nil {
 			errs = append(errs, err)
 		}
 		if err := nsutil.Delete(ns); err != nil {

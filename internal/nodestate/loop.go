@@ -25,7 +25,7 @@ const (
 // NOARP LoopDev, owned by nobody.
 var LoopGateway = netip.MustParseAddr("fe80::5c")
 
-// The netfilter loop (End.AN.NF, internal/netfilter): a veth pair inside
+// The netfilter loop (End.AN.NF, internal/dataplane/netfilter): a veth pair inside
 // the node through which inner packets cross the node's netfilter hooks
 // (NFLoopIn: they enter the stack; NFLoopOut: they leave it, and what the
 // FIB cannot forward re-enters there re-encapsulated). Like the service

@@ -52,7 +52,7 @@ const ProtoLegacy = 0xc5 // 197
 // everywhere (Origin, segchain sid), renumbered to ProtoManual by apply.
 const ProtoManualLegacy = 0xc6 // 198
 
-// ProtoNFLoop stamps End.AN.NF's loop rules and routes (internal/netfilter):
+// ProtoNFLoop stamps End.AN.NF's loop rules and routes (internal/dataplane/netfilter):
 // neither the domain's nor hand-made, so observation never takes them for
 // drift.
 const ProtoNFLoop = 0xc8 // 200

@@ -68,7 +68,7 @@ chains:
 `
 
 // TestProxies checks the proxies the plan emits and that every one parses
-// with proxy.ParseSpec to the same canonical parameters.
+// with srunaware.ParseSpec to the same canonical parameters.
 func TestProxies(t *testing.T) {
 	d, err := config.Parse([]byte(proxyDomain), t.TempDir())
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 // controller and the agent protocol know of it. It is pure data: a kind's
 // intent half must not link eBPF or netlink (test/layering checks). Its
 // node half (observe, apply, remove, repair, counters) is
-// nodeagent.ServiceKind, implemented by the kind's data-path package.
+// local.ServiceKind, implemented by the kind's data-path package.
 type Kind interface {
 	// Name is the kind as the domain file spells it (services.NAME.kind)
 	// and as nodestate.Service.Kind carries it.

@@ -182,7 +182,7 @@ func xdpMode(ifindex int, reason string) string {
 			}
 		}
 		// No spaces: Mode is a space-separated list of key=value
-		// (usvc.Entry and sid show split it on spaces).
+		// (userspace.Entry and sid show split it on spaces).
 		return "generic(" + strings.ReplaceAll(reason, " ", "-") + ")"
 	case 3:
 		return "offload"

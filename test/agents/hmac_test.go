@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/reconcile"
+	"github.com/segchain/segchain/internal/agent/reconcile"
 	"github.com/segchain/segchain/internal/testutil"
 )
 

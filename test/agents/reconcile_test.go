@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/reconcile"
 	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/nodestate"
-	"github.com/segchain/segchain/internal/reconcile"
 )
 
 // statusCheck is `segchain status --lab L --check`'s exit status (0 every
@@ -452,7 +452,7 @@ func TestPrivilegedAgentDiesMidApply(t *testing.T) {
 }
 
 // withoutSaved drops the files where agents keep the sysctl values a
-// node had before segchain first changed them (nodeagent's Originals):
+// node had before segchain first changed them (the local agent's Originals):
 // the agent's memory, kept until destroy by design, not kernel state.
 func withoutSaved(snap string) string {
 	var b strings.Builder

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/config"
-	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -20,7 +20,7 @@ import (
 // reason (0 when it dropped nothing there).
 func (e *env) boundaryDrops(node, iface, reason string) uint64 {
 	e.t.Helper()
-	cs, err := nodeagent.NewLocal(node, e.ns(node)).BoundaryCounters(context.Background())
+	cs, err := local.NewLocal(node, e.ns(node)).BoundaryCounters(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ send(IPv6(src='fc00:1::1', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['%s'], 
 		if _, err := e.ctl.Destroy(context.Background(), false); err != nil {
 			t.Fatal(err)
 		}
-		got, err := nodeagent.NewLocal("ingress", e.ns("ingress")).Observe(context.Background(), e.ctl.Plan.Nodes["ingress"])
+		got, err := local.NewLocal("ingress", e.ns("ingress")).Observe(context.Background(), e.ctl.Plan.Nodes["ingress"])
 		if err != nil {
 			t.Fatal(err)
 		}

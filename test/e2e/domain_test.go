@@ -18,12 +18,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/dataplane/firewall"
 	"github.com/segchain/segchain/internal/dump"
-	"github.com/segchain/segchain/internal/fw"
 	"github.com/segchain/segchain/internal/lab"
-	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/srh"
@@ -65,7 +65,7 @@ func setup(t *testing.T, file string) *env {
 	t.Cleanup(func() {
 		for _, n := range l.NodeNames() {
 			ns, _ := l.Netns(n)
-			_ = nodeagent.NewLocal(n, ns).Forget(context.Background())
+			_ = local.NewLocal(n, ns).Forget(context.Background())
 		}
 	})
 	return e
@@ -79,7 +79,7 @@ func (e *env) controllerFor(d *config.Domain) *controller.Controller {
 	}
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
-		agents[n] = nodeagent.NewLocal(n, e.ns(n))
+		agents[n] = local.NewLocal(n, e.ns(n))
 	}
 	return &controller.Controller{Plan: p, Agents: agents}
 }
@@ -118,7 +118,7 @@ func (e *env) sid(name string) netip.Addr {
 // counters returns the counters of the local SID entry covering sid.
 func (e *env) counters(node string, sid netip.Addr) agent.SIDCounters {
 	e.t.Helper()
-	cs, err := nodeagent.NewLocal(node, e.ns(node)).Counters(context.Background())
+	cs, err := local.NewLocal(node, e.ns(node)).Counters(context.Background())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ c=socket.create_connection(("fc00:4d::d", 9000), timeout=10); c.sendall(b"x"*200
 	t.Run("chain filtered: the SR-aware firewall on nfv2 drops UDP 6666, accepts 6000", func(t *testing.T) {
 		fwSID := netip.PrefixFrom(e.sid("nfv2-fw"), 112)
 		rules := func() (perRule []uint64, policy uint64) {
-			sts, err := fw.List(e.ns("nfv2"))
+			sts, err := firewall.List(e.ns("nfv2"))
 			if err != nil {
 				t.Fatal(err)
 			}

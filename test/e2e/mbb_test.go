@@ -10,7 +10,7 @@ import (
 
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
-	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/dataplane/srunaware"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -39,12 +39,12 @@ func setupMBB(t *testing.T) *env {
 	testutil.RequireTool(t, "python3")
 	e := setup(t, mbbFile)
 	nfv1 := e.ns("nfv1")
-	t.Cleanup(func() { _ = proxy.Remove(nfv1) })
+	t.Cleanup(func() { _ = srunaware.Remove(nfv1) })
 	return e
 }
 
 // flapSF takes the SF's interface down and up: the kernel deletes the
-// SF's route back to the proxy.
+// SF's route back to the srunaware.
 func flapSF(t *testing.T, e *env) {
 	t.Helper()
 	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "down")
@@ -86,7 +86,7 @@ func TestProxySIDChangeUnderStream(t *testing.T) {
 			if r.Unique != 1000 || r.Duplicates != 0 {
 				t.Errorf("1000 sent during the SID change: %d arrived (%d lost), %d duplicated", r.Unique, r.Lost, r.Duplicates)
 			}
-			sts, err := proxy.Extension{}.Show(e.ns("nfv1"))
+			sts, err := srunaware.Extension{}.Show(e.ns("nfv1"))
 			if err != nil {
 				t.Fatal(err)
 			}

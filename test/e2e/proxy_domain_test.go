@@ -16,7 +16,7 @@ import (
 
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/config"
-	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/dataplane/srunaware"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -104,7 +104,7 @@ func TestProxyDomain(t *testing.T) {
 	testutil.RequireTool(t, "python3")
 	e := setup(t, "../../examples/default.yaml")
 	nfv1 := e.ns("nfv1")
-	t.Cleanup(func() { _ = proxy.Remove(nfv1) }) // if the test fails before destroy
+	t.Cleanup(func() { _ = srunaware.Remove(nfv1) }) // if the test fails before destroy
 	if res := e.apply(); res.Changes() == 0 {
 		t.Fatal("first apply changed nothing")
 	}
@@ -118,7 +118,7 @@ func TestProxyDomain(t *testing.T) {
 	t.Run("TCP 8080 goes through the SF behind the proxy", func(t *testing.T) {
 		nftBefore := nftCounter(t, e.ns("sf1"))
 		pc := e.counters("nfv1", fw)
-		if pc.Behavior != proxy.EndAD || !pc.Owned || !pc.Counted || pc.SID.Bits() != 128 {
+		if pc.Behavior != srunaware.EndAD || !pc.Owned || !pc.Counted || pc.SID.Bits() != 128 {
 			t.Errorf("proxy status = %+v, want an owned, counted End.AD /128", pc)
 		}
 		out, err := tcpExchange(t, e, 8080)
@@ -153,7 +153,7 @@ func TestProxyDomain(t *testing.T) {
 		if proxyPinned(t, nfv1) {
 			t.Error("pinned proxy state left after destroy")
 		}
-		sts, err := proxy.Extension{}.Show(nfv1)
+		sts, err := srunaware.Extension{}.Show(nfv1)
 		if err != nil || len(sts) != 0 {
 			t.Errorf("proxies after destroy: %v, %v", sts, err)
 		}
@@ -177,7 +177,7 @@ func TestProxyDomainProxyTypes(t *testing.T) {
 	}
 	e := setup(t, file)
 	nfv1 := e.ns("nfv1")
-	t.Cleanup(func() { _ = proxy.Remove(nfv1) })
+	t.Cleanup(func() { _ = srunaware.Remove(nfv1) })
 	e.apply()
 	rules := filepath.Join(t.TempDir(), "sf.nft")
 	if err := os.WriteFile(rules, []byte(sfRules), 0o644); err != nil {
@@ -189,9 +189,9 @@ func TestProxyDomainProxyTypes(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, behavior, counter string
 	}{
-		{"static", "proxy: static\n    inner: ipv6\n", proxy.EndAS, "fw8080"},
-		{"dynamic-flow", "proxy: dynamic-flow\n    inner: ipv6\n    flow_timeout: 30\n", proxy.EndAD, "fw8080"},
-		{"masquerading", "proxy: masquerading\n", proxy.EndAM, "forwarded"},
+		{"static", "proxy: static\n    inner: ipv6\n", srunaware.EndAS, "fw8080"},
+		{"dynamic-flow", "proxy: dynamic-flow\n    inner: ipv6\n    flow_timeout: 30\n", srunaware.EndAD, "fw8080"},
+		{"masquerading", "proxy: masquerading\n", srunaware.EndAM, "forwarded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := config.Parse([]byte(strings.Replace(string(src), dynamic, tc.yaml, 1)), filepath.Dir(file))

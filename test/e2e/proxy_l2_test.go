@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/dataplane/srunaware"
 	"github.com/segchain/segchain/internal/nsutil"
-	"github.com/segchain/segchain/internal/proxy"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -159,7 +159,7 @@ func TestProxyDomainEthernet(t *testing.T) {
 	}
 	e := setup(t, file)
 	nfv1 := e.ns("nfv1")
-	t.Cleanup(func() { _ = proxy.Remove(nfv1) }) // if the test fails before destroy
+	t.Cleanup(func() { _ = srunaware.Remove(nfv1) }) // if the test fails before destroy
 
 	// sf1 becomes a bridge between sw0 and sw1 (nothing speaks IP on the L2
 	// segment), with an nftables bridge filter.
@@ -197,7 +197,7 @@ func TestProxyDomainEthernet(t *testing.T) {
 		t.Errorf("second apply made %d changes: %+v", res.Changes(), res.Diffs)
 	}
 
-	entries, err := proxy.Extension{}.Show(nfv1)
+	entries, err := srunaware.Extension{}.Show(nfv1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestProxyDomainEthernet(t *testing.T) {
 		if diff := cmp.Diff([]string{"nfv1 ~ proxies: 2 -> 2"}, ops); diff != "" {
 			t.Errorf("apply ops (-want +got):\n%s", diff)
 		}
-		if pc := e.counters("nfv1", e.sid("nfv1-br")); pc.Behavior != proxy.EndAS {
+		if pc := e.counters("nfv1", e.sid("nfv1-br")); pc.Behavior != srunaware.EndAS {
 			t.Errorf("nfv1-br behaviour = %s, want End.AS", pc.Behavior)
 		}
 		if diff := cmp.Diff(map[int]int{7000: 5, 7001: 0}, udpCounts(t, e, 7000, 7001)); diff != "" {

@@ -10,10 +10,10 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/controller"
-	"github.com/segchain/segchain/internal/fw"
-	"github.com/segchain/segchain/internal/netfilter"
+	"github.com/segchain/segchain/internal/dataplane/firewall"
+	"github.com/segchain/segchain/internal/dataplane/netfilter"
+	"github.com/segchain/segchain/internal/dataplane/srunaware"
 	"github.com/segchain/segchain/internal/nodestate"
-	"github.com/segchain/segchain/internal/proxy"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -35,7 +35,7 @@ func TestSameNodeServicePairs(t *testing.T) {
 	testutil.RequireTool(t, "python3")
 	e := setup(t, "testdata/samenode.yaml")
 	nfv1 := e.ns("nfv1")
-	t.Cleanup(func() { _ = proxy.Remove(nfv1); _ = fw.Flush(nfv1); _ = netfilter.Flush(nfv1) })
+	t.Cleanup(func() { _ = srunaware.Remove(nfv1); _ = firewall.Flush(nfv1); _ = netfilter.Flush(nfv1) })
 	// First as an older segchain left the node: every SID on lo. Then
 	// the apply that moves the kernel-served SIDs after another SID of
 	// their node onto the loop: each is replaced in place (one "~ route"

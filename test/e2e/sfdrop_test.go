@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/metrics"
-	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -30,7 +30,7 @@ func TestSFSilentDropShowsNotReturned(t *testing.T) {
 	e := setupMBB(t)
 	e.apply()
 	sid := e.sid("nfv1-px")
-	m := metrics.New(nodeagent.NewLocal("nfv1", e.ns("nfv1")), metrics.Build{}, nil)
+	m := metrics.New(local.NewLocal("nfv1", e.ns("nfv1")), metrics.Build{}, nil)
 	// notReturned reads the figure from status (the controller's data,
 	// what -o json prints) and from the metric; they must agree.
 	notReturned := func() uint64 {

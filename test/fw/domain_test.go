@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
-	"github.com/segchain/segchain/internal/fw"
+	"github.com/segchain/segchain/internal/dataplane/firewall"
 	"github.com/segchain/segchain/internal/lab"
-	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -62,7 +62,7 @@ func TestFWDomain(t *testing.T) {
 		return s
 	}
 	nfv1 := ns("nfv1")
-	t.Cleanup(func() { _ = fw.Flush(nfv1) }) // if the test fails before destroy
+	t.Cleanup(func() { _ = firewall.Flush(nfv1) }) // if the test fails before destroy
 	ctlFor := func(d *config.Domain) *controller.Controller {
 		p, err := plan.Build(d)
 		if err != nil {
@@ -70,13 +70,13 @@ func TestFWDomain(t *testing.T) {
 		}
 		agents := map[string]agent.Agent{}
 		for n := range p.Nodes {
-			agents[n] = nodeagent.NewLocal(n, ns(n))
+			agents[n] = local.NewLocal(n, ns(n))
 		}
 		return &controller.Controller{Plan: p, Agents: agents}
 	}
 	t.Cleanup(func() {
 		for _, n := range l.NodeNames() {
-			_ = nodeagent.NewLocal(n, ns(n)).Forget(context.Background())
+			_ = local.NewLocal(n, ns(n)).Forget(context.Background())
 		}
 	})
 	ctx := context.Background()
@@ -88,9 +88,9 @@ func TestFWDomain(t *testing.T) {
 	if res.Changes() == 0 {
 		t.Fatal("first apply changed nothing")
 	}
-	sts, err := fw.List(nfv1)
+	sts, err := firewall.List(nfv1)
 	if err != nil || len(sts) != 1 {
-		t.Fatalf("fw.List(nfv1) = %+v, %v; want one instance", sts, err)
+		t.Fatalf("firewall.List(nfv1) = %+v, %v; want one instance", sts, err)
 	}
 	if got := sts[0].Instance; got.SID.String() != "fc00:2::f1:0/112" || got.ArgsBits != 16 || len(got.Rules) != 4 {
 		t.Errorf("instance %+v", got)
@@ -141,10 +141,10 @@ for i in range(3):
 	}
 	dir := t.TempDir()
 	changed := strings.Replace(string(raw), "policy: accept", "policy: drop", 1)
-	if err := os.WriteFile(filepath.Join(dir, "fw.yaml"), []byte(changed), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "firewall.yaml"), []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := config.Load(filepath.Join(dir, "fw.yaml"))
+	d2, err := config.Load(filepath.Join(dir, "firewall.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +156,14 @@ for i in range(3):
 	if res.Changes() != 1 {
 		t.Errorf("policy change made %d changes, want 1: %+v", res.Changes(), res.Diffs)
 	}
-	if in, ok, err := fw.Get(nfv1, sts[0].Instance.SID); err != nil || !ok || in.Policy.String() != "drop" {
+	if in, ok, err := firewall.Get(nfv1, sts[0].Instance.SID); err != nil || !ok || in.Policy.String() != "drop" {
 		t.Errorf("after the change: %+v %v %v", in, ok, err)
 	}
 
 	if _, err := ctl2.Destroy(ctx, false); err != nil {
 		t.Fatalf("destroy: %v", err)
 	}
-	if sts, err := fw.List(nfv1); err != nil || len(sts) != 0 {
+	if sts, err := firewall.List(nfv1); err != nil || len(sts) != 0 {
 		t.Errorf("after destroy: %+v, %v", sts, err)
 	}
 

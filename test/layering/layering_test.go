@@ -16,7 +16,7 @@ var intent = []string{
 	"internal/plan",
 	"internal/controller",
 	"internal/chainpath",
-	"internal/reconcile",
+	"internal/agent/reconcile",
 	"internal/agent",
 	"internal/nodestate",
 	"internal/journal",
@@ -37,13 +37,13 @@ var kernel = []string{"github.com/cilium/ebpf", "github.com/vishvananda/netlink"
 // plain-data types; the intent packages never reach the implementation.
 var layers = [][]string{
 	{"cmd/segchain"},
-	{"internal/reconcile"},
+	{"internal/agent/reconcile"},
 	{"internal/controller", "internal/lab"},
 	{"internal/chainpath"},
 	{"internal/plan"},
 	{"internal/config"},
-	{"internal/nodeagent"},
-	{"internal/proxy", "internal/fw", "internal/usvc", "pkg/srv6svc", "internal/boundary", "internal/dataplane", "internal/localsid", "internal/bpfpin", "internal/bgp", "internal/frr"},
+	{"internal/agent/local"},
+	{"internal/dataplane/srunaware", "internal/dataplane/firewall", "internal/dataplane/userspace", "pkg/srv6svc", "internal/boundary", "internal/dataplane", "internal/localsid", "internal/bpfpin", "internal/bgp", "internal/frr"},
 	{"internal/agent", "internal/journal"},
 	{"internal/service/kinds"},
 	{"internal/service/srunaware", "internal/service/firewall", "internal/service/userspace"},
@@ -70,7 +70,7 @@ func TestIntentLinksNoKernelModule(t *testing.T) {
 			for _, d := range deps(t, "../../"+p) {
 				for _, k := range kernel {
 					if d == k || strings.HasPrefix(d, k+"/") {
-						t.Errorf("%s links %s (an intent package must stay pure data; move the kernel code to the kind's data-path package or to internal/nodeagent)", p, d)
+						t.Errorf("%s links %s (an intent package must stay pure data; move the kernel code to the kind's data-path package or to internal/agent/local)", p, d)
 					}
 				}
 			}
@@ -102,11 +102,11 @@ func TestLayered(t *testing.T) {
 // service kind's own package: the registration list, the kind's data path
 // (its node half), and config, which declares the two first kinds' YAML
 // fields for compatibility. Everybody else iterates the registry
-// (internal/service/kinds, internal/nodeagent/kinds.go).
+// (internal/service/kinds, internal/agent/local/kinds.go).
 var kindImporters = map[string][]string{
-	"internal/service/srunaware": {"internal/service/kinds", "internal/proxy", "internal/config"},
-	"internal/service/firewall":  {"internal/service/kinds", "internal/fw", "internal/config"},
-	"internal/service/userspace": {"internal/service/kinds", "internal/usvc"},
+	"internal/service/srunaware": {"internal/service/kinds", "internal/dataplane/srunaware", "internal/config"},
+	"internal/service/firewall":  {"internal/service/kinds", "internal/dataplane/firewall", "internal/config"},
+	"internal/service/userspace": {"internal/service/kinds", "internal/dataplane/userspace"},
 }
 
 func TestKindsReachedThroughTheRegistry(t *testing.T) {

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/dataplane/netfilter"
 	"github.com/segchain/segchain/internal/lab"
-	"github.com/segchain/segchain/internal/netfilter"
-	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -67,11 +67,11 @@ func TestNetfilterDomain(t *testing.T) {
 	}
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
-		agents[n] = nodeagent.NewLocal(n, ns(n))
+		agents[n] = local.NewLocal(n, ns(n))
 	}
 	t.Cleanup(func() {
 		for _, n := range l.NodeNames() {
-			_ = nodeagent.NewLocal(n, ns(n)).Forget(context.Background())
+			_ = local.NewLocal(n, ns(n)).Forget(context.Background())
 		}
 	})
 	ctl := &controller.Controller{Plan: p, Agents: agents}

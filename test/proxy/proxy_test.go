@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/dataplane/srunaware"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -23,14 +23,14 @@ const (
 func addProxy(t *testing.T, ns, line string) {
 	t.Helper()
 	f := strings.Fields(line)
-	if err := (proxy.Extension{}).Add(ns, netip.MustParsePrefix(f[0]+"/128"), f[1], f[2:]); err != nil {
+	if err := (srunaware.Extension{}).Add(ns, netip.MustParsePrefix(f[0]+"/128"), f[1], f[2:]); err != nil {
 		t.Fatalf("sid add %s: %v", line, err)
 	}
 }
 
-func status(t *testing.T, ns string, sid string) proxy.Status {
+func status(t *testing.T, ns string, sid string) srunaware.Status {
 	t.Helper()
-	n, err := proxy.Open(ns)
+	n, err := srunaware.Open(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func status(t *testing.T, ns string, sid string) proxy.Status {
 		}
 	}
 	t.Fatalf("sid %s not shown: %+v", sid, sts)
-	return proxy.Status{}
+	return srunaware.Status{}
 }
 
 func nftCounter(t *testing.T, ns, table, family, chain string) string {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/proxy"
+	"github.com/segchain/segchain/internal/dataplane/srunaware"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -37,7 +37,7 @@ func newTopo(t *testing.T) *topo {
 	}
 	// Remove the proxies' pinned state before the namespace goes away.
 	t.Cleanup(func() {
-		if err := proxy.Remove(tp.nfv); err != nil {
+		if err := srunaware.Remove(tp.nfv); err != nil {
 			t.Errorf("cleanup proxies: %v", err)
 		}
 	})

@@ -15,8 +15,8 @@ import (
 
 	"github.com/segchain/segchain/examples/services/crypt"
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/controller"
-	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
@@ -46,11 +46,11 @@ func TestPrivilegedCryptChain(t *testing.T) {
 	}
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
-		agents[n] = nodeagent.NewLocal(n, ns(n))
+		agents[n] = local.NewLocal(n, ns(n))
 	}
 	t.Cleanup(func() {
 		for _, n := range l.NodeNames() {
-			_ = nodeagent.NewLocal(n, ns(n)).Forget(context.Background())
+			_ = local.NewLocal(n, ns(n)).Forget(context.Background())
 		}
 	})
 	sidOf := func(node string) netip.Prefix {

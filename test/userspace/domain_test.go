@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/lab"
-	"github.com/segchain/segchain/internal/nodeagent"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
 	"github.com/segchain/segchain/pkg/srv6svc"
@@ -51,11 +51,11 @@ func TestPrivilegedUserspaceDomain(t *testing.T) {
 	}
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
-		agents[n] = nodeagent.NewLocal(n, ns(n))
+		agents[n] = local.NewLocal(n, ns(n))
 	}
 	t.Cleanup(func() {
 		for _, n := range l.NodeNames() {
-			_ = nodeagent.NewLocal(n, ns(n)).Forget(context.Background())
+			_ = local.NewLocal(n, ns(n)).Forget(context.Background())
 		}
 	})
 	ctl := &controller.Controller{Plan: p, Agents: agents}
@@ -135,11 +135,11 @@ func TestPrivilegedUserspaceStaleBypass(t *testing.T) {
 	}
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
-		agents[n] = nodeagent.NewLocal(n, testutil.LabNetns(t, l, n))
+		agents[n] = local.NewLocal(n, testutil.LabNetns(t, l, n))
 	}
 	t.Cleanup(func() {
 		for _, n := range l.NodeNames() {
-			_ = nodeagent.NewLocal(n, testutil.LabNetns(t, l, n)).Forget(context.Background())
+			_ = local.NewLocal(n, testutil.LabNetns(t, l, n)).Forget(context.Background())
 		}
 	})
 	ctl := &controller.Controller{Plan: p, Agents: agents}

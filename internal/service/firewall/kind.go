@@ -21,7 +21,7 @@ const Name = "firewall"
 // SID is the LOC:FUNCT prefix it serves (every ARGS value), ArgsBits the
 // ARGS width, Policy "accept" or "drop", Rules in canonical ip6tables
 // syntax (fwrule.Rule.String(), IPv4 rules with -4), Args the eval-args
-// table (ARGS value → action name). internal/fw installs it as an
+// table (ARGS value → action name). internal/dataplane/firewall installs it as an
 // fw.Instance.
 type Spec struct {
 	SID      netip.Prefix      `json:"-"`
@@ -115,7 +115,7 @@ func (f Spec) Parse() (Resolved, error) {
 }
 
 // Kind is the firewall kind's intent half: the SR-aware firewall
-// End.AN.FW, served by internal/fw.
+// End.AN.FW, served by internal/dataplane/firewall.
 type Kind struct{}
 
 var _ service.Kind = Kind{}
@@ -210,7 +210,7 @@ func Services(fs ...Spec) []nodestate.Service { return service.Encode(fs...) }
 func SpecsOf(list []nodestate.Service) ([]Spec, error) { return service.Decode(list, Name, SpecOf) }
 
 // Limits of the firewall's data path (FW_MAX_RULES and FW_MAX_INSTANCES
-// of bpf/fw_tc.bpf.c; internal/fw's TestIntentLimitsMatchProgram fails on
+// of bpf/fw_tc.bpf.c; internal/dataplane/firewall's TestIntentLimitsMatchProgram fails on
 // drift). The shared pools (bitmaps, value blocks) depend on the rules
 // compiled together: the agent checks them before apply (Check).
 const (

@@ -1,5 +1,5 @@
 // Package kinds lists the service kinds' intent halves: one line per kind.
-// Their node halves are listed in internal/nodeagent/kinds.go.
+// Their node halves are listed in internal/agent/local/kinds.go.
 package kinds
 
 import (

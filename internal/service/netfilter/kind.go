@@ -201,7 +201,7 @@ func (k Kind) Canonical(s nodestate.Service) string {
 }
 
 // Limits of End.AN.NF's data path (NF_MAX_SIDS and NF_HDR_MAX of
-// bpf/nf_tc.bpf.c; internal/netfilter's TestIntentLimitsMatchProgram
+// bpf/nf_tc.bpf.c; internal/dataplane/netfilter's TestIntentLimitsMatchProgram
 // fails on drift).
 const (
 	MaxSIDs   = 64  // End.AN.NF SIDs per node

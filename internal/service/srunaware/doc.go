@@ -2,5 +2,5 @@
 // SR-unaware service function behind an SR proxy (End.AS, End.AD, End.AM).
 // It holds the proxy's configuration fields, the proxy spec and its
 // `segchain sid add` syntax, and plans a service into a nodestate.Service;
-// internal/proxy is its data path and node half. Pure data: no eBPF.
+// internal/dataplane/srunaware is its data path and node half. Pure data: no eBPF.
 package srunaware

@@ -65,7 +65,7 @@ func SpecOf(s nodestate.Service) (Spec, error) {
 }
 
 // Kind is the sr-unaware kind's intent half: an SR-unaware SF behind an
-// SR proxy (End.AS, End.AD, End.AM) served by internal/proxy.
+// SR proxy (End.AS, End.AD, End.AM) served by internal/dataplane/srunaware.
 type Kind struct{}
 
 var _ service.Kind = Kind{}
@@ -139,7 +139,7 @@ func ProxiesOf(list []nodestate.Service) ([]Proxy, error) { return service.Decod
 
 // SIDsMax is how many proxy SIDs a node holds: the size of the proxy
 // program's per-SID maps (PROXY_MAX_SIDS of bpf/proxy_tc.bpf.c;
-// internal/proxy's TestSpecLimitsMatchProgram fails on drift).
+// internal/dataplane/srunaware's TestSpecLimitsMatchProgram fails on drift).
 const SIDsMax = 256
 
 // PerNode implements service.Limited.

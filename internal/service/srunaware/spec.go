@@ -27,7 +27,7 @@ var Behaviors = []string{EndAS, EndAD, "End.AD4", "End.AD6", EndEAD, "End.EAD4",
 type Inner uint8
 
 // Inner packet types (values shared with the eBPF program's enum
-// proxy_inner: internal/proxy's TestInnerMatchesProgram fails on drift).
+// proxy_inner: internal/dataplane/srunaware's TestInnerMatchesProgram fails on drift).
 const (
 	InnerAny      Inner = 0
 	InnerIPv6     Inner = 1
@@ -289,7 +289,7 @@ func (s Spec) Validate() error {
 
 // FlowsMax is the largest `flow max` a per-flow SID may have: the size of
 // the node-wide per-flow cache (PROXY_FLOWS_MAX of bpf/proxy_tc.bpf.c;
-// internal/proxy's TestSpecLimitsMatchProgram fails on drift).
+// internal/dataplane/srunaware's TestSpecLimitsMatchProgram fails on drift).
 const FlowsMax = 65536
 
 // CacheHdrMax is the bytes of outer headers a proxy cache holds (the Hdr
