@@ -120,9 +120,9 @@ func Resolve(fw *Config, dir string, argsBits int) (Resolved, error) {
 		}
 	}
 	out.Args = fwrule.DefaultArgs()
-	if len(firewall.Args) > 0 {
+	if len(fw.Args) > 0 {
 		out.Args = map[uint32]fwrule.TargetKind{}
-		keys := make([]string, 0, len(firewall.Args))
+		keys := make([]string, 0, len(fw.Args))
 		for k := range fw.Args {
 			keys = append(keys, k)
 		}
@@ -138,7 +138,7 @@ func Resolve(fw *Config, dir string, argsBits int) (Resolved, error) {
 				bad(p, "%d does not fit %d ARGS bits", n, argsBits)
 				continue
 			}
-			kind, err := fwrule.ParseTargetKind(firewall.Args[k])
+			kind, err := fwrule.ParseTargetKind(fw.Args[k])
 			switch {
 			case err != nil:
 				bad(p, "%v", err)

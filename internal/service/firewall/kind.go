@@ -22,7 +22,7 @@ const Name = "firewall"
 // ARGS width, Policy "accept" or "drop", Rules in canonical ip6tables
 // syntax (fwrule.Rule.String(), IPv4 rules with -4), Args the eval-args
 // table (ARGS value → action name). internal/dataplane/firewall installs it as an
-// fw.Instance.
+// firewall.Instance (the node half).
 type Spec struct {
 	SID      netip.Prefix      `json:"-"`
 	ArgsBits int               `json:"args_bits"`
