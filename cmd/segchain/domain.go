@@ -14,7 +14,7 @@ import (
 	"github.com/segchain/segchain/examples"
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/local"
-	"github.com/segchain/segchain/internal/agent/rpc"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/chainpath"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
@@ -36,7 +36,7 @@ type domainFlags struct {
 	// netns maps each in-process node to its namespace, remote each node
 	// programmed through its agent (both set by controller).
 	netns  map[string]string
-	remote map[string]*rpc.Client
+	remote map[string]*client.Client
 	// lab and domain are the lab (--lab) and the domain controller loaded.
 	lab    *lab.Lab
 	domain *config.Domain
@@ -147,7 +147,7 @@ func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error)
 	if len(f.remote) > 0 {
 		// A remote node's journal is kept on its agent.
 		who := holderName()
-		c.Journal = &rpc.Journal{Local: c.Journal, Remote: f.remote, Who: who}
+		c.Journal = &client.Journal{Local: c.Journal, Remote: f.remote, Who: who}
 		for _, rc := range f.remote {
 			rc.JournalOnExecute(who)
 		}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent/reconcile"
-	"github.com/segchain/segchain/internal/agent/rpc"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodelock"
@@ -34,14 +34,14 @@ const leaseTTL = 30 * time.Second
 // remoteAgents dials the agent of every node that has one: the lab's
 // agents (lab up --agents, with the lab's PKI) or the domain's
 // nodes.NAME.agent (with security.pki).
-func remoteAgents(d *config.Domain, l *lab.Lab) (map[string]*rpc.Client, error) {
-	out := map[string]*rpc.Client{}
+func remoteAgents(d *config.Domain, l *lab.Lab) (map[string]*client.Client, error) {
+	out := map[string]*client.Client{}
 	dial := func(node, addr string, files pki.Files) error {
 		tc, err := pki.ClientTLS(files, node)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", node, err)
 		}
-		c, err := rpc.Dial(node, addr, tc)
+		c, err := client.Dial(node, addr, tc)
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func holderName() string {
 // in-process nodes and the leases of its remote ones.
 type domainLocks struct {
 	set    *nodelock.Set
-	remote []*rpc.Client
+	remote []*client.Client
 }
 
 // Release gives every lock and lease back.
@@ -108,13 +108,13 @@ func (l *domainLocks) Release() {
 
 // leaseAll takes the lease of every remote node; on any failure none is
 // kept.
-func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*rpc.Client) ([]*rpc.Client, error) {
+func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*client.Client) ([]*client.Client, error) {
 	if err := preflightAll(ctx, remote); err != nil {
 		return nil, err
 	}
 	holder := holderName()
-	names, errs := eachRemote(remote, func(c *rpc.Client) error { return acquireLease(ctx, ew, c, holder) })
-	var got []*rpc.Client
+	names, errs := eachRemote(remote, func(c *client.Client) error { return acquireLease(ctx, ew, c, holder) })
+	var got []*client.Client
 	for i, n := range names {
 		if errs[i] == nil {
 			got = append(got, remote[n])
@@ -137,7 +137,7 @@ const reconcileWait = 30 * time.Second
 // holds it for a moment (re-applying the node's intent): the controller
 // waits for it, telling ew, instead of failing; another controller's
 // lease fails at once ("domain is being applied by …").
-func acquireLease(ctx context.Context, ew io.Writer, c *rpc.Client, holder string) error {
+func acquireLease(ctx context.Context, ew io.Writer, c *client.Client, holder string) error {
 	deadline := time.Now().Add(reconcileWait)
 	told := false
 	for {
@@ -164,8 +164,8 @@ func acquireLease(ctx context.Context, ew io.Writer, c *rpc.Client, holder strin
 // preflightAll checks every remote node (controller.Preflighter) at once,
 // before any lease is taken: one unreachable or incompatible agent fails
 // the command before anything changes.
-func preflightAll(ctx context.Context, remote map[string]*rpc.Client) error {
-	_, errs := eachRemote(remote, func(c *rpc.Client) error { return c.Preflight(ctx) })
+func preflightAll(ctx context.Context, remote map[string]*client.Client) error {
+	_, errs := eachRemote(remote, func(c *client.Client) error { return c.Preflight(ctx) })
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("preflight failed, nothing changed on any node:\n%w", err)
 	}
@@ -174,7 +174,7 @@ func preflightAll(ctx context.Context, remote map[string]*rpc.Client) error {
 
 // eachRemote runs fn on every remote node's client at once and returns
 // the node names, sorted, with each one's error.
-func eachRemote(remote map[string]*rpc.Client, fn func(*rpc.Client) error) ([]string, []error) {
+func eachRemote(remote map[string]*client.Client, fn func(*client.Client) error) ([]string, []error) {
 	names := sortedNames(remote)
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup

@@ -10,7 +10,8 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/reconcile"
-	"github.com/segchain/segchain/internal/agent/rpc"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
+	"github.com/segchain/segchain/internal/agent/rpc/server"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
@@ -30,16 +31,16 @@ func (idleNode) Originals(context.Context) (map[string]string, error)   { return
 // saying so; another controller's lease still fails it at once.
 func TestLeaseWaitsForReconcile(t *testing.T) {
 	ctx := context.Background()
-	srv := rpc.NewServer(idleNode{}, nil, rpc.Build{}, nil, rpc.Hooks{})
-	g := rpc.NewGRPCServer(srv, nil, nil)
+	srv := server.NewServer(idleNode{}, nil, server.Build{}, nil, server.Hooks{})
+	g := server.NewGRPCServer(srv, nil, nil)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
-	dial := func() *rpc.Client {
-		c, err := rpc.Dial("nfv1", lis.Addr().String(), nil)
+	dial := func() *client.Client {
+		c, err := client.Dial("nfv1", lis.Addr().String(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +58,7 @@ func TestLeaseWaitsForReconcile(t *testing.T) {
 	}()
 	c := dial()
 	var ew bytes.Buffer
-	got, err := leaseAll(ctx, &ew, map[string]*rpc.Client{"nfv1": c})
+	got, err := leaseAll(ctx, &ew, map[string]*client.Client{"nfv1": c})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("leaseAll while the agent reconciled: %v", err)
 	}
@@ -66,7 +67,7 @@ func TestLeaseWaitsForReconcile(t *testing.T) {
 	}
 
 	start := time.Now()
-	_, err = leaseAll(ctx, &bytes.Buffer{}, map[string]*rpc.Client{"nfv1": dial()})
+	_, err = leaseAll(ctx, &bytes.Buffer{}, map[string]*client.Client{"nfv1": dial()})
 	if err == nil || !strings.Contains(err.Error(), "domain is being applied by pid") {
 		t.Fatalf("a second controller: %v", err)
 	}

@@ -308,7 +308,7 @@ type SIDCounters struct {
 // each op as it ends: step is called after every op that ran, with its
 // index, duration and error (nil step: no reports). Like Execute, it stops
 // at the first failure and returns how many ops succeeded. A remote agent
-// (rpc.Server) uses it to log and time each op of an Execute without
+// (server.Server) uses it to log and time each op of an Execute without
 // paying the per-call cost once per op.
 type Stepper interface {
 	ExecuteSteps(ctx context.Context, ops []Op, step func(i int, d time.Duration, err error)) (int, error)

@@ -9,7 +9,7 @@ import (
 )
 
 // IntentKeeper is implemented by agents that keep their node's last
-// applied intent (rpc.Client: the `segchain agent` stores it on
+// applied intent (client.Client: the `segchain agent` stores it on
 // disk and, with --reconcile, re-applies it when the node drifts).
 type IntentKeeper interface {
 	// SetIntent hands the node its desired state once it is applied

@@ -12,7 +12,7 @@ import (
 
 // Preflighter is implemented by agents that can say, changing nothing,
 // whether they can be programmed at all: reachable, serving the node the
-// domain names, speaking a compatible protocol (rpc.Client does).
+// domain names, speaking a compatible protocol (client.Client does).
 type Preflighter interface {
 	Preflight(ctx context.Context) error
 }
@@ -83,7 +83,7 @@ func (c *Controller) each(ctx context.Context, names []string, fn func(ctx conte
 }
 
 // BatchJournaler is implemented by agents that record each op in the
-// node's journal themselves, right before running it (rpc.Client
+// node's journal themselves, right before running it (client.Client
 // with JournalOnExecute): a node's ops of one phase can then go in one
 // Execute instead of one each, with the same crash safety.
 type BatchJournaler interface {

@@ -19,7 +19,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/segchain/segchain/internal/agent/rpc"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pki"
 )
@@ -279,7 +279,7 @@ func (l *Lab) waitAgent(node string, limit time.Duration) error {
 	if err != nil {
 		return err
 	}
-	c, err := rpc.Dial(node, a.Addr, tc)
+	c, err := client.Dial(node, a.Addr, tc)
 	if err != nil {
 		return err
 	}

@@ -91,13 +91,13 @@ func opKind(op agent.Op) string {
 	return string(op.Kind)
 }
 
-// Op records one op (rpc.Hooks.Op).
+// Op records one op (server.Hooks.Op).
 func (m *Metrics) Op(op agent.Op, d time.Duration, err error) {
 	m.opDur.WithLabelValues(opKind(op), result(err)).Observe(d.Seconds())
 	m.ops.WithLabelValues(opKind(op), result(err)).Inc()
 }
 
-// Execute records one Execute (rpc.Hooks.Execute).
+// Execute records one Execute (server.Hooks.Execute).
 func (m *Metrics) Execute(_ int, d time.Duration, err error) {
 	m.apply.WithLabelValues(result(err)).Observe(d.Seconds())
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/agent/rpc"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/pki"
 )
 
@@ -25,7 +25,7 @@ func TestPrivilegedAgentRefusesUnlistedController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := rpc.Dial("nfv1", e.l.Agents["nfv1"].Addr, tc)
+	c, err := client.Dial("nfv1", e.l.Agents["nfv1"].Addr, tc)
 	if err != nil {
 		t.Fatal(err)
 	}

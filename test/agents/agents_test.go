@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/segchain/segchain/internal/agent/rpc"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/pki"
@@ -157,12 +157,12 @@ func TestPrivilegedAgentRestartUnderStream(t *testing.T) {
 
 // controller is a client of node's lab agent with the lab's controller
 // certificate.
-func controller(t *testing.T, l *lab.Lab, node string) *rpc.Client {
+func controller(t *testing.T, l *lab.Lab, node string) *client.Client {
 	tc, err := pki.ClientTLS(pki.DirFiles(l.AgentPKI, pki.RoleController, lab.ControllerName), node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := rpc.Dial(node, l.Agents[node].Addr, tc)
+	c, err := client.Dial(node, l.Agents[node].Addr, tc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,9 @@ var intent = []string{
 	"internal/chainpath",
 	"internal/agent/reconcile",
 	"internal/agent",
+	"internal/agent/rpc",
+	"internal/agent/rpc/agentpb",
+	"internal/agent/rpc/client",
 	"internal/nodestate",
 	"internal/journal",
 	"internal/service",
@@ -37,6 +40,7 @@ var kernel = []string{"github.com/cilium/ebpf", "github.com/vishvananda/netlink"
 // plain-data types; the intent packages never reach the implementation.
 var layers = [][]string{
 	{"cmd/segchain"},
+	{"internal/agent/daemon"},
 	{"internal/agent/reconcile"},
 	{"internal/controller", "internal/lab"},
 	{"internal/chainpath"},
@@ -44,11 +48,13 @@ var layers = [][]string{
 	{"internal/config"},
 	{"internal/agent/local"},
 	{"internal/dataplane/srunaware", "internal/dataplane/firewall", "internal/dataplane/userspace", "pkg/srv6svc", "internal/boundary", "internal/dataplane", "internal/localsid", "internal/bpfpin", "internal/bgp", "internal/frr"},
+	{"internal/agent/rpc/client", "internal/agent/rpc/server"},
+	{"internal/agent/rpc"},
 	{"internal/agent", "internal/journal"},
 	{"internal/service/kinds"},
 	{"internal/service/srunaware", "internal/service/firewall", "internal/service/userspace"},
 	{"internal/service"},
-	{"internal/nodestate"},
+	{"internal/nodestate", "internal/agent/rpc/agentpb"},
 }
 
 // deps returns the transitive dependencies of pkg (go list -deps).

@@ -23,7 +23,7 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/agent/reconcile"
-	"github.com/segchain/segchain/internal/agent/rpc"
+	"github.com/segchain/segchain/internal/agent/rpc/server"
 	"github.com/segchain/segchain/internal/bgp"
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/journal"
@@ -179,7 +179,7 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	case f.insecure && secure:
 		return errors.New("--insecure and TLS files (--pki, --ca, --cert, --key) exclude each other")
 	case f.insecure:
-		if err := rpc.CheckInsecureListen(f.listen); err != nil {
+		if err := server.CheckInsecureListen(f.listen); err != nil {
 			return err
 		}
 	case !secure:
@@ -250,14 +250,14 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	m.WatchBFD(f.node, speaker)
 	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
 	defer jr.Close()
-	srv := rpc.NewServer(local, log, rpc.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr,
-		rpc.Hooks{Op: m.Op, Execute: m.Execute})
+	srv := server.NewServer(local, log, server.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr,
+		server.Hooks{Op: m.Op, Execute: m.Execute})
 	srv.KeepIntents(intents)
 	if f.reconcile {
 		stopReconcile := startReconcile(ctx, f, local, srv, jr, m, log)
 		defer stopReconcile()
 	}
-	g := rpc.NewGRPCServer(srv, tc, log)
+	g := server.NewGRPCServer(srv, tc, log)
 	if f.metrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Guarded(access))
@@ -271,7 +271,7 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 		controllers = fmt.Sprint(f.allowControllers)
 	}
 	log.Info("agent serving", "listen", lis.Addr().String(), "netns", f.netns, "tls", secure, "controllers", controllers, "version", bv.Version, "pid", os.Getpid())
-	err = rpc.Serve(ctx, g, lis)
+	err = server.Serve(ctx, g, lis)
 	log.Info("agent stopped")
 	return err
 }
@@ -325,7 +325,7 @@ func (l *lockedLocal) Execute(ctx context.Context, ops []agent.Op) (int, error) 
 // take of the node's lock (it must be defined here: the embedded Local's
 // would run without the lock, and without suspending the intent).
 func (l *lockedLocal) ExecuteSteps(ctx context.Context, ops []agent.Op, step func(int, time.Duration, error)) (int, error) {
-	if rpc.FromSelf(ctx) {
+	if server.FromSelf(ctx) {
 		// The agent's own reconcile: it holds the node's lock already
 		// (reconcile.go), and changes the node to its intent.
 		return l.Local.ExecuteSteps(ctx, ops, step)

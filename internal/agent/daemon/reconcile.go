@@ -7,7 +7,7 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/reconcile"
-	"github.com/segchain/segchain/internal/agent/rpc"
+	"github.com/segchain/segchain/internal/agent/rpc/server"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/metrics"
 	"github.com/segchain/segchain/internal/nodelock"
@@ -15,7 +15,7 @@ import (
 
 // startReconcile runs `agent --reconcile` (internal/agent/reconcile) until ctx
 // ends or the returned function is called (which waits for it).
-func startReconcile(ctx context.Context, f agentFlags, local *lockedLocal, srv *rpc.Server, jr *journal.Disk, m *metrics.Metrics, log *slog.Logger) func() {
+func startReconcile(ctx context.Context, f agentFlags, local *lockedLocal, srv *server.Server, jr *journal.Disk, m *metrics.Metrics, log *slog.Logger) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	links, err := local.LinkUps(ctx)
 	if err != nil {
@@ -55,11 +55,11 @@ func startReconcile(ctx context.Context, f agentFlags, local *lockedLocal, srv *
 // agent's server under the agent's own lease (the same lease check, op
 // validation, journal, metrics and logs as a controller's Execute), read
 // from the implementation. Its Execute reaches lockedLocal.Execute marked
-// as the agent's own (rpc.FromSelf): the reconcile holds the node's
+// as the agent's own (server.FromSelf): the reconcile holds the node's
 // lock already.
 type reconcileAgent struct {
 	*lockedLocal
-	self *rpc.Self
+	self *server.Self
 }
 
 func (r *reconcileAgent) Execute(ctx context.Context, ops []agent.Op) (int, error) {

@@ -78,7 +78,7 @@ func (f *fakeNode) Forget(context.Context) error                          { retu
 func (f *fakeNode) Originals(context.Context) (map[string]string, error)  { return nil, nil }
 
 // batch is the leased agent Begin hands out: it journals each op, as
-// rpc.Self does through the server.
+// server.Self does through the server.
 type batch struct {
 	*fakeNode
 	j *memJournal

@@ -84,7 +84,7 @@ func (in *Intent) Nothing() bool {
 // Store keeps one node's intent in a file, replaced atomically (written
 // to a temporary file, fsync'd, renamed over the old one, the directory
 // fsync'd), so that it survives agent restarts and crashes whole. It
-// implements rpc.IntentStore.
+// implements server.IntentStore.
 type Store struct {
 	path string
 	node string

@@ -1,6 +1,8 @@
-// Package rpc serves any agent.Agent over gRPC (Server, what
-// `segchain agent` runs on a node) and implements agent.Agent on top of a
-// gRPC connection (Client, what the controller uses for a node with an
-// `agent:` address). Node state and op batches cross the wire as JSON in
-// typed protobuf envelopes (proto/segchain/agent/v1, docs/agents.md).
+// Package rpc is what both ends of the agent's gRPC protocol share: the
+// protocol version and message limit, the checks a server runs on the
+// ops it receives (ValidateOps) and the HMAC secrets' typed fields beside
+// the JSON payloads. The client a controller uses is
+// internal/agent/rpc/client, the server `segchain agent` runs is
+// internal/agent/rpc/server, the generated protobuf code is
+// internal/agent/rpc/agentpb (proto/segchain/agent/v1, docs/agents.md).
 package rpc

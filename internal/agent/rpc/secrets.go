@@ -14,10 +14,10 @@ import (
 // journal, the logs, plan and status can never hold one. These helpers
 // move them between the two.
 
-// opSecrets lists the secrets of ops' hmac ops that set a key: the only
+// OpSecrets lists the secrets of ops' hmac ops that set a key: the only
 // ones the agent needs (a delete names the key id; the controller
 // computes rollbacks itself).
-func opSecrets(ops []agent.Op) []*pb.OpSecret {
+func OpSecrets(ops []agent.Op) []*pb.OpSecret {
 	var out []*pb.OpSecret
 	for i, op := range ops {
 		if op.Kind == agent.KindHMAC && op.Action == agent.ActSet && op.HMAC != nil && len(op.HMAC.Secret) > 0 {
@@ -27,11 +27,11 @@ func opSecrets(ops []agent.Op) []*pb.OpSecret {
 	return out
 }
 
-// withSecrets puts secrets back into the hmac ops of ops (decoded from
+// WithSecrets puts secrets back into the hmac ops of ops (decoded from
 // JSON: their keys are their own copies). A secret for an op that does
 // not set an hmac key, or out of range, is refused: the request is
 // malformed.
-func withSecrets(ops []agent.Op, secrets []*pb.OpSecret) error {
+func WithSecrets(ops []agent.Op, secrets []*pb.OpSecret) error {
 	for _, s := range secrets {
 		i := int(s.GetOp())
 		if i >= len(ops) || ops[i].Kind != agent.KindHMAC || ops[i].Action != agent.ActSet || ops[i].HMAC == nil {
@@ -42,8 +42,8 @@ func withSecrets(ops []agent.Op, secrets []*pb.OpSecret) error {
 	return nil
 }
 
-// keySecrets lists the secrets of keys.
-func keySecrets(keys []nodestate.HMACKey) []*pb.HMACSecret {
+// KeySecrets lists the secrets of keys.
+func KeySecrets(keys []nodestate.HMACKey) []*pb.HMACSecret {
 	var out []*pb.HMACSecret
 	for _, k := range keys {
 		if len(k.Secret) > 0 {
@@ -53,9 +53,9 @@ func keySecrets(keys []nodestate.HMACKey) []*pb.HMACSecret {
 	return out
 }
 
-// withKeySecrets puts secrets back into keys, by key id. A secret of a key
+// WithKeySecrets puts secrets back into keys, by key id. A secret of a key
 // keys does not have is refused.
-func withKeySecrets(keys []nodestate.HMACKey, secrets []*pb.HMACSecret) error {
+func WithKeySecrets(keys []nodestate.HMACKey, secrets []*pb.HMACSecret) error {
 	for _, s := range secrets {
 		i := slices.IndexFunc(keys, func(k nodestate.HMACKey) bool { return k.ID == s.GetId() })
 		if i < 0 {
@@ -66,10 +66,10 @@ func withKeySecrets(keys []nodestate.HMACKey, secrets []*pb.HMACSecret) error {
 	return nil
 }
 
-// needSecrets refuses an hmac op that sets a key without its secret (a
+// NeedSecrets refuses an hmac op that sets a key without its secret (a
 // controller that sent none, of a build from before op_secrets): the
 // kernel would refuse it mid-batch, later and less clearly.
-func needSecrets(ops []agent.Op) error {
+func NeedSecrets(ops []agent.Op) error {
 	for _, op := range ops {
 		if op.Kind == agent.KindHMAC && op.Action == agent.ActSet && op.HMAC != nil && len(op.HMAC.Secret) == 0 {
 			return fmt.Errorf("%s: no secret sent with it (a controller older than this agent?)", op.HMAC)

@@ -1,4 +1,4 @@
-package rpc
+package server
 
 import (
 	"bytes"
@@ -15,9 +15,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/rpc"
 	pb "github.com/segchain/segchain/internal/agent/rpc/agentpb"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/pki"
@@ -151,19 +154,37 @@ func startWith(t *testing.T, dir string, tc *tls.Config, served func(*fake) agen
 	return e
 }
 
-func (e *env) client(t *testing.T, files pki.Files, node string) *Client {
+func (e *env) client(t *testing.T, files pki.Files, node string) *client.Client {
 	t.Helper()
 	tc, err := pki.ClientTLS(files, node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Dial(node, e.addr, tc)
+	c, err := client.Dial(node, e.addr, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.SetTimeout(10 * time.Second)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// raw is a controller's bare connection to e's agent, with a Client's
+// message limits: for what a Client never sends, and for a controller
+// that dies holding its lease (the connection closes, nothing released).
+func (e *env) raw(t *testing.T) (pb.AgentClient, *grpc.ClientConn) {
+	t.Helper()
+	tc, err := pki.ClientTLS(pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(credentials.NewTLS(tc)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pb.NewAgentClient(conn), conn
 }
 
 var addOp = agent.Op{Kind: agent.KindTunSrc, Action: agent.ActSet, TunSrc: "fc00::2"}
@@ -204,7 +225,7 @@ func TestRoundTrip(t *testing.T) {
 
 // refused asserts that a call fails with want in its error, that the
 // agent ran nothing and logged the refusal.
-func refused(t *testing.T, e *env, c *Client, want, wantLog string) {
+func refused(t *testing.T, e *env, c *client.Client, want, wantLog string) {
 	t.Helper()
 	ctx := context.Background()
 	err := c.Preflight(ctx)
@@ -265,7 +286,7 @@ func TestRefused(t *testing.T) {
 	})
 	t.Run("plaintext client", func(t *testing.T) {
 		e := serve(t)
-		c, err := Dial("nfv1", e.addr, nil)
+		c, err := client.Dial("nfv1", e.addr, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,9 +311,10 @@ func TestInsecureListen(t *testing.T) {
 
 func TestBadMessages(t *testing.T) {
 	e := serve(t)
-	c := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	c, _ := e.raw(t)
 	ctx := context.Background()
-	if err := c.AcquireLease(ctx, "ctl-test", time.Minute); err != nil {
+	l, err := c.AcquireLease(ctx, &pb.AcquireLeaseRequest{Holder: "ctl-test", TtlSeconds: 60})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -307,10 +329,10 @@ func TestBadMessages(t *testing.T) {
 		{"sysctl outside net", []byte(`[{"kind":"sysctl","action":"set","sysctl":{"key":"kernel.panic","value":"1"}}]`), "only net.* keys"},
 		{"route of another protocol", []byte(`[{"kind":"route","action":"delete","route":{"dst":"fc00::/64","proto":186}}]`), "route protocol 186 is not segchain's"},
 		{"rule of another protocol", []byte(`[{"kind":"rule","action":"delete","rule":{"family":6,"priority":1,"table":100,"proto":11}}]`), "rule protocol 11 is not segchain's"},
-		{"oversized", append(append([]byte(`[{"kind":"tunsrc","action":"set","tunsrc":"`), bytes.Repeat([]byte("a"), MaxMessage)...), `"}]`...), "ResourceExhausted"},
+		{"oversized", append(append([]byte(`[{"kind":"tunsrc","action":"set","tunsrc":"`), bytes.Repeat([]byte("a"), rpc.MaxMessage)...), `"}]`...), "ResourceExhausted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: tc.body})
+			_, err := c.Execute(ctx, &pb.ExecuteRequest{LeaseId: l.LeaseId, OpsJson: tc.body})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
 			}
@@ -319,7 +341,6 @@ func TestBadMessages(t *testing.T) {
 			}
 		})
 	}
-	_ = grpc.MaxCallSendMsgSize
 }
 
 func TestLease(t *testing.T) {
@@ -343,12 +364,13 @@ func TestLease(t *testing.T) {
 	if err := a.ReleaseLease(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.AcquireLease(ctx, "pid 2 (segchain apply) on host b", time.Minute); err != nil {
-		t.Fatalf("after release: %v", err)
-	}
 	// A controller that dies (its connection closes) without releasing
 	// leaves no lease behind.
-	b.conn.Close()
+	rb, conn := e.raw(t)
+	if _, err := rb.AcquireLease(ctx, &pb.AcquireLeaseRequest{Holder: "pid 2 (segchain apply) on host b", TtlSeconds: 60}); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	conn.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		err := a.AcquireLease(ctx, "pid 1 (segchain apply) on host a", time.Minute)
@@ -375,9 +397,9 @@ func TestLeaseWaitsForClosingHolder(t *testing.T) {
 		s.awaiting = func() { waiting <- struct{}{} }
 	})
 	ctx := context.Background()
-	a := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	a, conn := e.raw(t)
 	b := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
-	if err := a.AcquireLease(ctx, "pid 1 (segchain apply) on host a", time.Minute); err != nil {
+	if _, err := a.AcquireLease(ctx, &pb.AcquireLeaseRequest{Holder: "pid 1 (segchain apply) on host a", TtlSeconds: 60}); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
@@ -389,7 +411,7 @@ func TestLeaseWaitsForClosingHolder(t *testing.T) {
 	case err := <-got:
 		t.Fatalf("the second controller did not wait for the held lease: %v", err)
 	}
-	a.conn.Close()
+	conn.Close()
 	if err := <-got; err != nil {
 		t.Fatalf("the second controller, its predecessor's connection closed: %v", err)
 	}
@@ -419,7 +441,7 @@ func TestJournalOnExecute(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.JournalOnExecute("pid 7 (segchain apply) on host ctl")
-	j := &Journal{Remote: map[string]*Client{"nfv1": c}}
+	j := &client.Journal{Remote: map[string]*client.Client{"nfv1": c}}
 	if err := j.Record("nfv1", addOp); err != nil { // a no-op: Execute journals
 		t.Fatal(err)
 	}
@@ -518,26 +540,5 @@ func TestExecuteBatchJournaledFirst(t *testing.T) {
 	}
 	if !strings.Contains(logBuf.String(), "op failed") {
 		t.Errorf("the failed op is not logged:\n%s", logBuf)
-	}
-}
-
-// The feature probe is sent the routes it judges (seg6, seg6local) and
-// the HMAC keys, not the static routes.
-func TestProbedPart(t *testing.T) {
-	p := netip.MustParsePrefix
-	want := &nodestate.Node{Name: "n", HMACKeys: []nodestate.HMACKey{{ID: 1}},
-		Sysctls: []nodestate.Sysctl{{Key: "net.ipv6.conf.all.forwarding", Value: "1"}},
-		Routes: []nodestate.Route{
-			{Dst: p("fc00:9::/64"), Dev: "e0"},
-			{Dst: p("fc00:2::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End", Count: true}, Owner: "service s1"},
-			{Dst: p("fc02:d::/64"), Table: 100, Seg6: &nodestate.Seg6Encap{Mode: "encap"}, Owner: "chain c0"},
-		}}
-	got := probed(want)
-	wantP := &nodestate.Node{Name: "n", HMACKeys: want.HMACKeys, BGP: want.BGP, Routes: want.Routes[1:]}
-	if diff := cmp.Diff(wantP, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
-		t.Errorf("probed (-want +got):\n%s", diff)
-	}
-	if probed(nil) != nil {
-		t.Error("probed(nil) != nil")
 	}
 }

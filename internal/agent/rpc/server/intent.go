@@ -1,8 +1,7 @@
-package rpc
+package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/rpc"
 	pb "github.com/segchain/segchain/internal/agent/rpc/agentpb"
 	"github.com/segchain/segchain/internal/nodestate"
 )
@@ -46,7 +46,7 @@ func (s *Server) SetIntent(ctx context.Context, r *pb.SetIntentRequest) (*pb.Set
 	if err := decode("intent", r.IntentJson, &want); err != nil {
 		return nil, s.fail(ctx, "SetIntent", err)
 	}
-	if err := withKeySecrets(want.HMACKeys, r.HmacSecrets); err != nil {
+	if err := rpc.WithKeySecrets(want.HMACKeys, r.HmacSecrets); err != nil {
 		return nil, s.fail(ctx, "SetIntent", status.Error(codes.InvalidArgument, err.Error()))
 	}
 	if want.Name != s.agent.Node() {
@@ -60,23 +60,6 @@ func (s *Server) SetIntent(ctx context.Context, r *pb.SetIntentRequest) (*pb.Set
 	}
 	s.log.Info("intent stored", "peer", who(ctx), "by", by, "routes", len(want.Routes), "rules", len(want.Rules), "services", len(want.Services))
 	return &pb.SetIntentReply{}, nil
-}
-
-// SetIntent implements controller.IntentKeeper. An agent that keeps no
-// intent (an older build, or none configured: Unimplemented) is not an
-// error: it has nothing to reconcile.
-func (c *Client) SetIntent(ctx context.Context, want *nodestate.Node) error {
-	b, err := json.Marshal(want)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.call(ctx)
-	defer cancel()
-	_, err = c.rpc.SetIntent(ctx, &pb.SetIntentRequest{LeaseId: c.leaseID(), IntentJson: b, HmacSecrets: keySecrets(want.HMACKeys)})
-	if status.Code(err) == codes.Unimplemented {
-		return nil
-	}
-	return c.wrap("set intent", err)
 }
 
 // selfAddr is the peer the agent's own requests are logged as.

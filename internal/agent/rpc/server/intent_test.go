@@ -1,4 +1,4 @@
-package rpc
+package server
 
 import (
 	"bytes"
@@ -78,7 +78,7 @@ func TestSetIntent(t *testing.T) {
 	if err := c.SetIntent(ctx, &nodestate.Node{Name: "nfv2"}); err == nil || !strings.Contains(err.Error(), `intent of node "nfv2"`) {
 		t.Fatalf("another node's intent: %v", err)
 	}
-	if _, err := srv.SetIntent(ctx, &pb.SetIntentRequest{LeaseId: c.leaseID(), IntentJson: []byte("{")}); err == nil {
+	if _, err := srv.SetIntent(ctx, &pb.SetIntentRequest{LeaseId: srv.leaseID(), IntentJson: []byte("{")}); err == nil {
 		t.Fatal("malformed intent accepted")
 	}
 	if st.want != nil {
@@ -144,4 +144,11 @@ func TestSelf(t *testing.T) {
 	if err := c.AcquireLease(ctx, "pid 2 (segchain apply) on host b", time.Minute); err != nil {
 		t.Fatalf("after the agent released its lease: %v", err)
 	}
+}
+
+// leaseID is the lease held now.
+func (s *Server) leaseID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lease
 }

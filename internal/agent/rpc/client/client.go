@@ -1,4 +1,4 @@
-package rpc
+package client
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/rpc"
 	pb "github.com/segchain/segchain/internal/agent/rpc/agentpb"
 	"github.com/segchain/segchain/internal/nodestate"
 )
@@ -68,7 +69,7 @@ func Dial(node, addr string, tlsConf *tls.Config) (*Client, error) {
 		creds = credentials.NewTLS(tlsConf)
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessage), grpc.MaxCallSendMsgSize(MaxMessage)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)))
 	if err != nil {
 		return nil, fmt.Errorf("node %s: agent %s: %w", node, addr, err)
 	}
@@ -143,7 +144,7 @@ func (c *Client) Observe(ctx context.Context, want *nodestate.Node) (*nodestate.
 	if err := json.Unmarshal(r.NodeJson, &got); err != nil {
 		return nil, c.wrap("observe", err)
 	}
-	if err := withKeySecrets(got.HMACKeys, r.HmacSecrets); err != nil {
+	if err := rpc.WithKeySecrets(got.HMACKeys, r.HmacSecrets); err != nil {
 		return nil, c.wrap("observe", err)
 	}
 	return &got, nil
@@ -160,7 +161,7 @@ func (c *Client) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	// A batch gets a second per op on top of the call's timeout.
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+time.Duration(len(ops))*time.Second)
 	defer cancel()
-	r, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: b, JournalWho: c.journalWho, OpSecrets: opSecrets(ops)})
+	r, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: b, JournalWho: c.journalWho, OpSecrets: rpc.OpSecrets(ops)})
 	if err != nil {
 		return 0, c.wrap("execute", err)
 	}
@@ -317,8 +318,8 @@ func (c *Client) Preflight(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w (unreachable)", err)
 	}
-	if v.Protocol != Protocol {
-		return fmt.Errorf("node %s: agent %s speaks protocol %d (segchain %s), this controller %d: upgrade one of them", c.node, c.addr, v.Protocol, v.Version, Protocol)
+	if v.Protocol != rpc.Protocol {
+		return fmt.Errorf("node %s: agent %s speaks protocol %d (segchain %s), this controller %d: upgrade one of them", c.node, c.addr, v.Protocol, v.Version, rpc.Protocol)
 	}
 	if v.Node != c.node {
 		return fmt.Errorf("node %s: agent %s serves node %q", c.node, c.addr, v.Node)

@@ -1,4 +1,4 @@
-package rpc
+package server
 
 import (
 	"bytes"
@@ -107,9 +107,10 @@ func TestHMACSecretsOverTheWire(t *testing.T) {
 // (a controller of an older build), is refused before anything runs.
 func TestHMACSecretsRefused(t *testing.T) {
 	e := serve(t)
-	c := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	c, _ := e.raw(t)
 	ctx := context.Background()
-	if err := c.AcquireLease(ctx, "ctl", time.Minute); err != nil {
+	l, err := c.AcquireLease(ctx, &pb.AcquireLeaseRequest{Holder: "ctl", TtlSeconds: 60})
+	if err != nil {
 		t.Fatal(err)
 	}
 	set := agent.Op{Kind: agent.KindHMAC, Action: agent.ActSet, HMAC: &nodestate.HMACKey{ID: 7, Alg: "sha256"}}
@@ -124,7 +125,7 @@ func TestHMACSecretsRefused(t *testing.T) {
 		{"secret out of range", []*pb.OpSecret{{Op: 9, Secret: []byte("x")}}, "op 9 does not set an hmac key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := c.rpc.Execute(ctx, &pb.ExecuteRequest{LeaseId: c.leaseID(), OpsJson: b, OpSecrets: tc.secrets})
+			_, err := c.Execute(ctx, &pb.ExecuteRequest{LeaseId: l.LeaseId, OpsJson: b, OpSecrets: tc.secrets})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
 			}

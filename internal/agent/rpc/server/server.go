@@ -1,4 +1,4 @@
-package rpc
+package server
 
 import (
 	"context"
@@ -17,17 +17,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/rpc"
 	pb "github.com/segchain/segchain/internal/agent/rpc/agentpb"
 	"github.com/segchain/segchain/internal/nodestate"
 )
-
-// Protocol is the wire protocol's version (VersionReply.protocol): a
-// controller talks only to agents of the same protocol.
-const Protocol = 1
-
-// MaxMessage bounds every message an agent receives (and so every JSON
-// payload in it): larger ones are refused by gRPC before any handler runs.
-const MaxMessage = 16 << 20
 
 // Lease bounds.
 const (
@@ -98,7 +91,7 @@ func (s *Server) Register(g *grpc.Server) { pb.RegisterAgentServer(g, s) }
 // ServerOptions are the gRPC server options every agent uses: the message
 // size limit.
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxMessage), grpc.MaxSendMsgSize(MaxMessage)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(rpc.MaxMessage), grpc.MaxSendMsgSize(rpc.MaxMessage)}
 }
 
 func who(ctx context.Context) string {
@@ -150,7 +143,7 @@ func (s *Server) Health(context.Context, *pb.HealthRequest) (*pb.HealthReply, er
 
 // Version implements pb.AgentServer.
 func (s *Server) Version(context.Context, *pb.VersionRequest) (*pb.VersionReply, error) {
-	return &pb.VersionReply{Protocol: Protocol, Version: s.build.Version, Commit: s.build.Commit, GoVersion: s.build.Go, Node: s.agent.Node()}, nil
+	return &pb.VersionReply{Protocol: rpc.Protocol, Version: s.build.Version, Commit: s.build.Commit, GoVersion: s.build.Go, Node: s.agent.Node()}, nil
 }
 
 // Observe implements pb.AgentServer.
@@ -167,7 +160,7 @@ func (s *Server) Observe(ctx context.Context, r *pb.ObserveRequest) (*pb.Observe
 	if err != nil {
 		return nil, err
 	}
-	return &pb.ObserveReply{NodeJson: b, HmacSecrets: keySecrets(got.HMACKeys)}, nil
+	return &pb.ObserveReply{NodeJson: b, HmacSecrets: rpc.KeySecrets(got.HMACKeys)}, nil
 }
 
 // checkLease verifies that id is the lease held now (renewing nothing).
@@ -193,10 +186,10 @@ func (s *Server) Execute(ctx context.Context, r *pb.ExecuteRequest) (*pb.Execute
 	if err := decode("ops", r.OpsJson, &ops); err != nil {
 		return nil, s.fail(ctx, "Execute", err)
 	}
-	if err := errors.Join(withSecrets(ops, r.OpSecrets), needSecrets(ops)); err != nil {
+	if err := errors.Join(rpc.WithSecrets(ops, r.OpSecrets), rpc.NeedSecrets(ops)); err != nil {
 		return nil, s.fail(ctx, "Execute", status.Error(codes.InvalidArgument, err.Error()))
 	}
-	if err := ValidateOps(ops); err != nil {
+	if err := rpc.ValidateOps(ops); err != nil {
 		return nil, s.fail(ctx, "Execute", status.Error(codes.InvalidArgument, err.Error()))
 	}
 	start := s.now()
@@ -295,7 +288,7 @@ func (s *Server) Check(ctx context.Context, r *pb.CheckRequest) (*pb.CheckReply,
 	if err := decode("ops", r.OpsJson, &ops); err != nil {
 		return nil, s.fail(ctx, "Check", err)
 	}
-	if err := ValidateOps(ops); err != nil {
+	if err := rpc.ValidateOps(ops); err != nil {
 		return nil, s.fail(ctx, "Check", status.Error(codes.InvalidArgument, err.Error()))
 	}
 	ck, ok := s.agent.(agent.Checker)
@@ -500,7 +493,7 @@ func (s *Server) JournalRecord(ctx context.Context, r *pb.JournalRecordRequest) 
 	if err := decode("op", r.OpJson, &op); err != nil {
 		return nil, s.fail(ctx, "JournalRecord", err)
 	}
-	if err := ValidateOps([]agent.Op{op}); err != nil {
+	if err := rpc.ValidateOps([]agent.Op{op}); err != nil {
 		return nil, s.fail(ctx, "JournalRecord", status.Error(codes.InvalidArgument, err.Error()))
 	}
 	if w, ok := s.journal.(interface{ SetWho(string) }); ok && r.Who != "" {

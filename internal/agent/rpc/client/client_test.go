@@ -1,0 +1,31 @@
+package client
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// The feature probe is sent the routes it judges (seg6, seg6local) and
+// the HMAC keys, not the static routes.
+func TestProbedPart(t *testing.T) {
+	p := netip.MustParsePrefix
+	want := &nodestate.Node{Name: "n", HMACKeys: []nodestate.HMACKey{{ID: 1}},
+		Sysctls: []nodestate.Sysctl{{Key: "net.ipv6.conf.all.forwarding", Value: "1"}},
+		Routes: []nodestate.Route{
+			{Dst: p("fc00:9::/64"), Dev: "e0"},
+			{Dst: p("fc00:2::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End", Count: true}, Owner: "service s1"},
+			{Dst: p("fc02:d::/64"), Table: 100, Seg6: &nodestate.Seg6Encap{Mode: "encap"}, Owner: "chain c0"},
+		}}
+	got := probed(want)
+	wantP := &nodestate.Node{Name: "n", HMACKeys: want.HMACKeys, BGP: want.BGP, Routes: want.Routes[1:]}
+	if diff := cmp.Diff(wantP, got, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("probed (-want +got):\n%s", diff)
+	}
+	if probed(nil) != nil {
+		t.Error("probed(nil) != nil")
+	}
+}
