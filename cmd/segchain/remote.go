@@ -161,7 +161,7 @@ func acquireLease(ctx context.Context, ew io.Writer, c *client.Client, holder st
 	}
 }
 
-// preflightAll checks every remote node (controller.Preflighter) at once,
+// preflightAll checks every remote node (agent.Caps.Preflight) at once,
 // before any lease is taken: one unreachable or incompatible agent fails
 // the command before anything changes.
 func preflightAll(ctx context.Context, remote map[string]*client.Client) error {

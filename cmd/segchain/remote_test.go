@@ -8,30 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/agent/reconcile"
 	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/agent/rpc/server"
-	"github.com/segchain/segchain/internal/nodestate"
 )
-
-// idleNode is an agent.Agent with nothing on it.
-type idleNode struct{}
-
-func (idleNode) Node() string { return "nfv1" }
-func (idleNode) Observe(context.Context, *nodestate.Node) (*nodestate.Node, error) {
-	return &nodestate.Node{Name: "nfv1"}, nil
-}
-func (idleNode) Execute(_ context.Context, ops []agent.Op) (int, error) { return len(ops), nil }
-func (idleNode) Counters(context.Context) ([]agent.SIDCounters, error)  { return nil, nil }
-func (idleNode) Forget(context.Context) error                           { return nil }
-func (idleNode) Originals(context.Context) (map[string]string, error)   { return nil, nil }
 
 // A controller waits for an agent's own reconcile to give the lease back,
 // saying so; another controller's lease still fails it at once.
 func TestLeaseWaitsForReconcile(t *testing.T) {
 	ctx := context.Background()
-	srv := server.NewServer(idleNode{}, nil, server.Build{}, nil, server.Hooks{})
+	srv := server.NewServer(agenttest.New("nfv1"), nil, server.Build{}, nil, server.Hooks{})
 	g := server.NewGRPCServer(srv, nil, nil)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

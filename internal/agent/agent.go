@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/service/kinds"
@@ -275,15 +274,9 @@ type Agent interface {
 	// Originals returns the sysctl values the node had before segchain
 	// first changed them.
 	Originals(ctx context.Context) (map[string]string, error)
-}
-
-// FeatureChecker is optionally implemented by an Agent that can tell, before
-// anything changes, what of a node's desired state its kernel cannot
-// install (a behaviour needing VRF devices, a flavor, an encap mode). Each
-// finding is one sentence in the domain's terms; the error is for a node
-// that could not be checked at all.
-type FeatureChecker interface {
-	Unsupported(ctx context.Context, want *nodestate.Node) ([]string, error)
+	// Caps declares what else the agent can do (caps.go): callers ask
+	// it instead of asserting types.
+	Caps() Caps
 }
 
 // SIDCounters is one local SID as status shows it.
@@ -301,17 +294,6 @@ type SIDCounters struct {
 	// direction (in-/out-packets, in-/out-drops) and every drop reason
 	// (drop-<reason>), as `sid show` names them.
 	Detail map[string]uint64 `json:"detail,omitempty"`
-}
-
-// Stepper is implemented by agents that run a batch of ops in one go
-// (under one node lock, with one set of netlink sockets) while reporting
-// each op as it ends: step is called after every op that ran, with its
-// index, duration and error (nil step: no reports). Like Execute, it stops
-// at the first failure and returns how many ops succeeded. A remote agent
-// (server.Server) uses it to log and time each op of an Execute without
-// paying the per-call cost once per op.
-type Stepper interface {
-	ExecuteSteps(ctx context.Context, ops []Op, step func(i int, d time.Duration, err error)) (int, error)
 }
 
 // Journal keeps each op of an apply or destroy on stable storage before
@@ -338,36 +320,8 @@ type BatchJournal interface {
 	RecordAll(node string, ops []Op) error
 }
 
-// BoundaryReader is implemented by agents that report the drop counters of
-// the node's boundary filter (status shows them).
-type BoundaryReader interface {
-	BoundaryCounters(ctx context.Context) ([]nodestate.BoundaryCounter, error)
-}
-
-// Checker is implemented by agents that can tell, without changing
-// anything, that ops would fail for want of room (the firewall's shared
-// pools): plan and apply ask before anything changes on any node.
-type Checker interface {
-	Check(ctx context.Context, ops []Op) error
-}
-
-// LinkWatcher is an Agent that can report its node's interfaces coming up
-// (Local does; see controller.Watch).
-type LinkWatcher interface {
-	// LinkUps sends the name of every interface that comes up (admin up
-	// with carrier) until ctx ends.
-	LinkUps(ctx context.Context) (<-chan string, error)
-}
-
 // MarshalOps is the wire form of a batch of ops (for logs and remote agents).
 func MarshalOps(ops []Op) ([]byte, error) { return json.Marshal(ops) }
-
-// RouteReader is implemented by agents that report their node's IPv6
-// main-table routes, every protocol and every next hop (status follows
-// them to show each chain's path, internal/chainpath).
-type RouteReader interface {
-	MainRoutes(ctx context.Context) ([]nodestate.FIBRoute, error)
-}
 
 // ErrTooOld is returned (wrapped) by a remote agent's client when the
 // agent's build lacks an RPC the controller asked for: the caller reports

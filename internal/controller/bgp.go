@@ -109,8 +109,8 @@ func (c *Controller) bgpInstalled(ctx context.Context, want map[string][]netip.P
 		if err != nil {
 			return false, err
 		}
-		rr, ok := a.(agent.RouteReader)
-		if !ok {
+		rr := a.Caps().Routes
+		if rr == nil {
 			return false, agent.ErrTooOld
 		}
 		routes, err := rr.MainRoutes(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
@@ -57,17 +58,17 @@ func TestBGPSwitchIsMakeBeforeBreak(t *testing.T) {
 	}
 }
 
-// bgpFake is a fakeAgent whose speaker's sessions come up after a few
+// bgpFake is an agenttest.Agent whose speaker's sessions come up after a few
 // observations.
 type bgpFake struct {
-	*fakeAgent
+	*agenttest.Agent
 	bgp      *nodestate.BGP
 	observed int
 	upAfter  int
 }
 
 func (f *bgpFake) Observe(ctx context.Context, want *nodestate.Node) (*nodestate.Node, error) {
-	got, err := f.fakeAgent.Observe(ctx, want)
+	got, err := f.Agent.Observe(ctx, want)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func (f *bgpFake) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 			f.bgp = op.BGP
 		}
 	}
-	return f.fakeAgent.Execute(ctx, ops)
+	return f.Agent.Execute(ctx, ops)
 }
 
 // A switch from static to BGP routing removes the static routes only once
@@ -99,8 +100,8 @@ func TestApplyWaitsForBGPBeforeRemovingRoutes(t *testing.T) {
 		Neighbors: []nodestate.BGPNeighbor{{Node: "r1", Addr: mustAddr("fc00:15::5"), Local: mustAddr("fc00:15::1"), Dev: "eth-r1", ASN: 4200000005}}}
 	static := nodestate.Route{Dst: mustPrefix("fc00:2::/64"), Via: mustAddr("fc00:15::5"), Dev: "eth-r1"}
 	var all []string
-	fa := &fakeAgent{name: "n", orig: map[string]string{}, all: &all, state: nodestate.Node{Name: "n", Routes: []nodestate.Route{static}}}
-	f := &bgpFake{fakeAgent: fa, upAfter: 4}
+	fa := &agenttest.Agent{Name: "n", All: &all, State: nodestate.Node{Name: "n", Routes: []nodestate.Route{static}}}
+	f := &bgpFake{Agent: fa, upAfter: 4}
 	p := &plan.Plan{Domain: "t", Nodes: map[string]*nodestate.Node{"n": {Name: "n", BGP: intent}}}
 	c := &Controller{Plan: p, Agents: map[string]agent.Agent{"n": f}, BGPSettle: 10 * time.Second}
 	if _, err := c.Apply(context.Background(), false); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
@@ -24,6 +25,8 @@ type routesFake struct {
 }
 
 func (f *routesFake) installed() bool { return f.reads >= f.routesAfter }
+
+func (f *routesFake) Caps() agent.Caps { return agent.Caps{Routes: f} }
 
 func (f *routesFake) MainRoutes(context.Context) ([]nodestate.FIBRoute, error) {
 	f.reads++
@@ -52,8 +55,8 @@ func TestApplyWaitsForBGPRouteBeforeRemovingStatic(t *testing.T) {
 	dst := mustPrefix("fc00:2::/64")
 	static := nodestate.Route{Dst: dst, Via: mustAddr("fc00:15::5"), Dev: "eth-r1"}
 	var all []string
-	fa := &fakeAgent{name: "n", orig: map[string]string{}, all: &all, state: nodestate.Node{Name: "n", Routes: []nodestate.Route{static}}}
-	f := &routesFake{bgpFake: &bgpFake{fakeAgent: fa, upAfter: 1}, dst: dst, routesAfter: 5}
+	fa := &agenttest.Agent{Name: "n", All: &all, State: nodestate.Node{Name: "n", Routes: []nodestate.Route{static}}}
+	f := &routesFake{bgpFake: &bgpFake{Agent: fa, upAfter: 1}, dst: dst, routesAfter: 5}
 	p := &plan.Plan{Domain: "t", Nodes: map[string]*nodestate.Node{"n": {Name: "n", BGP: intent}},
 		FRR: map[string]*nodestate.BGP{"r1": {ASN: 4200000005, Prefixes: []netip.Prefix{dst}}}}
 	c := &Controller{Plan: p, Agents: map[string]agent.Agent{"n": f}, BGPSettle: 10 * time.Second}

@@ -7,13 +7,16 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 )
 
 // checkingAgent refuses every batch of ops in Check.
-type checkingAgent struct{ *fakeAgent }
+type checkingAgent struct{ *agenttest.Agent }
+
+func (c checkingAgent) Caps() agent.Caps { return agent.Caps{Check: c} }
 
 func (c checkingAgent) Check(context.Context, []agent.Op) error {
-	return errors.New("node " + c.name + ": firewall does not fit")
+	return errors.New("node " + c.Name + ": firewall does not fit")
 }
 
 // TestCheckFailsBeforeAnythingChanges: an agent's Checker refusal is the
@@ -32,8 +35,8 @@ func TestCheckFailsBeforeAnythingChanges(t *testing.T) {
 		}
 	}
 	for n, f := range fakes {
-		if len(f.log) != 0 {
-			t.Errorf("node %s executed %v after a refused check", n, f.log)
+		if len(f.Log) != 0 {
+			t.Errorf("node %s executed %v after a refused check", n, f.Log)
 		}
 	}
 }

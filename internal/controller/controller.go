@@ -111,7 +111,7 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 			return err
 		}
 		d := Compute(got, want)
-		if fc, ok := a.(agent.FeatureChecker); ok {
+		if fc := a.Caps().Features; fc != nil {
 			if d.Unsupported, err = fc.Unsupported(ctx, want); err != nil {
 				return err
 			}
@@ -129,7 +129,7 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 		if err != nil {
 			return err
 		}
-		if ck, ok := a.(agent.Checker); ok && !d.Empty() {
+		if ck := a.Caps().Check; ck != nil && !d.Empty() {
 			return ck.Check(ctx, d.Ops())
 		}
 		return nil
@@ -144,7 +144,7 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 // does not exist yet), then deletes (headends first). If any op fails, every
 // op already executed on every node is undone in reverse order, so the
 // domain is left as it was. Once every node is as planned, the agents that
-// keep intents (IntentKeeper) are handed their node's desired state.
+// keep intents (agent.Caps.Intents) are handed their node's desired state.
 func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 	if err := c.preflight(ctx); err != nil {
 		return nil, err
@@ -382,7 +382,7 @@ func (c *Controller) Status(ctx context.Context) *Status {
 		}
 		// Each node's routes are read once per status, for every chain
 		// that crosses it.
-		if rr, ok := a.(agent.RouteReader); ok {
+		if rr := a.Caps().Routes; rr != nil {
 			tables[i].Routes, tables[i].Err = rr.MainRoutes(ctx)
 		} else {
 			tables[i].Err = agent.ErrTooOld
@@ -392,7 +392,7 @@ func (c *Controller) Status(ctx context.Context) *Status {
 			for _, s := range sids {
 				ns.SIDs = append(ns.SIDs, SIDStatus{SIDCounters: s, Service: names[n+" "+s.SID.String()]})
 			}
-			if br, ok := a.(agent.BoundaryReader); ok {
+			if br := a.Caps().Boundary; br != nil {
 				if ns.Boundary, err = br.BoundaryCounters(ctx); err != nil {
 					ns.Error = err.Error()
 					err = nil

@@ -12,134 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
-
-// fakeAgent keeps a node's state in memory and applies ops to it, failing
-// on the first op whose rendering contains failOn.
-type fakeAgent struct {
-	name   string
-	state  nodestate.Node
-	failOn string
-	log    []string
-	all    *[]string // optional log shared by every fake, to check cross-node order
-	orig   map[string]string
-}
-
-func (f *fakeAgent) Node() string { return f.name }
-
-func (f *fakeAgent) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Node, error) {
-	got := nodestate.Node{Name: f.name, TunSrc: f.state.TunSrc}
-	got.Routes = append(got.Routes, f.state.Routes...)
-	got.Rules = append(got.Rules, f.state.Rules...)
-	got.HMACKeys = append(got.HMACKeys, f.state.HMACKeys...)
-	got.Services = append(got.Services, f.state.Services...)
-	vals := map[string]string{}
-	for _, s := range f.state.Sysctls {
-		vals[s.Key] = s.Value
-	}
-	for _, s := range want.Sysctls {
-		v, ok := vals[s.Key]
-		if !ok {
-			v = "0"
-		}
-		got.Sysctls = append(got.Sysctls, nodestate.Sysctl{Key: s.Key, Value: v})
-	}
-	got.Sort()
-	return &got, nil
-}
-
-func (f *fakeAgent) Execute(_ context.Context, ops []agent.Op) (int, error) {
-	for i, op := range ops {
-		s := op.String()
-		if f.failOn != "" && strings.Contains(s, f.failOn) && op.Action != agent.ActDelete {
-			return i, errors.New("injected failure")
-		}
-		f.log = append(f.log, s)
-		if f.all != nil {
-			*f.all = append(*f.all, f.name+": "+s)
-		}
-		f.apply(op)
-	}
-	return len(ops), nil
-}
-
-func (f *fakeAgent) apply(op agent.Op) {
-	st := &f.state
-	switch op.Kind {
-	case agent.KindSysctl:
-		if _, ok := f.orig[op.Sysctl.Key]; !ok {
-			f.orig[op.Sysctl.Key] = op.OldValue
-		}
-		st.Sysctls = removeSysctl(st.Sysctls, op.Sysctl.Key)
-		st.Sysctls = append(st.Sysctls, *op.Sysctl)
-	case agent.KindTunSrc:
-		st.TunSrc = op.TunSrc
-	case agent.KindHMAC:
-		var keep []nodestate.HMACKey
-		for _, k := range st.HMACKeys {
-			if k.ID != op.HMAC.ID {
-				keep = append(keep, k)
-			}
-		}
-		if op.Action != agent.ActDelete {
-			keep = append(keep, *op.HMAC)
-		}
-		st.HMACKeys = keep
-	case agent.KindRoute:
-		var keep []nodestate.Route
-		for _, r := range st.Routes {
-			if r.Key() != op.Route.Key() {
-				keep = append(keep, r)
-			}
-		}
-		if op.Action != agent.ActDelete {
-			r := *op.Route
-			r.Owner = "" // the kernel does not keep it
-			keep = append(keep, r)
-		}
-		st.Routes = keep
-	case agent.KindRule:
-		var keep []nodestate.Rule
-		for _, r := range st.Rules {
-			if r.Key() != op.Rule.Key() {
-				keep = append(keep, r)
-			}
-		}
-		if op.Action != agent.ActDelete {
-			r := *op.Rule
-			r.Owner = ""
-			keep = append(keep, r)
-		}
-		st.Rules = keep
-	case agent.KindServices:
-		var keep []nodestate.Service
-		for _, s := range st.Services {
-			if s.Kind != op.Service {
-				keep = append(keep, s)
-			}
-		}
-		st.Services = append(keep, op.Services...)
-	}
-	st.Sort()
-}
-
-func removeSysctl(xs []nodestate.Sysctl, key string) []nodestate.Sysctl {
-	var out []nodestate.Sysctl
-	for _, x := range xs {
-		if x.Key != key {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-func (f *fakeAgent) Counters(context.Context) ([]agent.SIDCounters, error) { return nil, nil }
-func (f *fakeAgent) Forget(context.Context) error                          { f.orig = map[string]string{}; return nil }
-func (f *fakeAgent) Originals(context.Context) (map[string]string, error) {
-	return f.orig, nil
-}
 
 func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 func mustAddr(s string) netip.Addr     { return netip.MustParseAddr(s) }
@@ -162,11 +38,11 @@ func twoNodePlan(sid string) *plan.Plan {
 	}}
 }
 
-func newCtl(p *plan.Plan) (*Controller, map[string]*fakeAgent) {
-	fakes := map[string]*fakeAgent{}
+func newCtl(p *plan.Plan) (*Controller, map[string]*agenttest.Agent) {
+	fakes := map[string]*agenttest.Agent{}
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
-		f := &fakeAgent{name: n, orig: map[string]string{}}
+		f := agenttest.New(n)
 		fakes[n] = f
 		agents[n] = f
 	}
@@ -197,7 +73,7 @@ func TestApplyOrdersEndpointsBeforeHeadends(t *testing.T) {
 	c, fakes := newCtl(twoNodePlan("fc00:2::100"))
 	var all []string
 	for _, f := range fakes {
-		f.all = &all
+		f.All = &all
 	}
 	if _, err := c.Apply(ctx, false); err != nil {
 		t.Fatal(err)
@@ -226,7 +102,7 @@ func TestChangeIsMakeBeforeBreak(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range fakes {
-		f.log = nil
+		f.Log = nil
 	}
 	c.Plan = twoNodePlan("fc00:2::200") // the chain moves to a new SID
 	if _, err := c.Apply(ctx, false); err != nil {
@@ -234,14 +110,14 @@ func TestChangeIsMakeBeforeBreak(t *testing.T) {
 	}
 	want := []string{"+ route fc00:2::200/128", "- route fc00:2::100/128"}
 	var got []string
-	for _, l := range fakes["nfv"].log {
+	for _, l := range fakes["nfv"].Log {
 		got = append(got, l[:min(len(l), len(want[0]))])
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("nfv ops (-want +got):\n%s", diff)
 	}
-	if !strings.HasPrefix(fakes["ing"].log[0], "~ route fc00:d::/64") {
-		t.Errorf("ing ops = %v, want an in-place replace of the policy", fakes["ing"].log)
+	if !strings.HasPrefix(fakes["ing"].Log[0], "~ route fc00:d::/64") {
+		t.Errorf("ing ops = %v, want an in-place replace of the policy", fakes["ing"].Log)
 	}
 }
 
@@ -261,7 +137,7 @@ func TestFailedApplyRollsBackEveryNode(t *testing.T) {
 	for n := range fakes {
 		before[n] = observe(n)
 	}
-	fakes["ing"].failOn = "fc00:d::/64" // the headend policy fails after nfv and the sysctl changed
+	fakes["ing"].FailOn = "fc00:d::/64" // the headend policy fails after nfv and the sysctl changed
 	res, err := c.Apply(ctx, false)
 	if err == nil {
 		t.Fatal("apply succeeded despite an injected failure")
@@ -286,10 +162,10 @@ func TestDestroyRemovesWhatWasInstalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	for n, f := range fakes {
-		if len(f.state.Routes)+len(f.state.Rules)+len(f.state.HMACKeys) != 0 || f.state.TunSrc != "" {
-			t.Errorf("node %s keeps state after destroy: %+v", n, f.state)
+		if len(f.State.Routes)+len(f.State.Rules)+len(f.State.HMACKeys) != 0 || f.State.TunSrc != "" {
+			t.Errorf("node %s keeps state after destroy: %+v", n, f.State)
 		}
-		for _, s := range f.state.Sysctls {
+		for _, s := range f.State.Sysctls {
 			if s.Value != "0" {
 				t.Errorf("node %s: sysctl %s not restored: %s", n, s.Key, s.Value)
 			}
@@ -355,7 +231,7 @@ func TestApplyOutside(t *testing.T) {
 	c, fakes := newCtl(twoNodePlan("fc00:2::100"))
 	var calls []string
 	c.Outside = func() (func(error) error, error) {
-		calls = append(calls, fmt.Sprintf("sync (nfv ops so far %d)", len(fakes["nfv"].log)))
+		calls = append(calls, fmt.Sprintf("sync (nfv ops so far %d)", len(fakes["nfv"].Log)))
 		return func(err error) error {
 			calls = append(calls, fmt.Sprintf("done %v", err != nil))
 			return nil
@@ -374,7 +250,7 @@ func TestApplyOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Plan = twoNodePlan("fc00:2::200")
-	fakes["ing"].failOn = "fc00:d::/64"
+	fakes["ing"].FailOn = "fc00:d::/64"
 	if _, err := c.Apply(ctx, false); err == nil {
 		t.Fatal("apply succeeded despite an injected failure")
 	}
@@ -382,13 +258,13 @@ func TestApplyOutside(t *testing.T) {
 	if diff := cmp.Diff(want, calls); diff != "" {
 		t.Errorf("Outside calls (-want +got):\n%s", diff)
 	}
-	fakes["ing"].failOn = ""
+	fakes["ing"].FailOn = ""
 	c.Outside = func() (func(error) error, error) { return nil, errors.New("frr would not start") }
-	before := len(fakes["nfv"].log)
+	before := len(fakes["nfv"].Log)
 	if _, err := c.Apply(ctx, false); err == nil || !strings.Contains(err.Error(), "frr would not start") {
 		t.Errorf("apply with a failing Outside: %v", err)
 	}
-	if len(fakes["nfv"].log) != before {
-		t.Errorf("a failing Outside let the apply change nodes: %v", fakes["nfv"].log[before:])
+	if len(fakes["nfv"].Log) != before {
+		t.Errorf("a failing Outside let the apply change nodes: %v", fakes["nfv"].Log[before:])
 	}
 }

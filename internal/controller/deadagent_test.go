@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
@@ -23,9 +24,9 @@ func (d deadAgent) Execute(context.Context, []agent.Op) (int, error) {
 	return 0, errors.New("node ing: agent 192.0.2.9:7070: execute: error reading from server: EOF (Unavailable)")
 }
 
-// deadJournal is memJournal whose node dead cannot be reached.
+// deadJournal is an agenttest.Journal whose node dead cannot be reached.
 type deadJournal struct {
-	memJournal
+	*agenttest.Journal
 	dead string
 }
 
@@ -33,7 +34,7 @@ func (j *deadJournal) Clear(node string) error {
 	if node == j.dead {
 		return errors.New("node " + node + ": agent 192.0.2.9:7070: journal: connection refused (Unavailable)")
 	}
-	return j.memJournal.Clear(node)
+	return j.Journal.Clear(node)
 }
 
 // The agent of a node dies in the middle of an apply: every other node
@@ -45,9 +46,9 @@ func TestAgentDiesMidApply(t *testing.T) {
 	c, ls, _ := newParallelCtl(fanPlan(4), 4, true)
 	before := map[string]nodestate.Node{}
 	for n, l := range ls {
-		before[n] = l.state
+		before[n] = l.State
 	}
-	j := &deadJournal{memJournal: memJournal{ops: map[string][]agent.Op{}}, dead: "ing"}
+	j := &deadJournal{Journal: agenttest.NewJournal(), dead: "ing"}
 	c.Journal = j
 	c.Agents["ing"] = deadAgent{ls["ing"]}
 	res, err := c.Apply(ctx, false)
@@ -64,12 +65,13 @@ func TestAgentDiesMidApply(t *testing.T) {
 		t.Error("result not rolled back")
 	}
 	for n, l := range ls {
-		if diff := cmp.Diff(before[n], l.state, cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})); diff != "" {
+		if diff := cmp.Diff(before[n], l.State, cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})); diff != "" {
 			t.Errorf("node %s not rolled back (-before +after):\n%s", n, diff)
 		}
 	}
-	sort.Strings(j.cleared)
-	if diff := cmp.Diff([]string{"e1", "e2", "e3", "e4"}, j.cleared); diff != "" {
+	cleared := j.Cleared()
+	sort.Strings(cleared)
+	if diff := cmp.Diff([]string{"e1", "e2", "e3", "e4"}, cleared); diff != "" {
 		t.Errorf("journals cleared (-want +got):\n%s", diff)
 	}
 }

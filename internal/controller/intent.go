@@ -8,23 +8,16 @@ import (
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
-// IntentKeeper is implemented by agents that keep their node's last
-// applied intent (client.Client: the `segchain agent` stores it on
-// disk and, with --reconcile, re-applies it when the node drifts).
-type IntentKeeper interface {
-	// SetIntent hands the node its desired state once it is applied
-	// (a node with only its name after a destroy: "nothing").
-	SetIntent(ctx context.Context, want *nodestate.Node) error
-}
-
-// keepIntents hands every node whose agent is an IntentKeeper its intent,
+// keepIntents hands every node whose agent keeps intents
+// (agent.Caps.Intents: client.Client, the `segchain agent` stores it on
+// disk and, with --reconcile, re-applies it when the node drifts) its intent,
 // Concurrency at a time: the plan's state after an apply, nothing after
 // a destroy. It runs only once every node is as planned (an apply that
 // failed and was rolled back hands nothing: the previous intent stands).
 func (c *Controller) keepIntents(ctx context.Context, destroyed bool) error {
 	errs := c.each(ctx, c.nodes(), func(ctx context.Context, _ int, n string) error {
-		k, ok := c.Agents[n].(IntentKeeper)
-		if !ok {
+		k := c.Agents[n].Caps().Intents
+		if k == nil {
 			return nil
 		}
 		want := c.Plan.Nodes[n]

@@ -6,15 +6,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
 // keeper is a fake agent that keeps the intents it is handed.
 type keeper struct {
-	*fakeAgent
+	*agenttest.Agent
 	intents []*nodestate.Node
 	err     error
 }
+
+func (k *keeper) Caps() agent.Caps { return agent.Caps{Intents: k} }
 
 func (k *keeper) SetIntent(_ context.Context, want *nodestate.Node) error {
 	if k.err != nil {
@@ -28,7 +32,7 @@ func newKeeperCtl() (*Controller, map[string]*keeper) {
 	c, fakes := newCtl(twoNodePlan("fc00:2::100"))
 	ks := map[string]*keeper{}
 	for n, f := range fakes {
-		ks[n] = &keeper{fakeAgent: f}
+		ks[n] = &keeper{Agent: f}
 		c.Agents[n] = ks[n]
 	}
 	return c, ks
@@ -49,7 +53,7 @@ func TestApplyHandsIntents(t *testing.T) {
 			t.Errorf("dry run handed %s %d intent(s)", n, len(k.intents))
 		}
 	}
-	ks["ing"].failOn = "rule"
+	ks["ing"].FailOn = "rule"
 	if _, err := c.Apply(ctx, false); err == nil {
 		t.Fatal("apply with a failing op succeeded")
 	}
@@ -58,7 +62,7 @@ func TestApplyHandsIntents(t *testing.T) {
 			t.Errorf("a rolled-back apply handed %s %d intent(s)", n, len(k.intents))
 		}
 	}
-	ks["ing"].failOn = ""
+	ks["ing"].FailOn = ""
 	for range 2 { // the second apply changes nothing
 		if _, err := c.Apply(ctx, false); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
@@ -17,7 +18,7 @@ import (
 // Execute runs, after `after` ops of the apply have run on any node, and
 // records whether an op it ran saw its own context cancelled.
 type interruptingAgent struct {
-	*fakeAgent
+	*agenttest.Agent
 	ran       *int
 	after     int
 	cancel    context.CancelFunc
@@ -27,7 +28,7 @@ type interruptingAgent struct {
 	batch bool
 }
 
-func (a *interruptingAgent) JournalsEachOp() bool { return a.batch }
+func (a *interruptingAgent) Caps() agent.Caps { return agent.Caps{JournalsEachOp: a.batch} }
 
 func (a *interruptingAgent) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	for i, op := range ops {
@@ -35,7 +36,7 @@ func (a *interruptingAgent) Execute(ctx context.Context, ops []agent.Op) (int, e
 			*a.sawCancel = true
 			return i, ctx.Err()
 		}
-		if _, err := a.fakeAgent.Execute(ctx, []agent.Op{op}); err != nil {
+		if _, err := a.Agent.Execute(ctx, []agent.Op{op}); err != nil {
 			return i, err
 		}
 		if *a.ran++; *a.ran == a.after {
@@ -80,7 +81,7 @@ func TestInterruptedApplyRollsBack(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(context.Background())
 			ran, saw := 0, false
 			for n, f := range fakes {
-				c.Agents[n] = &interruptingAgent{fakeAgent: f, ran: &ran, after: k, cancel: func() { cancel(errors.New("signal interrupt")) }, sawCancel: &saw, batch: batch}
+				c.Agents[n] = &interruptingAgent{Agent: f, ran: &ran, after: k, cancel: func() { cancel(errors.New("signal interrupt")) }, sawCancel: &saw, batch: batch}
 			}
 			c.Plan = p
 			res, err := c.Apply(ctx, false)
@@ -115,15 +116,16 @@ func TestInterruptedApplyRollsBack(t *testing.T) {
 // killed command in place (Recover does not clear what it did not undo).
 func TestInterruptBeforeRecoverKeepsJournal(t *testing.T) {
 	c, _ := newCtl(twoNodePlan("fc00:2::100"))
-	j := &memJournal{ops: map[string][]agent.Op{"nfv": {{Kind: agent.KindSysctl, Action: agent.ActSet,
-		Sysctl: &nodestate.Sysctl{Key: "net.ipv6.conf.all.forwarding", Value: "1"}, OldValue: "0"}}}}
+	j := agenttest.NewJournal()
+	j.Leave("nfv", "pid 1 (segchain apply)", agent.Op{Kind: agent.KindSysctl, Action: agent.ActSet,
+		Sysctl: &nodestate.Sysctl{Key: "net.ipv6.conf.all.forwarding", Value: "1"}, OldValue: "0"})
 	c.Journal = j
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.Recover(ctx, false); !errors.Is(err, ErrInterrupted) {
 		t.Fatalf("Recover on an ended context: %v, want ErrInterrupted", err)
 	}
-	if len(j.ops["nfv"]) == 0 {
+	if ops, _, _ := j.Unfinished("nfv"); len(ops) == 0 {
 		t.Error("the journal was cleared without being undone")
 	}
 }

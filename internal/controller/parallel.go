@@ -10,14 +10,8 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 )
 
-// Preflighter is implemented by agents that can say, changing nothing,
-// whether they can be programmed at all: reachable, serving the node the
-// domain names, speaking a compatible protocol (client.Client does).
-type Preflighter interface {
-	Preflight(ctx context.Context) error
-}
-
-// Preflight checks every node whose agent is a Preflighter, all of them
+// Preflight checks every node whose agent can preflight
+// (agent.Caps.Preflight: a remote one), all of them
 // (in parallel, up to Concurrency at a time), before anything changes
 // anywhere: one failure fails the whole command with every node's error.
 func (c *Controller) Preflight(ctx context.Context) error {
@@ -27,7 +21,7 @@ func (c *Controller) Preflight(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if p, ok := a.(Preflighter); ok {
+		if p := a.Caps().Preflight; p != nil {
 			return p.Preflight(ctx)
 		}
 		return nil
@@ -80,14 +74,6 @@ func (c *Controller) each(ctx context.Context, names []string, fn func(ctx conte
 		}
 	}
 	return out
-}
-
-// BatchJournaler is implemented by agents that record each op in the
-// node's journal themselves, right before running it (client.Client
-// with JournalOnExecute): a node's ops of one phase can then go in one
-// Execute instead of one each, with the same crash safety.
-type BatchJournaler interface {
-	JournalsEachOp() bool
 }
 
 // runBatch runs a node's ops of one phase in one Execute, recording the
@@ -187,7 +173,10 @@ func (c *Controller) runPhases(stopCtx context.Context, diffs []Diff, phases [][
 			if err != nil {
 				return err
 			}
-			if b, ok := a.(BatchJournaler); ok && b.JournalsEachOp() {
+			// An agent that journals each op itself (agent.Caps) gets a
+			// node's ops of one phase in one Execute, with the same crash
+			// safety.
+			if a.Caps().JournalsEachOp {
 				return c.runBatch(stopCtx, ctx, a, n, list, &mu, &failed, record)
 			}
 			for _, op := range list {

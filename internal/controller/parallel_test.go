@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
@@ -21,26 +22,28 @@ import (
 // lockedAgent serializes a fake's Execute with the others' (their shared
 // log), and can refuse preflight.
 type lockedAgent struct {
-	*fakeAgent
+	*agenttest.Agent
 	mu        *sync.Mutex
 	preflight error
 	delay     time.Duration
 	batch     bool
 }
 
-func (l *lockedAgent) JournalsEachOp() bool { return l.batch }
+func (l *lockedAgent) Caps() agent.Caps {
+	return agent.Caps{Preflight: l, JournalsEachOp: l.batch}
+}
 
 func (l *lockedAgent) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	time.Sleep(l.delay) // lets the other nodes of the phase run meanwhile
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.fakeAgent.Execute(ctx, ops)
+	return l.Agent.Execute(ctx, ops)
 }
 
 func (l *lockedAgent) Observe(ctx context.Context, want *nodestate.Node) (*nodestate.Node, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.fakeAgent.Observe(ctx, want)
+	return l.Agent.Observe(ctx, want)
 }
 
 func (l *lockedAgent) Preflight(context.Context) error { return l.preflight }
@@ -70,7 +73,7 @@ func newParallelCtl(p *plan.Plan, workers int, batch ...bool) (*Controller, map[
 	ls := map[string]*lockedAgent{}
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
-		l := &lockedAgent{fakeAgent: &fakeAgent{name: n, orig: map[string]string{}, all: &all}, mu: &mu, delay: time.Millisecond, batch: len(batch) > 0 && batch[0]}
+		l := &lockedAgent{Agent: &agenttest.Agent{Name: n, All: &all}, mu: &mu, delay: time.Millisecond, batch: len(batch) > 0 && batch[0]}
 		ls[n] = l
 		agents[n] = l
 	}
@@ -120,20 +123,20 @@ func testParallelRollback(t *testing.T, batch bool) {
 	}
 	before := map[string]nodestate.Node{}
 	for n, l := range ls {
-		before[n] = l.state
+		before[n] = l.State
 	}
 	c.Plan = fanPlan(6)
 	for i := 1; i <= 6; i++ { // every SID moves
 		n := c.Plan.Nodes[fmt.Sprintf("e%d", i)]
 		n.Routes[0].Dst = netip.PrefixFrom(mustAddr(fmt.Sprintf("fc00:%x::200", i)), 128)
 	}
-	ls["e4"].failOn = "fc00:4::200"
+	ls["e4"].FailOn = "fc00:4::200"
 	res, err := c.Apply(ctx, false)
 	if err == nil || !strings.Contains(err.Error(), "injected failure") || !res.RolledBack {
 		t.Fatalf("apply: rolled back %v, %v", res.RolledBack, err)
 	}
 	for n, l := range ls {
-		if diff := cmp.Diff(before[n], l.state, cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})); diff != "" {
+		if diff := cmp.Diff(before[n], l.State, cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})); diff != "" {
 			t.Errorf("node %s not rolled back (-before +after):\n%s", n, diff)
 		}
 	}

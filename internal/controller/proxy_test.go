@@ -80,12 +80,12 @@ func TestProxies(t *testing.T) {
 			if _, err := c.Apply(ctx, false); err != nil {
 				t.Fatal(err)
 			}
-			fakes["nfv"].log = nil
+			fakes["nfv"].Log = nil
 			c.Plan = tt.to
 			if _, err := c.Apply(ctx, false); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.wantOps, fakes["nfv"].log); diff != "" {
+			if diff := cmp.Diff(tt.wantOps, fakes["nfv"].Log); diff != "" {
 				t.Errorf("nfv ops (-want +got):\n%s", diff)
 			}
 			res, err := c.Apply(ctx, false)

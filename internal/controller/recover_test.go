@@ -3,47 +3,14 @@ package controller
 import (
 	"context"
 	"net/netip"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 )
-
-// memJournal is a Journal in memory. The controller journals nodes in
-// parallel, so it locks (go test -race found it did not).
-type memJournal struct {
-	mu      sync.Mutex
-	ops     map[string][]agent.Op
-	cleared []string
-}
-
-func (m *memJournal) Record(node string, op agent.Op) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.ops[node] = append(m.ops[node], op)
-	return nil
-}
-
-func (m *memJournal) Clear(node string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.ops, node)
-	m.cleared = append(m.cleared, node)
-	return nil
-}
-
-func (m *memJournal) Unfinished(node string) ([]agent.Op, string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ops, ok := m.ops[node]
-	if !ok {
-		return nil, "", nil
-	}
-	return ops, "pid 1 (segchain apply)", nil
-}
 
 // An apply killed after k of its ops leaves them journaled; Recover undoes
 // them so every node is as before, and apply then completes. Every k.
@@ -69,7 +36,7 @@ func TestRecoverUndoesKilledApply(t *testing.T) {
 	}
 	for k := 0; k <= len(all); k++ {
 		c, fakes := newCtl(twoNodePlan("fc00:2::100"))
-		j := &memJournal{ops: map[string][]agent.Op{}}
+		j := agenttest.NewJournal()
 		c.Journal = j
 		observe := func(n string) any {
 			got, _ := fakes[n].Observe(ctx, c.Plan.Nodes[n])
@@ -86,8 +53,8 @@ func TestRecoverUndoesKilledApply(t *testing.T) {
 			}
 		}
 		rec, err := c.Recover(ctx, true)
-		if err != nil || len(rec) != len(j.ops) || len(j.cleared) != 0 {
-			t.Fatalf("k=%d: dry-run Recover = %v, %v; cleared %v", k, rec, err, j.cleared)
+		if err != nil || len(rec) != len(j.Nodes()) || len(j.Cleared()) != 0 {
+			t.Fatalf("k=%d: dry-run Recover = %v, %v; cleared %v", k, rec, err, j.Cleared())
 		}
 		if _, err := c.Recover(ctx, false); err != nil {
 			t.Fatal(err)
@@ -97,14 +64,14 @@ func TestRecoverUndoesKilledApply(t *testing.T) {
 				t.Errorf("k=%d: node %s not restored by Recover (-before +after):\n%s", k, n, d)
 			}
 		}
-		if len(j.ops) != 0 {
-			t.Errorf("k=%d: journals left after Recover: %v", k, j.ops)
+		if len(j.Nodes()) != 0 {
+			t.Errorf("k=%d: journals left after Recover: %v", k, j.Nodes())
 		}
 		if _, err := c.Apply(ctx, false); err != nil {
 			t.Fatal(err)
 		}
-		if res, _ := c.Apply(ctx, true); res.Changes() != 0 || len(j.ops) != 0 {
-			t.Errorf("k=%d: after recovery and apply: %d changes left, journals %v", k, res.Changes(), j.ops)
+		if res, _ := c.Apply(ctx, true); res.Changes() != 0 || len(j.Nodes()) != 0 {
+			t.Errorf("k=%d: after recovery and apply: %d changes left, journals %v", k, res.Changes(), j.Nodes())
 		}
 	}
 }

@@ -7,15 +7,19 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
 
-// routedAgent is a fakeAgent that also reports its main table.
+// routedAgent is an agenttest.Agent that also reports its main table.
 type routedAgent struct {
-	*fakeAgent
+	*agenttest.Agent
 	routes []nodestate.FIBRoute
 }
+
+func (r routedAgent) Caps() agent.Caps { return agent.Caps{Routes: r} }
 
 func (r routedAgent) MainRoutes(context.Context) ([]nodestate.FIBRoute, error) { return r.routes, nil }
 

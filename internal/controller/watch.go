@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/segchain/segchain/internal/agent"
 )
 
 // settle is how long Watch waits after a link event for more of them
@@ -17,13 +15,13 @@ const settle = 300 * time.Millisecond
 // routes through it and bringing it up does not restore them: an SF's
 // route back to its proxy, a transit route). Every apply is reported with
 // the interfaces that triggered it. Nodes whose agent cannot watch links
-// (not an agent.LinkWatcher) are only repaired by these applies. It
+// (no agent.Caps.Links) are only repaired by these applies. It
 // returns when ctx ends.
 func (c *Controller) Watch(ctx context.Context, report func(trigger []string, res *Result, err error)) error {
 	events := make(chan string, 64)
 	for _, n := range c.nodes() {
-		w, ok := c.Agents[n].(agent.LinkWatcher)
-		if !ok {
+		w := c.Agents[n].Caps().Links
+		if w == nil {
 			continue
 		}
 		ch, err := w.LinkUps(ctx)

@@ -52,7 +52,7 @@ func get(t *testing.T, addr, token string) (int, string) {
 // outside --metrics-allow gets 403, a request without the bearer token
 // (or with another) 401; refusals are counted.
 func TestGuard(t *testing.T) {
-	m := New(fake{}, Build{Version: "v"}, nil)
+	m := New(fake(), Build{Version: "v"}, nil)
 	for _, tc := range []struct {
 		name   string
 		access Access
@@ -114,7 +114,7 @@ func TestPrometheusScrapesWithToken(t *testing.T) {
 	if _, err := exec.LookPath("prometheus"); err != nil {
 		t.Fatal("prometheus not installed (scripts/deps.sh installs it): " + err.Error())
 	}
-	m := New(fake{}, Build{Version: "v"}, nil)
+	m := New(fake(), Build{Version: "v"}, nil)
 	target := serveGuarded(t, m, Access{Token: []byte("prom-token-0123")})
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "token")

@@ -195,7 +195,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
-	if br, ok := c.a.(agent.BoundaryReader); ok && err == nil {
+	if br := c.a.Caps().Boundary; br != nil && err == nil {
 		bc, berr := br.BoundaryCounters(ctx)
 		if berr != nil {
 			up = 0

@@ -9,30 +9,25 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/bfd"
 	"github.com/segchain/segchain/internal/bgp"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
-type fake struct{}
-
-func (fake) Node() string { return "nfv1" }
-func (fake) Observe(context.Context, *nodestate.Node) (*nodestate.Node, error) {
-	return &nodestate.Node{}, nil
-}
-func (fake) Execute(context.Context, []agent.Op) (int, error) { return 0, nil }
-func (fake) Counters(context.Context) ([]agent.SIDCounters, error) {
-	return []agent.SIDCounters{
+// fake is node nfv1 with counted SIDs and boundary counters.
+func fake() *agenttest.Agent {
+	a := agenttest.New("nfv1")
+	a.SIDs = []agent.SIDCounters{
 		{SID: netip.MustParsePrefix("fc00:2::1/128"), Behavior: "End.AD", Owned: true, Counted: true, Packets: 3, Bytes: 300,
 			Detail: map[string]uint64{"in-packets": 3, "out-packets": 2, "drop-cache-empty": 1, "not-returned": 1}},
 		{SID: netip.MustParsePrefix("fc00:2::2/128"), Behavior: "End", Owned: true, Counted: true, Packets: 5},
 		{SID: netip.MustParsePrefix("fc00:2::3/128"), Behavior: "End"}, // not counted: not exported
-	}, nil
-}
-func (fake) Forget(context.Context) error                         { return nil }
-func (fake) Originals(context.Context) (map[string]string, error) { return nil, nil }
-func (fake) BoundaryCounters(context.Context) ([]nodestate.BoundaryCounter, error) {
-	return []nodestate.BoundaryCounter{{Iface: "eth0", Direction: "in", Reason: "sid-from-outside", Packets: 4, Bytes: 400}}, nil
+	}
+	a.With.Boundary = agenttest.BoundaryFunc(func(context.Context) ([]nodestate.BoundaryCounter, error) {
+		return []nodestate.BoundaryCounter{{Iface: "eth0", Direction: "in", Reason: "sid-from-outside", Packets: 4, Bytes: 400}}, nil
+	})
+	return a
 }
 
 type fakeBFD struct{}
@@ -45,7 +40,7 @@ func (fakeBFD) BFD() []bgp.BFDSession {
 // Every segchain_* metric the agent exports is documented in
 // docs/metrics.md, and the values are the agent's.
 func TestMetricsDocumented(t *testing.T) {
-	m := New(fake{}, Build{Version: "v", Commit: "c", Go: "go"}, nil)
+	m := New(fake(), Build{Version: "v", Commit: "c", Go: "go"}, nil)
 	m.Op(agent.Op{Kind: agent.KindRoute}, time.Millisecond, nil)
 	m.Execute(1, time.Millisecond, nil)
 	m.Reconcile("applied")

@@ -297,6 +297,15 @@ type lockedLocal struct {
 	intents *reconcile.Store
 }
 
+// Caps implements agent.Agent: Local's, with the feature probe
+// remembered and the batch run under the node's lock (the embedded
+// Local's would run without it).
+func (l *lockedLocal) Caps() agent.Caps {
+	c := l.Local.Caps()
+	c.Features, c.Steps = l, l
+	return c
+}
+
 // Unsupported implements agent.FeatureChecker, remembering the last
 // answer.
 func (l *lockedLocal) Unsupported(ctx context.Context, want *nodestate.Node) ([]string, error) {

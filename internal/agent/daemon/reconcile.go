@@ -66,5 +66,11 @@ func (r *reconcileAgent) Execute(ctx context.Context, ops []agent.Op) (int, erro
 	return r.self.Execute(ctx, ops)
 }
 
-// JournalsEachOp implements controller.BatchJournaler.
-func (r *reconcileAgent) JournalsEachOp() bool { return true }
+// Caps implements agent.Agent: lockedLocal's, except that each Execute
+// journals its ops (through the server), and that a batch goes through
+// Execute only (stepping lockedLocal directly would skip the lease).
+func (r *reconcileAgent) Caps() agent.Caps {
+	c := r.lockedLocal.Caps()
+	c.Steps, c.JournalsEachOp = nil, true
+	return c
+}

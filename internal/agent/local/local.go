@@ -59,6 +59,12 @@ func NewLocal(name, netns string) *Local {
 // Node implements Agent.
 func (l *Local) Node() string { return l.name }
 
+// Caps implements agent.Agent: everything but what only a remote agent
+// does (preflight, intents, journaling its own ops).
+func (l *Local) Caps() agent.Caps {
+	return agent.Caps{Features: l, Check: l, Steps: l, Boundary: l, Routes: l, Links: l}
+}
+
 func (l *Local) open() (*dataplane.Handle, error) {
 	h, err := dataplane.Open(l.netns)
 	if err != nil {

@@ -86,7 +86,7 @@ type Reconciler struct {
 	Journal controller.Journal
 	// Begin takes the node's lock (without waiting) and the agent's own
 	// lease, and returns the agent to change the node through (its
-	// Execute journals each op first: controller.BatchJournaler) and the
+	// Execute journals each op first: agent.Caps.JournalsEachOp) and the
 	// function that gives both back. A controller's lease or a busy lock
 	// is an error: the reconcile is skipped.
 	Begin func(ctx context.Context) (agent.Agent, func(), error)

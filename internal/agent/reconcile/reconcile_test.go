@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/nodestate"
 )
@@ -29,102 +31,40 @@ func want() *nodestate.Node {
 	return &nodestate.Node{Name: "nfv1", Routes: []nodestate.Route{route("fc00:2::100/128"), route("fc00:2::101/128")}}
 }
 
-// fakeNode is a node's routes in memory.
-type fakeNode struct {
-	mu       sync.Mutex
-	routes   map[string]nodestate.Route
-	observed int
-	executed []string
-}
-
-func newFakeNode(rs ...nodestate.Route) *fakeNode {
-	f := &fakeNode{routes: map[string]nodestate.Route{}}
-	for _, r := range rs {
-		f.routes[r.Key()] = r
-	}
-	return f
-}
-
-func (f *fakeNode) Node() string { return "nfv1" }
-func (f *fakeNode) Observe(context.Context, *nodestate.Node) (*nodestate.Node, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.observed++
-	got := &nodestate.Node{Name: "nfv1"}
-	for _, r := range f.routes {
-		got.Routes = append(got.Routes, r)
-	}
-	got.Sort()
-	return got, nil
-}
-func (f *fakeNode) Execute(_ context.Context, ops []agent.Op) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, op := range ops {
-		if op.Kind != agent.KindRoute {
-			return i, errors.New("fake: routes only")
-		}
-		f.executed = append(f.executed, OpLines([]agent.Op{op})[0])
-		if op.Action == agent.ActDelete {
-			delete(f.routes, op.Route.Key())
-		} else {
-			f.routes[op.Route.Key()] = *op.Route
-		}
-	}
-	return len(ops), nil
-}
-func (f *fakeNode) Counters(context.Context) ([]agent.SIDCounters, error) { return nil, nil }
-func (f *fakeNode) Forget(context.Context) error                          { return nil }
-func (f *fakeNode) Originals(context.Context) (map[string]string, error)  { return nil, nil }
-
 // batch is the leased agent Begin hands out: it journals each op, as
 // server.Self does through the server.
 type batch struct {
-	*fakeNode
-	j *memJournal
+	*agenttest.Agent
+	j *agenttest.Journal
 }
 
-func (b batch) JournalsEachOp() bool { return true }
+func (b batch) Caps() agent.Caps { return agent.Caps{JournalsEachOp: true} }
 func (b batch) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	for _, op := range ops {
 		b.j.Record("nfv1", op)
 	}
-	return b.fakeNode.Execute(ctx, ops)
+	return b.Agent.Execute(ctx, ops)
 }
 
-type memJournal struct {
-	mu      sync.Mutex
-	ops     []agent.Op
-	who     string
-	cleared int
+// newNode is node nfv1 holding rs.
+func newNode(rs ...nodestate.Route) *agenttest.Agent {
+	a := agenttest.New("nfv1")
+	a.State.Routes = rs
+	a.State.Sort()
+	return a
 }
 
-func (j *memJournal) Record(_ string, op agent.Op) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.who == "" {
-		j.who = WhoPrefix + " of node nfv1 (pid 1 on host h), started now"
-	}
-	j.ops = append(j.ops, op)
-	return nil
-}
-func (j *memJournal) Clear(string) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.ops, j.who = nil, ""
-	j.cleared++
-	return nil
-}
-func (j *memJournal) Unfinished(string) ([]agent.Op, string, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return append([]agent.Op(nil), j.ops...), j.who, nil
+// newJournal is a journal whose commands are this node's reconcile.
+func newJournal() *agenttest.Journal {
+	j := agenttest.NewJournal()
+	j.Who = WhoPrefix + " of node nfv1 (pid 1 on host h), started now"
+	return j
 }
 
 type rig struct {
 	r      *Reconciler
-	node   *fakeNode
-	j      *memJournal
+	node   *agenttest.Agent
+	j      *agenttest.Journal
 	begins int
 	ended  int
 	counts map[string]int
@@ -143,7 +83,7 @@ func newRig(t *testing.T, intent bool, beginErr error, rs ...nodestate.Route) *r
 			t.Fatal(err)
 		}
 	}
-	g := &rig{node: newFakeNode(rs...), j: &memJournal{}, counts: map[string]int{}}
+	g := &rig{node: newNode(rs...), j: newJournal(), counts: map[string]int{}}
 	g.r = &Reconciler{Node: "nfv1", Store: st, Agent: g.node, Journal: g.j,
 		Log:   slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Count: func(r string) { g.counts[r]++ },
@@ -199,14 +139,14 @@ func TestOnceRepairsDrift(t *testing.T) {
 	if got := g.r.Once(context.Background(), "interval"); got != Repair {
 		t.Fatalf("Once = %v, want repair", got)
 	}
-	if diff := cmp.Diff([]string{"+ route " + w.Routes[1].String()}, g.node.executed); diff != "" {
+	if diff := cmp.Diff([]string{"+ route " + w.Routes[1].String()}, g.node.Log); diff != "" {
 		t.Errorf("re-applied (-want +got):\n%s", diff)
 	}
 	if g.begins != 1 || g.ended != 1 || g.counts["applied"] != 1 {
 		t.Errorf("begins %d ended %d counts %v", g.begins, g.ended, g.counts)
 	}
-	if ops, who, _ := g.j.Unfinished("nfv1"); ops != nil || who != "" || g.j.cleared == 0 {
-		t.Errorf("journal left: %v %q (cleared %d)", ops, who, g.j.cleared)
+	if ops, who, _ := g.j.Unfinished("nfv1"); ops != nil || who != "" || len(g.j.Cleared()) == 0 {
+		t.Errorf("journal left: %v %q (cleared %v)", ops, who, g.j.Cleared())
 	}
 	// Now in sync: no lease taken.
 	if got := g.r.Once(context.Background(), "interval"); got != InSync || g.begins != 1 {
@@ -225,8 +165,8 @@ func TestOnceRemovesWhatIntentDoesNotName(t *testing.T) {
 	if got := g.r.Once(context.Background(), "interval"); got != Repair {
 		t.Fatalf("Once = %v", got)
 	}
-	if len(g.node.routes) != 0 {
-		t.Errorf("left %v", g.node.routes)
+	if left := g.node.Snapshot().Routes; len(left) != 0 {
+		t.Errorf("left %v", left)
 	}
 }
 
@@ -234,29 +174,28 @@ func TestOnceLeavesAlone(t *testing.T) {
 	w := want()
 	t.Run("no intent", func(t *testing.T) {
 		g := newRig(t, false, nil)
-		if got := g.r.Once(context.Background(), "start"); got != Idle || g.node.observed != 0 || g.begins != 0 {
-			t.Errorf("Once = %v, observed %d, begins %d", got, g.node.observed, g.begins)
+		if got := g.r.Once(context.Background(), "start"); got != Idle || g.node.Observed() != 0 || g.begins != 0 {
+			t.Errorf("Once = %v, observed %d, begins %d", got, g.node.Observed(), g.begins)
 		}
 	})
 	t.Run("suspended intent", func(t *testing.T) {
 		g := newRig(t, true, nil)
 		g.r.Store.Supersede("ops executed for pid 7 (segchain apply)")
-		if got := g.r.Once(context.Background(), "interval"); got != Idle || g.node.observed != 0 || g.begins != 0 {
-			t.Errorf("Once = %v, observed %d, begins %d", got, g.node.observed, g.begins)
+		if got := g.r.Once(context.Background(), "interval"); got != Idle || g.node.Observed() != 0 || g.begins != 0 {
+			t.Errorf("Once = %v, observed %d, begins %d", got, g.node.Observed(), g.begins)
 		}
 	})
 	t.Run("a controller holds the lease", func(t *testing.T) {
 		g := newRig(t, true, errors.New("the node's lease is held: domain is being applied by pid 4242"), w.Routes[0])
-		if got := g.r.Once(context.Background(), "interval"); got != Skip || g.begins != 1 || len(g.node.executed) != 0 || g.counts["skipped"] != 1 {
-			t.Errorf("Once = %v, begins %d, executed %v, counts %v", got, g.begins, g.node.executed, g.counts)
+		if got := g.r.Once(context.Background(), "interval"); got != Skip || g.begins != 1 || len(g.node.Log) != 0 || g.counts["skipped"] != 1 {
+			t.Errorf("Once = %v, begins %d, executed %v, counts %v", got, g.begins, g.node.Log, g.counts)
 		}
 	})
 	t.Run("a controller's unfinished journal", func(t *testing.T) {
 		g := newRig(t, true, nil, w.Routes[0])
-		g.j.who = "pid 4242 (segchain apply) on host ops1, started t"
-		g.j.ops = []agent.Op{{Kind: agent.KindRoute, Action: agent.ActReplace, Route: &w.Routes[0]}}
-		if got := g.r.Once(context.Background(), "interval"); got != Skip || g.begins != 0 || len(g.node.executed) != 0 {
-			t.Errorf("Once = %v, begins %d, executed %v", got, g.begins, g.node.executed)
+		g.j.Leave("nfv1", "pid 4242 (segchain apply) on host ops1, started t", agent.Op{Kind: agent.KindRoute, Action: agent.ActReplace, Route: &w.Routes[0]})
+		if got := g.r.Once(context.Background(), "interval"); got != Skip || g.begins != 0 || len(g.node.Log) != 0 {
+			t.Errorf("Once = %v, begins %d, executed %v", got, g.begins, g.node.Log)
 		}
 	})
 	t.Run("the intent changed before the lease", func(t *testing.T) {
@@ -267,8 +206,8 @@ func TestOnceLeavesAlone(t *testing.T) {
 			g.r.Store.SetIntent(&nodestate.Node{Name: "nfv1", Routes: w.Routes[:1]}, "pid 8 (segchain apply)")
 			return begin(ctx)
 		}
-		if got := g.r.Once(context.Background(), "interval"); got != Skip || len(g.node.executed) != 0 || g.ended != 1 {
-			t.Errorf("Once = %v, executed %v, ended %d", got, g.node.executed, g.ended)
+		if got := g.r.Once(context.Background(), "interval"); got != Skip || len(g.node.Log) != 0 || g.ended != 1 {
+			t.Errorf("Once = %v, executed %v, ended %d", got, g.node.Log, g.ended)
 		}
 	})
 }
@@ -287,23 +226,19 @@ func TestRunChecksOnLinkUp(t *testing.T) {
 	// down: a late start would otherwise repair the route itself and the
 	// link-up path would go untested.
 	for {
-		g.node.mu.Lock()
-		n := g.node.observed
-		g.node.mu.Unlock()
+		n := g.node.Observed()
 		if n > 0 {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	g.node.mu.Lock()
-	delete(g.node.routes, w.Routes[1].Key()) // the link went down: its routes are gone
-	g.node.mu.Unlock()
+	g.node.Drift(func(st *nodestate.Node) { // the link went down: its routes are gone
+		st.Routes = slices.DeleteFunc(st.Routes, func(r nodestate.Route) bool { return r.Key() == w.Routes[1].Key() })
+	})
 	links <- "eth-r2"
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		g.node.mu.Lock()
-		n := len(g.node.routes)
-		g.node.mu.Unlock()
+		n := len(g.node.Snapshot().Routes)
 		if n == 2 {
 			break
 		}
@@ -401,15 +336,13 @@ func TestRunRetriesWhileLockBusy(t *testing.T) {
 	done := make(chan struct{})
 	go func() { g.r.Run(ctx, links); close(done) }()
 	defer func() { cancel(); <-done }()
-	g.node.mu.Lock()
-	delete(g.node.routes, w.Routes[1].Key()) // the link went down: its routes are gone
-	g.node.mu.Unlock()
+	g.node.Drift(func(st *nodestate.Node) { // the link went down: its routes are gone
+		st.Routes = slices.DeleteFunc(st.Routes, func(r nodestate.Route) bool { return r.Key() == w.Routes[1].Key() })
+	})
 	links <- "eth-r2"
 	deadline := time.Now().Add(30 * time.Second) // a bound on a hang, not a timing check
 	for {
-		g.node.mu.Lock()
-		n := len(g.node.routes)
-		g.node.mu.Unlock()
+		n := len(g.node.Snapshot().Routes)
 		if n == 2 {
 			break
 		}

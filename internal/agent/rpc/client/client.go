@@ -26,9 +26,8 @@ import (
 // loads eBPF programs included).
 const DefaultTimeout = 60 * time.Second
 
-// Client is the agent of a remote node: it implements agent.Agent,
-// agent.FeatureChecker, agent.Checker, agent.BoundaryReader and
-// agent.RouteReader over gRPC.
+// Client is the agent of a remote node: it implements agent.Agent over
+// gRPC (its capabilities: Caps).
 type Client struct {
 	node    string
 	addr    string
@@ -56,9 +55,13 @@ func (c *Client) SetHint(h string) { c.hint = h }
 // a no-op for this node (one round trip per op instead of two).
 func (c *Client) JournalOnExecute(who string) { c.journalWho = who }
 
-// JournalsEachOp implements controller.BatchJournaler: with
-// JournalOnExecute the agent journals each op before it runs it.
-func (c *Client) JournalsEachOp() bool { return c.journalWho != "" }
+// Caps implements agent.Agent: every capability the protocol has an RPC
+// for (the agent's server answers for the agent behind it), and, with
+// JournalOnExecute, Execute journals each op on the agent before it
+// runs it.
+func (c *Client) Caps() agent.Caps {
+	return agent.Caps{Features: c, Check: c, Boundary: c, Routes: c, Preflight: c, Intents: c, JournalsEachOp: c.journalWho != ""}
+}
 
 // Dial returns the client of node's agent at addr. With tlsConf nil the
 // connection is plaintext (--insecure, loopback only). Nothing is sent
@@ -309,7 +312,7 @@ func (c *Client) Health(ctx context.Context) (*pb.HealthReply, error) {
 }
 
 // Preflight checks, changing nothing, that the agent answers, serves the
-// node the domain names and speaks this protocol (controller.Preflighter).
+// node the domain names and speaks this protocol (agent.Preflighter).
 func (c *Client) Preflight(ctx context.Context) error {
 	v, err := c.Version(ctx)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
-// SetIntent implements controller.IntentKeeper. An agent that keeps no
+// SetIntent implements agent.IntentKeeper. An agent that keeps no
 // intent (an older build, or none configured: Unimplemented) is not an
 // error: it has nothing to reconcile.
 func (c *Client) SetIntent(ctx context.Context, want *nodestate.Node) error {

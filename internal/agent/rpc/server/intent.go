@@ -118,7 +118,7 @@ func (s *Server) AcquireSelf(ctx context.Context, holder string, ttl time.Durati
 }
 
 // Execute runs ops as a controller's Execute would, each journaled first
-// (the controller's BatchJournaler contract).
+// (agent.Caps.JournalsEachOp).
 func (l *Self) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	b, err := agent.MarshalOps(ops)
 	if err != nil {
@@ -133,9 +133,6 @@ func (l *Self) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	}
 	return int(r.Done), nil
 }
-
-// JournalsEachOp implements controller.BatchJournaler.
-func (l *Self) JournalsEachOp() bool { return true }
 
 // Release gives the lease back.
 func (l *Self) Release() {

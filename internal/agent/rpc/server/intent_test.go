@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	pb "github.com/segchain/segchain/internal/agent/rpc/agentpb"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -33,7 +34,8 @@ func (m *memIntents) SetIntent(want *nodestate.Node, by string) error {
 
 // selfFake records whether its Execute came from the agent itself.
 type selfFake struct {
-	*fake
+	*agenttest.Agent
+	mu       sync.Mutex
 	fromSelf []bool
 }
 
@@ -41,7 +43,7 @@ func (f *selfFake) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 	f.mu.Lock()
 	f.fromSelf = append(f.fromSelf, FromSelf(ctx))
 	f.mu.Unlock()
-	return f.fake.Execute(ctx, ops)
+	return f.Agent.Execute(ctx, ops)
 }
 
 // serveIntents is serve with the server kept (intents st, may be nil)
@@ -49,8 +51,8 @@ func (f *selfFake) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 func serveIntents(t *testing.T, st IntentStore) (*env, *Server, *selfFake) {
 	t.Helper()
 	dir, tc := newPKI(t)
-	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
-	sf := &selfFake{fake: e.fake}
+	e := &env{dir: dir, fake: newFake(), log: &bytes.Buffer{}}
+	sf := &selfFake{Agent: e.fake}
 	jr := journal.New(t.TempDir(), map[string]string{"nfv1": "node-nfv1"})
 	srv := NewServer(sf, nil, Build{}, jr, Hooks{})
 	if st != nil {

@@ -9,17 +9,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/pki"
 )
-
-// routingFake is a fake that also reads its routes (agent.RouteReader).
-type routingFake struct {
-	*fake
-	routes []nodestate.FIBRoute
-}
-
-func (f routingFake) MainRoutes(context.Context) ([]nodestate.FIBRoute, error) { return f.routes, nil }
 
 func TestRoutes(t *testing.T) {
 	ctx := context.Background()
@@ -31,7 +24,10 @@ func TestRoutes(t *testing.T) {
 				{Via: netip.MustParseAddr("fc00:16::6"), Dev: "eth-r2", LinkDown: true},
 			},
 		}, {Dst: netip.MustParsePrefix("fc00:15::/64"), Protocol: 2, Type: "unicast", Metric: 256, NextHops: []nodestate.FIBNextHop{{Dev: "eth-r1"}}}}
-		e := serveAs(t, func(f *fake) agent.Agent { return routingFake{fake: f, routes: want} })
+		e := serveAs(t, func(f *agenttest.Agent) agent.Agent {
+			f.With.Routes = agenttest.RoutesFunc(func(context.Context) ([]nodestate.FIBRoute, error) { return want, nil })
+			return f
+		})
 		c := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
 		got, err := c.MainRoutes(ctx)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/agent/rpc"
 	pb "github.com/segchain/segchain/internal/agent/rpc/agentpb"
 	"github.com/segchain/segchain/internal/agent/rpc/client"
@@ -26,39 +27,19 @@ import (
 	"github.com/segchain/segchain/internal/pki"
 )
 
-// fake is an in-memory agent.Agent recording what it was asked to do.
-type fake struct {
-	name string
-	mu   sync.Mutex
-	ops  []agent.Op
-}
-
-func (f *fake) Node() string { return f.name }
-func (f *fake) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Node, error) {
-	return &nodestate.Node{Name: f.name, TunSrc: "fc00::1"}, nil
-}
-func (f *fake) Execute(_ context.Context, ops []agent.Op) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ops = append(f.ops, ops...)
-	return len(ops), nil
-}
-func (f *fake) Counters(context.Context) ([]agent.SIDCounters, error) {
-	return []agent.SIDCounters{{SID: netip.MustParsePrefix("fc00:2::f1/128"), Behavior: "End", Packets: 7}}, nil
-}
-func (f *fake) Forget(context.Context) error { return nil }
-func (f *fake) Originals(context.Context) (map[string]string, error) {
-	return map[string]string{"net.x": "0"}, nil
-}
-func (f *fake) executed() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.ops)
+// newFake is node nfv1 in memory, with a tunnel source, a counted SID
+// and a sysctl's original value.
+func newFake() *agenttest.Agent {
+	f := agenttest.New("nfv1")
+	f.State.TunSrc = "fc00::1"
+	f.SIDs = []agent.SIDCounters{{SID: netip.MustParsePrefix("fc00:2::f1/128"), Behavior: "End", Packets: 7}}
+	f.Orig = map[string]string{"net.x": "0"}
+	return f
 }
 
 type env struct {
 	dir  string
-	fake *fake
+	fake *agenttest.Agent
 	addr string
 	log  *bytes.Buffer
 }
@@ -66,11 +47,11 @@ type env struct {
 // serve starts an mTLS agent for node "nfv1" on a loopback port, with a
 // PKI in a temp dir.
 func serve(t *testing.T) *env {
-	return serveAs(t, func(f *fake) agent.Agent { return f })
+	return serveAs(t, func(f *agenttest.Agent) agent.Agent { return f })
 }
 
 // serveAs is serve with the served agent made from the env's fake.
-func serveAs(t *testing.T, served func(*fake) agent.Agent) *env {
+func serveAs(t *testing.T, served func(*agenttest.Agent) agent.Agent) *env {
 	t.Helper()
 	dir, tc := newPKI(t)
 	return startAs(t, dir, tc, served)
@@ -133,14 +114,14 @@ func start(t *testing.T, dir string, tc *tls.Config) *env {
 }
 
 // startAs is start with the served agent made from the env's fake.
-func startAs(t *testing.T, dir string, tc *tls.Config, served func(*fake) agent.Agent) *env {
+func startAs(t *testing.T, dir string, tc *tls.Config, served func(*agenttest.Agent) agent.Agent) *env {
 	return startWith(t, dir, tc, served, nil)
 }
 
 // startWith is start with the served agent made from the env's fake
 // (served, if not nil) and the server adjusted before it serves (set).
-func startWith(t *testing.T, dir string, tc *tls.Config, served func(*fake) agent.Agent, set func(*Server)) *env {
-	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
+func startWith(t *testing.T, dir string, tc *tls.Config, served func(*agenttest.Agent) agent.Agent, set func(*Server)) *env {
+	e := &env{dir: dir, fake: newFake(), log: &bytes.Buffer{}}
 	log := slog.New(slog.NewTextHandler(syncWriter{e.log}, nil))
 	var a agent.Agent = e.fake
 	if served != nil {
@@ -214,7 +195,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("execute: %d, %v", n, err)
 	}
-	if diff := cmp.Diff([]agent.Op{addOp, addOp.Inverse()}, e.fake.ops); diff != "" {
+	if diff := cmp.Diff([]agent.Op{addOp, addOp.Inverse()}, e.fake.Executed()); diff != "" {
 		t.Errorf("ops the agent ran (-want +got):\n%s", diff)
 	}
 	o, err := c.Originals(ctx)
@@ -235,7 +216,7 @@ func refused(t *testing.T, e *env, c *client.Client, want, wantLog string) {
 	if _, err := c.Execute(ctx, []agent.Op{addOp}); err == nil {
 		t.Fatal("execute succeeded")
 	}
-	if n := e.fake.executed(); n != 0 {
+	if n := len(e.fake.Executed()); n != 0 {
 		t.Fatalf("the agent ran %d op(s)", n)
 	}
 	if wantLog != "" {
@@ -336,7 +317,7 @@ func TestBadMessages(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
 			}
-			if n := e.fake.executed(); n != 0 {
+			if n := len(e.fake.Executed()); n != 0 {
 				t.Fatalf("the agent ran %d op(s)", n)
 			}
 		})
@@ -358,7 +339,7 @@ func TestLease(t *testing.T) {
 	if _, err := b.Execute(ctx, []agent.Op{addOp}); err == nil {
 		t.Fatal("a controller without the lease executed")
 	}
-	if e.fake.executed() != 0 {
+	if len(e.fake.Executed()) != 0 {
 		t.Fatal("the agent ran an op of the controller without the lease")
 	}
 	if err := a.ReleaseLease(ctx); err != nil {
@@ -432,7 +413,7 @@ func mustServerTLS(t *testing.T, dir string) *tls.Config {
 // before it runs, naming the controller; JournalClear forgets it.
 func TestJournalOnExecute(t *testing.T) {
 	dir, tc := newPKI(t)
-	e := &env{dir: dir, fake: &fake{name: "nfv1"}, log: &bytes.Buffer{}}
+	e := &env{dir: dir, fake: newFake(), log: &bytes.Buffer{}}
 	jr := journal.New(t.TempDir(), map[string]string{"nfv1": "node-nfv1"})
 	e.addr = listen(t, NewServer(e.fake, nil, Build{}, jr, Hooks{}), tc, nil)
 	c := e.client(t, pki.DirFiles(dir, pki.RoleController, "ctl"), "nfv1")
@@ -467,18 +448,21 @@ func TestJournalOnExecute(t *testing.T) {
 // every op of it is already in the node's journal, runs ops until the
 // one numbered failAt (-1: none) and reports each to step.
 type stepper struct {
-	fake
+	*agenttest.Agent
 	root     string // of the node's journal
 	failAt   int
+	mu       sync.Mutex
 	calls    int
 	journals [][]agent.Op // the journal as each batch found it
 }
 
-func (s *stepper) ExecuteSteps(_ context.Context, ops []agent.Op, step func(int, time.Duration, error)) (int, error) {
+func (s *stepper) Caps() agent.Caps { return agent.Caps{Steps: s} }
+
+func (s *stepper) ExecuteSteps(ctx context.Context, ops []agent.Op, step func(int, time.Duration, error)) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
-	got, _, _ := journal.New(s.root, map[string]string{s.name: "node-" + s.name}).Unfinished(s.name)
+	got, _, _ := journal.New(s.root, map[string]string{s.Name: "node-" + s.Name}).Unfinished(s.Name)
 	s.journals = append(s.journals, got)
 	for i, op := range ops {
 		if i == s.failAt {
@@ -486,7 +470,9 @@ func (s *stepper) ExecuteSteps(_ context.Context, ops []agent.Op, step func(int,
 			step(i, time.Millisecond, err)
 			return i, err
 		}
-		s.ops = append(s.ops, op)
+		if _, err := s.Agent.Execute(ctx, []agent.Op{op}); err != nil {
+			return i, err
+		}
 		step(i, time.Millisecond, nil)
 	}
 	return len(ops), nil
@@ -499,7 +485,7 @@ func TestExecuteBatchJournaledFirst(t *testing.T) {
 	dir, tc := newPKI(t)
 	root := t.TempDir()
 	jr := journal.New(root, map[string]string{"nfv1": "node-nfv1"})
-	st := &stepper{fake: fake{name: "nfv1"}, root: root, failAt: -1}
+	st := &stepper{Agent: newFake(), root: root, failAt: -1}
 	var (
 		hmu     sync.Mutex
 		hookOps int

@@ -13,21 +13,12 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
 	pb "github.com/segchain/segchain/internal/agent/rpc/agentpb"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/pki"
 )
-
-// keyed is a fake agent whose node holds an HMAC key.
-type keyed struct {
-	*fake
-	key nodestate.HMACKey
-}
-
-func (k *keyed) Observe(context.Context, *nodestate.Node) (*nodestate.Node, error) {
-	return &nodestate.Node{Name: k.name, HMACKeys: []nodestate.HMACKey{k.key}}, nil
-}
 
 // intents records the intent a controller hands.
 type intents struct{ got *nodestate.Node }
@@ -42,7 +33,8 @@ func TestHMACSecretsOverTheWire(t *testing.T) {
 	dir, tc := newPKI(t)
 	installed := []byte("installed-secret-0123456789abcdef!")
 	want := []byte("desired-secret-0123456789abcdef-xyz")
-	k := &keyed{fake: &fake{name: "nfv1"}, key: nodestate.HMACKey{ID: 7, Alg: "sha256", Secret: installed}}
+	k := agenttest.New("nfv1") // its node holds an HMAC key
+	k.State.HMACKeys = []nodestate.HMACKey{{ID: 7, Alg: "sha256", Secret: installed}}
 	var logBuf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(syncWriter{&logBuf}, nil))
 	root := t.TempDir()
@@ -50,7 +42,7 @@ func TestHMACSecretsOverTheWire(t *testing.T) {
 	s := NewServer(k, log, Build{}, jr, Hooks{})
 	in := &intents{}
 	s.KeepIntents(in)
-	e := &env{dir: dir, fake: k.fake, addr: listen(t, s, tc, log)}
+	e := &env{dir: dir, fake: k, addr: listen(t, s, tc, log)}
 	c := e.client(t, pki.DirFiles(dir, pki.RoleController, "ctl"), "nfv1")
 	ctx := context.Background()
 
@@ -70,7 +62,7 @@ func TestHMACSecretsOverTheWire(t *testing.T) {
 	if _, err := c.Execute(ctx, []agent.Op{addOp, set, set.Inverse()}); err != nil {
 		t.Fatal(err)
 	}
-	ran := e.fake.ops
+	ran := e.fake.Executed()
 	if len(ran) != 3 || !bytes.Equal(ran[1].HMAC.Secret, want) || !bytes.Equal(ran[2].HMAC.Secret, installed) {
 		t.Fatalf("the agent ran %v: want the key set with the desired secret, then back to the installed one", ran)
 	}
@@ -129,7 +121,7 @@ func TestHMACSecretsRefused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
 			}
-			if n := e.fake.executed(); n != 0 {
+			if n := len(e.fake.Executed()); n != 0 {
 				t.Fatalf("the agent ran %d op(s)", n)
 			}
 		})

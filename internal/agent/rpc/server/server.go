@@ -41,8 +41,8 @@ type Hooks struct {
 	Execute func(ops int, d time.Duration, err error)
 }
 
-// Server serves one node's agent.Agent (and whichever of the optional
-// agent interfaces it implements) over gRPC.
+// Server serves one node's agent.Agent (and the capabilities its Caps
+// declare) over gRPC.
 type Server struct {
 	pb.UnimplementedAgentServer
 	agent   agent.Agent
@@ -228,7 +228,7 @@ func (s *Server) Execute(ctx context.Context, r *pb.ExecuteRequest) (*pb.Execute
 		done int
 		err  error
 	)
-	if st, ok := s.agent.(agent.Stepper); ok {
+	if st := s.agent.Caps().Steps; st != nil {
 		// The batch in one go: one node lock, one set of sockets.
 		done, err = st.ExecuteSteps(ctx, ops, func(i int, d time.Duration, err error) { step(ops[i], d, err) })
 		if err == nil && done != len(ops) {
@@ -291,8 +291,8 @@ func (s *Server) Check(ctx context.Context, r *pb.CheckRequest) (*pb.CheckReply,
 	if err := rpc.ValidateOps(ops); err != nil {
 		return nil, s.fail(ctx, "Check", status.Error(codes.InvalidArgument, err.Error()))
 	}
-	ck, ok := s.agent.(agent.Checker)
-	if !ok {
+	ck := s.agent.Caps().Check
+	if ck == nil {
 		return &pb.CheckReply{}, nil
 	}
 	rep := &pb.CheckReply{}
@@ -308,8 +308,8 @@ func (s *Server) Unsupported(ctx context.Context, r *pb.UnsupportedRequest) (*pb
 	if err := decode("want", r.WantJson, &want); err != nil {
 		return nil, s.fail(ctx, "Unsupported", err)
 	}
-	fc, ok := s.agent.(agent.FeatureChecker)
-	if !ok {
+	fc := s.agent.Caps().Features
+	if fc == nil {
 		return &pb.UnsupportedReply{}, nil
 	}
 	f, err := fc.Unsupported(ctx, &want)
@@ -334,8 +334,8 @@ func (s *Server) Counters(ctx context.Context, _ *pb.CountersRequest) (*pb.Count
 
 // BoundaryCounters implements pb.AgentServer.
 func (s *Server) BoundaryCounters(ctx context.Context, _ *pb.BoundaryCountersRequest) (*pb.BoundaryCountersReply, error) {
-	br, ok := s.agent.(agent.BoundaryReader)
-	if !ok {
+	br := s.agent.Caps().Boundary
+	if br == nil {
 		return nil, status.Error(codes.Unimplemented, "the node's agent has no boundary counters")
 	}
 	c, err := br.BoundaryCounters(ctx)
@@ -536,8 +536,8 @@ func (s *Server) JournalUnfinished(ctx context.Context, _ *pb.JournalUnfinishedR
 
 // Routes implements pb.AgentServer.
 func (s *Server) Routes(ctx context.Context, _ *pb.RoutesRequest) (*pb.RoutesReply, error) {
-	rr, ok := s.agent.(agent.RouteReader)
-	if !ok {
+	rr := s.agent.Caps().Routes
+	if rr == nil {
 		return nil, status.Error(codes.Unimplemented, "the node's agent cannot read its routes")
 	}
 	routes, err := rr.MainRoutes(ctx)
