@@ -6,11 +6,13 @@ import (
 	"time"
 )
 
-// settle is how long Watch waits after a link event for more of them
-// before it applies (a flap brings several interfaces up at once).
-const settle = 300 * time.Millisecond
+// Settle is how long Watch waits after a link event for more of them
+// before it applies (a flap brings several interfaces up at once); the
+// agent's reconcile (internal/agent/reconcile) waits as long.
+const Settle = 300 * time.Millisecond
 
-// Watch keeps the domain applied: it applies once, then again whenever an
+// Watch is `segchain watch`: it keeps the domain applied from the
+// controller's host. It applies once, then again whenever an
 // interface of a node comes up (taking an interface down deletes the
 // routes through it and bringing it up does not restore them: an SF's
 // route back to its proxy, a transit route). Every apply is reported with
@@ -46,7 +48,7 @@ func (c *Controller) Watch(ctx context.Context, report func(trigger []string, re
 			return nil
 		case ev := <-events:
 			trigger := []string{ev}
-			timer := time.NewTimer(settle)
+			timer := time.NewTimer(Settle)
 		gather:
 			for {
 				select {

@@ -25,8 +25,8 @@ func Who(node string) string {
 }
 
 // Settle is how long a reconcile triggered by a link coming up waits for
-// more links (a flap brings several up at once), as segchain watch does.
-const Settle = 300 * time.Millisecond
+// more links (a flap brings several up at once): segchain watch's.
+const Settle = controller.Settle
 
 // Timeout bounds one reconcile (observe, lock, lease, apply).
 const Timeout = 2 * time.Minute
