@@ -59,6 +59,7 @@ Typical session:
 		newSidCmd(local.SIDExtensions()...),
 		newFwCmd(),
 		newDumpCmd(),
+		newTraceCmd(),
 		newPerfCmd(),
 		newValidateCmd(),
 		newVersionCmd(),

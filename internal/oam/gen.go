@@ -1,0 +1,3 @@
+package oam
+
+//go:generate go run github.com/cilium/ebpf/cmd/bpf2go -cc clang -cflags "-O2 -g -Wall -target bpf -I/usr/include/x86_64-linux-gnu" -target bpfel -type oam_event oamTC ../../bpf/oam_tc.bpf.c

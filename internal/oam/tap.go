@@ -1,0 +1,185 @@
+package oam
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// Point is one place a tap watches: an interface of a node, one direction.
+type Point struct {
+	Node    string `json:"node"`
+	Iface   string `json:"iface"`
+	Ingress bool   `json:"ingress"`
+}
+
+func (p Point) String() string {
+	d := "out"
+	if p.Ingress {
+		d = "in"
+	}
+	return p.Node + ":" + p.Iface + " " + d
+}
+
+// Event is one sighting of a probe.
+type Event struct {
+	At    time.Duration // kernel monotonic clock (bpf_ktime_get_ns)
+	Point Point
+	Seq   uint32
+	DA    net.IP // outer destination
+	SRH   bool
+	SL    uint8
+	Encap bool
+	Len   uint32
+}
+
+// Tap is the oam program attached on ingress and egress of every
+// interface of a set of namespaces, all writing to one ring buffer.
+type Tap struct {
+	events *ebpf.Map
+	rd     *ringbuf.Reader
+	links  []link.Link
+	progs  []*ebpf.Program
+	points []Point
+}
+
+// Attach loads the oam program once per attach point (the point's index
+// is a load-time constant, so one ring buffer serves all of them) and
+// attaches it at the head of the TCX chain of every interface but lo of
+// each node's namespace. netns maps node names to namespaces.
+func Attach(netns map[string]string, magic uint64) (t *Tap, err error) {
+	spec, err := loadOamTC()
+	if err != nil {
+		return nil, fmt.Errorf("load oam program spec: %w", err)
+	}
+	t = &Tap{}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	if t.events, err = ebpf.NewMap(spec.Maps["oam_events"]); err != nil {
+		return nil, fmt.Errorf("create oam ring buffer: %w", err)
+	}
+	if err := spec.Variables["oam_magic"].Set(magic); err != nil {
+		return nil, fmt.Errorf("set oam_magic: %w", err)
+	}
+	for _, node := range sortedKeys(netns) {
+		err := nsutil.Do(netns[node], func() error {
+			ifs, err := net.Interfaces()
+			if err != nil {
+				return err
+			}
+			for _, ifc := range ifs {
+				if ifc.Flags&net.FlagLoopback != 0 {
+					continue
+				}
+				for _, ingress := range []bool{true, false} {
+					if err := t.attachOne(spec, Point{Node: node, Iface: ifc.Name, Ingress: ingress}, ifc.Index); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tap node %s: %w", node, err)
+		}
+	}
+	if t.rd, err = ringbuf.NewReader(t.events); err != nil {
+		return nil, fmt.Errorf("open oam ring buffer: %w", err)
+	}
+	return t, nil
+}
+
+func (t *Tap) attachOne(spec *ebpf.CollectionSpec, p Point, ifindex int) error {
+	if err := spec.Variables["oam_point"].Set(uint32(len(t.points))); err != nil {
+		return fmt.Errorf("set oam_point: %w", err)
+	}
+	var objs oamTCObjects
+	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{
+		MapReplacements: map[string]*ebpf.Map{"oam_events": t.events},
+	}); err != nil {
+		return fmt.Errorf("load oam program for %s: %w", p, err)
+	}
+	objs.OamEvents.Close() // the replacement's own fd: t.events stays open
+	t.progs = append(t.progs, objs.OamTc)
+	at := ebpf.AttachTCXEgress
+	if p.Ingress {
+		at = ebpf.AttachTCXIngress
+	}
+	// Head of the chain: the probe is seen before a service's program can
+	// redirect or drop it.
+	l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: objs.OamTc, Attach: at, Anchor: link.Head()})
+	if err != nil {
+		return fmt.Errorf("attach oam program to %s: %w", p, err)
+	}
+	t.links = append(t.links, l)
+	t.points = append(t.points, p)
+	return nil
+}
+
+// Points returns the attach points, in the order of their index.
+func (t *Tap) Points() []Point { return t.points }
+
+// Collect reads events until deadline or until done returns true for the
+// events read so far.
+func (t *Tap) Collect(deadline time.Time, done func([]Event) bool) ([]Event, error) {
+	var out []Event
+	t.rd.SetDeadline(deadline)
+	for {
+		rec, err := t.rd.Read()
+		if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
+			return out, nil
+		}
+		if err != nil {
+			if errors.Is(err, errDeadline) || isTimeout(err) {
+				return out, nil
+			}
+			return out, fmt.Errorf("read oam ring buffer: %w", err)
+		}
+		var ev oamTCOamEvent
+		if len(rec.RawSample) < binarySize(ev) {
+			continue
+		}
+		decode(rec.RawSample, &ev)
+		if int(ev.Point) >= len(t.points) {
+			continue
+		}
+		e := Event{At: time.Duration(ev.Ts), Point: t.points[ev.Point], Seq: ev.Seq, SRH: ev.Srh == 1, SL: ev.Sl, Encap: ev.Encap == 1, Len: ev.Len}
+		if ev.Family == 4 {
+			e.DA = net.IP(append([]byte(nil), ev.Da[:4]...))
+		} else {
+			e.DA = net.IP(append([]byte(nil), ev.Da[:]...))
+		}
+		out = append(out, e)
+		if done != nil && done(out) {
+			return out, nil
+		}
+	}
+}
+
+// Close detaches and unloads everything.
+func (t *Tap) Close() error {
+	var errs []error
+	if t.rd != nil {
+		errs = append(errs, t.rd.Close())
+	}
+	for _, l := range t.links {
+		errs = append(errs, l.Close())
+	}
+	for _, p := range t.progs {
+		errs = append(errs, p.Close())
+	}
+	if t.events != nil {
+		errs = append(errs, t.events.Close())
+	}
+	return errors.Join(errs...)
+}
