@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /* segchain chain trace (segchain trace, internal/oam): a TCX program
- * attached first (anchor head) on ingress and egress of every interface of
- * the nodes a chain crosses, for the duration of one trace. It never changes
+ * attached first (anchor head) on ingress of every interface of the nodes a
+ * chain crosses, for the duration of one trace. It never changes
  * a packet and always returns TCX_NEXT, so the services' own programs
  * (proxies, End.AN.FW, End.AN.NF) and the stack behind them see exactly
  * what they would without it.
@@ -12,8 +12,13 @@
  * and its SF, or the decapsulated packet after the egress, the program
  * finds the payload through the outer headers, the SRH and an inner
  * IPv6/IPv4 header, and records a timestamp (one clock: every lab node is a
- * namespace of this kernel), the attach point (oam_point, set per load) and
- * the outer destination and Segments Left in a ring buffer. */
+ * namespace of this kernel), where it arrived (node, interface) and the
+ * outer destination and Segments Left in a ring buffer. Arrivals only: a
+ * hop's departure is the next node's arrival (a veth hands the packet over
+ * in the same softirq), and every TCX attach or detach waits for an RCU
+ * grace period, so halving the attach points halves a trace's setup.
+ * bpf_get_netns_cookie cannot name the node: on tc it reads the socket's
+ * namespace (the sender's) or init_net's. */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <linux/if_ether.h>
@@ -29,12 +34,13 @@
 #define OAM_TCX_NEXT (-1) /* TC_ACT_UNSPEC: the next TCX program decides */
 
 volatile const __u64 oam_magic = 0;  /* the trace's probe marker */
-volatile const __u32 oam_point = 0;  /* which node, interface and direction */
+volatile const __u32 oam_node = 0;  /* which node: one load per node */
 
 /* oam_event is one sighting of a probe at one attach point. */
 struct oam_event {
 	__u64 ts;	/* bpf_ktime_get_ns */
-	__u32 point;	/* oam_point of the program that saw it */
+	__u32 node;	/* oam_node of the program that saw it */
+	__u32 ifindex;	/* the interface it arrived on */
 	__u32 seq;	/* the probe's sequence number (payload) */
 	__u8 da[16];	/* outer IPv6 destination (IPv4: first 4 bytes) */
 	__u32 len;	/* skb->len */
@@ -144,7 +150,8 @@ static __always_inline int oam_see(struct __sk_buff *skb)
 	if (!pay || bpf_skb_load_bytes(skb, pay, &p, sizeof(p)) < 0 || p.magic != oam_magic)
 		return 0;
 	ev.ts = bpf_ktime_get_ns();
-	ev.point = oam_point;
+	ev.node = oam_node;
+	ev.ifindex = skb->ifindex;
 	ev.seq = p.seq;
 	ev.len = skb->len;
 	bpf_ringbuf_output(&oam_events, &ev, sizeof(ev), 0);

@@ -14,16 +14,18 @@ import (
 )
 
 type oamTCOamEvent struct {
-	_      structs.HostLayout
-	Ts     uint64
-	Point  uint32
-	Seq    uint32
-	Da     [16]uint8
-	Len    uint32
-	Family uint8
-	Srh    uint8
-	Sl     uint8
-	Encap  uint8
+	_       structs.HostLayout
+	Ts      uint64
+	Node    uint32
+	Ifindex uint32
+	Seq     uint32
+	Da      [16]uint8
+	Len     uint32
+	Family  uint8
+	Srh     uint8
+	Sl      uint8
+	Encap   uint8
+	_       [4]byte
 }
 
 // Names of all BPF objects in the ELF.
@@ -34,7 +36,7 @@ const (
 	oamTCProgOamTc       = "oam_tc"
 	oamTCVarOamEventType = "oam_event_type"
 	oamTCVarOamMagic     = "oam_magic"
-	oamTCVarOamPoint     = "oam_point"
+	oamTCVarOamNode      = "oam_node"
 )
 
 // loadOamTC returns the embedded CollectionSpec for oamTC.
@@ -95,7 +97,7 @@ type oamTCMapSpecs struct {
 type oamTCVariableSpecs struct {
 	OamEventType *ebpf.VariableSpec `ebpf:"oam_event_type"`
 	OamMagic     *ebpf.VariableSpec `ebpf:"oam_magic"`
-	OamPoint     *ebpf.VariableSpec `ebpf:"oam_point"`
+	OamNode      *ebpf.VariableSpec `ebpf:"oam_node"`
 }
 
 // oamTCObjects contains all objects after they have been loaded into the kernel.
@@ -133,7 +135,7 @@ func (m *oamTCMaps) Close() error {
 type oamTCVariables struct {
 	OamEventType *ebpf.Variable `ebpf:"oam_event_type"`
 	OamMagic     *ebpf.Variable `ebpf:"oam_magic"`
-	OamPoint     *ebpf.Variable `ebpf:"oam_point"`
+	OamNode      *ebpf.Variable `ebpf:"oam_node"`
 }
 
 // oamTCPrograms contains all programs after they have been loaded into the kernel.

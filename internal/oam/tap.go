@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -40,26 +41,35 @@ type Event struct {
 	Len   uint32
 }
 
-// Tap is the oam program attached on ingress and egress of every
-// interface of a set of namespaces, all writing to one ring buffer.
+// Tap is the oam program attached on ingress of every interface of a set
+// of namespaces, all writing to one ring buffer.
 type Tap struct {
 	events *ebpf.Map
 	rd     *ringbuf.Reader
-	links  []link.Link
+	mu     sync.Mutex
 	progs  []*ebpf.Program
+	links  []link.Link
 	points []Point
+	nodes  []string         // oam_node → node
+	ifName map[ifKey]string // (oam_node, ifindex) → interface
 }
 
-// Attach loads the oam program once per attach point (the point's index
-// is a load-time constant, so one ring buffer serves all of them) and
-// attaches it at the head of the TCX chain of every interface but lo of
-// each node's namespace. netns maps node names to namespaces.
+type ifKey struct {
+	node    uint32
+	ifindex uint32
+}
+
+// Attach loads the oam program once per node (its index is a load-time
+// constant: bpf_get_netns_cookie names the sender's namespace on tc, not
+// the node's) and attaches it at the head of the TCX ingress chain of every
+// interface but lo of each node's namespace, the nodes in parallel.
+// netns maps node names to namespaces.
 func Attach(netns map[string]string, magic uint64) (t *Tap, err error) {
 	spec, err := loadOamTC()
 	if err != nil {
 		return nil, fmt.Errorf("load oam program spec: %w", err)
 	}
-	t = &Tap{}
+	t = &Tap{nodes: sortedKeys(netns), ifName: map[ifKey]string{}}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -71,27 +81,33 @@ func Attach(netns map[string]string, magic uint64) (t *Tap, err error) {
 	if err := spec.Variables["oam_magic"].Set(magic); err != nil {
 		return nil, fmt.Errorf("set oam_magic: %w", err)
 	}
-	for _, node := range sortedKeys(netns) {
-		err := nsutil.Do(netns[node], func() error {
-			ifs, err := net.Interfaces()
-			if err != nil {
-				return err
-			}
-			for _, ifc := range ifs {
-				if ifc.Flags&net.FlagLoopback != 0 {
-					continue
-				}
-				for _, ingress := range []bool{true, false} {
-					if err := t.attachOne(spec, Point{Node: node, Iface: ifc.Name, Ingress: ingress}, ifc.Index); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("tap node %s: %w", node, err)
+	for i := range t.nodes {
+		if err := spec.Variables["oam_node"].Set(uint32(i)); err != nil {
+			return nil, fmt.Errorf("set oam_node: %w", err)
 		}
+		var objs oamTCObjects
+		if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{
+			MapReplacements: map[string]*ebpf.Map{"oam_events": t.events},
+		}); err != nil {
+			return nil, fmt.Errorf("load oam program: %w", err)
+		}
+		objs.OamEvents.Close() // the replacement's own fd: t.events stays open
+		t.progs = append(t.progs, objs.OamTc)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(t.nodes))
+	for i, node := range t.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := nsutil.Do(netns[node], func() error { return t.attachNode(i) }); err != nil {
+				errs[i] = fmt.Errorf("tap node %s: %w", node, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if t.rd, err = ringbuf.NewReader(t.events); err != nil {
 		return nil, fmt.Errorf("open oam ring buffer: %w", err)
@@ -99,30 +115,28 @@ func Attach(netns map[string]string, magic uint64) (t *Tap, err error) {
 	return t, nil
 }
 
-func (t *Tap) attachOne(spec *ebpf.CollectionSpec, p Point, ifindex int) error {
-	if err := spec.Variables["oam_point"].Set(uint32(len(t.points))); err != nil {
-		return fmt.Errorf("set oam_point: %w", err)
-	}
-	var objs oamTCObjects
-	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{
-		MapReplacements: map[string]*ebpf.Map{"oam_events": t.events},
-	}); err != nil {
-		return fmt.Errorf("load oam program for %s: %w", p, err)
-	}
-	objs.OamEvents.Close() // the replacement's own fd: t.events stays open
-	t.progs = append(t.progs, objs.OamTc)
-	at := ebpf.AttachTCXEgress
-	if p.Ingress {
-		at = ebpf.AttachTCXIngress
-	}
-	// Head of the chain: the probe is seen before a service's program can
-	// redirect or drop it.
-	l, err := link.AttachTCX(link.TCXOptions{Interface: ifindex, Program: objs.OamTc, Attach: at, Anchor: link.Head()})
+// attachNode runs in the node's namespace.
+func (t *Tap) attachNode(i int) error {
+	ifs, err := net.Interfaces()
 	if err != nil {
-		return fmt.Errorf("attach oam program to %s: %w", p, err)
+		return err
 	}
-	t.links = append(t.links, l)
-	t.points = append(t.points, p)
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		// Head of the chain: the probe is seen before a service's program
+		// can redirect or drop it.
+		l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: t.progs[i], Attach: ebpf.AttachTCXIngress, Anchor: link.Head()})
+		if err != nil {
+			return fmt.Errorf("attach oam program to %s: %w", ifc.Name, err)
+		}
+		t.mu.Lock()
+		t.ifName[ifKey{uint32(i), uint32(ifc.Index)}] = ifc.Name
+		t.links = append(t.links, l)
+		t.points = append(t.points, Point{Node: t.nodes[i], Iface: ifc.Name, Ingress: true})
+		t.mu.Unlock()
+	}
 	return nil
 }
 
@@ -150,10 +164,11 @@ func (t *Tap) Collect(deadline time.Time, done func([]Event) bool) ([]Event, err
 			continue
 		}
 		decode(rec.RawSample, &ev)
-		if int(ev.Point) >= len(t.points) {
+		if int(ev.Node) >= len(t.nodes) {
 			continue
 		}
-		e := Event{At: time.Duration(ev.Ts), Point: t.points[ev.Point], Seq: ev.Seq, SRH: ev.Srh == 1, SL: ev.Sl, Encap: ev.Encap == 1, Len: ev.Len}
+		name := t.ifName[ifKey{ev.Node, ev.Ifindex}]
+		e := Event{At: time.Duration(ev.Ts), Point: Point{Node: t.nodes[ev.Node], Iface: name, Ingress: true}, Seq: ev.Seq, SRH: ev.Srh == 1, SL: ev.Sl, Encap: ev.Encap == 1, Len: ev.Len}
 		if ev.Family == 4 {
 			e.DA = net.IP(append([]byte(nil), ev.Da[:4]...))
 		} else {
@@ -172,9 +187,15 @@ func (t *Tap) Close() error {
 	if t.rd != nil {
 		errs = append(errs, t.rd.Close())
 	}
-	for _, l := range t.links {
-		errs = append(errs, l.Close())
+	// In parallel: each detach waits for an RCU grace period.
+	var wg sync.WaitGroup
+	lerrs := make([]error, len(t.links))
+	for i, l := range t.links {
+		wg.Add(1)
+		go func() { defer wg.Done(); lerrs[i] = l.Close() }()
 	}
+	wg.Wait()
+	errs = append(errs, lerrs...)
 	for _, p := range t.progs {
 		errs = append(errs, p.Close())
 	}

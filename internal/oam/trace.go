@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
@@ -63,7 +64,7 @@ type Hop struct {
 	AtUS   *float64 `json:"at_us,omitempty"`
 	HeldUS *float64 `json:"held_us,omitempty"`
 	// SIDPackets is how much the SID's packet counter went up.
-	SIDPackets *uint64 `json:"sid_packets,omitempty"`
+	SIDPackets *uint64  `json:"sid_packets,omitempty"`
 	Via        []string `json:"via,omitempty"` // transit nodes crossed to get here
 }
 
@@ -108,9 +109,21 @@ type Report struct {
 	Delivered bool     `json:"delivered"`
 	Broken    *Broken  `json:"broken,omitempty"`
 	Counters  []Delta  `json:"counters,omitempty"`
-	// TookMS is the whole trace: attach, probe, wait, detach.
+	// TookMS is the whole trace: attach, probe, wait, detach; Phases
+	// splits it.
 	TookMS float64 `json:"took_ms"`
+	Phases Phases  `json:"phases"`
 }
+
+// Phases are the parts of a trace's time, in milliseconds.
+type Phases struct {
+	AttachMS   float64 `json:"attach_ms"`   // load and attach the tap everywhere
+	CountersMS float64 `json:"counters_ms"` // both counter snapshots
+	ProbeMS    float64 `json:"probe_ms"`    // probe sent until delivered (or the timeout)
+	DetachMS   float64 `json:"detach_ms"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Trace sends one probe along chain and reports every hop.
 func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, error) {
@@ -134,12 +147,19 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 		return nil, err
 	}
 	magic := binary.LittleEndian.Uint64(mb[:]) | 1 // never 0: the unset constant
+	t := time.Now()
 	tap, err := Attach(d.Netns, magic)
 	if err != nil {
 		return nil, err
 	}
-	defer tap.Close()
+	defer func() {
+		if tap != nil {
+			tap.Close()
+		}
+	}()
+	r.Phases.AttachMS = ms(time.Since(t))
 
+	t = time.Now()
 	before, err := snapshot(ctx, d)
 	if err != nil {
 		return nil, err
@@ -152,20 +172,31 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 	if err != nil {
 		return nil, err
 	}
+	r.Phases.CountersMS = ms(time.Since(t))
+	t = time.Now()
 	if err := inject(d.Netns[from.Peer], from.PeerIface, frame); err != nil {
 		return nil, err
 	}
 	evs, err := tap.Collect(time.Now().Add(o.Timeout), func(evs []Event) bool {
-		e := evs[len(evs)-1]
-		return e.Point.Node == dstNode && e.Point.Ingress
+		return evs[len(evs)-1].Point.Node == dstNode
 	})
 	if err != nil {
 		return nil, err
 	}
+	r.Phases.ProbeMS = ms(time.Since(t))
+	t = time.Now()
 	after, err := snapshot(ctx, d)
 	if err != nil {
 		return nil, err
 	}
+	r.Phases.CountersMS += ms(time.Since(t))
+	t = time.Now()
+	err = tap.Close()
+	tap = nil
+	if err != nil {
+		return nil, fmt.Errorf("detach the tap: %w", err)
+	}
+	r.Phases.DetachMS = ms(time.Since(t))
 	r.Counters = diff(before, after)
 	// The probe's own sighting on the host it was sent from is not a hop.
 	var seen []Event
@@ -178,12 +209,16 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 	for _, e := range seen {
 		r.Path = append(r.Path, e.Point.String())
 	}
-	match(hops, seen)
+	links := map[string]string{}
+	for _, l := range d.Plan.Links {
+		links[l.Node+":"+l.Iface] = l.Peer + ":" + l.PeerIface
+	}
+	match(hops, seen, links)
 	sidPackets(hops, r.Counters)
 	r.Hops = hops
 	r.Delivered = len(hops) > 0 && hops[len(hops)-1].Reached
 	r.Broken = broken(hops, seen, r.Counters)
-	r.TookMS = float64(time.Since(start).Microseconds()) / 1000
+	r.TookMS = ms(time.Since(start))
 	return r, nil
 }
 
@@ -319,21 +354,22 @@ type visit struct {
 	da            net.IP
 }
 
-func visits(evs []Event) []visit {
+// visits groups the probe's arrivals by node. The tap sees arrivals
+// only: a visit left when the probe arrived somewhere next, then, on the
+// interface whose peer (links: node:iface → the other end) it arrived on.
+func visits(evs []Event, links map[string]string) []visit {
 	var vs []visit
 	for _, e := range evs {
-		if len(vs) == 0 || vs[len(vs)-1].node != e.Point.Node {
-			vs = append(vs, visit{node: e.Point.Node, arrive: e.At, leave: e.At})
+		if len(vs) > 0 && vs[len(vs)-1].node == e.Point.Node {
+			continue // a second arrival on the same node (its own loop device)
 		}
-		v := &vs[len(vs)-1]
-		if e.Point.Ingress {
-			if !v.arrived {
-				v.arrived, v.in, v.da, v.arrive = true, e.Point.Iface, e.DA, e.At
-			}
-		} else {
-			v.left, v.out, v.leave = true, e.Point.Iface, e.At
-			if !v.arrived {
-				v.arrive = e.At
+		vs = append(vs, visit{node: e.Point.Node, in: e.Point.Iface, arrive: e.At, arrived: true, da: e.DA})
+	}
+	for k := 0; k+1 < len(vs); k++ {
+		vs[k].left, vs[k].leave = true, vs[k+1].arrive
+		if peer, ok := links[vs[k+1].node+":"+vs[k+1].in]; ok {
+			if n, ifn, _ := strings.Cut(peer, ":"); n == vs[k].node {
+				vs[k].out = ifn
 			}
 		}
 	}
@@ -345,8 +381,8 @@ func visits(evs []Event) []visit {
 // destination; a proxy's SF the next visit to the SF's node, and the visit
 // back to the proxy's node right after it is the proxy's return; visits
 // matched by no hop are transit (Via of the next hop matched).
-func match(hops []Hop, evs []Event) {
-	vs := visits(evs)
+func match(hops []Hop, evs []Event, links map[string]string) {
+	vs := visits(evs, links)
 	if len(vs) == 0 {
 		return
 	}
