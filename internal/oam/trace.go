@@ -117,10 +117,9 @@ type Report struct {
 
 // Phases are the parts of a trace's time, in milliseconds.
 type Phases struct {
-	AttachMS   float64 `json:"attach_ms"`   // load and attach the tap everywhere
-	CountersMS float64 `json:"counters_ms"` // both counter snapshots
-	ProbeMS    float64 `json:"probe_ms"`    // probe sent until delivered (or the timeout)
-	DetachMS   float64 `json:"detach_ms"`
+	AttachMS float64 `json:"attach_ms"` // load and attach the tap everywhere, counters read meanwhile
+	ProbeMS  float64 `json:"probe_ms"`  // probe sent until delivered (or the timeout)
+	DetachMS float64 `json:"detach_ms"` // detach, counters read again meanwhile
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -147,8 +146,15 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 		return nil, err
 	}
 	magic := binary.LittleEndian.Uint64(mb[:]) | 1 // never 0: the unset constant
+	// The counters are read while the tap attaches (and again while it
+	// detaches): both wait mostly on the kernel, one on RCU grace periods.
 	t := time.Now()
+	var before counters
+	var berr error
+	bdone := make(chan struct{})
+	go func() { defer close(bdone); before, berr = snapshot(ctx, d) }()
 	tap, err := Attach(d.Netns, magic)
+	<-bdone
 	if err != nil {
 		return nil, err
 	}
@@ -157,13 +163,10 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 			tap.Close()
 		}
 	}()
-	r.Phases.AttachMS = ms(time.Since(t))
-
-	t = time.Now()
-	before, err := snapshot(ctx, d)
-	if err != nil {
-		return nil, err
+	if berr != nil {
+		return nil, berr
 	}
+	r.Phases.AttachMS = ms(time.Since(t))
 	srcMAC, dstMAC, err := macs(d.Netns[from.Peer], from.PeerIface, d.Netns[from.Node], from.Iface)
 	if err != nil {
 		return nil, err
@@ -172,7 +175,6 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 	if err != nil {
 		return nil, err
 	}
-	r.Phases.CountersMS = ms(time.Since(t))
 	t = time.Now()
 	if err := inject(d.Netns[from.Peer], from.PeerIface, frame); err != nil {
 		return nil, err
@@ -185,16 +187,17 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 	}
 	r.Phases.ProbeMS = ms(time.Since(t))
 	t = time.Now()
-	after, err := snapshot(ctx, d)
+	var after counters
+	adone := make(chan struct{})
+	go func() { defer close(adone); after, err = snapshot(ctx, d) }()
+	derr := tap.Close()
+	tap = nil
+	<-adone
 	if err != nil {
 		return nil, err
 	}
-	r.Phases.CountersMS += ms(time.Since(t))
-	t = time.Now()
-	err = tap.Close()
-	tap = nil
-	if err != nil {
-		return nil, fmt.Errorf("detach the tap: %w", err)
+	if derr != nil {
+		return nil, fmt.Errorf("detach the tap: %w", derr)
 	}
 	r.Phases.DetachMS = ms(time.Since(t))
 	r.Counters = diff(before, after)
