@@ -59,7 +59,7 @@ Typical session:
 		newSidCmd(local.SIDExtensions()...),
 		newFwCmd(),
 		newDumpCmd(),
-		newTraceCmd(),
+		newTraceCmd(), newPingCmd(), newTracerouteCmd(),
 		newPerfCmd(),
 		newValidateCmd(),
 		newVersionCmd(),

@@ -2,6 +2,8 @@ package oam_test
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
 	"os/exec"
 	"strings"
 	"testing"
@@ -162,6 +164,8 @@ func TestTraceDefaultLab(t *testing.T) {
 		}
 	})
 
+	e.icmp(t)
+
 	// Break one hop at a time; the trace names exactly it.
 	t.Run("break-route", func(t *testing.T) {
 		// r2 loses its route to nfv2's locator: nfv2-end is not reached,
@@ -196,6 +200,95 @@ func TestTraceDefaultLab(t *testing.T) {
 		b := r.Broken
 		if b == nil || b.Hop != 2 || r.Hops[2].Kind != oam.KindSF || b.Reason != "not reached" || !strings.HasPrefix(b.LastSeen, "nfv1:") {
 			t.Fatalf("broken %+v, want hop 2 (SF sf1) not reached, last seen on nfv1; hops %+v", b, r.Hops)
+		}
+	})
+}
+
+// TestTraceDefaultLab's second half: RFC 9259 ping and traceroute on the
+// same lab (icmp below).
+func (e *env) icmp(t *testing.T) {
+	ingress, _ := e.lab.Netns("ingress")
+	sids := func(words ...string) []netip.Addr {
+		a, err := e.d.Resolve(words)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	iputils := func(target string) bool {
+		return exec.Command("ip", "netns", "exec", ingress, "ping", "-c", "1", "-W", "1", target).Run() == nil
+	}
+	answered := func(rs []oam.Reply) int {
+		n := 0
+		for _, r := range rs {
+			if r.Type == "echo-reply" {
+				n++
+			}
+		}
+		return n
+	}
+	// A classic ping answers as iputils' does: a node's address answers;
+	// a native SID (End, End.DX6) does not (Linux's seg6local drops an
+	// upper-layer packet addressed to a SID).
+	t.Run("ping-like-iputils", func(t *testing.T) {
+		for _, target := range []string{"fc00:25::2", "nfv1-end", "web egress", "fc00:4d::d"} {
+			a := sids(target)[0]
+			rs, err := oam.Ping(ingress, a, nil, 1, 0, 500*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := answered(rs) == 1, iputils(a.String()); got != want {
+				t.Errorf("ping %s (%s): segchain answered %v, iputils %v (%+v)", target, a, got, want, rs)
+			}
+		}
+	})
+	// Along a segment list: the SRH on the wire (tshark) is the list, and
+	// the target answers.
+	t.Run("ping-via-segments", func(t *testing.T) {
+		testutil.RequireTool(t, "tshark")
+		nfv1, _ := e.lab.Netns("nfv1")
+		c := testutil.StartInboundCapture(t, nfv1, "eth-r1", "ip6[6] == 43", 1)
+		segs := sids("nfv1-end", "nfv2-end")
+		rs, err := oam.Ping(ingress, netip.MustParseAddr("fc00:4d::d"), segs, 1, 0, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if answered(rs) != 1 || e.d.NodeOf(rs[0].From) != "d" {
+			t.Fatalf("replies %+v", rs)
+		}
+		pk := testutil.Tshark(t, c.Wait(2*time.Second), "ipv6.routing.type", "ipv6.routing.segleft", "ipv6.routing.srh.addr", "icmpv6.type")
+		want := "fc00:4d::d|" + segs[1].String() + "|" + segs[0].String()
+		if len(pk) != 1 || pk[0].First("ipv6.routing.type") != "4" || pk[0].First("ipv6.routing.segleft") != "2" ||
+			strings.Join(pk[0]["ipv6.routing.srh.addr"], "|") != want || pk[0].First("icmpv6.type") != "128" {
+			t.Fatalf("on the wire at nfv1: %v, want an echo request with SRH [%s], SL 2", pk, want)
+		}
+	})
+	// traceroute along the list: every node, SR endpoints told apart by the
+	// SID they quote (End applied: the next SID, Segments Left one less).
+	t.Run("traceroute", func(t *testing.T) {
+		segs := sids("nfv1-end", "nfv2-end")
+		rs, err := oam.Traceroute(ingress, netip.MustParseAddr("fc00:4d::d"), segs, 16, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rs {
+			sl := "-"
+			if r.SL != nil {
+				sl = fmt.Sprint(*r.SL)
+			}
+			got = append(got, e.d.NodeOf(r.From)+" "+r.Type+" "+r.ActiveSID+" "+sl)
+		}
+		want := []string{
+			"r1 time-exceeded " + segs[0].String() + " 2",
+			"nfv1 time-exceeded " + segs[1].String() + " 1",
+			"r2 time-exceeded " + segs[1].String() + " 1",
+			"nfv2 time-exceeded fc00:4d::d 0",
+			"egress time-exceeded fc00:4d::d 0",
+			"d echo-reply  -",
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("traceroute\n got %q\nwant %q", got, want)
 		}
 	})
 }
