@@ -19,6 +19,7 @@ import (
 func newTraceCmd() *cobra.Command {
 	var f domainFlags
 	var timeout time.Duration
+	var tap string
 	cmd := &cobra.Command{
 		Use:   "trace --lab NAME [-f FILE] [--timeout D] [-o json] CHAIN",
 		Short: "Send a probe along a chain and show every function it went through, with times",
@@ -88,7 +89,7 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 					wg.Wait()
 					return out, errors.Join(errs...)
 				}}
-			r, err := oam.Trace(cmd.Context(), d, args[0], oam.Options{Timeout: timeout})
+			r, err := oam.Trace(cmd.Context(), d, args[0], oam.Options{Timeout: timeout, Tap: tap})
 			if err != nil {
 				return err
 			}
@@ -106,6 +107,7 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 	f.register(cmd, true)
 	cmd.Args = cobra.ExactArgs(1)
 	cmd.Flags().DurationVar(&timeout, "timeout", 300*time.Millisecond, "how long to wait for the probe's delivery")
+	cmd.Flags().StringVar(&tap, "tap", oam.TapTracepoint, "where the probe is seen: tracepoint (one attach to net:netif_receive_skb for every node) or tcx (a TCX ingress program on every interface)")
 	return cmd
 }
 

@@ -40,6 +40,8 @@ type Domain struct {
 type Options struct {
 	// Timeout is how long to wait for the probe's delivery (default 300 ms).
 	Timeout time.Duration
+	// Tap is TapTracepoint (default) or TapTCX.
+	Tap string
 }
 
 // Hop is one function of the chain as the probe met it.
@@ -153,7 +155,15 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 	var berr error
 	bdone := make(chan struct{})
 	go func() { defer close(bdone); before, berr = snapshot(ctx, d) }()
-	tap, err := Attach(d.Netns, magic)
+	var tap Tapper
+	switch o.Tap {
+	case "", TapTracepoint:
+		tap, err = AttachRx(d.Netns, magic)
+	case TapTCX:
+		tap, err = Attach(d.Netns, magic)
+	default:
+		err = fmt.Errorf("tap %q: %s or %s", o.Tap, TapTracepoint, TapTCX)
+	}
 	<-bdone
 	if err != nil {
 		return nil, err

@@ -83,7 +83,12 @@ func setup(t *testing.T, file string) *env {
 
 func (e *env) trace(t *testing.T, chain string) *oam.Report {
 	t.Helper()
-	r, err := oam.Trace(context.Background(), e.d, chain, oam.Options{Timeout: 300 * time.Millisecond})
+	return e.traceWith(t, chain, oam.TapTracepoint)
+}
+
+func (e *env) traceWith(t *testing.T, chain, tap string) *oam.Report {
+	t.Helper()
+	r, err := oam.Trace(context.Background(), e.d, chain, oam.Options{Timeout: 300 * time.Millisecond, Tap: tap})
 	if err != nil {
 		t.Fatalf("trace %s: %v", chain, err)
 	}
@@ -120,9 +125,14 @@ func TestTraceDefaultLab(t *testing.T) {
 		"insert6":    "headend:ingress sid:nfv1 sid:nfv2 delivery:d",
 		"legacy4":    "headend:ingress sid:nfv1 sid:nfv2 egress:egress delivery:d",
 	}
-	for _, chain := range []string{"web", "firewalled", "filtered", "insert6", "legacy4"} {
+	for _, chain := range []string{"web", "firewalled", "filtered", "insert6", "legacy4", "firewalled/tcx"} {
 		t.Run(chain, func(t *testing.T) {
-			r := e.trace(t, chain)
+			// firewalled/tcx: the same through the other tap.
+			chain, tap, _ := strings.Cut(chain, "/")
+			if tap == "" {
+				tap = oam.TapTracepoint
+			}
+			r := e.traceWith(t, chain, tap)
 			if got := hopKinds(r); got != want[chain] {
 				t.Fatalf("hops\n got %s\nwant %s", got, want[chain])
 			}
