@@ -43,6 +43,8 @@ struct net_device {
 struct sk_buff {
 	unsigned int len;
 	unsigned char *data;
+	unsigned char *head;
+	__u16 network_header;
 	struct net_device *dev;
 	__be16 protocol;
 } __attribute__((preserve_access_index));
@@ -63,6 +65,7 @@ struct oam_rx_event {
 	__u8 srh;	/* 1: the packet carries an SRH */
 	__u8 sl;	/* its Segments Left */
 	__u8 encap;	/* 1: an inner IP packet follows the outer header */
+	__u32 reason;	/* 0: an arrival; else the kernel dropped it: enum skb_drop_reason */
 };
 
 const struct oam_rx_event *oam_rx_event_type __attribute__((unused));
@@ -128,26 +131,21 @@ static __always_inline __u32 l4_payload(unsigned char *data, __u32 off, __u8 pro
 	return 0;
 }
 
-SEC("tp_btf/netif_receive_skb")
-int oam_rx(__u64 *ctx)
+/* oam_see reports the probe whose network header is at data, received
+ * (reason 0) or dropped (reason) by skb. */
+static __always_inline int oam_see(struct sk_buff *skb, unsigned char *data, __u32 inum, __u32 reason)
 {
-	struct sk_buff *skb = (struct sk_buff *)ctx[0];
 	struct oam_rx_event ev = {};
 	struct oam_payload p;
-	unsigned char *data;
-	__u32 inum, off = 0;
+	__u32 off = 0;
 	__be16 proto;
 	__u8 nh;
 
-	inum = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
-	if (!bpf_map_lookup_elem(&oam_nodes, &inum))
-		return 0;
-	data = BPF_CORE_READ(skb, data);
 	proto = BPF_CORE_READ(skb, protocol);
 	if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr ip6;
 
-		if (bpf_probe_read_kernel(&ip6, sizeof(ip6), data) < 0)
+		if (bpf_probe_read_kernel(&ip6, sizeof(ip6), data) < 0 || ip6.version != 6)
 			return 0;
 		__builtin_memcpy(ev.da, &ip6.daddr, 16);
 		ev.family = 6;
@@ -156,7 +154,7 @@ int oam_rx(__u64 *ctx)
 	} else if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr ip;
 
-		if (bpf_probe_read_kernel(&ip, sizeof(ip), data) < 0)
+		if (bpf_probe_read_kernel(&ip, sizeof(ip), data) < 0 || ip.version != 4)
 			return 0;
 		__builtin_memcpy(ev.da, &ip.daddr, 4);
 		ev.family = 4;
@@ -194,8 +192,48 @@ int oam_rx(__u64 *ctx)
 	ev.ifindex = BPF_CORE_READ(skb, dev, ifindex);
 	ev.seq = p.seq;
 	ev.len = BPF_CORE_READ(skb, len);
+	ev.reason = reason;
 	bpf_ringbuf_output(&oam_rx_events, &ev, sizeof(ev), 0);
 	return 0;
+}
+
+/* A packet the lab's namespace is about to receive: skb->data is its
+ * network header (eth_type_trans pulled the MAC header; network_header
+ * is only reset after this tracepoint). */
+SEC("tp_btf/netif_receive_skb")
+int oam_rx(__u64 *ctx)
+{
+	struct sk_buff *skb = (struct sk_buff *)ctx[0];
+	__u32 inum = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
+
+	if (!bpf_map_lookup_elem(&oam_nodes, &inum))
+		return 0;
+	return oam_see(skb, BPF_CORE_READ(skb, data), inum, 0);
+}
+
+/* kfree_skb(skb, location, reason, rx_sk): a packet dropped, with the
+ * kernel's reason (enum skb_drop_reason; SKB_CONSUMED, 1, is no drop).
+ * skb->data may be anywhere by now: the network header is read through
+ * head + network_header. */
+#define OAM_SKB_CONSUMED 1
+
+SEC("tp_btf/kfree_skb")
+int oam_drop(__u64 *ctx)
+{
+	struct sk_buff *skb = (struct sk_buff *)ctx[0];
+	__u32 reason = (__u32)ctx[2];
+	struct net_device *dev;
+	__u32 inum;
+
+	if (reason <= OAM_SKB_CONSUMED)
+		return 0;
+	dev = BPF_CORE_READ(skb, dev);
+	if (!dev)
+		return 0;
+	inum = BPF_CORE_READ(dev, nd_net.net, ns.inum);
+	if (!bpf_map_lookup_elem(&oam_nodes, &inum))
+		return 0;
+	return oam_see(skb, BPF_CORE_READ(skb, head) + BPF_CORE_READ(skb, network_header), inum, reason);
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

@@ -138,7 +138,10 @@ func printTrace(w io.Writer, r *oam.Report) {
 		fmt.Fprintf(w, "; last seen at %s", r.Broken.LastSeen)
 	}
 	fmt.Fprintln(w)
-	if len(r.Broken.Drops) == 0 {
+	for _, k := range r.Broken.KernelDrops {
+		fmt.Fprintf(w, "  %s: the kernel dropped it (%s) on %s at %.1f µs\n", k.Node, k.Reason, dash(k.Iface), k.AtUS)
+	}
+	if len(r.Broken.Drops) == 0 && len(r.Broken.KernelDrops) == 0 {
 		fmt.Fprintln(w, "no drop counter went up (a drop nobody counts: an SF's own filter, a link down)")
 	}
 	for _, d := range r.Broken.Drops {

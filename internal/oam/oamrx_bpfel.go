@@ -25,7 +25,7 @@ type oamRXOamRxEvent struct {
 	Srh     uint8
 	Sl      uint8
 	Encap   uint8
-	_       [4]byte
+	Reason  uint32
 }
 
 // Names of all BPF objects in the ELF.
@@ -34,6 +34,7 @@ type oamRXOamRxEvent struct {
 const (
 	oamRXMapOamNodes       = "oam_nodes"
 	oamRXMapOamRxEvents    = "oam_rx_events"
+	oamRXProgOamDrop       = "oam_drop"
 	oamRXProgOamRx         = "oam_rx"
 	oamRXVarOamMagic       = "oam_magic"
 	oamRXVarOamRxEventType = "oam_rx_event_type"
@@ -81,7 +82,8 @@ type oamRXSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type oamRXProgramSpecs struct {
-	OamRx *ebpf.ProgramSpec `ebpf:"oam_rx"`
+	OamDrop *ebpf.ProgramSpec `ebpf:"oam_drop"`
+	OamRx   *ebpf.ProgramSpec `ebpf:"oam_rx"`
 }
 
 // oamRXMapSpecs contains maps before they are loaded into the kernel.
@@ -143,11 +145,13 @@ type oamRXVariables struct {
 //
 // It can be passed to loadOamRXObjects or ebpf.CollectionSpec.LoadAndAssign.
 type oamRXPrograms struct {
-	OamRx *ebpf.Program `ebpf:"oam_rx"`
+	OamDrop *ebpf.Program `ebpf:"oam_drop"`
+	OamRx   *ebpf.Program `ebpf:"oam_rx"`
 }
 
 func (p *oamRXPrograms) Close() error {
 	return _OamRXClose(
+		p.OamDrop,
 		p.OamRx,
 	)
 }

@@ -39,6 +39,9 @@ type Event struct {
 	SL    uint8
 	Encap bool
 	Len   uint32
+	// Drop is set when the kernel dropped the probe there: its drop
+	// reason (enum skb_drop_reason, e.g. IP_OUTNOROUTES).
+	Drop string
 }
 
 // Tap is the oam program attached on ingress of every interface of a set

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
@@ -32,6 +34,8 @@ const (
 type RxTap struct {
 	objs   oamRXObjects
 	lk     link.Link
+	drop   link.Link
+	reason map[uint32]string // enum skb_drop_reason, from the kernel's BTF
 	rd     *ringbuf.Reader
 	nodeOf map[uint32]string // netns inode → node
 	ifName map[[2]uint32]string
@@ -80,6 +84,10 @@ func AttachRx(netns map[string]string, magic uint64) (t *RxTap, err error) {
 	if t.lk, err = link.AttachTracing(link.TracingOptions{Program: t.objs.OamRx}); err != nil {
 		return nil, fmt.Errorf("attach to net:netif_receive_skb: %w", err)
 	}
+	if t.drop, err = link.AttachTracing(link.TracingOptions{Program: t.objs.OamDrop}); err != nil {
+		return nil, fmt.Errorf("attach to skb:kfree_skb: %w", err)
+	}
+	t.reason = dropReasons()
 	if t.rd, err = ringbuf.NewReader(t.objs.OamRxEvents); err != nil {
 		return nil, fmt.Errorf("open oam ring buffer: %w", err)
 	}
@@ -109,6 +117,12 @@ func (t *RxTap) Collect(deadline time.Time, done func([]Event) bool) ([]Event, e
 		}
 		e := Event{At: time.Duration(ev.Ts), Point: Point{Node: node, Iface: t.ifName[[2]uint32{ev.Netns, ev.Ifindex}], Ingress: true},
 			Seq: ev.Seq, SRH: ev.Srh == 1, SL: ev.Sl, Encap: ev.Encap == 1, Len: ev.Len}
+		if ev.Reason != 0 {
+			e.Drop = t.reason[ev.Reason]
+			if e.Drop == "" {
+				e.Drop = fmt.Sprintf("reason %d", ev.Reason)
+			}
+		}
 		if ev.Family == 4 {
 			e.DA = net.IP(append([]byte(nil), ev.Da[:4]...))
 		} else {
@@ -127,9 +141,30 @@ func (t *RxTap) Close() error {
 	if t.rd != nil {
 		errs = append(errs, t.rd.Close())
 	}
-	if t.lk != nil {
-		errs = append(errs, t.lk.Close())
+	for _, l := range []link.Link{t.lk, t.drop} {
+		if l != nil {
+			errs = append(errs, l.Close())
+		}
 	}
 	errs = append(errs, t.objs.Close())
 	return errors.Join(errs...)
+}
+
+// dropReasons names the kernel's drop reasons from its BTF (enum
+// skb_drop_reason: the values change between kernels), without the
+// SKB_DROP_REASON_ prefix.
+func dropReasons() map[uint32]string {
+	out := map[uint32]string{}
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return out
+	}
+	var e *btf.Enum
+	if err := spec.TypeByName("skb_drop_reason", &e); err != nil {
+		return out
+	}
+	for _, v := range e.Values {
+		out[uint32(v.Value)] = strings.TrimPrefix(v.Name, "SKB_DROP_REASON_")
+	}
+	return out
 }

@@ -98,6 +98,16 @@ type Broken struct {
 	// LastSeen is where the probe was seen last.
 	LastSeen string  `json:"last_seen,omitempty"`
 	Drops    []Delta `json:"drops,omitempty"` // drop counters that went up, on any node
+	// KernelDrops: where the kernel dropped the probe, and why.
+	KernelDrops []KernelDrop `json:"kernel_drops,omitempty"`
+}
+
+// KernelDrop is the kernel dropping the probe (skb:kfree_skb).
+type KernelDrop struct {
+	Node   string  `json:"node"`
+	Iface  string  `json:"iface,omitempty"` // the skb's device then
+	Reason string  `json:"reason"`          // enum skb_drop_reason without SKB_DROP_REASON_
+	AtUS   float64 `json:"at_us"`
 }
 
 // Report is one trace.
@@ -110,7 +120,11 @@ type Report struct {
 	Path      []string `json:"path"` // every node:iface sighting in order
 	Delivered bool     `json:"delivered"`
 	Broken    *Broken  `json:"broken,omitempty"`
-	Counters  []Delta  `json:"counters,omitempty"`
+	// KernelDrops are the kernel's drops of the probe (tracepoint tap
+	// only): after a delivery, the destination's own (no socket) are
+	// normal.
+	KernelDrops []KernelDrop `json:"kernel_drops,omitempty"`
+	Counters    []Delta      `json:"counters,omitempty"`
 	// TookMS is the whole trace: attach, probe, wait, detach; Phases
 	// splits it.
 	TookMS float64 `json:"took_ms"`
@@ -211,14 +225,22 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 	}
 	r.Phases.DetachMS = ms(time.Since(t))
 	r.Counters = diff(before, after)
-	// The probe's own sighting on the host it was sent from is not a hop.
+	// The probe's own sighting on the host it was sent from is not a hop;
+	// a drop is not an arrival.
 	var seen []Event
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At < evs[j].At })
 	for _, e := range evs {
-		if e.Point.Node != from.Peer {
+		switch {
+		case e.Drop != "":
+			var at float64
+			if len(seen) > 0 {
+				at = float64((e.At - seen[0].At).Nanoseconds()) / 1000
+			}
+			r.KernelDrops = append(r.KernelDrops, KernelDrop{Node: e.Point.Node, Iface: e.Point.Iface, Reason: e.Drop, AtUS: at})
+		case e.Point.Node != from.Peer:
 			seen = append(seen, e)
 		}
 	}
-	sort.SliceStable(seen, func(i, j int) bool { return seen[i].At < seen[j].At })
 	for _, e := range seen {
 		r.Path = append(r.Path, e.Point.String())
 	}
@@ -231,6 +253,9 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 	r.Hops = hops
 	r.Delivered = len(hops) > 0 && hops[len(hops)-1].Reached
 	r.Broken = broken(hops, seen, r.Counters)
+	if r.Broken != nil {
+		r.Broken.KernelDrops = r.KernelDrops
+	}
 	r.TookMS = ms(time.Since(start))
 	return r, nil
 }

@@ -190,6 +190,9 @@ func TestTraceDefaultLab(t *testing.T) {
 		if !hasDrop(b, "r2", "Ip6OutNoRoutes") && !hasDrop(b, "r2", "Ip6InNoRoutes") {
 			t.Errorf("no r2 no-route drop counted: %+v", b.Drops)
 		}
+		if !kernelDrop(b, "r2", "IP_INNOROUTES", "IP_OUTNOROUTES") {
+			t.Errorf("the kernel's drop on r2 (no route) not reported: %+v", b.KernelDrops)
+		}
 	})
 	t.Run("break-nft", func(t *testing.T) {
 		// sf1's own nftables drops the probe's flow: the SF got it and
@@ -201,6 +204,9 @@ func TestTraceDefaultLab(t *testing.T) {
 		if b == nil || b.Hop != 2 || r.Hops[2].Kind != oam.KindSF || b.Reason != "did not leave" {
 			t.Fatalf("broken %+v, want hop 2 (SF sf1) did not leave; hops %+v", b, r.Hops)
 		}
+		if !kernelDrop(b, "sf1", "NETFILTER_DROP") {
+			t.Errorf("the kernel's drop on sf1 (netfilter) not reported: %+v", b.KernelDrops)
+		}
 	})
 	t.Run("break-sf-down", func(t *testing.T) {
 		// sf1's interface goes down: the proxy got the probe, the SF never.
@@ -210,6 +216,11 @@ func TestTraceDefaultLab(t *testing.T) {
 		b := r.Broken
 		if b == nil || b.Hop != 2 || r.Hops[2].Kind != oam.KindSF || b.Reason != "not reached" || !strings.HasPrefix(b.LastSeen, "nfv1:") {
 			t.Fatalf("broken %+v, want hop 2 (SF sf1) not reached, last seen on nfv1; hops %+v", b, r.Hops)
+		}
+		// The proxy's own counter says the SF did not return it; the kernel
+		// dropped it on nfv1 (its SF-facing interface has no carrier).
+		if !hasDrop(b, "nfv1", "SID "+r.Hops[1].SID+" not-returned") || len(b.KernelDrops) == 0 || b.KernelDrops[0].Node != "nfv1" {
+			t.Errorf("drops %+v, kernel drops %+v: want nfv1's not-returned and a kernel drop on nfv1", b.Drops, b.KernelDrops)
 		}
 	})
 }
@@ -301,6 +312,17 @@ func (e *env) icmp(t *testing.T) {
 			t.Fatalf("traceroute\n got %q\nwant %q", got, want)
 		}
 	})
+}
+
+func kernelDrop(b *oam.Broken, node string, reasons ...string) bool {
+	for _, k := range b.KernelDrops {
+		for _, r := range reasons {
+			if k.Node == node && k.Reason == r {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func hasDrop(b *oam.Broken, node, counter string) bool {
