@@ -1,5 +1,6 @@
 #!/bin/sh
-# trace-bench.sh [LAB] [N]: the segchain trace benchmark of docs/oam.md.
+# trace-bench.sh [LAB] [N] [TAP]: the segchain trace benchmark of docs/oam.md
+# (TAP: tracepoint, the default, or tcx).
 # Brings up the default domain in lab LAB (default tb<pid>), applies it,
 # traces chain firewalled (headend, End.AD proxy, its SF, End, End.DX6,
 # delivery) N times (default 20) and prints each trace's total and phases,
@@ -8,6 +9,7 @@
 set -eu
 LAB=${1:-tb$$}
 N=${2:-20}
+TAP=${3:-tracepoint}
 BIN=${SEGCHAIN:-$(mktemp -d)/segchain}
 [ -x "$BIN" ] || go build -o "$BIN" ./cmd/segchain
 trap '"$BIN" lab down --lab "$LAB" >/dev/null 2>&1 || true' EXIT
@@ -15,7 +17,7 @@ trap '"$BIN" lab down --lab "$LAB" >/dev/null 2>&1 || true' EXIT
 "$BIN" apply --lab "$LAB" >/dev/null
 i=0
 while [ "$i" -lt "$N" ]; do
-	"$BIN" trace --lab "$LAB" firewalled -o json |
+	"$BIN" trace --lab "$LAB" --tap "$TAP" firewalled -o json |
 		jq -r '[.took_ms, .phases.attach_ms, .phases.probe_ms, .phases.detach_ms,
 		        ([.hops[].held_us | select(. != null)] | min), .delivered] | @tsv'
 	i=$((i + 1))

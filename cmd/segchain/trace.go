@@ -21,30 +21,35 @@ func newTraceCmd() *cobra.Command {
 	var timeout time.Duration
 	var tap string
 	cmd := &cobra.Command{
-		Use:   "trace --lab NAME [-f FILE] [--timeout D] [-o json] CHAIN",
+		Use:   "trace --lab NAME [-f FILE] [--timeout D] [--tap tracepoint|tcx] [-o json] CHAIN",
 		Short: "Send a probe along a chain and show every function it went through, with times",
 		Long: `trace sends one probe of CHAIN's own flow (a packet its classifier
 matches: the match's src/dst prefixes, protocol and the low end of its port
 ranges; UDP port 33434 when the match names none; TCP probes are a SYN
 carrying data) into the chain's headend from the host on the headend's
 link, so it is classified, encapsulated (H.Encaps/H.Insert, HMAC) and
-forwarded as real traffic is. While it runs, a TCX program at the head of
-every interface of every lab node (ingress and egress) timestamps the probe
-wherever it is seen: outer SRv6, the plain inner packet between a proxy and
-its SF, the decapsulated packet after the egress. It changes nothing and
-is removed when trace ends. See docs/oam.md.
+forwarded as real traffic is. While it runs, a tracing program on the
+net:netif_receive_skb tracepoint timestamps the probe wherever a lab node
+receives it, before XDP-generic and the TCX programs: outer SRv6, the plain
+inner packet between a proxy and its SF, the decapsulated packet after the
+egress. It only reads, and is removed when trace ends (--tap tcx: a TCX
+program at the head of every interface's ingress instead). See
+docs/oam.md.
 
 The report has one line per hop, in order: the headend, each SID (node,
 SID, behaviour, service), the SR-unaware SF behind a proxy, the
 decapsulating egress and the delivery to the destination host, each with
 whether the probe reached it and left it, the time from the headend (AT)
 and the time the hop held it (HELD; a proxy: to the SF and back), in
-microseconds, and the transit nodes crossed (VIA). A hop served before tc
-(userspace SIDs in XDP) is shown reached when a later hop saw the probe.
+microseconds, and the transit nodes crossed (VIA). A hop served before the
+tap (userspace SIDs in native XDP) is shown reached when a later hop saw
+the probe.
 
 A broken chain names its first hop the probe did not get through (not
-reached, or reached and never left), where it was seen last, and the drop
-counters that went up meanwhile on any node: per-SID errors and drop
+reached, or reached and never left), where it was seen last, where the
+kernel dropped it and why (the skb:kfree_skb tracepoint's drop reason,
+e.g. IP_INNOROUTES, NETFILTER_DROP), and the drop counters that went up
+meanwhile on any node: per-SID errors and drop
 reasons (segchain's eBPF behaviours, seg6local counters) and the kernel's
 IP statistics (Ip6OutNoRoutes, Ip6InDiscards ...).
 
