@@ -59,7 +59,7 @@ Typical session:
 		newSidCmd(local.SIDExtensions()...),
 		newFwCmd(),
 		newDumpCmd(),
-		newTraceCmd(), newPingCmd(), newTracerouteCmd(),
+		newTraceCmd(), newPingCmd(), newTracerouteCmd(), newGraphCmd(),
 		newPerfCmd(),
 		newValidateCmd(),
 		newVersionCmd(),

@@ -98,6 +98,10 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 			if err != nil {
 				return err
 			}
+			// The last trace of each chain labels segchain graph's picture.
+			if serr := oam.SaveReport(oam.TraceDir(f.labNm), r); serr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: last trace not kept for segchain graph: %v\n", serr)
+			}
 			if f.output == "json" {
 				err = writeJSON(cmd.OutOrStdout(), r)
 			} else {

@@ -2,7 +2,9 @@ package oam_test
 
 import (
 	"context"
+	"encoding/xml"
 	"fmt"
+	"io"
 	"net/netip"
 	"os/exec"
 	"strings"
@@ -208,6 +210,26 @@ func TestTraceDefaultLab(t *testing.T) {
 			t.Errorf("the kernel's drop on sf1 (netfilter) not reported: %+v", b.KernelDrops)
 		}
 	})
+	t.Run("graph", func(t *testing.T) {
+		// The picture of the lab after a healthy trace of web and a broken
+		// one of firewalled (sf1's nftables dropping it).
+		traces := map[string]*oam.Report{"web": e.trace(t, "web")}
+		e.run(t, "sf1", "nft", "add table inet oamgraph; add chain inet oamgraph c { type filter hook forward priority 0; }; add rule inet oamgraph c tcp dport 8080 drop")
+		traces["firewalled"] = e.trace(t, "firewalled")
+		e.run(t, "sf1", "nft", "delete table inet oamgraph")
+		counters, err := e.d.Counters(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := oam.BuildGraph(e.d, counters, traces)
+		checkSVG(t, g.SVG(), e.lab.NodeNames(), traces)
+		dot := g.DOT()
+		for _, want := range []string{`"nfv1" -- "sf1" [dir=forward color="red"`, `"sf1" [color=red penwidth=3]`, `"egress" -- "d" [dir=forward`} {
+			if !strings.Contains(dot, want) {
+				t.Errorf("dot lacks %s:\n%s", want, dot)
+			}
+		}
+	})
 	t.Run("break-sf-down", func(t *testing.T) {
 		// sf1's interface goes down: the proxy got the probe, the SF never.
 		e.run(t, "sf1", "ip", "link", "set", "eth-nfv1", "down")
@@ -312,6 +334,72 @@ func (e *env) icmp(t *testing.T) {
 			t.Fatalf("traceroute\n got %q\nwant %q", got, want)
 		}
 	})
+}
+
+// checkSVG parses the picture as XML (encoding/xml, strict) and checks
+// its elements: a node group per lab node, a chain group per chain drawn
+// from the trace where there was one, the broken hop's line in red.
+func checkSVG(t *testing.T, svg string, nodes []string, traces map[string]*oam.Report) {
+	t.Helper()
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	dec.Strict = true
+	gotNodes := map[string]bool{}
+	from := map[string]string{}
+	broken := map[string]int{}
+	chain := ""
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if root == "" {
+			root = se.Name.Space + " " + se.Name.Local
+		}
+		attr := map[string]string{}
+		for _, a := range se.Attr {
+			attr[a.Name.Local] = a.Value
+		}
+		switch {
+		case se.Name.Local == "g" && attr["class"] == "node":
+			gotNodes[strings.TrimPrefix(attr["id"], "node-")] = true
+		case se.Name.Local == "g" && attr["class"] == "chain":
+			chain = strings.TrimPrefix(attr["id"], "chain-")
+			from[chain] = attr["data-from"]
+		case se.Name.Local == "line" && attr["class"] == "hop broken":
+			if attr["stroke"] != "red" {
+				t.Errorf("broken hop of %s drawn %s", chain, attr["stroke"])
+			}
+			broken[chain]++
+		}
+	}
+	if root != "http://www.w3.org/2000/svg svg" {
+		t.Errorf("root element %q", root)
+	}
+	for _, n := range nodes {
+		if !gotNodes[n] {
+			t.Errorf("node %s not drawn (drawn: %v)", n, gotNodes)
+		}
+	}
+	for _, c := range []string{"web", "firewalled", "filtered", "insert6", "legacy4"} {
+		want := "plan"
+		if traces[c] != nil {
+			want = "trace"
+		}
+		if from[c] != want {
+			t.Errorf("chain %s drawn from %q, want %q", c, from[c], want)
+		}
+	}
+	if broken["firewalled"] != 1 || broken["web"] != 0 {
+		t.Errorf("broken hops drawn: %v, want firewalled's one", broken)
+	}
 }
 
 func kernelDrop(b *oam.Broken, node string, reasons ...string) bool {
