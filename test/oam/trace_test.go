@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/segchain/segchain/internal/oam"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/pkg/srv6svc"
 )
 
 type env struct {
@@ -27,11 +31,14 @@ type env struct {
 	d   oam.Domain
 }
 
-// setup brings up the default domain in a lab of its own (removed when the
-// test ends, even on failure) and applies it.
-func setup(t *testing.T, file string) *env {
+// setup brings up a domain file in a lab of its own (removed when the
+// test ends, even on failure), runs before (if any) and applies it.
+func setup(t *testing.T, file string, before func(*lab.Lab)) *env {
 	t.Helper()
 	testutil.RequireRoot(t)
+	if testing.Short() {
+		t.Skip("privileged namespace test: skipped with -short")
+	}
 	d, err := config.Load(file)
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +72,9 @@ func setup(t *testing.T, file string) *env {
 			_ = n
 		}
 	})
+	if before != nil {
+		before(l)
+	}
 	ctl := &controller.Controller{Plan: p, Agents: agents}
 	if _, err := ctl.Apply(context.Background(), false); err != nil {
 		t.Fatalf("apply: %v", err)
@@ -106,6 +116,29 @@ func (e *env) run(t *testing.T, node string, args ...string) {
 	}
 }
 
+// checkDelivered: every hop reached by the tap itself (or, with inferred,
+// at least inferred), in order, and the probe delivered.
+func checkDelivered(t *testing.T, r *oam.Report, want string, inferred map[int]bool) {
+	t.Helper()
+	if got := hopKinds(r); got != want {
+		t.Fatalf("hops\n got %s\nwant %s", got, want)
+	}
+	if r.Broken != nil || !r.Delivered {
+		t.Fatalf("broken %+v delivered %v; path %v", r.Broken, r.Delivered, r.Path)
+	}
+	for i, h := range r.Hops {
+		if inferred[i] {
+			if !h.Reached && !h.Inferred {
+				t.Errorf("hop %d %s neither reached nor inferred", i, h.Name())
+			}
+			continue
+		}
+		if !h.Reached || h.Inferred || h.AtUS == nil {
+			t.Errorf("hop %d %s: reached %v inferred %v at %v", i, h.Name(), h.Reached, h.Inferred, h.AtUS)
+		}
+	}
+}
+
 func hopKinds(r *oam.Report) string {
 	var s []string
 	for _, h := range r.Hops {
@@ -115,7 +148,7 @@ func hopKinds(r *oam.Report) string {
 }
 
 func TestTraceDefaultLab(t *testing.T) {
-	e := setup(t, "../../examples/default.yaml")
+	e := setup(t, "../../examples/default.yaml", nil)
 
 	// Every chain: every hop reached, seen by the tap itself (not
 	// inferred), in order, with increasing times; the SF behind nfv1's
@@ -420,4 +453,50 @@ func hasDrop(b *oam.Broken, node, counter string) bool {
 		}
 	}
 	return false
+}
+
+// End.AN.FW and End.AN.NF (the netfilter example: the node's own nftables
+// rule set on the chain's inner packets).
+func TestTraceNetfilterExample(t *testing.T) {
+	e := setup(t, "../../examples/netfilter.yaml", nil)
+	r := e.trace(t, "filtered")
+	checkDelivered(t, r, "headend:ingress sid:nfv1 sid:nfv2 egress:egress delivery:d", nil)
+	if r.Hops[1].Behavior != "End.AN.FW" || r.Hops[2].Behavior != "End.AN.NF" {
+		t.Errorf("behaviours %s %s", r.Hops[1].Behavior, r.Hops[2].Behavior)
+	}
+}
+
+// A userspace SID (AF_XDP, the userspace example): the service takes the
+// packet in XDP, before the tap where XDP is native; the hop is then
+// inferred from the next one, and the chain still traced to its delivery.
+func TestTraceUserspaceExample(t *testing.T) {
+	raw, err := os.ReadFile("../../examples/userspace.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "userspace.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(string(raw), "wait: 10s", "wait: 3s", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var seen atomic.Int64
+	e := setup(t, file, func(l *lab.Lab) {
+		ns, _ := l.Netns("nfv1")
+		svc, err := srv6svc.Listen(srv6svc.Config{Name: "acct", Netns: ns, Interfaces: []string{"eth-ingress"},
+			SIDs: []netip.Prefix{netip.MustParsePrefix("fc00:2::5c:0/112")}, OnFailure: srv6svc.OnFailureBypass, Queues: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- svc.Serve(ctx, func(*srv6svc.Packet) srv6svc.Verdict { seen.Add(1); return srv6svc.Forward })
+		}()
+		t.Cleanup(func() { cancel(); <-done; _ = svc.Release() })
+	})
+	r := e.trace(t, "accounted")
+	checkDelivered(t, r, "headend:ingress sid:nfv1 sid:nfv2 egress:egress delivery:d", map[int]bool{1: true})
+	if seen.Load() != 1 {
+		t.Errorf("the userspace service saw %d packets, want the probe", seen.Load())
+	}
+	t.Logf("userspace hop: reached %v inferred %v", r.Hops[1].Reached, r.Hops[1].Inferred)
 }
