@@ -500,3 +500,12 @@ func TestTraceUserspaceExample(t *testing.T) {
 	}
 	t.Logf("userspace hop: reached %v inferred %v", r.Hops[1].Reached, r.Hops[1].Inferred)
 }
+
+// A signed chain (the hmac example: nfv1 requires the HMAC TLV): the probe
+// gets through only because the headend signed it as it signs the chain's
+// traffic.
+func TestTraceHMACExample(t *testing.T) {
+	e := setup(t, "../../examples/hmac.yaml", nil)
+	r := e.trace(t, "signed")
+	checkDelivered(t, r, "headend:ingress sid:nfv1 egress:egress delivery:d", nil)
+}
