@@ -28,10 +28,15 @@ type Graph struct {
 
 // GNode is one node and where the layout put it.
 type GNode struct {
-	Name   string   `json:"name"`
-	Role   string   `json:"role"`
-	Layer  int      `json:"layer"` // distance from the first chain's headend host
-	Row    int      `json:"row"`
+	Name  string `json:"name"`
+	Role  string `json:"role"`
+	Layer int    `json:"layer"` // distance from the first chain's headend host
+	Row   int    `json:"row"`
+	// Col and Band place the node: layers wrap after GraphOptions.Wrap
+	// columns into bands below each other, so a long line of nodes stays
+	// on a page.
+	Col    int      `json:"col"`
+	Band   int      `json:"band"`
 	OnPath bool     `json:"on_path"`        // some chain crosses it
 	SIDs   []string `json:"sids,omitempty"` // "nfv1-end 12 pkts"
 }
@@ -48,6 +53,19 @@ type GChain struct {
 	// headend); Broken names the node of the hop the trace found broken.
 	Times  map[string]float64 `json:"times,omitempty"`
 	Broken string             `json:"broken,omitempty"`
+	// Dim: not one of the chains asked for (GraphOptions.Highlight),
+	// drawn grey.
+	Dim bool `json:"dim,omitempty"`
+}
+
+// GraphOptions tune the picture.
+type GraphOptions struct {
+	// Highlight names the chains drawn in colour (none: all); the others
+	// are grey.
+	Highlight []string
+	// Wrap is the number of columns before the layout starts a new band
+	// (0: 12).
+	Wrap int
 }
 
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"}
@@ -55,8 +73,15 @@ var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#
 // BuildGraph lays out the domain: counters (per node, may be nil) label the
 // SIDs, traces (per chain, may be nil) give each chain the path its last
 // probe took and its per-hop times.
-func BuildGraph(d Domain, counters map[string][]agent.SIDCounters, traces map[string]*Report) *Graph {
+func BuildGraph(d Domain, counters map[string][]agent.SIDCounters, traces map[string]*Report, o GraphOptions) *Graph {
 	g := &Graph{Domain: d.Plan.Domain}
+	if o.Wrap <= 0 {
+		o.Wrap = 12
+	}
+	hl := map[string]bool{}
+	for _, c := range o.Highlight {
+		hl[c] = true
+	}
 	adj := map[string][]string{}
 	seenLink := map[[2]string]bool{}
 	for _, l := range d.Plan.Links {
@@ -72,7 +97,10 @@ func BuildGraph(d Domain, counters map[string][]agent.SIDCounters, traces map[st
 	}
 	sort.Slice(g.Links, func(i, j int) bool { return g.Links[i][0]+g.Links[i][1] < g.Links[j][0]+g.Links[j][1] })
 	for i, pc := range d.Plan.Chains {
-		c := GChain{Name: pc.Name, Color: palette[i%len(palette)], From: "plan"}
+		c := GChain{Name: pc.Name, Color: palette[i%len(palette)], From: "plan", Dim: len(hl) > 0 && !hl[pc.Name]}
+		if c.Dim {
+			c.Color = "#c8c8c8"
+		}
 		if r := traces[pc.Name]; r != nil && len(r.Path) > 0 {
 			c.From, c.Times = "trace", map[string]float64{}
 			for _, p := range r.Path {
@@ -141,6 +169,9 @@ func BuildGraph(d Domain, counters map[string][]agent.SIDCounters, traces map[st
 	}
 	onPath := map[string]bool{}
 	for _, c := range g.Chains {
+		if c.Dim {
+			continue
+		}
 		for _, n := range c.Path {
 			onPath[n] = true
 		}
@@ -151,7 +182,7 @@ func BuildGraph(d Domain, counters map[string][]agent.SIDCounters, traces map[st
 		if !ok {
 			l = max + 1
 		}
-		gn := GNode{Name: n, Role: d.Config.Nodes[n].Role, Layer: l, Row: rows[l], OnPath: onPath[n]}
+		gn := GNode{Name: n, Role: d.Config.Nodes[n].Role, Layer: l, Row: rows[l], OnPath: onPath[n], Col: l % o.Wrap, Band: l / o.Wrap}
 		rows[l]++
 		for _, s := range counters[n] {
 			svc := ""
@@ -270,8 +301,26 @@ const (
 	nodeR              = 26
 )
 
-func (n GNode) xy() (float64, float64) {
-	return float64(margin + n.Layer*colW), float64(margin + n.Row*rowH)
+// place returns each node's centre: column by column, bands below each
+// other, each band as tall as its tallest column.
+func (g *Graph) place() map[string][2]float64 {
+	height := map[int]int{} // band → rows
+	for _, n := range g.Nodes {
+		if n.Row+1 > height[n.Band] {
+			height[n.Band] = n.Row + 1
+		}
+	}
+	top := map[int]int{}
+	y := 0
+	for b := 0; b <= len(g.Nodes); b++ {
+		top[b] = y
+		y += height[b]
+	}
+	pos := map[string][2]float64{}
+	for _, n := range g.Nodes {
+		pos[n.Name] = [2]float64{float64(margin + n.Col*colW), float64(margin + (top[n.Band]+n.Row)*rowH)}
+	}
+	return pos
 }
 
 // SVG renders the graph as a standalone SVG picture: nodes in columns by
@@ -279,11 +328,10 @@ func (n GNode) xy() (float64, float64) {
 // coloured arrowed line through its nodes (offset so that chains sharing a
 // link stay apart) with its last trace's times, broken hops in red.
 func (g *Graph) SVG() string {
-	pos := map[string][2]float64{}
+	pos := g.place()
 	w, h := 0.0, 0.0
-	for _, n := range g.Nodes {
-		x, y := n.xy()
-		pos[n.Name] = [2]float64{x, y}
+	for _, p := range pos {
+		x, y := p[0], p[1]
 		if x > w {
 			w = x
 		}
@@ -308,7 +356,7 @@ func (g *Graph) SVG() string {
 	}
 	for i, c := range g.Chains {
 		off := (float64(i) - float64(len(g.Chains)-1)/2) * 5
-		fmt.Fprintf(&b, `<g class="chain" id="chain-%s" data-from="%s">`, esc(c.Name), c.From)
+		fmt.Fprintf(&b, `<g class="chain" id="chain-%s" data-from="%s" data-dim="%v">`, esc(c.Name), c.From, c.Dim)
 		for k := 0; k+1 < len(c.Path); k++ {
 			a, z := pos[c.Path[k]], pos[c.Path[k+1]]
 			color, marker := c.Color, fmt.Sprintf("arrow%d", i)

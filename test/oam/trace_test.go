@@ -254,7 +254,7 @@ func TestTraceDefaultLab(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g := oam.BuildGraph(e.d, counters, traces)
+		g := oam.BuildGraph(e.d, counters, traces, oam.GraphOptions{})
 		checkSVG(t, g.SVG(), e.lab.NodeNames(), traces)
 		dot := g.DOT()
 		for _, want := range []string{`"nfv1" -- "sf1" [dir=forward color="red"`, `"sf1" [color=red penwidth=3]`, `"egress" -- "d" [dir=forward`} {
