@@ -36,6 +36,7 @@ func TestGraphLargeDomain(t *testing.T) {
 		t.Fatalf("SVG: %v", err)
 	}
 	// 100 nodes in a line: 9 bands of 12 columns, not 100 columns.
+	t.Logf("drawn %dx%d", root.Width, root.Height)
 	if root.Width > 2000 || root.Height > 2000 || len(g.Nodes) != 100 {
 		t.Errorf("%d nodes drawn %dx%d", len(g.Nodes), root.Width, root.Height)
 	}
