@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/oam"
 )
 
@@ -102,6 +103,11 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 			if serr := oam.SaveReport(oam.TraceDir(f.labNm), r); serr != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "note: last trace not kept for segchain graph: %v\n", serr)
 			}
+			// Traces kept for labs that are down since.
+			_ = oam.PruneTraceDirs(func(name string) bool {
+				_, err := lab.Get(name)
+				return errors.Is(err, lab.ErrNotFound)
+			})
 			if f.output == "json" {
 				err = writeJSON(cmd.OutOrStdout(), r)
 			} else {

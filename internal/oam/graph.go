@@ -463,3 +463,24 @@ func LoadReports(dir string) (map[string]*Report, error) {
 	}
 	return out, nil
 }
+
+// PruneTraceDirs removes the kept traces of labs that are gone (lab down
+// does not know of them): every directory under the traces' root whose lab
+// gone reports true. Only trace writes there.
+func PruneTraceDirs(gone func(lab string) bool) error {
+	root := filepath.Dir(TraceDir("x"))
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		if e.IsDir() && gone(e.Name()) {
+			errs = append(errs, os.RemoveAll(filepath.Join(root, e.Name())))
+		}
+	}
+	return errors.Join(errs...)
+}
