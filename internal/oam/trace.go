@@ -288,6 +288,10 @@ func chooseProbe(d Domain, pc *plan.Chain, cc *config.Chain) (plan.Link, Probe, 
 			}
 		}
 	}
+	// The first host that owns an address in the match's src, else the
+	// first host whose link a probe can be built for.
+	var first *plan.Link
+	var firstProbe Probe
 	var lastErr error
 	for _, l := range d.Plan.Links {
 		if l.Node != pc.Ingress || d.Config.Nodes[l.Peer] == nil || d.Config.Nodes[l.Peer].Role != config.RoleHost {
@@ -309,11 +313,16 @@ func chooseProbe(d Domain, pc *plan.Chain, cc *config.Chain) (plan.Link, Probe, 
 			lastErr = err
 			continue
 		}
-		if cc.Match.Src != "" && !containsAny(cc.Match.Src, peerAddrs) && lastErr == nil {
-			// Usable, but keep looking for a host that really owns the source.
-			lastErr = nil
+		if cc.Match.Src == "" || containsAny(cc.Match.Src, peerAddrs) {
+			return l, p, nil
 		}
-		return l, p, nil
+		if first == nil {
+			l := l
+			first, firstProbe = &l, p
+		}
+	}
+	if first != nil {
+		return *first, firstProbe, nil
 	}
 	if lastErr != nil {
 		return plan.Link{}, Probe{}, lastErr
