@@ -59,6 +59,7 @@ Typical session:
 		newSidCmd(local.SIDExtensions()...),
 		newFwCmd(),
 		newDumpCmd(),
+		newTraceCmd(), newPingCmd(), newTracerouteCmd(), newGraphCmd(),
 		newPerfCmd(),
 		newValidateCmd(),
 		newVersionCmd(),

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/oam"
+)
+
+func newTraceCmd() *cobra.Command {
+	var f domainFlags
+	var timeout time.Duration
+	var tap string
+	cmd := &cobra.Command{
+		Use:   "trace --lab NAME [-f FILE] [--timeout D] [--tap tracepoint|tcx] [-o json] CHAIN",
+		Short: "Send a probe along a chain and show every function it went through, with times",
+		Long: `trace sends one probe of CHAIN's own flow (a packet its classifier
+matches: the match's src/dst prefixes, protocol and the low end of its port
+ranges; UDP port 33434 when the match names none; TCP probes are a SYN
+carrying data) into the chain's headend from the host on the headend's
+link, so it is classified, encapsulated (H.Encaps/H.Insert, HMAC) and
+forwarded as real traffic is. While it runs, a tracing program on the
+net:netif_receive_skb tracepoint timestamps the probe wherever a lab node
+receives it, before XDP-generic and the TCX programs: outer SRv6, the plain
+inner packet between a proxy and its SF, the decapsulated packet after the
+egress. It only reads, and is removed when trace ends (--tap tcx: a TCX
+program at the head of every interface's ingress instead). See
+docs/oam.md.
+
+The report has one line per hop, in order: the headend, each SID (node,
+SID, behaviour, service), the SR-unaware SF behind a proxy, the
+decapsulating egress and the delivery to the destination host, each with
+whether the probe reached it and left it, the time from the headend (AT)
+and the time the hop held it (HELD; a proxy: to the SF and back), in
+microseconds, and the transit nodes crossed (VIA). A hop served before the
+tap (userspace SIDs in native XDP) is shown reached when a later hop saw
+the probe.
+
+A broken chain names its first hop the probe did not get through (not
+reached, or reached and never left), where it was seen last, where the
+kernel dropped it and why (the skb:kfree_skb tracepoint's drop reason,
+e.g. IP_INNOROUTES, NETFILTER_DROP), and the drop counters that went up
+meanwhile on any node: per-SID errors and drop
+reasons (segchain's eBPF behaviours, seg6local counters) and the kernel's
+IP statistics (Ip6OutNoRoutes, Ip6InDiscards ...).
+
+Lab only for now: the probe's timestamps need one clock (every lab node is
+a namespace of this kernel); trace on agents (-f FILE --node N) is not
+built yet.
+
+Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
+		Example: "  segchain trace --lab default web\n  segchain trace --lab default firewalled -o json",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(f.output); err != nil {
+				return err
+			}
+			if f.labNm == "" {
+				return errors.New("trace is lab-only for now: name the lab with --lab NAME (on agents, -f FILE --node N, it is not built yet: the hops' timestamps need one clock)")
+			}
+			c, err := f.controller(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			d := oam.Domain{Config: f.domain, Plan: c.Plan, Netns: f.lab.Nodes,
+				Counters: func(ctx context.Context) (map[string][]agent.SIDCounters, error) {
+					// Every node at once: the trace's time is mostly this.
+					var mu sync.Mutex
+					var wg sync.WaitGroup
+					var errs []error
+					out := map[string][]agent.SIDCounters{}
+					for n, a := range c.Agents {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							sids, err := a.Counters(ctx)
+							mu.Lock()
+							defer mu.Unlock()
+							if err != nil {
+								errs = append(errs, fmt.Errorf("node %s: %w", n, err))
+							}
+							out[n] = sids
+						}()
+					}
+					wg.Wait()
+					return out, errors.Join(errs...)
+				}}
+			r, err := oam.Trace(cmd.Context(), d, args[0], oam.Options{Timeout: timeout, Tap: tap})
+			if err != nil {
+				return err
+			}
+			// The last trace of each chain labels segchain graph's picture.
+			if serr := oam.SaveReport(oam.TraceDir(f.labNm), r); serr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: last trace not kept for segchain graph: %v\n", serr)
+			}
+			// Traces kept for labs that are down since.
+			_ = oam.PruneTraceDirs(func(name string) bool {
+				_, err := lab.Get(name)
+				return errors.Is(err, lab.ErrNotFound)
+			})
+			if f.output == "json" {
+				err = writeJSON(cmd.OutOrStdout(), r)
+			} else {
+				printTrace(cmd.OutOrStdout(), r)
+			}
+			if err == nil && r.Broken != nil {
+				return &exitStatus{code: exitChanges, msg: fmt.Sprintf("chain %s is broken at %s: %s", r.Chain, r.Broken.Name, r.Broken.Reason)}
+			}
+			return err
+		},
+	}
+	f.register(cmd, true)
+	cmd.Args = cobra.ExactArgs(1)
+	cmd.Flags().DurationVar(&timeout, "timeout", 300*time.Millisecond, "how long to wait for the probe's delivery")
+	cmd.Flags().StringVar(&tap, "tap", oam.TapTracepoint, "where the probe is seen: tracepoint (one attach to net:netif_receive_skb for every node) or tcx (a TCX ingress program on every interface)")
+	return cmd
+}
+
+func printTrace(w io.Writer, r *oam.Report) {
+	fmt.Fprintf(w, "trace %s (%s): probe %s from %s\n", r.Chain, r.Mode, r.Probe, r.From)
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tHOP\tNODE\tSID\tBEHAVIOR\tSERVICE\tREACHED\tIN→OUT\tAT µs\tHELD µs\tVIA")
+	for i, h := range r.Hops {
+		reached := "no"
+		switch {
+		case h.Reached && h.Left, h.Reached && h.Kind == oam.KindDelivery:
+			reached = "yes"
+		case h.Reached:
+			reached = "not left"
+		case h.Inferred:
+			reached = "inferred"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i, h.Kind, h.Node, dash(h.SID), dash(h.Behavior), dash(h.Service),
+			reached, dash(strings.Trim(h.In+"→"+h.Out, "→")), us(h.AtUS), us(h.HeldUS), dash(strings.Join(h.Via, " → ")))
+	}
+	tw.Flush()
+	if r.Broken == nil {
+		fmt.Fprintf(w, "delivered: every hop passed (trace took %.1f ms)\n", r.TookMS)
+		return
+	}
+	fmt.Fprintf(w, "BROKEN at hop %d, %s: %s", r.Broken.Hop, r.Broken.Name, r.Broken.Reason)
+	if r.Broken.LastSeen != "" {
+		fmt.Fprintf(w, "; last seen at %s", r.Broken.LastSeen)
+	}
+	fmt.Fprintln(w)
+	for _, k := range r.Broken.KernelDrops {
+		fmt.Fprintf(w, "  %s: the kernel dropped it (%s) on %s at %.1f µs\n", k.Node, k.Reason, dash(k.Iface), k.AtUS)
+	}
+	if len(r.Broken.Drops) == 0 && len(r.Broken.KernelDrops) == 0 {
+		fmt.Fprintln(w, "no drop counter went up (a drop nobody counts: an SF's own filter, a link down)")
+	}
+	for _, d := range r.Broken.Drops {
+		fmt.Fprintf(w, "  %s: %s +%d\n", d.Node, d.Counter, d.Delta)
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func us(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", *v)
+}
