@@ -3,8 +3,12 @@ package localsid
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/testutil"
@@ -99,5 +103,56 @@ func TestPrivilegedAddFeatureCheck(t *testing.T) {
 				t.Errorf("refused SID installed anyway:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestPrivilegedOwnership: del and flush remove hand-made SIDs only; the
+// domain's (apply's protocol) and another tool's are refused by del, kept
+// by flush, and show marks who owns each.
+func TestPrivilegedOwnership(t *testing.T) {
+	ns := testutil.NewNetns(t, "lsido")
+	testutil.Exec(t, ns, "ip", "link", "set", "lo", "up")
+	ctx := context.Background()
+	m := &Manager{Netns: ns}
+	for _, sid := range []string{"fc00:6::1", "fc00:6::2"} {
+		if _, err := m.Add(ctx, []string{sid, "End", "nocount"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Exec(t, ns, "ip", "-6", "route", "add", "local", "fc00:6::a", "encap", "seg6local", "action", "End", "dev", "lo", "proto", "202")
+	testutil.Exec(t, ns, "ip", "-6", "route", "add", "local", "fc00:6::b", "encap", "seg6local", "action", "End", "dev", "lo", "proto", "static")
+
+	for _, tc := range []struct{ sid, wantErr string }{
+		{"fc00:6::a/128", "sid fc00:6::a/128 belongs to the domain (installed by segchain apply): remove it from the domain file and apply, or segchain destroy"},
+		{"fc00:6::b/128", "sid fc00:6::b/128 was not installed by segchain (route protocol static): remove it with ip -6 route del"},
+		{"fc00:6::c/128", "sid fc00:6::c/128 not found in netns " + ns},
+		{"fc00:6::1/128", ""},
+	} {
+		err := m.Del(ctx, netip.MustParsePrefix(tc.sid))
+		if got := fmt.Sprint(err); (tc.wantErr == "" && err != nil) || (tc.wantErr != "" && got != tc.wantErr) {
+			t.Errorf("Del(%s) = %v, want %q", tc.sid, err, tc.wantErr)
+		}
+	}
+	rows, err := m.Show(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Text)
+	}
+	want := []string{
+		"fc00:6::2 End",
+		"fc00:6::a End  [domain: installed by segchain apply]",
+		"fc00:6::b End  [proto static: not installed by segchain]",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Show (-want +got):\n%s", diff)
+	}
+	if n, err := m.Flush(ctx); err != nil || n != 1 {
+		t.Errorf("Flush = %d, %v; want 1 (the hand-made one only)", n, err)
+	}
+	if rows, err = m.Show(ctx, nil); err != nil || len(rows) != 2 {
+		t.Errorf("after Flush: %d SIDs, %v; want the domain's and the static one", len(rows), err)
 	}
 }
