@@ -151,15 +151,7 @@ func runDump(cmd *cobra.Command, f dumpFlags, bpfExpr string) error {
 		if f.netns != "" || f.labName != "" {
 			return errors.New("dump: --netns and --lab apply to live capture (-i)")
 		}
-		if src, err = dump.OpenFile(f.read); err != nil {
-			return fmt.Errorf("dump: %w", err)
-		}
-		prog, err := dump.CompileFilter(bpfExpr, src.LinkType())
-		if err == nil {
-			err = dump.SetFilter(src, prog)
-		}
-		if err != nil {
-			src.Close()
+		if src, err = dump.OpenFiltered(f.read, bpfExpr); err != nil {
 			return fmt.Errorf("dump: %w", err)
 		}
 	} else {
@@ -167,15 +159,7 @@ func runDump(cmd *cobra.Command, f dumpFlags, bpfExpr string) error {
 		if err != nil {
 			return err
 		}
-		link, err := dump.LiveLinkType(ns, iface)
-		if err != nil {
-			return fmt.Errorf("dump: %w", err)
-		}
-		prog, err := dump.CompileFilter(bpfExpr, link)
-		if err != nil {
-			return fmt.Errorf("dump: %w", err)
-		}
-		if src, err = dump.OpenLive(ns, iface, prog); err != nil {
+		if src, err = dump.OpenLiveFiltered(ns, iface, bpfExpr); err != nil {
 			return fmt.Errorf("dump: %w", err)
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -78,14 +77,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return f.rawRun(cmd, args, 1, func(sid netip.Prefix, rest []string) error {
-				return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error {
-					r, err := parseRule(rest)
-					if err != nil {
-						return err
-					}
-					in.Rules = append(in.Rules, r)
-					return nil
-				})
+				return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error { return in.AppendRule(rest) })
 			})
 		},
 	}
@@ -101,17 +93,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 				if err != nil || pos < 1 {
 					return fmt.Errorf("position %q: want a number from 1", rest[0])
 				}
-				return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error {
-					if pos > len(in.Rules)+1 {
-						return fmt.Errorf("position %d: the instance has %d rules", pos, len(in.Rules))
-					}
-					r, err := parseRule(rest[1:])
-					if err != nil {
-						return err
-					}
-					in.Rules = append(in.Rules[:pos-1], append([]fwrule.Rule{r}, in.Rules[pos-1:]...)...)
-					return nil
-				})
+				return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error { return in.InsertRule(pos, rest[1:]) })
 			})
 		},
 	}
@@ -129,13 +111,7 @@ are kept. Classification cost does not depend on the number of rules (up to
 			if err != nil || pos < 1 {
 				return fmt.Errorf("position %q: want a number from 1", args[1])
 			}
-			return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error {
-				if pos > len(in.Rules) {
-					return fmt.Errorf("position %d: the instance has %d rules", pos, len(in.Rules))
-				}
-				in.Rules = append(in.Rules[:pos-1], in.Rules[pos:]...)
-				return nil
-			})
+			return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error { return in.DeleteRule(pos) })
 		},
 	}
 	list := &cobra.Command{
@@ -225,26 +201,7 @@ Problem. The table starts as 0 go-next, 1 drop, 2 skip-next, 3 go-last.`,
 			if err != nil {
 				return fmt.Errorf("ARGS value %q: %w", args[1], err)
 			}
-			return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error {
-				if in.Args == nil {
-					in.Args = fwrule.DefaultArgs()
-					for k := range in.Args { // the default values that fit
-						if in.ArgsBits < 32 && uint64(k) >= 1<<in.ArgsBits {
-							delete(in.Args, k)
-						}
-					}
-				}
-				if strings.EqualFold(args[2], "none") {
-					delete(in.Args, uint32(v))
-					return nil
-				}
-				k, err := fwrule.ParseTargetKind(args[2])
-				if err != nil {
-					return err
-				}
-				in.Args[uint32(v)] = k
-				return nil
-			})
+			return f.edit(cmd.OutOrStdout(), sid, func(in *firewall.Instance) error { return in.SetArg(uint32(v), args[2]) })
 		},
 	}
 	policy := &cobra.Command{
@@ -322,14 +279,6 @@ func (f *fwCLI) rawRun(cmd *cobra.Command, args []string, n int, fn func(netip.P
 	return fn(sid, args[1:])
 }
 
-// parseRule reads one rule; -4 selects iptables syntax (IPv4 originals).
-func parseRule(words []string) (fwrule.Rule, error) {
-	if len(words) == 0 {
-		return fwrule.Rule{}, errors.New("no rule given")
-	}
-	return fwrule.Parse(words, fwrule.IPv6)
-}
-
 // edit applies change to the instance at sid and installs the result
 // atomically, holding the node's lock (read-modify-write).
 func (f *fwCLI) edit(w io.Writer, sid netip.Prefix, change func(*firewall.Instance) error) error {
@@ -338,17 +287,8 @@ func (f *fwCLI) edit(w io.Writer, sid netip.Prefix, change func(*firewall.Instan
 		return err
 	}
 	defer locks.Release()
-	in, ok, err := firewall.Get(f.netns, sid)
+	in, err := firewall.Edit(f.netns, sid, change)
 	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("no %s instance at %s in netns %q: create it with segchain sid add %s %s", firewall.Behavior, sid, f.netns, sid, firewall.Behavior)
-	}
-	if err := change(&in); err != nil {
-		return err
-	}
-	if err := firewall.Apply(f.netns, in); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%s: %d rules, policy %s\n", in.SID, len(in.Rules), in.Policy)
@@ -359,25 +299,17 @@ func (f *fwCLI) list(w io.Writer, args []string, output string) error {
 	if err := checkOutput(output); err != nil {
 		return err
 	}
-	sts, err := firewall.List(f.netns)
-	if err != nil {
-		return err
-	}
+	var sid *netip.Prefix
 	if len(args) == 1 {
-		sid, err := localsid.ParseSID(args[0])
+		p, err := localsid.ParseSID(args[0])
 		if err != nil {
 			return err
 		}
-		var keep []firewall.Status
-		for _, s := range sts {
-			if s.Instance.SID == sid {
-				keep = append(keep, s)
-			}
-		}
-		if len(keep) == 0 {
-			return fmt.Errorf("no %s instance at %s", firewall.Behavior, sid)
-		}
-		sts = keep
+		sid = &p
+	}
+	sts, err := firewall.ListAt(f.netns, sid)
+	if err != nil {
+		return err
 	}
 	if output == "json" {
 		if sts == nil {

@@ -125,38 +125,9 @@ that node's FRR. See docs/routing.md.`,
 			if err != nil {
 				return err
 			}
-			topo, err := lab.FromDomain(d)
+			l, err := lab.UpDomain(d, lab.UpOptions{Name: name, File: file, Agents: agents, AgentExe: agentExe}, cmd.ErrOrStderr())
 			if err != nil {
 				return err
-			}
-			topo.Name, topo.File = name, file
-			if d.Routing.Mode == config.RoutingBGP && !agents {
-				// A BGP speaker lives as long as a process does: the
-				// nodes' agents run them (docs/routing.md).
-				fmt.Fprintln(cmd.ErrOrStderr(), "routing: bgp: starting an agent in every node (implies --agents)")
-				agents = true
-			}
-			l, err := lab.Up(topo)
-			if err != nil {
-				return err
-			}
-			if err := l.StartRouting(d); err != nil {
-				return errors.Join(err, lab.Down(l.Name))
-			}
-			if agents {
-				// The supervisor is this segchain (lab supervise); the
-				// agents are --agent-exe's, or this segchain's.
-				self, err := os.Executable()
-				exe := agentExe
-				if exe == "" {
-					exe = self
-				}
-				if err == nil {
-					err = l.StartAgents(self, exe)
-				}
-				if err != nil {
-					return errors.Join(err, lab.Down(l.Name))
-				}
 			}
 			if output == "json" {
 				return writeJSON(cmd.OutOrStdout(), l)
@@ -235,56 +206,6 @@ never touched. With --all-owned, do this for every lab that has a state file.`,
 	return cmd
 }
 
-// lsLab is the JSON form of `lab ls`.
-type lsLab struct {
-	Name     string    `json:"name"`
-	Created  time.Time `json:"created"`
-	File     string    `json:"file,omitempty"`
-	Complete bool      `json:"complete"`
-	Nodes    []lsNode  `json:"nodes"`
-	// Agents (lab up --agents): per node, its address, metrics
-	// endpoint, log and state as the lab's supervisor recorded it.
-	Agents     map[string]lsAgent `json:"agents,omitempty"`
-	Supervisor *lsSupervisor      `json:"supervisor,omitempty"`
-}
-
-type lsNode struct {
-	Node   string `json:"node"`
-	Netns  string `json:"netns"`
-	Exists bool   `json:"exists"`
-}
-
-type lsAgent struct {
-	Addr    string `json:"addr"`
-	Metrics string `json:"metrics"`
-	Log     string `json:"log"`
-	lab.AgentRun
-}
-
-type lsSupervisor struct {
-	PID     int    `json:"pid"`
-	Running bool   `json:"running"`
-	Log     string `json:"log"`
-}
-
-// lsOf is lab ls's view of l.
-func lsOf(l *lab.Lab) lsLab {
-	x := lsLab{Name: l.Name, Created: l.Created, File: l.File, Complete: l.Complete, Nodes: []lsNode{}}
-	for _, n := range l.NodeNames() {
-		x.Nodes = append(x.Nodes, lsNode{Node: n, Netns: l.Nodes[n], Exists: nsutil.Exists(l.Nodes[n])})
-	}
-	if len(l.Agents) > 0 {
-		x.Agents = map[string]lsAgent{}
-		for n, a := range l.Agents {
-			x.Agents[n] = lsAgent{Addr: a.Addr, Metrics: a.Metrics, Log: a.Log, AgentRun: l.AgentStatus(n)}
-		}
-	}
-	if l.Supervisor != nil {
-		x.Supervisor = &lsSupervisor{PID: l.Supervisor.PID, Running: l.SupervisorAlive(), Log: l.Supervisor.Log}
-	}
-	return x
-}
-
 func newLabLsCmd() *cobra.Command {
 	var output, name string
 	cmd := &cobra.Command{
@@ -328,9 +249,9 @@ supervisor.{pid, running, log}.`,
 			}
 			w := cmd.OutOrStdout()
 			if output == "json" {
-				out := []lsLab{}
+				out := []lab.Listing{}
 				for _, l := range labs {
-					out = append(out, lsOf(l))
+					out = append(out, l.Listing())
 				}
 				return writeJSON(w, out)
 			}
@@ -351,7 +272,7 @@ supervisor.{pid, running, log}.`,
 				if err := printLabNodes(w, l, true); err != nil {
 					return err
 				}
-				if err := printLabAgents(w, lsOf(l)); err != nil {
+				if err := printLabAgents(w, l.Listing()); err != nil {
 					return err
 				}
 			}
@@ -365,7 +286,7 @@ supervisor.{pid, running, log}.`,
 
 // printLabAgents prints a lab's agents and their supervisor (nothing for
 // a lab without agents).
-func printLabAgents(w io.Writer, x lsLab) error {
+func printLabAgents(w io.Writer, x lab.Listing) error {
 	if len(x.Agents) == 0 {
 		return nil
 	}
@@ -457,7 +378,7 @@ on (e.g. a freshly built segchain-agent).`,
 			if l, err = lab.Get(name); err != nil {
 				return err
 			}
-			return printLabAgents(cmd.OutOrStdout(), lsOf(l))
+			return printLabAgents(cmd.OutOrStdout(), l.Listing())
 		},
 	}
 	labNameFlag(cmd, &name, "lab name")
@@ -488,7 +409,7 @@ status of CMD is the exit status of segchain.`,
 			if err != nil {
 				return err
 			}
-			c := exec.Command("ip", append([]string{"netns", "exec", ns}, vtyshArgs(l, args[0], args[1:])...)...)
+			c := exec.Command("ip", append([]string{"netns", "exec", ns}, l.ExecArgv(args[0], args[1:])...)...)
 			c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
 			err = c.Run()
 			var ee *exec.ExitError
@@ -507,22 +428,6 @@ status of CMD is the exit status of segchain.`,
 	}
 	labNameFlag(cmd, &name, "lab name")
 	return cmd
-}
-
-// vtyshArgs points vtysh at the node's own FRR instance (its vty sockets
-// are in the lab's directory, not in /var/run/frr): a command vtysh
-// without --vty_socket gets the node's.
-func vtyshArgs(l *lab.Lab, node string, argv []string) []string {
-	dir, ok := l.FRRDir(node)
-	if !ok || filepath.Base(argv[0]) != "vtysh" {
-		return argv
-	}
-	for _, a := range argv[1:] {
-		if a == "--vty_socket" || strings.HasPrefix(a, "--vty_socket=") || a == "-N" || strings.HasPrefix(a, "--pathspace") {
-			return argv
-		}
-	}
-	return append([]string{argv[0], "--vty_socket", dir}, argv[1:]...)
 }
 
 func newLabAddrCmd() *cobra.Command {

@@ -76,11 +76,11 @@ func TestLabCLI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var labs []lsLab
+		var labs []lab.Listing
 		if err := json.Unmarshal([]byte(out), &labs); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
-		var mine *lsLab
+		var mine *lab.Listing
 		for i := range labs {
 			if labs[i].Name == name {
 				mine = &labs[i]

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -158,29 +157,12 @@ docs/benchmarks.md ("Ceilings").`,
 				return err
 			}
 			defer down()
-			env := drv.Env()
-			if err := perf.PrepareSUT(env); err != nil {
-				return err
-			}
-			frame, err := base.Setup(env, 1, perf.Params{Size: size})
+			cs, err := perf.MeasureLimits(drv, base, size, repeat, window)
 			if err != nil {
 				return err
 			}
-			if err := drv.Generator().Load(0, frame); err != nil {
-				return err
-			}
-			var cs []perf.Ceiling
-			for i := 1; i <= repeat; i++ {
-				c, err := perf.MeasureCeiling(drv, i, size, 300*time.Millisecond, window, nil)
-				if err != nil {
-					return err
-				}
-				cs = append(cs, c)
-			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(cs)
+				return writeJSON(cmd.OutOrStdout(), cs)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "| Repeat | Generator sent (kpps) | Physical limit: → XDP_DROP (kpps) | with rewrite (kpps) | → stack + tc drop (kpps) | latency floor p50 / p99 (µs): → XDP_DROP | → stack + tc drop |\n")
@@ -232,9 +214,7 @@ func newPerfLsCmd() *cobra.Command {
 				rows = append(rows, row{r.Name(), r.Describe()})
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return writeJSON(cmd.OutOrStdout(), rows)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "BEHAVIOUR\tDESCRIPTION")

@@ -316,3 +316,39 @@ func TestFeaturesCheck(t *testing.T) {
 		})
 	}
 }
+
+// Explain is the sentence apply's preflight and segchain sid add share.
+func TestFeaturesExplain(t *testing.T) {
+	yes := func(n string) Feature { return Feature{Name: n, Supported: true} }
+	f := Features{VRF: Feature{Name: "vrf", Reason: "no vrf link kind"}, EndDT4: yes("End.DT4"), EndDT46: yes("End.DT46"),
+		VRFTable: yes("vrftable"), Counters: Feature{Name: "count", Reason: "kernel rejected fc00::1 End count: invalid argument"},
+		FlavorPSP: yes("flavor psp"), FlavorNextCSID: yes("flavor next-csid"), EndBPF: yes("End.BPF"), HMAC: yes("seg6 hmac"),
+		L2Encap: yes("mode l2encap"), EncapRed: yes("mode encap.red"), L2EncapRed: yes("mode l2encap.red")}
+	sid := netip.MustParsePrefix("fc00:5::1/128")
+	tests := []struct {
+		name string
+		r    nodestate.Route
+		want string // "" = nil
+	}{
+		{"End", nodestate.Route{Dst: sid, Seg6Local: &nodestate.Seg6Local{Action: "End"}}, ""},
+		{"counters", nodestate.Route{Dst: sid, Owner: "chain web", Seg6Local: &nodestate.Seg6Local{Action: "End", Count: true}},
+			"chain web: End at fc00:5::1/128: the kernel of node n1 cannot do it (count: the kernel said: invalid argument: not supported by this kernel)"},
+		// End.DT4's own feature reported supported: the VRF it needs is still checked.
+		{"End.DT4 without VRF", nodestate.Route{Dst: sid, Seg6Local: &nodestate.Seg6Local{Action: "End.DT4", VRFTable: 10}},
+			"End.DT4 at fc00:5::1/128: needs VRF devices, which the kernel of node n1 lacks (no vrf link kind)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := f.Explain(tc.r, "n1")
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("Explain = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrNotSupported) {
+				t.Errorf("Explain = %v,\nwant %s (wrapping ErrNotSupported)", err, tc.want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,46 @@ func (f Features) Check(r nodestate.Route) error {
 	return nil
 }
 
+// Explain is Check in the words apply's preflight and `segchain sid add`
+// both use: nil when the kernel of node supports everything r uses, else
+// an error wrapping ErrNotSupported that names what r is (its Owner, then
+// the behaviour at the SID or the policy), the node and why. One sentence
+// for both, so that a SID refused by hand reads as apply would refuse it.
+func (f Features) Explain(r nodestate.Route, node string) error {
+	err := f.Check(r)
+	if err == nil {
+		return nil
+	}
+	what := r.Dst.String()
+	if r.Seg6Local != nil {
+		what = r.Seg6Local.Action + " at " + what
+	} else if r.Seg6 != nil {
+		what = "the " + r.Seg6.Mode + " policy to " + what
+	}
+	if r.Owner != "" {
+		what = r.Owner + ": " + what
+	}
+	if l := r.Seg6Local; l != nil && !f.VRF.Supported && (l.VRFTable != 0 || l.Action == "End.DT4" || l.Action == "End.DT46") {
+		// The usual case, said the way the user knows it.
+		return &unsupportedError{fmt.Sprintf("%s: needs VRF devices, which the kernel of node %s lacks (%s)", what, node, f.VRF.Reason)}
+	}
+	// The probe's reasons name its own throwaway routes: keep the
+	// kernel's words only.
+	reason := probeRouteRE.ReplaceAllString(err.Error(), "the kernel said: ")
+	return &unsupportedError{fmt.Sprintf("%s: the kernel of node %s cannot do it (%s)", what, node, reason)}
+}
+
+// probeRouteRE matches "kernel rejected <the probe's route>: " in a
+// feature's reason.
+var probeRouteRE = regexp.MustCompile(`kernel rejected .*?: `)
+
+// unsupportedError is Explain's sentence; it is ErrNotSupported (exit
+// statuses and callers that degrade test for it).
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string { return e.msg }
+func (e *unsupportedError) Unwrap() error { return ErrNotSupported }
+
 // NeedsProbe reports whether Check's answer for r depends on the probed
 // features at all: false for a route that uses none of them (a static
 // route, End, End.X, End.DX6, an encap policy), which any kernel segchain
@@ -94,6 +135,11 @@ func (f Features) needs(r nodestate.Route) ([]Feature, error) {
 		}
 		if l.VRFTable != 0 && l.Action == "End.DT6" {
 			need = append(need, f.VRFTable)
+		}
+		if l.Action == "End.DT4" || l.Action == "End.DT46" || l.VRFTable != 0 {
+			// The table they look up is a VRF device's: the behaviour's
+			// own probe makes one, but a check must not lean on that.
+			need = append(need, f.VRF)
 		}
 		if l.Count {
 			need = append(need, f.Counters)

@@ -274,3 +274,35 @@ func (s *liveSource) Next(ctx context.Context) ([]byte, CaptureInfo, error) {
 }
 func (s *liveSource) LinkType() uint32 { return s.link }
 func (s *liveSource) Close() error     { s.tp.Close(); return nil }
+
+// OpenFiltered opens a capture file with the tcpdump-syntax filter expr
+// ("" = every packet) compiled for its link type.
+func OpenFiltered(path, expr string) (Source, error) {
+	src, err := OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := CompileFilter(expr, src.LinkType())
+	if err == nil {
+		err = SetFilter(src, prog)
+	}
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	return src, nil
+}
+
+// OpenLiveFiltered is OpenLive with the tcpdump-syntax filter expr ("" =
+// every packet) compiled for the interface's link type.
+func OpenLiveFiltered(netns, iface, expr string) (Source, error) {
+	link, err := LiveLinkType(netns, iface)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := CompileFilter(expr, link)
+	if err != nil {
+		return nil, err
+	}
+	return OpenLive(netns, iface, prog)
+}

@@ -1,6 +1,7 @@
-// Package localsid parses and formats local SID definitions in the syntax of
-// `segchain sid` (after srconf localsid and iproute2's seg6local): a SID, a
-// behaviour and its iproute2-keyword parameters become a nodestate.Route.
-// It also defines the Extension hook through which behaviours the kernel
-// lacks (the eBPF SR proxies) plug into the same CLI.
+// Package localsid is the local SIDs of one node as `segchain sid` manages
+// them (after srconf localsid and iproute2's seg6local): Parse and Format
+// for the syntax, Manager for the verbs and the ownership rules (which SIDs
+// are hand-made, the domain's or another tool's), behind the Node interface
+// an agent can serve. Behaviours the kernel lacks (the eBPF SR proxies)
+// plug in through Extension.
 package localsid

@@ -328,7 +328,8 @@ func TestPrivilegedNativeBehaviors(t *testing.T) {
 				_, _ = sid(tp.sut, false, "del", args[0])
 				t.Skipf("this kernel has VRF (sid add %s worked): the not-supported path does not apply", tc.sid)
 			}
-			for _, want := range []string{"needs VRF", "not supported by this kernel"} {
+			// apply's preflight sentence (dataplane.Features.Explain).
+			for _, want := range []string{"needs VRF devices, which the kernel of node", "lacks"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("error %q does not say %q", strings.TrimSpace(out), want)
 				}

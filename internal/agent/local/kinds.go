@@ -80,7 +80,7 @@ func Purge(netns string) error {
 	if err := boundary.Remove(netns); err != nil {
 		errs = append(errs, fmt.Errorf("remove boundary of %s: %w", netns, err))
 	}
-	if err := ForgetHandMade(netns); err != nil {
+	if err := localsid.ForgetHandMade(netns); err != nil {
 		errs = append(errs, fmt.Errorf("forget hand-made SIDs of %s: %w", netns, err))
 	}
 	return errors.Join(errs...)

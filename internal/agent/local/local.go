@@ -8,12 +8,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
+	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
@@ -114,7 +114,7 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 			got.Faults[k.Name()] = f
 		}
 	}
-	hm, err := HandMade(l.netns)
+	hm, err := localsid.HandMade(l.netns)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: read hand-made SIDs: %w", l.name, err)
 	}
@@ -233,7 +233,7 @@ func (l *Local) exec(h *dataplane.Handle, op agent.Op) error {
 		if err := k.Repair(l.netns); err != nil {
 			return err
 		}
-		hm, err := HandMade(l.netns)
+		hm, err := localsid.HandMade(l.netns)
 		if err != nil {
 			return err
 		}
@@ -403,10 +403,6 @@ func ProbeNeeded(want *nodestate.Node) bool {
 	return false
 }
 
-// probeRouteRE matches "kernel rejected <the probe's route>: " in a
-// feature's reason.
-var probeRouteRE = regexp.MustCompile(`kernel rejected .*?: `)
-
 // unsupported lists what of want the features f lack, naming the domain
 // object (Route.Owner) each route serves.
 func unsupported(f dataplane.Features, node string, want *nodestate.Node) []string {
@@ -415,28 +411,9 @@ func unsupported(f dataplane.Features, node string, want *nodestate.Node) []stri
 		if r.Seg6 == nil && r.Seg6Local == nil {
 			continue
 		}
-		err := f.Check(r)
-		if err == nil {
-			continue
+		if err := f.Explain(r, node); err != nil {
+			out = append(out, err.Error())
 		}
-		what := r.Dst.String()
-		if r.Seg6Local != nil {
-			what = r.Seg6Local.Action + " at " + what
-		} else {
-			what = "the " + r.Seg6.Mode + " policy to " + what
-		}
-		if r.Owner != "" {
-			what = r.Owner + ": " + what
-		}
-		if l := r.Seg6Local; l != nil && !f.VRF.Supported && (l.VRFTable != 0 || l.Action == "End.DT4" || l.Action == "End.DT46") {
-			// The usual case, said the way the user knows it.
-			out = append(out, fmt.Sprintf("%s: needs VRF devices, which the kernel of node %s lacks (%s)", what, node, f.VRF.Reason))
-			continue
-		}
-		// The probe's reasons name its own throwaway routes: keep the
-		// kernel's words only.
-		reason := probeRouteRE.ReplaceAllString(err.Error(), "the kernel said: ")
-		out = append(out, fmt.Sprintf("%s: the kernel of node %s cannot do it (%s)", what, node, reason))
 	}
 	if len(want.HMACKeys) > 0 {
 		if err := f.HMAC.Require(); err != nil {
