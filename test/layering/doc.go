@@ -6,5 +6,7 @@
 // no eBPF or netlink module, and a service kind's intent half is imported
 // only by the registration list, its node half (internal/dataplane/<kind>)
 // and (for the two first kinds' YAML) config: everybody else iterates the
-// registry.
+// registry. docs_test.go checks that the package tables of
+// docs/architecture.md name every package, once, and no package that is
+// gone.
 package layering
