@@ -21,16 +21,11 @@
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/pkt_cls.h>
-#include <linux/in.h>
-#include <linux/ipv6.h>
-#include <linux/seg6.h>
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_endian.h>
+#include "lib/ipv6_walk.h"
 
 #define SVC_MAX_SLOTS 64   /* services (bindings) per namespace */
 #define SVC_MAX_QUEUES 64  /* receive queues per interface a service serves */
 #define SVC_MAX_SIDS 1024  /* SIDs / SID prefixes over all services */
-#define SVC_EXT_MAX 2      /* extension headers allowed before the SRH */
 #define SVC_META_HANDOVER 0x53365356 /* XDP metadata: "hand this skb over" */
 
 enum svc_flag {
@@ -154,9 +149,8 @@ int srv6svc_xdp(struct xdp_md *ctx)
 	struct svc_key key = {};
 	struct svc_val *val;
 	struct svc_stats *st;
-	struct ipv6_sr_hdr *srh;
-	void *pos;
-	__u8 nh;
+	struct ipv6_sr_hdr srh;
+	struct ipv6_walk w;
 	__u32 idx, q;
 	long ret;
 
@@ -176,30 +170,17 @@ int srv6svc_xdp(struct xdp_md *ctx)
 	if (!st) /* slot out of range: a corrupt entry, never steer */
 		return XDP_PASS;
 
-	/* A bound SID's packet must carry a valid SRH with a next segment:
-	 * End needs one. Hop-by-hop / destination options may precede it. */
-	nh = ip6->nexthdr;
-	pos = ip6 + 1;
-#pragma unroll
-	for (int i = 0; i < SVC_EXT_MAX; i++) {
-		__u8 *h = pos;
-
-		if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_DSTOPTS)
-			break;
-		if ((void *)(h + 2) > end)
-			goto malformed;
-		nh = h[0];
-		pos = h + ((__u32)h[1] + 1) * 8;
-	}
-	if (nh != IPPROTO_ROUTING)
+	/* A bound SID's packet must carry a valid SRH (ipv6_srh_valid) with a
+	 * next segment: End needs one. The walk (lib/ipv6_walk.h, as the
+	 * proxies' and the boundary's) finds it within IPV6_EXT_MAX extension
+	 * headers; what follows the SRH is the service's to parse. */
+	ipv6_walk_xdp(ctx, end - data, sizeof(*eth) + sizeof(*ip6), ip6->nexthdr, &w);
+	if (!w.srh_off || !w.sl)
 		goto malformed;
-	srh = pos;
-	if ((void *)(srh + 1) > end)
-		goto malformed;
-	if (srh->type != IPV6_SRCRT_TYPE_4 || srh->segments_left == 0 ||
-	    srh->segments_left > srh->first_segment ||
-	    ((__u32)srh->first_segment + 1) * 2 > srh->hdrlen ||
-	    (void *)srh + ((__u32)srh->hdrlen + 1) * 8 > end)
+	/* The walk read the SRH's fixed part; its segments must be in the
+	 * frame too. */
+	if (bpf_xdp_load_bytes(ctx, w.srh_off, &srh, sizeof(srh)) < 0 ||
+	    w.srh_off + ipv6_ext_len(IPPROTO_ROUTING, srh.hdrlen) > end - data)
 		goto malformed;
 
 	if (ctx->ingress_ifindex != val->own_ifindex) {

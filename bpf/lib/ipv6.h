@@ -3,7 +3,7 @@
  * constants the uapi headers lack, and the one definition of an extension
  * header walk: which Next Header values are extension headers, how long
  * each is, when an SRH is structurally valid, and the walk's bound. The
- * proxies, the boundary and End.AN.NF walk with ipv6_walk.h (over
+ * proxies, End.AN.NF and srv6svc's XDP walk with ipv6_walk.h (over
  * bpf_skb_load_bytes / bpf_xdp_load_bytes: variable offsets are easier on
  * the verifier that way); the firewall steps with the same primitives over
  * its own reader (fw_tc.bpf.c: ext_step). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The IPv6 extension-header walk shared by the programs that look for an
- * SRH (boundary, proxies, End.AN.NF). Its own header: the walk's global
+ * SRH (proxies, End.AN.NF, srv6svc's XDP). Its own header: the global
  * functions are compiled into every object that includes it, and the
  * firewall, which has its own parser, does not. */
 #ifndef SEGCHAIN_LIB_IPV6_WALK_H

@@ -28,10 +28,7 @@ var (
 // each, fc00:bf::1/64 in a and fc00:bf::2/64 in b (no DAD).
 func vethPair(t *testing.T) (a, b string) {
 	t.Helper()
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	a, b = testutil.NewNetns(t, "bf"), testutil.NewNetns(t, "bf")
 	testutil.Exec(t, a, "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", b)
 	for ns, addr := range map[string]netip.Addr{a: addrA, b: addrB} {

@@ -131,15 +131,7 @@ func TestKernelViewVerdicts(t *testing.T) {
 		{"external SID, a fragment", n.objs.BoundaryIn,
 			eth6(ip(ext, 44, []byte{nhRouting, 0, 0, 1, 0, 0, 0, 1})), actShot, "malformed"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { n.expect(t, tc.prog, tc.frame, tc.want, tc.reason) })
-		if tc.prog != n.objs.BoundaryIn {
-			continue
-		}
-		want := uint32(xdpPass)
-		if tc.want == actShot {
-			want = xdpDrop
-		}
-		t.Run("xdp: "+tc.name, func(t *testing.T) { n.expect(t, n.objs.BoundaryXdp, tc.frame, want, tc.reason) })
+		n.expectTCAndXDP(t, tc.name, tc.prog, tc.frame, tc.want, tc.reason)
 	}
 }
 

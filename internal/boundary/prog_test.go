@@ -81,6 +81,22 @@ func (n *node) expect(t *testing.T, prog *ebpf.Program, frame []byte, want uint3
 	}
 }
 
+// expectTCAndXDP is expect as a subtest called name and, when prog is the
+// ingress program, one for its XDP variant too: the same decision and
+// counter, XDP_PASS for TCX_NEXT and XDP_DROP for TC_ACT_SHOT.
+func (n *node) expectTCAndXDP(t *testing.T, name string, prog *ebpf.Program, frame []byte, want uint32, reason string) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) { n.expect(t, prog, frame, want, reason) })
+	if prog != n.objs.BoundaryIn {
+		return
+	}
+	xdp := uint32(xdpPass)
+	if want == actShot {
+		xdp = xdpDrop
+	}
+	t.Run("xdp: "+name, func(t *testing.T) { n.expect(t, n.objs.BoundaryXdp, frame, xdp, reason) })
+}
+
 var (
 	mac1 = net.HardwareAddr{2, 0, 0, 0, 0, 1}
 	mac2 = net.HardwareAddr{2, 0, 0, 0, 0, 2}
@@ -161,17 +177,7 @@ func TestProgramVerdicts(t *testing.T) {
 		{"out: to outside passes", n.objs.BoundaryOut, eth6(srhTo(out, a("fc00:99::1"))), actUnspec, ""},
 		{"out: to an external SID passes", n.objs.BoundaryOut, eth6(testutil.IPv6(src, ext, nhUDP, 64, udp())), actUnspec, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) { n.expect(t, tc.prog, tc.frame, tc.want, tc.reason) })
-		if tc.prog != n.objs.BoundaryIn {
-			continue
-		}
-		// The XDP variant of the ingress program: the same decision and
-		// counter, XDP_PASS for TCX_NEXT and XDP_DROP for TC_ACT_SHOT.
-		want := uint32(xdpPass)
-		if tc.want == actShot {
-			want = xdpDrop
-		}
-		t.Run("xdp: "+tc.name, func(t *testing.T) { n.expect(t, n.objs.BoundaryXdp, tc.frame, want, tc.reason) })
+		n.expectTCAndXDP(t, tc.name, tc.prog, tc.frame, tc.want, tc.reason)
 	}
 }
 

@@ -25,10 +25,7 @@ import (
 // it (OpenFabric), which is why segchain left 197 and 198 (the legacy
 // numbers are seeded too, and what zebra did to them is logged).
 func TestZebraLeavesSegchainRoutes(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	if err := frr.Installed(); err != nil {
 		t.Fatal(err) // make deps installs FRR
 	}

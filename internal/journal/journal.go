@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodelock"
 )
 
 // Dir holds one directory per node (named by its node id, the netns
@@ -20,25 +19,11 @@ const Dir = "/run/segchain/journal"
 
 const file = "journal"
 
-// Header is the first line of a journal: who wrote it.
-type Header struct {
-	PID     int       `json:"pid"`
-	Command string    `json:"command"`
-	Started time.Time `json:"started"`
-	Node    string    `json:"node"`
-}
-
-func (h Header) String() string {
-	if h.PID == 0 { // written by an agent for a remote controller (SetWho)
-		return fmt.Sprintf("%s, started %s", h.Command, h.Started.UTC().Format(time.RFC3339))
-	}
-	return fmt.Sprintf("pid %d (%s) started %s", h.PID, h.Command, h.Started.UTC().Format(time.RFC3339))
-}
-
-// line is one line of the file: the header, then one op each.
+// line is one line of the file: the header (who wrote it), then one op
+// each.
 type line struct {
-	Header *Header   `json:"header,omitempty"`
-	Op     *agent.Op `json:"op,omitempty"`
+	Header *nodelock.Holder `json:"header,omitempty"`
+	Op     *agent.Op        `json:"op,omitempty"`
 }
 
 // Disk is the journal of one command over its nodes. It implements
@@ -48,7 +33,7 @@ type Disk struct {
 	root  string
 	ids   map[string]string // node name → node id (directory)
 	files map[string]*os.File
-	me    Header
+	me    nodelock.Holder
 }
 
 // New returns the journal for nodes (name → node id) under root ("" =
@@ -58,7 +43,7 @@ func New(root string, ids map[string]string) *Disk {
 		root = Dir
 	}
 	return &Disk{root: root, ids: ids, files: map[string]*os.File{},
-		me: Header{PID: os.Getpid(), Command: strings.Join(os.Args, " "), Started: time.Now()}}
+		me: nodelock.Self()}
 }
 
 func (d *Disk) dir(node string) (string, error) {

@@ -138,3 +138,30 @@ func TestClearNothingRecorded(t *testing.T) {
 		t.Errorf("Clear made %s (err %v)", root, err)
 	}
 }
+
+// A journal an older segchain wrote (its header's time named "started")
+// still says who wrote it and since when; one written for a remote
+// controller (SetWho) names the controller.
+func TestUnfinishedWho(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "ns-1-1")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := `{"header":{"pid":4242,"command":"segchain apply -f a.yaml","started":"2026-11-25T09:00:00Z","node":"n"}}` + "\n" +
+		`{"op":{"kind":"tunsrc","action":"set","tunsrc":"fc00:2::1"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := New(root, map[string]string{"n": "ns-1-1", "r": "ns-2-2"})
+	if _, who, err := d.Unfinished("n"); err != nil || who != "pid 4242 (segchain apply -f a.yaml) since 2026-11-25T09:00:00Z" {
+		t.Errorf("who of an older journal = %q, %v", who, err)
+	}
+	d.SetWho("pid 7 (segchain apply) on host ops1")
+	if err := d.Record("r", agent.Op{Kind: agent.KindTunSrc, Action: agent.ActSet, TunSrc: "fc00:2::1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, who, err := d.Unfinished("r"); err != nil || !strings.HasPrefix(who, "pid 7 (segchain apply) on host ops1, since ") {
+		t.Errorf("who of a journal written for a remote controller = %q, %v", who, err)
+	}
+}

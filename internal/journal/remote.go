@@ -1,6 +1,10 @@
 package journal
 
-import "time"
+import (
+	"time"
+
+	"github.com/segchain/segchain/internal/nodelock"
+)
 
 // SetWho names who the journals opened from now on were written for: a
 // controller across the wire (the agent writes its node's journal on the
@@ -8,5 +12,5 @@ import "time"
 func (d *Disk) SetWho(who string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.me = Header{Command: who, Started: time.Now()}
+	d.me = nodelock.Holder{Command: who, Since: time.Now()}
 }

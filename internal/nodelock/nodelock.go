@@ -25,19 +25,48 @@ type Node struct {
 	Name string
 }
 
-// Holder is what a lock file says about the process holding it.
+// Holder names who acts on a node: what a lock file says about the
+// process holding it, and the first line of an undo journal
+// (internal/journal) about the command that wrote it.
 type Holder struct {
-	PID     int       `json:"pid"`
+	PID     int       `json:"pid"` // 0: a remote controller an agent acts for (Command names it)
 	Command string    `json:"command"`
 	Since   time.Time `json:"since"`
 	Node    string    `json:"node"`
 }
 
+// Self is this process, holding since now.
+func Self() Holder {
+	return Holder{PID: os.Getpid(), Command: strings.Join(os.Args, " "), Since: time.Now()}
+}
+
 func (h Holder) String() string {
-	if h.PID == 0 {
-		return "another process"
+	switch {
+	case h.PID != 0:
+		return fmt.Sprintf("pid %d (%s) since %s", h.PID, h.Command, h.Since.UTC().Format(time.RFC3339))
+	case h.Command != "":
+		return fmt.Sprintf("%s, since %s", h.Command, h.Since.UTC().Format(time.RFC3339))
 	}
-	return fmt.Sprintf("pid %d (%s) since %s", h.PID, h.Command, h.Since.UTC().Format(time.RFC3339))
+	return "another process"
+}
+
+// UnmarshalJSON also reads "started", the time's name in the journals of
+// segchain versions before journal and nodelock shared Holder, so that a
+// journal such a version left still names when its command started.
+func (h *Holder) UnmarshalJSON(b []byte) error {
+	type plain Holder
+	var v struct {
+		plain
+		Started time.Time `json:"started"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*h = Holder(v.plain)
+	if h.Since.IsZero() {
+		h.Since = v.Started
+	}
+	return nil
 }
 
 // ErrBusy is returned (wrapped, with the holder named) when NoWait is set
@@ -80,7 +109,7 @@ func Acquire(ctx context.Context, nodes []Node, opts Options) (*Set, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	me := Holder{PID: os.Getpid(), Command: strings.Join(os.Args, " "), Since: time.Now()}
+	me := Self()
 	s := &Set{}
 	for _, k := range keys {
 		name := strings.Join(byKey[k], ",")

@@ -27,6 +27,16 @@ func RequireRoot(t testing.TB) {
 	}
 }
 
+// RequirePrivileged gates a privileged namespace test: it skips, saying
+// why, unless the test runs as root (RequireRoot) and without -short.
+func RequirePrivileged(t testing.TB) {
+	t.Helper()
+	RequireRoot(t)
+	if testing.Short() {
+		t.Skip("privileged namespace test: skipped with -short")
+	}
+}
+
 // RequireTool fails the test unless the external program is installed: a
 // missing tool is a broken environment (make deps installs them all), not
 // a reason for a green skip.

@@ -20,10 +20,7 @@ import (
 // signed, also after a covered field changed and was re-signed, and drops
 // one whose flags changed after signing.
 func TestPrivilegedHMACKernelOracle(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	tp := svctest.New(t, "h7hm")
 	end := netip.MustParseAddr("fc00:5::200")
 	testutil.Exec(t, tp.NFV, "ip", "-6", "route", "add", end.String()+"/128", "encap", "seg6local", "action", "End", "dev", tp.NOut)

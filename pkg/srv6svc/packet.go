@@ -187,8 +187,10 @@ func (p *Packet) parse(buf []byte) error {
 		Dst:          netip.AddrFrom16([16]byte(ip[24:40])),
 	}
 	off, nh := ethLen+ipv6Len, ip[6]
+	// Options headers before the SRH, as many as the steering program's
+	// walk allows (the SRH within maxExtHeaders extension headers).
 	for i := 0; nh == protoHopOpts || nh == protoDstOpts; i++ {
-		if i >= 2 || off+2 > len(buf) {
+		if i >= maxExtHeaders-1 || off+2 > len(buf) {
 			return errors.New("extension headers")
 		}
 		nh, off = buf[off], off+(int(buf[off+1])+1)*8

@@ -51,10 +51,7 @@ func newEnvPrefix(t *testing.T, agents bool, prefix string) *env {
 // newEnvFile is newEnvPrefix with the lab brought up from file.
 func newEnvFile(t *testing.T, agents bool, prefix, file string) *env {
 	t.Helper()
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	if segchainBin == "" {
 		t.Skip("segchain binary not built")
 	}

@@ -144,10 +144,7 @@ func TestPrivilegedAgentRestartedAfterKill9(t *testing.T) {
 // to restart it), and one started by hand: lab down leaves no process of
 // the lab behind — supervisor, agents, or anything in its namespaces.
 func TestPrivilegedSupervisorRaceAndLabDown(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	if segchainBin == "" {
 		t.Skip("segchain binary not built")
 	}

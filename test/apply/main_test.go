@@ -45,10 +45,7 @@ func newEnv(t *testing.T) *env {
 // newEnvFile is newEnv for the domain in file, the lab named prefix<hex>.
 func newEnvFile(t *testing.T, file, prefix string) *env {
 	t.Helper()
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	if segchainBin == "" {
 		t.Skip("segchain binary not built")
 	}

@@ -51,10 +51,7 @@ func newEnvArgs(t *testing.T, file string, bgp bool) *env {
 // newEnvPrefix is newEnvArgs with the lab named prefix + a random suffix.
 func newEnvPrefix(t *testing.T, file string, bgp bool, prefix string) *env {
 	t.Helper()
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	if segchainBin == "" {
 		t.Skip("segchain binary not built")
 	}

@@ -242,10 +242,7 @@ func skipReason(cmd string) string {
 // in the order a reader meets them. Commands that act on "this node" run in
 // the lab's nfv1 (nsenter --net: the mounts stay the host's).
 func TestPrivilegedDocExamples(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("-short: the examples need labs")
-	}
+	testutil.RequirePrivileged(t)
 	for _, tool := range []string{"nsenter", "ip", "jq", "tcpdump"} {
 		testutil.RequireTool(t, tool)
 	}

@@ -26,10 +26,7 @@ import (
 // skips the IDS while other traffic goes through it, a rule change is one
 // firewall op, and destroy removes the instance.
 func TestFWDomain(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	testutil.RequireTool(t, "tcpdump")
 	testutil.RequireTool(t, "tshark")
 	testutil.RequireScapy(t)

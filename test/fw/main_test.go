@@ -24,10 +24,7 @@ func TestMain(m *testing.M) {
 // requireFW gates every test of this package: root, tools, the binary.
 func requireFW(t *testing.T) {
 	t.Helper()
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	testutil.RequireTool(t, "tcpdump")
 	testutil.RequireTool(t, "tshark")
 	testutil.RequireScapy(t)

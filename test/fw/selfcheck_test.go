@@ -10,10 +10,7 @@ import (
 // marker decoding with the kernel's own End on the firewall SID prefix in
 // place of the firewall: every packet goes to the next segment.
 func TestHarnessNativeEnd(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	testutil.RequireTool(t, "tcpdump")
 	testutil.RequireScapy(t)
 	tp := newNetwork(t)

@@ -29,10 +29,7 @@ func TestMain(m *testing.M) {
 // requireNative gates every test of this package.
 func requireNative(t *testing.T) {
 	t.Helper()
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	testutil.RequireTool(t, "tcpdump")
 	testutil.RequireTool(t, "tshark")
 	testutil.RequireScapy(t)

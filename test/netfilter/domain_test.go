@@ -23,10 +23,7 @@ import (
 // table deleted by hand is drift that apply repairs; destroy removes the
 // SID, the loop and the table.
 func TestNetfilterDomain(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	testutil.RequireTool(t, "tcpdump")
 	testutil.RequireTool(t, "tshark")
 	testutil.RequireTool(t, "nft")

@@ -29,10 +29,7 @@ import (
 // and a 200 kB POST). Everything arrives intact, d counts no checksum
 // error, and the link between nfv1 and nfv2 carries no plaintext.
 func TestPrivilegedCryptChain(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	testutil.RequireTool(t, "curl")
 	raw, err := os.ReadFile("../../examples/crypt.yaml")
 	if err != nil {

@@ -27,10 +27,7 @@ import (
 // has bound the planned SID, apply succeeds, a re-apply changes nothing and
 // the chain's traffic goes through the process.
 func TestPrivilegedUserspaceDomain(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	testutil.RequireTool(t, "tcpdump")
 	testutil.RequireScapy(t)
 	raw, err := os.ReadFile("../../examples/userspace.yaml")
@@ -118,10 +115,7 @@ for i in range(5):
 // is drift that plan sees and apply removes; status marks the SID as the
 // domain's.
 func TestPrivilegedUserspaceStaleBypass(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	raw, err := os.ReadFile("../../examples/userspace.yaml")
 	if err != nil {
 		t.Fatal(err)

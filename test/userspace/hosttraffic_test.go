@@ -219,10 +219,7 @@ func (h *hostTopo) traffic(t *testing.T, udp chan string) {
 // native XDP on veth takes without multi-buffer): everything arrives, B
 // counts no checksum error.
 func TestPrivilegedHostTraffic(t *testing.T) {
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
+	testutil.RequirePrivileged(t)
 	testutil.RequireTool(t, "curl")
 	for _, mtu := range []int{3000, 9000} {
 		t.Run(fmt.Sprintf("mtu%d", mtu), func(t *testing.T) {

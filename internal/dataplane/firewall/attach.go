@@ -4,8 +4,5 @@ package firewall
 // netns that do not have it yet (one created after the firewalls, such as
 // the service loop, dataplane.LoopDev). Without firewalls it does nothing.
 func AttachNew(netns string) error {
-	if !installed(netns) {
-		return nil
-	}
-	return withNode(netns, func(n *Node) error { return n.attachAll() })
+	return state.Do(netns, (*Node).attachAll)
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/fwrule"
@@ -634,19 +633,16 @@ func withNode(netns string, fn func(*Node) error) error {
 	defer n.Close()
 	// One writer at a time per namespace: two rule updates must not both
 	// write the inactive slot.
-	if err := os.MkdirAll(StateRoot, 0o700); err != nil {
+	lf, err := bpfpin.LockFile(n.state+".lock", "firewall state")
+	if err != nil {
 		return err
 	}
-	lf, err := os.OpenFile(n.state+".lock", os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("lock firewall state: %w", err)
-	}
 	defer lf.Close()
-	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("lock firewall state: %w", err)
-	}
 	return fn(n)
 }
+
+// state is the firewall of a namespace as the verbs below reach it.
+var state = bpfpin.Locked[*Node]{Installed: installed, With: withNode}
 
 // Apply installs the firewall instance in.SID in netns ("" = current), or
 // replaces its rules, policy and ARGS table atomically: packets see the
@@ -664,29 +660,11 @@ func Apply(netns string, in Instance) error {
 // Remove deletes the instance bound to sid; false means there was none.
 // The last instance removed takes the program, links and maps with it.
 func Remove(netns string, sid netip.Prefix) (bool, error) {
-	if !installed(netns) {
-		return false, nil
-	}
-	var found bool
-	err := withNode(netns, func(n *Node) (err error) {
-		found, err = n.remove(sid.Masked())
-		return err
-	})
-	return found, err
+	return bpfpin.Read(state, netns, func(n *Node) (bool, error) { return n.remove(sid.Masked()) })
 }
 
 // List returns every instance of netns with its counters.
-func List(netns string) ([]Status, error) {
-	if !installed(netns) {
-		return nil, nil
-	}
-	var out []Status
-	err := withNode(netns, func(n *Node) (err error) {
-		out, err = n.list()
-		return err
-	})
-	return out, err
-}
+func List(netns string) ([]Status, error) { return bpfpin.Read(state, netns, (*Node).list) }
 
 // Get returns the instance bound to sid (for read-modify-write verbs).
 func Get(netns string, sid netip.Prefix) (Instance, bool, error) {
@@ -704,16 +682,8 @@ func Get(netns string, sid netip.Prefix) (Instance, bool, error) {
 
 // ClearCounters zeroes the counters of one instance (nil: all).
 func ClearCounters(netns string, sid *netip.Prefix) error {
-	if !installed(netns) {
-		return nil
-	}
-	return withNode(netns, func(n *Node) error { return n.clearCounters(sid) })
+	return state.Do(netns, func(n *Node) error { return n.clearCounters(sid) })
 }
 
 // Flush removes every instance of netns.
-func Flush(netns string) error {
-	if !installed(netns) {
-		return nil
-	}
-	return withNode(netns, func(n *Node) error { return n.teardown() })
-}
+func Flush(netns string) error { return state.Do(netns, (*Node).teardown) }

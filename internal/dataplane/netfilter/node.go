@@ -11,7 +11,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/nsutil"
@@ -420,17 +419,11 @@ func withNode(netns string, fn func(*node) error) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(lockRoot, 0o700); err != nil {
+	lf, err := bpfpin.LockFile(filepath.Join(lockRoot, name+".lock"), "End.AN.NF state")
+	if err != nil {
 		return err
 	}
-	lf, err := os.OpenFile(filepath.Join(lockRoot, name+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("lock End.AN.NF state: %w", err)
-	}
 	defer lf.Close()
-	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("lock End.AN.NF state: %w", err)
-	}
 	n, err := open(netns)
 	if errors.Is(err, ebpf.ErrMapIncompatible) {
 		if err = upgrade(netns, n); err == nil {
@@ -443,6 +436,9 @@ func withNode(netns string, fn func(*node) error) error {
 	defer n.Close()
 	return fn(n)
 }
+
+// state is End.AN.NF in a namespace as the verbs below reach it.
+var state = bpfpin.Locked[*node]{Installed: installed, With: withNode}
 
 // Apply installs the End.AN.NF SID in.SID in netns ("" = current), or
 // changes its ARGS bits; the first one creates the netfilter loop and
@@ -458,50 +454,23 @@ func Apply(netns string, in Instance) error {
 // Remove deletes the SID; false means it was not installed. The last one
 // takes the programs, maps, links and the loop with it.
 func Remove(netns string, sid netip.Prefix) (bool, error) {
-	if !installed(netns) {
-		return false, nil
-	}
-	var found bool
-	err := withNode(netns, func(n *node) (err error) {
-		found, err = n.remove(sid.Masked())
-		return err
-	})
-	return found, err
+	return bpfpin.Read(state, netns, func(n *node) (bool, error) { return n.remove(sid.Masked()) })
 }
 
 // List returns every SID of netns with its counters.
-func List(netns string) ([]Status, error) {
-	if !installed(netns) {
-		return nil, nil
-	}
-	var out []Status
-	err := withNode(netns, func(n *node) (err error) {
-		out, err = n.list()
-		return err
-	})
-	return out, err
-}
+func List(netns string) ([]Status, error) { return bpfpin.Read(state, netns, (*node).list) }
 
 // Loop returns the drops nf_out could not attribute to a SID.
 func Loop(netns string) (LoopStatus, error) {
-	var ls LoopStatus
-	if !installed(netns) {
-		return ls, nil
-	}
-	err := withNode(netns, func(n *node) error {
+	return bpfpin.Read(state, netns, func(n *node) (LoopStatus, error) {
 		s, err := n.stats(uint32(MaxSIDs))
-		ls.Drops = countersOf(s).Drops
-		return err
+		return LoopStatus{Drops: countersOf(s).Drops}, err
 	})
-	return ls, err
 }
 
 // ClearCounters zeroes the counters of one SID (nil: all, and the loop's).
 func ClearCounters(netns string, sid *netip.Prefix) error {
-	if !installed(netns) {
-		return nil
-	}
-	return withNode(netns, func(n *node) error {
+	return state.Do(netns, func(n *node) error {
 		es, err := n.sids()
 		if err != nil {
 			return err
@@ -537,10 +506,7 @@ func Flush(netns string) error {
 // AttachNew attaches nf_in to interfaces created after the SIDs (the
 // service loop ...). Without End.AN.NF SIDs it does nothing.
 func AttachNew(netns string) error {
-	if !installed(netns) {
-		return nil
-	}
-	return withNode(netns, func(n *node) error {
+	return state.Do(netns, func(n *node) error {
 		var out int
 		err := nsutil.Do(netns, func() error {
 			l, err := netlink.LinkByName(LoopOut)

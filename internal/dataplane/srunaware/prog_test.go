@@ -278,6 +278,38 @@ type step struct {
 
 func reason(r DropReason) *DropReason { return &r }
 
+// runStep runs s through SID 0's program and checks its verdict, output and
+// drop counters (a drop on the way back from the SF counts as an out drop).
+func (n *testNode) runStep(t *testing.T, s step) {
+	t.Helper()
+	iif := n.pa
+	if s.iif == "sf" {
+		iif = n.sfb
+	}
+	before := n.stats(t, 0)
+	v, out := n.run(t, iif, s.in)
+	after := n.stats(t, 0)
+	if v != s.verdict {
+		t.Errorf("%s: verdict %d, want %d (drops %v)", s.name, v, s.verdict, after.Drops)
+		return
+	}
+	if s.out != nil {
+		if diff := cmp.Diff(s.out, out); diff != "" {
+			t.Errorf("%s: output (-want +got):\n%s", s.name, diff)
+		}
+	}
+	if s.reason != nil && after.Drops[*s.reason] != before.Drops[*s.reason]+1 {
+		t.Errorf("%s: drop counter %s did not increase: %v -> %v", s.name, *s.reason, before.Drops, after.Drops)
+	}
+	wantOut := before.OutDrops
+	if s.reason != nil && s.iif == "sf" {
+		wantOut++
+	}
+	if after.OutDrops != wantOut {
+		t.Errorf("%s: out drops %d -> %d, want %d", s.name, before.OutDrops, after.OutDrops, wantOut)
+	}
+}
+
 func TestProgFixtures(t *testing.T) {
 	list := []netip.Addr{sidEg, sidNx, sidPx, sidIn} // path: In, Px, Nx, Eg
 	// After End at the proxy: SL 2 -> 1, DA = sidNx, hop limit 60 -> 59.
@@ -378,32 +410,7 @@ func TestProgFixtures(t *testing.T) {
 			n := newTestNode(t)
 			n.seed(t, tc.confs)
 			for _, s := range tc.steps {
-				iif := n.pa
-				if s.iif == "sf" {
-					iif = n.sfb
-				}
-				before := n.stats(t, 0)
-				v, out := n.run(t, iif, s.in)
-				after := n.stats(t, 0)
-				if v != s.verdict {
-					t.Errorf("%s: verdict %d, want %d (drops %v)", s.name, v, s.verdict, after.Drops)
-					continue
-				}
-				if s.out != nil {
-					if diff := cmp.Diff(s.out, out); diff != "" {
-						t.Errorf("%s: output (-want +got):\n%s", s.name, diff)
-					}
-				}
-				if s.reason != nil && after.Drops[*s.reason] != before.Drops[*s.reason]+1 {
-					t.Errorf("%s: drop counter %s did not increase: %v -> %v", s.name, *s.reason, before.Drops, after.Drops)
-				}
-				wantOut := before.OutDrops
-				if s.reason != nil && s.iif == "sf" {
-					wantOut++ // a drop on the way back counts in its direction
-				}
-				if after.OutDrops != wantOut {
-					t.Errorf("%s: out drops %d -> %d, want %d", s.name, before.OutDrops, after.OutDrops, wantOut)
-				}
+				n.runStep(t, s)
 			}
 		})
 	}
@@ -565,25 +572,7 @@ func TestProgFlowMax(t *testing.T) {
 		if s.age {
 			n.ageFlows(t, 0, 2*time.Hour)
 		}
-		iif := n.pa
-		if s.iif == "sf" {
-			iif = n.sfb
-		}
-		before := n.stats(t, 0)
-		v, out := n.run(t, iif, s.in)
-		after := n.stats(t, 0)
-		if v != s.verdict {
-			t.Errorf("%s: verdict %d, want %d (drops %v)", s.name, v, s.verdict, after.Drops)
-			continue
-		}
-		if s.out != nil {
-			if diff := cmp.Diff(s.out, out); diff != "" {
-				t.Errorf("%s: output (-want +got):\n%s", s.name, diff)
-			}
-		}
-		if s.reason != nil && after.Drops[*s.reason] != before.Drops[*s.reason]+1 {
-			t.Errorf("%s: drop counter %s did not increase", s.name, *s.reason)
-		}
+		n.runStep(t, s.step)
 	}
 	// The node-wide LRU was not used.
 	var k proxyTCProxyFlowKey
