@@ -59,7 +59,10 @@ skipcheck:
 #    checks of the go vet ./... that make test runs first);
 #  - TEST_P packages at a time (go test's default is one per core): the
 #    namespace tests spend much of their time waiting on the kernel,
-#    captures and daemons, not on the CPU.
+#    captures and daemons, not on the CPU;
+#  - make race runs alongside (its output printed after the main run's):
+#    the main run ends with one long namespace package waiting on its
+#    labs while the CPU idles.
 SLOW_PKGS := ./test/agents ./test/fw ./test/e2e ./test/apply ./test/bgp ./internal/dataplane/netfilter \
 	./pkg/srv6svc ./test/proxy ./internal/dataplane/firewall ./examples/services/ids ./test/native \
 	./internal/dump ./internal/perf ./internal/ids
@@ -68,16 +71,19 @@ TESTENV := SEGCHAIN_BIN=$(CURDIR)/$(BIN)
 
 test: deps build skipcheck
 	$(GO) vet ./...
-	$(TESTENV) $(SKIPCHECK) -- $(GO) test -json -vet=off -p $(TEST_P) $(TESTFLAGS) $(SLOW_PKGS) ./...
-	$(MAKE) race
+	@$(RACE) >bin/race.log 2>&1 & race=$$!; \
+	$(TESTENV) $(SKIPCHECK) -- $(GO) test -json -vet=off -p $(TEST_P) $(TESTFLAGS) $(SLOW_PKGS) ./...; main=$$?; \
+	wait $$race; rc=$$?; echo "--- make race"; cat bin/race.log; \
+	[ $$main = 0 ] && [ $$rc = 0 ]
 
 # The unit packages' tests once more under the race detector (test/ and
 # examples/ are integration tests). The namespace tests skip here
 # (SEGCHAIN_TEST_UNPRIVILEGED: testutil.RequireRoot); they run without
 # -race above. Timing: README.md ("Two commands").
 RACE_PKGS := ./internal/... ./pkg/... ./cmd/...
+RACE = SEGCHAIN_TEST_UNPRIVILEGED=1 $(SKIPCHECK) -short -- $(GO) test -json -vet=off -race -short $(TESTFLAGS) $(RACE_PKGS)
 race: skipcheck
-	SEGCHAIN_TEST_UNPRIVILEGED=1 $(SKIPCHECK) -short -- $(GO) test -json -vet=off -race -short $(TESTFLAGS) $(RACE_PKGS)
+	$(RACE)
 
 # Coverage-guided fuzzing of every fuzz target for FUZZTIME each (go test
 # alone runs only their seeds and committed corpora): scripts/fuzz.sh.
