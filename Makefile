@@ -56,24 +56,23 @@ skipcheck:
 #    packages first (SLOW_PKGS, longest first), so that the run does not
 #    end with one of them alone while the other slots idle;
 #  - -vet=off: go test would vet every package again (a subset of the
-#    checks of the go vet ./... that make test runs first);
+#    checks of the go vet ./... that make test runs);
 #  - TEST_P packages at a time (go test's default is one per core): the
 #    namespace tests spend much of their time waiting on the kernel,
 #    captures and daemons, not on the CPU;
-#  - make race runs alongside (its output printed after the main run's):
-#    the main run ends with one long namespace package waiting on its
-#    labs while the CPU idles.
-SLOW_PKGS := ./test/agents ./test/fw ./test/e2e ./test/apply ./test/bgp ./internal/dataplane/netfilter \
-	./pkg/srv6svc ./test/proxy ./internal/dataplane/firewall ./examples/services/ids ./test/native \
-	./internal/dump ./internal/perf ./internal/ids
+#  - go vet and make race run alongside (their output printed after the
+#    main run's): the main run's length is its longest package (test/agents,
+#    waiting on its labs for most of it), the CPU idles meanwhile.
+SLOW_PKGS := ./test/agents ./test/e2e ./test/fw ./test/apply ./test/bgp ./test/docs ./test/proxy ./test/fuzz \
+	./internal/dataplane/netfilter ./pkg/srv6svc ./internal/dataplane/firewall ./internal/perf ./test/native \
+	./internal/ids ./examples/services/ids ./test/userspace
 TEST_P ?= 3
 TESTENV := SEGCHAIN_BIN=$(CURDIR)/$(BIN)
 
 test: deps build skipcheck
-	$(GO) vet ./...
-	@$(RACE) >bin/race.log 2>&1 & race=$$!; \
+	@( $(GO) vet ./...; vet=$$?; $(RACE) && exit $$vet ) >bin/vet-race.log 2>&1 & bg=$$!; \
 	$(TESTENV) $(SKIPCHECK) -- $(GO) test -json -vet=off -p $(TEST_P) $(TESTFLAGS) $(SLOW_PKGS) ./...; main=$$?; \
-	wait $$race; rc=$$?; echo "--- make race"; cat bin/race.log; \
+	wait $$bg; rc=$$?; echo "--- go vet ./... and make race"; cat bin/vet-race.log; \
 	[ $$main = 0 ] && [ $$rc = 0 ]
 
 # The unit packages' tests once more under the race detector (test/ and
