@@ -11,7 +11,7 @@ import (
 func RunScapyIn(t testing.TB, ns, script string) []byte {
 	t.Helper()
 	RequireScapy(t)
-	cmd := exec.Command("ip", "netns", "exec", ns, "python3", "-")
+	cmd := exec.Command("ip", "netns", "exec", ns, Python(), "-")
 	cmd.Stdin = bytes.NewBufferString(ScapyPrelude + script)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/segchain/segchain/internal/nsutil"
@@ -51,9 +52,32 @@ func RequireTool(t testing.TB, name string) {
 // RequireTool).
 func RequireScapy(t testing.TB) {
 	t.Helper()
-	if err := exec.Command("python3", "-c", "import scapy.all").Run(); err != nil {
+	if Python() == "" {
 		t.Fatal("needs python3 scapy (installed by scripts/deps.sh: make deps)")
 	}
+}
+
+var python struct {
+	once sync.Once
+	path string
+}
+
+// Python is the python3 interpreter on the PATH that imports scapy, by its
+// own path (sys.executable: a pyenv shim on the PATH costs a shell and
+// pyenv's scripts per run), or "" when there is none. Asked once per test
+// binary: importing scapy takes seconds of CPU, and every RunScapy needs
+// the answer.
+func Python() string {
+	python.once.Do(func() {
+		out, err := exec.Command("python3", "-c", ScapyImport+"import sys\nprint(sys.executable)").Output()
+		if err == nil {
+			python.path = strings.TrimSpace(string(out))
+			if python.path == "" {
+				python.path = "python3"
+			}
+		}
+	})
+	return python.path
 }
 
 // UniqueName returns prefix plus a random suffix, short enough to be an

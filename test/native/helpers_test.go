@@ -94,7 +94,7 @@ func ipRouteCounters(t *testing.T, ns, sidPrefix string) (pkts, bytes, errs uint
 // of one packet.
 const scapyServer = `
 import json, sys
-from scapy.all import *
+` + testutil.ScapyImport + `
 conf.verb = 0
 print("ready", flush=True)
 for line in sys.stdin:
@@ -117,7 +117,7 @@ type scapySender struct {
 
 func startScapy(t *testing.T, ns string) *scapySender {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, "python3", "-u", "-c", scapyServer)
+	cmd := exec.Command("ip", "netns", "exec", ns, testutil.Python(), "-u", "-c", scapyServer)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

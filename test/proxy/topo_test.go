@@ -165,7 +165,7 @@ func (c *capture) fields(filter string, fields ...string) []string {
 // scapy runs a scapy snippet in a namespace.
 func scapy(t *testing.T, ns, code string) {
 	t.Helper()
-	testutil.Exec(t, ns, "python3", "-c", "from scapy.all import *\nconf.verb=0\n"+code)
+	testutil.Exec(t, ns, testutil.Python(), "-c", testutil.ScapyImport+"conf.verb=0\n"+code)
 }
 
 // bg starts a long-running process in a namespace, stopped at cleanup.

@@ -1,6 +1,7 @@
 package netfilter
 
 import (
+	"bufio"
 	"fmt"
 	"net/netip"
 	"os"
@@ -430,6 +431,7 @@ func TestBulkTCP(t *testing.T) {
 import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("10.0.2.1", 7000)); s.listen(1); s.settimeout(30)
+print("listening", flush=True)
 c, _ = s.accept(); n = 0
 while True:
     b = c.recv(1 << 16)
@@ -437,18 +439,36 @@ while True:
     n += len(b)
 print(n)
 `)
-	var out strings.Builder
-	srv.Stdout = &out
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond) // the server listens
+	// The client connects once the server listens (it says so): python's
+	// start took more than a fixed 500 ms on the loaded VM.
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "listening" {
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		t.Fatalf("server did not start listening: %q %v", lines.Text(), lines.Err())
+	}
+	var out strings.Builder
+	done := make(chan struct{})
+	go func() {
+		for lines.Scan() {
+			out.WriteString(lines.Text() + "\n")
+		}
+		close(done)
+	}()
 	x(t, tp.a, "python3", "-c", `
 import socket
 s = socket.create_connection(("10.0.2.1", 7000), timeout=20)
 for i in range(320): s.sendall(b"x" * 65536)
 s.close()
 `)
+	<-done // the pipe is read to its end before Wait closes it
 	if err := srv.Wait(); err != nil {
 		t.Fatalf("server: %v", err)
 	}
