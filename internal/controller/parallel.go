@@ -12,30 +12,11 @@ import (
 
 // Preflighter is implemented by agents that can say, changing nothing,
 // whether they can be programmed at all: reachable, serving the node the
-// domain names, speaking a compatible protocol (rpc.Client does).
+// domain names, speaking a compatible protocol (rpc.Client does). The
+// apply session (internal/session) preflights them before it takes the
+// leases, once per apply.
 type Preflighter interface {
 	Preflight(ctx context.Context) error
-}
-
-// Preflight checks every node whose agent is a Preflighter, all of them
-// (in parallel, up to Concurrency at a time), before anything changes
-// anywhere: one failure fails the whole command with every node's error.
-func (c *Controller) Preflight(ctx context.Context) error {
-	names := c.nodes()
-	errs := c.each(ctx, names, func(ctx context.Context, _ int, n string) error {
-		a, err := c.agentFor(n)
-		if err != nil {
-			return err
-		}
-		if p, ok := a.(Preflighter); ok {
-			return p.Preflight(ctx)
-		}
-		return nil
-	})
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("preflight failed, nothing changed on any node:\n%w", err)
-	}
-	return nil
 }
 
 // workers is how many nodes are worked on at once.

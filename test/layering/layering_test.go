@@ -37,6 +37,7 @@ var kernel = []string{"github.com/cilium/ebpf", "github.com/vishvananda/netlink"
 // plain-data types; the intent packages never reach the implementation.
 var layers = [][]string{
 	{"cmd/segchain"},
+	{"internal/session"},
 	{"internal/agent/reconcile"},
 	{"internal/controller", "internal/lab"},
 	{"internal/chainpath"},
