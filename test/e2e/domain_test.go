@@ -24,8 +24,8 @@ import (
 	"github.com/segchain/segchain/internal/dataplane/firewall"
 	"github.com/segchain/segchain/internal/dump"
 	"github.com/segchain/segchain/internal/nodestate"
-	"github.com/segchain/segchain/internal/srh"
 	"github.com/segchain/segchain/internal/session"
+	"github.com/segchain/segchain/internal/srh"
 	"github.com/segchain/segchain/internal/testutil"
 	"github.com/segchain/segchain/internal/testutil/labenv"
 )
