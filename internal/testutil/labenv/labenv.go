@@ -134,13 +134,16 @@ func (e *Env) upInProcess() {
 	var left leftovers
 	t.Cleanup(func() {
 		left.add(e.Name)
-		if l, err := lab.Get(e.Name); err == nil {
+		if e.Lab != nil {
 			// Nothing destroys an in-process test's domains: forget
-			// what the agents remember (lab down removes the pins).
-			for _, n := range l.NodeNames() {
-				ns, _ := l.Netns(n)
+			// what the agents remember (lab down removes the pins),
+			// also when the test took the lab down itself.
+			for _, n := range e.Lab.NodeNames() {
+				ns, _ := e.Lab.Netns(n)
 				_ = local.NewLocal(n, ns).Forget(context.Background())
 			}
+		}
+		if _, err := lab.Get(e.Name); err == nil {
 			if err := lab.Down(e.Name); err != nil {
 				t.Errorf("lab down: %v", err)
 			}
