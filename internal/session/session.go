@@ -181,35 +181,30 @@ func (s *Session) Controller() *controller.Controller { return s.ctl }
 // node's lock and lease, the remote agents preflighted once; with
 // DryRun it only computes the changes (segchain plan) and locks nothing.
 func (s *Session) Apply(ctx context.Context) (*controller.Result, error) {
-	if s.opts.DryRun {
-		if err := s.preflight(ctx); err != nil {
-			return nil, err
-		}
-		return s.ctl.Apply(ctx, true)
-	}
-	release, err := s.lock(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	return s.ctl.Apply(ctx, false)
+	return s.change(ctx, s.ctl.Apply)
 }
 
 // Destroy removes what the domain installed on its nodes
 // (controller.Destroy), locked as Apply; with DryRun it only says what.
 func (s *Session) Destroy(ctx context.Context) (*controller.Result, error) {
+	return s.change(ctx, s.ctl.Destroy)
+}
+
+// change runs an apply or a destroy: under the locks and leases, the
+// agents preflighted once, or as a dry run, preflighted and unlocked.
+func (s *Session) change(ctx context.Context, run func(context.Context, bool) (*controller.Result, error)) (*controller.Result, error) {
 	if s.opts.DryRun {
 		if err := s.preflight(ctx); err != nil {
 			return nil, err
 		}
-		return s.ctl.Destroy(ctx, true)
+		return run(ctx, true)
 	}
 	release, err := s.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return s.ctl.Destroy(ctx, false)
+	return run(ctx, false)
 }
 
 // Watch applies now and again whenever an interface of a node comes up
