@@ -31,25 +31,16 @@ type env struct{ *labenv.Env }
 
 // newEnv brings up the default domain's lab under a unique name
 // (h18-...), with agents or without.
-func newEnv(t *testing.T, agents bool) *env {
-	t.Helper()
-	return newEnvFile(t, agents, "h18-", domainFile)
-}
+func newEnv(t *testing.T, agents bool) *env { return newEnvFile(t, agents, "h18-", domainFile) }
 
 // newEnvPrefix is newEnv with the lab's name starting with prefix.
 func newEnvPrefix(t *testing.T, agents bool, prefix string) *env {
-	t.Helper()
 	return newEnvFile(t, agents, prefix, domainFile)
 }
 
 // newEnvFile is newEnvPrefix with the lab brought up from file.
 func newEnvFile(t *testing.T, agents bool, prefix, file string) *env {
-	t.Helper()
-	if segchainBin == "" {
-		labenv.Gate(t)
-		t.Skip("segchain binary not built")
-	}
-	return &env{labenv.New(t, labenv.Options{File: file, Prefix: prefix, Binary: segchainBin, Agents: agents})}
+	return &env{labenv.New(t, labenv.Options{File: file, Prefix: prefix, CLI: true, Binary: segchainBin, Agents: agents})}
 }
 
 // status is `segchain status -o json` as generic JSON.

@@ -33,19 +33,11 @@ const domainFile = "../../examples/default.yaml"
 type env struct{ *labenv.Env }
 
 // newEnv brings up a uniquely named lab (h12a-<hex>).
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	return newEnvFile(t, domainFile, "h12a-")
-}
+func newEnv(t *testing.T) *env { return newEnvFile(t, domainFile, "h12a-") }
 
 // newEnvFile is newEnv for the domain in file, the lab named prefix<hex>.
 func newEnvFile(t *testing.T, file, prefix string) *env {
-	t.Helper()
-	if segchainBin == "" {
-		labenv.Gate(t)
-		t.Skip("segchain binary not built")
-	}
-	return &env{labenv.New(t, labenv.Options{File: file, Prefix: prefix, Binary: segchainBin, Tools: []string{"python3"}})}
+	return &env{labenv.New(t, labenv.Options{File: file, Prefix: prefix, CLI: true, Binary: segchainBin, Tools: []string{"python3"}})}
 }
 
 // domain runs a domain verb (apply, plan, status, destroy) on the lab.

@@ -30,26 +30,15 @@ const domainFile = "../../examples/redundant.yaml"
 type env struct{ *labenv.Env }
 
 // newEnv brings up file's lab under a unique name (h19-...).
-func newEnv(t *testing.T, file string) *env {
-	t.Helper()
-	return newEnvPrefix(t, file, true, "h19-")
-}
+func newEnv(t *testing.T, file string) *env { return newEnvPrefix(t, file, true, "h19-") }
 
 // newEnvArgs is newEnv; bgp says the file is a bgp domain (FRR expected
 // when it has routers), otherwise the lab gets --agents explicitly.
-func newEnvArgs(t *testing.T, file string, bgp bool) *env {
-	t.Helper()
-	return newEnvPrefix(t, file, bgp, "h19-")
-}
+func newEnvArgs(t *testing.T, file string, bgp bool) *env { return newEnvPrefix(t, file, bgp, "h19-") }
 
 // newEnvPrefix is newEnvArgs with the lab named prefix + a random suffix.
 func newEnvPrefix(t *testing.T, file string, bgp bool, prefix string) *env {
-	t.Helper()
-	if segchainBin == "" {
-		labenv.Gate(t)
-		t.Skip("segchain binary not built")
-	}
-	return &env{labenv.New(t, labenv.Options{File: file, Prefix: prefix, Binary: segchainBin, BGP: bgp, Agents: true})}
+	return &env{labenv.New(t, labenv.Options{File: file, Prefix: prefix, CLI: true, Binary: segchainBin, BGP: bgp, Agents: true})}
 }
 
 // hop is one next hop of a route as `ip -j route` prints it.

@@ -79,11 +79,7 @@ func edited(t *testing.T, file string, edit func(string) string) string {
 // leftovers).
 func labUp(t *testing.T, file string) *lab {
 	t.Helper()
-	if segchainBin == "" {
-		labenv.Gate(t)
-		t.Skip("segchain binary not built")
-	}
-	e := labenv.New(t, labenv.Options{File: file, Prefix: "fz", Binary: segchainBin})
+	e := labenv.New(t, labenv.Options{File: file, Prefix: "fz", CLI: true, Binary: segchainBin})
 	name := e.Name
 	e.Must("apply", "--lab", name)
 	raw, err := os.ReadFile("/run/segchain/labs/" + name + ".json")

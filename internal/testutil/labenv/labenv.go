@@ -33,9 +33,11 @@ type Options struct {
 	File string
 	// Prefix starts the lab's name (a random suffix follows).
 	Prefix string
-	// Binary is the segchain binary (testutil.MainWithBinary's): the lab
-	// is brought up and taken down with it. "" brings it up in-process
-	// (lab.Up, no agents, no FRR) and takes it down likewise.
+	// CLI: the lab is brought up and taken down with the segchain binary
+	// Binary (testutil.MainWithBinary's; the test skips when there is
+	// none). Otherwise it is brought up in-process (lab.Up: no agents,
+	// no FRR) and taken down likewise.
+	CLI    bool
 	Binary string
 	// Agents: an agent process per node (lab up --agents).
 	Agents bool
@@ -71,6 +73,9 @@ func Gate(t testing.TB) {
 func New(t *testing.T, o Options) *Env {
 	t.Helper()
 	Gate(t)
+	if o.CLI && o.Binary == "" {
+		t.Skip("segchain binary not built")
+	}
 	for _, tool := range o.Tools {
 		testutil.RequireTool(t, tool)
 	}
@@ -84,10 +89,10 @@ func New(t *testing.T, o Options) *Env {
 		t.Fatal(err)
 	}
 	e := &Env{T: t, Name: testutil.UniqueName(o.Prefix), Domain: d, opts: o}
-	if o.Binary == "" {
-		e.upInProcess()
-	} else {
+	if o.CLI {
 		e.upWithBinary()
+	} else {
+		e.upInProcess()
 	}
 	return e
 }
