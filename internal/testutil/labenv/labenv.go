@@ -10,8 +10,10 @@ package labenv
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -241,27 +243,37 @@ func (lo *leftovers) add(name string) {
 	}
 }
 
-// check fails t for every leftover, and kills the processes.
+// check fails t for every leftover.
 func (lo *leftovers) check(t *testing.T) {
+	for _, p := range lo.left() {
+		t.Error(p)
+	}
+}
+
+// left lists what outlived the lab, killing the processes.
+func (lo *leftovers) left() []string {
+	var out []string
 	for p, what := range lo.pids {
 		if testutil.Alive(p) && lo.ours(p) {
-			t.Errorf("pid %d (%s) outlived lab down", p, what)
+			out = append(out, fmt.Sprintf("pid %d (%s) outlived lab down", p, what))
 			syscall.Kill(p, syscall.SIGKILL)
 		}
 	}
 	for ns := range lo.netns {
 		if nsutil.Exists(ns) {
-			t.Errorf("namespace %s outlived lab down", ns)
+			out = append(out, fmt.Sprintf("namespace %s outlived lab down", ns))
 		}
 	}
 	for dir := range lo.pinDirs {
 		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err == nil && !d.IsDir() {
-				t.Errorf("bpffs pin %s outlived lab down", path)
+				out = append(out, fmt.Sprintf("bpffs pin %s outlived lab down", path))
 			}
 			return nil
 		})
 	}
+	sort.Strings(out)
+	return out
 }
 
 // ours: pid runs a command of this lab (its name is in every agent's,
