@@ -50,13 +50,19 @@ func (s *Session) lock(ctx context.Context) (release func(), err error) {
 		return nil, err
 	}
 	return func() {
-		for _, c := range leased {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			c.ReleaseLease(ctx)
-			cancel()
-		}
+		releaseLeases(leased)
 		set.Release()
 	}, nil
+}
+
+// releaseLeases gives the leases back, with a context of its own: an
+// interrupt that ended the command's must not keep them held.
+func releaseLeases(cs []*rpc.Client) {
+	for _, c := range cs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c.ReleaseLease(ctx)
+		cancel()
+	}
 }
 
 // preflight checks every agent that can say, changing nothing, whether
@@ -119,9 +125,7 @@ func leaseAll(ctx context.Context, ew io.Writer, remote map[string]*rpc.Client) 
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		for _, c := range got {
-			c.ReleaseLease(ctx)
-		}
+		releaseLeases(got)
 		return nil, err
 	}
 	return got, nil
