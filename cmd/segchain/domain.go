@@ -11,18 +11,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/segchain/segchain/examples"
-	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/agent/local"
-	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/chainpath"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
-	"github.com/segchain/segchain/internal/frr"
-	"github.com/segchain/segchain/internal/journal"
-	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
+	"github.com/segchain/segchain/internal/session"
 )
 
 // domainFlags are shared by the verbs that act on a whole domain.
@@ -33,35 +27,12 @@ type domainFlags struct {
 	noWait bool
 	// nodeTimeout bounds each node's part of each apply phase.
 	nodeTimeout time.Duration
-	// netns maps each in-process node to its namespace, remote each node
-	// programmed through its agent (both set by controller).
-	netns  map[string]string
-	remote map[string]*client.Client
-	// lab and domain are the lab (--lab) and the domain controller loaded.
-	lab    *lab.Lab
-	domain *config.Domain
 }
 
 // registerLock adds --no-wait to a verb that changes nodes.
 func (f *domainFlags) registerLock(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.noWait, "no-wait", false, noWaitUsage)
 	cmd.Flags().DurationVar(&f.nodeTimeout, "node-timeout", 0, "bound each node's changes in each apply phase (0: none); a node that exceeds it fails the apply, which is rolled back everywhere")
-}
-
-// lock takes every in-process node's lock (see lock.go) and every remote
-// node's lease (remote.go), having preflighted every remote node first
-// (preflightAll); Release them when done.
-func (f *domainFlags) lock(cmd *cobra.Command) (*domainLocks, error) {
-	set, err := lockNodes(cmd.Context(), cmd.ErrOrStderr(), f.netns, f.noWait)
-	if err != nil {
-		return nil, err
-	}
-	remote, err := leaseAll(cmd.Context(), cmd.ErrOrStderr(), f.remote)
-	if err != nil {
-		set.Release()
-		return nil, err
-	}
-	return &domainLocks{set: set, remote: remote}, nil
 }
 
 func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
@@ -74,111 +45,24 @@ func (f *domainFlags) register(cmd *cobra.Command, withOutput bool) {
 }
 
 // loadDomain reads the domain file, or the built-in default.
-func loadDomain(path string) (*config.Domain, error) {
-	if path == "" {
-		return config.Parse(examples.Default, ".")
-	}
-	d, err := config.Load(path)
-	return d, config.InFile(path, err)
-}
+func loadDomain(path string) (*config.Domain, error) { return session.LoadDomain(path) }
 
 // defaultDomain is the lab's built-in domain.
 func defaultDomain() (*config.Domain, error) { return loadDomain("") }
 
-// controllerFor builds the plan and one agent per node, mapping each node
-// to its namespace through the lab (or the node's netns field).
-// A lab remembers the file it was brought up from (lab.Lab.File): without
-// -f that file is the domain; with a different -f, note says so.
-func (f *domainFlags) controller(note io.Writer) (*controller.Controller, error) {
-	var l *lab.Lab
-	var err error
+// session opens the apply session of the flags (internal/session: the
+// plan, the agents, journals, locks, leases and the lab's FRR hook); what
+// it tells the user goes to cmd's stderr.
+func (f *domainFlags) session(cmd *cobra.Command, dryRun bool) (*session.Session, error) {
+	o := session.Options{File: f.file, NoWait: f.noWait, DryRun: dryRun, NodeTimeout: f.nodeTimeout, Log: cmd.ErrOrStderr()}
 	if f.labNm != "" {
-		if l, err = getLab(f.labNm); err != nil {
-			return nil, err
-		}
-	}
-	d, err := loadDomain(labDomainFile(l, f.file, note))
-	if err != nil {
-		return nil, err
-	}
-	f.lab, f.domain = l, d
-	p, err := plan.Build(d)
-	if err != nil {
-		return nil, err
-	}
-	agents := map[string]agent.Agent{}
-	f.netns = map[string]string{}
-	if f.remote, err = remoteAgents(d, l); err != nil {
-		return nil, err
-	}
-	var missing []string
-	for name := range p.Nodes {
-		if c := f.remote[name]; c != nil {
-			agents[name] = c
-			continue
-		}
-		ns := d.Nodes[name].Netns
-		if l != nil {
-			if ns, err = l.Netns(name); err != nil {
-				return nil, err
-			}
-		}
-		if ns == "" {
-			missing = append(missing, name)
-			continue
-		}
-		agents[name] = local.NewLocal(name, ns)
-		f.netns[name] = ns
-	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		return nil, fmt.Errorf("no namespace for node(s) %s: use --lab NAME or set nodes.<name>.netns in the domain file",
-			strings.Join(missing, ", "))
-	}
-	// The undo journal is kept per node id (the netns identity, as for
-	// the locks); a node whose namespace cannot be read has none.
-	ids := map[string]string{}
-	for name, ns := range f.netns {
-		if key, err := nodeKey(ns); err == nil {
-			ids[name] = key
-		}
-	}
-	c := &controller.Controller{Plan: p, Agents: agents, Journal: journal.New("", ids), NodeTimeout: f.nodeTimeout}
-	if len(f.remote) > 0 {
-		// A remote node's journal is kept on its agent.
-		who := holderName()
-		c.Journal = &client.Journal{Local: c.Journal, Remote: f.remote, Who: who}
-		for _, rc := range f.remote {
-			rc.JournalOnExecute(who)
-		}
-	}
-	if len(f.remote) == len(agents) {
-		// Agents work in parallel; in-process nodes share this process
-		// and go one at a time.
-		c.Concurrency = remoteConcurrency
-	}
-	if l != nil {
-		c.Outside = routersInStep(l, d)
-	}
-	return c, nil
-}
-
-// routersInStep keeps a lab's routers running FRR as domain d's routing
-// wants, around every apply (lab.SyncRouting): started or changed before
-// it, stopped after it, put back if it fails.
-func routersInStep(l *lab.Lab, d *config.Domain) func() (func(error) error, error) {
-	return func() (func(error) error, error) {
-		rc, err := l.SyncRouting(d)
+		l, err := getLab(f.labNm)
 		if err != nil {
 			return nil, err
 		}
-		return func(applyErr error) error {
-			if applyErr != nil {
-				return rc.Undo()
-			}
-			return rc.Commit()
-		}, nil
+		o.Lab = l
 	}
+	return session.Open(o)
 }
 
 // printRecovered tells what was found of commands killed half-way.
@@ -300,11 +184,12 @@ terraform's): 0 no changes, 1 error, 2 changes pending.`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller(cmd.ErrOrStderr())
+			s, err := f.session(cmd, true)
 			if err != nil {
 				return err
 			}
-			res, err := c.Apply(cmd.Context(), true)
+			defer s.Close()
+			res, err := s.Apply(cmd.Context())
 			if res == nil {
 				return err
 			}
@@ -317,7 +202,7 @@ terraform's): 0 no changes, 1 error, 2 changes pending.`,
 					Diffs     []controller.Diff     `json:"diffs"`
 					Summary   controller.Summary    `json:"summary"`
 					Recovered []controller.Recovery `json:"recovered,omitempty"`
-				}{c.Plan, res.Diffs, sum, res.Recovered}); werr != nil {
+				}{s.Plan, res.Diffs, sum, res.Recovered}); werr != nil {
 					return werr
 				}
 				if err != nil {
@@ -328,7 +213,7 @@ terraform's): 0 no changes, 1 error, 2 changes pending.`,
 			if err != nil {
 				return err
 			}
-			printWarnings(cmd.OutOrStdout(), c.Plan.Warnings)
+			printWarnings(cmd.OutOrStdout(), s.Plan.Warnings)
 			printRecovered(cmd.OutOrStdout(), res.Recovered)
 			printDiffs(cmd.OutOrStdout(), res.Diffs)
 			if res.Changes() == 0 {
@@ -399,23 +284,17 @@ undoes it first. See docs/apply.md.`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller(cmd.ErrOrStderr())
+			s, err := f.session(cmd, false)
 			if err != nil {
 				return err
 			}
+			defer s.Close()
 			// ^C (SIGINT) or SIGTERM: no new change, undo this apply's
 			// (interrupt.go).
 			ctx, intr, stop := onInterrupt(cmd.Context(), cmd.ErrOrStderr(),
 				"apply stops starting changes and undoes those it made")
 			defer stop()
-			cmd.SetContext(ctx)
-			locks, err := f.lock(cmd)
-			if err != nil {
-				return intr.verdict("apply", nil, err)
-			}
-			defer locks.Release()
-			c.Preflighted = true // by f.lock, before the leases
-			res, err := c.Apply(ctx, false)
+			res, err := s.Apply(ctx)
 			err = intr.verdict("apply", res, err)
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
@@ -466,23 +345,15 @@ the journals for the next command).`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller(cmd.ErrOrStderr())
+			s, err := f.session(cmd, dry)
 			if err != nil {
 				return err
 			}
+			defer s.Close()
 			ctx, intr, stop := onInterrupt(cmd.Context(), cmd.ErrOrStderr(),
 				"destroy stops starting changes and undoes those it made")
 			defer stop()
-			cmd.SetContext(ctx)
-			if !dry {
-				locks, err := f.lock(cmd)
-				if err != nil {
-					return intr.verdict("destroy", nil, err)
-				}
-				defer locks.Release()
-				c.Preflighted = true // by f.lock, before the leases
-			}
-			res, err := c.Destroy(ctx, dry)
+			res, err := s.Destroy(ctx)
 			err = intr.verdict("destroy", res, err)
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), struct {
@@ -576,15 +447,15 @@ docs/apply.md.`,
 			if w.on && check {
 				return errors.New("--check and --watch: choose one")
 			}
-			c, err := f.controller(cmd.ErrOrStderr())
+			s, err := f.session(cmd, true)
 			if err != nil {
 				return err
 			}
+			defer s.Close()
 			if w.on {
-				return w.run(cmd, c, f.output)
+				return w.run(cmd, s.Controller(), f.output)
 			}
-			st := c.Status(cmd.Context())
-			labRouters(st, f.labNm, c.Plan)
+			st := s.Status(cmd.Context())
 			if f.output == "json" {
 				if err := writeJSON(cmd.OutOrStdout(), st); err != nil {
 					return err
@@ -704,32 +575,6 @@ func printBoundary(w io.Writer, nodes []controller.NodeStatus) {
 		fmt.Fprintln(tw, r)
 	}
 	tw.Flush()
-}
-
-// labRouters adds the sessions of a lab's FRR routers (routing: bgp) to
-// status: their agents have no speaker, FRR answers through vtysh.
-func labRouters(st *controller.Status, labName string, p *plan.Plan) {
-	if labName == "" || len(p.FRR) == 0 {
-		return
-	}
-	l, err := lab.Get(labName)
-	if err != nil {
-		return
-	}
-	for i := range st.Nodes {
-		n := &st.Nodes[i]
-		dir, ok := l.FRRDir(n.Node)
-		if !ok {
-			continue
-		}
-		ns, err := l.Netns(n.Node)
-		if err == nil {
-			n.BGP, err = frr.Sessions(ns, dir, p.FRR[n.Node])
-		}
-		if err != nil && n.Error == "" {
-			n.Error = "FRR: " + err.Error()
-		}
-	}
 }
 
 // printBGP lists every node's BGP sessions (routing: bgp); nothing when no

@@ -48,11 +48,13 @@ page). See docs/oam.md.`,
 			if f.labNm == "" {
 				return errors.New("graph draws a lab: name it with --lab NAME")
 			}
-			c, err := f.controller(cmd.ErrOrStderr())
+			s, err := f.session(cmd, true)
 			if err != nil {
 				return err
 			}
-			d := oam.Domain{Config: f.domain, Plan: c.Plan, Netns: f.lab.Nodes}
+			defer s.Close()
+			c := s.Controller()
+			d := oam.Domain{Config: s.Domain, Plan: s.Plan, Netns: s.Lab.Nodes}
 			var counters map[string][]agent.SIDCounters
 			if !noCounters {
 				counters = map[string][]agent.SIDCounters{}

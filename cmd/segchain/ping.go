@@ -37,11 +37,12 @@ func (f *icmpFlags) setup(cmd *cobra.Command, words []string) (oam.Domain, strin
 	if f.dom.labNm == "" || f.from == "" {
 		return d, "", nil, errors.New("name the lab and the node to send from: --lab NAME --from NODE")
 	}
-	c, err := f.dom.controller(cmd.ErrOrStderr())
+	s, err := f.dom.session(cmd, true)
 	if err != nil {
 		return d, "", nil, err
 	}
-	d = oam.Domain{Config: f.dom.domain, Plan: c.Plan, Netns: f.dom.lab.Nodes}
+	defer s.Close()
+	d = oam.Domain{Config: s.Domain, Plan: s.Plan, Netns: s.Lab.Nodes}
 	ns, ok := d.Netns[f.from]
 	if !ok {
 		return d, "", nil, fmt.Errorf("--from %s: no such node in lab %s", f.from, f.dom.labNm)

@@ -68,11 +68,13 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 			if f.labNm == "" {
 				return errors.New("trace is lab-only for now: name the lab with --lab NAME (on agents, -f FILE --node N, it is not built yet: the hops' timestamps need one clock)")
 			}
-			c, err := f.controller(cmd.ErrOrStderr())
+			s, err := f.session(cmd, true)
 			if err != nil {
 				return err
 			}
-			d := oam.Domain{Config: f.domain, Plan: c.Plan, Netns: f.lab.Nodes,
+			defer s.Close()
+			c := s.Controller()
+			d := oam.Domain{Config: s.Domain, Plan: s.Plan, Netns: s.Lab.Nodes,
 				Counters: func(ctx context.Context) (map[string][]agent.SIDCounters, error) {
 					// Every node at once: the trace's time is mostly this.
 					var mu sync.Mutex

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -40,27 +39,21 @@ With --lab, each apply keeps the lab's routers' FRR in step with the domain
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
-			c, err := f.controller(cmd.ErrOrStderr())
+			// Each apply takes the nodes' locks, leases and preflight
+			// like apply's (the session's).
+			s, err := f.session(cmd, false)
 			if err != nil {
 				return err
 			}
-			// Each re-apply takes the nodes' locks like apply does.
-			c.Lock = func(context.Context) (func(), error) {
-				locks, err := f.lock(cmd)
-				if err != nil {
-					return nil, err
-				}
-				return locks.Release, nil
-			}
+			defer s.Close()
 			// SIGINT/SIGTERM end watch (interrupt.go): an apply running
 			// then is rolled back like apply's.
 			ctx, intr, stop := onInterrupt(cmd.Context(), cmd.ErrOrStderr(),
 				"watch stops (an apply running now starts no new change and undoes those it made)")
 			defer stop()
-			cmd.SetContext(ctx)
 			w := cmd.OutOrStdout()
 			var cut *controller.Result // the apply the interrupt cut short
-			err = c.Watch(ctx, func(trigger []string, res *controller.Result, err error) {
+			err = s.Watch(ctx, func(trigger []string, res *controller.Result, err error) {
 				if res != nil && res.Interrupted {
 					cut = res
 				}

@@ -22,7 +22,10 @@ type Controller struct {
 	Journal Journal
 	// Lock, if set, is taken around each apply of a long-running command
 	// (Watch), so that it is serialized with other segchain commands on
-	// the same nodes; it returns the release function.
+	// the same nodes; it returns the release function. The apply session
+	// (internal/session) sets it: its locks, leases and the preflight of
+	// remote agents (Apply and Destroy take neither: the session does,
+	// once per apply).
 	Lock func(ctx context.Context) (release func(), err error)
 	// Outside, if set, brings what the domain needs outside its SR nodes
 	// (a lab's routers' FRR: lab.SyncRouting) to the plan before every
@@ -39,18 +42,6 @@ type Controller struct {
 	// BGPSettle bounds the wait, between the adds and the deletes, for
 	// the BGP sessions an apply starts (bgp.go); 0: DefaultBGPSettle.
 	BGPSettle time.Duration
-	// Preflighted says the caller has just preflighted every node
-	// (segchain apply and destroy do, before they take the leases):
-	// Apply and Destroy then do not again.
-	Preflighted bool
-}
-
-// preflight is Preflight unless the caller did it (Preflighted).
-func (c *Controller) preflight(ctx context.Context) error {
-	if c.Preflighted {
-		return nil
-	}
-	return c.Preflight(ctx)
 }
 
 // Result is what an apply or destroy did (or, for a dry run, would do).
@@ -146,9 +137,6 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 // domain is left as it was. Once every node is as planned, the agents that
 // keep intents (agent.Caps.Intents) are handed their node's desired state.
 func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
-	if err := c.preflight(ctx); err != nil {
-		return nil, err
-	}
 	rec, err := c.Recover(ctx, dryRun)
 	if err != nil {
 		return &Result{Recovered: rec}, err
@@ -184,9 +172,6 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 
 // Destroy removes everything segchain installed on the plan's nodes.
 func (c *Controller) Destroy(ctx context.Context, dryRun bool) (*Result, error) {
-	if err := c.preflight(ctx); err != nil {
-		return nil, err
-	}
 	rec, err := c.Recover(ctx, dryRun)
 	res := &Result{Recovered: rec}
 	if err != nil {

@@ -10,28 +10,6 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 )
 
-// Preflight checks every node whose agent can preflight
-// (agent.Caps.Preflight: a remote one), all of them
-// (in parallel, up to Concurrency at a time), before anything changes
-// anywhere: one failure fails the whole command with every node's error.
-func (c *Controller) Preflight(ctx context.Context) error {
-	names := c.nodes()
-	errs := c.each(ctx, names, func(ctx context.Context, _ int, n string) error {
-		a, err := c.agentFor(n)
-		if err != nil {
-			return err
-		}
-		if p := a.Caps().Preflight; p != nil {
-			return p.Preflight(ctx)
-		}
-		return nil
-	})
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("preflight failed, nothing changed on any node:\n%w", err)
-	}
-	return nil
-}
-
 // workers is how many nodes are worked on at once.
 func (c *Controller) workers() int {
 	if c.Concurrency < 1 {

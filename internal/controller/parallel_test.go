@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -20,17 +19,16 @@ import (
 )
 
 // lockedAgent serializes a fake's Execute with the others' (their shared
-// log), and can refuse preflight.
+// log).
 type lockedAgent struct {
 	*agenttest.Agent
-	mu        *sync.Mutex
-	preflight error
-	delay     time.Duration
-	batch     bool
+	mu    *sync.Mutex
+	delay time.Duration
+	batch bool
 }
 
 func (l *lockedAgent) Caps() agent.Caps {
-	return agent.Caps{Preflight: l, JournalsEachOp: l.batch}
+	return agent.Caps{JournalsEachOp: l.batch}
 }
 
 func (l *lockedAgent) Execute(ctx context.Context, ops []agent.Op) (int, error) {
@@ -45,8 +43,6 @@ func (l *lockedAgent) Observe(ctx context.Context, want *nodestate.Node) (*nodes
 	defer l.mu.Unlock()
 	return l.Agent.Observe(ctx, want)
 }
-
-func (l *lockedAgent) Preflight(context.Context) error { return l.preflight }
 
 // fanPlan: a headend whose policy visits an End SID on each of n nodes.
 func fanPlan(n int) *plan.Plan {
@@ -139,24 +135,5 @@ func testParallelRollback(t *testing.T, batch bool) {
 		if diff := cmp.Diff(before[n], l.State, cmpopts.EquateComparable(netip.Prefix{}, netip.Addr{})); diff != "" {
 			t.Errorf("node %s not rolled back (-before +after):\n%s", n, diff)
 		}
-	}
-}
-
-func TestPreflightFailureChangesNothing(t *testing.T) {
-	ctx := context.Background()
-	c, ls, all := newParallelCtl(fanPlan(3), 2)
-	ls["e2"].preflight = errors.New("node e2: agent 192.0.2.2:7070: version: connection refused (unreachable)")
-	ls["e3"].preflight = errors.New("node e3: agent speaks protocol 9")
-	_, err := c.Apply(ctx, false)
-	if err == nil {
-		t.Fatal("apply succeeded with unreachable agents")
-	}
-	for _, want := range []string{"preflight failed, nothing changed on any node", "node e2: agent 192.0.2.2:7070", "protocol 9"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
-		}
-	}
-	if len(*all) != 0 {
-		t.Fatalf("ops ran despite a failed preflight:\n%s", strings.Join(*all, "\n"))
 	}
 }

@@ -17,7 +17,7 @@ import (
 // management network still work.
 func TestPrivilegedAgentRefusesUnlistedController(t *testing.T) {
 	e := newEnvFile(t, true, "h2a-", "../../examples/hmac.yaml")
-	f, err := pki.Issue(e.l.AgentPKI, pki.RoleController, "intruder", pki.IssueOptions{})
+	f, err := pki.Issue(e.Lab.AgentPKI, pki.RoleController, "intruder", pki.IssueOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestPrivilegedAgentRefusesUnlistedController(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.Dial("nfv1", e.l.Agents["nfv1"].Addr, tc)
+	c, err := client.Dial("nfv1", e.Lab.Agents["nfv1"].Addr, tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestPrivilegedAgentRefusesUnlistedController(t *testing.T) {
 	}) {
 		t.Errorf("nfv1's agent did not log the refused controller")
 	}
-	if err := controller(t, e.l, "nfv1").Preflight(ctx); err != nil {
+	if err := controller(t, e.Lab, "nfv1").Preflight(ctx); err != nil {
 		t.Errorf("the lab's controller: %v", err)
 	}
 	if !strings.Contains(e.scrape("nfv1"), "segchain_agent_build_info") {

@@ -23,8 +23,8 @@ import (
 // native (web: ping), the SR-aware firewall (filtered: UDP 6000, and 6666
 // which it drops) and the SR proxy (firewalled: TCP 8080 through sf1).
 func (e *env) traffic() {
-	e.t.Helper()
-	exec.Command("ip", "netns", "exec", e.ns("s"), "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "fc00:4d::d").Run()
+	e.T.Helper()
+	exec.Command("ip", "netns", "exec", e.NS("s"), "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", "fc00:4d::d").Run()
 	py := `import socket,sys
 for p in (6000, 6666):
     s=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
@@ -33,8 +33,8 @@ t=socket.socket(socket.AF_INET6, socket.SOCK_STREAM); t.settimeout(2)
 try: t.connect(("fc00:4d::d", 8080))
 except Exception: pass
 `
-	if out, err := exec.Command("ip", "netns", "exec", e.ns("s"), "python3", "-c", py).CombinedOutput(); err != nil {
-		e.t.Fatalf("traffic: %v\n%s", err, out)
+	if out, err := exec.Command("ip", "netns", "exec", e.NS("s"), "python3", "-c", py).CombinedOutput(); err != nil {
+		e.T.Fatalf("traffic: %v\n%s", err, out)
 	}
 	time.Sleep(500 * time.Millisecond) // the last packets reach their SIDs
 }
@@ -48,17 +48,17 @@ func TestPrivilegedAgentsMatchInProcess(t *testing.T) {
 	kernel := map[bool]string{}
 	for _, agents := range []bool{false, true} {
 		e := newEnv(t, agents)
-		out := e.must("apply", "--lab", e.lab)
+		out := e.Must("apply", "--lab", e.Name)
 		if !strings.Contains(out, "applied") {
 			t.Fatalf("apply: %s", out)
 		}
-		if out := e.must("apply", "--lab", e.lab); !strings.Contains(out, "no changes") {
+		if out := e.Must("apply", "--lab", e.Name); !strings.Contains(out, "no changes") {
 			t.Fatalf("second apply (agents %v) changed something:\n%s", agents, out)
 		}
 		e.traffic()
 		results[agents] = e.status()
-		kernel[agents] = strings.ReplaceAll(e.owned(), e.lab, "LAB")
-		e.must("destroy", "--lab", e.lab)
+		kernel[agents] = strings.ReplaceAll(e.owned(), e.Name, "LAB")
+		e.Must("destroy", "--lab", e.Name)
 		if left := e.owned(); left != "" {
 			t.Errorf("agents %v: destroy left:\n%s", agents, left)
 		}
@@ -124,20 +124,20 @@ func progIDs(t *testing.T, ns string) []string {
 // and the restarted agent serves its node as before (no changes pending).
 func TestPrivilegedAgentRestartUnderStream(t *testing.T) {
 	e := newEnv(t, true)
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	before := map[string][]string{}
 	for _, n := range []string{"nfv1", "nfv2"} {
-		before[n] = progIDs(t, e.ns(n))
+		before[n] = progIDs(t, e.NS(n))
 		if len(before[n]) == 0 {
 			t.Fatalf("node %s: no eBPF program attached", n)
 		}
 	}
 	r := e.stream(6000, 4000, 800, func() {
 		for _, n := range []string{"nfv2", "nfv1"} {
-			if err := e.l.StopAgent(n, true); err != nil {
+			if err := e.Lab.StopAgent(n, true); err != nil {
 				t.Error(err)
 			}
-			if err := e.l.StartAgent(segchainBin, n); err != nil {
+			if err := e.Lab.StartAgent(segchainBin, n); err != nil {
 				t.Error(err)
 			}
 		}
@@ -146,11 +146,11 @@ func TestPrivilegedAgentRestartUnderStream(t *testing.T) {
 		t.Errorf("stream across agent restarts: %+v, want 0 lost", r)
 	}
 	for n, ids := range before {
-		if diff := cmp.Diff(ids, progIDs(t, e.ns(n))); diff != "" {
+		if diff := cmp.Diff(ids, progIDs(t, e.NS(n))); diff != "" {
 			t.Errorf("node %s: programs changed across the agent restart (-before +after):\n%s", n, diff)
 		}
 	}
-	if out := e.must("plan", "--lab", e.lab); !strings.Contains(out, "no changes") {
+	if out := e.Must("plan", "--lab", e.Name); !strings.Contains(out, "no changes") {
 		t.Errorf("plan after the restarts:\n%s", out)
 	}
 }
@@ -175,11 +175,11 @@ func controller(t *testing.T, l *lab.Lab, node string) *client.Client {
 // changes on any node.
 func TestPrivilegedLeaseAndUnreachable(t *testing.T) {
 	e := newEnv(t, true)
-	other := controller(t, e.l, "nfv2")
+	other := controller(t, e.Lab, "nfv2")
 	if err := other.AcquireLease(context.Background(), "pid 4242 (segchain apply) on host ops1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	out, err := e.run("apply", "--lab", e.lab)
+	out, err := e.Run("apply", "--lab", e.Name)
 	if err == nil || !strings.Contains(out, "domain is being applied by pid 4242 (segchain apply) on host ops1") {
 		t.Fatalf("apply while another controller holds nfv2's lease: %v\n%s", err, out)
 	}
@@ -190,22 +190,22 @@ func TestPrivilegedLeaseAndUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := e.l.StopAgent("r2", false); err != nil {
+	if err := e.Lab.StopAgent("r2", false); err != nil {
 		t.Fatal(err)
 	}
-	out, err = e.run("apply", "--lab", e.lab)
+	out, err = e.Run("apply", "--lab", e.Name)
 	if err == nil || !strings.Contains(out, "preflight failed, nothing changed on any node") || !strings.Contains(out, "node r2") {
 		t.Fatalf("apply with r2's agent down: %v\n%s", err, out)
 	}
 	// The error says how to see the agent and bring it back.
-	if hint := "segchain lab restart-agents --lab " + e.lab + " r2"; !strings.Contains(out, hint) || !strings.Contains(out, "segchain lab ls --lab "+e.lab) {
+	if hint := "segchain lab restart-agents --lab " + e.Name + " r2"; !strings.Contains(out, hint) || !strings.Contains(out, "segchain lab ls --lab "+e.Name) {
 		t.Errorf("apply with r2's agent down does not say how to bring it back (%q):\n%s", hint, out)
 	}
 	if left := e.owned(); left != "" {
 		t.Fatalf("a failed preflight changed nodes:\n%s", left)
 	}
-	if err := e.l.StartAgent(segchainBin, "r2"); err != nil {
+	if err := e.Lab.StartAgent(segchainBin, "r2"); err != nil {
 		t.Fatal(err)
 	}
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 }

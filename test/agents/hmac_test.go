@@ -54,15 +54,15 @@ func hmacDomain(t *testing.T) (file string, secret []byte) {
 func TestPrivilegedAgentsHMAC(t *testing.T) {
 	file, secret := hmacDomain(t)
 	e := newEnvFile(t, true, "h2h-", file)
-	out := e.must("apply", "--lab", e.lab)
+	out := e.Must("apply", "--lab", e.Name)
 	if !strings.Contains(out, "applied") {
 		t.Fatalf("apply: %s", out)
 	}
-	if out := e.must("apply", "--lab", e.lab); !strings.Contains(out, "the domain is already applied") {
+	if out := e.Must("apply", "--lab", e.Name); !strings.Contains(out, "the domain is already applied") {
 		t.Fatalf("second apply changed something (a key whose secret the controller could not compare?):\n%s", out)
 	}
 	for _, n := range []string{"ingress", "nfv1", "egress"} {
-		got, err := exec.Command("ip", "-n", e.ns(n), "sr", "hmac", "show").CombinedOutput()
+		got, err := exec.Command("ip", "-n", e.NS(n), "sr", "hmac", "show").CombinedOutput()
 		if err != nil {
 			t.Fatalf("ip sr hmac in %s: %v\n%s", n, err, got)
 		}
@@ -72,7 +72,7 @@ func TestPrivilegedAgentsHMAC(t *testing.T) {
 	}
 
 	// Signed traffic: the ingress signs, nfv1 and the egress verify.
-	c := testutil.StartCapture(t, e.ns("nfv1"), "eth-ingress", "ip6 proto 43", 1)
+	c := testutil.StartCapture(t, e.NS("nfv1"), "eth-ingress", "ip6 proto 43", 1)
 	if r := e.stream(7100, 20, 50, nil); r.Unique != 20 {
 		t.Errorf("signed chain: %d of 20 datagrams delivered (%+v)", r.Unique, r)
 	}
@@ -94,7 +94,7 @@ func TestPrivilegedAgentsHMAC(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, dxBefore := dropped(), e.sidPackets("egress", dx6)
-			testutil.RunScapyIn(t, e.ns("ingress"), fmt.Sprintf(`
+			testutil.RunScapyIn(t, e.NS("ingress"), fmt.Sprintf(`
 srh = IPv6ExtHdrSegmentRouting(addresses=["%s", "%s"], segleft=1, lastentry=1%s)
 p = IPv6(src="fc00:1::1", dst="%s")/srh/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7199)
 send(p, count=3, verbose=0)
@@ -129,30 +129,30 @@ func TestPrivilegedAgentsHMACSecretNotLeaked(t *testing.T) {
 			}
 		}
 	}
-	check("apply", e.must("apply", "--lab", e.lab))
-	check("apply -o json", e.must("apply", "--lab", e.lab, "-o", "json"))
-	check("plan", e.must("plan", "--lab", e.lab))
-	check("plan -o json", e.must("plan", "--lab", e.lab, "-o", "json"))
-	check("status", e.must("status", "--lab", e.lab))
-	check("status -o json", e.must("status", "--lab", e.lab, "-o", "json"))
+	check("apply", e.Must("apply", "--lab", e.Name))
+	check("apply -o json", e.Must("apply", "--lab", e.Name, "-o", "json"))
+	check("plan", e.Must("plan", "--lab", e.Name))
+	check("plan -o json", e.Must("plan", "--lab", e.Name, "-o", "json"))
+	check("status", e.Must("status", "--lab", e.Name))
+	check("status -o json", e.Must("status", "--lab", e.Name, "-o", "json"))
 	// A rotation: the key set again with a new secret (neither shown).
 	rotated := []byte(hex.EncodeToString(secret[:16]) + "-rotated")
 	forms["rotated"] = string(rotated)
 	if err := os.WriteFile(filepath.Join(filepath.Dir(file), "secrets", "k1.key"), rotated, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := e.must("apply", "--lab", e.lab)
+	out := e.Must("apply", "--lab", e.Name)
 	if !strings.Contains(out, "~ hmac 1001") {
 		t.Errorf("the rotation is not a key change:\n%s", out)
 	}
 	check("a rotation's apply", out)
-	if !strings.Contains(out, "applied") || strings.Contains(e.must("apply", "--lab", e.lab), "~ hmac") {
+	if !strings.Contains(out, "applied") || strings.Contains(e.Must("apply", "--lab", e.Name), "~ hmac") {
 		t.Errorf("rotation not applied, or not converged")
 	}
-	if got, _ := exec.Command("ip", "-n", e.ns("nfv1"), "sr", "hmac", "show").CombinedOutput(); !bytes.Contains(got, rotated) {
+	if got, _ := exec.Command("ip", "-n", e.NS("nfv1"), "sr", "hmac", "show").CombinedOutput(); !bytes.Contains(got, rotated) {
 		t.Errorf("nfv1 does not hold the rotated secret:\n%s", got)
 	}
-	agentDir := filepath.Join("/run/segchain/labs", e.lab+".agents")
+	agentDir := filepath.Join("/run/segchain/labs", e.Name+".agents")
 	n := 0
 	err := filepath.Walk(agentDir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil || fi.IsDir() {
@@ -192,7 +192,7 @@ func TestPrivilegedAgentsHMACSecretNotLeaked(t *testing.T) {
 
 // sidOf is the address of node's first SID of behaviour beh (status -o json).
 func (e *env) sidOf(node, beh string) string {
-	e.t.Helper()
+	e.T.Helper()
 	for _, n := range e.status()["nodes"].([]any) {
 		m := n.(map[string]any)
 		if m["node"] != node {
@@ -206,13 +206,13 @@ func (e *env) sidOf(node, beh string) string {
 			}
 		}
 	}
-	e.t.Fatalf("node %s has no %s SID", node, beh)
+	e.T.Fatalf("node %s has no %s SID", node, beh)
 	return ""
 }
 
 // sidPackets is the packets counter of node's SID sid (status -o json).
 func (e *env) sidPackets(node, sid string) float64 {
-	e.t.Helper()
+	e.T.Helper()
 	for _, n := range e.status()["nodes"].([]any) {
 		m := n.(map[string]any)
 		sids, _ := m["sids"].([]any)
@@ -223,7 +223,7 @@ func (e *env) sidPackets(node, sid string) float64 {
 			}
 		}
 	}
-	e.t.Fatalf("node %s has no SID %s", node, sid)
+	e.T.Fatalf("node %s has no SID %s", node, sid)
 	return 0
 }
 
@@ -231,7 +231,7 @@ var sampleRE = regexp.MustCompile(`^([a-z_]+)\{(.*)\} (\S+)$`)
 
 // metricSum sums node's agent samples of metric whose labels contain sub.
 func (e *env) metricSum(node, metric, sub string) float64 {
-	e.t.Helper()
+	e.T.Helper()
 	sum := 0.0
 	for _, l := range strings.Split(e.scrape(node), "\n") {
 		m := sampleRE.FindStringSubmatch(l)
@@ -240,7 +240,7 @@ func (e *env) metricSum(node, metric, sub string) float64 {
 		}
 		v, err := strconv.ParseFloat(m[3], 64)
 		if err != nil {
-			e.t.Fatalf("metric %q: %v", l, err)
+			e.T.Fatalf("metric %q: %v", l, err)
 		}
 		sum += v
 	}

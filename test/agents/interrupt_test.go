@@ -24,12 +24,12 @@ func (e *env) interruptAt(verb string, delay time.Duration, twice bool) (int, st
 
 // signalAt is interruptAt with signal sig.
 func (e *env) signalAt(verb string, delay time.Duration, sig syscall.Signal, twice bool) (int, string) {
-	e.t.Helper()
-	c := exec.Command(segchainBin, verb, "--lab", e.lab)
+	e.T.Helper()
+	c := exec.Command(segchainBin, verb, "--lab", e.Name)
 	var stderr syncBuffer
 	c.Stderr = &stderr
 	if err := c.Start(); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	time.Sleep(delay)
 	_ = c.Process.Signal(sig)
@@ -44,7 +44,7 @@ func (e *env) signalAt(verb string, delay time.Duration, sig syscall.Signal, twi
 	err := c.Wait()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return c.ProcessState.ExitCode(), stderr.String()
 }
@@ -91,14 +91,14 @@ func TestPrivilegedInterruptApply(t *testing.T) {
 func testInterrupt(t *testing.T, agents bool) {
 	e := newEnvPrefix(t, agents, "h5i-")
 	clean := e.snapshot()
-	cleanPlan := e.must("plan", "--lab", e.lab)
-	e.must("apply", "--lab", e.lab)
+	cleanPlan := e.Must("plan", "--lab", e.Name)
+	e.Must("apply", "--lab", e.Name)
 	applied := e.snapshot()
 	start := time.Now()
-	e.must("destroy", "--lab", e.lab)
+	e.Must("destroy", "--lab", e.Name)
 	tookDestroy := time.Since(start)
 	start = time.Now()
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	took := time.Since(start)
 	if clean == applied {
 		t.Fatal("apply changed nothing the snapshot sees")
@@ -122,7 +122,7 @@ func testInterrupt(t *testing.T, agents bool) {
 	for _, ph := range phases {
 		midWay := 0
 		for i := range ph.runs {
-			e.must(ph.prepare, "--lab", e.lab)
+			e.Must(ph.prepare, "--lab", e.Name)
 			// Not a timing assertion: the delays spread over one apply
 			// (and a little past it) to land at different steps.
 			delay := ph.took * time.Duration(2*i+1) / time.Duration(2*ph.runs-2)
@@ -149,7 +149,7 @@ func testInterrupt(t *testing.T, agents bool) {
 				t.Errorf("%s interrupted after %v: previous state not intact (-want +got):\n%s\n%s", ph.verb, delay, d, stderr)
 			}
 			if ph.verb == "apply" {
-				if p := e.must("plan", "--lab", e.lab); p != cleanPlan {
+				if p := e.Must("plan", "--lab", e.Name); p != cleanPlan {
 					t.Errorf("apply interrupted after %v: plan differs from before:\n%s\nwant:\n%s", delay, p, cleanPlan)
 				}
 			}
@@ -162,7 +162,7 @@ func testInterrupt(t *testing.T, agents bool) {
 
 	// SIGTERM (a service manager stopping it) is handled as SIGINT, with
 	// exit status 143.
-	e.must("destroy", "--lab", e.lab)
+	e.Must("destroy", "--lab", e.Name)
 	if code, stderr := e.signalAt("apply", took/2, syscall.SIGTERM, false); code != 0 {
 		if code != 143 || !strings.Contains(stderr, "SIGTERM: apply stops") {
 			t.Errorf("apply after SIGTERM: exit status %d, want 143 and the message\n%s", code, stderr)
@@ -173,8 +173,8 @@ func testInterrupt(t *testing.T, agents bool) {
 	}
 
 	// watch: Ctrl-C between applies ends it cleanly, with a message.
-	e.must("destroy", "--lab", e.lab)
-	w := exec.Command(segchainBin, "watch", "--lab", e.lab)
+	e.Must("destroy", "--lab", e.Name)
+	w := exec.Command(segchainBin, "watch", "--lab", e.Name)
 	var wout, werr syncBuffer
 	w.Stdout, w.Stderr = &wout, &werr
 	if err := w.Start(); err != nil {
@@ -198,7 +198,7 @@ func testInterrupt(t *testing.T, agents bool) {
 	// apply recovers it.
 	left := false
 	for i := 0; i < 10 && !left; i++ {
-		e.must("destroy", "--lab", e.lab)
+		e.Must("destroy", "--lab", e.Name)
 		delay := took * time.Duration(3+i%5) / 10
 		code, stderr := e.interruptAt("apply", delay, true)
 		if code != 130 {
@@ -211,7 +211,7 @@ func testInterrupt(t *testing.T, agents bool) {
 			continue // the second came before any change
 		}
 		left = true
-		out := e.must("apply", "--lab", e.lab)
+		out := e.Must("apply", "--lab", e.Name)
 		if !strings.Contains(out, "recovery:") {
 			t.Errorf("apply after a double interrupt found no journal to recover:\n%s", out)
 		}

@@ -19,20 +19,20 @@ import (
 // snapshot is the lab's state that apply and destroy manage, per node
 // (testutil.KernelSnapshot), and the journal files each agent keeps.
 func (e *env) snapshot() string {
-	e.t.Helper()
-	return e.snapshotOf(e.l.NodeNames())
+	e.T.Helper()
+	return e.snapshotOf(e.Lab.NodeNames())
 }
 
 // snapshotOf is snapshot for some of the lab's nodes.
 func (e *env) snapshotOf(nodes []string) string {
-	e.t.Helper()
+	e.T.Helper()
 	var b strings.Builder
-	b.WriteString(testutil.KernelSnapshot(e.t, nodes, e.ns, nsKey, pinRoot(e.t)))
+	b.WriteString(testutil.KernelSnapshot(e.T, nodes, e.NS, nsKey, pinRoot(e.T)))
 	for _, n := range nodes {
 		// The agent's journal files (its journal directory itself stays).
-		js, _ := filepath.Glob(filepath.Join("/run/segchain/labs", e.lab+".agents", "state", n, "journal", "*", "*"))
+		js, _ := filepath.Glob(filepath.Join("/run/segchain/labs", e.Name+".agents", "state", n, "journal", "*", "*"))
 		for _, j := range js {
-			fmt.Fprintf(&b, "journal %s\n", strings.TrimPrefix(j, "/run/segchain/labs/"+e.lab))
+			fmt.Fprintf(&b, "journal %s\n", strings.TrimPrefix(j, "/run/segchain/labs/"+e.Name))
 		}
 	}
 	return b.String()
@@ -41,10 +41,10 @@ func (e *env) snapshotOf(nodes []string) string {
 // killAt starts segchain VERB on the lab and SIGKILLs it after delay; it
 // reports whether the kill came before the command ended.
 func (e *env) killAt(verb string, delay time.Duration) bool {
-	e.t.Helper()
-	c := exec.Command(segchainBin, verb, "--lab", e.lab)
+	e.T.Helper()
+	c := exec.Command(segchainBin, verb, "--lab", e.Name)
 	if err := c.Start(); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	time.Sleep(delay)
 	_ = c.Process.Signal(syscall.SIGKILL)
@@ -61,11 +61,11 @@ func (e *env) killAt(verb string, delay time.Duration) bool {
 func TestPrivilegedKill9ControllerAgents(t *testing.T) {
 	e := newEnv(t, true)
 	clean := e.snapshot()
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	applied := e.snapshot()
-	e.must("destroy", "--lab", e.lab)
+	e.Must("destroy", "--lab", e.Name)
 	start := time.Now()
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	took := time.Since(start)
 	if clean == applied {
 		t.Fatal("apply changed nothing the snapshot sees")
@@ -92,7 +92,7 @@ func TestPrivilegedKill9ControllerAgents(t *testing.T) {
 		const minMidRun = 1
 		killed, midRun, recovered := 0, 0, 0
 		for i := 0; i < 3*ph.runs && (i < ph.runs || midRun < minMidRun); i++ {
-			e.must(ph.prepare, "--lab", e.lab)
+			e.Must(ph.prepare, "--lab", e.Name)
 			// Not a timing assertion: delays spread over one apply to
 			// hit different steps.
 			delay := time.Duration(rng.Int64N(int64(took) + 1))
@@ -104,7 +104,7 @@ func TestPrivilegedKill9ControllerAgents(t *testing.T) {
 					midRun++
 				}
 			}
-			out := e.must(ph.verb, "--lab", e.lab)
+			out := e.Must(ph.verb, "--lab", e.Name)
 			if journal {
 				// An unfinished journal left on an agent is undone, and says so.
 				journals++

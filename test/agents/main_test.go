@@ -10,12 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 
-	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 var segchainBin string
@@ -26,88 +25,30 @@ func TestMain(m *testing.M) {
 
 const domainFile = "../../examples/default.yaml"
 
-type env struct {
-	t      *testing.T
-	lab    string
-	l      *lab.Lab
-	agents bool
-}
+// env is the default domain's lab (or another file's), its agents local
+// or remote (labenv: cleaned up and checked for leftovers at the end).
+type env struct{ *labenv.Env }
 
 // newEnv brings up the default domain's lab under a unique name
-// (h18-...), with agents or without, destroyed and taken down at the end
-// even when the test fails; it checks that no agent process outlives lab
-// down.
-func newEnv(t *testing.T, agents bool) *env {
-	t.Helper()
-	return newEnvPrefix(t, agents, "h18-")
-}
+// (h18-...), with agents or without.
+func newEnv(t *testing.T, agents bool) *env { return newEnvFile(t, agents, "h18-", domainFile) }
 
 // newEnvPrefix is newEnv with the lab's name starting with prefix.
 func newEnvPrefix(t *testing.T, agents bool, prefix string) *env {
-	t.Helper()
 	return newEnvFile(t, agents, prefix, domainFile)
 }
 
 // newEnvFile is newEnvPrefix with the lab brought up from file.
 func newEnvFile(t *testing.T, agents bool, prefix, file string) *env {
-	t.Helper()
-	testutil.RequirePrivileged(t)
-	if segchainBin == "" {
-		t.Skip("segchain binary not built")
-	}
-	e := &env{t: t, lab: testutil.UniqueName(prefix), agents: agents}
-	args := []string{"lab", "up", "-f", file, "--lab", e.lab}
-	if agents {
-		args = append(args, "--agents")
-	}
-	t.Cleanup(func() {
-		var pids []int
-		if l, err := lab.Get(e.lab); err == nil {
-			for _, a := range l.Agents {
-				pids = append(pids, a.PID)
-			}
-		}
-		_, _ = e.run("destroy", "--lab", e.lab)
-		if out, err := e.run("lab", "down", "--lab", e.lab); err != nil {
-			t.Errorf("lab down: %v\n%s", err, out)
-		}
-		for _, p := range pids {
-			if testutil.Alive(p) {
-				t.Errorf("agent pid %d outlived lab down", p)
-				syscall.Kill(p, syscall.SIGKILL)
-			}
-		}
-	})
-	e.must(args...)
-	l, err := lab.Get(e.lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.l = l
-	if agents && len(l.Agents) != len(l.Nodes) {
-		t.Fatalf("lab has %d agents for %d nodes", len(l.Agents), len(l.Nodes))
-	}
-	return e
-}
-
-func (e *env) run(args ...string) (string, error) { return testutil.Segchain(segchainBin, args...) }
-
-func (e *env) must(args ...string) string {
-	e.t.Helper()
-	return testutil.MustSegchain(e.t, segchainBin, args...)
-}
-
-func (e *env) ns(node string) string {
-	e.t.Helper()
-	return testutil.LabNetns(e.t, e.l, node)
+	return &env{labenv.New(t, labenv.Options{File: file, Prefix: prefix, CLI: true, Binary: segchainBin, Agents: agents})}
 }
 
 // status is `segchain status -o json` as generic JSON.
 func (e *env) status() map[string]any {
-	e.t.Helper()
+	e.T.Helper()
 	var st map[string]any
-	if err := json.Unmarshal([]byte(e.must("status", "--lab", e.lab, "-o", "json")), &st); err != nil {
-		e.t.Fatal(err)
+	if err := json.Unmarshal([]byte(e.Must("status", "--lab", e.Name, "-o", "json")), &st); err != nil {
+		e.T.Fatal(err)
 	}
 	return st
 }
@@ -115,15 +56,15 @@ func (e *env) status() map[string]any {
 // owned lists what segchain installed in every node, as iproute2 and
 // bpffs show it: routes and rules of protocol nodestate.Proto, seg6 HMAC keys aside.
 func (e *env) owned() string {
-	e.t.Helper()
+	e.T.Helper()
 	var b strings.Builder
-	for _, n := range e.l.NodeNames() {
+	for _, n := range e.Lab.NodeNames() {
 		p := fmt.Sprint(nodestate.Proto)
 		for _, c := range [][]string{{"-6", "route", "show", "table", "all", "proto", p}, {"-4", "route", "show", "table", "all", "proto", p},
 			{"-6", "rule", "show", "proto", p}, {"-4", "rule", "show", "proto", p}} {
-			out, err := exec.Command("ip", append([]string{"-N", "-n", e.ns(n)}, c...)...).CombinedOutput()
+			out, err := exec.Command("ip", append([]string{"-N", "-n", e.NS(n)}, c...)...).CombinedOutput()
 			if err != nil {
-				e.t.Fatalf("ip %v: %v\n%s", c, err, out)
+				e.T.Fatalf("ip %v: %v\n%s", c, err, out)
 			}
 			for _, line := range strings.Split(string(out), "\n") {
 				// `ip rule show proto N` lists every rule on some iproute2
@@ -143,6 +84,6 @@ const seqstream = "../../scripts/seqstream.py"
 // stream sends count datagrams s → d:port at rate/s, running during
 // meanwhile, and returns the receiver's counts.
 func (e *env) stream(port, count, rate int, during func()) testutil.StreamResult {
-	e.t.Helper()
-	return testutil.Stream(e.t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", port, count, rate, during)
+	e.T.Helper()
+	return testutil.Stream(e.T, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", port, count, rate, during)
 }

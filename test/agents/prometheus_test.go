@@ -25,8 +25,8 @@ func TestPrivilegedPrometheusScrapesAgent(t *testing.T) {
 	testutil.RequireTool(t, "prometheus")
 	testutil.RequireTool(t, "promtool")
 	e := newEnv(t, true)
-	e.must("apply", "--lab", e.lab)
-	target := e.l.Agents["nfv2"].Metrics
+	e.Must("apply", "--lab", e.Name)
+	target := e.Lab.Agents["nfv2"].Metrics
 
 	// promtool check metrics on one scrape.
 	resp, err := http.Get("http://" + target + "/metrics")

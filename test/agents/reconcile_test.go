@@ -25,14 +25,14 @@ import (
 // statusCheck is `segchain status --lab L --check`'s exit status (0 every
 // node as the domain, 2 drift), and its output.
 func (e *env) statusCheck() (int, string) {
-	e.t.Helper()
-	out, err := e.run("status", "--lab", e.lab, "--check")
+	e.T.Helper()
+	out, err := e.Run("status", "--lab", e.Name, "--check")
 	if err == nil {
 		return 0, out
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
-		e.t.Fatalf("status --check: %v\n%s", err, out)
+		e.T.Fatalf("status --check: %v\n%s", err, out)
 	}
 	return ee.ExitCode(), out
 }
@@ -51,17 +51,17 @@ func (r ownedRoute) args() []string {
 
 // ownedRoutes lists node's IPv6 routes of protocol nodestate.Proto (iproute2's JSON).
 func (e *env) ownedRoutes(node string) []ownedRoute {
-	e.t.Helper()
-	out, err := exec.Command("ip", "-n", e.ns(node), "-6", "-j", "route", "show", "table", "all", "proto", fmt.Sprint(nodestate.Proto)).Output()
+	e.T.Helper()
+	out, err := exec.Command("ip", "-n", e.NS(node), "-6", "-j", "route", "show", "table", "all", "proto", fmt.Sprint(nodestate.Proto)).Output()
 	if err != nil {
-		e.t.Fatalf("ip route show: %v", err)
+		e.T.Fatalf("ip route show: %v", err)
 	}
 	var rs []struct {
 		Dst   string `json:"dst"`
 		Table string `json:"table"`
 	}
 	if err := json.Unmarshal(out, &rs); err != nil {
-		e.t.Fatalf("ip -j route: %v\n%s", err, out)
+		e.T.Fatalf("ip -j route: %v\n%s", err, out)
 	}
 	var got []ownedRoute
 	for _, r := range rs {
@@ -75,16 +75,16 @@ func (e *env) ownedRoutes(node string) []ownedRoute {
 
 // delRoute deletes node's route r by hand, behind segchain's back.
 func (e *env) delRoute(node string, r ownedRoute) {
-	e.t.Helper()
-	args := append([]string{"-n", e.ns(node), "-6", "route", "del"}, r.args()...)
+	e.T.Helper()
+	args := append([]string{"-n", e.NS(node), "-6", "route", "del"}, r.args()...)
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-		e.t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		e.T.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
 
 func (e *env) hasRoute(node string, r ownedRoute) bool {
-	e.t.Helper()
-	args := append([]string{"-n", e.ns(node), "-6", "route", "show"}, r.args()...)
+	e.T.Helper()
+	args := append([]string{"-n", e.NS(node), "-6", "route", "show"}, r.args()...)
 	out, err := exec.Command("ip", args...).CombinedOutput()
 	return err == nil && strings.TrimSpace(string(out)) != ""
 }
@@ -104,10 +104,10 @@ func waitFor(limit time.Duration, cond func() bool) bool {
 // agentLog returns the records of node's agent log (JSON lines) whose
 // message is msg, or starts with it when msg ends with a colon.
 func (e *env) agentLog(node, msg string) []map[string]any {
-	e.t.Helper()
-	f, err := os.Open(e.l.Agents[node].Log)
+	e.T.Helper()
+	f, err := os.Open(e.Lab.Agents[node].Log)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	defer f.Close()
 	var out []map[string]any
@@ -126,15 +126,15 @@ func (e *env) agentLog(node, msg string) []map[string]any {
 
 // scrape reads node's agent /metrics.
 func (e *env) scrape(node string) string {
-	e.t.Helper()
-	resp, err := http.Get("http://" + e.l.Agents[node].Metrics + "/metrics")
+	e.T.Helper()
+	resp, err := http.Get("http://" + e.Lab.Agents[node].Metrics + "/metrics")
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		e.t.Fatalf("scrape %s: %s\n%s", node, resp.Status, b)
+		e.T.Fatalf("scrape %s: %s\n%s", node, resp.Status, b)
 	}
 	return string(b)
 }
@@ -142,12 +142,12 @@ func (e *env) scrape(node string) string {
 // metric reads one sample of node's agent /metrics (the full series
 // name with its labels, as exposed).
 func (e *env) metric(node, series string) float64 {
-	e.t.Helper()
+	e.T.Helper()
 	for _, l := range strings.Split(e.scrape(node), "\n") {
 		if v, ok := strings.CutPrefix(l, series+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
-				e.t.Fatalf("metric %s: %q", series, l)
+				e.T.Fatalf("metric %s: %q", series, l)
 			}
 			return f
 		}
@@ -162,13 +162,13 @@ func (e *env) metric(node, series string) float64 {
 // --reconcile leaves the drift for status --check to report.
 func TestPrivilegedAgentReconcile(t *testing.T) {
 	e := newEnvPrefix(t, true, "h18r-")
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	// nfv1's agent again, now with --reconcile: the intent was handed to
 	// the process before (kept in its state directory).
-	if err := e.l.StopAgent("nfv1", false); err != nil {
+	if err := e.Lab.StopAgent("nfv1", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.l.StartAgent(segchainBin, "nfv1", "--reconcile", "--reconcile-interval", "1s"); err != nil {
+	if err := e.Lab.StartAgent(segchainBin, "nfv1", "--reconcile", "--reconcile-interval", "1s"); err != nil {
 		t.Fatal(err)
 	}
 	if code, out := e.statusCheck(); code != 0 {
@@ -235,22 +235,22 @@ func TestPrivilegedAgentReconcile(t *testing.T) {
 	if n := len(e.agentLog("nfv2", "reconcile:")); n != 0 {
 		t.Errorf("nfv2's agent (no --reconcile) logged %d reconcile lines", n)
 	}
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	if code, out := e.statusCheck(); code != 0 {
 		t.Fatalf("status --check after apply: exit %d\n%s", code, out)
 	}
 
 	// A link that goes down takes its routes with it; when it comes up
 	// the reconcile is triggered at once (the interval is an hour).
-	if err := e.l.StopAgent("nfv1", false); err != nil {
+	if err := e.Lab.StopAgent("nfv1", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.l.StartAgent(segchainBin, "nfv1", "--reconcile", "--reconcile-interval", "1h"); err != nil {
+	if err := e.Lab.StartAgent(segchainBin, "nfv1", "--reconcile", "--reconcile-interval", "1h"); err != nil {
 		t.Fatal(err)
 	}
 	before := len(e.ownedRoutes("nfv1"))
 	ip := func(args ...string) {
-		if out, err := exec.Command("ip", append([]string{"-n", e.ns("nfv1")}, args...)...).CombinedOutput(); err != nil {
+		if out, err := exec.Command("ip", append([]string{"-n", e.NS("nfv1")}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("ip %v: %v\n%s", args, err, out)
 		}
 	}
@@ -279,7 +279,7 @@ func TestPrivilegedAgentReconcile(t *testing.T) {
 	// running, or one that failed) suspends the reconcile, durably: it
 	// must not undo that controller's work, not even after a restart.
 	ctx := context.Background()
-	ctl := controller(t, e.l, "nfv1")
+	ctl := controller(t, e.Lab, "nfv1")
 	if err := ctl.AcquireLease(ctx, "pid 4242 (segchain apply) on host ops1", time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -297,10 +297,10 @@ func TestPrivilegedAgentReconcile(t *testing.T) {
 	if in := e.intent("nfv1"); in.Superseded == "" {
 		t.Fatalf("nfv1's intent not suspended by a controller's Execute: %+v", in)
 	}
-	if err := e.l.StopAgent("nfv1", false); err != nil {
+	if err := e.Lab.StopAgent("nfv1", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.l.StartAgent(segchainBin, "nfv1", "--reconcile", "--reconcile-interval", "1s"); err != nil {
+	if err := e.Lab.StartAgent(segchainBin, "nfv1", "--reconcile", "--reconcile-interval", "1s"); err != nil {
 		t.Fatal(err)
 	}
 	victim = e.ownedRoutes("nfv1")[0]
@@ -325,7 +325,7 @@ func TestPrivilegedAgentReconcile(t *testing.T) {
 		t.Errorf("nfv1's agent did not log that its intent is suspended")
 	}
 	// The next apply hands the intent again: reconcile resumes.
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	if in := e.intent("nfv1"); in.Superseded != "" {
 		t.Errorf("nfv1's intent still suspended after an apply: %+v", in)
 	}
@@ -338,14 +338,14 @@ func TestPrivilegedAgentReconcile(t *testing.T) {
 
 // intent reads the intent node's agent keeps.
 func (e *env) intent(node string) reconcile.Intent {
-	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join("/run/segchain/labs", e.lab+".agents", "state", node, reconcile.File))
+	e.T.Helper()
+	b, err := os.ReadFile(filepath.Join("/run/segchain/labs", e.Name+".agents", "state", node, reconcile.File))
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	var in reconcile.Intent
 	if err := json.Unmarshal(b, &in); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return in
 }
@@ -364,7 +364,7 @@ func TestPrivilegedAgentDiesMidApply(t *testing.T) {
 	e := newEnvPrefix(t, true, "h18r-")
 	const x = "ingress" // the domain's headend: its adds run in the last phase
 	var others []string
-	for _, n := range e.l.NodeNames() {
+	for _, n := range e.Lab.NodeNames() {
 		if n != x {
 			others = append(others, n)
 		}
@@ -372,7 +372,7 @@ func TestPrivilegedAgentDiesMidApply(t *testing.T) {
 	clean := e.snapshot()
 	cleanOthers := withoutSaved(e.snapshotOf(others))
 
-	key, err := nsKey(e.ns(x))
+	key, err := nsKey(e.NS(x))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestPrivilegedAgentDiesMidApply(t *testing.T) {
 	}
 	defer lock.Release()
 
-	apply := exec.Command(segchainBin, "apply", "--lab", e.lab)
+	apply := exec.Command(segchainBin, "apply", "--lab", e.Name)
 	var out strings.Builder
 	apply.Stdout, apply.Stderr = &out, &out
 	if err := apply.Start(); err != nil {
@@ -392,7 +392,7 @@ func TestPrivilegedAgentDiesMidApply(t *testing.T) {
 	go func() { ended <- apply.Wait() }()
 	defer apply.Process.Kill()
 
-	journal := filepath.Join("/run/segchain/labs", e.lab+".agents", "state", x, "journal", "*", "journal")
+	journal := filepath.Join("/run/segchain/labs", e.Name+".agents", "state", x, "journal", "*", "journal")
 	inExecute := waitFor(60*time.Second, func() bool {
 		js, _ := filepath.Glob(journal)
 		for _, j := range js {
@@ -408,7 +408,7 @@ func TestPrivilegedAgentDiesMidApply(t *testing.T) {
 	if mid := withoutSaved(e.snapshotOf(others)); mid == cleanOthers {
 		t.Fatal("no other node changed before the headend's phase: nothing to roll back")
 	}
-	if err := e.l.StopAgent(x, true); err != nil { // SIGKILL
+	if err := e.Lab.StopAgent(x, true); err != nil { // SIGKILL
 		t.Fatal(err)
 	}
 	select {
@@ -436,16 +436,16 @@ func TestPrivilegedAgentDiesMidApply(t *testing.T) {
 		t.Errorf("%s's journal: %v, want the dead agent's", x, js)
 	}
 
-	if err := e.l.StartAgent(segchainBin, x); err != nil {
+	if err := e.Lab.StartAgent(segchainBin, x); err != nil {
 		t.Fatal(err)
 	}
-	if o := e.must("apply", "--lab", e.lab); !strings.Contains(o, "recovery: node "+x) {
+	if o := e.Must("apply", "--lab", e.Name); !strings.Contains(o, "recovery: node "+x) {
 		t.Errorf("the next apply did not recover %s's journal:\n%s", x, o)
 	}
 	if code, o := e.statusCheck(); code != 0 {
 		t.Errorf("status --check after the next apply: exit %d\n%s", code, o)
 	}
-	e.must("destroy", "--lab", e.lab)
+	e.Must("destroy", "--lab", e.Name)
 	if got := e.snapshot(); got != clean {
 		t.Errorf("destroy left residue (-clean +after):\n%s", lineDiff(clean, got))
 	}

@@ -18,8 +18,8 @@ const sfFile = "../e2e/testdata/mbb.yaml"
 // streamProbe sends n sequence-numbered datagrams through the chain
 // probe (UDP 7100, s -> ingress -> nfv1's proxy -> sf1 -> egress -> d).
 func (e *env) streamProbe(n int) testutil.StreamResult {
-	e.t.Helper()
-	return testutil.Stream(e.t, "../../scripts/seqstream.py", e.ns("s"), e.ns("d"), "fc00:4d::d", 7100, n, 500, nil)
+	e.T.Helper()
+	return testutil.Stream(e.T, "../../scripts/seqstream.py", e.NS("s"), e.NS("d"), "fc00:4d::d", 7100, n, 500, nil)
 }
 
 // An SF whose interface goes down and up loses the default route segchain
@@ -32,11 +32,11 @@ func (e *env) streamProbe(n int) testutil.StreamResult {
 func TestPrivilegedSFLinkFlapRepairedByReconcile(t *testing.T) {
 	testutil.RequireTool(t, "python3")
 	e := newEnvFile(t, true, "h4f-", sfFile)
-	e.must("apply", "--lab", e.lab)
-	if err := e.l.StopAgent("sf1", false); err != nil {
+	e.Must("apply", "--lab", e.Name)
+	if err := e.Lab.StopAgent("sf1", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.l.StartAgent(segchainBin, "sf1", "--reconcile", "--reconcile-interval", "1h"); err != nil {
+	if err := e.Lab.StartAgent(segchainBin, "sf1", "--reconcile", "--reconcile-interval", "1h"); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.streamProbe(200); r.Unique != 200 {
@@ -47,7 +47,7 @@ func TestPrivilegedSFLinkFlapRepairedByReconcile(t *testing.T) {
 		t.Fatalf("sf1 has no segchain default route: %v", e.ownedRoutes("sf1"))
 	}
 	ip := func(args ...string) {
-		if out, err := exec.Command("ip", append([]string{"-n", e.ns("sf1")}, args...)...).CombinedOutput(); err != nil {
+		if out, err := exec.Command("ip", append([]string{"-n", e.NS("sf1")}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("ip %v: %v\n%s", args, err, out)
 		}
 	}
@@ -69,7 +69,7 @@ func TestPrivilegedSFLinkFlapRepairedByReconcile(t *testing.T) {
 	// The link comes up while a local segchain command holds sf1's lock:
 	// the reconcile the link triggered is skipped, and retried (backoff)
 	// until the lock is free — not left for the hour-long interval.
-	key, err := nsKey(e.ns("sf1"))
+	key, err := nsKey(e.NS("sf1"))
 	if err != nil {
 		t.Fatal(err)
 	}

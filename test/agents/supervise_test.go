@@ -84,7 +84,7 @@ func procsOf(name string, nss []string) []string {
 func TestPrivilegedAgentRestartedAfterKill9(t *testing.T) {
 	e := newEnvPrefix(t, true, "h5s-")
 	const x = "nfv1"
-	before := labLs(t, e.lab)
+	before := labLs(t, e.Name)
 	a := before.Agents[x]
 	if a.State != "running" || a.PID <= 0 || a.Addr == "" || a.Metrics == "" || a.Log == "" {
 		t.Fatalf("lab ls: agent %s = %+v, want running with pid, address, metrics and log", x, a)
@@ -97,7 +97,7 @@ func TestPrivilegedAgentRestartedAfterKill9(t *testing.T) {
 	}
 	var now lsAgent
 	if !waitFor(30*time.Second, func() bool {
-		now = labLs(t, e.lab).Agents[x]
+		now = labLs(t, e.Name).Agents[x]
 		return now.State == "running" && now.PID > 0 && now.PID != a.PID
 	}) {
 		t.Fatalf("agent %s not restarted after kill -9: %+v", x, now)
@@ -108,7 +108,7 @@ func TestPrivilegedAgentRestartedAfterKill9(t *testing.T) {
 	if testutil.Alive(a.PID) {
 		t.Errorf("the killed agent pid %d is still alive", a.PID)
 	}
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	if code, o := e.statusCheck(); code != 0 {
 		t.Errorf("status --check after apply through the restarted agent: exit %d\n%s", code, o)
 	}
@@ -122,19 +122,19 @@ func TestPrivilegedAgentRestartedAfterKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(10*time.Second, func() bool { return !testutil.Alive(now.PID) })
-	out, err := e.run("plan", "--lab", e.lab)
-	hint := "segchain lab restart-agents --lab " + e.lab + " " + x
+	out, err := e.Run("plan", "--lab", e.Name)
+	hint := "segchain lab restart-agents --lab " + e.Name + " " + x
 	if err == nil || !strings.Contains(out, "node "+x) || !strings.Contains(out, "unreachable") || !strings.Contains(out, hint) {
 		t.Fatalf("plan with %s's agent and supervisor dead: %v; want the node, \"unreachable\" and %q:\n%s", x, err, hint, out)
 	}
-	if got := labLs(t, e.lab); got.Supervisor.Running || got.Agents[x].State != "dead" {
+	if got := labLs(t, e.Name); got.Supervisor.Running || got.Agents[x].State != "dead" {
 		t.Errorf("lab ls with the supervisor killed: supervisor running=%v, %s %q; want false, dead", got.Supervisor.Running, x, got.Agents[x].State)
 	}
-	e.must("lab", "restart-agents", "--lab", e.lab, x)
-	if got := labLs(t, e.lab); !got.Supervisor.Running || got.Agents[x].State != "running" {
+	e.Must("lab", "restart-agents", "--lab", e.Name, x)
+	if got := labLs(t, e.Name); !got.Supervisor.Running || got.Agents[x].State != "running" {
 		t.Errorf("after lab restart-agents: supervisor running=%v, %s %q", got.Supervisor.Running, x, got.Agents[x].State)
 	}
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 }
 
 // The supervisor's records against the processes, under repeated kill -9

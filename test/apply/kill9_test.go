@@ -18,19 +18,19 @@ import (
 // node (testutil.KernelSnapshot; scripts/soak-kill9.sh takes a fuller
 // one).
 func (e *env) snapshot() string {
-	e.t.Helper()
-	nodes := e.l.NodeNames()
+	e.T.Helper()
+	nodes := e.Lab.NodeNames()
 	sort.Strings(nodes)
-	return testutil.KernelSnapshot(e.t, nodes, e.ns, nsKey, pinRoot(e.t))
+	return testutil.KernelSnapshot(e.T, nodes, e.NS, nsKey, pinRoot(e.T))
 }
 
 // killAt starts segchain VERB on the lab and SIGKILLs it after delay;
 // it reports whether the kill came before the command ended.
 func (e *env) killAt(verb string, delay time.Duration) bool {
-	e.t.Helper()
-	c := exec.Command(segchainBin, verb, "-f", domainFile, "--lab", e.lab)
+	e.T.Helper()
+	c := exec.Command(segchainBin, verb, "-f", domainFile, "--lab", e.Name)
 	if err := c.Start(); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	time.Sleep(delay)
 	_ = c.Process.Signal(syscall.SIGKILL)
@@ -48,11 +48,11 @@ func (e *env) killAt(verb string, delay time.Duration) bool {
 func TestKill9(t *testing.T) {
 	e := newEnv(t)
 	clean := e.snapshot()
-	e.must("apply", "-f", domainFile, "--lab", e.lab)
+	e.Must("apply", "-f", domainFile, "--lab", e.Name)
 	applied := e.snapshot()
-	e.must("destroy", "-f", domainFile, "--lab", e.lab)
+	e.Must("destroy", "-f", domainFile, "--lab", e.Name)
 	start := time.Now() // a warm apply, as in the runs
-	e.must("apply", "-f", domainFile, "--lab", e.lab)
+	e.Must("apply", "-f", domainFile, "--lab", e.Name)
 	took := time.Since(start)
 	if clean == applied {
 		t.Fatal("apply changed nothing the snapshot sees")
@@ -79,7 +79,7 @@ func TestKill9(t *testing.T) {
 		const minMidRun = 1
 		killed, midRun, recovered := 0, 0, 0
 		for i := 0; i < 3*ph.runs && (i < ph.runs || midRun < minMidRun); i++ {
-			e.must(ph.prepare, "-f", domainFile, "--lab", e.lab)
+			e.Must(ph.prepare, "-f", domainFile, "--lab", e.Name)
 			delay := time.Duration(rng.Int64N(int64(took)*3/4 + 1))
 			mid := false
 			if e.killAt(ph.killed, delay) {
@@ -89,7 +89,7 @@ func TestKill9(t *testing.T) {
 					midRun++
 				}
 			}
-			out := e.must(ph.verb, "-f", domainFile, "--lab", e.lab)
+			out := e.Must(ph.verb, "-f", domainFile, "--lab", e.Name)
 			if d := cmp.Diff(*ph.want, e.snapshot()); d != "" {
 				t.Errorf("%s killed after %v (run %d), then %s: state differs from a clean %s (-want +got):\n%s\n%s",
 					ph.killed, delay, i, ph.verb, ph.verb, d, out)

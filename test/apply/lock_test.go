@@ -76,10 +76,10 @@ func concurrently(t *testing.T, stagger time.Duration, cmds ...[]string) []resul
 
 // planClean reports whether plan of file finds nothing to change.
 func (e *env) planClean(file string) bool {
-	e.t.Helper()
-	out, err := e.run("plan", "-f", file, "--lab", e.lab)
+	e.T.Helper()
+	out, err := e.Run("plan", "-f", file, "--lab", e.Name)
 	if err != nil {
-		e.t.Fatalf("plan -f %s: %v\n%s", file, err, out)
+		e.T.Fatalf("plan -f %s: %v\n%s", file, err, out)
 	}
 	return strings.Contains(out, "no changes: every node matches")
 }
@@ -94,8 +94,8 @@ func TestConcurrentApplies(t *testing.T) {
 	other := variant(t)
 	for round := range 3 {
 		res := concurrently(t, 0,
-			[]string{"apply", "-f", domainFile, "--lab", e.lab},
-			[]string{"apply", "-f", other, "--lab", e.lab})
+			[]string{"apply", "-f", domainFile, "--lab", e.Name},
+			[]string{"apply", "-f", other, "--lab", e.Name})
 		for _, r := range res {
 			if r.err != nil {
 				t.Fatalf("round %d: segchain %s: %v\n%s", round, strings.Join(r.args, " "), r.err, r.out)
@@ -125,8 +125,8 @@ func TestApplyConcurrentWithDestroy(t *testing.T) {
 		// Destroy starts 0 to 250 ms into the apply: not a timing
 		// assertion, a spread of overlaps.
 		res := concurrently(t, time.Duration(round)*50*time.Millisecond,
-			[]string{"apply", "-f", domainFile, "--lab", e.lab},
-			[]string{"destroy", "-f", domainFile, "--lab", e.lab})
+			[]string{"apply", "-f", domainFile, "--lab", e.Name},
+			[]string{"destroy", "-f", domainFile, "--lab", e.Name})
 		for _, r := range res {
 			if r.err != nil {
 				t.Fatalf("round %d: segchain %s: %v\n%s", round, strings.Join(r.args, " "), r.err, r.out)
@@ -143,7 +143,7 @@ func TestApplyConcurrentWithDestroy(t *testing.T) {
 			t.Errorf("round %d: destroy finished last but destroy --dry-run finds: %v\n%s", round, err, out)
 		}
 		for _, node := range []string{"nfv1", "nfv2"} {
-			name, _, err := bpfpin.Namespace(e.ns(node))
+			name, _, err := bpfpin.Namespace(e.NS(node))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +159,7 @@ func TestApplyConcurrentWithDestroy(t *testing.T) {
 // waits for and finishes once the lock is released.
 func TestNoWaitNamesHolder(t *testing.T) {
 	e := newEnv(t)
-	key, _, err := bpfpin.Namespace(e.ns("nfv2"))
+	key, _, err := bpfpin.Namespace(e.NS("nfv2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestNoWaitNamesHolder(t *testing.T) {
 	if e.planClean(domainFile) {
 		t.Errorf("apply --no-wait changed the lab")
 	}
-	c := exec.Command(segchainBin, "apply", "-f", domainFile, "--lab", e.lab)
+	c := exec.Command(segchainBin, "apply", "-f", domainFile, "--lab", e.Name)
 	var b syncBuffer
 	c.Stdout, c.Stderr = &b, &b
 	if err := c.Start(); err != nil {

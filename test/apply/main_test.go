@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/bpfpin"
-	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 // segchainBin is the binary under test, built once by TestMain (or taken
@@ -28,59 +28,21 @@ func TestMain(m *testing.M) {
 // and a firewall (nfv2-fw on nfv2) next to native chains.
 const domainFile = "../../examples/default.yaml"
 
-// env is one lab of the default domain, brought up with the binary.
-type env struct {
-	t   *testing.T
-	lab string
-	l   *lab.Lab
-}
+// env is one lab of the default domain, brought up with the binary
+// (labenv: cleaned up and checked for leftovers at the end).
+type env struct{ *labenv.Env }
 
-// newEnv brings up a uniquely named lab (h12a-<hex>), destroyed and taken
-// down at the end of the test even when it fails.
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	return newEnvFile(t, domainFile, "h12a-")
-}
+// newEnv brings up a uniquely named lab (h12a-<hex>).
+func newEnv(t *testing.T) *env { return newEnvFile(t, domainFile, "h12a-") }
 
 // newEnvFile is newEnv for the domain in file, the lab named prefix<hex>.
 func newEnvFile(t *testing.T, file, prefix string) *env {
-	t.Helper()
-	testutil.RequirePrivileged(t)
-	if segchainBin == "" {
-		t.Skip("segchain binary not built")
-	}
-	testutil.RequireTool(t, "python3")
-	e := &env{t: t, lab: testutil.UniqueName(prefix)}
-	e.must("lab", "up", "-f", file, "--lab", e.lab)
-	t.Cleanup(func() {
-		_, _ = e.run("destroy", "-f", file, "--lab", e.lab)
-		if out, err := e.run("lab", "down", "--lab", e.lab); err != nil {
-			t.Errorf("lab down: %v\n%s", err, out)
-		}
-	})
-	l, err := lab.Get(e.lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.l = l
-	return e
-}
-
-func (e *env) run(args ...string) (string, error) { return testutil.Segchain(segchainBin, args...) }
-
-func (e *env) must(args ...string) string {
-	e.t.Helper()
-	return testutil.MustSegchain(e.t, segchainBin, args...)
+	return &env{labenv.New(t, labenv.Options{File: file, Prefix: prefix, CLI: true, Binary: segchainBin, Tools: []string{"python3"}})}
 }
 
 // domain runs a domain verb (apply, plan, status, destroy) on the lab.
 func (e *env) domain(verb string, args ...string) (string, error) {
-	return e.run(append([]string{verb, "-f", domainFile, "--lab", e.lab}, args...)...)
-}
-
-func (e *env) ns(node string) string {
-	e.t.Helper()
-	return testutil.LabNetns(e.t, e.l, node)
+	return e.Run(append([]string{verb, "-f", domainFile, "--lab", e.Name}, args...)...)
 }
 
 // pinRoot is where segchain pins (bpfpin.Root).
@@ -95,21 +57,21 @@ func pinRoot(t testing.TB) string {
 
 // pinDir is the bpffs directory of program ("proxy", "fw") on node.
 func (e *env) pinDir(node, program string) string {
-	e.t.Helper()
-	name, _, err := bpfpin.Namespace(e.ns(node))
+	e.T.Helper()
+	name, _, err := bpfpin.Namespace(e.NS(node))
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	return filepath.Join(pinRoot(e.t), name, program)
+	return filepath.Join(pinRoot(e.T), name, program)
 }
 
 // linkPin is the TCX link pin of program on node's interface dev.
 func (e *env) linkPin(node, program, dev string) string {
-	e.t.Helper()
-	out := testutil.Exec(e.t, e.ns(node), "cat", "/sys/class/net/"+dev+"/ifindex")
+	e.T.Helper()
+	out := testutil.Exec(e.T, e.NS(node), "cat", "/sys/class/net/"+dev+"/ifindex")
 	idx, err := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return filepath.Join(e.pinDir(node, program), fmt.Sprintf("tcx-%d", idx))
 }
@@ -120,8 +82,8 @@ func (e *env) linkPin(node, program, dev string) string {
 // how many of each arrived (UDP datagrams received by d, TCP exchanges
 // completed).
 func (e *env) traffic(n int) (udp, tcp int) {
-	e.t.Helper()
-	srv := exec.Command("ip", "netns", "exec", e.ns("d"), "python3", "-c", fmt.Sprintf(`
+	e.T.Helper()
+	srv := exec.Command("ip", "netns", "exec", e.NS("d"), "python3", "-c", fmt.Sprintf(`
 import socket, threading, time
 n=%d
 u=socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); u.bind(("::",6000)); u.settimeout(0.5)
@@ -153,17 +115,17 @@ print(len(seen), flush=True)
 `, n))
 	stdout, err := srv.StdoutPipe()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	if err := srv.Start(); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
 	rd := bufio.NewReader(stdout)
 	if _, err := rd.ReadString('\n'); err != nil {
-		e.t.Fatalf("receiver did not start: %v", err)
+		e.T.Fatalf("receiver did not start: %v", err)
 	}
-	out, err := testutil.ExecErr(e.ns("s"), "python3", "-c", fmt.Sprintf(`
+	out, err := testutil.ExecErr(e.NS("s"), "python3", "-c", fmt.Sprintf(`
 import socket, time
 n=%d
 ok=0
@@ -180,7 +142,7 @@ for i in range(n):
 print(ok)
 `, n))
 	if err != nil {
-		e.t.Fatalf("sender: %v\n%s", err, out)
+		e.T.Fatalf("sender: %v\n%s", err, out)
 	}
 	tcp, _ = strconv.Atoi(strings.TrimSpace(out))
 	line, _ := rd.ReadString('\n')

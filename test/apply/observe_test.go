@@ -18,7 +18,7 @@ import (
 func TestBrokenTCXLinkIsDrift(t *testing.T) {
 	e := newEnv(t)
 	const n = 20
-	e.must("apply", "-f", domainFile, "--lab", e.lab)
+	e.Must("apply", "-f", domainFile, "--lab", e.Name)
 	if udp, tcp := e.traffic(n); udp != n || tcp != n {
 		t.Fatalf("after apply: %d/%d UDP datagrams, %d/%d TCP exchanges passed, want all", udp, n, tcp, n)
 	}
@@ -60,7 +60,7 @@ func TestBrokenTCXLinkIsDrift(t *testing.T) {
 			} else if !strings.Contains(out, "nfv1") || !strings.Contains(out, "nfv2") {
 				t.Errorf("status --check does not name nfv1 and nfv2:\n%s", out)
 			}
-			e.must("apply", "-f", domainFile, "--lab", e.lab)
+			e.Must("apply", "-f", domainFile, "--lab", e.Name)
 			if out, err := e.domain("plan"); err != nil || !strings.Contains(out, "no changes: every node") {
 				t.Errorf("plan after the repairing apply: %v\n%s", err, out)
 			}

@@ -105,14 +105,14 @@ func TestApplyRenumbersLegacyProtocol(t *testing.T) {
 	e := newEnvFile(t, renumberDomain, "pr")
 	run := func(verb string, args ...string) string {
 		t.Helper()
-		return e.must(append([]string{verb, "-f", renumberDomain, "--lab", e.lab}, args...)...)
+		return e.Must(append([]string{verb, "-f", renumberDomain, "--lab", e.Name}, args...)...)
 	}
 	ping := func(n int) *exec.Cmd {
-		return exec.Command("ip", "netns", "exec", e.ns("a"), "ping", "-6", "-n", "-q", "-i", "0.01", "-W", "1", "-c", fmt.Sprint(n), "fc00:3b::b")
+		return exec.Command("ip", "netns", "exec", e.NS("a"), "ping", "-6", "-n", "-q", "-i", "0.01", "-W", "1", "-c", fmt.Sprint(n), "fc00:3b::b")
 	}
 
 	run("apply")
-	fresh := protoState(t, e.l, nodestate.Proto)
+	fresh := protoState(t, e.Lab, nodestate.Proto)
 	if count(fresh) == 0 {
 		t.Fatalf("apply installed nothing of protocol %d", nodestate.Proto)
 	}
@@ -121,13 +121,13 @@ func TestApplyRenumbersLegacyProtocol(t *testing.T) {
 	}
 
 	// An older segchain's node: everything of 197, a hand-made SID of 198.
-	downgrade(t, e.l, false)
+	downgrade(t, e.Lab, false)
 	handMade := "fc00:2::99"
-	testutil.Exec(t, e.ns("nfv1"), "ip", "-6", "route", "add", "local", handMade+"/128", "encap", "seg6local", "action", "End", "dev", "lo", "table", "main", "proto", fmt.Sprint(nodestate.ProtoManualLegacy))
-	if got := protoState(t, e.l, nodestate.Proto); count(got) != 0 {
+	testutil.Exec(t, e.NS("nfv1"), "ip", "-6", "route", "add", "local", handMade+"/128", "encap", "seg6local", "action", "End", "dev", "lo", "table", "main", "proto", fmt.Sprint(nodestate.ProtoManualLegacy))
+	if got := protoState(t, e.Lab, nodestate.Proto); count(got) != 0 {
 		t.Fatalf("downgrade left protocol %d:\n%s", nodestate.Proto, got)
 	}
-	if got := protoState(t, e.l, nodestate.ProtoLegacy); got != fresh {
+	if got := protoState(t, e.Lab, nodestate.ProtoLegacy); got != fresh {
 		t.Fatalf("downgraded state differs from the applied one (-applied +downgraded):\n%s\n%s", fresh, got)
 	}
 	if out := run("plan"); !strings.Contains(out, fmt.Sprintf("proto %d", nodestate.ProtoLegacy)) {
@@ -137,7 +137,7 @@ func TestApplyRenumbersLegacyProtocol(t *testing.T) {
 	// apply under traffic: a sequence-numbered stream at 500/s that
 	// testutil.Stream proves was flowing when apply started and ended.
 	var out string
-	r := testutil.Stream(t, "../../scripts/seqstream.py", e.ns("a"), e.ns("b"), "fc00:3b::b", 7300, 1500, 500, func() {
+	r := testutil.Stream(t, "../../scripts/seqstream.py", e.NS("a"), e.NS("b"), "fc00:3b::b", 7300, 1500, 500, func() {
 		out = run("apply")
 	})
 	t.Logf("apply:\n%s\nstream: %+v", out, r)
@@ -145,13 +145,13 @@ func TestApplyRenumbersLegacyProtocol(t *testing.T) {
 		t.Errorf("traffic lost while apply renumbered: %d of 1500 arrived (%d lost, longest gap %d), %d duplicated", r.Unique, r.Lost, r.LongestGap, r.Duplicates)
 	}
 
-	if got := protoState(t, e.l, nodestate.ProtoLegacy); count(got) != 0 {
+	if got := protoState(t, e.Lab, nodestate.ProtoLegacy); count(got) != 0 {
 		t.Errorf("apply left protocol %d:\n%s", nodestate.ProtoLegacy, got)
 	}
-	if got := protoState(t, e.l, nodestate.Proto); got != fresh {
+	if got := protoState(t, e.Lab, nodestate.Proto); got != fresh {
 		t.Errorf("after renumbering, protocol %d differs from a fresh apply:\nfresh:\n%s\ngot:\n%s", nodestate.Proto, fresh, got)
 	}
-	sid := testutil.Exec(t, e.ns("nfv1"), "ip", "-N", "-6", "route", "show", "table", "all", handMade)
+	sid := testutil.Exec(t, e.NS("nfv1"), "ip", "-N", "-6", "route", "show", "table", "all", handMade)
 	if !strings.Contains(sid, fmt.Sprintf("proto %d", nodestate.ProtoManual)) {
 		t.Errorf("hand-made SID not renumbered to %d: %q", nodestate.ProtoManual, sid)
 	}
@@ -160,22 +160,22 @@ func TestApplyRenumbersLegacyProtocol(t *testing.T) {
 	}
 
 	// destroy with both numbers on the nodes.
-	downgrade(t, e.l, true)
+	downgrade(t, e.Lab, true)
 	mixed := map[int]int{}
 	for _, pr := range []int{nodestate.Proto, nodestate.ProtoLegacy} {
-		mixed[pr] = count(protoState(t, e.l, pr))
+		mixed[pr] = count(protoState(t, e.Lab, pr))
 	}
 	if mixed[nodestate.Proto] == 0 || mixed[nodestate.ProtoLegacy] == 0 {
 		t.Fatalf("half downgrade: %v objects by protocol, want both", mixed)
 	}
 	run("destroy")
 	for _, pr := range []int{nodestate.Proto, nodestate.ProtoLegacy} {
-		if got := protoState(t, e.l, pr); count(got) != 0 {
+		if got := protoState(t, e.Lab, pr); count(got) != 0 {
 			t.Errorf("destroy left protocol %d:\n%s", pr, got)
 		}
 	}
 	// destroy leaves hand-made SIDs alone.
-	if sid := testutil.Exec(t, e.ns("nfv1"), "ip", "-6", "route", "show", "table", "all", handMade); !strings.Contains(sid, handMade) {
+	if sid := testutil.Exec(t, e.NS("nfv1"), "ip", "-6", "route", "show", "table", "all", handMade); !strings.Contains(sid, handMade) {
 		t.Errorf("destroy removed the hand-made SID")
 	}
 }

@@ -19,7 +19,7 @@ import (
 // stdout runs the binary and returns its stdout alone and its exit status
 // (-1: it did not run).
 func (e *env) stdout(args ...string) (string, int) {
-	e.t.Helper()
+	e.T.Helper()
 	cmd := exec.Command(segchainBin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -31,7 +31,7 @@ func (e *env) stdout(args ...string) (string, int) {
 	case errors.As(err, &ee):
 		return out.String(), ee.ExitCode()
 	}
-	e.t.Fatalf("segchain %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+	e.T.Fatalf("segchain %s: %v\n%s", strings.Join(args, " "), err, errb.String())
 	return "", -1
 }
 
@@ -49,14 +49,14 @@ type statusJSON struct {
 }
 
 func (e *env) statusJSON() statusJSON {
-	e.t.Helper()
-	out, rc := e.stdout("status", "-f", domainFile, "--lab", e.lab, "-o", "json")
+	e.T.Helper()
+	out, rc := e.stdout("status", "-f", domainFile, "--lab", e.Name, "-o", "json")
 	if rc != 0 {
-		e.t.Fatalf("status -o json: exit %d\n%s", rc, out)
+		e.T.Fatalf("status -o json: exit %d\n%s", rc, out)
 	}
 	var st statusJSON
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		e.t.Fatalf("status -o json does not parse: %v\n%s", err, out)
+		e.T.Fatalf("status -o json does not parse: %v\n%s", err, out)
 	}
 	return st
 }
@@ -83,7 +83,7 @@ func checkShort(t *testing.T, out string) {
 func TestStatusNotApplied(t *testing.T) {
 	e := newEnvFile(t, domainFile, "h6s-")
 	status := func(args ...string) (string, int) {
-		return e.stdout(append([]string{"status", "-f", domainFile, "--lab", e.lab}, args...)...)
+		return e.stdout(append([]string{"status", "-f", domainFile, "--lab", e.Name}, args...)...)
 	}
 
 	out, rc := status()
@@ -91,7 +91,7 @@ func TestStatusNotApplied(t *testing.T) {
 		t.Fatalf("status: exit %d\n%s", rc, out)
 	}
 	checkShort(t, out)
-	for _, n := range e.l.NodeNames() {
+	for _, n := range e.Lab.NodeNames() {
 		if want := "not applied: node " + n + " "; strings.Count(out, want) != 1 {
 			t.Errorf("status does not say %q once:\n%s", want, out)
 		}
@@ -123,11 +123,11 @@ func TestStatusNotApplied(t *testing.T) {
 	}
 
 	// Partly applied: sf1 loses its only route (the one segchain put there).
-	e.must("apply", "-f", domainFile, "--lab", e.lab)
+	e.Must("apply", "-f", domainFile, "--lab", e.Name)
 	if out, rc := status("--check"); rc != 0 {
 		t.Fatalf("status --check after apply: exit %d\n%s", rc, out)
 	}
-	if out, err := exec.Command("ip", "-n", e.ns("sf1"), "-6", "route", "del", "default").CombinedOutput(); err != nil {
+	if out, err := exec.Command("ip", "-n", e.NS("sf1"), "-6", "route", "del", "default").CombinedOutput(); err != nil {
 		t.Fatalf("delete sf1's default route: %v\n%s", err, out)
 	}
 	out, _ = status()
@@ -176,13 +176,13 @@ func TestStatusNotApplied(t *testing.T) {
 // redraws in place; SIGINT stops it with exit status 0.
 func TestStatusWatch(t *testing.T) {
 	e := newEnvFile(t, domainFile, "h6w-")
-	e.must("apply", "-f", domainFile, "--lab", e.lab)
-	ping := exec.Command("ip", "netns", "exec", e.ns("s"), "ping", "-6", "-q", "-i", "0.02", "fc00:4d::d")
+	e.Must("apply", "-f", domainFile, "--lab", e.Name)
+	ping := exec.Command("ip", "netns", "exec", e.NS("s"), "ping", "-6", "-q", "-i", "0.02", "fc00:4d::d")
 	if err := ping.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ping.Process.Kill(); _ = ping.Wait() })
-	watch := []string{"status", "-f", domainFile, "--lab", e.lab, "--watch", "--interval", "300ms"}
+	watch := []string{"status", "-f", domainFile, "--lab", e.Name, "--watch", "--interval", "300ms"}
 
 	// web's SIDs: fc00:2:: (nfv1-end), fc00:3:: (nfv2-end), its egress.
 	webSIDs := map[string]bool{}

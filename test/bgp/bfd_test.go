@@ -22,16 +22,16 @@ type bfdSession struct {
 
 // bfdSessions is status -o json's sessions: node → peer node → session.
 func (e *env) bfdSessions() map[string]map[string]bfdSession {
-	e.t.Helper()
+	e.T.Helper()
 	var st struct {
 		Nodes []struct {
 			Node string       `json:"node"`
 			BGP  []bfdSession `json:"bgp"`
 		} `json:"nodes"`
 	}
-	out := e.must("status", "--lab", e.lab, "-o", "json")
+	out := e.Must("status", "--lab", e.Name, "-o", "json")
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		e.t.Fatalf("status json: %v\n%s", err, out)
+		e.T.Fatalf("status json: %v\n%s", err, out)
 	}
 	m := map[string]map[string]bfdSession{}
 	for _, n := range st.Nodes {
@@ -45,7 +45,7 @@ func (e *env) bfdSessions() map[string]map[string]bfdSession {
 
 // waitBFD waits until every session of every node has BFD in state want.
 func (e *env) waitBFD(want string, limit time.Duration) {
-	e.t.Helper()
+	e.T.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		ss := e.bfdSessions()
@@ -59,7 +59,7 @@ func (e *env) waitBFD(want string, limit time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("BFD not %s on every session after %v: %+v", want, limit, ss)
+			e.T.Fatalf("BFD not %s on every session after %v: %+v", want, limit, ss)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -70,7 +70,7 @@ func (e *env) waitBFD(want string, limit time.Duration) {
 // detects on its own clock, so one may follow the other by up to a
 // detection time.
 func (e *env) waitBFDDown(node, peer, note string, limit time.Duration) {
-	e.t.Helper()
+	e.T.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		s := e.bfdSessions()[node][peer]
@@ -78,7 +78,7 @@ func (e *env) waitBFDDown(node, peer, note string, limit time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("%s's session with %s: %+v after %v, want BFD down, not established, noted %q", node, peer, s, limit, note)
+			e.T.Fatalf("%s's session with %s: %+v after %v, want BFD down, not established, noted %q", node, peer, s, limit, note)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -89,14 +89,14 @@ func (e *env) waitBFDDown(node, peer, note string, limit time.Duration) {
 // scripts/bgp-failover.sh's silent case does; removed at the end of the
 // test even when it fails.
 func (e *env) blackhole(node, dev string, on bool) {
-	e.t.Helper()
+	e.T.Helper()
 	if on {
-		testutil.Exec(e.t, e.ns(node), "nft", "add", "table", "netdev", "bftest")
-		testutil.Exec(e.t, e.ns(node), "nft", "add chain netdev bftest in { type filter hook ingress device "+dev+" priority 0; policy drop; }")
-		e.t.Cleanup(func() { testutil.ExecErr(e.ns(node), "nft", "delete", "table", "netdev", "bftest") })
+		testutil.Exec(e.T, e.NS(node), "nft", "add", "table", "netdev", "bftest")
+		testutil.Exec(e.T, e.NS(node), "nft", "add chain netdev bftest in { type filter hook ingress device "+dev+" priority 0; policy drop; }")
+		e.T.Cleanup(func() { testutil.ExecErr(e.NS(node), "nft", "delete", "table", "netdev", "bftest") })
 		return
 	}
-	testutil.Exec(e.t, e.ns(node), "nft", "delete", "table", "netdev", "bftest")
+	testutil.Exec(e.T, e.NS(node), "nft", "delete", "table", "netdev", "bftest")
 }
 
 // The redundant lab with BFD on every session and a BGP hold time of
@@ -125,7 +125,7 @@ func TestPrivilegedBGPBFDSilentFailure(t *testing.T) {
 	// domain's; not faster either: on a loaded 2-CPU host 3 x 100 ms
 	// flaps.
 	e := newEnvPrefix(t, file, true, "bf-")
-	if out := e.must("apply", "--lab", e.lab); !strings.Contains(out, "bfd 250ms x4") {
+	if out := e.Must("apply", "--lab", e.Name); !strings.Contains(out, "bfd 250ms x4") {
 		t.Errorf("apply does not show the BFD timers:\n%s", out)
 	}
 	e.waitEstablished(60 * time.Second)
@@ -137,7 +137,7 @@ func TestPrivilegedBGPBFDSilentFailure(t *testing.T) {
 	// BFD), which takes a BFD down soon after up another way.
 	time.Sleep(3 * time.Second)
 	e.waitBFD("up", 30*time.Second)
-	if out := testutil.Exec(t, e.ns("r1"), "vtysh", "--vty_socket", e.l.FRR["r1"], "-c", "show bfd peers"); !strings.Contains(out, "Transmission interval: 250ms") || !strings.Contains(out, "Detect-multiplier: 4") {
+	if out := testutil.Exec(t, e.NS("r1"), "vtysh", "--vty_socket", e.Lab.FRR["r1"], "-c", "show bfd peers"); !strings.Contains(out, "Transmission interval: 250ms") || !strings.Contains(out, "Detect-multiplier: 4") {
 		t.Errorf("r1's bfdd does not run the domain's interval:\n%s", out)
 	}
 
@@ -156,7 +156,7 @@ func TestPrivilegedBGPBFDSilentFailure(t *testing.T) {
 	if s := e.bfdSessions()["ingress"]["r2"]; s.BFD != "up" || s.State != "established" {
 		t.Errorf("ingress's session with r2: %+v, want untouched", s)
 	}
-	out := e.must("status", "--lab", e.lab)
+	out := e.Must("status", "--lab", e.Name)
 	if !strings.Contains(out, "bfd down on eth-r1") {
 		t.Errorf("status does not say why:\n%s", out)
 	}

@@ -16,17 +16,17 @@ import (
 // and the domain's state is intact (apply finds nothing to change).
 func TestPrivilegedBGPFlap(t *testing.T) {
 	e := newEnv(t, domainFile)
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	e.waitEstablished(30 * time.Second)
 	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, 30*time.Second)
 
 	const rate, count = 500, 5000
-	res := testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5004, count, rate, func() {
+	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 5004, count, rate, func() {
 		time.Sleep(time.Second)
 		for i := 0; i < 5; i++ {
-			testutil.Exec(t, e.ns("r1"), "ip", "link", "set", "eth-ingress", "down")
+			testutil.Exec(t, e.NS("r1"), "ip", "link", "set", "eth-ingress", "down")
 			time.Sleep(300 * time.Millisecond)
-			testutil.Exec(t, e.ns("r1"), "ip", "link", "set", "eth-ingress", "up")
+			testutil.Exec(t, e.NS("r1"), "ip", "link", "set", "eth-ingress", "up")
 			time.Sleep(300 * time.Millisecond)
 		}
 	})
@@ -37,10 +37,10 @@ func TestPrivilegedBGPFlap(t *testing.T) {
 	e.waitEstablished(60 * time.Second)
 	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, 30*time.Second)
 	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r1", "eth-r2"}, 30*time.Second)
-	if err := testutil.Ping(e.ns("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
+	if err := testutil.Ping(e.NS("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
 		t.Errorf("chain web after the flaps: %v", err)
 	}
-	if out := e.must("apply", "--lab", e.lab); !strings.Contains(out, "no changes") {
+	if out := e.Must("apply", "--lab", e.Name); !strings.Contains(out, "no changes") {
 		t.Errorf("the flaps changed the domain's state:\n%s", out)
 	}
 }

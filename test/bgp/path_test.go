@@ -27,16 +27,16 @@ type pathSegment struct {
 
 // paths is status -o json's path of every chain.
 func (e *env) paths() map[string][]pathSegment {
-	e.t.Helper()
+	e.T.Helper()
 	var st struct {
 		Chains []struct {
 			Name string        `json:"name"`
 			Path []pathSegment `json:"path"`
 		} `json:"chains"`
 	}
-	out := e.must("status", "--lab", e.lab, "-o", "json")
+	out := e.Must("status", "--lab", e.Name, "-o", "json")
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		e.t.Fatalf("status json: %v\n%s", err, out)
+		e.T.Fatalf("status json: %v\n%s", err, out)
 	}
 	m := map[string][]pathSegment{}
 	for _, c := range st.Chains {
@@ -48,7 +48,7 @@ func (e *env) paths() map[string][]pathSegment {
 // waitPath polls status until chain's path has, per SID, exactly the
 // branches want, and fails naming the last path seen after limit.
 func (e *env) waitPath(chain string, want [][][]string, limit time.Duration) {
-	e.t.Helper()
+	e.T.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		var got [][][]string
@@ -62,7 +62,7 @@ func (e *env) waitPath(chain string, want [][][]string, limit time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("chain %s: path after %v (-want +got):\n%s\nproblems: %q\nstatus:\n%s", chain, limit, diff, problems, e.must("status", "--lab", e.lab))
+			e.T.Fatalf("chain %s: path after %v (-want +got):\n%s\nproblems: %q\nstatus:\n%s", chain, limit, diff, problems, e.Must("status", "--lab", e.Name))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -75,24 +75,24 @@ func (e *env) waitPath(chain string, want [][][]string, limit time.Duration) {
 // the carrier returns.
 func TestPrivilegedBGPChainPath(t *testing.T) {
 	e := newEnvArgs(t, domainFile, true)
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	e.waitEstablished(60 * time.Second)
 
 	overR1 := [][][]string{{{"ingress", "r1", "nfv1"}}, {{"nfv1", "egress"}}}
 	e.waitPath("web", overR1, 60*time.Second)
 	e.waitPath("alt", [][][]string{{{"ingress", "r2", "nfv2"}}, {{"nfv2", "egress"}}}, 10*time.Second)
-	out := e.must("status", "--lab", e.lab)
+	out := e.Must("status", "--lab", e.Name)
 	if !strings.Contains(out, "web         ingress → r1 → nfv1 (") {
 		t.Errorf("status prints no path line for web:\n%s", out)
 	}
 	t.Logf("status:\n%s", out)
 
 	// The far end goes down: ingress's eth-r1 loses carrier.
-	testutil.Exec(t, e.ns("r1"), "ip", "link", "set", "eth-ingress", "down")
+	testutil.Exec(t, e.NS("r1"), "ip", "link", "set", "eth-ingress", "down")
 	e.waitPath("web", [][][]string{{{"ingress", "r2", "nfv2", "egress", "nfv1"}}, {{"nfv1", "egress"}}}, 60*time.Second)
-	t.Logf("status with eth-r1 down:\n%s", e.must("status", "--lab", e.lab))
+	t.Logf("status with eth-r1 down:\n%s", e.Must("status", "--lab", e.Name))
 
-	testutil.Exec(t, e.ns("r1"), "ip", "link", "set", "eth-ingress", "up")
+	testutil.Exec(t, e.NS("r1"), "ip", "link", "set", "eth-ingress", "up")
 	e.waitPath("web", overR1, 90*time.Second)
 }
 
@@ -114,7 +114,7 @@ func TestPrivilegedStaticChainPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnvArgs(t, static, false)
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 
 	path := e.paths()["web"]
 	var problems []string
@@ -142,16 +142,16 @@ func TestPrivilegedStaticChainPath(t *testing.T) {
 	if !crossed[via] || crossed[other] || !crossed["nfv1"] || !crossed["egress"] {
 		t.Fatalf("web's path crosses %v", crossed)
 	}
-	before := map[string]uint64{via: rxPackets(t, e.ns(via), "eth-ingress"), other: rxPackets(t, e.ns(other), "eth-ingress")}
+	before := map[string]uint64{via: rxPackets(t, e.NS(via), "eth-ingress"), other: rxPackets(t, e.NS(other), "eth-ingress")}
 	const pings = 20
 	dst := netip.MustParseAddr("fc00:4d::d")
 	for i := range pings {
-		if err := testutil.Ping(e.ns("s"), dst, 5*time.Second); err != nil {
+		if err := testutil.Ping(e.NS("s"), dst, 5*time.Second); err != nil {
 			t.Fatalf("ping %d s → d through chain web: %v", i, err)
 		}
 	}
-	gotVia := rxPackets(t, e.ns(via), "eth-ingress") - before[via]
-	gotOther := rxPackets(t, e.ns(other), "eth-ingress") - before[other]
+	gotVia := rxPackets(t, e.NS(via), "eth-ingress") - before[via]
+	gotOther := rxPackets(t, e.NS(other), "eth-ingress") - before[other]
 	// Neighbour discovery adds a few packets on either link.
 	if gotVia < pings || gotOther >= pings {
 		t.Errorf("status says web crosses %s: %s received %d packets from ingress, %s %d (for %d pings)", via, via, gotVia, other, gotOther, pings)

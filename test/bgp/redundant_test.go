@@ -29,15 +29,15 @@ var locators = []string{"fc00:1::/64", "fc00:2::/64", "fc00:3::/64", "fc00:4::/6
 // logged (the figure itself is the benchmark's).
 func TestPrivilegedBGPRedundantFailover(t *testing.T) {
 	e := newEnv(t, domainFile)
-	out := e.must("apply", "--lab", e.lab)
+	out := e.Must("apply", "--lab", e.Name)
 	if !strings.Contains(out, "applied") {
 		t.Fatalf("apply: %s", out)
 	}
-	if out := e.must("apply", "--lab", e.lab); !strings.Contains(out, "no changes") {
+	if out := e.Must("apply", "--lab", e.Name); !strings.Contains(out, "no changes") {
 		t.Fatalf("second apply changed something:\n%s", out)
 	}
 	for _, n := range []string{"ingress", "nfv1", "egress"} {
-		if out := testutil.Exec(t, e.ns(n), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto)); strings.Contains(out, "fc00:4::/64") || strings.Contains(out, "fc00:1::/64") {
+		if out := testutil.Exec(t, e.NS(n), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto)); strings.Contains(out, "fc00:4::/64") || strings.Contains(out, "fc00:1::/64") {
 			t.Errorf("%s has static routes to locators under routing: bgp:\n%s", n, out)
 		}
 	}
@@ -73,7 +73,7 @@ func TestPrivilegedBGPRedundantFailover(t *testing.T) {
 			t.Errorf("%s's locators (own + installed) differ from FRR's (-want +got):\n%s", n, diff)
 		}
 	}
-	if err := testutil.Ping(e.ns("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
+	if err := testutil.Ping(e.NS("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
 		t.Fatalf("ping s → d through chain web: %v", err)
 	}
 
@@ -85,16 +85,16 @@ func TestPrivilegedBGPRedundantFailover(t *testing.T) {
 	const rate, count = 1000, 12000 // the change (down, reroute, up, routes back) takes ≈ 6 s: Stream fails if it outlasts the stream
 	var down, up time.Duration
 	var pingDown error
-	res := testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5001, count, rate, func() {
+	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 5001, count, rate, func() {
 		time.Sleep(2 * time.Second)
 		// The far end goes down: ingress's eth-r1 loses carrier.
-		testutil.Exec(t, e.ns("r1"), "ip", "link", "set", "eth-ingress", "down")
+		testutil.Exec(t, e.NS("r1"), "ip", "link", "set", "eth-ingress", "down")
 		down = e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r2"}, 5*time.Second)
 		e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r2"}, 5*time.Second)
 		// Through the chain and back, both ways around r1.
-		pingDown = testutil.Ping(e.ns("s"), netip.MustParseAddr("fc00:4d::d"), 10*time.Second)
+		pingDown = testutil.Ping(e.NS("s"), netip.MustParseAddr("fc00:4d::d"), 10*time.Second)
 		time.Sleep(time.Second)
-		testutil.Exec(t, e.ns("r1"), "ip", "link", "set", "eth-ingress", "up")
+		testutil.Exec(t, e.NS("r1"), "ip", "link", "set", "eth-ingress", "up")
 		up = e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, 20*time.Second)
 	})
 	t.Logf("carrier loss: rerouted in %v; carrier back: routes back in %v; stream %+v", down, up, res)
@@ -104,14 +104,14 @@ func TestPrivilegedBGPRedundantFailover(t *testing.T) {
 	if res.Last < 0 {
 		t.Errorf("nothing of the stream reached d: %+v", res)
 	}
-	if err := testutil.Ping(e.ns("s"), netip.MustParseAddr("fc00:4d::d"), 10*time.Second); err != nil {
+	if err := testutil.Ping(e.NS("s"), netip.MustParseAddr("fc00:4d::d"), 10*time.Second); err != nil {
 		t.Errorf("chain web with ingress–r1 back: %v", err)
 	}
 	// While the link was down, ingress's session with r1 was shut and
 	// said why; now it is up again.
 	e.waitEstablished(30 * time.Second)
 	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r1", "eth-r2"}, 20*time.Second)
-	if out := e.must("status", "--lab", e.lab); !strings.Contains(out, "BGP NODE") {
+	if out := e.Must("status", "--lab", e.Name); !strings.Contains(out, "BGP NODE") {
 		t.Errorf("status shows no BGP sessions:\n%s", out)
 	}
 }
@@ -125,12 +125,12 @@ func TestPrivilegedBGPRedundantFailover(t *testing.T) {
 // comes up with it.
 func TestPrivilegedBGPWrongPeerASN(t *testing.T) {
 	e := newEnv(t, domainFile)
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	e.waitEstablished(30 * time.Second)
 	e.waitRoute("ingress", "fc00:3::/64", []string{"eth-r2"}, 30*time.Second)
 
 	remoteAS := func(asn string) {
-		e.must("lab", "exec", "--lab", e.lab, "r2", "--", "vtysh", "-c", "configure terminal",
+		e.Must("lab", "exec", "--lab", e.Name, "r2", "--", "vtysh", "-c", "configure terminal",
 			"-c", "router bgp 4200000006", "-c", "neighbor fc00:36::3 remote-as "+asn)
 	}
 	// r2 (FRR, now expecting AS65099) refuses nfv2's OPEN.
@@ -156,14 +156,14 @@ func TestPrivilegedBGPWrongPeerASN(t *testing.T) {
 		t.Errorf("note %q does not name the NOTIFICATION", r2.Note)
 	}
 	// (The note counts the refusals: it changes between two reads.)
-	if out := e.must("status", "--lab", e.lab); !strings.Contains(out, "notification") {
+	if out := e.Must("status", "--lab", e.Name); !strings.Contains(out, "notification") {
 		t.Errorf("status does not show the reason:\n%s", out)
 	}
 	// nfv2 is still reached, the long way (over r1, nfv1, egress); nfv1
 	// as before.
 	e.waitRoute("ingress", "fc00:3::/64", []string{"eth-r1"}, 20*time.Second)
 	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, time.Second)
-	if err := testutil.Ping(e.ns("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
+	if err := testutil.Ping(e.NS("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
 		t.Errorf("chain web after the bad ASN: %v", err)
 	}
 	remoteAS("4200000003")
@@ -184,7 +184,7 @@ func TestPrivilegedBGPWrongPeerASN(t *testing.T) {
 		`nfv2:    {role: nfv,     id: 3, locator: "fc00:3::/64", bgp: {asn: 65003}}`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := e.must("apply", "-f", other, "--lab", e.lab); !strings.Contains(out, "AS65003") {
+	if out := e.Must("apply", "-f", other, "--lab", e.Name); !strings.Contains(out, "AS65003") {
 		t.Errorf("apply does not show the new ASN:\n%s", out)
 	}
 	ss := e.waitEstablished(30 * time.Second)
@@ -204,9 +204,9 @@ func TestPrivilegedBGPWrongPeerASN(t *testing.T) {
 // checks the pids too); destroy removes the BGP routes.
 func TestPrivilegedBGPDestroyAndDown(t *testing.T) {
 	e := newEnv(t, domainFile)
-	e.must("apply", "--lab", e.lab)
+	e.Must("apply", "--lab", e.Name)
 	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-r1", "eth-r2"}, 30*time.Second)
-	e.must("destroy", "--lab", e.lab)
+	e.Must("destroy", "--lab", e.Name)
 	for _, n := range []string{"ingress", "nfv1", "nfv2", "egress"} {
 		if rs := e.bgpRoutes(n); len(rs) != 0 {
 			t.Errorf("%s: destroy left BGP routes %v", n, rs)
@@ -214,7 +214,7 @@ func TestPrivilegedBGPDestroyAndDown(t *testing.T) {
 	}
 	dirs := map[string]string{}
 	var pids []int
-	for n, d := range e.l.FRR {
+	for n, d := range e.Lab.FRR {
 		dirs[n] = d
 		ps := frr.PIDs(d)
 		if len(ps) < 2 {
@@ -224,16 +224,16 @@ func TestPrivilegedBGPDestroyAndDown(t *testing.T) {
 			pids = append(pids, p)
 		}
 	}
-	for _, a := range e.l.Agents {
+	for _, a := range e.Lab.Agents {
 		pids = append(pids, a.PID)
 	}
-	e.must("lab", "down", "--lab", e.lab)
+	e.Must("lab", "down", "--lab", e.Name)
 	for _, p := range pids {
 		if testutil.Alive(p) {
 			t.Errorf("pid %d outlived lab down", p)
 		}
 	}
-	out, _ := exec.Command("pgrep", "-af", "/run/segchain/labs/"+e.lab+".frr").CombinedOutput()
+	out, _ := exec.Command("pgrep", "-af", "/run/segchain/labs/"+e.Name+".frr").CombinedOutput()
 	if s := strings.TrimSpace(string(out)); s != "" {
 		t.Errorf("FRR daemons outlived lab down:\n%s", s)
 	}

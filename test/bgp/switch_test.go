@@ -32,14 +32,14 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	if err := os.WriteFile(bgpFile, []byte(strings.Replace(string(b), "mode: static", "mode: bgp", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.must("apply", "--lab", e.lab)
-	if out := testutil.Exec(t, e.ns("ingress"), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto), "fc00:2::/64"); !strings.Contains(out, "eth-nfv1") {
+	e.Must("apply", "--lab", e.Name)
+	if out := testutil.Exec(t, e.NS("ingress"), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto), "fc00:2::/64"); !strings.Contains(out, "eth-nfv1") {
 		t.Fatalf("static route to nfv1's locator: %q", out)
 	}
 	const rate, count = 1000, 8000 // the apply takes about 3 s; Stream checks it ends inside
 	var out string
-	res := testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5002, count, rate, func() {
-		out = e.must("apply", "-f", bgpFile, "--lab", e.lab)
+	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 5002, count, rate, func() {
+		out = e.Must("apply", "-f", bgpFile, "--lab", e.Name)
 	})
 	t.Logf("static → bgp: %+v", res)
 	if !strings.Contains(out, "+ bgp AS4200000001") || !strings.Contains(out, "- route fc00:2::/64") {
@@ -48,14 +48,14 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	if res.Lost > switchLoss {
 		t.Errorf("static → bgp lost %d packets: %+v", res.Lost, res)
 	}
-	if out := testutil.Exec(t, e.ns("ingress"), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto), "fc00:2::/64"); out != "" {
+	if out := testutil.Exec(t, e.NS("ingress"), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto), "fc00:2::/64"); out != "" {
 		t.Errorf("static route left under bgp: %q", out)
 	}
 	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-nfv1"}, 10*time.Second)
 	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-nfv1", "eth-nfv2"}, 10*time.Second)
 
-	res = testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5002, count, rate, func() {
-		out = e.must("apply", "-f", static, "--lab", e.lab)
+	res = testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 5002, count, rate, func() {
+		out = e.Must("apply", "-f", static, "--lab", e.Name)
 	})
 	t.Logf("bgp → static: %+v", res)
 	if !strings.Contains(out, "- bgp AS4200000001") || !strings.Contains(out, "+ route fc00:2::/64") {
@@ -69,7 +69,7 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 			t.Errorf("%s: BGP routes left under static: %v", n, rs)
 		}
 	}
-	if out := e.must("apply", "--lab", e.lab); !strings.Contains(out, "no changes") {
+	if out := e.Must("apply", "--lab", e.Name); !strings.Contains(out, "no changes") {
 		t.Errorf("static again is not the static domain:\n%s", out)
 	}
 }

@@ -42,12 +42,12 @@ func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 	e := newEnvArgs(t, staticFile, false)
 	flows := func(when string) {
 		t.Helper()
-		if res := testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", 5003, 200, 200, nil); res.Received == 0 {
+		if res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 5003, 200, 200, nil); res.Received == 0 {
 			t.Fatalf("%s: nothing through chain web: %+v", when, res)
 		}
 	}
 	routerDaemons := func() map[string]map[string]int {
-		l, err := lab.Get(e.lab)
+		l, err := lab.Get(e.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,13 +57,13 @@ func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 		}
 		return m
 	}
-	e.must("apply", "-f", staticFile, "--lab", e.lab)
+	e.Must("apply", "-f", staticFile, "--lab", e.Name)
 	if d := routerDaemons(); len(d) != 0 {
 		t.Fatalf("FRR in a static lab: %v", d)
 	}
 	flows("static")
 
-	e.must("apply", "-f", domainFile, "--lab", e.lab)
+	e.Must("apply", "-f", domainFile, "--lab", e.Name)
 	d := routerDaemons()
 	for _, r := range []string{"r1", "r2"} {
 		if d[r]["zebra"] == 0 || d[r]["bgpd"] == 0 {
@@ -74,7 +74,7 @@ func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-r1"}, 10*time.Second)
 	// r1 routes nfv1's locator with zebra (FRR's bgp protocol), not with
 	// the static route apply installed before.
-	if out := testutil.Exec(t, e.ns("r1"), "ip", "-N", "-6", "route", "show", "fc00:4::/64"); !strings.Contains(out, "proto 186") || strings.Contains(out, segchainProto) {
+	if out := testutil.Exec(t, e.NS("r1"), "ip", "-N", "-6", "route", "show", "fc00:4::/64"); !strings.Contains(out, "proto 186") || strings.Contains(out, segchainProto) {
 		t.Errorf("r1's route to egress's locator under bgp: %q", out)
 	}
 	flows("bgp")
@@ -85,7 +85,7 @@ func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 		}
 	}
 
-	e.must("apply", "-f", staticFile, "--lab", e.lab)
+	e.Must("apply", "-f", staticFile, "--lab", e.Name)
 	if d := routerDaemons(); len(d) != 0 {
 		t.Errorf("FRR left after apply bgp → static: %v", d)
 	}
@@ -94,17 +94,17 @@ func TestPrivilegedBGPSwitchRouters(t *testing.T) {
 			t.Errorf("FRR daemon pid %d outlived the switch back to static", p)
 		}
 	}
-	if out := testutil.Exec(t, e.ns("r1"), "ip", "-N", "-6", "route", "show", "fc00:4::/64"); !strings.Contains(out, segchainProto) {
+	if out := testutil.Exec(t, e.NS("r1"), "ip", "-N", "-6", "route", "show", "fc00:4::/64"); !strings.Contains(out, segchainProto) {
 		t.Errorf("r1's route to egress's locator back under static: %q", out)
 	}
 	flows("static again")
-	if out := e.must("apply", "-f", staticFile, "--lab", e.lab); !strings.Contains(out, "no changes") {
+	if out := e.Must("apply", "-f", staticFile, "--lab", e.Name); !strings.Contains(out, "no changes") {
 		t.Errorf("static again is not the static domain:\n%s", out)
 	}
 
 	// segchain watch applies through the same controller: its apply of
 	// the bgp domain starts the routers' FRR too.
-	w := exec.Command(segchainBin, "watch", "-f", domainFile, "--lab", e.lab, "-o", "json")
+	w := exec.Command(segchainBin, "watch", "-f", domainFile, "--lab", e.Name, "-o", "json")
 	out, err := w.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

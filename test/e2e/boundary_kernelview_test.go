@@ -23,9 +23,9 @@ import (
 
 // mac is the hardware address of node's iface.
 func (e *env) mac(node, iface string) string {
-	e.t.Helper()
+	e.T.Helper()
 	var hw string
-	if err := nsutil.Do(e.ns(node), func() error {
+	if err := nsutil.Do(e.NS(node), func() error {
 		i, err := net.InterfaceByName(iface)
 		if err != nil {
 			return err
@@ -33,7 +33,7 @@ func (e *env) mac(node, iface string) string {
 		hw = i.HardwareAddr.String()
 		return nil
 	}); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return hw
 }

@@ -30,7 +30,7 @@ func TestBoundarySFAddress(t *testing.T) {
 	dxfw := e.sid(config.EgressKey("firewalled"))
 
 	t.Run("from outside", func(t *testing.T) {
-		atSF := testutil.StartInboundCapture(t, e.ns("sf1"), "eth-nfv1", "ip6", 0)
+		atSF := testutil.StartInboundCapture(t, e.NS("sf1"), "eth-nfv1", "ip6", 0)
 		e.expectDropped(t, []attack{
 			{name: "SRH to the SF's address, continuing to d",
 				scapy: fmt.Sprintf("IPv6(src='fc00:1a::a', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['fc00:4d::d','%s'], segleft=1, lastentry=1)", sf, sf),
@@ -54,7 +54,7 @@ func TestBoundarySFAddress(t *testing.T) {
 
 	t.Run("the SF's kernel drops an SRH addressed to it", func(t *testing.T) {
 		for _, k := range []string{"all", "eth-nfv1"} {
-			if v := sysctl(t, e.ns("sf1"), k); v != "0" {
+			if v := sysctl(t, e.NS("sf1"), k); v != "0" {
 				t.Errorf("sf1 net.ipv6.conf.%s.seg6_enabled = %s, want 0", k, v)
 			}
 		}
@@ -65,7 +65,7 @@ func TestBoundarySFAddress(t *testing.T) {
 		// packet on to d (what the boundary alone stood against); apply
 		// sees the drift and turns it off again.
 		for _, k := range []string{"all", "eth-nfv1"} {
-			testutil.Exec(t, e.ns("sf1"), "sysctl", "-qw", "net.ipv6.conf."+k+".seg6_enabled=1")
+			testutil.Exec(t, e.NS("sf1"), "sysctl", "-qw", "net.ipv6.conf."+k+".seg6_enabled=1")
 		}
 		if n := e.srhThroughSF(t, 5); n != 5 {
 			t.Errorf("seg6_enabled 1 (control): sf1 forwarded %d of 5, want 5", n)
@@ -85,9 +85,9 @@ func TestBoundarySFAddress(t *testing.T) {
 // after the others), and returns how many of the SRv6 ones sf1 sent on.
 func (e *env) srhThroughSF(t *testing.T, count int) int {
 	t.Helper()
-	c := testutil.StartInboundCapture(t, e.ns("nfv1"), "eth-sf1", "ip6 dst fc00:4d::d", 0)
-	back := testutil.StartInboundCapture(t, e.ns("nfv1"), "eth-sf1", "ip6 dst fc00:4d::d and udp port 7101", 1)
-	testutil.RunScapyIn(t, e.ns("nfv1"), fmt.Sprintf(`
+	c := testutil.StartInboundCapture(t, e.NS("nfv1"), "eth-sf1", "ip6 dst fc00:4d::d", 0)
+	back := testutil.StartInboundCapture(t, e.NS("nfv1"), "eth-sf1", "ip6 dst fc00:4d::d and udp port 7101", 1)
+	testutil.RunScapyIn(t, e.NS("nfv1"), fmt.Sprintf(`
 conf.verb = 0
 eth = Ether(dst=%q)
 sendp(eth/IPv6(src='fc00:1a::a', dst='fc00:27::7')/IPv6ExtHdrSegmentRouting(addresses=['fc00:4d::d','fc00:27::7'], segleft=1, lastentry=1)/UDP(sport=4000, dport=7100)/Raw(b'srh-to-sf'), iface='eth-sf1', count=%d)

@@ -19,10 +19,10 @@ import (
 // boundaryDrops is the boundary filter's drop count on node's iface for
 // reason (0 when it dropped nothing there).
 func (e *env) boundaryDrops(node, iface, reason string) uint64 {
-	e.t.Helper()
-	cs, err := local.NewLocal(node, e.ns(node)).BoundaryCounters(context.Background())
+	e.T.Helper()
+	cs, err := local.NewLocal(node, e.NS(node)).BoundaryCounters(context.Background())
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for _, c := range cs {
 		if c.Iface == iface && c.Reason == reason {
@@ -79,7 +79,7 @@ type attack struct {
 // returns how many of each reached d (by marker).
 func (e *env) sendAttacks(t *testing.T, attacks []attack, count int) map[string]int {
 	t.Helper()
-	c := testutil.StartInboundCapture(t, e.ns("d"), "eth-egress", "ip6", 0) // "udp" would miss UDP behind an SRH
+	c := testutil.StartInboundCapture(t, e.NS("d"), "eth-egress", "ip6", 0) // "udp" would miss UDP behind an SRH
 	scripts := map[string]*strings.Builder{}
 	var order []string
 	for i, a := range attacks {
@@ -101,7 +101,7 @@ func (e *env) sendAttacks(t *testing.T, attacks []attack, count int) map[string]
 		fmt.Fprintf(script, "send(%s/UDP(sport=4000, dport=%d)/Raw(b'attack-%d'), count=%d)\n", a.scapy, 6000+i, i, count)
 	}
 	for _, from := range order {
-		testutil.RunScapyIn(t, e.ns(from), scripts[from].String())
+		testutil.RunScapyIn(t, e.NS(from), scripts[from].String())
 	}
 	time.Sleep(time.Second)
 	got := map[string]int{}
@@ -204,8 +204,8 @@ func TestBoundaryDropsAttacksFromOutside(t *testing.T) {
 		if err := e.ping("s", "198.18.4.13"); err != nil {
 			t.Errorf("legacy4 (ping s -> d over IPv4): %v", err)
 		}
-		c := testutil.StartInboundCapture(t, e.ns("d"), "eth-egress", "ip6", 0) // "udp" would miss UDP behind an SRH
-		testutil.RunScapyIn(t, e.ns("s"), `
+		c := testutil.StartInboundCapture(t, e.NS("d"), "eth-egress", "ip6", 0) // "udp" would miss UDP behind an SRH
+		testutil.RunScapyIn(t, e.NS("s"), `
 conf.verb = 0
 send(IPv6(src='fc00:1a::a', dst='fc00:4d::d')/UDP(sport=4000, dport=6001)/Raw(b'filtered'), count=3)
 send(IPv6(src='fc00:1a::a', dst='fc00:4d::d')/UDP(sport=4000, dport=5555)/Raw(b'insert6'), count=3)
@@ -225,7 +225,7 @@ send(IPv6(src='fc00:1a::a', dst='fc00:4d::d')/UDP(sport=4000, dport=5555)/Raw(b'
 		b := e.boundaryDrops("egress", "eth-d", "leak-sid")
 		// From inside the domain (the ingress node): a packet for the
 		// egress SID whose inner packet is SRv6 addressed to nfv2's SID.
-		testutil.RunScapyIn(t, e.ns("ingress"), fmt.Sprintf(`
+		testutil.RunScapyIn(t, e.NS("ingress"), fmt.Sprintf(`
 inner = IPv6(src='fc00:1a::a', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['fc00:4d::d','%s'], segleft=1, lastentry=1)/UDP(dport=7777)
 send(IPv6(src='fc00:1::1', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['%s'], segleft=0, lastentry=0)/inner, count=5, verbose=0)
 `, e.sid("nfv2-end"), e.sid("nfv2-end"), dx6, dx6))
@@ -236,10 +236,10 @@ send(IPv6(src='fc00:1::1', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['%s'], 
 	})
 
 	t.Run("a missing filter is drift that apply mends", func(t *testing.T) {
-		if err := boundary.Remove(e.ns("ingress")); err != nil {
+		if err := boundary.Remove(e.NS("ingress")); err != nil {
 			t.Fatal(err)
 		}
-		diffs, err := e.ctl.Diff(context.Background())
+		diffs, err := e.ctl.Controller().Diff(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,10 +263,10 @@ send(IPv6(src='fc00:1::1', dst='%s')/IPv6ExtHdrSegmentRouting(addresses=['%s'], 
 	})
 
 	t.Run("destroy removes the filter", func(t *testing.T) {
-		if _, err := e.ctl.Destroy(context.Background(), false); err != nil {
+		if _, err := e.ctl.Destroy(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		got, err := local.NewLocal("ingress", e.ns("ingress")).Observe(context.Background(), e.ctl.Plan.Nodes["ingress"])
+		got, err := local.NewLocal("ingress", e.NS("ingress")).Observe(context.Background(), e.ctl.Plan.Nodes["ingress"])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,8 +378,8 @@ func TestBoundaryHMACExample(t *testing.T) {
 	// The capture stops at the first UDP datagram d receives: the marker
 	// sent last (plain UDP over the same link), unless a bad one came
 	// first. Its arrival proves the earlier ones would have arrived too.
-	c := testutil.StartInboundCapture(t, e.ns("d"), "eth-egress", "udp", 1)
-	testutil.RunScapyIn(t, e.ns("nfv1"), fmt.Sprintf(`
+	c := testutil.StartInboundCapture(t, e.NS("d"), "eth-egress", "udp", 1)
+	testutil.RunScapyIn(t, e.NS("nfv1"), fmt.Sprintf(`
 import socket, struct
 conf.verb = 0
 DX6 = '%s'

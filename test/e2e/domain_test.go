@@ -23,116 +23,71 @@ import (
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/dataplane/firewall"
 	"github.com/segchain/segchain/internal/dump"
-	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodestate"
-	"github.com/segchain/segchain/internal/plan"
+	"github.com/segchain/segchain/internal/session"
 	"github.com/segchain/segchain/internal/srh"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
+// env is a domain file's lab, brought up in-process (labenv: taken down
+// and checked for leftovers at the end), and an apply session on it.
 type env struct {
-	t   *testing.T
+	*labenv.Env
 	d   *config.Domain
-	lab *lab.Lab
-	ctl *controller.Controller
+	ctl *session.Session
 }
 
 // setup brings up a lab for the domain file under a unique name (removed
-// when the test ends, even on failure) and builds its controller.
+// when the test ends, even on failure) and opens its apply session.
 func setup(t *testing.T, file string) *env {
 	t.Helper()
-	testutil.RequireRoot(t)
-	d, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName("e2e")
-	t.Cleanup(func() {
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, d: d, lab: l}
-	e.ctl = e.controllerFor(d)
-	t.Cleanup(func() {
-		for _, n := range l.NodeNames() {
-			ns, _ := l.Netns(n)
-			_ = local.NewLocal(n, ns).Forget(context.Background())
-		}
-	})
+	le := labenv.New(t, labenv.Options{File: file, Prefix: "e2e"})
+	e := &env{Env: le, d: le.Domain}
+	e.ctl = e.Session(e.d)
 	return e
 }
 
-func (e *env) controllerFor(d *config.Domain) *controller.Controller {
-	e.t.Helper()
-	p, err := plan.Build(d)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	agents := map[string]agent.Agent{}
-	for n := range p.Nodes {
-		agents[n] = local.NewLocal(n, e.ns(n))
-	}
-	return &controller.Controller{Plan: p, Agents: agents}
-}
-
-func (e *env) ns(node string) string {
-	e.t.Helper()
-	ns, err := e.lab.Netns(node)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return ns
-}
-
 func (e *env) apply() *controller.Result {
-	e.t.Helper()
-	res, err := e.ctl.Apply(context.Background(), false)
+	e.T.Helper()
+	res, err := e.ctl.Apply(context.Background())
 	if err != nil {
-		e.t.Fatalf("apply: %v", err)
+		e.T.Fatalf("apply: %v", err)
 	}
 	return res
 }
 
 func (e *env) sid(name string) netip.Addr {
-	e.t.Helper()
+	e.T.Helper()
 	sids, err := e.d.SIDs()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	a, ok := sids[name]
 	if !ok {
-		e.t.Fatalf("no SID named %s", name)
+		e.T.Fatalf("no SID named %s", name)
 	}
 	return a
 }
 
 // counters returns the counters of the local SID entry covering sid.
 func (e *env) counters(node string, sid netip.Addr) agent.SIDCounters {
-	e.t.Helper()
-	cs, err := local.NewLocal(node, e.ns(node)).Counters(context.Background())
+	e.T.Helper()
+	cs, err := local.NewLocal(node, e.NS(node)).Counters(context.Background())
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for _, c := range cs {
 		if c.SID.Contains(sid) {
 			return c
 		}
 	}
-	e.t.Fatalf("node %s has no local SID covering %s", node, sid)
+	e.T.Fatalf("node %s has no local SID covering %s", node, sid)
 	return agent.SIDCounters{}
 }
 
 func (e *env) ping(from string, dst string) error {
-	return testutil.Ping(e.ns(from), netip.MustParseAddr(dst), 3*time.Second)
+	return testutil.Ping(e.NS(from), netip.MustParseAddr(dst), 3*time.Second)
 }
 
 func TestDefaultDomainEndToEnd(t *testing.T) {
@@ -151,7 +106,7 @@ func TestDefaultDomainEndToEnd(t *testing.T) {
 
 	t.Run("H.Encaps chain web: SRH seen by tshark at nfv1, counters move", func(t *testing.T) {
 		before := e.counters("egress", dx6).Packets
-		c := testutil.StartCapture(t, e.ns("nfv1"), "eth-r1", "ip6 proto 43", 1)
+		c := testutil.StartCapture(t, e.NS("nfv1"), "eth-r1", "ip6 proto 43", 1)
 		if err := e.ping("s", "fc00:4d::d"); err != nil {
 			t.Fatalf("ping s -> d through the chain: %v", err)
 		}
@@ -186,7 +141,7 @@ func TestDefaultDomainEndToEnd(t *testing.T) {
 	})
 
 	t.Run("dump at an SRv6 node shows the packet as it arrived, not after End ran", func(t *testing.T) {
-		src, err := dump.OpenLive(e.ns("nfv1"), "eth-r1", nil)
+		src, err := dump.OpenLive(e.NS("nfv1"), "eth-r1", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,8 +178,8 @@ func TestDefaultDomainEndToEnd(t *testing.T) {
 	})
 
 	t.Run("classifier: UDP 5000-5999 takes insert6 (SRH inserted, no encap)", func(t *testing.T) {
-		c := testutil.StartCapture(t, e.ns("d"), "eth-egress", "ip6 proto 43", 1) // UDP behind the SRH
-		testutil.RunScapyIn(t, e.ns("s"), `
+		c := testutil.StartCapture(t, e.NS("d"), "eth-egress", "ip6 proto 43", 1) // UDP behind the SRH
+		testutil.RunScapyIn(t, e.NS("s"), `
 send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=4000, dport=5555)/b"insert-mode", verbose=0)
 `)
 		pkts := testutil.Tshark(t, c.Wait(5*time.Second), "ipv6.src", "ipv6.dst", "ipv6.routing.segleft",
@@ -247,8 +202,8 @@ send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=4000, dport=5555)/b"inse
 
 	t.Run("classifier: UDP outside 5000-5999 takes web (encap, decapsulated at egress)", func(t *testing.T) {
 		before := e.counters("egress", dx6).Packets
-		c := testutil.StartCapture(t, e.ns("d"), "eth-egress", "udp", 1)
-		testutil.RunScapyIn(t, e.ns("s"), `
+		c := testutil.StartCapture(t, e.NS("d"), "eth-egress", "udp", 1)
+		testutil.RunScapyIn(t, e.NS("s"), `
 send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=4000, dport=7000)/b"encap-mode", verbose=0)
 `)
 		pkts := testutil.Tshark(t, c.Wait(5*time.Second), "ipv6.dst", "ipv6.routing.type", "udp.dstport")
@@ -265,7 +220,7 @@ send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=4000, dport=7000)/b"enca
 
 	t.Run("bulk TCP through chain web: full-size packets fit the fabric MTU", func(t *testing.T) {
 		before := e.counters("egress", dx6).Packets
-		srv := exec.Command("ip", "netns", "exec", e.ns("d"), "timeout", "20", "python3", "-c", `
+		srv := exec.Command("ip", "netns", "exec", e.NS("d"), "timeout", "20", "python3", "-c", `
 import socket
 s=socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("::", 9000)); s.listen(1); print("ready", flush=True)
@@ -288,7 +243,7 @@ print(n)
 		if !sc.Scan() {
 			t.Fatal("server in d did not start")
 		}
-		if msg, err := testutil.ExecErr(e.ns("s"), "timeout", "15", "python3", "-c", `
+		if msg, err := testutil.ExecErr(e.NS("s"), "timeout", "15", "python3", "-c", `
 import socket
 c=socket.create_connection(("fc00:4d::d", 9000), timeout=10); c.sendall(b"x"*2000000); c.close()
 `); err != nil {
@@ -305,7 +260,7 @@ c=socket.create_connection(("fc00:4d::d", 9000), timeout=10); c.sendall(b"x"*200
 	t.Run("chain filtered: the SR-aware firewall on nfv2 drops UDP 6666, accepts 6000", func(t *testing.T) {
 		fwSID := netip.PrefixFrom(e.sid("nfv2-fw"), 112)
 		rules := func() (perRule []uint64, policy uint64) {
-			sts, err := firewall.List(e.ns("nfv2"))
+			sts, err := firewall.List(e.NS("nfv2"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -377,7 +332,8 @@ func TestFailedApplyRollsBack(t *testing.T) {
 	}
 	d2.Services["extra-end"] = &config.Service{Node: "nfv1", Behavior: "End"}
 	d2.Services["bad-dt4"] = &config.Service{Node: "nfv2", Behavior: "End.DT4", Params: config.Params{VRFTable: 4242}}
-	c2 := e.controllerFor(d2)
+	s2 := e.Session(d2)
+	c2 := s2.Controller()
 	// Plan's kernel probe would refuse End.DT4 before anything changes;
 	// this test wants the failure part-way, so its agents hide the probe
 	// (agent.FeatureChecker).
@@ -385,7 +341,7 @@ func TestFailedApplyRollsBack(t *testing.T) {
 		c2.Agents[n] = struct{ agent.Agent }{a}
 	}
 	before := observe(c2)
-	res, err := c2.Apply(context.Background(), false)
+	res, err := s2.Apply(context.Background())
 	if err == nil {
 		t.Skip("End.DT4 installed: this kernel has VRF, so the injected failure does not fail")
 	}
@@ -413,13 +369,13 @@ func cmpMaps(a, b map[string]string) string {
 
 func TestDestroyRemovesOnlyOwnState(t *testing.T) {
 	e := setup(t, "../../examples/default.yaml")
-	ns := e.ns("nfv1")
+	ns := e.NS("nfv1")
 	fwdBefore := strings.TrimSpace(testutil.Exec(t, ns, "sysctl", "-n", "net.ipv6.conf.all.forwarding"))
 	e.apply()
 	// Someone else's route and rule on the same node must survive destroy.
 	testutil.Exec(t, ns, "ip", "-6", "route", "add", "fc00:99::/64", "via", "fc00:25::5", "dev", "eth-r1")
 	testutil.Exec(t, ns, "ip", "-6", "rule", "add", "to", "fc00:98::/64", "lookup", "main", "pref", "777")
-	if _, err := e.ctl.Destroy(context.Background(), false); err != nil {
+	if _, err := e.ctl.Destroy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	routes := testutil.Exec(t, ns, "ip", "-6", "route", "show", "table", "all", "proto", fmt.Sprint(nodestate.Proto))
@@ -432,7 +388,7 @@ func TestDestroyRemovesOnlyOwnState(t *testing.T) {
 	if out := testutil.Exec(t, ns, "ip", "-6", "rule", "show"); !strings.Contains(out, "777:") {
 		t.Error("destroy removed a rule segchain did not install")
 	}
-	ing := testutil.Exec(t, e.ns("ingress"), "ip", "-6", "rule", "show")
+	ing := testutil.Exec(t, e.NS("ingress"), "ip", "-6", "rule", "show")
 	if strings.Contains(ing, "lookup 8825") {
 		t.Errorf("chain rule left on ingress:\n%s", ing)
 	}
@@ -470,7 +426,7 @@ func TestHMACRequiredDropsUnsignedAndWrongKey(t *testing.T) {
 	dx6 := e.sid(config.EgressKey("signed"))
 
 	t.Run("signed chain delivers", func(t *testing.T) {
-		c := testutil.StartCapture(t, e.ns("nfv1"), "eth-ingress", "ip6 proto 43", 1)
+		c := testutil.StartCapture(t, e.NS("nfv1"), "eth-ingress", "ip6 proto 43", 1)
 		if err := e.ping("s", "fc00:4d::d"); err != nil {
 			t.Fatalf("ping through the signed chain: %v", err)
 		}
@@ -494,7 +450,7 @@ func TestHMACRequiredDropsUnsignedAndWrongKey(t *testing.T) {
 				e.boundaryDrops("nfv1", "eth-ingress", "hmac-malformed") +
 				e.boundaryDrops("nfv1", "eth-ingress", "hmac-unknown-key")
 			dxBefore := e.counters("egress", dx6).Packets
-			testutil.RunScapyIn(t, e.ns("ingress"), fmt.Sprintf(`
+			testutil.RunScapyIn(t, e.NS("ingress"), fmt.Sprintf(`
 srh = IPv6ExtHdrSegmentRouting(addresses=["%s", "%s"], segleft=1, lastentry=1%s)
 p = IPv6(src="fc00:1::1", dst="%s")/srh/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/ICMPv6EchoRequest()
 send(p, count=3, verbose=0)

@@ -38,7 +38,7 @@ func setupMBB(t *testing.T) *env {
 	t.Helper()
 	testutil.RequireTool(t, "python3")
 	e := setup(t, mbbFile)
-	nfv1 := e.ns("nfv1")
+	nfv1 := e.NS("nfv1")
 	t.Cleanup(func() { _ = srunaware.Remove(nfv1) })
 	return e
 }
@@ -47,8 +47,8 @@ func setupMBB(t *testing.T) *env {
 // SF's route back to the srunaware.
 func flapSF(t *testing.T, e *env) {
 	t.Helper()
-	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "down")
-	testutil.Exec(t, e.ns("sf1"), "ip", "link", "set", "eth-nfv1", "up")
+	testutil.Exec(t, e.NS("sf1"), "ip", "link", "set", "eth-nfv1", "down")
+	testutil.Exec(t, e.NS("sf1"), "ip", "link", "set", "eth-nfv1", "up")
 }
 
 // applyDuring streams through the chain and applies d while the stream
@@ -57,8 +57,8 @@ func (e *env) applyDuring(t *testing.T, d *config.Domain) (streamResult, error) 
 	t.Helper()
 	var applyErr error
 	r := stream(t, e, 7100, 1000, 500, func() {
-		e.d, e.ctl = d, e.controllerFor(d)
-		_, applyErr = e.ctl.Apply(context.Background(), false)
+		e.d, e.ctl = d, e.Session(d)
+		_, applyErr = e.ctl.Apply(context.Background())
 	})
 	return r, applyErr
 }
@@ -86,7 +86,7 @@ func TestProxySIDChangeUnderStream(t *testing.T) {
 			if r.Unique != 1000 || r.Duplicates != 0 {
 				t.Errorf("1000 sent during the SID change: %d arrived (%d lost), %d duplicated", r.Unique, r.Lost, r.Duplicates)
 			}
-			sts, err := srunaware.Extension{}.Show(e.ns("nfv1"))
+			sts, err := srunaware.Extension{}.Show(e.NS("nfv1"))
 			if err != nil {
 				t.Fatal(err)
 			}

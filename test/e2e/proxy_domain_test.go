@@ -75,7 +75,7 @@ func proxyPinned(t *testing.T, ns string) bool {
 // tcpExchange runs a one-shot TCP echo server on d and connects from s.
 func tcpExchange(t *testing.T, e *env, port int) (string, error) {
 	t.Helper()
-	srv := exec.Command("ip", "netns", "exec", e.ns("d"), "python3", "-c", fmt.Sprintf(`
+	srv := exec.Command("ip", "netns", "exec", e.NS("d"), "python3", "-c", fmt.Sprintf(`
 import socket
 s=socket.socket(socket.AF_INET6); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("::",%d)); s.listen(4); s.settimeout(8); print("ready", flush=True)
@@ -93,7 +93,7 @@ c,_=s.accept(); data=c.recv(100); c.sendall(b"pong:"+data); c.close()
 	if _, err := stdout.Read(buf); err != nil {
 		t.Fatalf("server did not start: %v", err)
 	}
-	return testutil.ExecErr(e.ns("s"), "python3", "-c", fmt.Sprintf(`
+	return testutil.ExecErr(e.NS("s"), "python3", "-c", fmt.Sprintf(`
 import socket
 c=socket.create_connection(("fc00:4d::d",%d),timeout=5); c.sendall(b"hello"); print(c.recv(100).decode())
 `, port))
@@ -103,7 +103,7 @@ func TestProxyDomain(t *testing.T) {
 	testutil.RequireTool(t, "nft")
 	testutil.RequireTool(t, "python3")
 	e := setup(t, "../../examples/default.yaml")
-	nfv1 := e.ns("nfv1")
+	nfv1 := e.NS("nfv1")
 	t.Cleanup(func() { _ = srunaware.Remove(nfv1) }) // if the test fails before destroy
 	if res := e.apply(); res.Changes() == 0 {
 		t.Fatal("first apply changed nothing")
@@ -112,11 +112,11 @@ func TestProxyDomain(t *testing.T) {
 	if err := os.WriteFile(rules, []byte(sfRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Exec(t, e.ns("sf1"), "nft", "-f", rules)
+	testutil.Exec(t, e.NS("sf1"), "nft", "-f", rules)
 	fw := e.sid("nfv1-fw")
 
 	t.Run("TCP 8080 goes through the SF behind the proxy", func(t *testing.T) {
-		nftBefore := nftCounter(t, e.ns("sf1"))
+		nftBefore := nftCounter(t, e.NS("sf1"))
 		pc := e.counters("nfv1", fw)
 		if pc.Behavior != srunaware.EndAD || !pc.Owned || !pc.Counted || pc.SID.Bits() != 128 {
 			t.Errorf("proxy status = %+v, want an owned, counted End.AD /128", pc)
@@ -125,7 +125,7 @@ func TestProxyDomain(t *testing.T) {
 		if err != nil || strings.TrimSpace(out) != "pong:hello" {
 			t.Fatalf("TCP s -> d:8080: %v\n%s", err, out)
 		}
-		if after := nftCounter(t, e.ns("sf1")); after <= nftBefore {
+		if after := nftCounter(t, e.NS("sf1")); after <= nftBefore {
 			t.Errorf("SF firewall counter did not move: %d -> %d", nftBefore, after)
 		}
 		if after := e.counters("nfv1", fw).Packets; after <= pc.Packets {
@@ -147,7 +147,7 @@ func TestProxyDomain(t *testing.T) {
 		if !proxyPinned(t, nfv1) {
 			t.Fatal("no pinned proxy state for nfv1 before destroy")
 		}
-		if _, err := e.ctl.Destroy(context.Background(), false); err != nil {
+		if _, err := e.ctl.Destroy(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if proxyPinned(t, nfv1) {
@@ -176,14 +176,14 @@ func TestProxyDomainProxyTypes(t *testing.T) {
 		t.Fatalf("%s: nfv1-fw is not %q", file, dynamic)
 	}
 	e := setup(t, file)
-	nfv1 := e.ns("nfv1")
+	nfv1 := e.NS("nfv1")
 	t.Cleanup(func() { _ = srunaware.Remove(nfv1) })
 	e.apply()
 	rules := filepath.Join(t.TempDir(), "sf.nft")
 	if err := os.WriteFile(rules, []byte(sfRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Exec(t, e.ns("sf1"), "nft", "-f", rules)
+	testutil.Exec(t, e.NS("sf1"), "nft", "-f", rules)
 	fw := e.sid("nfv1-fw")
 
 	for _, tc := range []struct {
@@ -198,7 +198,7 @@ func TestProxyDomainProxyTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.d, e.ctl = d, e.controllerFor(d)
+			e.d, e.ctl = d, e.Session(d)
 			res := e.apply()
 			var ops []string
 			for _, df := range res.Diffs {
@@ -212,7 +212,7 @@ func TestProxyDomainProxyTypes(t *testing.T) {
 			if res := e.apply(); res.Changes() != 0 {
 				t.Errorf("second apply made %d changes: %+v", res.Changes(), res.Diffs)
 			}
-			nftBefore := nftNamed(t, e.ns("sf1"), tc.counter)
+			nftBefore := nftNamed(t, e.NS("sf1"), tc.counter)
 			pc := e.counters("nfv1", fw)
 			if pc.Behavior != tc.behavior {
 				t.Errorf("proxy behaviour = %s, want %s", pc.Behavior, tc.behavior)
@@ -220,7 +220,7 @@ func TestProxyDomainProxyTypes(t *testing.T) {
 			if out, err := tcpExchange(t, e, 8080); err != nil || strings.TrimSpace(out) != "pong:hello" {
 				t.Fatalf("TCP s -> d:8080: %v\n%s", err, out)
 			}
-			if after := nftNamed(t, e.ns("sf1"), tc.counter); after <= nftBefore {
+			if after := nftNamed(t, e.NS("sf1"), tc.counter); after <= nftBefore {
 				t.Errorf("SF firewall counter %s did not move: %d -> %d", tc.counter, nftBefore, after)
 			}
 			if after := e.counters("nfv1", fw).Packets; after <= pc.Packets {
@@ -228,7 +228,7 @@ func TestProxyDomainProxyTypes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := e.ctl.Destroy(context.Background(), false); err != nil {
+	if _, err := e.ctl.Destroy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if proxyPinned(t, nfv1) {

@@ -93,7 +93,7 @@ const l2Bridge = `table bridge l2fw {
 func udpCounts(t *testing.T, e *env, ports ...int) map[int]int {
 	t.Helper()
 	ps := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(ports)), ","), "[]")
-	srv := exec.Command("ip", "netns", "exec", e.ns("d"), "python3", "-c", fmt.Sprintf(`
+	srv := exec.Command("ip", "netns", "exec", e.NS("d"), "python3", "-c", fmt.Sprintf(`
 import socket, select
 ss = {}
 for p in (%s,):
@@ -123,7 +123,7 @@ print(" ".join("%%d=%%d" %% kv for kv in sorted(n.items())), flush=True)
 		_ = srv.Wait()
 		t.Fatalf("receiver did not start: %q %s", lines.Text(), stderr.String())
 	}
-	if out, err := testutil.ExecErr(e.ns("s"), "python3", "-c", fmt.Sprintf(`
+	if out, err := testutil.ExecErr(e.NS("s"), "python3", "-c", fmt.Sprintf(`
 import socket, time
 c = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 for i in range(5):
@@ -158,12 +158,12 @@ func TestProxyDomainEthernet(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := setup(t, file)
-	nfv1 := e.ns("nfv1")
+	nfv1 := e.NS("nfv1")
 	t.Cleanup(func() { _ = srunaware.Remove(nfv1) }) // if the test fails before destroy
 
 	// sf1 becomes a bridge between sw0 and sw1 (nothing speaks IP on the L2
 	// segment), with an nftables bridge filter.
-	sf := e.ns("sf1")
+	sf := e.NS("sf1")
 	for _, c := range []string{"ip addr flush dev sw0", "ip addr flush dev sw1",
 		"ip link add br0 type bridge", "sysctl -qw net.ipv6.conf.br0.disable_ipv6=1",
 		"ip link set sw0 master br0", "ip link set sw1 master br0", "ip link set br0 up"} {
@@ -178,7 +178,7 @@ func TestProxyDomainEthernet(t *testing.T) {
 	// ingress' MAC on s's link), so d takes that MAC to accept them, and
 	// the egress' neighbour entry for d (the lab's, permanent) follows.
 	var ingressMAC string
-	if err := nsutil.Do(e.ns("ingress"), func() error {
+	if err := nsutil.Do(e.NS("ingress"), func() error {
 		i, err := net.InterfaceByName("eth-s")
 		if err == nil {
 			ingressMAC = i.HardwareAddr.String()
@@ -187,8 +187,8 @@ func TestProxyDomainEthernet(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Exec(t, e.ns("d"), "ip", "link", "set", "eth-egress", "address", ingressMAC)
-	testutil.Exec(t, e.ns("egress"), "ip", "neigh", "replace", "fc00:4d::d", "lladdr", ingressMAC, "dev", "eth-d", "nud", "permanent")
+	testutil.Exec(t, e.NS("d"), "ip", "link", "set", "eth-egress", "address", ingressMAC)
+	testutil.Exec(t, e.NS("egress"), "ip", "neigh", "replace", "fc00:4d::d", "lladdr", ingressMAC, "dev", "eth-d", "nud", "permanent")
 
 	if res := e.apply(); res.Changes() == 0 {
 		t.Fatal("first apply changed nothing")
@@ -239,7 +239,7 @@ func TestProxyDomainEthernet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.d, e.ctl = d, e.controllerFor(d)
+		e.d, e.ctl = d, e.Session(d)
 		res := e.apply()
 		var ops []string
 		for _, df := range res.Diffs {
@@ -258,7 +258,7 @@ func TestProxyDomainEthernet(t *testing.T) {
 		}
 	})
 
-	if _, err := e.ctl.Destroy(context.Background(), false); err != nil {
+	if _, err := e.ctl.Destroy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if proxyPinned(t, nfv1) {

@@ -34,14 +34,14 @@ import (
 func TestSameNodeServicePairs(t *testing.T) {
 	testutil.RequireTool(t, "python3")
 	e := setup(t, "testdata/samenode.yaml")
-	nfv1 := e.ns("nfv1")
+	nfv1 := e.NS("nfv1")
 	t.Cleanup(func() { _ = srunaware.Remove(nfv1); _ = firewall.Flush(nfv1); _ = netfilter.Flush(nfv1) })
 	// First as an older segchain left the node: every SID on lo. Then
 	// the apply that moves the kernel-served SIDs after another SID of
 	// their node onto the loop: each is replaced in place (one "~ route"
 	// op, no delete), without loss for a chain that reaches one of them
 	// (nfv1-end, also second in End.T -> End) from another node.
-	old := e.controllerFor(e.d)
+	old := e.Session(e.d)
 	var moved []string
 	for name, n := range old.Plan.Nodes {
 		for i, r := range n.Routes {
@@ -54,12 +54,14 @@ func TestSameNodeServicePairs(t *testing.T) {
 	if len(moved) == 0 {
 		t.Fatal("the plan puts no kernel-served SID on the service loop")
 	}
-	if _, err := old.Apply(t.Context(), false); err != nil {
+	if _, err := old.Apply(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// 6 s of stream: the apply (journaled, locked: segchain apply's
+	// path) must end before the stream does.
 	var res *controller.Result
-	if r := stream(t, e, 7001, 1000, 500, func() { res = e.apply() }); r.Unique != 1000 || r.Duplicates != 0 {
-		t.Errorf("migrating the SIDs from lo to the loop under a stream: 1000 sent, %d arrived, %d duplicated", r.Unique, r.Duplicates)
+	if r := stream(t, e, 7001, 3000, 500, func() { res = e.apply() }); r.Unique != 3000 || r.Duplicates != 0 {
+		t.Errorf("migrating the SIDs from lo to the loop under a stream: 3000 sent, %d arrived, %d duplicated", r.Unique, r.Duplicates)
 	}
 	var ops []string
 	for _, d := range res.Diffs {
@@ -147,11 +149,11 @@ func TestSameNodeServicePairs(t *testing.T) {
 		})
 	}
 	t.Run("destroy removes the service loop", func(t *testing.T) {
-		if _, err := e.ctl.Destroy(t.Context(), false); err != nil {
+		if _, err := e.ctl.Destroy(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		for _, node := range []string{"nfv1", "egress"} {
-			if out, err := testutil.ExecErr(e.ns(node), "ip", "link", "show", "sc-svcloop"); err == nil {
+			if out, err := testutil.ExecErr(e.NS(node), "ip", "link", "show", "sc-svcloop"); err == nil {
 				t.Errorf("service loop left on %s after destroy:\n%s", node, out)
 			}
 		}

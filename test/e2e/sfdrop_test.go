@@ -30,7 +30,7 @@ func TestSFSilentDropShowsNotReturned(t *testing.T) {
 	e := setupMBB(t)
 	e.apply()
 	sid := e.sid("nfv1-px")
-	m := metrics.New(local.NewLocal("nfv1", e.ns("nfv1")), metrics.Build{}, nil)
+	m := metrics.New(local.NewLocal("nfv1", e.NS("nfv1")), metrics.Build{}, nil)
 	// notReturned reads the figure from status (the controller's data,
 	// what -o json prints) and from the metric; they must agree.
 	notReturned := func() uint64 {
@@ -90,8 +90,8 @@ func TestSFSilentDropShowsNotReturned(t *testing.T) {
 	if err := os.WriteFile(rules, []byte(sfDropRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Exec(t, e.ns("sf1"), "nft", "-f", rules)
-	t.Cleanup(func() { _, _ = testutil.ExecErr(e.ns("sf1"), "nft", "delete", "table", "inet", "h4sfdrop") })
+	testutil.Exec(t, e.NS("sf1"), "nft", "-f", rules)
+	t.Cleanup(func() { _, _ = testutil.ExecErr(e.NS("sf1"), "nft", "delete", "table", "inet", "h4sfdrop") })
 	if r := stream(t, e, 7100, n, 500, nil); r.Unique != 0 {
 		t.Fatalf("SF with policy drop: %d of %d arrived", r.Unique, n)
 	}
@@ -106,7 +106,7 @@ func TestSFSilentDropShowsNotReturned(t *testing.T) {
 		t.Errorf("SF dropping silently: not-returned %d -> %d, want +%d", before, dropped, n)
 	}
 
-	testutil.Exec(t, e.ns("sf1"), "nft", "delete", "table", "inet", "h4sfdrop")
+	testutil.Exec(t, e.NS("sf1"), "nft", "delete", "table", "inet", "h4sfdrop")
 	if r := stream(t, e, 7100, n, 500, nil); r.Unique != n {
 		t.Errorf("SF forwarding again: %d of %d arrived", r.Unique, n)
 	}

@@ -18,5 +18,5 @@ type streamResult = testutil.StreamResult
 // returns the receiver's count (testutil.Stream).
 func stream(t *testing.T, e *env, port, count, rate int, during func()) streamResult {
 	t.Helper()
-	return testutil.Stream(t, seqstream, e.ns("s"), e.ns("d"), "fc00:4d::d", port, count, rate, during)
+	return testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", port, count, rate, during)
 }

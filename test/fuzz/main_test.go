@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 // segchainBin is the binary under test, built once by TestMain (or taken
@@ -73,22 +74,14 @@ func edited(t *testing.T, file string, edit func(string) string) string {
 	return p
 }
 
-// labUp brings up and applies a lab of the domain file under a unique name;
-// it is taken down when the test ends, even on failure.
+// labUp brings up and applies a lab of the domain file under a unique name
+// (labenv: taken down when the test ends, even on failure, and checked for
+// leftovers).
 func labUp(t *testing.T, file string) *lab {
 	t.Helper()
-	testutil.RequireRoot(t)
-	if segchainBin == "" {
-		t.Skip("segchain binary not built")
-	}
-	name := testutil.UniqueName("fz")
-	t.Cleanup(func() {
-		if out, err := testutil.Segchain(segchainBin, "lab", "down", "--lab", name); err != nil {
-			t.Errorf("lab down %s: %v\n%s", name, err, out)
-		}
-	})
-	testutil.MustSegchain(t, segchainBin, "lab", "up", "-f", file, "--lab", name)
-	testutil.MustSegchain(t, segchainBin, "apply", "--lab", name)
+	e := labenv.New(t, labenv.Options{File: file, Prefix: "fz", CLI: true, Binary: segchainBin})
+	name := e.Name
+	e.Must("apply", "--lab", name)
 	raw, err := os.ReadFile("/run/segchain/labs/" + name + ".json")
 	if err != nil {
 		t.Fatal(err)

@@ -10,15 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/config"
-	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/dataplane/firewall"
 	"github.com/segchain/segchain/internal/lab"
-	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 // TestFWDomain applies examples/firewall.yaml to a lab: the firewall
@@ -26,59 +23,16 @@ import (
 // skips the IDS while other traffic goes through it, a rule change is one
 // firewall op, and destroy removes the instance.
 func TestFWDomain(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	testutil.RequireTool(t, "tcpdump")
-	testutil.RequireTool(t, "tshark")
+	e := labenv.New(t, labenv.Options{File: "../../examples/firewall.yaml", Prefix: "fwd", Tools: []string{"tcpdump", "tshark"}})
 	testutil.RequireScapy(t)
-	d, err := config.Load("../../examples/firewall.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName("fwd")
-	t.Cleanup(func() {
-		if _, err := lab.Get(topo.Name); err != nil {
-			return // the test took it down
-		}
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := func(n string) string {
-		s, err := l.Netns(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	ns := e.NS
 	nfv1 := ns("nfv1")
 	t.Cleanup(func() { _ = firewall.Flush(nfv1) }) // if the test fails before destroy
-	ctlFor := func(d *config.Domain) *controller.Controller {
-		p, err := plan.Build(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		agents := map[string]agent.Agent{}
-		for n := range p.Nodes {
-			agents[n] = local.NewLocal(n, ns(n))
-		}
-		return &controller.Controller{Plan: p, Agents: agents}
-	}
-	t.Cleanup(func() {
-		for _, n := range l.NodeNames() {
-			_ = local.NewLocal(n, ns(n)).Forget(context.Background())
-		}
-	})
+	ctlFor := e.Session
+	d := e.Domain
 	ctx := context.Background()
 	ctl := ctlFor(d)
-	res, err := ctl.Apply(ctx, false)
+	res, err := ctl.Apply(ctx)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -92,7 +46,7 @@ func TestFWDomain(t *testing.T) {
 	if got := sts[0].Instance; got.SID.String() != "fc00:2::f1:0/112" || got.ArgsBits != 16 || len(got.Rules) != 4 {
 		t.Errorf("instance %+v", got)
 	}
-	if res, err := ctl.Apply(ctx, false); err != nil || res.Changes() != 0 {
+	if res, err := ctl.Apply(ctx); err != nil || res.Changes() != 0 {
 		t.Fatalf("second apply: %v, %d changes: %+v", err, res.Changes(), res.Diffs)
 	}
 
@@ -146,7 +100,7 @@ for i in range(3):
 		t.Fatal(err)
 	}
 	ctl2 := ctlFor(d2)
-	res, err = ctl2.Apply(ctx, false)
+	res, err = ctl2.Apply(ctx)
 	if err != nil {
 		t.Fatalf("apply changed domain: %v", err)
 	}
@@ -157,7 +111,7 @@ for i in range(3):
 		t.Errorf("after the change: %+v %v %v", in, ok, err)
 	}
 
-	if _, err := ctl2.Destroy(ctx, false); err != nil {
+	if _, err := ctl2.Destroy(ctx); err != nil {
 		t.Fatalf("destroy: %v", err)
 	}
 	if sts, err := firewall.List(nfv1); err != nil || len(sts) != 0 {
@@ -165,7 +119,7 @@ for i in range(3):
 	}
 
 	// lab down takes the firewall's pinned state with the namespace.
-	if _, err := ctl2.Apply(ctx, false); err != nil {
+	if _, err := ctl2.Apply(ctx); err != nil {
 		t.Fatalf("re-apply: %v", err)
 	}
 	fi, err := os.Stat(filepath.Join("/run/netns", nfv1))
@@ -180,7 +134,7 @@ for i in range(3):
 	if m, _ := filepath.Glob(pins); len(m) == 0 {
 		t.Fatalf("no firewall pins at %s after apply", pins)
 	}
-	if err := lab.Down(topo.Name); err != nil {
+	if err := lab.Down(e.Name); err != nil {
 		t.Fatalf("lab down: %v", err)
 	}
 	if m, _ := filepath.Glob(pins); len(m) != 0 {

@@ -18,6 +18,7 @@ const mod = "github.com/segchain/segchain/"
 const (
 	top           = iota // commands, example services, test packages: nothing imports them
 	tools                // wire or measure what is below: the agent daemon, benchmarks, test harnesses
+	sessions             // the apply session: plan, agents, journals, locks, leases of one command
 	reconciler           // the agent's reconcile loop: the controller's logic for one node
 	orchestration        // the controller and the lab: drive agents, local or remote
 	chainpaths           // a chain's path through the nodes' tables (pure)
@@ -71,6 +72,9 @@ var layerOf = map[string]int{
 	"internal/testutil":                      tools,
 	"internal/svctest":                       tools,
 	"internal/oam":                           tools,
+
+	"internal/session":         sessions,
+	"internal/testutil/labenv": tools,
 
 	"internal/agent/reconcile": reconciler,
 

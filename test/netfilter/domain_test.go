@@ -6,14 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/agent/local"
-	"github.com/segchain/segchain/internal/config"
-	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/dataplane/netfilter"
-	"github.com/segchain/segchain/internal/lab"
-	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 // TestNetfilterDomain applies examples/netfilter.yaml to a lab: the chain
@@ -23,57 +18,14 @@ import (
 // table deleted by hand is drift that apply repairs; destroy removes the
 // SID, the loop and the table.
 func TestNetfilterDomain(t *testing.T) {
-	testutil.RequirePrivileged(t)
-	testutil.RequireTool(t, "tcpdump")
-	testutil.RequireTool(t, "tshark")
-	testutil.RequireTool(t, "nft")
+	e := labenv.New(t, labenv.Options{File: "../../examples/netfilter.yaml", Prefix: "h16nf", Tools: []string{"tcpdump", "tshark", "nft"}})
 	testutil.RequireScapy(t)
-	d, err := config.Load("../../examples/netfilter.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName("h16nf")
-	t.Cleanup(func() {
-		if _, err := lab.Get(topo.Name); err != nil {
-			return
-		}
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := func(n string) string {
-		s, err := l.Netns(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	ns := e.NS
 	nfv2 := ns("nfv2")
 	t.Cleanup(func() { _ = netfilter.Flush(nfv2) })
-	p, err := plan.Build(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents := map[string]agent.Agent{}
-	for n := range p.Nodes {
-		agents[n] = local.NewLocal(n, ns(n))
-	}
-	t.Cleanup(func() {
-		for _, n := range l.NodeNames() {
-			_ = local.NewLocal(n, ns(n)).Forget(context.Background())
-		}
-	})
-	ctl := &controller.Controller{Plan: p, Agents: agents}
+	ctl := e.Session(nil)
 	ctx := context.Background()
-	res, err := ctl.Apply(ctx, false)
+	res, err := ctl.Apply(ctx)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -87,7 +39,7 @@ func TestNetfilterDomain(t *testing.T) {
 	if out := testutil.Exec(t, nfv2, "nft", "list", "tables"); !strings.Contains(out, "table inet segchain_nf") {
 		t.Fatalf("rule set not loaded: %s", out)
 	}
-	if res, err := ctl.Apply(ctx, false); err != nil || res.Changes() != 0 {
+	if res, err := ctl.Apply(ctx); err != nil || res.Changes() != 0 {
 		t.Fatalf("second apply: %v, %d changes: %+v", err, res.Changes(), res.Diffs)
 	}
 
@@ -119,7 +71,7 @@ send(IPv6(src='fc00:1a::a', dst='fc00:4d::d')/UDP(sport=3333, dport=5000)/Raw(b'
 
 	// Drift: the table deleted by hand is found and loaded again.
 	testutil.Exec(t, nfv2, "nft", "delete", "table", "inet", "segchain_nf")
-	res, err = ctl.Apply(ctx, false)
+	res, err = ctl.Apply(ctx)
 	if err != nil || res.Changes() == 0 {
 		t.Fatalf("apply after the table was deleted: %v, %d changes", err, res.Changes())
 	}
@@ -127,7 +79,7 @@ send(IPv6(src='fc00:1a::a', dst='fc00:4d::d')/UDP(sport=3333, dport=5000)/Raw(b'
 		t.Fatalf("rule set not reloaded: %s", out)
 	}
 
-	if _, err := ctl.Destroy(ctx, false); err != nil {
+	if _, err := ctl.Destroy(ctx); err != nil {
 		t.Fatalf("destroy: %v", err)
 	}
 	if sts, err := netfilter.List(nfv2); err != nil || len(sts) != 0 {

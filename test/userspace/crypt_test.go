@@ -14,11 +14,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/examples/services/crypt"
-	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/agent/local"
-	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/nsutil"
-	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
@@ -35,21 +31,10 @@ func TestPrivilegedCryptChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, l := upLab(t, "h7cr", strings.ReplaceAll(string(raw), "wait: 10s", "wait: 5s"))
-	ns := func(n string) string { return testutil.LabNetns(t, l, n) }
-	p, err := plan.Build(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents := map[string]agent.Agent{}
-	for n := range p.Nodes {
-		agents[n] = local.NewLocal(n, ns(n))
-	}
-	t.Cleanup(func() {
-		for _, n := range l.NodeNames() {
-			_ = local.NewLocal(n, ns(n)).Forget(context.Background())
-		}
-	})
+	e := upLab(t, "h7cr", strings.ReplaceAll(string(raw), "wait: 10s", "wait: 5s"))
+	ns := e.NS
+	s := e.Session(nil)
+	p := s.Plan
 	sidOf := func(node string) netip.Prefix {
 		for _, s := range p.Nodes[node].Services {
 			return s.SID
@@ -80,7 +65,7 @@ func TestPrivilegedCryptChain(t *testing.T) {
 		go func() { done <- svc.Serve(ctx, b.h) }()
 		t.Cleanup(func() { cancel(); <-done; _ = svc.Release() })
 	}
-	if _, err := (&controller.Controller{Plan: p, Agents: agents}).Apply(context.Background(), false); err != nil {
+	if _, err := s.Apply(context.Background()); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 

@@ -12,13 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/agent/local"
-	"github.com/segchain/segchain/internal/config"
-	"github.com/segchain/segchain/internal/controller"
-	"github.com/segchain/segchain/internal/lab"
-	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
 
@@ -34,34 +29,15 @@ func TestPrivilegedUserspaceDomain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, l := upLab(t, "h17u", strings.Replace(string(raw), "wait: 10s", "wait: 1s", 1))
-	ns := func(n string) string {
-		s, err := l.Netns(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	p, err := plan.Build(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents := map[string]agent.Agent{}
-	for n := range p.Nodes {
-		agents[n] = local.NewLocal(n, ns(n))
-	}
-	t.Cleanup(func() {
-		for _, n := range l.NodeNames() {
-			_ = local.NewLocal(n, ns(n)).Forget(context.Background())
-		}
-	})
-	ctl := &controller.Controller{Plan: p, Agents: agents}
+	e := upLab(t, "h17u", strings.Replace(string(raw), "wait: 10s", "wait: 1s", 1))
+	ns := e.NS
+	ctl := e.Session(nil)
 	ctx := context.Background()
 	prefix := netip.MustParsePrefix("fc00:2::5c:0/112")
 
 	// No process: apply waits 1 s, fails naming the SID, and leaves the
 	// ingress without the chain's route.
-	_, err = ctl.Apply(ctx, false)
+	_, err = ctl.Apply(ctx)
 	if err == nil || !strings.Contains(err.Error(), prefix.String()) || !strings.Contains(err.Error(), "no process has bound it") {
 		t.Fatalf("apply without the process: %v", err)
 	}
@@ -83,14 +59,14 @@ func TestPrivilegedUserspaceDomain(t *testing.T) {
 	}()
 	t.Cleanup(func() { cancel(); <-done; _ = svc.Release() })
 
-	res, err := ctl.Apply(ctx, false)
+	res, err := ctl.Apply(ctx)
 	if err != nil {
 		t.Fatalf("apply with the process serving: %v", err)
 	}
 	if res.Changes() == 0 {
 		t.Error("apply changed nothing")
 	}
-	if res, err := ctl.Apply(ctx, false); err != nil || res.Changes() != 0 {
+	if res, err := ctl.Apply(ctx); err != nil || res.Changes() != 0 {
 		t.Errorf("second apply: %v, %d changes: %+v", err, res.Changes(), res.Diffs)
 	}
 
@@ -121,22 +97,9 @@ func TestPrivilegedUserspaceStaleBypass(t *testing.T) {
 		t.Fatal(err)
 	}
 	y := strings.Replace(strings.Replace(string(raw), "wait: 10s", "wait: 1s", 1), "on_failure: bypass", "on_failure: drop", 1)
-	d, l := upLab(t, "h7sb", y)
-	nfv1 := testutil.LabNetns(t, l, "nfv1")
-	p, err := plan.Build(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents := map[string]agent.Agent{}
-	for n := range p.Nodes {
-		agents[n] = local.NewLocal(n, testutil.LabNetns(t, l, n))
-	}
-	t.Cleanup(func() {
-		for _, n := range l.NodeNames() {
-			_ = local.NewLocal(n, testutil.LabNetns(t, l, n)).Forget(context.Background())
-		}
-	})
-	ctl := &controller.Controller{Plan: p, Agents: agents}
+	e := upLab(t, "h7sb", y)
+	nfv1 := e.NS("nfv1")
+	ctl := e.Session(nil)
 	ctx := context.Background()
 	prefix := netip.MustParsePrefix("fc00:2::5c:0/112")
 	bypassRoutes := func() string {
@@ -173,11 +136,11 @@ func TestPrivilegedUserspaceStaleBypass(t *testing.T) {
 	if r := bypassRoutes(); r != "" {
 		t.Errorf("rebound with drop, the bypass End route stayed: %s", r)
 	}
-	if _, err := ctl.Apply(ctx, false); err != nil {
+	if _, err := ctl.Apply(ctx); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	drift := func() int {
-		diffs, err := ctl.Diff(ctx)
+		diffs, err := ctl.Controller().Diff(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +158,7 @@ func TestPrivilegedUserspaceStaleBypass(t *testing.T) {
 	if n := drift(); n == 0 {
 		t.Error("a stale bypass End route for a drop binding is not drift")
 	}
-	if _, err := ctl.Apply(ctx, false); err != nil {
+	if _, err := ctl.Apply(ctx); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
 	if r := bypassRoutes(); r != "" {
@@ -222,30 +185,13 @@ func TestPrivilegedUserspaceStaleBypass(t *testing.T) {
 }
 
 // upLab writes domain (YAML text) to a file and brings up its lab under a
-// unique name with prefix, taken down when the test ends, even on failure.
-func upLab(t *testing.T, prefix, domain string) (*config.Domain, *lab.Lab) {
+// unique name with prefix (labenv: taken down when the test ends, even on
+// failure, and checked for leftovers).
+func upLab(t *testing.T, prefix, domain string) *labenv.Env {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), prefix+".yaml")
 	if err := os.WriteFile(file, []byte(domain), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName(prefix)
-	t.Cleanup(func() {
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, l
+	return labenv.New(t, labenv.Options{File: file, Prefix: prefix})
 }

@@ -1,0 +1,62 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/segchain/segchain/internal/agent/rpc/client"
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/pki"
+)
+
+// Remote nodes: a node with an agent address (nodes.NAME.agent, or a lab
+// brought up with --agents) is programmed through its agent over gRPC.
+
+// remoteAgents dials the agent of every node that has one: the lab's
+// agents (lab up --agents, with the lab's PKI) or the domain's
+// nodes.NAME.agent (with security.pki).
+func remoteAgents(d *config.Domain, l *lab.Lab) (map[string]*client.Client, error) {
+	out := map[string]*client.Client{}
+	dial := func(node, addr string, files pki.Files) error {
+		tc, err := pki.ClientTLS(files, node)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", node, err)
+		}
+		c, err := client.Dial(node, addr, tc)
+		if err != nil {
+			return err
+		}
+		c.SetHint(agentHint(l, node))
+		out[node] = c
+		return nil
+	}
+	var errs []error
+	if l != nil && len(l.Agents) > 0 {
+		files := pki.DirFiles(l.AgentPKI, pki.RoleController, lab.ControllerName)
+		for _, n := range l.NodeNames() {
+			if a, ok := l.Agents[n]; ok && d.Nodes[n] != nil {
+				errs = append(errs, dial(n, a.Addr, files))
+			}
+		}
+		return out, errors.Join(errs...)
+	}
+	ca, cert, key := d.PKIFiles()
+	files := pki.Files{CA: ca, Cert: cert, Key: key}
+	for _, n := range d.NodeNames() {
+		if a := d.Nodes[n].Agent; a != "" {
+			errs = append(errs, dial(n, a, files))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// agentHint is what an unreachable agent's error adds: how to see it and
+// bring it back, in a lab (its supervisor) or on a host (systemd).
+func agentHint(l *lab.Lab, node string) string {
+	if l != nil && len(l.Agents) > 0 {
+		return fmt.Sprintf("is it running? `segchain lab ls --lab %s` shows its state and log (the lab's supervisor restarts an agent that exits, with backoff); `segchain lab restart-agents --lab %s %s` starts it again",
+			l.Name, l.Name, node)
+	}
+	return "is `segchain agent` running on that host? `systemctl status segchain-agent` there shows it, `systemctl restart segchain-agent` starts it again (docs/deploy.md)"
+}

@@ -1,0 +1,298 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/segchain/segchain/examples"
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/local"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/frr"
+	"github.com/segchain/segchain/internal/journal"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/plan"
+)
+
+// Options say what a session works on and how.
+type Options struct {
+	// File is the domain file. "" is, with Lab, the file the lab was
+	// brought up from, else the built-in default domain
+	// (examples/default.yaml).
+	File string
+	// Domain, if set, is the domain itself (File is not read).
+	Domain *config.Domain
+	// Lab, if set, is the lab whose nodes the domain's nodes are: their
+	// namespaces, their agents when it was brought up with --agents,
+	// and its routers' FRR, kept in step with every apply. Without it a
+	// node is its netns field or its nodes.NAME.agent.
+	Lab *lab.Lab
+	// Agents, if set, are the nodes' agents (tests' fakes): the session
+	// then keeps no journal and takes no lock or lease, and preflights
+	// the agents that can be (agent.Caps.Preflight).
+	Agents map[string]agent.Agent
+	// NoWait fails at once on a node lock another command holds
+	// (--no-wait) instead of waiting for it.
+	NoWait bool
+	// DryRun: Apply and Destroy only say what they would change (segchain
+	// plan, destroy --dry-run) and take no lock.
+	DryRun bool
+	// NodeTimeout bounds each node's part of each apply phase (0: none).
+	NodeTimeout time.Duration
+	// Log is told what the session waits for (another command's lock, an
+	// agent reconciling) and notes about the domain file; nil: discarded.
+	Log io.Writer
+}
+
+// Session is one domain's agents, journals, locks and hooks.
+type Session struct {
+	// Domain and Plan are what the session applies.
+	Domain *config.Domain
+	Plan   *plan.Plan
+	// Lab is Options.Lab.
+	Lab *lab.Lab
+
+	opts Options
+	log  io.Writer
+	ctl  *controller.Controller
+	// netns maps each in-process node to its namespace; remote each node
+	// programmed through its agent.
+	netns  map[string]string
+	remote map[string]*client.Client
+}
+
+// remoteConcurrency is how many nodes a controller works on at once when
+// every node is remote (in-process nodes share this process and go one
+// at a time).
+const remoteConcurrency = 16
+
+// Open loads the domain, plans it and builds one agent per node: a
+// node's remote agent if it has one (the lab's --agents, or
+// nodes.NAME.agent), else an in-process agent in its namespace (the
+// lab's, or nodes.NAME.netns). Nothing is locked or changed yet.
+func Open(o Options) (*Session, error) {
+	s := &Session{Lab: o.Lab, opts: o, log: o.Log, netns: map[string]string{}, remote: map[string]*client.Client{}}
+	if s.log == nil {
+		s.log = io.Discard
+	}
+	d := o.Domain
+	if d == nil {
+		var err error
+		if d, err = LoadDomain(DomainFile(o.Lab, o.File, s.log)); err != nil {
+			return nil, err
+		}
+	}
+	p, err := plan.Build(d)
+	if err != nil {
+		return nil, err
+	}
+	s.Domain, s.Plan = d, p
+	c := &controller.Controller{Plan: p, Agents: o.Agents, NodeTimeout: o.NodeTimeout}
+	if o.Agents == nil {
+		if err := s.agents(c); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	if o.Lab != nil {
+		c.Outside = routersInStep(o.Lab, d)
+	}
+	// Every apply of watch takes the locks, leases and preflight apply's
+	// does (Apply); exactly once.
+	c.Lock = s.lock
+	s.ctl = c
+	return s, nil
+}
+
+// agents fills c with one agent per planned node and the journals.
+func (s *Session) agents(c *controller.Controller) error {
+	d, l := s.Domain, s.Lab
+	var err error
+	if s.remote, err = remoteAgents(d, l); err != nil {
+		return err
+	}
+	c.Agents = map[string]agent.Agent{}
+	var missing []string
+	for name := range s.Plan.Nodes {
+		if rc := s.remote[name]; rc != nil {
+			c.Agents[name] = rc
+			continue
+		}
+		ns := d.Nodes[name].Netns
+		if l != nil {
+			if ns, err = l.Netns(name); err != nil {
+				return err
+			}
+		}
+		if ns == "" {
+			missing = append(missing, name)
+			continue
+		}
+		c.Agents[name] = local.NewLocal(name, ns)
+		s.netns[name] = ns
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return fmt.Errorf("no namespace for node(s) %s: use --lab NAME or set nodes.<name>.netns in the domain file",
+			strings.Join(missing, ", "))
+	}
+	// The undo journal is kept per node id (the netns identity, as for
+	// the locks); a node whose namespace cannot be read has none.
+	ids := map[string]string{}
+	for name, ns := range s.netns {
+		if key, err := NodeKey(ns); err == nil {
+			ids[name] = key
+		}
+	}
+	c.Journal = journal.New("", ids)
+	if len(s.remote) > 0 {
+		// A remote node's journal is kept on its agent.
+		who := holderName()
+		c.Journal = &client.Journal{Local: c.Journal, Remote: s.remote, Who: who}
+		for _, rc := range s.remote {
+			rc.JournalOnExecute(who)
+		}
+	}
+	if len(s.remote) == len(c.Agents) {
+		c.Concurrency = remoteConcurrency
+	}
+	return nil
+}
+
+// Close closes the connections to remote agents.
+func (s *Session) Close() {
+	for _, rc := range s.remote {
+		rc.Close()
+	}
+}
+
+// Controller is the session's controller, for what reads nodes without
+// changing them (Diff, Counters); its changes go through the session.
+func (s *Session) Controller() *controller.Controller { return s.ctl }
+
+// Apply brings every node to the plan (controller.Apply) holding every
+// node's lock and lease, the remote agents preflighted once; with
+// DryRun it only computes the changes (segchain plan) and locks nothing.
+func (s *Session) Apply(ctx context.Context) (*controller.Result, error) {
+	return s.change(ctx, s.ctl.Apply)
+}
+
+// Destroy removes what the domain installed on its nodes
+// (controller.Destroy), locked as Apply; with DryRun it only says what.
+func (s *Session) Destroy(ctx context.Context) (*controller.Result, error) {
+	return s.change(ctx, s.ctl.Destroy)
+}
+
+// change runs an apply or a destroy: under the locks and leases, the
+// agents preflighted once, or as a dry run, preflighted and unlocked.
+func (s *Session) change(ctx context.Context, run func(context.Context, bool) (*controller.Result, error)) (*controller.Result, error) {
+	if s.opts.DryRun {
+		if err := s.preflight(ctx); err != nil {
+			return nil, err
+		}
+		return run(ctx, true)
+	}
+	release, err := s.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return run(ctx, false)
+}
+
+// Watch applies now and again whenever an interface of a node comes up
+// (controller.Watch), each apply locked, leased and preflighted as
+// Apply's; it returns when ctx ends.
+func (s *Session) Watch(ctx context.Context, report func(trigger []string, res *controller.Result, err error)) error {
+	return s.ctl.Watch(ctx, report)
+}
+
+// Status is every chain's and node's state (controller.Status), with a
+// lab's FRR routers' BGP sessions read through vtysh.
+func (s *Session) Status(ctx context.Context) *controller.Status {
+	st := s.ctl.Status(ctx)
+	s.labRouters(st)
+	return st
+}
+
+// labRouters adds the sessions of a lab's FRR routers (routing: bgp) to
+// status: their agents have no speaker, FRR answers through vtysh.
+func (s *Session) labRouters(st *controller.Status) {
+	l := s.Lab
+	if l == nil || len(s.Plan.FRR) == 0 {
+		return
+	}
+	for i := range st.Nodes {
+		n := &st.Nodes[i]
+		dir, ok := l.FRRDir(n.Node)
+		if !ok {
+			continue
+		}
+		ns, err := l.Netns(n.Node)
+		if err == nil {
+			n.BGP, err = frr.Sessions(ns, dir, s.Plan.FRR[n.Node])
+		}
+		if err != nil && n.Error == "" {
+			n.Error = "FRR: " + err.Error()
+		}
+	}
+}
+
+// routersInStep keeps a lab's routers running FRR as domain d's routing
+// wants, around every apply (lab.SyncRouting): started or changed before
+// it, stopped after it, put back if it fails.
+func routersInStep(l *lab.Lab, d *config.Domain) func() (func(error) error, error) {
+	return func() (func(error) error, error) {
+		rc, err := l.SyncRouting(d)
+		if err != nil {
+			return nil, err
+		}
+		return func(applyErr error) error {
+			if applyErr != nil {
+				return rc.Undo()
+			}
+			return rc.Commit()
+		}, nil
+	}
+}
+
+// LoadDomain reads the domain file, or the built-in default ("").
+func LoadDomain(path string) (*config.Domain, error) {
+	if path == "" {
+		return config.Parse(examples.Default, ".")
+	}
+	d, err := config.Load(path)
+	return d, config.InFile(path, err)
+}
+
+// DomainFile picks the domain file of a verb run with a lab: the file the
+// lab was brought up from unless file names one ("" is the built-in
+// default domain). When file names another file than the lab's, it is
+// used and note says so, since the lab's nodes and links may not match it.
+func DomainFile(l *lab.Lab, file string, note io.Writer) string {
+	if l == nil {
+		return file
+	}
+	if file == "" {
+		return l.File
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	if abs != l.File {
+		from := l.File
+		if from == "" {
+			from = "built-in default domain"
+		}
+		fmt.Fprintf(note, "segchain: note: lab %s was brought up from %s; using -f %s\n", l.Name, from, file)
+	}
+	return file
+}
