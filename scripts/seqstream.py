@@ -11,18 +11,21 @@
       [first lost sequence number, length]. With --until-signal a gap of any
       length does not end it: it waits for SIGUSR1 (the sender is done)
       and stops once no packet came for S seconds after that.
-  seqstream.py send DST PORT --count N --rate PPS [--progress FILE]
+  seqstream.py send DST PORT --count N --rate PPS [--progress FILE] [--hold FILE]
       sends N datagrams of 64 bytes, the first 8 bytes the sequence
       number (big endian), the next 8 the total count, paced at PPS. With
       --progress, FILE (8 bytes, created by the caller) holds the number of
       datagrams sent so far (big endian), updated after each one through a
       shared mapping: the caller reads it before and after a change to
-      prove the change happened while the stream was flowing.
+      prove the change happened while the stream was flowing. With
+      --hold FILE the stream does not end while FILE exists: it keeps
+      going (each packet announcing the grown total) until the caller
+      removes FILE, then sends at least a tenth of N more.
 
 The receiver knows the total from every packet, so packets lost at the
 end of the stream are counted too. No timing is asserted: pacing only
 sets the load."""
-import argparse, json, mmap, signal, socket, struct, sys, time
+import argparse, json, mmap, os, signal, socket, struct, sys, time
 
 def recv(a):
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
@@ -85,17 +88,25 @@ def send(a):
         with open(a.progress, "r+b") as f:
             progress = mmap.mmap(f.fileno(), 8)
     start = time.monotonic()
-    for i in range(a.count):
+    total, tail = a.count, max(1, a.count // 10)
+    i = 0
+    while i < total:
+        # --hold: while FILE exists (the caller's change still runs) the
+        # stream never gets within a tail of its end; each packet
+        # announces the total as it stands, the receiver keeps the largest.
+        if a.hold and total - i <= tail and os.path.exists(a.hold):
+            total += tail
         due = start + i / a.rate
         d = due - time.monotonic()
         if d > 0:
             time.sleep(d)
         try:
-            s.sendto(struct.pack("!QQ", i, a.count) + pad, (a.dst, a.port))
+            s.sendto(struct.pack("!QQ", i, total) + pad, (a.dst, a.port))
         except OSError:
             pass  # no route for a moment: that packet is lost, count it at the receiver
+        i += 1
         if progress is not None:
-            struct.pack_into("!Q", progress, 0, i + 1)
+            struct.pack_into("!Q", progress, 0, i)
 
 def main():
     p = argparse.ArgumentParser()
@@ -107,7 +118,7 @@ def main():
     r.add_argument("--until-signal", action="store_true")
     w = sp.add_parser("send"); w.add_argument("dst"); w.add_argument("port", type=int)
     w.add_argument("--count", type=int, required=True); w.add_argument("--rate", type=float, default=1000)
-    w.add_argument("--progress")
+    w.add_argument("--progress"); w.add_argument("--hold")
     a = p.parse_args()
     (recv if a.cmd == "recv" else send)(a)
 

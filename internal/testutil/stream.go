@@ -40,9 +40,10 @@ type StreamResult struct {
 //
 // With during, Stream proves the overlap instead of assuming it: it starts
 // the change only once the sender has sent a tenth of the stream (at most
-// a tenth of a second's worth), and fails the test when the sender was
-// already done when the change returned (a slow change would otherwise
-// land after the traffic and "0 lost" would pass trivially).
+// a tenth of a second's worth), keeps the stream going while the change
+// runs (count is then a minimum: a slow change, on a loaded machine, gets
+// a longer stream, not a stream that ended before it), and fails the test
+// unless datagrams were sent after the change returned.
 func Stream(t testing.TB, script, from, to, dst string, port, count, rate int, during func()) StreamResult {
 	t.Helper()
 	abs, err := filepath.Abs(script)
@@ -74,8 +75,18 @@ func Stream(t testing.TB, script, from, to, dst string, port, count, rate int, d
 	if err := os.WriteFile(progress, make([]byte, 8), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	snd := exec.Command("ip", "netns", "exec", from, "python3", abs, "send", dst, fmt.Sprint(port),
-		"--count", fmt.Sprint(count), "--rate", fmt.Sprint(rate), "--progress", progress)
+	args := []string{"netns", "exec", from, "python3", abs, "send", dst, fmt.Sprint(port),
+		"--count", fmt.Sprint(count), "--rate", fmt.Sprint(rate), "--progress", progress}
+	hold := filepath.Join(t.TempDir(), "hold")
+	if during != nil {
+		// The stream outlasts the change however long it takes (a loaded
+		// machine): the sender keeps going while hold exists.
+		if err := os.WriteFile(hold, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--hold", hold)
+	}
+	snd := exec.Command("ip", args...)
 	var sout strings.Builder
 	snd.Stdout, snd.Stderr = &sout, &sout
 	if err := snd.Start(); err != nil {
@@ -95,13 +106,19 @@ func Stream(t testing.TB, script, from, to, dst string, port, count, rate int, d
 		}
 		during()
 		after = readProgress(t, progress)
-		t.Logf("stream: %d datagrams sent before the change, %d during it, %d after it", before, after-before, count-after)
-		if after >= count {
-			t.Fatalf("the change ended after the stream (all %d datagrams sent, %d before it started): nothing was sent after it, so the stream says nothing about it; send a longer stream", count, before)
+		if err := os.Remove(hold); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if err := <-sent; err != nil {
 		t.Fatalf("sender: %v\n%s", err, sout.String())
+	}
+	if during != nil {
+		total := readProgress(t, progress)
+		t.Logf("stream: %d datagrams sent before the change, %d during it, %d after it", before, after-before, total-after)
+		if after >= total {
+			t.Fatalf("the change ended after the stream (all %d datagrams sent, %d before it started): nothing was sent after it, so the stream says nothing about it", total, before)
+		}
 	}
 	// The sender is done: the receiver stops once a second has passed
 	// without a packet (a gap during the stream never stops it).

@@ -46,8 +46,16 @@ func (e *env) signalAt(verb string, delay time.Duration, sig syscall.Signal, twi
 	if err != nil && !errors.As(err, &ee) {
 		e.T.Fatal(err)
 	}
+	if ws, ok := c.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return killedBy(ws.Signal()), stderr.String()
+	}
 	return c.ProcessState.ExitCode(), stderr.String()
 }
+
+// killedBy is signalAt's status for a command the signal killed: one that
+// came before segchain installed its handler, at process start (a loaded
+// machine can take longer to start it than the shortest delay).
+func killedBy(sig syscall.Signal) int { return -int(sig) }
 
 // syncBuffer is a bytes.Buffer written by exec's copying goroutine while
 // the test reads it.
@@ -132,6 +140,13 @@ func testInterrupt(t *testing.T, agents bool) {
 			case 0: // the signal came after the command finished
 				if d := cmp.Diff(*ph.after, got); d != "" {
 					t.Errorf("%s interrupted after %v exited 0 but the state is not the %s one (-want +got):\n%s\n%s", ph.verb, delay, ph.verb, d, stderr)
+				}
+				continue
+			case killedBy(syscall.SIGINT):
+				// Killed before the handler was installed: before the
+				// command could change anything.
+				if d := cmp.Diff(*ph.before, got); d != "" {
+					t.Errorf("%s killed by SIGINT at start (after %v) but the state changed (-want +got):\n%s\n%s", ph.verb, delay, d, stderr)
 				}
 				continue
 			case 130:
