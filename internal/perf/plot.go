@@ -133,8 +133,19 @@ const (
 )
 
 // rulesPlot draws every behaviour's ratios against the number of rules,
-// its legend clear of the lines (ok is false when no result has rules).
+// its legend clear of the lines (ok is false when the results have fewer
+// than two rule counts: nothing to draw a line over, and a log axis over
+// one value has no range).
 func (r *Report) rulesPlot() (*plot.Plot, bool, error) {
+	counts := map[int]bool{}
+	for _, x := range r.Results {
+		if x.Rules > 0 && x.Ratio != nil {
+			counts[x.Rules] = true
+		}
+	}
+	if len(counts) < 2 {
+		return nil, false, nil
+	}
 	byBeh := map[string]plotter.XYs{}
 	var behs []string
 	for _, x := range r.Results {

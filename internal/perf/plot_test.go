@@ -93,3 +93,19 @@ func TestRulesPlotLegendClear(t *testing.T) {
 }
 
 func vgLen(f float64) vg.Length { return vg.Length(f) }
+
+// An experiment with one rule count (rules: [1]) has no throughput-vs-rules
+// plot; drawing one panicked in gonum's log axis and killed `perf run`
+// after the measurement.
+func TestRulesPlotOneRuleCount(t *testing.T) {
+	r := &Report{Experiment: "one", Baseline: "End", Results: []Result{
+		{Run: 1, Size: 64, Behavior: "End.AN.FW", Name: "End.AN.FW", Rules: 1, Ratio: &Summary{Median: 1.4}},
+		{Run: 1, Size: 64, Behavior: "End.AN.NF", Name: "End.AN.NF", Rules: 1, Ratio: &Summary{Median: 0.7}},
+	}}
+	if _, ok, err := r.rulesPlot(); ok || err != nil {
+		t.Errorf("rulesPlot of one rule count: ok %v, err %v; want no plot", ok, err)
+	}
+	if _, err := r.WritePlots(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+}
