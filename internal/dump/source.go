@@ -213,6 +213,9 @@ func LiveLinkType(netns, iface string) (uint32, error) {
 	return link, nil
 }
 
+// bpfRetK is classic BPF's "ret #k": with k 0, drop the packet.
+const bpfRetK = 0x06
+
 // OpenLive opens an AF_PACKET capture on iface inside namespace netns (""
 // for the current one); the socket stays in that namespace. prog, if not
 // nil, is attached as the kernel socket filter. The caller may use
@@ -238,6 +241,18 @@ func OpenLive(netns, iface string, prog []bpf.RawInstruction) (Source, error) {
 		}
 		s.tp = tp
 		if len(prog) > 0 {
+			// The ring receives from the moment it is opened: frames that
+			// came before the filter would pass unfiltered. Reject
+			// everything, drain what is queued, then attach the filter
+			// (what libpcap does).
+			if err := tp.SetBPF([]bpf.RawInstruction{{Op: bpfRetK}}); err != nil {
+				return fmt.Errorf("attach filter: %w", err)
+			}
+			for {
+				if _, _, err := tp.ZeroCopyReadPacketData(); err != nil {
+					break // afpacket.ErrTimeout: the ring is empty
+				}
+			}
 			if err := tp.SetBPF(prog); err != nil {
 				return fmt.Errorf("attach filter: %w", err)
 			}
