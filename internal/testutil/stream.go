@@ -22,6 +22,10 @@ type StreamResult struct {
 	Duplicates int `json:"duplicates"`
 	LongestGap int `json:"longest_gap"`
 	Last       int `json:"last"` // the highest sequence number received, -1 for none
+	// Gaps are the five longest runs of lost sequence numbers, each
+	// [first, length]: with SentBefore and SentAfterChange they place a
+	// loss before, inside or after the change.
+	Gaps [][2]int `json:"gaps"`
 
 	// With a change (during): how many datagrams the sender had sent when
 	// the change started and when it ended. Stream fails the test unless

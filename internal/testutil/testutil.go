@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/segchain/segchain/internal/nsutil"
 )
@@ -126,4 +128,19 @@ func ExecErr(ns string, args ...string) (string, error) {
 	}
 	out, err := exec.Command(full[0], full[1:]...).CombinedOutput()
 	return string(out), err
+}
+
+// KillAfter starts c, SIGKILLs it after delay and reports whether the
+// kill came before c ended: the kill -9 tests count the runs that were
+// really interrupted.
+func KillAfter(t testing.TB, c *exec.Cmd, delay time.Duration) bool {
+	t.Helper()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(delay)
+	_ = c.Process.Signal(syscall.SIGKILL)
+	_ = c.Wait()
+	ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
 }

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -42,15 +41,7 @@ func (e *env) snapshotOf(nodes []string) string {
 // reports whether the kill came before the command ended.
 func (e *env) killAt(verb string, delay time.Duration) bool {
 	e.T.Helper()
-	c := exec.Command(segchainBin, verb, "--lab", e.Name)
-	if err := c.Start(); err != nil {
-		e.T.Fatal(err)
-	}
-	time.Sleep(delay)
-	_ = c.Process.Signal(syscall.SIGKILL)
-	_ = c.Wait()
-	ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled()
+	return testutil.KillAfter(e.T, exec.Command(segchainBin, verb, "--lab", e.Name), delay)
 }
 
 // The controller is SIGKILLed at 20 random moments of an apply or destroy

@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"sort"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,15 +27,7 @@ func (e *env) snapshot() string {
 // it reports whether the kill came before the command ended.
 func (e *env) killAt(verb string, delay time.Duration) bool {
 	e.T.Helper()
-	c := exec.Command(segchainBin, verb, "-f", domainFile, "--lab", e.Name)
-	if err := c.Start(); err != nil {
-		e.T.Fatal(err)
-	}
-	time.Sleep(delay)
-	_ = c.Process.Signal(syscall.SIGKILL)
-	_ = c.Wait()
-	ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled()
+	return testutil.KillAfter(e.T, exec.Command(segchainBin, verb, "-f", domainFile, "--lab", e.Name), delay)
 }
 
 // TestKill9 is the short version of scripts/soak-kill9.sh: apply or

@@ -38,6 +38,8 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	}
 	const rate, count = 1000, 8000 // the apply takes about 3 s; Stream checks it ends inside
 	var out string
+	path := []string{"s", "ingress", "nfv1", "nfv2", "egress", "d"}
+	w := e.witness(path...)
 	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 5002, count, rate, func() {
 		out = e.Must("apply", "-f", bgpFile, "--lab", e.Name)
 	})
@@ -47,6 +49,7 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	}
 	if res.Lost > switchLoss {
 		t.Errorf("static → bgp lost %d packets: %+v", res.Lost, res)
+		w.report(t)
 	}
 	if out := testutil.Exec(t, e.NS("ingress"), "ip", "-6", "route", "show", "proto", fmt.Sprint(nodestate.Proto), "fc00:2::/64"); out != "" {
 		t.Errorf("static route left under bgp: %q", out)
@@ -54,6 +57,7 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	e.waitRoute("ingress", "fc00:2::/64", []string{"eth-nfv1"}, 10*time.Second)
 	e.waitRoute("ingress", "fc00:4::/64", []string{"eth-nfv1", "eth-nfv2"}, 10*time.Second)
 
+	w = e.witness(path...)
 	res = testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 5002, count, rate, func() {
 		out = e.Must("apply", "-f", static, "--lab", e.Name)
 	})
@@ -63,6 +67,7 @@ func TestPrivilegedBGPSwitch(t *testing.T) {
 	}
 	if res.Lost > switchLoss {
 		t.Errorf("bgp → static lost %d packets: %+v", res.Lost, res)
+		w.report(t)
 	}
 	for _, n := range []string{"ingress", "nfv1", "nfv2", "egress"} {
 		if rs := e.bgpRoutes(n); len(rs) != 0 {
