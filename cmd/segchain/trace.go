@@ -11,10 +11,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/oam"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
 )
 
 func newTraceCmd() *cobra.Command {
@@ -22,7 +25,7 @@ func newTraceCmd() *cobra.Command {
 	var timeout time.Duration
 	var tap string
 	cmd := &cobra.Command{
-		Use:   "trace --lab NAME [-f FILE] [--timeout D] [--tap tracepoint|tcx] [-o json] CHAIN",
+		Use:   "trace (--lab NAME | -f FILE) [--timeout D] [--tap tracepoint|tcx] [-o json] CHAIN",
 		Short: "Send a probe along a chain and show every function it went through, with times",
 		Long: `trace sends one probe of CHAIN's own flow (a packet its classifier
 matches: the match's src/dst prefixes, protocol and the low end of its port
@@ -54,19 +57,22 @@ meanwhile on any node: per-SID errors and drop
 reasons (segchain's eBPF behaviours, seg6local counters) and the kernel's
 IP statistics (Ip6OutNoRoutes, Ip6InDiscards ...).
 
-Lab only for now: the probe's timestamps need one clock (every lab node is
-a namespace of this kernel); trace on agents (-f FILE --node N) is not
-built yet.
+Through agents (-f FILE whose nodes name an agent, or a lab brought up
+with --agents): each node's agent runs the tap for its own node and
+streams the sightings over its mutual-TLS connection (the OAM service),
+and the headend's agent hands the probe to its stack as arriving on the
+host link (an XDP program run in live-frame mode), so no host has to
+send it. Times are then on each node's wall clock (CLOCK_REALTIME added
+to its kernel's timestamps): between machines as good as their time
+synchronisation (the report's clock says so). Nodes without an agent are
+tapped here, in their namespace.
 
 Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
-		Example: "  segchain trace --lab default web\n  segchain trace --lab default firewalled -o json",
+		Example: "  segchain trace --lab default web\n  segchain trace --lab default firewalled -o json\n  segchain trace -f domain.yaml firewalled   # nodes with agent: HOST:PORT",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {
 				return err
-			}
-			if f.labNm == "" {
-				return errors.New("trace is lab-only for now: name the lab with --lab NAME (on agents, -f FILE --node N, it is not built yet: the hops' timestamps need one clock)")
 			}
 			s, err := f.session(cmd, true)
 			if err != nil {
@@ -74,7 +80,7 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 			}
 			defer s.Close()
 			c := s.Controller()
-			d := oam.Domain{Config: s.Domain, Plan: s.Plan, Netns: s.Lab.Nodes,
+			d := oam.Domain{Config: s.Domain, Plan: s.Plan, Netns: map[string]string{},
 				Counters: func(ctx context.Context) (map[string][]agent.SIDCounters, error) {
 					// Every node at once: the trace's time is mostly this.
 					var mu sync.Mutex
@@ -97,13 +103,43 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 					wg.Wait()
 					return out, errors.Join(errs...)
 				}}
+			// Nodes with an agent are traced through it (the OAM service,
+			// on the agent's mutual-TLS connection); the others in their
+			// namespace on this machine.
+			conns := map[string]grpc.ClientConnInterface{}
+			for n, a := range c.Agents {
+				if rc, ok := a.(*client.Client); ok {
+					conns[n] = rc.Conn()
+				}
+			}
+			if len(conns) > 0 {
+				d.Remote = oamsvc.NewClient(conns)
+			}
+			if s.Lab != nil {
+				for n, ns := range s.Lab.Nodes {
+					if conns[n] == nil {
+						d.Netns[n] = ns
+					}
+				}
+			} else {
+				for n, nd := range s.Domain.Nodes {
+					if conns[n] == nil && nd.Netns != "" {
+						d.Netns[n] = nd.Netns
+					}
+				}
+			}
+			if d.Remote == nil && f.labNm == "" && len(d.Netns) == 0 {
+				return errors.New("no node to trace: name a lab (--lab NAME), or a domain file (-f FILE) whose nodes have an agent (nodes.NAME.agent) or a namespace (nodes.NAME.netns)")
+			}
 			r, err := oam.Trace(cmd.Context(), d, args[0], oam.Options{Timeout: timeout, Tap: tap})
 			if err != nil {
 				return err
 			}
 			// The last trace of each chain labels segchain graph's picture.
-			if serr := oam.SaveReport(oam.TraceDir(f.labNm), r); serr != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "note: last trace not kept for segchain graph: %v\n", serr)
+			if f.labNm != "" {
+				if serr := oam.SaveReport(oam.TraceDir(f.labNm), r); serr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: last trace not kept for segchain graph: %v\n", serr)
+				}
 			}
 			// Traces kept for labs that are down since.
 			_ = oam.PruneTraceDirs(func(name string) bool {
@@ -130,6 +166,9 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 
 func printTrace(w io.Writer, r *oam.Report) {
 	fmt.Fprintf(w, "trace %s (%s): probe %s from %s\n", r.Chain, r.Mode, r.Probe, r.From)
+	if r.Clock == oam.ClockAgents {
+		fmt.Fprintf(w, "times on %s\n", r.Clock)
+	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tHOP\tNODE\tSID\tBEHAVIOR\tSERVICE\tREACHED\tIN→OUT\tAT µs\tHELD µs\tVIA")
 	for i, h := range r.Hops {
