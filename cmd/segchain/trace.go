@@ -24,6 +24,8 @@ func newTraceCmd() *cobra.Command {
 	var f domainFlags
 	var timeout time.Duration
 	var tap string
+	var sample uint32
+	var duration time.Duration
 	cmd := &cobra.Command{
 		Use:   "trace (--lab NAME | -f FILE) [--timeout D] [--tap tracepoint|tcx] [-o json] CHAIN",
 		Short: "Send a probe along a chain and show every function it went through, with times",
@@ -67,8 +69,20 @@ to its kernel's timestamps): between machines as good as their time
 synchronisation (the report's clock says so). Nodes without an agent are
 tapped here, in their namespace.
 
+With --sample N (RFC 9259 §2.1, O-flag sampling): no probe; for
+--duration the chain's headend sets the SRH's O-flag on 1 in N of the
+chain's own packets as they leave it (a TCX egress program), and a
+tracing program timestamps every O-flagged packet wherever a lab node
+receives it. Each sampled packet's sightings are put together by the
+bytes after its SRH; the report has, per hop (the headend, then each
+segment), how many sampled packets arrived, the latency from the headend
+and from the previous hop (p50/p90/p99/max, µs) and a histogram. The
+SR-unaware SF behind a proxy sees no SRH: its time is in the step to the
+segment after the proxy. Chains whose SRH carries an HMAC are counted but
+not marked (the HMAC covers the flags). Lab only.
+
 Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
-		Example: "  segchain trace --lab default web\n  segchain trace --lab default firewalled -o json\n  segchain trace -f domain.yaml firewalled   # nodes with agent: HOST:PORT",
+		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 30s\n  segchain trace --lab default firewalled -o json\n  segchain trace -f domain.yaml firewalled   # nodes with agent: HOST:PORT",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -131,6 +145,20 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 			if d.Remote == nil && f.labNm == "" && len(d.Netns) == 0 {
 				return errors.New("no node to trace: name a lab (--lab NAME), or a domain file (-f FILE) whose nodes have an agent (nodes.NAME.agent) or a namespace (nodes.NAME.netns)")
 			}
+			if sample > 0 {
+				if d.Remote != nil {
+					return errors.New("--sample: O-flag sampling through agents is not built yet (lab nodes in this machine's namespaces only)")
+				}
+				sr, err := oam.Sample(cmd.Context(), d, args[0], oam.SampleOptions{Rate: sample, Duration: duration})
+				if err != nil {
+					return err
+				}
+				if f.output == "json" {
+					return writeJSON(cmd.OutOrStdout(), sr)
+				}
+				printSample(cmd.OutOrStdout(), sr)
+				return nil
+			}
 			r, err := oam.Trace(cmd.Context(), d, args[0], oam.Options{Timeout: timeout, Tap: tap})
 			if err != nil {
 				return err
@@ -160,6 +188,8 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 	f.register(cmd, true)
 	cmd.Args = cobra.ExactArgs(1)
 	cmd.Flags().DurationVar(&timeout, "timeout", 300*time.Millisecond, "how long to wait for the probe's delivery")
+	cmd.Flags().Uint32Var(&sample, "sample", 0, "O-flag sampling of live traffic instead of a probe: the headend sets the O-flag on 1 in N of the chain's packets for --duration, every node timestamps them; per-hop counts and latencies")
+	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "with --sample: how long the headend marks")
 	cmd.Flags().StringVar(&tap, "tap", oam.TapTracepoint, "where the probe is seen: tracepoint (one attach to net:netif_receive_skb for every node) or tcx (a TCX ingress program on every interface)")
 	return cmd
 }
@@ -217,4 +247,28 @@ func us(v *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f", *v)
+}
+
+func printSample(w io.Writer, r *oam.SampleReport) {
+	fmt.Fprintf(w, "sampled %s (%s): 1 in %d of %d packets marked (%d) at the headend", r.Chain, r.Mode, r.Rate, r.Packets, r.Marked)
+	if r.HMAC > 0 {
+		fmt.Fprintf(w, ", %d not marked (HMAC)", r.HMAC)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tHOP\tNODE\tSID\tBEHAVIOR\tSERVICE\tPACKETS\tSTEP p50 µs\tp99\tmax\tAT p50 µs\tp99")
+	q := func(v *oam.Quantiles) (string, string, string) {
+		if v == nil {
+			return "-", "-", "-"
+		}
+		return fmt.Sprintf("%.1f", v.P50), fmt.Sprintf("%.1f", v.P99), fmt.Sprintf("%.1f", v.Max)
+	}
+	for i, h := range r.Hops {
+		s50, s99, smax := q(h.StepUS)
+		a50, a99, _ := q(h.AtUS)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", i, h.Kind, h.Node, dash(h.SID), dash(h.Behavior), dash(h.Service),
+			h.Packets, s50, s99, smax, a50, a99)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d sampled packet(s) not seen at every hop (took %.0f ms)\n", r.Incomplete, r.TookMS)
 }
