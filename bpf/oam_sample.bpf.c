@@ -8,7 +8,7 @@
  * rate-th one gets the SRH's O-flag (flags bit 2, 0x20) and is reported
  * with a timestamp: the sampled packet's start. A chain whose SRH carries
  * an HMAC TLV is not marked (the HMAC covers the flags: a mark would make
- * every verifying SID drop it), only counted. Nothing else changes.
+ * packet no longer match its HMAC, RFC 8754 §2.1.2.1), only counted. Nothing else changes.
  *
  * oam_sampled, on the net:netif_receive_skb tracepoint (as oam_rx.bpf.c):
  * a packet of a watched namespace with an SRH whose O-flag is set is
