@@ -7,8 +7,9 @@
  * its Segment List[0] are the key of oam_chains) is counted, and every
  * rate-th one gets the SRH's O-flag (flags bit 2, 0x20) and is reported
  * with a timestamp: the sampled packet's start. A chain whose SRH carries
- * an HMAC TLV is not marked (the HMAC covers the flags: a mark would make
- * packet no longer match its HMAC, RFC 8754 §2.1.2.1), only counted. Nothing else changes.
+ * an HMAC TLV is not marked, only counted: the HMAC covers the flags
+ * (RFC 8754 §2.1.2.1), a marked packet would no longer match it. Nothing
+ * else changes.
  *
  * oam_sampled, on the net:netif_receive_skb tracepoint (as oam_rx.bpf.c):
  * a packet of a watched namespace with an SRH whose O-flag is set is
