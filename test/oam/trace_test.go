@@ -26,14 +26,14 @@ import (
 )
 
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	lab *lab.Lab
 	d   oam.Domain
 }
 
 // setup brings up a domain file in a lab of its own (removed when the
 // test ends, even on failure), runs before (if any) and applies it.
-func setup(t *testing.T, file string, before func(*lab.Lab)) *env {
+func setup(t testing.TB, file string, before func(*lab.Lab)) *env {
 	t.Helper()
 	testutil.RequireRoot(t)
 	if testing.Short() {

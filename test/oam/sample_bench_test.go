@@ -1,0 +1,162 @@
+package oam_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/oam"
+)
+
+// BenchmarkSampleOverhead measures what O-flag sampling at 1:1000 costs
+// the web chain's throughput (scripts/sample-bench.sh runs it): rounds
+// of three arms in rotating order, each a one-second blast of 64-byte UDP
+// datagrams sent by s to the headend as fast as one thread can (an
+// AF_PACKET socket: each send runs the whole chain in its softirq on
+// the sender's CPU, so the rate is the chain's cost per packet), the
+// throughput the rate d received them at: off,
+// on (marker + tap attached, 1 in 1000 marked), and off again (the A/A
+// control). It reports the median ratios on/off and off/off. Figures
+// only; nothing is asserted on them.
+func BenchmarkSampleOverhead(b *testing.B) {
+	e := setup(b, "../../examples/default.yaml", nil)
+	ingress, _ := e.lab.Netns("ingress")
+	sns, _ := e.lab.Netns("s")
+	dns, _ := e.lab.Netns("d")
+	rounds, dur := 10, time.Second
+	if v, err := strconv.Atoi(os.Getenv("OAM_BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	mac := func(ns, ifn string) net.HardwareAddr {
+		var hw net.HardwareAddr
+		if err := nsutil.Do(ns, func() error {
+			ifc, err := net.InterfaceByName(ifn)
+			if err == nil {
+				hw = ifc.HardwareAddr
+			}
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+		return hw
+	}
+	eth := &layers.Ethernet{SrcMAC: mac(sns, "eth-ingress"), DstMAC: mac(ingress, "eth-s"), EthernetType: layers.EthernetTypeIPv6}
+	ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolUDP,
+		SrcIP: net.ParseIP("fc00:1a::a"), DstIP: net.ParseIP("fc00:4d::d")}
+	udp := &layers.UDP{SrcPort: 40000, DstPort: 7000}
+	_ = udp.SetNetworkLayerForChecksum(ip)
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, eth, ip, udp, gopacket.Payload(make([]byte, 64))); err != nil {
+		b.Fatal(err)
+	}
+	frame := buf.Bytes()
+	rx := func() uint64 {
+		var n uint64
+		if err := nsutil.Do(dns, func() error {
+			l, err := netlink.LinkByName("eth-egress")
+			if err != nil {
+				return err
+			}
+			n = l.Attrs().Statistics.RxPackets
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	arm := func(on bool) (pps float64, marked uint64) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan *oam.SampleReport, 1)
+		if on {
+			started := make(chan struct{})
+			go func() {
+				r, err := oam.Sample(ctx, e.d, "web", oam.SampleOptions{Rate: 1000, Duration: time.Hour, Started: func() { close(started) }})
+				if err != nil {
+					b.Error(err)
+				}
+				done <- r
+			}()
+			<-started
+		}
+		before, t0 := rx(), time.Now()
+		sent := blast(b, sns, "eth-ingress", frame, dur)
+		el := time.Since(t0)
+		time.Sleep(50 * time.Millisecond) // the last datagrams on their way
+		got := rx() - before
+		pps = float64(got) / el.Seconds()
+		b.Logf("on %v: sent %d, d received %d", on, sent, got)
+		if on {
+			cancel()
+			if r := <-done; r != nil {
+				marked = r.Marked
+			}
+		}
+		return pps, marked
+	}
+	var onRatio, aaRatio []float64
+	for r := 0; r < rounds; r++ {
+		res := map[string]float64{}
+		var marked uint64
+		for k := 0; k < 3; k++ {
+			switch (r + k) % 3 {
+			case 0:
+				res["off"], _ = arm(false)
+			case 1:
+				res["on"], marked = arm(true)
+			case 2:
+				res["off2"], _ = arm(false)
+			}
+		}
+		onRatio = append(onRatio, res["on"]/res["off"])
+		aaRatio = append(aaRatio, res["off2"]/res["off"])
+		b.Logf("round %d: off %.0f pps, on %.0f pps (%d marked), off again %.0f pps", r, res["off"], res["on"], marked, res["off2"])
+	}
+	med := func(v []float64) float64 { s := append([]float64(nil), v...); sort.Float64s(s); return s[len(s)/2] }
+	b.ReportMetric(med(onRatio), "on/off")
+	b.ReportMetric(med(aaRatio), "aa")
+	fmt.Printf("sampling 1:1000 on/off throughput ratio: median %.4f (rounds %v)\nA/A off/off: median %.4f (rounds %v)\n", med(onRatio), onRatio, med(aaRatio), aaRatio)
+}
+
+// blast sends frame on iface of ns from one thread for dur and returns
+// how many it sent.
+func blast(b *testing.B, ns, iface string, frame []byte, dur time.Duration) int {
+	sent := 0
+	err := nsutil.Do(ns, func() error {
+		ifc, err := net.InterfaceByName(iface)
+		if err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		sa := &unix.SockaddrLinklayer{Ifindex: ifc.Index, Halen: 6}
+		copy(sa.Addr[:], frame[:6])
+		for t0 := time.Now(); time.Since(t0) < dur; {
+			for i := 0; i < 64; i++ {
+				if err := unix.Sendto(fd, frame, 0, sa); err != nil && err != unix.ENOBUFS {
+					return err
+				}
+				sent++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sent
+}
