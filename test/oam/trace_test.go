@@ -256,6 +256,9 @@ func TestTraceDefaultLab(t *testing.T) {
 		}
 		g := oam.BuildGraph(e.d, counters, traces, oam.GraphOptions{})
 		checkSVG(t, g.SVG(), e.lab.NodeNames(), traces)
+		t.Run("chromium", func(t *testing.T) {
+			renderInChromium(t, g.SVG(), e.lab.NodeNames(), []string{"web", "firewalled", "filtered", "insert6", "legacy4"}, 1)
+		})
 		dot := g.DOT()
 		for _, want := range []string{`"nfv1" -- "sf1" [dir=forward color="red"`, `"sf1" [color=red penwidth=3]`, `"egress" -- "d" [dir=forward`} {
 			if !strings.Contains(dot, want) {
