@@ -193,27 +193,31 @@ SEC("tp_btf/netif_receive_skb")
 int oam_sampled(__u64 *ctx)
 {
 	struct sk_buff *skb = (struct sk_buff *)ctx[0];
-	__u32 inum = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
 	struct oam_sample_event ev = {};
 	struct srh_fixed srh;
-	struct ipv6hdr ip6;
 	unsigned char *data;
+	__u8 nh;
+	__u32 inum;
 
-	if (!bpf_map_lookup_elem(&oam_sample_nodes, &inum))
+	/* Every packet of the kernel comes here: the cheapest tests first
+	 * (IPv6, an SRH right after the header, its O-flag), the namespace
+	 * last. */
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return 0;
-	if (BPF_CORE_READ(skb, protocol) != bpf_htons(ETH_P_IPV6))
+	data = skb->data;
+	if (bpf_probe_read_kernel(&nh, 1, data + 6) < 0 || nh != IPPROTO_ROUTING)
 		return 0;
-	data = BPF_CORE_READ(skb, data);
-	if (bpf_probe_read_kernel(&ip6, sizeof(ip6), data) < 0 || ip6.nexthdr != IPPROTO_ROUTING)
-		return 0;
-	if (bpf_probe_read_kernel(&srh, sizeof(srh), data + sizeof(ip6)) < 0 || srh.type != 4 ||
+	if (bpf_probe_read_kernel(&srh, sizeof(srh), data + sizeof(struct ipv6hdr)) < 0 || srh.type != 4 ||
 	    !(srh.flags & OAM_OFLAG))
+		return 0;
+	inum = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
+	if (!bpf_map_lookup_elem(&oam_sample_nodes, &inum))
 		return 0;
 	ev.ts = bpf_ktime_get_ns();
 	ev.netns = inum;
 	ev.ifindex = BPF_CORE_READ(skb, dev, ifindex);
-	__builtin_memcpy(ev.da, &ip6.daddr, 16);
-	bpf_probe_read_kernel(ev.id, OAM_ID_LEN, data + sizeof(ip6) + ((__u32)srh.hdrlen + 1) * 8);
+	bpf_probe_read_kernel(ev.da, 16, data + 24);
+	bpf_probe_read_kernel(ev.id, OAM_ID_LEN, data + sizeof(struct ipv6hdr) + ((__u32)srh.hdrlen + 1) * 8);
 	ev.sl = srh.sl;
 	bpf_ringbuf_output(&oam_sample_events, &ev, sizeof(ev), 0);
 	return 0;

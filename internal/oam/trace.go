@@ -351,11 +351,19 @@ func findChain(d Domain, name string) (*plan.Chain, *config.Chain, error) {
 	for i := range d.Plan.Chains {
 		c := &d.Plan.Chains[i]
 		if c.Name == name {
-			base := name
-			if cc, ok := d.Config.Chains[base]; ok {
+			if cc, ok := d.Config.Chains[name]; ok {
 				return c, cc, nil
 			}
-			return nil, nil, fmt.Errorf("chain %s: trace sends probes along forward chains only (a reverse chain's classifier is not in the domain file)", name)
+			// The reverse of a bidirectional chain classifies on the
+			// forward match swapped, as the plan programs it (no iif).
+			base, ok := strings.CutSuffix(name, "/reverse")
+			if cc, found := d.Config.Chains[base]; ok && found {
+				m := cc.Match
+				rc := *cc
+				rc.Match = config.Match{Family: m.Family, Src: m.Dst, Dst: m.Src, Proto: m.Proto, Sport: m.Dport, Dport: m.Sport}
+				return c, &rc, nil
+			}
+			return nil, nil, fmt.Errorf("chain %s: not in the domain file", name)
 		}
 		names = append(names, c.Name)
 	}

@@ -512,3 +512,16 @@ func TestTraceHMACExample(t *testing.T) {
 	r := e.trace(t, "signed")
 	checkDelivered(t, r, "headend:ingress sid:nfv1 egress:egress delivery:d", nil)
 }
+
+// A bidirectional chain both ways: the reverse chain's probe enters at
+// the forward egress (edge2) from b, classified on the swapped match, and
+// is delivered to a through nfv1 and edge1's return SID.
+func TestTraceBidirectional(t *testing.T) {
+	e := setup(t, "../../examples/bidirectional.yaml", nil)
+	checkDelivered(t, e.trace(t, "ab"), "headend:edge1 sid:nfv1 egress:edge2 delivery:b", nil)
+	r := e.trace(t, "ab/reverse")
+	checkDelivered(t, r, "headend:edge2 sid:nfv1 egress:edge1 delivery:a", nil)
+	if !strings.HasPrefix(r.From, "b:") || !strings.Contains(r.Probe, "fc00:3b::b") {
+		t.Errorf("reverse probe %s from %s: want b's flow, sent from b", r.Probe, r.From)
+	}
+}
