@@ -51,6 +51,10 @@ microseconds, and the transit nodes crossed (VIA). A hop served before the
 tap (userspace SIDs in native XDP) is shown reached when a later hop saw
 the probe.
 
+CHAIN/reverse traces the reverse of a bidirectional chain: its probe is
+the forward match swapped, sent from the host on the forward egress's
+link.
+
 A broken chain names its first hop the probe did not get through (not
 reached, or reached and never left), where it was seen last, where the
 kernel dropped it and why (the skb:kfree_skb tracepoint's drop reason,
