@@ -86,7 +86,7 @@ segment after the proxy. Chains whose SRH carries an HMAC are counted but
 not marked (the HMAC covers the flags). Lab only.
 
 Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
-		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 30s\n  segchain trace --lab default firewalled -o json\n  segchain trace -f domain.yaml firewalled   # nodes with agent: HOST:PORT",
+		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 2s\n  segchain trace --lab default firewalled -o json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {

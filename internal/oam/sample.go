@@ -39,6 +39,9 @@ type SampleOptions struct {
 	Duration time.Duration
 	// Started, if set, is called once everything is attached.
 	Started func()
+	// MarkOnly attaches the marker and not the tap (the benchmark's arm
+	// that splits sampling's cost): the hops see nothing.
+	MarkOnly bool
 }
 
 // Quantiles of a latency, in microseconds.
@@ -178,9 +181,11 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 		return nil, fmt.Errorf("open the sampling ring buffer: %w", err)
 	}
 	defer rd.Close()
-	tp, err := link.AttachTracing(link.TracingOptions{Program: objs.OamSampled})
-	if err != nil {
-		return nil, fmt.Errorf("attach to net:netif_receive_skb: %w", err)
+	var tp link.Link
+	if !o.MarkOnly {
+		if tp, err = link.AttachTracing(link.TracingOptions{Program: objs.OamSampled}); err != nil {
+			return nil, fmt.Errorf("attach to net:netif_receive_skb: %w", err)
+		}
 	}
 	defer func() {
 		if tp != nil {
@@ -249,8 +254,10 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 	// Stop marking, let the last marked packets arrive, then stop seeing.
 	detach()
 	time.Sleep(100 * time.Millisecond)
-	tp.Close()
-	tp = nil
+	if tp != nil {
+		tp.Close()
+		tp = nil
+	}
 	// Read what is left, then end the reader.
 	if err := rd.Flush(); err != nil {
 		return nil, fmt.Errorf("flush the sampling ring buffer: %w", err)
