@@ -38,8 +38,11 @@ type rendered struct {
 const renderScript = `<pre id="result"></pre><script>
 const out = {nodes: {}, chains: {}, broken: [], svg: null};
 const r = document.querySelector('svg').getBoundingClientRect(); out.svg = [r.width, r.height];
-for (const g of document.querySelectorAll('g.node')) { const b = g.getBBox(); out.nodes[g.id] = [b.x, b.y, b.width, b.height]; }
-for (const g of document.querySelectorAll('g.chain')) { const b = g.getBBox(); out.chains[g.id] = [b.x, b.y, b.width, b.height, g.querySelectorAll('line').length]; }
+// The boxes as laid out on the page (an element not rendered, e.g.
+// display:none, has none), relative to the picture.
+const box = (el) => { const b = el.getBoundingClientRect(); return [b.x - r.x, b.y - r.y, b.width, b.height]; };
+for (const g of document.querySelectorAll('g.node')) out.nodes[g.id] = box(g);
+for (const g of document.querySelectorAll('g.chain')) out.chains[g.id] = box(g).concat([g.querySelectorAll('line').length]);
 for (const l of document.querySelectorAll('line.hop.broken')) out.broken.push(getComputedStyle(l).stroke);
 document.getElementById('result').textContent = JSON.stringify(out);
 </script>`
