@@ -83,7 +83,8 @@ segment), how many sampled packets arrived, the latency from the headend
 and from the previous hop (p50/p90/p99/max, µs) and a histogram. The
 SR-unaware SF behind a proxy sees no SRH: its time is in the step to the
 segment after the proxy. Chains whose SRH carries an HMAC are counted but
-not marked (the HMAC covers the flags). Lab only.
+not marked (the HMAC covers the flags). Through agents, each node's agent
+runs its part (the OAM service's Sample) and the headend's agent marks.
 
 Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 2s\n  segchain trace --lab default firewalled -o json",
@@ -150,9 +151,6 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 				return errors.New("no node to trace: name a lab (--lab NAME), or a domain file (-f FILE) whose nodes have an agent (nodes.NAME.agent) or a namespace (nodes.NAME.netns)")
 			}
 			if sample > 0 {
-				if d.Remote != nil {
-					return errors.New("--sample: O-flag sampling through agents is not built yet (lab nodes in this machine's namespaces only)")
-				}
 				sr, err := oam.Sample(cmd.Context(), d, args[0], oam.SampleOptions{Rate: sample, Duration: duration})
 				if err != nil {
 					return err

@@ -26,6 +26,11 @@ type Remote interface {
 	Inject(ctx context.Context, node, iface string, packet []byte) error
 	// Stats reads the IP statistics of each node of nodes.
 	Stats(ctx context.Context, nodes []string) (map[string]map[string]uint64, error)
+	// Sample runs each node's part of an O-flag sampling run for dur:
+	// every node of nodes sees, head marks 1 in rate of key's packets;
+	// started is called when all are attached and head marks. Events'
+	// At is wall time.
+	Sample(ctx context.Context, nodes []string, head string, key ChainKey, rate uint32, dur time.Duration, started func()) ([]SampleEvent, SampleCounts, error)
 }
 
 // wallTap shifts a local tap's timestamps to wall time, to be merged

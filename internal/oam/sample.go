@@ -97,11 +97,14 @@ type SampleReport struct {
 	TookMS     float64 `json:"took_ms"`
 }
 
-// chainKey is the SRH a chain's packets leave the headend with: its first
+// ChainKey is the SRH a chain's packets leave the headend with: its first
 // SID (Segment List[Last Entry]) and Segment List[0] (zero for H.Insert:
 // the packet's own destination).
-func chainKey(pc *plan.Chain) (oamSampleOamChainKey, error) {
-	var k oamSampleOamChainKey
+type ChainKey struct{ First, Last [16]byte }
+
+// ChainKeyOf is pc's key.
+func ChainKeyOf(pc *plan.Chain) (ChainKey, error) {
+	var k ChainKey
 	hops := pc.Hops
 	switch pc.Mode {
 	case config.ModeEncapRed, config.ModeL2EncapRed:
@@ -131,8 +134,176 @@ func nsInode(ns string) (uint32, error) {
 	return uint32(st.Sys().(*syscall.Stat_t).Ino), nil
 }
 
+// SampleEvent is a sampled packet marked at the headend (Kind 1) or seen
+// arriving at Node (Kind 0).
+type SampleEvent struct {
+	At   time.Duration // the node's monotonic clock; wall time once merged from agents
+	Node string
+	Kind uint8
+	DA   [16]byte
+	ID   [48]byte // the bytes after the SRH
+	SL   uint8
+}
+
+// SampleCounts are the marker's counts: the chain's packets that left
+// the headend, those marked, those not marked for their HMAC.
+type SampleCounts struct{ Seen, Marked, HMAC uint64 }
+
+// maxSampleEvents bounds what one run keeps (1:1 sampling of a fast
+// stream would otherwise grow without end).
+const maxSampleEvents = 1 << 20
+
+// Sampler is one machine's part of a sampling run: the tap for some
+// namespaces and, on the headend, the marker.
+type Sampler struct {
+	objs     oamSampleObjects
+	rd       *ringbuf.Reader
+	tp       link.Link
+	marks    []link.Link
+	key      oamSampleOamChainKey
+	head     string
+	nodeOf   map[uint32]string
+	events   []SampleEvent
+	readDone chan error
+}
+
+// StartSampler attaches the tap for the namespaces of netns (node →
+// namespace; none: no tap) and, when rate > 0, the marker on every
+// interface of node head's namespace headNS, last in its TCX egress
+// chains, marking 1 in rate of the packets of key.
+func StartSampler(netns map[string]string, head, headNS string, key ChainKey, rate uint32) (s *Sampler, err error) {
+	spec, err := loadOamSample()
+	if err != nil {
+		return nil, fmt.Errorf("load the sampling programs' spec: %w", err)
+	}
+	s = &Sampler{head: head, nodeOf: map[uint32]string{}, readDone: make(chan error, 1),
+		key: oamSampleOamChainKey{First: key.First, Last: key.Last}}
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+		return nil, fmt.Errorf("load the sampling programs: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if err := s.objs.OamChains.Put(s.key, oamSampleOamChainVal{Rate: rate, Id: 1}); err != nil {
+		return nil, fmt.Errorf("oam_chains: %w", err)
+	}
+	for node, ns := range netns {
+		ino, err := nsInode(ns)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", node, err)
+		}
+		s.nodeOf[ino] = node
+		if err := s.objs.OamSampleNodes.Put(ino, uint32(1)); err != nil {
+			return nil, fmt.Errorf("oam_sample_nodes: %w", err)
+		}
+	}
+	if s.rd, err = ringbuf.NewReader(s.objs.OamSampleEvents); err != nil {
+		return nil, fmt.Errorf("open the sampling ring buffer: %w", err)
+	}
+	if len(netns) > 0 {
+		if s.tp, err = link.AttachTracing(link.TracingOptions{Program: s.objs.OamSampled}); err != nil {
+			return nil, fmt.Errorf("attach to net:netif_receive_skb: %w", err)
+		}
+	}
+	if rate > 0 {
+		err = nsutil.Do(headNS, func() error {
+			ifs, err := net.Interfaces()
+			if err != nil {
+				return err
+			}
+			for _, ifc := range ifs {
+				if ifc.Flags&net.FlagLoopback != 0 {
+					continue
+				}
+				l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: s.objs.OamMark, Attach: ebpf.AttachTCXEgress, Anchor: link.Tail()})
+				if err != nil {
+					return fmt.Errorf("attach the marker to %s: %w", ifc.Name, err)
+				}
+				s.marks = append(s.marks, l)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("headend %s: %w", head, err)
+		}
+	}
+	// Read while the run goes: the ring buffer would fill otherwise.
+	go func() {
+		for {
+			rec, err := s.rd.Read()
+			if err != nil {
+				if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
+					err = nil
+				}
+				s.readDone <- err
+				return
+			}
+			var ev oamSampleOamSampleEvent
+			if len(rec.RawSample) < binarySize(ev) || len(s.events) >= maxSampleEvents {
+				continue
+			}
+			decode(rec.RawSample, &ev)
+			e := SampleEvent{At: time.Duration(ev.Ts), Kind: ev.Kind, DA: ev.Da, ID: ev.Id, SL: ev.Sl}
+			if ev.Kind == 1 {
+				e.Node = s.head
+			} else if e.Node = s.nodeOf[ev.Netns]; e.Node == "" {
+				continue
+			}
+			s.events = append(s.events, e)
+		}
+	}()
+	return s, nil
+}
+
+func (s *Sampler) close() {
+	for _, l := range s.marks {
+		l.Close()
+	}
+	s.marks = nil
+	if s.tp != nil {
+		s.tp.Close()
+		s.tp = nil
+	}
+	if s.rd != nil {
+		s.rd.Close()
+	}
+	s.objs.Close()
+}
+
+// Stop ends marking, lets the last marked packets arrive (100 ms), ends
+// the tap and returns what the run saw and the marker's counts.
+func (s *Sampler) Stop() ([]SampleEvent, SampleCounts, error) {
+	defer s.close()
+	for _, l := range s.marks {
+		l.Close()
+	}
+	s.marks = nil
+	time.Sleep(100 * time.Millisecond)
+	if s.tp != nil {
+		s.tp.Close()
+		s.tp = nil
+	}
+	// Read what is left, then end the reader.
+	if err := s.rd.Flush(); err != nil {
+		return nil, SampleCounts{}, fmt.Errorf("flush the sampling ring buffer: %w", err)
+	}
+	if err := <-s.readDone; err != nil {
+		return nil, SampleCounts{}, fmt.Errorf("read the sampling ring buffer: %w", err)
+	}
+	var v oamSampleOamChainVal
+	if err := s.objs.OamChains.Lookup(s.key, &v); err != nil {
+		return nil, SampleCounts{}, fmt.Errorf("oam_chains: %w", err)
+	}
+	return s.events, SampleCounts{Seen: v.Seen, Marked: v.Marked, HMAC: v.Hmac}, nil
+}
+
 // Sample runs O-flag sampling on chain for o.Duration (or until ctx
-// ends) and reports per hop. Lab (namespaces of this machine) only.
+// ends) and reports per hop: in the namespaces of this machine (a lab),
+// or through the nodes' agents (Domain.Remote: each runs its node's
+// part, the headend's marks; the sightings are put on one wall-clock
+// line as trace's are).
 func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*SampleReport, error) {
 	start := time.Now()
 	if o.Rate == 0 {
@@ -145,132 +316,76 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 	if err != nil {
 		return nil, err
 	}
-	key, err := chainKey(pc)
+	key, err := ChainKeyOf(pc)
 	if err != nil {
 		return nil, err
 	}
-	headNS, ok := d.Netns[pc.Ingress]
-	if !ok {
-		return nil, fmt.Errorf("chain %s: no namespace for its headend %s here (sampling through agents is not built)", chain, pc.Ingress)
-	}
-	spec, err := loadOamSample()
-	if err != nil {
-		return nil, fmt.Errorf("load the sampling programs' spec: %w", err)
-	}
-	var objs oamSampleObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		return nil, fmt.Errorf("load the sampling programs: %w", err)
-	}
-	defer objs.Close()
-	if err := objs.OamChains.Put(key, oamSampleOamChainVal{Rate: o.Rate, Id: 1}); err != nil {
-		return nil, fmt.Errorf("oam_chains: %w", err)
-	}
-	nodeOf := map[uint32]string{}
-	for node, ns := range d.Netns {
-		ino, err := nsInode(ns)
-		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", node, err)
+	var evs []SampleEvent
+	var counts SampleCounts
+	if d.Remote != nil && d.Remote.Has(pc.Ingress) {
+		if o.MarkOnly {
+			return nil, errors.New("MarkOnly: in a lab only")
 		}
-		nodeOf[ino] = node
-		if err := objs.OamSampleNodes.Put(ino, uint32(1)); err != nil {
-			return nil, fmt.Errorf("oam_sample_nodes: %w", err)
-		}
-	}
-	rd, err := ringbuf.NewReader(objs.OamSampleEvents)
-	if err != nil {
-		return nil, fmt.Errorf("open the sampling ring buffer: %w", err)
-	}
-	defer rd.Close()
-	var tp link.Link
-	if !o.MarkOnly {
-		if tp, err = link.AttachTracing(link.TracingOptions{Program: objs.OamSampled}); err != nil {
-			return nil, fmt.Errorf("attach to net:netif_receive_skb: %w", err)
-		}
-	}
-	defer func() {
-		if tp != nil {
-			tp.Close()
-		}
-	}()
-	// The marker on every interface of the headend, last in its TCX
-	// egress chain: it sees the packet as it goes on the wire.
-	var marks []link.Link
-	detach := func() {
-		for _, l := range marks {
-			l.Close()
-		}
-		marks = nil
-	}
-	defer detach()
-	err = nsutil.Do(headNS, func() error {
-		ifs, err := net.Interfaces()
-		if err != nil {
-			return err
-		}
-		for _, ifc := range ifs {
-			if ifc.Flags&net.FlagLoopback != 0 {
-				continue
-			}
-			l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: objs.OamMark, Attach: ebpf.AttachTCXEgress, Anchor: link.Tail()})
-			if err != nil {
-				return fmt.Errorf("attach the marker to %s: %w", ifc.Name, err)
-			}
-			marks = append(marks, l)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("headend %s: %w", pc.Ingress, err)
-	}
-
-	// Read while the run goes: the ring buffer would fill otherwise.
-	var evs []oamSampleOamSampleEvent
-	readDone := make(chan error, 1)
-	go func() {
-		for {
-			rec, err := rd.Read()
-			if err != nil {
-				if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
-					err = nil
+		var local map[string]string
+		for n, ns := range d.Netns {
+			if !d.Remote.Has(n) {
+				if local == nil {
+					local = map[string]string{}
 				}
-				readDone <- err
-				return
+				local[n] = ns
 			}
-			var ev oamSampleOamSampleEvent
-			if len(rec.RawSample) < binarySize(ev) {
-				continue
-			}
-			decode(rec.RawSample, &ev)
-			evs = append(evs, ev)
 		}
-	}()
-	if o.Started != nil {
-		o.Started()
+		var ls *Sampler
+		if local != nil {
+			if ls, err = StartSampler(local, "", "", key, 0); err != nil {
+				return nil, err
+			}
+		}
+		var nodes []string
+		for _, n := range sortedKeys(d.Config.Nodes) {
+			if d.Remote.Has(n) {
+				nodes = append(nodes, n)
+			}
+		}
+		evs, counts, err = d.Remote.Sample(ctx, nodes, pc.Ingress, key, o.Rate, o.Duration, o.Started)
+		if ls != nil {
+			lev, _, lerr := ls.Stop()
+			off := ClockOffset()
+			for _, e := range lev {
+				e.At += off
+				evs = append(evs, e)
+			}
+			err = errors.Join(err, lerr)
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		headNS, ok := d.Netns[pc.Ingress]
+		if !ok {
+			return nil, fmt.Errorf("chain %s: no namespace for its headend %s here, nor an agent", chain, pc.Ingress)
+		}
+		watch := d.Netns
+		if o.MarkOnly {
+			watch = nil
+		}
+		s, err := StartSampler(watch, pc.Ingress, headNS, key, o.Rate)
+		if err != nil {
+			return nil, err
+		}
+		if o.Started != nil {
+			o.Started()
+		}
+		select {
+		case <-time.After(o.Duration):
+		case <-ctx.Done():
+		}
+		if evs, counts, err = s.Stop(); err != nil {
+			return nil, err
+		}
 	}
-	select {
-	case <-time.After(o.Duration):
-	case <-ctx.Done():
-	}
-	// Stop marking, let the last marked packets arrive, then stop seeing.
-	detach()
-	time.Sleep(100 * time.Millisecond)
-	if tp != nil {
-		tp.Close()
-		tp = nil
-	}
-	// Read what is left, then end the reader.
-	if err := rd.Flush(); err != nil {
-		return nil, fmt.Errorf("flush the sampling ring buffer: %w", err)
-	}
-	if err := <-readDone; err != nil {
-		return nil, fmt.Errorf("read the sampling ring buffer: %w", err)
-	}
-	var v oamSampleOamChainVal
-	if err := objs.OamChains.Lookup(key, &v); err != nil {
-		return nil, fmt.Errorf("oam_chains: %w", err)
-	}
-	r := &SampleReport{Chain: pc.Name, Mode: pc.Mode, Rate: o.Rate, Packets: v.Seen, Marked: v.Marked, HMAC: v.Hmac}
-	r.Hops, r.Incomplete = correlate(pc, evs, nodeOf)
+	r := &SampleReport{Chain: pc.Name, Mode: pc.Mode, Rate: o.Rate, Packets: counts.Seen, Marked: counts.Marked, HMAC: counts.HMAC}
+	r.Hops, r.Incomplete = correlate(pc, evs)
 	r.TookMS = ms(time.Since(start))
 	return r, nil
 }
@@ -278,7 +393,7 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 // correlate puts each sampled packet's sightings together (by the bytes
 // after its SRH) and fills the hops: the headend, then each segment (a
 // sighting on the segment's node with the segment as its destination).
-func correlate(pc *plan.Chain, evs []oamSampleOamSampleEvent, nodeOf map[uint32]string) ([]SampleHop, uint64) {
+func correlate(pc *plan.Chain, evs []SampleEvent) ([]SampleHop, uint64) {
 	hops := []SampleHop{{Kind: KindHeadend, Node: pc.Ingress, Behavior: headendBehavior(pc.Mode)}}
 	for i, h := range pc.Hops {
 		k := KindSID
@@ -287,10 +402,10 @@ func correlate(pc *plan.Chain, evs []oamSampleOamSampleEvent, nodeOf map[uint32]
 		}
 		hops = append(hops, SampleHop{Kind: k, Node: h.Node, SID: h.SID.String(), Behavior: h.Behavior, Service: h.Service})
 	}
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Ts < evs[j].Ts })
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At < evs[j].At })
 	type pkt struct {
-		mark uint64
-		at   []uint64 // per hop, 0: not seen
+		mark time.Duration
+		at   []time.Duration // per hop, 0: not seen
 	}
 	var pkts []*pkt
 	open := map[[48]byte]*pkt{} // the last marked packet with these bytes
@@ -298,28 +413,27 @@ func correlate(pc *plan.Chain, evs []oamSampleOamSampleEvent, nodeOf map[uint32]
 		e := &evs[i]
 		// An SF behind a proxy forwards the inner packet: its hop limit
 		// (IPv4: TTL and checksum) changes on the way, the rest not.
-		switch e.Id[0] >> 4 {
+		switch e.ID[0] >> 4 {
 		case 6:
-			e.Id[7] = 0
+			e.ID[7] = 0
 		case 4:
-			e.Id[8], e.Id[10], e.Id[11] = 0, 0, 0
+			e.ID[8], e.ID[10], e.ID[11] = 0, 0, 0
 		}
 		if e.Kind == 1 {
-			p := &pkt{mark: e.Ts, at: make([]uint64, len(hops))}
-			p.at[0] = e.Ts
+			p := &pkt{mark: e.At, at: make([]time.Duration, len(hops))}
+			p.at[0] = e.At
 			pkts = append(pkts, p)
-			open[e.Id] = p
+			open[e.ID] = p
 			continue
 		}
-		p := open[e.Id]
+		p := open[e.ID]
 		if p == nil {
 			continue // marked before the run's reader, or not the chain's
 		}
-		node := nodeOf[e.Netns]
-		da := netip.AddrFrom16(e.Da).String()
+		da := netip.AddrFrom16(e.DA).String()
 		for i := 1; i < len(hops); i++ {
-			if p.at[i] == 0 && hops[i].Node == node && hops[i].SID == da {
-				p.at[i] = e.Ts
+			if p.at[i] == 0 && hops[i].Node == e.Node && hops[i].SID == da {
+				p.at[i] = e.At
 				break
 			}
 		}
@@ -337,8 +451,8 @@ func correlate(pc *plan.Chain, evs []oamSampleOamSampleEvent, nodeOf map[uint32]
 			}
 			hops[i].Packets++
 			if i > 0 {
-				at[i] = append(at[i], float64(p.at[i]-p.mark)/1000)
-				step[i] = append(step[i], float64(p.at[i]-prev)/1000)
+				at[i] = append(at[i], float64((p.at[i]-p.mark).Nanoseconds())/1000)
+				step[i] = append(step[i], float64((p.at[i]-prev).Nanoseconds())/1000)
 			}
 			prev = p.at[i]
 		}

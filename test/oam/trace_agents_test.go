@@ -102,4 +102,37 @@ func TestTraceThroughAgents(t *testing.T) {
 			t.Errorf("the kernel's drop on r2 (no route) not reported: %+v", b.KernelDrops)
 		}
 	})
+
+	// O-flag sampling through the agents: the headend's agent marks,
+	// every agent sees, the controller correlates, while a stream runs
+	// through web from before the run to after it.
+	t.Run("sample", func(t *testing.T) {
+		var rep oam.SampleReport
+		res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 7000, 1500, 500, func() {
+			out, err := e.Run("trace", "--lab", e.Name, "--sample", "10", "--duration", "2s", "-o", "json", "web")
+			if err != nil {
+				t.Errorf("trace --sample: %v\n%s", err, out)
+				return
+			}
+			if err := json.Unmarshal([]byte(out[:strings.LastIndexByte(out, '}')+1]), &rep); err != nil {
+				t.Errorf("%v\n%s", err, out)
+			}
+		})
+		if res.Lost != 0 {
+			t.Errorf("stream lost %d: %+v", res.Lost, res)
+		}
+		if rep.Packets == 0 || rep.Marked != (rep.Packets+9)/10 || rep.Incomplete != 0 {
+			t.Fatalf("counted %d, marked %d, %d incomplete: want some, 1 in 10 of them, 0", rep.Packets, rep.Marked, rep.Incomplete)
+		}
+		var kinds []string
+		for _, h := range rep.Hops {
+			kinds = append(kinds, h.Kind+":"+h.Node)
+			if h.Packets != rep.Marked {
+				t.Errorf("hop %s %s: %d sampled packets, want %d", h.Kind, h.Node, h.Packets, rep.Marked)
+			}
+		}
+		if got := strings.Join(kinds, " "); got != "headend:ingress sid:nfv1 sid:nfv2 egress:egress" {
+			t.Errorf("hops %s", got)
+		}
+	})
 }

@@ -211,3 +211,91 @@ func (t *remoteTap) Close() error {
 	t.wg.Wait()
 	return nil
 }
+
+// Sample implements oam.Remote: the other nodes' runs start first (and
+// last a second longer), the headend's marking once they all see.
+func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oam.ChainKey, rate uint32, dur time.Duration, started func()) ([]oam.SampleEvent, oam.SampleCounts, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		evs    []oam.SampleEvent
+		counts oam.SampleCounts
+		err    error
+	}
+	results := make(chan result, len(nodes))
+	run := func(n string, rate uint32, d time.Duration, ready chan<- error) {
+		cl, ok := c.conns[n]
+		if !ok {
+			ready <- fmt.Errorf("node %s has no agent", n)
+			return
+		}
+		st, err := cl.Sample(sctx, &pb.SampleRequest{FirstSid: key.First[:], LastSid: key.Last[:], Rate: rate, DurationMs: uint32(d.Milliseconds())})
+		if err == nil {
+			var first *pb.SampleEvent
+			if first, err = st.Recv(); err == nil && !first.GetReady() {
+				err = errors.New("the stream did not start with ready")
+			}
+			if err == nil {
+				ready <- nil
+				off := time.Duration(first.GetClockOffsetNs())
+				var r result
+				for {
+					ev, err := st.Recv()
+					if err != nil {
+						r.err = callErr(n, "sample", err)
+						break
+					}
+					if ev.GetDone() {
+						r.counts = oam.SampleCounts{Seen: ev.GetSeen(), Marked: ev.GetMarked(), HMAC: ev.GetHmac()}
+						break
+					}
+					e := oam.SampleEvent{At: time.Duration(ev.GetAtNs()) + off, Node: n, Kind: uint8(ev.GetKind()), SL: uint8(ev.GetSl())}
+					copy(e.DA[:], ev.GetDa())
+					copy(e.ID[:], ev.GetId())
+					r.evs = append(r.evs, e)
+				}
+				results <- r
+				return
+			}
+		}
+		ready <- callErr(n, "sample", err)
+	}
+	wait := func(ready chan error, k int) error {
+		var errs []error
+		for i := 0; i < k; i++ {
+			errs = append(errs, <-ready)
+		}
+		return errors.Join(errs...)
+	}
+	ready := make(chan error, len(nodes))
+	others := 0
+	for _, n := range nodes {
+		if n != head {
+			others++
+			go run(n, 0, dur+time.Second, ready)
+		}
+	}
+	if err := wait(ready, others); err != nil {
+		return nil, oam.SampleCounts{}, err
+	}
+	hready := make(chan error, 1)
+	go run(head, rate, dur, hready)
+	if err := wait(hready, 1); err != nil {
+		return nil, oam.SampleCounts{}, err
+	}
+	if started != nil {
+		started()
+	}
+	var evs []oam.SampleEvent
+	var counts oam.SampleCounts
+	var errs []error
+	for i := 0; i < others+1; i++ {
+		r := <-results
+		evs = append(evs, r.evs...)
+		counts.Seen += r.counts.Seen
+		counts.Marked += r.counts.Marked
+		counts.HMAC += r.counts.HMAC
+		errs = append(errs, r.err)
+	}
+	return evs, counts, errors.Join(errs...)
+}

@@ -134,3 +134,54 @@ func (s *Server) Stats(context.Context, *pb.StatsRequest) (*pb.StatsReply, error
 	}
 	return &pb.StatsReply{Node: s.node, Counters: m}, nil
 }
+
+// MaxSample bounds a sampling run on a node.
+const MaxSample = 10 * time.Minute
+
+// Sample implements pb.OAMServer.
+func (s *Server) Sample(req *pb.SampleRequest, st pb.OAM_SampleServer) error {
+	if len(req.GetFirstSid()) != 16 || len(req.GetLastSid()) != 16 {
+		return status.Error(codes.InvalidArgument, "first_sid, last_sid: 16 bytes each")
+	}
+	d := time.Duration(req.GetDurationMs()) * time.Millisecond
+	if d <= 0 || d > MaxSample {
+		return status.Errorf(codes.InvalidArgument, "duration_ms %d: 1..%d", req.GetDurationMs(), MaxSample.Milliseconds())
+	}
+	s.mu.Lock()
+	if s.taps >= MaxTaps {
+		s.mu.Unlock()
+		return status.Errorf(codes.ResourceExhausted, "node %s runs %d taps already", s.node, MaxTaps)
+	}
+	s.taps++
+	s.mu.Unlock()
+	defer func() { s.mu.Lock(); s.taps--; s.mu.Unlock() }()
+
+	var key oam.ChainKey
+	copy(key.First[:], req.GetFirstSid())
+	copy(key.Last[:], req.GetLastSid())
+	sm, err := oam.StartSampler(map[string]string{s.node: s.ns()}, s.node, s.ns(), key, req.GetRate())
+	if err != nil {
+		return status.Errorf(codes.Internal, "node %s: %v", s.node, err)
+	}
+	if err := st.Send(&pb.SampleEvent{Ready: true, ClockOffsetNs: int64(oam.ClockOffset())}); err != nil {
+		sm.Stop()
+		return err
+	}
+	select {
+	case <-time.After(d):
+	case <-st.Context().Done():
+	}
+	evs, counts, err := sm.Stop()
+	if err != nil {
+		return status.Errorf(codes.Internal, "node %s: %v", s.node, err)
+	}
+	if err := st.Context().Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	for _, e := range evs {
+		if err := st.Send(&pb.SampleEvent{AtNs: uint64(e.At), Kind: uint32(e.Kind), Da: e.DA[:], Id: e.ID[:], Sl: uint32(e.SL)}); err != nil {
+			return err
+		}
+	}
+	return st.Send(&pb.SampleEvent{Done: true, Seen: counts.Seen, Marked: counts.Marked, Hmac: counts.HMAC})
+}

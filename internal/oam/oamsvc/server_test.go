@@ -38,4 +38,17 @@ func TestServerRefusesBadRequests(t *testing.T) {
 			t.Errorf("inject %s: %v, want InvalidArgument", c.name, err)
 		}
 	}
+	sid := make([]byte, 16)
+	for _, c := range []struct {
+		name string
+		req  *pb.SampleRequest
+	}{
+		{"short SID", &pb.SampleRequest{FirstSid: sid[:4], LastSid: sid, DurationMs: 1000}},
+		{"no duration", &pb.SampleRequest{FirstSid: sid, LastSid: sid}},
+		{"too long", &pb.SampleRequest{FirstSid: sid, LastSid: sid, DurationMs: uint32(MaxSample.Milliseconds()) + 1}},
+	} {
+		if err := s.Sample(c.req, nil); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("sample %s: %v, want InvalidArgument", c.name, err)
+		}
+	}
 }
