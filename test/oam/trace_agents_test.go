@@ -2,6 +2,7 @@ package oam_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -32,6 +33,8 @@ func traceCLI(t *testing.T, e *labenv.Env, args ...string) *oam.Report {
 // delivery.
 func TestTraceThroughAgents(t *testing.T) {
 	e := labenv.New(t, labenv.Options{File: "../../examples/default.yaml", Prefix: "oama-", CLI: true, Binary: segchainBin, Agents: true})
+	// The CLI keeps each chain's last trace for segchain graph.
+	t.Cleanup(func() { os.RemoveAll(oam.TraceDir(e.Name)) })
 	e.Must("apply", "--lab", e.Name)
 
 	t.Run("firewalled", func(t *testing.T) {
