@@ -111,6 +111,14 @@ func TestTraceThroughAgents(t *testing.T) {
 	// through web from before the run to after it.
 	t.Run("sample", func(t *testing.T) {
 		var rep oam.SampleReport
+		udp := func() (in, rcvbuf uint64) {
+			m, err := oam.NodeStats(e.NS("d"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m["Udp6InDatagrams"], m["Udp6RcvbufErrors"]
+		}
+		in0, rb0 := udp()
 		res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 7000, 1500, 500, func() {
 			out, err := e.Run("trace", "--lab", e.Name, "--sample", "10", "--duration", "2s", "-o", "json", "web")
 			if err != nil {
@@ -121,8 +129,14 @@ func TestTraceThroughAgents(t *testing.T) {
 				t.Errorf("%v\n%s", err, out)
 			}
 		})
-		if res.Lost != 0 {
-			t.Errorf("stream lost %d: %+v", res.Lost, res)
+		// Every datagram reached d's UDP: received, or dropped by the
+		// receiver's full socket buffer (a starved receiver on a loaded
+		// machine is not the chain losing packets).
+		in1, rb1 := udp()
+		if res.Lost != 0 && (in1-in0)+(rb1-rb0) < uint64(res.Sent) {
+			t.Errorf("stream lost %d, d's UDP saw %d + %d dropped for a full socket buffer of %d sent: %+v", res.Lost, in1-in0, rb1-rb0, res.Sent, res)
+		} else if res.Lost != 0 {
+			t.Logf("stream lost %d at the receiver's socket (Udp6RcvbufErrors +%d); the chain delivered all %d", res.Lost, rb1-rb0, res.Sent)
 		}
 		if rep.Packets == 0 || rep.Marked != (rep.Packets+9)/10 || rep.Incomplete != 0 {
 			t.Fatalf("counted %d, marked %d, %d incomplete: want some, 1 in 10 of them, 0", rep.Packets, rep.Marked, rep.Incomplete)
