@@ -1,6 +1,7 @@
 #!/bin/sh
 # trace-bench.sh [LAB] [N] [TAP]: the segchain trace benchmark of docs/oam.md
-# (TAP: tracepoint, the default, or tcx).
+# (TAP: tracepoint, the default, or tcx). AGENTS=1: the lab runs an agent
+# per node (lab up --agents) and trace goes through them (mTLS).
 # Brings up the default domain in lab LAB (default tb<pid>), applies it,
 # traces chain firewalled (headend, End.AD proxy, its SF, End, End.DX6,
 # delivery) N times (default 20) and prints each trace's total and phases,
@@ -13,7 +14,7 @@ TAP=${3:-tracepoint}
 BIN=${SEGCHAIN:-$(mktemp -d)/segchain}
 [ -x "$BIN" ] || go build -o "$BIN" ./cmd/segchain
 trap '"$BIN" lab down --lab "$LAB" >/dev/null 2>&1 || true' EXIT
-"$BIN" lab up --lab "$LAB" >/dev/null
+"$BIN" lab up --lab "$LAB" ${AGENTS:+--agents} >/dev/null
 "$BIN" apply --lab "$LAB" >/dev/null
 i=0
 while [ "$i" -lt "$N" ]; do

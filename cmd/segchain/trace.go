@@ -11,18 +11,23 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/oam"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
 )
 
 func newTraceCmd() *cobra.Command {
 	var f domainFlags
 	var timeout time.Duration
 	var tap string
+	var sample uint32
+	var duration time.Duration
 	cmd := &cobra.Command{
-		Use:   "trace --lab NAME [-f FILE] [--timeout D] [--tap tracepoint|tcx] [-o json] CHAIN",
+		Use:   "trace (--lab NAME | -f FILE) [--timeout D] [--tap tracepoint|tcx] [-o json] CHAIN",
 		Short: "Send a probe along a chain and show every function it went through, with times",
 		Long: `trace sends one probe of CHAIN's own flow (a packet its classifier
 matches: the match's src/dst prefixes, protocol and the low end of its port
@@ -46,6 +51,10 @@ microseconds, and the transit nodes crossed (VIA). A hop served before the
 tap (userspace SIDs in native XDP) is shown reached when a later hop saw
 the probe.
 
+CHAIN/reverse traces the reverse of a bidirectional chain: its probe is
+the forward match swapped, sent from the host on the forward egress's
+link.
+
 A broken chain names its first hop the probe did not get through (not
 reached, or reached and never left), where it was seen last, where the
 kernel dropped it and why (the skb:kfree_skb tracepoint's drop reason,
@@ -54,19 +63,35 @@ meanwhile on any node: per-SID errors and drop
 reasons (segchain's eBPF behaviours, seg6local counters) and the kernel's
 IP statistics (Ip6OutNoRoutes, Ip6InDiscards ...).
 
-Lab only for now: the probe's timestamps need one clock (every lab node is
-a namespace of this kernel); trace on agents (-f FILE --node N) is not
-built yet.
+Through agents (-f FILE whose nodes name an agent, or a lab brought up
+with --agents): each node's agent runs the tap for its own node and
+streams the sightings over its mutual-TLS connection (the OAM service),
+and the headend's agent hands the probe to its stack as arriving on the
+host link (an XDP program run in live-frame mode), so no host has to
+send it. Times are then on each node's wall clock (CLOCK_REALTIME added
+to its kernel's timestamps): between machines as good as their time
+synchronisation (the report's clock says so). Nodes without an agent are
+tapped here, in their namespace.
+
+With --sample N (RFC 9259 §2.1, O-flag sampling): no probe; for
+--duration the chain's headend sets the SRH's O-flag on 1 in N of the
+chain's own packets as they leave it (a TCX egress program), and a
+tracing program timestamps every O-flagged packet wherever a lab node
+receives it. Each sampled packet's sightings are put together by the
+bytes after its SRH; the report has, per hop (the headend, then each
+segment), how many sampled packets arrived, the latency from the headend
+and from the previous hop (p50/p90/p99/max, µs) and a histogram. The
+SR-unaware SF behind a proxy sees no SRH: its time is in the step to the
+segment after the proxy. Chains whose SRH carries an HMAC are counted but
+not marked (the HMAC covers the flags). Through agents, each node's agent
+runs its part (the OAM service's Sample) and the headend's agent marks.
 
 Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
-		Example: "  segchain trace --lab default web\n  segchain trace --lab default firewalled -o json",
+		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 2s\n  segchain trace --lab default firewalled -o json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {
 				return err
-			}
-			if f.labNm == "" {
-				return errors.New("trace is lab-only for now: name the lab with --lab NAME (on agents, -f FILE --node N, it is not built yet: the hops' timestamps need one clock)")
 			}
 			s, err := f.session(cmd, true)
 			if err != nil {
@@ -74,7 +99,7 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 			}
 			defer s.Close()
 			c := s.Controller()
-			d := oam.Domain{Config: s.Domain, Plan: s.Plan, Netns: s.Lab.Nodes,
+			d := oam.Domain{Config: s.Domain, Plan: s.Plan, Netns: map[string]string{},
 				Counters: func(ctx context.Context) (map[string][]agent.SIDCounters, error) {
 					// Every node at once: the trace's time is mostly this.
 					var mu sync.Mutex
@@ -97,13 +122,54 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 					wg.Wait()
 					return out, errors.Join(errs...)
 				}}
+			// Nodes with an agent are traced through it (the OAM service,
+			// on the agent's mutual-TLS connection); the others in their
+			// namespace on this machine.
+			conns := map[string]grpc.ClientConnInterface{}
+			for n, a := range c.Agents {
+				if rc, ok := a.(*client.Client); ok {
+					conns[n] = rc.Conn()
+				}
+			}
+			if len(conns) > 0 {
+				d.Remote = oamsvc.NewClient(conns)
+			}
+			if s.Lab != nil {
+				for n, ns := range s.Lab.Nodes {
+					if conns[n] == nil {
+						d.Netns[n] = ns
+					}
+				}
+			} else {
+				for n, nd := range s.Domain.Nodes {
+					if conns[n] == nil && nd.Netns != "" {
+						d.Netns[n] = nd.Netns
+					}
+				}
+			}
+			if d.Remote == nil && f.labNm == "" && len(d.Netns) == 0 {
+				return errors.New("no node to trace: name a lab (--lab NAME), or a domain file (-f FILE) whose nodes have an agent (nodes.NAME.agent) or a namespace (nodes.NAME.netns)")
+			}
+			if sample > 0 {
+				sr, err := oam.Sample(cmd.Context(), d, args[0], oam.SampleOptions{Rate: sample, Duration: duration})
+				if err != nil {
+					return err
+				}
+				if f.output == "json" {
+					return writeJSON(cmd.OutOrStdout(), sr)
+				}
+				printSample(cmd.OutOrStdout(), sr)
+				return nil
+			}
 			r, err := oam.Trace(cmd.Context(), d, args[0], oam.Options{Timeout: timeout, Tap: tap})
 			if err != nil {
 				return err
 			}
 			// The last trace of each chain labels segchain graph's picture.
-			if serr := oam.SaveReport(oam.TraceDir(f.labNm), r); serr != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "note: last trace not kept for segchain graph: %v\n", serr)
+			if f.labNm != "" {
+				if serr := oam.SaveReport(oam.TraceDir(f.labNm), r); serr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "note: last trace not kept for segchain graph: %v\n", serr)
+				}
 			}
 			// Traces kept for labs that are down since.
 			_ = oam.PruneTraceDirs(func(name string) bool {
@@ -124,12 +190,17 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 	f.register(cmd, true)
 	cmd.Args = cobra.ExactArgs(1)
 	cmd.Flags().DurationVar(&timeout, "timeout", 300*time.Millisecond, "how long to wait for the probe's delivery")
+	cmd.Flags().Uint32Var(&sample, "sample", 0, "O-flag sampling of live traffic instead of a probe: the headend sets the O-flag on 1 in N of the chain's packets for --duration, every node timestamps them; per-hop counts and latencies")
+	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "with --sample: how long the headend marks")
 	cmd.Flags().StringVar(&tap, "tap", oam.TapTracepoint, "where the probe is seen: tracepoint (one attach to net:netif_receive_skb for every node) or tcx (a TCX ingress program on every interface)")
 	return cmd
 }
 
 func printTrace(w io.Writer, r *oam.Report) {
 	fmt.Fprintf(w, "trace %s (%s): probe %s from %s\n", r.Chain, r.Mode, r.Probe, r.From)
+	if r.Clock == oam.ClockAgents {
+		fmt.Fprintf(w, "times on %s\n", r.Clock)
+	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tHOP\tNODE\tSID\tBEHAVIOR\tSERVICE\tREACHED\tIN→OUT\tAT µs\tHELD µs\tVIA")
 	for i, h := range r.Hops {
@@ -178,4 +249,28 @@ func us(v *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f", *v)
+}
+
+func printSample(w io.Writer, r *oam.SampleReport) {
+	fmt.Fprintf(w, "sampled %s (%s): 1 in %d of %d packets marked (%d) at the headend", r.Chain, r.Mode, r.Rate, r.Packets, r.Marked)
+	if r.HMAC > 0 {
+		fmt.Fprintf(w, ", %d not marked (HMAC)", r.HMAC)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tHOP\tNODE\tSID\tBEHAVIOR\tSERVICE\tPACKETS\tSTEP p50 µs\tp99\tmax\tAT p50 µs\tp99")
+	q := func(v *oam.Quantiles) (string, string, string) {
+		if v == nil {
+			return "-", "-", "-"
+		}
+		return fmt.Sprintf("%.1f", v.P50), fmt.Sprintf("%.1f", v.P99), fmt.Sprintf("%.1f", v.Max)
+	}
+	for i, h := range r.Hops {
+		s50, s99, smax := q(h.StepUS)
+		a50, a99, _ := q(h.AtUS)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", i, h.Kind, h.Node, dash(h.SID), dash(h.Behavior), dash(h.Service),
+			h.Packets, s50, s99, smax, a50, a99)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d sampled packet(s) not seen at every hop (took %.0f ms)\n", r.Incomplete, r.TookMS)
 }

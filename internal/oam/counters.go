@@ -21,7 +21,25 @@ type counters map[string]map[string]uint64
 // kernel counts what it drops outside any SID, e.g. a missing route).
 func snapshot(ctx context.Context, d Domain) (counters, error) {
 	c := counters{}
+	if d.Remote != nil {
+		var nodes []string
+		for _, n := range sortedKeys(d.Config.Nodes) {
+			if d.Remote.Has(n) {
+				nodes = append(nodes, n)
+			}
+		}
+		st, err := d.Remote.Stats(ctx, nodes)
+		if err != nil {
+			return nil, fmt.Errorf("read IP statistics through the agents: %w", err)
+		}
+		for n, m := range st {
+			c[n] = m
+		}
+	}
 	for node, ns := range d.Netns {
+		if d.Remote != nil && d.Remote.Has(node) {
+			continue
+		}
 		m := map[string]uint64{}
 		if err := nsutil.Do(ns, func() error { return readSNMP(m) }); err != nil {
 			return nil, fmt.Errorf("node %s: read IP statistics: %w", node, err)

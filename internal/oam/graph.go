@@ -347,9 +347,9 @@ func (g *Graph) SVG() string {
 	fmt.Fprintf(&b, `<title>segchain domain %s</title>`+"\n", esc(g.Domain))
 	b.WriteString(`<defs>`)
 	for i, c := range g.Chains {
-		fmt.Fprintf(&b, `<marker id="arrow%d" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="%s"/></marker>`, i, c.Color)
+		fmt.Fprintf(&b, `<marker id="arrow%d" markerWidth="8" markerHeight="8" markerUnits="userSpaceOnUse" refX="7" refY="4" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="%s"/></marker>`, i, c.Color)
 	}
-	b.WriteString(`<marker id="arrowred" markerWidth="8" markerHeight="8" refX="7" refY="4" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="red"/></marker></defs>` + "\n")
+	b.WriteString(`<marker id="arrowred" markerWidth="8" markerHeight="8" markerUnits="userSpaceOnUse" refX="7" refY="4" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="red"/></marker></defs>` + "\n")
 	for _, l := range g.Links {
 		a, z := pos[l[0]], pos[l[1]]
 		fmt.Fprintf(&b, `<line class="link" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#cccccc" stroke-width="6"/>`+"\n", a[0], a[1], z[0], z[1])

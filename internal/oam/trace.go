@@ -34,6 +34,10 @@ type Domain struct {
 	// Counters reads every node's per-SID counters (controller.Counters);
 	// nil: the report has no per-SID counter deltas.
 	Counters func(ctx context.Context) (map[string][]agent.SIDCounters, error)
+	// Remote, if set, reaches the nodes that have an agent (Remote.Has):
+	// their taps, the probe's injection at their headend, their IP
+	// statistics. Netns then lists only the nodes without one (if any).
+	Remote Remote
 }
 
 // Options tune a trace.
@@ -112,10 +116,13 @@ type KernelDrop struct {
 
 // Report is one trace.
 type Report struct {
-	Chain     string   `json:"chain"`
-	Mode      string   `json:"mode"`
-	Probe     string   `json:"probe"`
-	From      string   `json:"from"` // node:iface the probe was sent from
+	Chain string `json:"chain"`
+	Mode  string `json:"mode"`
+	Probe string `json:"probe"`
+	From  string `json:"from"` // node:iface the probe was sent from
+	// Clock says whose clock the times are on: "kernel" (one kernel, every
+	// node a namespace of it) or ClockAgents.
+	Clock     string   `json:"clock"`
 	Hops      []Hop    `json:"hops"`
 	Path      []string `json:"path"` // every node:iface sighting in order
 	Delivered bool     `json:"delivered"`
@@ -138,6 +145,49 @@ type Phases struct {
 	DetachMS float64 `json:"detach_ms"` // detach, counters read again meanwhile
 }
 
+// Report.Clock values.
+const (
+	ClockKernel = "kernel"
+	// ClockAgents: each node's wall clock (its agent's CLOCK_REALTIME
+	// offset added to its kernel's timestamps): across machines as good
+	// as their time synchronisation.
+	ClockAgents = "agents (each node's CLOCK_REALTIME)"
+)
+
+// attachRemote taps the nodes with agents through them and the others
+// (namespaces of this machine) here, on one wall-clock time line.
+func attachRemote(ctx context.Context, d Domain, magic uint64, timeout time.Duration) (Tapper, error) {
+	var remote []string
+	for _, n := range sortedKeys(d.Config.Nodes) {
+		if d.Remote.Has(n) {
+			remote = append(remote, n)
+		}
+	}
+	local := map[string]string{}
+	for n, ns := range d.Netns {
+		if !d.Remote.Has(n) {
+			local[n] = ns
+		}
+	}
+	// The agents' streams outlive the probe's wait by a margin.
+	rt, err := d.Remote.Tap(ctx, remote, magic, timeout+5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	taps := []Tapper{rt}
+	if len(local) > 0 {
+		lt, err := AttachRx(local, magic)
+		if err != nil {
+			rt.Close()
+			return nil, err
+		}
+		taps = append(taps, wallTap{lt, ClockOffset()})
+	}
+	m := newMultiTap(taps...)
+	m.grace = 100 * time.Millisecond
+	return m, nil
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // Trace sends one probe along chain and reports every hop.
@@ -155,7 +205,22 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 		return nil, fmt.Errorf("chain %s: %w", chain, err)
 	}
 	hops, dstNode := expectedHops(d, pc, probe)
-	r := &Report{Chain: pc.Name, Mode: pc.Mode, Probe: probe.String(), From: from.Peer + ":" + from.PeerIface}
+	if d.Remote != nil {
+		// A node neither an agent nor a namespace here serves is not
+		// watched: its hops are left out, the trace ends at the last
+		// watched one.
+		var kept []Hop
+		for _, h := range hops {
+			if _, local := d.Netns[h.Node]; local || d.Remote.Has(h.Node) {
+				kept = append(kept, h)
+			}
+		}
+		hops = kept
+		if len(hops) > 0 {
+			dstNode = hops[len(hops)-1].Node
+		}
+	}
+	r := &Report{Chain: pc.Name, Mode: pc.Mode, Probe: probe.String(), From: from.Peer + ":" + from.PeerIface, Clock: ClockKernel}
 
 	var mb [8]byte
 	if _, err := rand.Read(mb[:]); err != nil {
@@ -170,10 +235,16 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 	bdone := make(chan struct{})
 	go func() { defer close(bdone); before, berr = snapshot(ctx, d) }()
 	var tap Tapper
-	switch o.Tap {
-	case "", TapTracepoint:
+	switch {
+	case d.Remote != nil:
+		if o.Tap != "" && o.Tap != TapTracepoint {
+			err = fmt.Errorf("tap %q: through agents, the tracepoint tap only", o.Tap)
+			break
+		}
+		tap, err = attachRemote(ctx, d, magic, o.Timeout)
+	case o.Tap == "" || o.Tap == TapTracepoint:
 		tap, err = AttachRx(d.Netns, magic)
-	case TapTCX:
+	case o.Tap == TapTCX:
 		tap, err = Attach(d.Netns, magic)
 	default:
 		err = fmt.Errorf("tap %q: %s or %s", o.Tap, TapTracepoint, TapTCX)
@@ -191,17 +262,32 @@ func Trace(ctx context.Context, d Domain, chain string, o Options) (*Report, err
 		return nil, berr
 	}
 	r.Phases.AttachMS = ms(time.Since(t))
-	srcMAC, dstMAC, err := macs(d.Netns[from.Peer], from.PeerIface, d.Netns[from.Node], from.Iface)
-	if err != nil {
-		return nil, err
-	}
-	frame, err := probe.frame(srcMAC, dstMAC, magic, 1)
-	if err != nil {
-		return nil, err
-	}
 	t = time.Now()
-	if err := inject(d.Netns[from.Peer], from.PeerIface, frame); err != nil {
-		return nil, err
+	if d.Remote != nil && d.Remote.Has(from.Node) {
+		// The headend's agent hands the probe to its stack as arriving
+		// on the host link: no host needs to run anything.
+		r.From = from.Node + ":" + from.Iface + " (injected by its agent)"
+		r.Clock = ClockAgents
+		frame, err := probe.frame(make(net.HardwareAddr, 6), make(net.HardwareAddr, 6), magic, 1)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.Remote.Inject(ctx, from.Node, from.Iface, frame[14:]); err != nil {
+			return nil, fmt.Errorf("inject the probe at %s: %w", from.Node, err)
+		}
+	} else {
+		srcMAC, dstMAC, err := macs(d.Netns[from.Peer], from.PeerIface, d.Netns[from.Node], from.Iface)
+		if err != nil {
+			return nil, err
+		}
+		frame, err := probe.frame(srcMAC, dstMAC, magic, 1)
+		if err != nil {
+			return nil, err
+		}
+		t = time.Now()
+		if err := inject(d.Netns[from.Peer], from.PeerIface, frame); err != nil {
+			return nil, err
+		}
 	}
 	evs, err := tap.Collect(time.Now().Add(o.Timeout), func(evs []Event) bool {
 		return evs[len(evs)-1].Point.Node == dstNode
@@ -265,11 +351,19 @@ func findChain(d Domain, name string) (*plan.Chain, *config.Chain, error) {
 	for i := range d.Plan.Chains {
 		c := &d.Plan.Chains[i]
 		if c.Name == name {
-			base := name
-			if cc, ok := d.Config.Chains[base]; ok {
+			if cc, ok := d.Config.Chains[name]; ok {
 				return c, cc, nil
 			}
-			return nil, nil, fmt.Errorf("chain %s: trace sends probes along forward chains only (a reverse chain's classifier is not in the domain file)", name)
+			// The reverse of a bidirectional chain classifies on the
+			// forward match swapped, as the plan programs it (no iif).
+			base, ok := strings.CutSuffix(name, "/reverse")
+			if cc, found := d.Config.Chains[base]; ok && found {
+				m := cc.Match
+				rc := *cc
+				rc.Match = config.Match{Family: m.Family, Src: m.Dst, Dst: m.Src, Proto: m.Proto, Sport: m.Dport, Dport: m.Sport}
+				return c, &rc, nil
+			}
+			return nil, nil, fmt.Errorf("chain %s: not in the domain file", name)
 		}
 		names = append(names, c.Name)
 	}

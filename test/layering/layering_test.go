@@ -72,6 +72,7 @@ var layerOf = map[string]int{
 	"internal/testutil":                      tools,
 	"internal/svctest":                       tools,
 	"internal/oam":                           tools,
+	"internal/oam/oamsvc":                    tools,
 
 	"internal/session":         sessions,
 	"internal/testutil/labenv": tools,
@@ -134,6 +135,7 @@ var layerOf = map[string]int{
 	"internal/bpfconst":            leaves,
 	"internal/devprofile":          leaves,
 	"internal/agent/rpc/agentpb":   leaves,
+	"internal/oam/oampb":           leaves,
 	"pkg/srv6svc/internal/offline": leaves,
 	"examples":                     leaves,
 }

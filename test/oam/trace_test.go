@@ -26,14 +26,14 @@ import (
 )
 
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	lab *lab.Lab
 	d   oam.Domain
 }
 
 // setup brings up a domain file in a lab of its own (removed when the
 // test ends, even on failure), runs before (if any) and applies it.
-func setup(t *testing.T, file string, before func(*lab.Lab)) *env {
+func setup(t testing.TB, file string, before func(*lab.Lab)) *env {
 	t.Helper()
 	testutil.RequireRoot(t)
 	if testing.Short() {
@@ -256,6 +256,9 @@ func TestTraceDefaultLab(t *testing.T) {
 		}
 		g := oam.BuildGraph(e.d, counters, traces, oam.GraphOptions{})
 		checkSVG(t, g.SVG(), e.lab.NodeNames(), traces)
+		t.Run("chromium", func(t *testing.T) {
+			renderInChromium(t, g.SVG(), e.lab.NodeNames(), []string{"web", "firewalled", "filtered", "insert6", "legacy4"}, 1)
+		})
 		dot := g.DOT()
 		for _, want := range []string{`"nfv1" -- "sf1" [dir=forward color="red"`, `"sf1" [color=red penwidth=3]`, `"egress" -- "d" [dir=forward`} {
 			if !strings.Contains(dot, want) {
@@ -508,4 +511,17 @@ func TestTraceHMACExample(t *testing.T) {
 	e := setup(t, "../../examples/hmac.yaml", nil)
 	r := e.trace(t, "signed")
 	checkDelivered(t, r, "headend:ingress sid:nfv1 egress:egress delivery:d", nil)
+}
+
+// A bidirectional chain both ways: the reverse chain's probe enters at
+// the forward egress (edge2) from b, classified on the swapped match, and
+// is delivered to a through nfv1 and edge1's return SID.
+func TestTraceBidirectional(t *testing.T) {
+	e := setup(t, "../../examples/bidirectional.yaml", nil)
+	checkDelivered(t, e.trace(t, "ab"), "headend:edge1 sid:nfv1 egress:edge2 delivery:b", nil)
+	r := e.trace(t, "ab/reverse")
+	checkDelivered(t, r, "headend:edge2 sid:nfv1 egress:edge1 delivery:a", nil)
+	if !strings.HasPrefix(r.From, "b:") || !strings.Contains(r.Probe, "fc00:3b::b") {
+		t.Errorf("reverse probe %s from %s: want b's flow, sent from b", r.Probe, r.From)
+	}
 }

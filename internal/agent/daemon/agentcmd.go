@@ -31,6 +31,7 @@ import (
 	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/pki"
 )
 
@@ -258,6 +259,7 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 		defer stopReconcile()
 	}
 	g := server.NewGRPCServer(srv, tc, log)
+	oamsvc.Register(g, f.node, f.netns) // segchain trace through agents
 	if f.metrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Guarded(access))

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* segchain O-flag sampling (segchain trace --sample, internal/oam;
+ * RFC 9259 §2.1), two programs for the duration of one sampling run:
+ *
+ * oam_mark, TCX egress on the chain's headend: an SRv6 packet leaving it
+ * whose SRH is the chain's (its first SID, Segment List[Last Entry], and
+ * its Segment List[0] are the key of oam_chains) is counted, and every
+ * rate-th one gets the SRH's O-flag (flags bit 2, 0x20) and is reported
+ * with a timestamp: the sampled packet's start. A chain whose SRH carries
+ * an HMAC TLV is not marked, only counted: the HMAC covers the flags
+ * (RFC 8754 §2.1.2.1), a marked packet would no longer match it. Nothing
+ * else changes.
+ *
+ * oam_sampled, on the net:netif_receive_skb tracepoint (as oam_rx.bpf.c):
+ * a packet of a watched namespace with an SRH whose O-flag is set is
+ * reported with a timestamp, where it arrived, its destination and
+ * Segments Left. Linux's seg6 behaviours ignore the O-flag, so the marked
+ * packet is forwarded as every other.
+ *
+ * Both report the 48 bytes after the SRH (the inner header in H.Encaps,
+ * the transport header in H.Insert): they do not change between hops
+ * and tell the sampled packets apart, so userspace puts each packet's
+ * sightings together. */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ipv6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
+
+#define OAM_TCX_NEXT (-1)
+#define OAM_OFLAG 0x20
+#define OAM_ID_LEN 48
+#define OAM_SRH_MAX_LAST 15 /* longest SID list marked: 16 SIDs */
+
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct net {
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
+
+typedef struct {
+	struct net *net;
+} possible_net_t;
+
+struct net_device {
+	int ifindex;
+	possible_net_t nd_net;
+} __attribute__((preserve_access_index));
+
+struct sk_buff {
+	unsigned char *data;
+	struct net_device *dev;
+	__be16 protocol;
+} __attribute__((preserve_access_index));
+
+/* oam_sample_event is a sampled packet marked (kind 1) or seen (kind 0). */
+struct oam_sample_event {
+	__u64 ts;		/* bpf_ktime_get_ns */
+	__u32 netns;		/* the receiving namespace's inode (kind 0) */
+	__u32 ifindex;
+	__u8 da[16];		/* the packet's destination */
+	__u8 id[OAM_ID_LEN];	/* the bytes after the SRH */
+	__u8 sl;		/* Segments Left */
+	__u8 kind;
+	__u8 pad[2];
+	__u32 chain;		/* kind 1: oam_chain_val.id */
+};
+
+const struct oam_sample_event *oam_sample_event_type __attribute__((unused));
+
+struct oam_chain_key {
+	__u8 first[16];	/* Segment List[Last Entry]: the chain's first SID */
+	__u8 last[16];	/* Segment List[0] */
+};
+
+struct oam_chain_val {
+	__u32 rate;	/* mark 1 packet in rate */
+	__u32 id;
+	__u64 seen;	/* the chain's packets that left the headend */
+	__u64 marked;
+	__u64 hmac;	/* not marked: the SRH carries an HMAC TLV */
+};
+
+const struct oam_chain_key *oam_chain_key_type __attribute__((unused));
+const struct oam_chain_val *oam_chain_val_type __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, struct oam_chain_key);
+	__type(value, struct oam_chain_val);
+} oam_chains SEC(".maps");
+
+/* oam_sample_nodes: the namespaces (inode numbers) watched. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} oam_sample_nodes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} oam_sample_events SEC(".maps");
+
+struct srh_fixed {
+	__u8 nexthdr;
+	__u8 hdrlen;
+	__u8 type;
+	__u8 sl;
+	__u8 last;
+	__u8 flags;
+	__u16 tag;
+};
+
+/* has_hmac walks the SRH's TLVs (off: the first, end: the SRH's end). */
+static __always_inline int has_hmac(struct __sk_buff *skb, __u32 off, __u32 end)
+{
+	int i;
+
+	for (i = 0; i < 4 && off + 2 <= end; i++) {
+		__u8 t[2];
+
+		if (bpf_skb_load_bytes(skb, off, t, 2) < 0)
+			return 0;
+		if (t[0] == 5)	/* HMAC */
+			return 1;
+		off += t[0] == 0 ? 1 : 2 + t[1];	/* Pad1 is one byte */
+	}
+	return 0;
+}
+
+SEC("tcx/egress")
+int oam_mark(struct __sk_buff *skb)
+{
+	struct oam_sample_event ev = {};
+	struct oam_chain_key key;
+	struct oam_chain_val *v;
+	struct srh_fixed srh;
+	struct ipv6hdr ip6;
+	__u32 srh_off = ETH_HLEN + sizeof(ip6), end, tlv;
+	__u64 n;
+	__u8 f;
+
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+		return OAM_TCX_NEXT;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6, sizeof(ip6)) < 0 || ip6.nexthdr != IPPROTO_ROUTING)
+		return OAM_TCX_NEXT;
+	if (bpf_skb_load_bytes(skb, srh_off, &srh, sizeof(srh)) < 0 || srh.type != 4 || srh.last > OAM_SRH_MAX_LAST)
+		return OAM_TCX_NEXT;
+	if (bpf_skb_load_bytes(skb, srh_off + 8, key.last, 16) < 0 ||
+	    bpf_skb_load_bytes(skb, srh_off + 8 + 16 * (__u32)srh.last, key.first, 16) < 0)
+		return OAM_TCX_NEXT;
+	v = bpf_map_lookup_elem(&oam_chains, &key);
+	if (!v) {
+		/* H.Insert: Segment List[0] is the packet's own destination,
+		 * the chain's key has it zero. */
+		__builtin_memset(key.last, 0, 16);
+		v = bpf_map_lookup_elem(&oam_chains, &key);
+	}
+	if (!v || !v->rate)
+		return OAM_TCX_NEXT;
+	end = srh_off + ((__u32)srh.hdrlen + 1) * 8;
+	tlv = srh_off + 8 + 16 * ((__u32)srh.last + 1);
+	if (tlv < end && has_hmac(skb, tlv, end)) {
+		__sync_fetch_and_add(&v->hmac, 1);
+		return OAM_TCX_NEXT;
+	}
+	n = __sync_fetch_and_add(&v->seen, 1);
+	if (n % v->rate)
+		return OAM_TCX_NEXT;
+	f = srh.flags | OAM_OFLAG;
+	if (bpf_skb_store_bytes(skb, srh_off + 5, &f, 1, 0) < 0)
+		return OAM_TCX_NEXT;
+	__sync_fetch_and_add(&v->marked, 1);
+	ev.ts = bpf_ktime_get_ns();
+	ev.ifindex = skb->ifindex;
+	__builtin_memcpy(ev.da, &ip6.daddr, 16);
+	bpf_skb_load_bytes(skb, end, ev.id, OAM_ID_LEN);	/* a shorter packet: zeros */
+	ev.sl = srh.sl;
+	ev.kind = 1;
+	ev.chain = v->id;
+	bpf_ringbuf_output(&oam_sample_events, &ev, sizeof(ev), 0);
+	return OAM_TCX_NEXT;
+}
+
+SEC("tp_btf/netif_receive_skb")
+int oam_sampled(__u64 *ctx)
+{
+	struct sk_buff *skb = (struct sk_buff *)ctx[0];
+	struct oam_sample_event ev = {};
+	struct srh_fixed srh;
+	unsigned char *data;
+	__u8 nh;
+	__u32 inum;
+
+	/* Every packet of the kernel comes here: the cheapest tests first
+	 * (IPv6, an SRH right after the header, its O-flag), the namespace
+	 * last. */
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+		return 0;
+	data = skb->data;
+	if (bpf_probe_read_kernel(&nh, 1, data + 6) < 0 || nh != IPPROTO_ROUTING)
+		return 0;
+	if (bpf_probe_read_kernel(&srh, sizeof(srh), data + sizeof(struct ipv6hdr)) < 0 || srh.type != 4 ||
+	    !(srh.flags & OAM_OFLAG))
+		return 0;
+	inum = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
+	if (!bpf_map_lookup_elem(&oam_sample_nodes, &inum))
+		return 0;
+	ev.ts = bpf_ktime_get_ns();
+	ev.netns = inum;
+	ev.ifindex = BPF_CORE_READ(skb, dev, ifindex);
+	bpf_probe_read_kernel(ev.da, 16, data + 24);
+	bpf_probe_read_kernel(ev.id, OAM_ID_LEN, data + sizeof(struct ipv6hdr) + ((__u32)srh.hdrlen + 1) * 8);
+	ev.sl = srh.sl;
+	bpf_ringbuf_output(&oam_sample_events, &ev, sizeof(ev), 0);
+	return 0;
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

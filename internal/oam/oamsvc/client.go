@@ -1,0 +1,301 @@
+package oamsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/segchain/segchain/internal/oam"
+	pb "github.com/segchain/segchain/internal/oam/oampb"
+)
+
+// Client reaches the OAM service of nodes' agents: an oam.Remote.
+type Client struct {
+	conns map[string]pb.OAMClient
+}
+
+// NewClient uses the agents' connections (node → its agent's gRPC
+// connection, client.Client.Conn: the same mutual-TLS channel).
+func NewClient(conns map[string]grpc.ClientConnInterface) *Client {
+	c := &Client{conns: map[string]pb.OAMClient{}}
+	for n, cc := range conns {
+		c.conns[n] = pb.NewOAMClient(cc)
+	}
+	return c
+}
+
+// Has implements oam.Remote.
+func (c *Client) Has(node string) bool { _, ok := c.conns[node]; return ok }
+
+func callErr(node, what string, err error) error {
+	if status.Code(err) == codes.Unimplemented {
+		return fmt.Errorf("node %s: %s: its agent has no OAM service (an older build): %w", node, what, err)
+	}
+	return fmt.Errorf("node %s: %s: %w", node, what, err)
+}
+
+// Inject implements oam.Remote.
+func (c *Client) Inject(ctx context.Context, node, iface string, packet []byte) error {
+	cl, ok := c.conns[node]
+	if !ok {
+		return fmt.Errorf("node %s has no agent", node)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cl.Inject(ctx, &pb.InjectRequest{Iface: iface, Packet: packet}); err != nil {
+		return callErr(node, "inject", err)
+	}
+	return nil
+}
+
+// Stats implements oam.Remote: every node at once.
+func (c *Client) Stats(ctx context.Context, nodes []string) (map[string]map[string]uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out := map[string]map[string]uint64{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var errs []error
+	for _, n := range nodes {
+		cl, ok := c.conns[n]
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := cl.Stats(ctx, &pb.StatsRequest{})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, callErr(n, "IP statistics", err))
+				return
+			}
+			out[n] = r.GetCounters()
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// Tap implements oam.Remote: one stream per node, each ready before it
+// returns.
+func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time.Duration) (oam.Tapper, error) {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	t := &remoteTap{cancel: cancel, ch: make(chan oam.Event, 1024), done: make(chan struct{})}
+	type ready struct {
+		node string
+		err  error
+	}
+	readyc := make(chan ready, len(nodes))
+	for _, n := range nodes {
+		cl, ok := c.conns[n]
+		if !ok {
+			return nil, fmt.Errorf("node %s has no agent", n)
+		}
+		st, err := cl.Tap(sctx, &pb.TapRequest{Magic: magic, MaxMs: uint32(max.Milliseconds())})
+		if err != nil {
+			cancel()
+			return nil, callErr(n, "tap", err)
+		}
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			first, err := st.Recv()
+			if err == nil && !first.GetReady() {
+				err = errors.New("the stream did not start with ready")
+			}
+			if err != nil {
+				readyc <- ready{n, callErr(n, "tap", err)}
+				return
+			}
+			off := time.Duration(first.GetClockOffsetNs())
+			readyc <- ready{n, nil}
+			for {
+				ev, err := st.Recv()
+				if err != nil {
+					if sctx.Err() == nil {
+						t.setErr(callErr(n, "tap", err))
+					}
+					return
+				}
+				e := oam.Event{At: time.Duration(ev.GetAtNs()) + off, Point: oam.Point{Node: n, Iface: ev.GetIface(), Ingress: true},
+					Seq: ev.GetSeq(), SRH: ev.GetSrh(), SL: uint8(ev.GetSl()), Encap: ev.GetEncap(), Len: ev.GetLen(), Drop: ev.GetDrop()}
+				if da := ev.GetDa(); len(da) == 4 || len(da) == 16 {
+					e.DA = net.IP(da)
+				}
+				select {
+				case t.ch <- e:
+				case <-t.done:
+					return
+				}
+			}
+		}()
+	}
+	var errs []error
+	for range nodes {
+		select {
+		case r := <-readyc:
+			if r.err != nil {
+				errs = append(errs, r.err)
+			}
+		case <-ctx.Done():
+			errs = append(errs, ctx.Err())
+		}
+		if len(errs) > 0 {
+			break
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// remoteTap merges the agents' streams.
+type remoteTap struct {
+	cancel context.CancelFunc
+	ch     chan oam.Event
+	done   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error
+}
+
+func (t *remoteTap) setErr(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.err == nil {
+		t.err = err
+	}
+}
+
+// Collect implements oam.Tapper. A stream that broke (an agent gone) is
+// an error; the sightings read so far are returned with it.
+func (t *remoteTap) Collect(deadline time.Time, done func([]oam.Event) bool) ([]oam.Event, error) {
+	var out []oam.Event
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		select {
+		case e := <-t.ch:
+			out = append(out, e)
+			if done != nil && done(out) {
+				return out, nil
+			}
+		case <-timer.C:
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			return out, t.err
+		case <-t.done:
+			return out, nil
+		}
+	}
+}
+
+// Close implements oam.Tapper: the streams end, and with them the taps.
+func (t *remoteTap) Close() error {
+	t.once.Do(func() {
+		t.cancel()
+		close(t.done)
+	})
+	t.wg.Wait()
+	return nil
+}
+
+// Sample implements oam.Remote: the other nodes' runs start first (and
+// last a second longer), the headend's marking once they all see.
+func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oam.ChainKey, rate uint32, dur time.Duration, started func()) ([]oam.SampleEvent, oam.SampleCounts, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		evs    []oam.SampleEvent
+		counts oam.SampleCounts
+		err    error
+	}
+	results := make(chan result, len(nodes))
+	run := func(n string, rate uint32, d time.Duration, ready chan<- error) {
+		cl, ok := c.conns[n]
+		if !ok {
+			ready <- fmt.Errorf("node %s has no agent", n)
+			return
+		}
+		st, err := cl.Sample(sctx, &pb.SampleRequest{FirstSid: key.First[:], LastSid: key.Last[:], Rate: rate, DurationMs: uint32(d.Milliseconds())})
+		if err == nil {
+			var first *pb.SampleEvent
+			if first, err = st.Recv(); err == nil && !first.GetReady() {
+				err = errors.New("the stream did not start with ready")
+			}
+			if err == nil {
+				ready <- nil
+				off := time.Duration(first.GetClockOffsetNs())
+				var r result
+				for {
+					ev, err := st.Recv()
+					if err != nil {
+						r.err = callErr(n, "sample", err)
+						break
+					}
+					if ev.GetDone() {
+						r.counts = oam.SampleCounts{Seen: ev.GetSeen(), Marked: ev.GetMarked(), HMAC: ev.GetHmac()}
+						break
+					}
+					e := oam.SampleEvent{At: time.Duration(ev.GetAtNs()) + off, Node: n, Kind: uint8(ev.GetKind()), SL: uint8(ev.GetSl())}
+					copy(e.DA[:], ev.GetDa())
+					copy(e.ID[:], ev.GetId())
+					r.evs = append(r.evs, e)
+				}
+				results <- r
+				return
+			}
+		}
+		ready <- callErr(n, "sample", err)
+	}
+	wait := func(ready chan error, k int) error {
+		var errs []error
+		for i := 0; i < k; i++ {
+			errs = append(errs, <-ready)
+		}
+		return errors.Join(errs...)
+	}
+	ready := make(chan error, len(nodes))
+	others := 0
+	for _, n := range nodes {
+		if n != head {
+			others++
+			go run(n, 0, dur+time.Second, ready)
+		}
+	}
+	if err := wait(ready, others); err != nil {
+		return nil, oam.SampleCounts{}, err
+	}
+	hready := make(chan error, 1)
+	go run(head, rate, dur, hready)
+	if err := wait(hready, 1); err != nil {
+		return nil, oam.SampleCounts{}, err
+	}
+	if started != nil {
+		started()
+	}
+	var evs []oam.SampleEvent
+	var counts oam.SampleCounts
+	var errs []error
+	for i := 0; i < others+1; i++ {
+		r := <-results
+		evs = append(evs, r.evs...)
+		counts.Seen += r.counts.Seen
+		counts.Marked += r.counts.Marked
+		counts.HMAC += r.counts.HMAC
+		errs = append(errs, r.err)
+	}
+	return evs, counts, errors.Join(errs...)
+}

@@ -1,0 +1,515 @@
+package oam
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"os"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/plan"
+)
+
+// O-flag sampling (RFC 9259 §2.1): while it runs, the chain's headend
+// sets the SRH's O-flag on 1 in Rate of the chain's packets as they leave
+// it (a TCX egress program, bpf/oam_sample.bpf.c), and a tracing program
+// timestamps every O-flagged packet wherever a watched node receives it.
+// The sightings of one packet are put together by the bytes after its SRH
+// (unchanged between hops) and give per-hop counts and latencies of live
+// traffic. Linux's seg6 behaviours ignore the O-flag: the sampled packets
+// are forwarded like the others.
+
+// SampleOptions tune a sampling run.
+type SampleOptions struct {
+	// Rate: the headend marks 1 packet in Rate (the 1st, the Rate+1-th,
+	// ... of the chain's packets; at least 1).
+	Rate uint32
+	// Duration is how long the headend marks.
+	Duration time.Duration
+	// Started, if set, is called once everything is attached.
+	Started func()
+	// MarkOnly attaches the marker and not the tap (the benchmark's arm
+	// that splits sampling's cost): the hops see nothing.
+	MarkOnly bool
+}
+
+// Quantiles of a latency, in microseconds.
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Bucket is one bar of a latency histogram: Count values ≤ LeUS (and
+// above the bucket before).
+type Bucket struct {
+	LeUS  float64 `json:"le_us"`
+	Count uint64  `json:"count"`
+}
+
+// SampleHop is one hop of the chain as the sampled packets met it: the
+// headend (where they were marked) and each segment (the SRH-carrying
+// hops; an SR-unaware SF behind a proxy sees no SRH, its time is in its
+// proxy's next step).
+type SampleHop struct {
+	Kind     string `json:"kind"`
+	Node     string `json:"node"`
+	SID      string `json:"sid,omitempty"`
+	Behavior string `json:"behavior,omitempty"`
+	Service  string `json:"service,omitempty"`
+	// Packets is how many sampled packets arrived here.
+	Packets uint64 `json:"packets"`
+	// AtUS is the time from the headend's mark to the arrival here;
+	// StepUS from the previous hop's arrival (the headend: its mark).
+	AtUS   *Quantiles `json:"at_us,omitempty"`
+	StepUS *Quantiles `json:"step_us,omitempty"`
+	// Hist is the histogram of StepUS (power-of-two buckets).
+	Hist []Bucket `json:"hist,omitempty"`
+}
+
+// SampleReport is one sampling run of a chain.
+type SampleReport struct {
+	Chain string `json:"chain"`
+	Mode  string `json:"mode"`
+	Rate  uint32 `json:"rate"`
+	// Packets: the chain's packets that left the headend during the run;
+	// Marked: how many of them were sampled (O-flag set); HMAC: packets
+	// not marked because their SRH carries an HMAC (it covers the flags).
+	Packets uint64      `json:"packets"`
+	Marked  uint64      `json:"marked"`
+	HMAC    uint64      `json:"hmac_unmarked,omitempty"`
+	Hops    []SampleHop `json:"hops"`
+	// Incomplete: sampled packets not seen at every hop (lost, or still
+	// on the way when the run ended).
+	Incomplete uint64  `json:"incomplete"`
+	TookMS     float64 `json:"took_ms"`
+}
+
+// ChainKey is the SRH a chain's packets leave the headend with: its first
+// SID (Segment List[Last Entry]) and Segment List[0] (zero for H.Insert:
+// the packet's own destination).
+type ChainKey struct{ First, Last [16]byte }
+
+// ChainKeyOf is pc's key.
+func ChainKeyOf(pc *plan.Chain) (ChainKey, error) {
+	var k ChainKey
+	hops := pc.Hops
+	switch pc.Mode {
+	case config.ModeEncapRed, config.ModeL2EncapRed:
+		// The reduced SRH leaves the first SID out (it is the DA only).
+		if len(hops) < 2 {
+			return k, fmt.Errorf("chain %s: a one-SID reduced encapsulation has no SRH to set the O-flag in", pc.Name)
+		}
+		hops = hops[1:]
+	}
+	if len(hops) == 0 {
+		return k, fmt.Errorf("chain %s has no SIDs", pc.Name)
+	}
+	k.First = hops[0].SID.As16()
+	if pc.Mode != config.ModeInsert {
+		k.Last = hops[len(hops)-1].SID.As16()
+	}
+	return k, nil
+}
+
+// nsInode is the inode number of a namespace (what the tracing programs
+// name it by).
+func nsInode(ns string) (uint32, error) {
+	st, err := os.Stat(nsutil.Path(ns))
+	if err != nil {
+		return 0, err
+	}
+	return uint32(st.Sys().(*syscall.Stat_t).Ino), nil
+}
+
+// SampleEvent is a sampled packet marked at the headend (Kind 1) or seen
+// arriving at Node (Kind 0).
+type SampleEvent struct {
+	At   time.Duration // the node's monotonic clock; wall time once merged from agents
+	Node string
+	Kind uint8
+	DA   [16]byte
+	ID   [48]byte // the bytes after the SRH
+	SL   uint8
+}
+
+// SampleCounts are the marker's counts: the chain's packets that left
+// the headend, those marked, those not marked for their HMAC.
+type SampleCounts struct{ Seen, Marked, HMAC uint64 }
+
+// maxSampleEvents bounds what one run keeps (1:1 sampling of a fast
+// stream would otherwise grow without end).
+const maxSampleEvents = 1 << 20
+
+// Sampler is one machine's part of a sampling run: the tap for some
+// namespaces and, on the headend, the marker.
+type Sampler struct {
+	objs     oamSampleObjects
+	rd       *ringbuf.Reader
+	tp       link.Link
+	marks    []link.Link
+	key      oamSampleOamChainKey
+	head     string
+	nodeOf   map[uint32]string
+	events   []SampleEvent
+	readDone chan error
+}
+
+// StartSampler attaches the tap for the namespaces of netns (node →
+// namespace; none: no tap) and, when rate > 0, the marker on every
+// interface of node head's namespace headNS, last in its TCX egress
+// chains, marking 1 in rate of the packets of key.
+func StartSampler(netns map[string]string, head, headNS string, key ChainKey, rate uint32) (s *Sampler, err error) {
+	spec, err := loadOamSample()
+	if err != nil {
+		return nil, fmt.Errorf("load the sampling programs' spec: %w", err)
+	}
+	s = &Sampler{head: head, nodeOf: map[uint32]string{}, readDone: make(chan error, 1),
+		key: oamSampleOamChainKey{First: key.First, Last: key.Last}}
+	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
+		return nil, fmt.Errorf("load the sampling programs: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if err := s.objs.OamChains.Put(s.key, oamSampleOamChainVal{Rate: rate, Id: 1}); err != nil {
+		return nil, fmt.Errorf("oam_chains: %w", err)
+	}
+	for node, ns := range netns {
+		ino, err := nsInode(ns)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", node, err)
+		}
+		s.nodeOf[ino] = node
+		if err := s.objs.OamSampleNodes.Put(ino, uint32(1)); err != nil {
+			return nil, fmt.Errorf("oam_sample_nodes: %w", err)
+		}
+	}
+	if s.rd, err = ringbuf.NewReader(s.objs.OamSampleEvents); err != nil {
+		return nil, fmt.Errorf("open the sampling ring buffer: %w", err)
+	}
+	if len(netns) > 0 {
+		if s.tp, err = link.AttachTracing(link.TracingOptions{Program: s.objs.OamSampled}); err != nil {
+			return nil, fmt.Errorf("attach to net:netif_receive_skb: %w", err)
+		}
+	}
+	if rate > 0 {
+		err = nsutil.Do(headNS, func() error {
+			ifs, err := net.Interfaces()
+			if err != nil {
+				return err
+			}
+			for _, ifc := range ifs {
+				if ifc.Flags&net.FlagLoopback != 0 {
+					continue
+				}
+				l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: s.objs.OamMark, Attach: ebpf.AttachTCXEgress, Anchor: link.Tail()})
+				if err != nil {
+					return fmt.Errorf("attach the marker to %s: %w", ifc.Name, err)
+				}
+				s.marks = append(s.marks, l)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("headend %s: %w", head, err)
+		}
+	}
+	// Read while the run goes: the ring buffer would fill otherwise.
+	go func() {
+		for {
+			rec, err := s.rd.Read()
+			if err != nil {
+				if errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, ringbuf.ErrClosed) {
+					err = nil
+				}
+				s.readDone <- err
+				return
+			}
+			var ev oamSampleOamSampleEvent
+			if len(rec.RawSample) < binarySize(ev) || len(s.events) >= maxSampleEvents {
+				continue
+			}
+			decode(rec.RawSample, &ev)
+			e := SampleEvent{At: time.Duration(ev.Ts), Kind: ev.Kind, DA: ev.Da, ID: ev.Id, SL: ev.Sl}
+			if ev.Kind == 1 {
+				e.Node = s.head
+			} else if e.Node = s.nodeOf[ev.Netns]; e.Node == "" {
+				continue
+			}
+			s.events = append(s.events, e)
+		}
+	}()
+	return s, nil
+}
+
+func (s *Sampler) close() {
+	for _, l := range s.marks {
+		l.Close()
+	}
+	s.marks = nil
+	if s.tp != nil {
+		s.tp.Close()
+		s.tp = nil
+	}
+	if s.rd != nil {
+		s.rd.Close()
+	}
+	s.objs.Close()
+}
+
+// Stop ends marking, lets the last marked packets arrive (100 ms), ends
+// the tap and returns what the run saw and the marker's counts.
+func (s *Sampler) Stop() ([]SampleEvent, SampleCounts, error) {
+	defer s.close()
+	for _, l := range s.marks {
+		l.Close()
+	}
+	s.marks = nil
+	time.Sleep(100 * time.Millisecond)
+	if s.tp != nil {
+		s.tp.Close()
+		s.tp = nil
+	}
+	// Read what is left, then end the reader.
+	if err := s.rd.Flush(); err != nil {
+		return nil, SampleCounts{}, fmt.Errorf("flush the sampling ring buffer: %w", err)
+	}
+	if err := <-s.readDone; err != nil {
+		return nil, SampleCounts{}, fmt.Errorf("read the sampling ring buffer: %w", err)
+	}
+	var v oamSampleOamChainVal
+	if err := s.objs.OamChains.Lookup(s.key, &v); err != nil {
+		return nil, SampleCounts{}, fmt.Errorf("oam_chains: %w", err)
+	}
+	return s.events, SampleCounts{Seen: v.Seen, Marked: v.Marked, HMAC: v.Hmac}, nil
+}
+
+// Sample runs O-flag sampling on chain for o.Duration (or until ctx
+// ends) and reports per hop: in the namespaces of this machine (a lab),
+// or through the nodes' agents (Domain.Remote: each runs its node's
+// part, the headend's marks; the sightings are put on one wall-clock
+// line as trace's are).
+func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*SampleReport, error) {
+	start := time.Now()
+	if o.Rate == 0 {
+		return nil, errors.New("sample rate: at least 1 (1 in N packets)")
+	}
+	if o.Duration <= 0 {
+		o.Duration = 10 * time.Second
+	}
+	pc, _, err := findChain(d, chain)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ChainKeyOf(pc)
+	if err != nil {
+		return nil, err
+	}
+	var evs []SampleEvent
+	var counts SampleCounts
+	if d.Remote != nil && d.Remote.Has(pc.Ingress) {
+		if o.MarkOnly {
+			return nil, errors.New("MarkOnly: in a lab only")
+		}
+		var local map[string]string
+		for n, ns := range d.Netns {
+			if !d.Remote.Has(n) {
+				if local == nil {
+					local = map[string]string{}
+				}
+				local[n] = ns
+			}
+		}
+		var ls *Sampler
+		if local != nil {
+			if ls, err = StartSampler(local, "", "", key, 0); err != nil {
+				return nil, err
+			}
+		}
+		var nodes []string
+		for _, n := range sortedKeys(d.Config.Nodes) {
+			if d.Remote.Has(n) {
+				nodes = append(nodes, n)
+			}
+		}
+		evs, counts, err = d.Remote.Sample(ctx, nodes, pc.Ingress, key, o.Rate, o.Duration, o.Started)
+		if ls != nil {
+			lev, _, lerr := ls.Stop()
+			off := ClockOffset()
+			for _, e := range lev {
+				e.At += off
+				evs = append(evs, e)
+			}
+			err = errors.Join(err, lerr)
+		}
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		headNS, ok := d.Netns[pc.Ingress]
+		if !ok {
+			return nil, fmt.Errorf("chain %s: no namespace for its headend %s here, nor an agent", chain, pc.Ingress)
+		}
+		watch := d.Netns
+		if o.MarkOnly {
+			watch = nil
+		}
+		s, err := StartSampler(watch, pc.Ingress, headNS, key, o.Rate)
+		if err != nil {
+			return nil, err
+		}
+		if o.Started != nil {
+			o.Started()
+		}
+		select {
+		case <-time.After(o.Duration):
+		case <-ctx.Done():
+		}
+		if evs, counts, err = s.Stop(); err != nil {
+			return nil, err
+		}
+	}
+	r := &SampleReport{Chain: pc.Name, Mode: pc.Mode, Rate: o.Rate, Packets: counts.Seen, Marked: counts.Marked, HMAC: counts.HMAC}
+	r.Hops, r.Incomplete = correlate(pc, evs)
+	r.TookMS = ms(time.Since(start))
+	return r, nil
+}
+
+// correlate puts each sampled packet's sightings together (by the bytes
+// after its SRH) and fills the hops: the headend, then each segment (a
+// sighting on the segment's node with the segment as its destination).
+func correlate(pc *plan.Chain, evs []SampleEvent) ([]SampleHop, uint64) {
+	hops := []SampleHop{{Kind: KindHeadend, Node: pc.Ingress, Behavior: headendBehavior(pc.Mode)}}
+	for i, h := range pc.Hops {
+		k := KindSID
+		if i == len(pc.Hops)-1 && pc.Mode != config.ModeInsert {
+			k = KindEgress
+		}
+		hops = append(hops, SampleHop{Kind: k, Node: h.Node, SID: h.SID.String(), Behavior: h.Behavior, Service: h.Service})
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At < evs[j].At })
+	type pkt struct {
+		mark time.Duration
+		at   []time.Duration // per hop, 0: not seen
+	}
+	var pkts []*pkt
+	open := map[[48]byte]*pkt{} // the last marked packet with these bytes
+	for i := range evs {
+		e := &evs[i]
+		// An SF behind a proxy forwards the inner packet: its hop limit
+		// (IPv4: TTL and checksum) changes on the way, the rest not.
+		switch e.ID[0] >> 4 {
+		case 6:
+			e.ID[7] = 0
+		case 4:
+			e.ID[8], e.ID[10], e.ID[11] = 0, 0, 0
+		}
+		if e.Kind == 1 {
+			p := &pkt{mark: e.At, at: make([]time.Duration, len(hops))}
+			p.at[0] = e.At
+			pkts = append(pkts, p)
+			open[e.ID] = p
+			continue
+		}
+		p := open[e.ID]
+		if p == nil {
+			continue // marked before the run's reader, or not the chain's
+		}
+		da := netip.AddrFrom16(e.DA).String()
+		for i := 1; i < len(hops); i++ {
+			if p.at[i] == 0 && hops[i].Node == e.Node && hops[i].SID == da {
+				p.at[i] = e.At
+				break
+			}
+		}
+	}
+	at := make([][]float64, len(hops))
+	step := make([][]float64, len(hops))
+	var incomplete uint64
+	for _, p := range pkts {
+		prev := p.mark
+		whole := true
+		for i := range hops {
+			if p.at[i] == 0 {
+				whole = false
+				continue
+			}
+			hops[i].Packets++
+			if i > 0 {
+				at[i] = append(at[i], float64((p.at[i]-p.mark).Nanoseconds())/1000)
+				step[i] = append(step[i], float64((p.at[i]-prev).Nanoseconds())/1000)
+			}
+			prev = p.at[i]
+		}
+		if !whole {
+			incomplete++
+		}
+	}
+	for i := 1; i < len(hops); i++ {
+		hops[i].AtUS = quantiles(at[i])
+		hops[i].StepUS = quantiles(step[i])
+		hops[i].Hist = histogram(step[i])
+	}
+	return hops, incomplete
+}
+
+func quantiles(v []float64) *Quantiles {
+	if len(v) == 0 {
+		return nil
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	q := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		if i < 0 {
+			i = 0
+		}
+		return math.Round(s[i]*10) / 10
+	}
+	return &Quantiles{P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: math.Round(s[len(s)-1]*10) / 10}
+}
+
+// histogram counts v in power-of-two µs buckets (1, 2, 4, ...), up to
+// the largest bucket that has a value.
+func histogram(v []float64) []Bucket {
+	if len(v) == 0 {
+		return nil
+	}
+	var bs []Bucket
+	for le := 1.0; ; le *= 2 {
+		bs = append(bs, Bucket{LeUS: le})
+		if le >= 1<<24 {
+			break
+		}
+	}
+	for _, x := range v {
+		for i := range bs {
+			if x <= bs[i].LeUS || i == len(bs)-1 {
+				bs[i].Count++
+				break
+			}
+		}
+	}
+	last := 0
+	for i, b := range bs {
+		if b.Count > 0 {
+			last = i
+		}
+	}
+	return bs[:last+1]
+}

@@ -1,0 +1,81 @@
+package oam
+
+import (
+	"net/netip"
+	"os"
+	"testing"
+)
+
+// srv6Frame is an Ethernet frame with an IPv6 header, an SRH of sids
+// (Segment List[0] last) and a 48-byte inner IPv6/UDP packet.
+func srv6Frame(sids []netip.Addr) []byte {
+	n := len(sids)
+	srh := make([]byte, 8+16*n)
+	srh[0], srh[1], srh[2], srh[3], srh[4] = 41, byte(2*n), 4, byte(n-1), byte(n-1)
+	for i, s := range sids {
+		a := s.As16()
+		copy(srh[8+16*(n-1-i):], a[:]) // sids[0] first: Segment List[n-1]
+	}
+	inner := make([]byte, 48)
+	inner[0], inner[6], inner[7] = 0x60, 17, 64
+	ip := make([]byte, 40)
+	ip[0], ip[6], ip[7] = 0x60, 43, 64
+	pl := len(srh) + len(inner)
+	ip[4], ip[5] = byte(pl>>8), byte(pl)
+	d := sids[0].As16()
+	copy(ip[24:], d[:])
+	f := append(make([]byte, 12), 0x86, 0xdd)
+	return append(append(append(f, ip...), srh...), inner...)
+}
+
+// BenchmarkMarker is the marker's own cost per packet (BPF_PROG_TEST_RUN,
+// the kernel's average over b.N runs): a packet of the sampled chain that
+// is counted and not marked, one of another chain (a hash miss), and one
+// without an SRH. Root only.
+func BenchmarkMarker(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("loads eBPF: root only")
+	}
+	spec, err := loadOamSample()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var objs oamSampleObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		b.Fatal(err)
+	}
+	defer objs.Close()
+	sids := []netip.Addr{netip.MustParseAddr("fc00:2::1"), netip.MustParseAddr("fc00:3::1"), netip.MustParseAddr("fc00:4::1")}
+	var k oamSampleOamChainKey
+	k.First, k.Last = sids[0].As16(), sids[2].As16()
+	// A rate the benchmark never reaches twice: the first run marks, the
+	// rest count.
+	if err := objs.OamChains.Put(k, oamSampleOamChainVal{Rate: 1 << 31, Id: 1}); err != nil {
+		b.Fatal(err)
+	}
+	plain := srv6Frame(sids)
+	plain[14+6] = 17 // no SRH: next header UDP
+	for _, c := range []struct {
+		name  string
+		frame []byte
+	}{
+		{"chain", srv6Frame(sids)},
+		{"other-chain", srv6Frame([]netip.Addr{sids[1], sids[2]})},
+		{"no-srh", plain},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			_, d, err := objs.OamMark.Benchmark(c.frame, b.N, b.ResetTimer)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(d.Nanoseconds()), "ns/pkt")
+			var v oamSampleOamChainVal
+			if err := objs.OamChains.Lookup(k, &v); err != nil {
+				b.Fatal(err)
+			}
+			if c.name == "chain" && (v.Seen < uint64(b.N) || v.Marked != 1) {
+				b.Fatalf("the chain's packets were not counted: %+v", v)
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package oam_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/oam"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+const seqstream = "../../scripts/seqstream.py"
+
+// sampled runs O-flag sampling of chain while send runs, from before its
+// first packet to after its last.
+func (e *env) sampled(t *testing.T, chain string, rate uint32, send func()) *oam.SampleReport {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan struct{})
+	type result struct {
+		r   *oam.SampleReport
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := oam.Sample(ctx, e.d, chain, oam.SampleOptions{Rate: rate, Duration: 10 * time.Minute, Started: func() { close(started) }})
+		done <- result{r, err}
+	}()
+	select {
+	case <-started:
+	case res := <-done:
+		t.Fatalf("sample %s: %v", chain, res.err)
+	}
+	send()
+	cancel()
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("sample %s: %v", chain, res.err)
+	}
+	return res.r
+}
+
+// O-flag sampling at 1:100 of a stream through the web chain: the
+// headend counted every packet of the stream and marked exactly 1 in 100
+// of them; every segment saw each marked packet (counts equal, none
+// incomplete); the stream lost nothing. tshark on r1 (after the headend)
+// reads the SRH flags: exactly the marked packets carry the O-flag (0x20).
+func TestSampleOFlag(t *testing.T) {
+	e := setup(t, "../../examples/default.yaml", nil)
+	testutil.RequireTool(t, "tshark")
+	const count, rate = 2000, 100
+	r1, _ := e.lab.Netns("r1")
+	s, _ := e.lab.Netns("s")
+	d, _ := e.lab.Netns("d")
+	var res testutil.StreamResult
+	var pcap string
+	rep := e.sampled(t, "web", rate, func() {
+		c := testutil.StartInboundCapture(t, r1, "eth-ingress", "ip6[6] == 43 and ip6[40+2] == 4", count)
+		res = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, count, 1000, nil)
+		pcap = c.Wait(5 * time.Second)
+	})
+	if res.Lost != 0 || res.Unique != count {
+		t.Errorf("stream: %+v, want all %d received", res, count)
+	}
+	if rep.Packets != count || rep.Marked != count/rate || rep.Incomplete != 0 {
+		t.Errorf("headend counted %d packets, marked %d, %d incomplete; want %d, %d, 0", rep.Packets, rep.Marked, rep.Incomplete, count, count/rate)
+	}
+	var kinds []string
+	for _, h := range rep.Hops {
+		kinds = append(kinds, h.Kind+":"+h.Node)
+		if h.Packets != rep.Marked {
+			t.Errorf("hop %s %s: %d sampled packets, want %d", h.Kind, h.Node, h.Packets, rep.Marked)
+		}
+		if h.Kind != oam.KindHeadend && (h.StepUS == nil || h.AtUS == nil || h.StepUS.P50 <= 0 || h.AtUS.P50 < h.StepUS.P50) {
+			t.Errorf("hop %s %s: latencies %+v %+v", h.Kind, h.Node, h.StepUS, h.AtUS)
+		}
+	}
+	if got := strings.Join(kinds, " "); got != "headend:ingress sid:nfv1 sid:nfv2 egress:egress" {
+		t.Errorf("hops %s", got)
+	}
+	flags := map[string]int{}
+	for _, p := range testutil.Tshark(t, pcap, "ipv6.routing.srh.flags") {
+		flags[p.First("ipv6.routing.srh.flags")]++
+	}
+	if flags["0x20"] != count/rate || flags["0x00"] != count-count/rate {
+		t.Errorf("r1 saw SRH flags %v, want 0x20 × %d and 0x00 × %d", flags, count/rate, count-count/rate)
+	}
+}
+
+// A chain whose SRH carries an HMAC is counted, never marked (the HMAC
+// covers the flags: a marked packet would fail verification), and its
+// traffic still arrives.
+func TestSampleSkipsHMAC(t *testing.T) {
+	e := setup(t, "../../examples/hmac.yaml", nil)
+	s, _ := e.lab.Netns("s")
+	d, _ := e.lab.Netns("d")
+	var res testutil.StreamResult
+	rep := e.sampled(t, "signed", 1, func() {
+		res = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, 200, 1000, nil)
+	})
+	if res.Lost != 0 {
+		t.Errorf("stream: %+v", res)
+	}
+	if rep.Marked != 0 || rep.HMAC != 200 || rep.Packets != 0 {
+		t.Errorf("marked %d, hmac %d, counted %d: want 0, 200, 0 (%s)", rep.Marked, rep.HMAC, rep.Packets, fmt.Sprint(rep.Hops))
+	}
+}
