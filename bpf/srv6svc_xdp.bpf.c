@@ -286,11 +286,12 @@ malformed:
  * them, runs).
  * Everything the stack must decide stays with the stack (TCX_NEXT): a
  * local destination, a SID of the node (an lwt route), a route that
- * encapsulates, no neighbour yet, a frame over the route's MTU (ICMPv6
- * Packet Too Big), a hop limit that runs out (Time Exceeded), forwarding
- * off, link-local addresses. Not crossed: netfilter's FORWARD and
- * POSTROUTING hooks (Config.StackForward keeps the stack for nodes whose
- * rules must see these frames). */
+ * encapsulates, a frame over the route's MTU (ICMPv6 Packet Too Big), a
+ * hop limit that runs out (Time Exceeded), forwarding off, link-local
+ * addresses. A neighbour not yet resolved is resolved by the neighbour
+ * output, as the stack's own output would. Not crossed: netfilter's
+ * FORWARD and POSTROUTING hooks (Config.StackForward keeps the stack for
+ * nodes whose rules must see these frames). */
 static __always_inline int fib_forward(struct __sk_buff *skb, struct ethhdr *eth, struct ipv6hdr *ip6)
 {
 	struct bpf_fib_lookup f = {};
@@ -306,7 +307,10 @@ static __always_inline int fib_forward(struct __sk_buff *skb, struct ethhdr *eth
 	f.l4_protocol = ip6->nexthdr;
 	__builtin_memcpy(f.ipv6_src, &ip6->saddr, 16);
 	__builtin_memcpy(f.ipv6_dst, &ip6->daddr, 16);
-	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
+	/* SKIP_NEIGH: the neighbour output below looks the neighbour up (and
+	 * resolves it like the stack when it is not yet known); looking it up
+	 * here too cost a share of the lookup (profiled, issue 32). */
+	rc = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SKIP_NEIGH);
 	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 		return TC_ACT_UNSPEC;
 	/* The lookup may have moved skb->data: check the headers again. */
