@@ -443,13 +443,15 @@ func endRoute(p netip.Prefix, ifindex int) error {
 }
 
 // Mode says how packets reach the service, e.g. "xdp=eth0:native,s6svc0k:native
-// xsk=copy mtu=1500": per interface (those of Config.Interfaces, then the
+// xsk=copy mtu=1500 fwd=fib": per interface (those of Config.Interfaces, then the
 // binding's own veth) the XDP mode obtained (native or generic; generic
 // with the reason native was refused, e.g. "eth0:generic(mtu9000>3506)"),
 // then the AF_XDP mode (zerocopy or copy; veth only has copy), the MTU of
 // the binding's pair (the largest of the interfaces', at most MaxMTU;
 // "mtu=3506<9000" when the interfaces take longer frames than the pair:
-// those are dropped and counted, Counters.TooBig); with Config.Realtime,
+// those are dropped and counted, Counters.TooBig), how the frames it
+// sends are forwarded (fwd=fib, or fwd=stack with Config.StackForward);
+// with Config.Realtime,
 // then the workers' scheduling (sched=fifo, or sched=normal when it was
 // refused).
 func (s *Service) Mode() string { return s.mode }
