@@ -288,17 +288,21 @@ malformed:
  * local destination, a SID of the node (an lwt route), a route that
  * encapsulates, a frame over the route's MTU (ICMPv6 Packet Too Big), a
  * hop limit that runs out (Time Exceeded), forwarding off, link-local
- * addresses. A neighbour not yet resolved is resolved by the neighbour
+ * addresses, hop-by-hop options. A neighbour not yet resolved is resolved by the neighbour
  * output, as the stack's own output would. Not crossed: netfilter's
- * FORWARD and POSTROUTING hooks (Config.StackForward keeps the stack for
- * nodes whose rules must see these frames). */
+ * FORWARD and POSTROUTING hooks, IPsec forward policies, the forwarding
+ * MIB counters (Config.StackForward keeps the stack for nodes whose rules
+ * must see these frames). */
 static __always_inline int fib_forward(struct __sk_buff *skb, struct ethhdr *eth, struct ipv6hdr *ip6)
 {
 	struct bpf_fib_lookup f = {};
 	struct bpf_redir_neigh nh = {};
 	long rc;
 
-	if (ip6->hop_limit <= 1)
+	/* Only the SRH right behind the IPv6 header, as every frame a service
+	 * sends from a packet segchain built: hop-by-hop options (a router
+	 * alert, a jumbogram) are the stack's to process when it forwards. */
+	if (ip6->hop_limit <= 1 || ip6->nexthdr != IPPROTO_ROUTING)
 		return TC_ACT_UNSPEC;
 	f.family = AF_INET6;
 	f.ifindex = skb->ingress_ifindex;
