@@ -464,8 +464,9 @@ func (s *Service) Queues() int { return len(s.workers) }
 // A worker takes what its receive ring holds (up to Config.BatchSize),
 // calls h on each packet in turn and then sends them with one kernel call:
 // a packet waits for the handler calls of the packets read with it, never
-// for packets still to arrive (one call per packet was 0.3 µs a packet
-// dearer on veth, docs/userspace.md "Synchronous and batched").
+// for packets still to arrive (a transmit call per packet, as before
+// issue 32, cost sync a third of its throughput per CPU on veth:
+// docs/userspace.md "Synchronous and batched").
 func (s *Service) Serve(ctx context.Context, h Handler) error {
 	if h == nil {
 		return errors.New("nil handler")
