@@ -123,6 +123,22 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } svc_generic SEC(".maps");
 
+/* svc_fwd: the loop sides (ifindex -> SVC_FWD_*) whose frames srv6svc_tc
+ * forwards itself by FIB (Config.StackForward false, the default): the
+ * frame the service sent is forwarded from TCX to the next SID's egress
+ * instead of passing the IPv6 stack a second time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SVC_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} svc_fwd SEC(".maps");
+
+enum svc_fwd_flag {
+	SVC_FWD_FIB = 1, /* forward by FIB from TCX */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SVC_MAX_SLOTS);
@@ -173,15 +189,28 @@ int srv6svc_xdp(struct xdp_md *ctx)
 	/* A bound SID's packet must carry a valid SRH (ipv6_srh_valid) with a
 	 * next segment: End needs one. The walk (lib/ipv6_walk.h, as the
 	 * proxies' and the boundary's) finds it within IPV6_EXT_MAX extension
-	 * headers; what follows the SRH is the service's to parse. */
-	ipv6_walk_xdp(ctx, end - data, sizeof(*eth) + sizeof(*ip6), ip6->nexthdr, &w);
-	if (!w.srh_off || !w.sl)
-		goto malformed;
-	/* The walk read the SRH's fixed part; its segments must be in the
-	 * frame too. */
-	if (bpf_xdp_load_bytes(ctx, w.srh_off, &srh, sizeof(srh)) < 0 ||
-	    w.srh_off + ipv6_ext_len(IPPROTO_ROUTING, srh.hdrlen) > end - data)
-		goto malformed;
+	 * headers; what follows the SRH is the service's to parse. Only the
+	 * first SRH's place and Segments Left decide, so an SRH right after
+	 * the IPv6 header (every packet segchain sends) is read in place:
+	 * the walk's verdict on it is the same (it stops judging at the first
+	 * routing header) and it costs two helper calls and copies, on each
+	 * of the two runs a frame makes here (measured, issue 32). */
+	if (ip6->nexthdr == IPPROTO_ROUTING && (void *)ip6 + sizeof(*ip6) + sizeof(srh) <= end) {
+		struct ipv6_sr_hdr *h = (void *)(ip6 + 1);
+
+		if (!ipv6_srh_valid(h) || !h->segments_left ||
+		    sizeof(*eth) + sizeof(*ip6) + ipv6_ext_len(IPPROTO_ROUTING, h->hdrlen) > end - data)
+			goto malformed;
+	} else {
+		ipv6_walk_xdp(ctx, end - data, sizeof(*eth) + sizeof(*ip6), ip6->nexthdr, &w);
+		if (!w.srh_off || !w.sl)
+			goto malformed;
+		/* The walk read the SRH's fixed part; its segments must be in
+		 * the frame too. */
+		if (bpf_xdp_load_bytes(ctx, w.srh_off, &srh, sizeof(srh)) < 0 ||
+		    w.srh_off + ipv6_ext_len(IPPROTO_ROUTING, srh.hdrlen) > end - data)
+			goto malformed;
+	}
 
 	if (ctx->ingress_ifindex != val->own_ifindex) {
 		__u32 q0 = idx * SVC_MAX_QUEUES;
@@ -244,10 +273,67 @@ malformed:
 
 /* srv6svc_tc: TCX ingress on every binding's loop side, where the frames a
  * service sent enter the node's stack. A frame whose (new) destination is
- * a SID bound on this node goes straight to that binding's own veth; the
- * rest continue into the stack. On the skb path (not XDP) because frames
- * sent over AF_XDP in copy mode are skbs already: running XDP on them
- * would copy each into a new page. */
+ * a SID bound on this node goes straight to that binding's own veth. On a
+ * loop side in svc_fwd the rest is forwarded from here when the FIB can
+ * (fib_forward); anything else continues into the stack. On the skb path
+ * (not XDP) because frames sent over AF_XDP in copy mode are skbs already:
+ * running XDP on them would copy each into a new page. */
+/* fib_forward does what the stack's forwarding would do with a frame the
+ * service sent (ip6_forward: route, hop limit, neighbour) when the FIB
+ * resolves it to a neighbour on an egress interface: the hop limit
+ * decremented, sent out through the neighbour (bpf_redirect_neigh, the
+ * egress device's transmit: its TCX egress, the boundary's leak check among
+ * them, runs).
+ * Everything the stack must decide stays with the stack (TCX_NEXT): a
+ * local destination, a SID of the node (an lwt route), a route that
+ * encapsulates, a frame over the route's MTU (ICMPv6 Packet Too Big), a
+ * hop limit that runs out (Time Exceeded), forwarding off, link-local
+ * addresses, hop-by-hop options. A neighbour not yet resolved is resolved by the neighbour
+ * output, as the stack's own output would. Not crossed: netfilter's
+ * FORWARD and POSTROUTING hooks, IPsec forward policies, the forwarding
+ * MIB counters (Config.StackForward keeps the stack for nodes whose rules
+ * must see these frames). */
+static __always_inline int fib_forward(struct __sk_buff *skb, struct ethhdr *eth, struct ipv6hdr *ip6)
+{
+	struct bpf_fib_lookup f = {};
+	struct bpf_redir_neigh nh = {};
+	long rc;
+
+	/* Only the SRH right behind the IPv6 header, as every frame a service
+	 * sends from a packet segchain built: hop-by-hop options (a router
+	 * alert, a jumbogram) are the stack's to process when it forwards. */
+	if (ip6->hop_limit <= 1 || ip6->nexthdr != IPPROTO_ROUTING)
+		return TC_ACT_UNSPEC;
+	f.family = AF_INET6;
+	f.ifindex = skb->ingress_ifindex;
+	f.tot_len = skb->len - ETH_HLEN;
+	f.flowinfo = *(__be32 *)ip6 & bpf_htonl(0x0FFFFFFF);
+	f.l4_protocol = ip6->nexthdr;
+	__builtin_memcpy(f.ipv6_src, &ip6->saddr, 16);
+	__builtin_memcpy(f.ipv6_dst, &ip6->daddr, 16);
+	/* SKIP_NEIGH: the neighbour output below looks the neighbour up (and
+	 * resolves it like the stack when it is not yet known); looking it up
+	 * here too cost a share of the lookup (profiled, issue 32). */
+	rc = bpf_fib_lookup(skb, &f, sizeof(f), BPF_FIB_LOOKUP_SKIP_NEIGH);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return TC_ACT_UNSPEC;
+	/* The lookup may have moved skb->data: check the headers again. */
+	eth = (void *)(long)skb->data;
+	ip6 = (void *)(eth + 1);
+	if ((void *)(ip6 + 1) > (void *)(long)skb->data_end)
+		return TC_ACT_UNSPEC;
+	ip6->hop_limit--;
+	/* bpf_redirect_neigh, not bpf_redirect: a plain redirect marks the
+	 * skb redirected, the mark crosses a veth, and the next node's
+	 * generic XDP then passes the frame without running (a userspace
+	 * service there never got it: TestPrivilegedCryptChain). The
+	 * neighbour output writes the MACs (the lookup's gateway, or the
+	 * destination, is the next hop). */
+	nh.nh_family = AF_INET6;
+	__builtin_memcpy(nh.ipv6_nh, f.ipv6_dst, 16);
+	return bpf_redirect_neigh(f.ifindex, &nh, sizeof(nh), 0);
+}
+
 SEC("tcx/ingress")
 int srv6svc_tc(struct __sk_buff *skb)
 {
@@ -266,8 +352,13 @@ int srv6svc_tc(struct __sk_buff *skb)
 	key.prefixlen = 128;
 	__builtin_memcpy(key.addr, &ip6->daddr, 16);
 	val = bpf_map_lookup_elem(&svc_sids, &key);
-	if (!val || !val->loop_ifindex)
+	if (!val || !val->loop_ifindex) {
+		__u32 ifx = skb->ingress_ifindex, *fwd = bpf_map_lookup_elem(&svc_fwd, &ifx);
+
+		if (fwd && (*fwd & SVC_FWD_FIB))
+			return fib_forward(skb, eth, ip6);
 		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
+	}
 	__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
 	return bpf_redirect(val->loop_ifindex, 0);
 }

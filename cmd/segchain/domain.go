@@ -534,8 +534,9 @@ func detailLine(d map[string]uint64) string {
 
 // serveMode is how a userspace service's packets reach it, read from its
 // `sid show` line (route): the XDP mode per interface (generic with the
-// reason native was refused), the AF_XDP mode and the binding's MTU, so
-// that a fallback is seen in status, not only in sid show.
+// reason native was refused), the AF_XDP mode, the binding's MTU and how
+// its sent frames are forwarded (fwd fib|stack), so that a fallback is
+// seen in status, not only in sid show.
 func serveMode(behavior, route string) string {
 	if behavior != "userspace" && behavior != "End.ASM" {
 		return ""
@@ -544,7 +545,7 @@ func serveMode(behavior, route string) string {
 	var parts []string
 	for i := 0; i+1 < len(f); i++ {
 		switch f[i] {
-		case "xdp", "xsk", "mtu":
+		case "xdp", "xsk", "mtu", "fwd":
 			parts = append(parts, f[i]+" "+f[i+1])
 			i++
 		}

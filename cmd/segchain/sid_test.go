@@ -159,8 +159,8 @@ func TestDetailLine(t *testing.T) {
 // fallback's reason, its AF_XDP mode and MTU (issue 26: a fallback must
 // not be silent); other behaviours have none.
 func TestServeMode(t *testing.T) {
-	route := "fc00:3::40 userspace name ids state serving on-failure bypass queues 1 serve batch mtu 3506<9000 xdp eth-r1:generic(mtu9000>3506),s6svc0k:native xsk copy packets 5 bytes 500"
-	want := "mode: mtu 3506<9000 xdp eth-r1:generic(mtu9000>3506),s6svc0k:native xsk copy"
+	route := "fc00:3::40 userspace name ids state serving on-failure bypass queues 1 serve batch mtu 3506<9000 xdp eth-r1:generic(mtu9000>3506),s6svc0k:native xsk copy fwd fib packets 5 bytes 500"
+	want := "mode: mtu 3506<9000 xdp eth-r1:generic(mtu9000>3506),s6svc0k:native xsk copy fwd fib"
 	if got := serveMode("userspace", route); got != want {
 		t.Errorf("serveMode = %q, want %q", got, want)
 	}

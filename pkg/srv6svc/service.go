@@ -88,6 +88,20 @@ type Config struct {
 	// refused, the workers stay normal tasks, and Mode says which
 	// (sched=fifo or sched=normal).
 	Realtime bool
+	// StackForward sends the frames the service processed through the
+	// node's IPv6 stack, which routes them to the next segment (as before
+	// segchain forwarded them itself). By default (false) the steering
+	// program forwards a processed frame by FIB from TCX on the binding's
+	// loop veth when the FIB resolves the next segment to a neighbour
+	// (hop limit decremented, MACs set, sent out of the egress interface,
+	// whose TCX egress programs run): the frame then skips a second pass
+	// through the stack (docs/userspace.md "Forwarding the sent frame").
+	// Local SIDs, encapsulating routes, an unresolved neighbour, a frame
+	// over the MTU or a hop limit running out still take the stack. Set
+	// it where the node's netfilter FORWARD/POSTROUTING rules (nft,
+	// ip6tables, conntrack) must see the service's output: the FIB path
+	// does not cross them.
+	StackForward bool
 	// WorkerStart, if set, is called by each worker on its own OS thread,
 	// locked to it for the worker's life, before it serves queue: a
 	// benchmark pins the thread (unix.Gettid) and accounts its CPU time.
@@ -263,6 +277,9 @@ func (s *Service) setup(dir string) (err error) {
 	if err := st.attachTC(s.loopIdx); err != nil {
 		return err
 	}
+	if err := st.fibForward(s.loopIdx, !s.cfg.StackForward); err != nil {
+		return err
+	}
 	if err := st.objs.SvcDevs.Put(s.slot, uint32(s.loopIdx)); err != nil {
 		return fmt.Errorf("DEVMAP entry %d: %w", s.slot, err)
 	}
@@ -297,6 +314,11 @@ func (s *Service) setup(dir string) (err error) {
 	s.mode = "xdp=" + strings.Join(modes, ",") + " xsk=" + xskMode + fmt.Sprintf(" mtu=%d", s.mtu)
 	if linkMTU > s.mtu {
 		s.mode += fmt.Sprintf("<%d", linkMTU)
+	}
+	if s.cfg.StackForward {
+		s.mode += " fwd=stack"
+	} else {
+		s.mode += " fwd=fib"
 	}
 	if s.cfg.Realtime {
 		s.realtime = probeRealtime() == nil
@@ -421,13 +443,15 @@ func endRoute(p netip.Prefix, ifindex int) error {
 }
 
 // Mode says how packets reach the service, e.g. "xdp=eth0:native,s6svc0k:native
-// xsk=copy mtu=1500": per interface (those of Config.Interfaces, then the
+// xsk=copy mtu=1500 fwd=fib": per interface (those of Config.Interfaces, then the
 // binding's own veth) the XDP mode obtained (native or generic; generic
 // with the reason native was refused, e.g. "eth0:generic(mtu9000>3506)"),
 // then the AF_XDP mode (zerocopy or copy; veth only has copy), the MTU of
 // the binding's pair (the largest of the interfaces', at most MaxMTU;
 // "mtu=3506<9000" when the interfaces take longer frames than the pair:
-// those are dropped and counted, Counters.TooBig); with Config.Realtime,
+// those are dropped and counted, Counters.TooBig), how the frames it
+// sends are forwarded (fwd=fib, or fwd=stack with Config.StackForward);
+// with Config.Realtime,
 // then the workers' scheduling (sched=fifo, or sched=normal when it was
 // refused).
 func (s *Service) Mode() string { return s.mode }
@@ -435,14 +459,23 @@ func (s *Service) Mode() string { return s.mode }
 // Queues is the number of workers (one AF_XDP socket each).
 func (s *Service) Queues() int { return len(s.workers) }
 
-// Serve runs h on every packet, one at a time per worker (synchronous
-// mode: each packet is sent on before the next is read), until ctx ends or
-// Close. Workers run in parallel, one goroutine each.
+// Serve runs h on every packet, one call per packet (synchronous mode),
+// until ctx ends or Close. Workers run in parallel, one goroutine each.
+// A worker takes what its receive ring holds (up to Config.BatchSize),
+// calls h on each packet in turn and then sends them with one kernel call:
+// a packet waits for the handler calls of the packets read with it, never
+// for packets still to arrive (a transmit call per packet, as before
+// issue 32, cost sync a third of its throughput per CPU on veth:
+// docs/userspace.md "Synchronous and batched").
 func (s *Service) Serve(ctx context.Context, h Handler) error {
 	if h == nil {
 		return errors.New("nil handler")
 	}
-	return s.serve(ctx, func(p []*Packet, v []Verdict) { v[0] = h(p[0]) }, 1)
+	return s.serve(ctx, func(ps []*Packet, vs []Verdict) {
+		for i, p := range ps {
+			vs[i] = h(p)
+		}
+	}, s.cfg.BatchSize)
 }
 
 // ServeBatch runs h on batches of up to Config.BatchSize packets per

@@ -218,6 +218,14 @@ func unbind(netns, name string, self bool) error {
 			}
 		}
 		if l, err := netlink.LinkByName(fmt.Sprintf("%s%d", nodestate.UserspaceLoopPrefix, slot)); err == nil {
+			// Its FIB-forwarding flag (svc_fwd, absent in a namespace
+			// bound by an older version): an index is reused.
+			if m, err := ebpf.LoadPinnedMap(filepath.Join(dir, "svc_fwd"), nil); err == nil {
+				if err := m.Delete(uint32(l.Attrs().Index)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+					errs = append(errs, fmt.Errorf("svc_fwd entry %d: %w", l.Attrs().Index, err))
+				}
+				m.Close()
+			}
 			for _, idx := range []int{l.Attrs().Index, l.Attrs().ParentIndex} { // the pair's pins
 				for _, pre := range []string{xdpPinPrefix, tcxPinPrefix} {
 					_ = os.Remove(filepath.Join(dir, fmt.Sprintf("%s%d", pre, idx)))

@@ -26,6 +26,7 @@ const (
 const (
 	pinProgram   = "srv6svc"
 	flagBypass   = 1
+	fwdFIB       = 1 // SVC_FWD_FIB
 	infoUsed     = 1
 	infoASM      = 2
 	infoBatch    = 4
@@ -116,6 +117,22 @@ func nativeRefused(l netlink.Link, err error) string {
 // the link is pinned as tcx-<ifindex>).
 func (s *steer) attachTC(ifindex int) error {
 	return s.attachTCX(s.objs.Srv6svcTc, fmt.Sprintf("%s%d", tcxPinPrefix, ifindex), ifindex)
+}
+
+// fibForward says whether srv6svc_tc forwards the frames sent on the loop
+// side loop by FIB itself (svc_fwd) or hands them to the stack.
+func (s *steer) fibForward(loop int, on bool) error {
+	k := uint32(loop)
+	if !on {
+		if err := s.objs.SvcFwd.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("svc_fwd entry %d: %w", loop, err)
+		}
+		return nil
+	}
+	if err := s.objs.SvcFwd.Put(k, uint32(fwdFIB)); err != nil {
+		return fmt.Errorf("svc_fwd entry %d: %w", loop, err)
+	}
+	return nil
 }
 
 // attachTCIn puts srv6svc_tc_in on TCX ingress of an interface a binding

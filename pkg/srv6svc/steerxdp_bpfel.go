@@ -63,6 +63,7 @@ type steerXDPSvcVal struct {
 const (
 	steerXDPMapSvcCounters  = "svc_counters"
 	steerXDPMapSvcDevs      = "svc_devs"
+	steerXDPMapSvcFwd       = "svc_fwd"
 	steerXDPMapSvcGeneric   = "svc_generic"
 	steerXDPMapSvcInfos     = "svc_infos"
 	steerXDPMapSvcSids      = "svc_sids"
@@ -125,6 +126,7 @@ type steerXDPProgramSpecs struct {
 type steerXDPMapSpecs struct {
 	SvcCounters *ebpf.MapSpec `ebpf:"svc_counters"`
 	SvcDevs     *ebpf.MapSpec `ebpf:"svc_devs"`
+	SvcFwd      *ebpf.MapSpec `ebpf:"svc_fwd"`
 	SvcGeneric  *ebpf.MapSpec `ebpf:"svc_generic"`
 	SvcInfos    *ebpf.MapSpec `ebpf:"svc_infos"`
 	SvcSids     *ebpf.MapSpec `ebpf:"svc_sids"`
@@ -159,6 +161,7 @@ func (o *steerXDPObjects) Close() error {
 type steerXDPMaps struct {
 	SvcCounters *ebpf.Map `ebpf:"svc_counters"`
 	SvcDevs     *ebpf.Map `ebpf:"svc_devs"`
+	SvcFwd      *ebpf.Map `ebpf:"svc_fwd"`
 	SvcGeneric  *ebpf.Map `ebpf:"svc_generic"`
 	SvcInfos    *ebpf.Map `ebpf:"svc_infos"`
 	SvcSids     *ebpf.Map `ebpf:"svc_sids"`
@@ -169,6 +172,7 @@ func (m *steerXDPMaps) Close() error {
 	return _SteerXDPClose(
 		m.SvcCounters,
 		m.SvcDevs,
+		m.SvcFwd,
 		m.SvcGeneric,
 		m.SvcInfos,
 		m.SvcSids,

@@ -259,9 +259,9 @@ func TestPrivilegedHostTraffic(t *testing.T) {
 							t.Errorf("release: %v", err)
 						}
 					})
-					wantMode := fmt.Sprintf("xdp=n0:native,s6svc0k:native xsk=copy mtu=%d", mtu)
+					wantMode := fmt.Sprintf("xdp=n0:native,s6svc0k:native xsk=copy mtu=%d fwd=fib", mtu)
 					if mtu > srv6svc.MaxMTU {
-						wantMode = fmt.Sprintf("xdp=n0:generic(mtu%d>3506),s6svc0k:native xsk=copy mtu=3506<%d", mtu, mtu)
+						wantMode = fmt.Sprintf("xdp=n0:generic(mtu%d>3506),s6svc0k:native xsk=copy mtu=3506<%d fwd=fib", mtu, mtu)
 					}
 					if svc.Mode() != wantMode {
 						t.Errorf("mode %q, want %q", svc.Mode(), wantMode)

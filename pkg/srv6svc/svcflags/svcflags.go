@@ -1,6 +1,6 @@
 // Package svcflags holds the command-line flags an srv6svc service binary
 // shares with every other (--sid, --dev, --netns, --name, --on-failure,
-// --queues, --batch, --batch-size, --realtime) and turns them into an
+// --queues, --batch, --batch-size, --realtime, --stack-forward) and turns them into an
 // srv6svc.Config; Main runs the service until SIGINT/SIGTERM.
 //
 //	fs := flag.NewFlagSet("mysvc", flag.ContinueOnError)
@@ -32,6 +32,7 @@ type Flags struct {
 	SIDs, Devs             list
 	Queues, BatchSize      int
 	Batch, Realtime        bool
+	StackForward           bool
 }
 
 type list []string
@@ -49,6 +50,7 @@ func (f *Flags) Register(fs *flag.FlagSet, name string) {
 	fs.IntVar(&f.Queues, "queues", 0, "receive queues per interface to serve (0: all)")
 	fs.BoolVar(&f.Batch, "batch", false, "asynchronous batched mode (default: synchronous, one packet at a time)")
 	fs.IntVar(&f.BatchSize, "batch-size", 64, "packets per batch in batched mode")
+	fs.BoolVar(&f.StackForward, "stack-forward", false, "send processed packets through the node's IPv6 stack (its netfilter FORWARD/POSTROUTING rules see them) instead of forwarding them by FIB from TCX (the start line says fwd=stack or fwd=fib)")
 	fs.BoolVar(&f.Realtime, "realtime", false, "run the workers SCHED_FIFO, ahead of the kernel's NAPI thread on a shared CPU (needs CAP_SYS_NICE; the start line says sched=fifo or sched=normal)")
 }
 
@@ -56,7 +58,7 @@ func (f *Flags) Register(fs *flag.FlagSet, name string) {
 // every error (errors.Is(err, srv6svc.ErrConfig) holds).
 func (f *Flags) Config() (srv6svc.Config, error) {
 	var errs []string
-	cfg := srv6svc.Config{Name: f.Name, Netns: f.Netns, Interfaces: f.Devs, Queues: f.Queues, BatchSize: f.BatchSize, Realtime: f.Realtime}
+	cfg := srv6svc.Config{Name: f.Name, Netns: f.Netns, Interfaces: f.Devs, Queues: f.Queues, BatchSize: f.BatchSize, Realtime: f.Realtime, StackForward: f.StackForward}
 	for _, s := range f.SIDs {
 		if !strings.Contains(s, "/") {
 			s += "/128"

@@ -32,6 +32,10 @@ import (
 //	userspace-encrypt the encrypt example's sealer (AES-256-GCM over the
 //	                 inner packet, examples/services/crypt), batched as
 //	                 userspace-batch: the cost of sealing on top
+//	*-stack          userspace-sync, userspace-batch, End.ASM with
+//	                 Config.StackForward: the sent frame routed by the
+//	                 IPv6 stack (the path before issue 32), not forwarded
+//	                 by FIB from the loop side's TCX
 //
 // Test packet: SRv6 (SRH: the service's SID, then a far SID; SL 1)
 // carrying an IPv6 UDP packet, as native End's.
@@ -50,6 +54,9 @@ func Recipes() []perf.Recipe {
 		perf.NewRecipe("End.ASM", "shared-memory SR proxy (pkg/srv6svc) with a no-op SR-unaware function", r.setup(asm)),
 		perf.NewRecipe("userspace-ids", fmt.Sprintf("SR-aware IPS (internal/ids, %d synthetic content rules) as a batched userspace service", IDSRules), r.setup(idsMode)),
 		perf.NewRecipe("userspace-encrypt", "the encrypt example (AES-256-GCM over the inner packet) as a batched userspace service", r.setup(encMode)),
+		perf.NewRecipe("userspace-sync-stack", "userspace-sync with the sent frame routed by the IPv6 stack (Config.StackForward: the path before issue 32)", r.setup(sync_|stackFwd)),
+		perf.NewRecipe("userspace-batch-stack", "userspace-batch with the sent frame routed by the IPv6 stack (Config.StackForward: the path before issue 32)", r.setup(batch|stackFwd)),
+		perf.NewRecipe("End.ASM-stack", "End.ASM with the sent frame routed by the IPv6 stack (Config.StackForward: the path before issue 32)", r.setup(asm|stackFwd)),
 	}
 }
 
@@ -65,6 +72,10 @@ const (
 	asm
 	idsMode
 	encMode
+
+	// stackFwd (or'ed into a mode): Config.StackForward, the frames the
+	// service sent routed by the stack, not forwarded by FIB from TCX.
+	stackFwd mode = 0x100
 )
 
 type key struct {
@@ -101,7 +112,9 @@ func (r *runner) start(env *perf.Env, k int, sid netip.Addr, m mode) error {
 	}
 	tids := make(chan int, 1)
 	cfg := srv6svc.Config{Name: fmt.Sprintf("perf-%d", k), SIDs: []netip.Prefix{netip.PrefixFrom(sid, 128)},
-		Interfaces: []string{env.In}, Queues: 1, Realtime: true, WorkerStart: func(int) { tids <- unix.Gettid() }}
+		Interfaces: []string{env.In}, Queues: 1, Realtime: true, WorkerStart: func(int) { tids <- unix.Gettid() },
+		StackForward: m&stackFwd != 0}
+	m &^= stackFwd
 	var handle func([]*srv6svc.Packet, []srv6svc.Verdict)
 	switch m {
 	case idsMode:

@@ -12,7 +12,8 @@ func TestRecipes(t *testing.T) {
 	if _, err := sealBatch(); err != nil {
 		t.Fatalf("sealer: %v", err)
 	}
-	want := map[string]bool{"userspace-sync": true, "userspace-batch": true, "End.ASM": true, "userspace-ids": true, "userspace-encrypt": true}
+	want := map[string]bool{"userspace-sync": true, "userspace-batch": true, "End.ASM": true, "userspace-ids": true, "userspace-encrypt": true,
+		"userspace-sync-stack": true, "userspace-batch-stack": true, "End.ASM-stack": true}
 	for _, r := range Recipes() {
 		delete(want, r.Name())
 	}
