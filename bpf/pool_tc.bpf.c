@@ -57,6 +57,7 @@ enum pool_flags {
 	POOL_FAIL_BYPASS = 1 << 1, /* on_failure: bypass */
 	POOL_FAIL_DROP = 1 << 2,   /* on_failure: drop */
 	POOL_ALLDOWN_BYPASS = 1 << 3, /* failover with no live instance: bypass (else drop) */
+	POOL_REBALANCE = 1 << 4, /* a recovered instance takes its old flows back */
 };
 
 enum pool_drop_reason {
@@ -137,6 +138,31 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } pool_drops SEC(".maps");
+
+/* pool_moved remembers the flows failover moved: they stay where they
+ * went when their instance comes back (only new flows return), unless
+ * the pool rebalances. Forgotten after POOL_STICKY_NS idle or by LRU. */
+#define POOL_STICKY_NS (60ULL * 1000 * 1000 * 1000)
+#define POOL_MOVED_MAX 65536
+
+struct pool_flow_key {
+	__u32 pool;
+	__u32 pad;
+	__u64 hash;
+};
+
+struct pool_moved_val {
+	__u32 inst;
+	__u32 pad;
+	__u64 seen; /* bpf_ktime_get_ns of the last packet */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, POOL_MOVED_MAX);
+	__type(key, struct pool_flow_key);
+	__type(value, struct pool_moved_val);
+} pool_moved SEC(".maps");
 
 /* Referenced so that bpf2go emits the Go types (-type). */
 const enum pool_drop_reason *pool_drop_reason_type __attribute__((unused));
@@ -383,8 +409,27 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 	if (any < 0)
 		return POOL_TCX_NEXT;
 
+	/* A flow failover moved stays on its instance while that is live. */
+	struct pool_flow_key fk = {.pool = id, .hash = h};
+	int sticky = 0;
+	if (!(c->flags & POOL_REBALANCE)) {
+		struct pool_moved_val *mv = bpf_map_lookup_elem(&pool_moved, &fk);
+		if (mv) {
+			__u64 now = bpf_ktime_get_ns();
+			if (mv->inst < POOL_INST_MAX && ((live >> mv->inst) & 1) && now - mv->seen < POOL_STICKY_NS) {
+				if (mv->inst != (__u32)any) {
+					pick = mv->inst;
+					sticky = 1;
+				}
+				mv->seen = now;
+			} else {
+				bpf_map_delete_elem(&pool_moved, &fk);
+			}
+		}
+	}
+
 	int action = 0; /* 0: rewrite to pick, 1: bypass, 2: drop */
-	if (pick != any) {
+	if (pick != any && !sticky) {
 		if (c->flags & POOL_FAIL_BYPASS)
 			action = 1;
 		else if (c->flags & POOL_FAIL_DROP)
@@ -418,8 +463,13 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 		__u32 p = (__u32)pick;
 		barrier_var(p);
 		p &= POOL_INST_MAX - 1;
-		if (pick != any)
+		if (pick != any) {
 			st->moved++;
+			if (!sticky && !(c->flags & POOL_REBALANCE)) {
+				struct pool_moved_val mv = {.inst = p, .seen = bpf_ktime_get_ns()};
+				bpf_map_update_elem(&pool_moved, &fk, &mv, BPF_ANY);
+			}
+		}
 		st->inst[p]++;
 		if (same_sid(seg, c->inst[p].sid))
 			return POOL_TCX_NEXT; /* the placeholder is the choice */

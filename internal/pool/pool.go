@@ -41,6 +41,10 @@ type Pool struct {
 	Symmetric   bool       `json:"symmetric,omitempty"`
 	OnFailure   string     `json:"on_failure"`
 	AllDown     string     `json:"all_down"`
+	// Rebalance: a recovered instance takes its old flows back at once.
+	// Otherwise the flows failover moved stay where they went (the
+	// headend remembers them, 60 s idle) and only new flows return.
+	Rebalance bool `json:"rebalance,omitempty"`
 }
 
 // Validate checks what the data path can hold.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -27,6 +28,7 @@ type Headend struct {
 	netns string
 	dir   string
 	objs  poolTCObjects
+	mu    sync.Mutex
 }
 
 // Open loads (or reopens) the selector's pinned maps in netns and attaches
@@ -156,6 +158,9 @@ func confOf(p pool.Pool) poolTCPoolConf {
 	case pool.Drop:
 		c.Flags |= uint32(poolTCPoolFlagsPOOL_FAIL_DROP)
 	}
+	if p.Rebalance {
+		c.Flags |= uint32(poolTCPoolFlagsPOOL_REBALANCE)
+	}
 	if p.AllDown == pool.Bypass {
 		c.Flags |= uint32(poolTCPoolFlagsPOOL_ALLDOWN_BYPASS)
 	}
@@ -179,6 +184,23 @@ func (h *Headend) Live(id int) (uint32, error) {
 // SetLive writes a pool's liveness word.
 func (h *Headend) SetLive(id int, word uint32) error {
 	return h.objs.PoolLive.Put(uint32(id), word)
+}
+
+// SetInstance sets or clears one instance's liveness bit (health.Liveness).
+// One writer per headend: the health checker.
+func (h *Headend) SetInstance(id, instance int, up bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w, err := h.Live(id)
+	if err != nil {
+		return fmt.Errorf("read pool %d liveness: %w", id, err)
+	}
+	if up {
+		w |= 1 << instance
+	} else {
+		w &^= 1 << instance
+	}
+	return h.SetLive(id, w)
 }
 
 // Stats are one pool's counters, summed over CPUs.

@@ -49,13 +49,28 @@ const (
 	poolTCPoolFlagsPOOL_FAIL_BYPASS    poolTCPoolFlags = 2
 	poolTCPoolFlagsPOOL_FAIL_DROP      poolTCPoolFlags = 4
 	poolTCPoolFlagsPOOL_ALLDOWN_BYPASS poolTCPoolFlags = 8
+	poolTCPoolFlagsPOOL_REBALANCE      poolTCPoolFlags = 16
 )
+
+type poolTCPoolFlowKey struct {
+	_    structs.HostLayout
+	Pool uint32
+	Pad  uint32
+	Hash uint64
+}
 
 type poolTCPoolInst struct {
 	_      structs.HostLayout
 	Sid    [16]uint8
 	Weight uint32
 	Pad    uint32
+}
+
+type poolTCPoolMovedVal struct {
+	_    structs.HostLayout
+	Inst uint32
+	Pad  uint32
+	Seen uint64
 }
 
 type poolTCPoolSlot struct {
@@ -82,6 +97,7 @@ const (
 	poolTCMapPoolCounters       = "pool_counters"
 	poolTCMapPoolDrops          = "pool_drops"
 	poolTCMapPoolLive           = "pool_live"
+	poolTCMapPoolMoved          = "pool_moved"
 	poolTCMapPoolSids           = "pool_sids"
 	poolTCProgPoolOut           = "pool_out"
 	poolTCVarPoolDropReasonType = "pool_drop_reason_type"
@@ -142,6 +158,7 @@ type poolTCMapSpecs struct {
 	PoolCounters *ebpf.MapSpec `ebpf:"pool_counters"`
 	PoolDrops    *ebpf.MapSpec `ebpf:"pool_drops"`
 	PoolLive     *ebpf.MapSpec `ebpf:"pool_live"`
+	PoolMoved    *ebpf.MapSpec `ebpf:"pool_moved"`
 	PoolSids     *ebpf.MapSpec `ebpf:"pool_sids"`
 }
 
@@ -178,6 +195,7 @@ type poolTCMaps struct {
 	PoolCounters *ebpf.Map `ebpf:"pool_counters"`
 	PoolDrops    *ebpf.Map `ebpf:"pool_drops"`
 	PoolLive     *ebpf.Map `ebpf:"pool_live"`
+	PoolMoved    *ebpf.Map `ebpf:"pool_moved"`
 	PoolSids     *ebpf.Map `ebpf:"pool_sids"`
 }
 
@@ -187,6 +205,7 @@ func (m *poolTCMaps) Close() error {
 		m.PoolCounters,
 		m.PoolDrops,
 		m.PoolLive,
+		m.PoolMoved,
 		m.PoolSids,
 	)
 }

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/cilium/ebpf"
 	"github.com/segchain/segchain/internal/nsutil"
@@ -210,4 +211,61 @@ func runMark(t *testing.T, ns string, h *Headend, ifx uint32, pkt []byte, mark u
 		t.Fatal(err)
 	}
 	return ret, out
+}
+
+// TestRecoveryTakesOnlyNewFlows: a flow failover moved stays on its new
+// instance when the failed one comes back; a new flow whose first choice
+// is the recovered instance goes to it; with rebalance the moved flow
+// returns too.
+func TestRecoveryTakesOnlyNewFlows(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	for _, rebalance := range []bool{false, true} {
+		p := testPool(pool.Failover)
+		p.Rebalance = rebalance
+		p.Name = fmt.Sprintf("fw-%v", rebalance)
+		if err := h.Program([]pool.Pool{p}); err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewSource(3))
+		var old, fresh pool.Flow
+		for found := 0; found < 2; {
+			f := randFlow(r, false)
+			if first, _ := p.Choose(p.AllLive(), f.Hash(false)); first == 1 {
+				if found == 0 {
+					old = f
+				} else {
+					fresh = f
+				}
+				found++
+			}
+		}
+		send := func(f pool.Flow) int {
+			in := frame(p, f)
+			ret, out := testutil.RunTC(t, ns, h.Prog(), ifx, in, 0)
+			return outcome(t, p, ret, in, out).Instance
+		}
+		if got := send(old); got != 1 {
+			t.Fatalf("old flow on %d before the failure, want 1", got)
+		}
+		if err := h.SetInstance(0, 1, false); err != nil {
+			t.Fatal(err)
+		}
+		moved := send(old)
+		if moved == 1 {
+			t.Fatal("old flow stayed on the failed instance")
+		}
+		if err := h.SetInstance(0, 1, true); err != nil {
+			t.Fatal(err)
+		}
+		want := moved
+		if rebalance {
+			want = 1
+		}
+		if got := send(old); got != want {
+			t.Errorf("rebalance %v: old flow on %d after recovery, want %d", rebalance, got, want)
+		}
+		if got := send(fresh); got != 1 {
+			t.Errorf("rebalance %v: new flow on %d after recovery, want 1", rebalance, got)
+		}
+	}
 }
