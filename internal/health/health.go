@@ -158,10 +158,20 @@ func (c *Checker) Status() []InstanceStatus {
 	return out
 }
 
-// Run checks every target until ctx ends; it returns the first error that
-// keeps a check from running at all (a namespace or socket that cannot be
-// opened).
+// Run checks every target until ctx ends (Start, then wait).
 func (c *Checker) Run(ctx context.Context) error {
+	wait, err := c.Start(ctx)
+	if err != nil {
+		return err
+	}
+	wait()
+	return nil
+}
+
+// Start opens every check's sockets and handles (an error: one that
+// cannot run at all, a namespace or address missing) and runs the checks
+// until ctx ends; wait returns when they have stopped.
+func (c *Checker) Start(ctx context.Context) (wait func(), err error) {
 	probers := make([]prober, len(c.state))
 	for i, s := range c.state {
 		p, err := newProber(s.t)
@@ -169,7 +179,7 @@ func (c *Checker) Run(ctx context.Context) error {
 			for _, q := range probers[:i] {
 				q.Close()
 			}
-			return fmt.Errorf("health check of %s/%s: %w", s.t.Pool, s.t.Name, err)
+			return nil, fmt.Errorf("health check of %s/%s: %w", s.t.Pool, s.t.Name, err)
 		}
 		probers[i] = p
 	}
@@ -182,8 +192,7 @@ func (c *Checker) Run(ctx context.Context) error {
 			c.loop(ctx, s, probers[i])
 		}()
 	}
-	wg.Wait()
-	return nil
+	return wg.Wait, nil
 }
 
 func (c *Checker) loop(ctx context.Context, s *instState, p prober) {
