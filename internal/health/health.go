@@ -128,17 +128,33 @@ type instState struct {
 	st      InstanceStatus
 }
 
-// New prepares a checker; every instance starts up (the selector's
-// default), so a first failing check needs Fall failures.
+// LiveReader is implemented by a Liveness that can say what it holds: a
+// checker started on a data path that already has liveness (an agent
+// restarted) starts from it, so an instance the last checker took down
+// needs Rise successes to come back.
+type LiveReader interface {
+	Live(poolID int) (uint32, error)
+}
+
+// New prepares a checker. Every instance starts as the data path has it
+// (LiveReader), else up (the selector's default): a first failing check
+// needs Fall failures.
 func New(targets []Target, live Liveness, log *slog.Logger) *Checker {
 	if log == nil {
 		log = slog.Default()
 	}
 	c := &Checker{live: live, log: log}
+	lr, _ := live.(LiveReader)
 	for _, t := range targets {
 		t.Spec = t.Spec.withDefaults()
-		c.state = append(c.state, &instState{t: t, up: true,
-			st: InstanceStatus{Pool: t.Pool, Instance: t.Name, Kind: t.Spec.Kind, Up: true}})
+		up := true
+		if lr != nil {
+			if w, err := lr.Live(t.PoolID); err == nil {
+				up = w>>t.Instance&1 == 1
+			}
+		}
+		c.state = append(c.state, &instState{t: t, up: up,
+			st: InstanceStatus{Pool: t.Pool, Instance: t.Name, Kind: t.Spec.Kind, Up: up}})
 	}
 	return c
 }

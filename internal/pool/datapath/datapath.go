@@ -27,7 +27,8 @@ var prog = bpfpin.Program{Name: "pool", What: "pool selector", Flush: "segchain 
 type Headend struct {
 	netns string
 	dir   string
-	objs  poolTCObjects
+	objs  poolTCMaps
+	prog  *ebpf.Program // nil when reopened for the maps only
 	mu    sync.Mutex
 }
 
@@ -46,11 +47,37 @@ func Open(netns string) (*Headend, error) {
 		return nil, err
 	}
 	h := &Headend{netns: netns, dir: dir}
-	if err := prog.Assign(spec, &h.objs, dir); err != nil {
+	var objs poolTCObjects
+	if err := prog.Assign(spec, &objs, dir); err != nil {
 		return nil, err
 	}
-	if err := attachEgress(netns, dir, h.objs.PoolOut); err != nil {
-		h.objs.Close()
+	h.objs, h.prog = objs.poolTCMaps, objs.PoolOut
+	if err := attachEgress(netns, dir, h.prog); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// ErrNotInstalled: the namespace has no selector.
+var ErrNotInstalled = errors.New("no pool selector installed")
+
+// Reopen opens the pinned maps of netns's selector (the health checker's
+// and the counters' handle), attaching nothing.
+func Reopen(netns string) (*Headend, error) {
+	_, dir, err := prog.Dir(netns, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pool_live")); err != nil {
+		return nil, fmt.Errorf("%s: %w", netns, ErrNotInstalled)
+	}
+	spec, err := prog.Spec()
+	if err != nil {
+		return nil, err
+	}
+	h := &Headend{netns: netns, dir: dir}
+	if err := prog.Assign(spec, &h.objs, dir); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -87,7 +114,12 @@ func attachEgress(netns, dir string, p *ebpf.Program) error {
 }
 
 // Close releases the handles; the pinned program and maps stay.
-func (h *Headend) Close() error { return h.objs.Close() }
+func (h *Headend) Close() error {
+	if h.prog != nil {
+		h.prog.Close()
+	}
+	return h.objs.Close()
+}
 
 // Remove detaches the selector from netns and removes its pins.
 func Remove(netns string) error {
@@ -232,4 +264,4 @@ func (h *Headend) Stats(id, n int) (Stats, error) {
 }
 
 // Prog is the selector program (tests run it with BPF_PROG_TEST_RUN).
-func (h *Headend) Prog() *ebpf.Program { return h.objs.PoolOut }
+func (h *Headend) Prog() *ebpf.Program { return h.prog }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/health"
+)
+
+func newHealthCmd() *cobra.Command {
+	var labName string
+	cmd := &cobra.Command{
+		Use:   "health [--lab NAME]",
+		Short: "Check the instances of service-function pools and steer flows away from failed ones (runs until Ctrl-C)",
+		Long: `Runs the health checks of every pool selector apply installed on the lab's
+nodes (docs/pools.md): per instance, the domain's health kind (srv6: an
+in-band probe along the instance's SID list through its proxy and SF and the
+chain's egress, back to the headend; carrier; echo; tcp) every interval, and
+after fall failures in a row (rise successes) writes the instance's
+liveness straight into the headend's pinned map: the data path moves the
+instance's flows at once, with no control-plane round trip. One log line
+per transition (stderr); status shows each instance's health, packets and
+last transition, and status --check exits 2 while an instance is down.
+It follows re-applies (pools added, changed, removed) and keeps running
+until interrupted. Through agents (lab up --agents) every agent runs the
+checks of its own node itself: this command is for labs without agents.
+
+Exit status: 0 when interrupted, 1 on error.`,
+		Example: "  segchain health --lab default &\n  segchain status --lab default",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if labName == "" {
+				labName = defaultLab()
+			}
+			l, err := getLab(labName)
+			if err != nil {
+				return err
+			}
+			if len(l.Nodes) == 0 {
+				return errors.New("the lab has no nodes")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			netnsOf := func(node string) (string, bool) {
+				ns, ok := l.Nodes[node]
+				return ns, ok
+			}
+			var wg sync.WaitGroup
+			for node, ns := range l.Nodes {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					health.RunNode(ctx, ns, netnsOf, log.With("node", node), nil)
+				}()
+			}
+			wg.Wait()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&labName, "lab", "", "lab whose nodes to check (default: default, or $"+labEnv+")")
+	return cmd
+}
