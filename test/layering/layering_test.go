@@ -121,6 +121,7 @@ var layerOf = map[string]int{
 	"internal/service/netfilter": kinds,
 	"internal/service/srunaware": kinds,
 	"internal/service/userspace": kinds,
+	"internal/pool":              kinds,
 
 	"internal/service": seam,
 
@@ -132,7 +133,6 @@ var layerOf = map[string]int{
 	"internal/nsutil":              leaves,
 	"internal/nodelock":            leaves,
 	"internal/bfd":                 leaves,
-	"internal/pool":                leaves,
 	"internal/pki":                 leaves,
 	"internal/bpfconst":            leaves,
 	"internal/devprofile":          leaves,
