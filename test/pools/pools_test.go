@@ -23,8 +23,6 @@ import (
 var (
 	srcAddr = netip.MustParseAddr("fc00:1a::a")
 	dstAddr = netip.MustParseAddr("fc00:4d::d")
-	// proberAddr is ingress's address on s's link: where probes return.
-	proberAddr = netip.MustParseAddr("fc00:1a::1")
 )
 
 const dport = 9000
@@ -38,8 +36,11 @@ type env struct {
 	rcv  *receiver
 }
 
+// setup brings up testdata/pooled.yaml's lab (fw1 is a pool of fw1, fw2
+// and fw3), applies it (the selector at ingress) and opens the
+// selector's maps; onFailure re-programs the pool's policy.
 func setup(t *testing.T, onFailure string) *env {
-	le := labenv.New(t, labenv.Options{File: "testdata/pool.yaml", Prefix: "s9p"})
+	le := labenv.New(t, labenv.Options{File: "testdata/pooled.yaml", Prefix: "s9p"})
 	if _, err := le.Session(le.Domain).Apply(context.Background()); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -48,23 +49,22 @@ func setup(t *testing.T, onFailure string) *env {
 		t.Fatal(err)
 	}
 	e := &env{Env: le, t: t, sids: sids}
-	e.pool = pool.Pool{Name: "fw1", Placeholder: sids["fw1"], OnFailure: onFailure, AllDown: pool.Drop}
-	for _, n := range []string{"fw1", "fw2", "fw3"} {
-		e.pool.Instances = append(e.pool.Instances, pool.Instance{Name: n, SID: sids[n], Weight: 1})
-	}
 	ns := e.NS("ingress")
-	e.he, err = datapath.Open(ns)
+	specs, err := datapath.Specs(ns)
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("apply recorded pools %v (%v), want fw1's", specs, err)
+	}
+	e.pool = specs[0].Pool
+	e.he, err = datapath.Reopen(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		e.he.Close()
-		if err := datapath.Remove(ns); err != nil {
-			t.Errorf("remove selector: %v", err)
+	t.Cleanup(func() { e.he.Close() })
+	if onFailure != e.pool.OnFailure {
+		e.pool.OnFailure = onFailure
+		if err := e.he.Program([]pool.Pool{e.pool}); err != nil {
+			t.Fatal(err)
 		}
-	})
-	if err := e.he.Program([]pool.Pool{e.pool}); err != nil {
-		t.Fatal(err)
 	}
 	e.rcv = listen(t, e.NS("d"))
 	return e
@@ -172,7 +172,7 @@ func (e *env) send(ports []int) map[int]int {
 func (e *env) expect(sent map[int]int, live uint32, moved map[int]int) []uint64 {
 	want := make([]uint64, len(e.pool.Instances))
 	for p, n := range sent {
-		d := e.pool.Decide(live, flowOf(p).Hash(false))
+		d := e.pool.Decide(live, flowOf(p).Hash(e.pool.Symmetric))
 		inst := d.Instance
 		if m, ok := moved[p]; ok && live>>m&1 == 1 {
 			inst = m
@@ -256,15 +256,41 @@ func waitHealth(t *testing.T, c *health.Checker, name string, up bool) health.In
 	}
 }
 
+// reportOf reads the node's health report (what status shows).
+func reportOf(t *testing.T, ns string) func() health.Report {
+	return func() health.Report {
+		r, err := health.ReadReport(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r == nil {
+			return health.Report{}
+		}
+		return *r
+	}
+}
+
+// waitReport waits until the report says instance name is up (or down),
+// after a transition when moved.
+func waitReport(t *testing.T, rep func() health.Report, name string, up, moved bool) health.InstanceStatus {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, s := range rep().Instances {
+			if s.Instance == name && s.Up == up && (!moved || s.Last != nil && s.Last.Up == up) {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reported up=%v: %+v", name, up, rep())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 type discard struct{}
 
 func (discard) SetInstance(int, int, bool) error { return nil }
-
-func (e *env) srv6Target(name string, inst int) health.Target {
-	return health.Target{Pool: e.pool.Name, PoolID: 0, Instance: inst, Name: name,
-		Spec: health.Spec{Kind: health.SRv6}, Netns: e.NS("ingress"),
-		Segs: []netip.Addr{e.sids[name], e.sids["chains.web.egress"]}, Src: proberAddr}
-}
 
 // TestPoolFailover: flows spread over three instances as the model says
 // (weights 1:1:1) and stick; an SF that keeps its carrier but stops
@@ -292,19 +318,29 @@ func TestPoolFailover(t *testing.T) {
 		}
 	}
 
-	targets := []health.Target{
+	// The node's checks as segchain health and the agent run them: the
+	// pool's health (srv6, the default) for every instance.
+	var logbuf bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&logbuf, &mu}, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		health.RunNode(ctx, e.NS("ingress"), func(n string) (string, bool) { return e.NS(n), true }, log, nil)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	c := reportOf(t, e.NS("ingress"))
+	waitReport(t, c, "fw3", true, false)
+	// Carrier checks of fw1 and fw2, alongside and written nowhere: fw2's
+	// stays up when its SF stops forwarding, fw1's sees its link go.
+	cc, _ := e.checker([]health.Target{
 		{Pool: e.pool.Name, Instance: 0, Name: "fw1", Spec: health.Spec{Kind: health.Carrier}, Netns: e.NS("nfv1"), Iface: "eth-sf1"},
-		e.srv6Target("fw2", 1),
-		e.srv6Target("fw3", 2),
-	}
-	c, logbuf := e.checker(targets, e.he)
-	// fw2's carrier, checked alongside and written nowhere: it stays up.
-	cc, _ := e.checker([]health.Target{{Pool: e.pool.Name, Instance: 1, Name: "fw2", Spec: health.Spec{Kind: health.Carrier},
-		Netns: e.NS("nfv2"), Iface: "eth-sf2"}}, discard{})
+		{Pool: e.pool.Name, Instance: 1, Name: "fw2", Spec: health.Spec{Kind: health.Carrier}, Netns: e.NS("nfv2"), Iface: "eth-sf2"}}, discard{})
 
 	// sf2 keeps its carrier but stops forwarding.
 	testutil.Exec(t, e.NS("sf2"), "nft", "add table inet s9p; add chain inet s9p s9pfwd { type filter hook forward priority 0; policy drop; }")
-	st := waitHealth(t, c, "fw2", false)
+	st := waitReport(t, c, "fw2", false, true)
 	if !strings.Contains(st.Last.Reason, "srv6") {
 		t.Errorf("fw2's transition reason %q does not name the in-band probe", st.Last.Reason)
 	}
@@ -313,8 +349,13 @@ func TestPoolFailover(t *testing.T) {
 	}
 	for _, s := range cc.Status() {
 		if !s.Up {
-			t.Errorf("fw2's carrier check says down: it should not see a forwarding failure")
+			t.Errorf("%s's carrier check says down: it should not see a forwarding failure", s.Instance)
 		}
+	}
+	// What status and metrics read: the selector's SID, fw2 down.
+	sc, err := datapath.NodeKind{}.Counters(e.NS("ingress"))
+	if err != nil || len(sc) != 1 || sc[0].Detail["up-fw2"] != 0 || sc[0].Detail["up-fw1"] != 1 || !strings.Contains(sc[0].Route, "fw2 down since") {
+		t.Errorf("status counters: %+v (%v)", sc, err)
 	}
 
 	// Every flow still arrives; only fw2's moved.
@@ -327,7 +368,7 @@ func TestPoolFailover(t *testing.T) {
 	}
 	moved := map[int]int{}
 	for _, p := range old {
-		h := flowOf(p).Hash(false)
+		h := flowOf(p).Hash(e.pool.Symmetric)
 		before := e.pool.Decide(e.pool.AllLive(), h).Instance
 		after := e.pool.Decide(0b101, h).Instance
 		if before != after {
@@ -344,7 +385,7 @@ func TestPoolFailover(t *testing.T) {
 
 	// Recovery: the moved flows stay, new flows go to fw2 again.
 	testutil.Exec(t, e.NS("sf2"), "nft", "delete table inet s9p")
-	waitHealth(t, c, "fw2", true)
+	waitReport(t, c, "fw2", true, true)
 	fresh := ports(30000, 150)
 	s4 := e.stats()
 	sent = e.send(append(append([]int{}, old...), fresh...))
@@ -356,20 +397,23 @@ func TestPoolFailover(t *testing.T) {
 
 	// sf1's link goes down: the carrier check on nfv1 sees it.
 	testutil.Exec(t, e.NS("sf1"), "ip", "link", "set", "eth-nfv1", "down")
-	waitHealth(t, c, "fw1", false)
+	waitHealth(t, cc, "fw1", false)
+	waitReport(t, c, "fw1", false, true)
 	if live, _ := e.he.Live(0); live&1 != 0 {
 		t.Fatalf("liveness word %03b after fw1's carrier went, want bit 0 clear", live)
 	}
 	e.send(ports(40000, 30))
 
 	// fw3 (SR-aware End.AN.FW) answered its in-band probes throughout.
-	for _, s := range c.Status() {
+	for _, s := range c().Instances {
 		if s.Instance == "fw3" && (!s.Up || s.Checks == 0 || s.Failures*2 > s.Checks) {
 			t.Errorf("fw3's in-band probes: %+v", s)
 		}
 	}
 
+	mu.Lock()
 	logs := logbuf.String()
+	mu.Unlock()
 	for _, w := range []string{"pool instance down", "instance=fw2", "pool instance up", "instance=fw1"} {
 		if !strings.Contains(logs, w) {
 			t.Errorf("log lacks %q:\n%s", w, logs)
@@ -385,7 +429,7 @@ func TestPoolBypassAndDrop(t *testing.T) {
 	fl := ports(21000, 90)
 	var failed, healthy []int
 	for _, p := range fl {
-		if e.pool.Decide(e.pool.AllLive(), flowOf(p).Hash(false)).Instance == 1 {
+		if e.pool.Decide(e.pool.AllLive(), flowOf(p).Hash(e.pool.Symmetric)).Instance == 1 {
 			failed = append(failed, p)
 		} else {
 			healthy = append(healthy, p)
