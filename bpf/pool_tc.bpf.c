@@ -164,6 +164,16 @@ struct {
 	__type(value, struct pool_moved_val);
 } pool_moved SEC(".maps");
 
+/* pool_sticky[id] is set once failover remembered a flow of the pool:
+ * until then (the common case, no failure yet) the LRU lookup above is
+ * skipped. Cleared when the pool is programmed anew. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, POOL_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} pool_sticky SEC(".maps");
+
 /* Referenced so that bpf2go emits the Go types (-type). */
 const enum pool_drop_reason *pool_drop_reason_type __attribute__((unused));
 const enum pool_flags *pool_flags_type __attribute__((unused));
@@ -412,7 +422,8 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 	/* A flow failover moved stays on its instance while that is live. */
 	struct pool_flow_key fk = {.pool = id, .hash = h};
 	int sticky = 0;
-	if (!(c->flags & POOL_REBALANCE)) {
+	__u32 *has_moved = bpf_map_lookup_elem(&pool_sticky, &id);
+	if (!(c->flags & POOL_REBALANCE) && has_moved && *has_moved) {
 		struct pool_moved_val *mv = bpf_map_lookup_elem(&pool_moved, &fk);
 		if (mv) {
 			__u64 now = bpf_ktime_get_ns();
@@ -468,6 +479,8 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 			if (!sticky && !(c->flags & POOL_REBALANCE)) {
 				struct pool_moved_val mv = {.inst = p, .seen = bpf_ktime_get_ns()};
 				bpf_map_update_elem(&pool_moved, &fk, &mv, BPF_ANY);
+				if (has_moved && !*has_moved)
+					*has_moved = 1;
 			}
 		}
 		st->inst[p]++;

@@ -68,6 +68,7 @@ var layerOf = map[string]int{
 	"internal/dataplane/firewall/fwperf":     tools,
 	"internal/dataplane/netfilter/nfperf":    tools,
 	"internal/dataplane/srunaware/proxyperf": tools,
+	"internal/pool/poolperf":                 tools,
 	"internal/dataplane/userspace/usvcperf":  tools,
 	"internal/testutil":                      tools,
 	"internal/svctest":                       tools,

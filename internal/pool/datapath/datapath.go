@@ -156,6 +156,10 @@ func (h *Headend) Program(pools []pool.Pool) error {
 			if err := h.objs.PoolLive.Put(uint32(id), p.AllLive()); err != nil {
 				return fmt.Errorf("pool %s: write liveness: %w", p.Name, err)
 			}
+			// The moved flows name instances by index: forget them.
+			if err := h.ForgetMoved(id); err != nil {
+				return fmt.Errorf("pool %s: %w", p.Name, err)
+			}
 		}
 		want[p.Placeholder.As16()] = uint32(id)
 	}
@@ -265,3 +269,27 @@ func (h *Headend) Stats(id, n int) (Stats, error) {
 
 // Prog is the selector program (tests run it with BPF_PROG_TEST_RUN).
 func (h *Headend) Prog() *ebpf.Program { return h.prog }
+
+// ForgetMoved drops the flows failover moved in pool id: they return to
+// their first choice (as with rebalance) from the next packet.
+func (h *Headend) ForgetMoved(id int) error {
+	if err := h.objs.PoolSticky.Put(uint32(id), uint32(0)); err != nil {
+		return fmt.Errorf("reset moved flows: %w", err)
+	}
+	var k poolTCPoolFlowKey
+	var v poolTCPoolMovedVal
+	var del []poolTCPoolFlowKey
+	it := h.objs.PoolMoved.Iterate()
+	for it.Next(&k, &v) {
+		if k.Pool == uint32(id) {
+			del = append(del, k)
+		}
+	}
+	for _, k := range del {
+		_ = h.objs.PoolMoved.Delete(k)
+	}
+	return nil
+}
+
+// Dir is the selector's pin directory.
+func (h *Headend) Dir() string { return h.dir }

@@ -68,11 +68,18 @@ func writeJSON(f string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := f + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	// A temporary file of its own per writer: the checker's goroutines
+	// and its loop write the report concurrently.
+	tf, err := os.CreateTemp(filepath.Dir(f), filepath.Base(f)+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, f)
+	_, werr := tf.Write(b)
+	if err := errors.Join(werr, tf.Close()); err != nil {
+		os.Remove(tf.Name())
+		return err
+	}
+	return os.Rename(tf.Name(), f)
 }
 
 // Observe returns the pools programmed in netns.

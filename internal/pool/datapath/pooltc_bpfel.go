@@ -99,6 +99,7 @@ const (
 	poolTCMapPoolLive           = "pool_live"
 	poolTCMapPoolMoved          = "pool_moved"
 	poolTCMapPoolSids           = "pool_sids"
+	poolTCMapPoolSticky         = "pool_sticky"
 	poolTCProgPoolOut           = "pool_out"
 	poolTCVarPoolDropReasonType = "pool_drop_reason_type"
 	poolTCVarPoolFlagsType      = "pool_flags_type"
@@ -160,6 +161,7 @@ type poolTCMapSpecs struct {
 	PoolLive     *ebpf.MapSpec `ebpf:"pool_live"`
 	PoolMoved    *ebpf.MapSpec `ebpf:"pool_moved"`
 	PoolSids     *ebpf.MapSpec `ebpf:"pool_sids"`
+	PoolSticky   *ebpf.MapSpec `ebpf:"pool_sticky"`
 }
 
 // poolTCVariableSpecs contains global variables before they are loaded into the kernel.
@@ -197,6 +199,7 @@ type poolTCMaps struct {
 	PoolLive     *ebpf.Map `ebpf:"pool_live"`
 	PoolMoved    *ebpf.Map `ebpf:"pool_moved"`
 	PoolSids     *ebpf.Map `ebpf:"pool_sids"`
+	PoolSticky   *ebpf.Map `ebpf:"pool_sticky"`
 }
 
 func (m *poolTCMaps) Close() error {
@@ -207,6 +210,7 @@ func (m *poolTCMaps) Close() error {
 		m.PoolLive,
 		m.PoolMoved,
 		m.PoolSids,
+		m.PoolSticky,
 	)
 }
 
