@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +17,7 @@ import (
 
 func newHealthCmd() *cobra.Command {
 	var labName string
+	var dur time.Duration
 	cmd := &cobra.Command{
 		Use:   "health [--lab NAME]",
 		Short: "Check the instances of service-function pools and steer flows away from failed ones (runs until Ctrl-C)",
@@ -28,11 +31,11 @@ instance's flows at once, with no control-plane round trip. One log line
 per transition (stderr); status shows each instance's health, packets and
 last transition, and status --check exits 2 while an instance is down.
 It follows re-applies (pools added, changed, removed) and keeps running
-until interrupted. Through agents (lab up --agents) every agent runs the
+until interrupted (or --for). Through agents (lab up --agents) every agent runs the
 checks of its own node itself: this command is for labs without agents.
 
-Exit status: 0 when interrupted, 1 on error.`,
-		Example: "  segchain health --lab default &\n  segchain status --lab default",
+Exit status: 0 when interrupted or --for ran out, 1 on error.`,
+		Example: "  segchain health --lab default --for 2s\n  segchain status --lab default --check",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if labName == "" {
@@ -47,6 +50,11 @@ Exit status: 0 when interrupted, 1 on error.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if dur > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, dur)
+				defer cancel()
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			netnsOf := func(node string) (string, bool) {
 				ns, ok := l.Nodes[node]
@@ -65,5 +73,6 @@ Exit status: 0 when interrupted, 1 on error.`,
 		},
 	}
 	cmd.Flags().StringVar(&labName, "lab", "", "lab whose nodes to check (default: default, or $"+labEnv+")")
+	cmd.Flags().DurationVar(&dur, "for", 0, "stop after this long (default: run until interrupted)")
 	return cmd
 }
