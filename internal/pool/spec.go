@@ -98,6 +98,10 @@ func (Kind) MatchesArgs() bool                        { return false }
 func (Kind) Behavior(service.Input) string            { return "pool" }
 func (Kind) ServiceBehavior(nodestate.Service) string { return "pool" }
 
+// Planned: plan makes selectors; a domain file never names the kind (config
+// leaves it out of the kinds it lists).
+func (Kind) Planned() bool { return true }
+
 // Validate refuses kind: pool in a domain file.
 func (Kind) Validate(service.Input) []service.FieldError {
 	return []service.FieldError{service.Errorf("kind", "pool is planned, not written: a service with instances is a pool (docs/pools.md)")}
