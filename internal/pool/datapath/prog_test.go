@@ -3,6 +3,8 @@ package datapath
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/segchain/segchain/internal/nsutil"
@@ -59,20 +61,64 @@ func randFlow(r *rand.Rand, v4 bool) pool.Flow {
 	return f
 }
 
+// fixture is one namespace with a forwarding uplink and the selector,
+// shared by the tests (a namespace and a verified program each would
+// cost seconds on a loaded machine); TestMain removes it.
+var fixture struct {
+	once sync.Once
+	ns   string
+	ifx  uint32
+	h    *Headend
+	err  error
+	done func()
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixture.done != nil {
+		fixture.done()
+	}
+	os.Exit(code)
+}
+
 func openTest(t *testing.T) (*Headend, string, uint32) {
-	ns := testutil.NewNetns(t, "pool")
-	ifx := testutil.Uplink(t, ns, mac, peer)
-	h, err := Open(ns)
+	testutil.RequireRoot(t)
+	fixture.once.Do(func() {
+		ns := testutil.UniqueName("sct-pool-")
+		if fixture.err = nsutil.Create(ns); fixture.err != nil {
+			return
+		}
+		fixture.done = func() {
+			if fixture.h != nil {
+				fixture.h.Close()
+				_ = Remove(ns)
+			}
+			_ = nsutil.Delete(ns)
+		}
+		fixture.ns = ns
+		fixture.ifx = testutil.Uplink(t, ns, mac, peer)
+		fixture.h, fixture.err = Open(ns)
+	})
+	if fixture.err != nil {
+		t.Fatal(fixture.err)
+	}
+	// Each test starts from no pool and clean counters.
+	if err := fixture.h.Program(nil); err != nil {
+		t.Fatal(err)
+	}
+	for id := 0; id < pool.MaxPools; id++ {
+		_ = fixture.h.objs.PoolConfs.Put(uint32(id), poolTCPoolConf{})
+		_ = fixture.h.objs.PoolCounters.Put(uint32(id), make([]poolTCPoolStats, ebpfCPUs(t)))
+	}
+	return fixture.h, fixture.ns, fixture.ifx
+}
+
+func ebpfCPUs(t *testing.T) int {
+	n, err := ebpf.PossibleCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		h.Close()
-		if err := Remove(ns); err != nil {
-			t.Errorf("remove: %v", err)
-		}
-	})
-	return h, ns, ifx
+	return n
 }
 
 // outcome reads what the program did: the instance whose SID the packet
@@ -127,11 +173,16 @@ func TestSelectionMatchesModel(t *testing.T) {
 			if err := h.SetLive(0, live); err != nil {
 				t.Fatal(err)
 			}
+			var fl []pool.Flow
+			var pkts [][]byte
 			for n := 0; n < 40; n++ {
 				f := randFlow(r, n%4 == 0)
-				in := frame(p, f)
-				ret, out := testutil.RunTC(t, ns, h.Prog(), ifx, in, 0)
-				got := outcome(t, p, ret, in, out)
+				fl = append(fl, f)
+				pkts = append(pkts, frame(p, f))
+			}
+			rets, outs := runBatch(t, ns, h, ifx, pkts)
+			for n, f := range fl {
+				got := outcome(t, p, rets[n], pkts[n], outs[n])
 				want := p.Decide(live, f.Hash(false))
 				if got.Action != want.Action || got.Instance != want.Instance {
 					t.Fatalf("%s live %03b flow %v: program %v/%d, model %v/%d", pol, live, f, got.Action, got.Instance, want.Action, want.Instance)
@@ -152,6 +203,7 @@ func TestCounters(t *testing.T) {
 	want := make([]uint64, 3)
 	var moved uint64
 	_ = h.SetLive(0, 0b101) // fw-b down
+	var pkts [][]byte
 	for n := 0; n < 300; n++ {
 		f := randFlow(r, false)
 		d := p.Decide(0b101, f.Hash(false))
@@ -159,8 +211,9 @@ func TestCounters(t *testing.T) {
 		if d.Moved {
 			moved++
 		}
-		testutil.RunTC(t, ns, h.Prog(), ifx, frame(p, f), 0)
+		pkts = append(pkts, frame(p, f))
 	}
+	runBatch(t, ns, h, ifx, pkts)
 	st, err := h.Stats(0, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -268,4 +321,27 @@ func TestRecoveryTakesOnlyNewFlows(t *testing.T) {
 			t.Errorf("rebalance %v: new flow on %d after recovery, want 1", rebalance, got)
 		}
 	}
+}
+
+// runBatch is testutil.RunTC for many packets in one visit of the
+// namespace (a loaded machine makes each setns slow).
+func runBatch(t *testing.T, ns string, h *Headend, ifx uint32, pkts [][]byte) ([]uint32, [][]byte) {
+	t.Helper()
+	rets := make([]uint32, len(pkts))
+	outs := make([][]byte, len(pkts))
+	err := nsutil.Do(ns, func() error {
+		for i, pkt := range pkts {
+			opts := &ebpf.RunOptions{Data: pkt, DataOut: make([]byte, len(pkt)), Context: testutil.SkbCtx{IngressIfindex: ifx, Ifindex: ifx}}
+			ret, err := h.Prog().Run(opts)
+			if err != nil {
+				return err
+			}
+			rets[i], outs[i] = ret, opts.DataOut
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rets, outs
 }
