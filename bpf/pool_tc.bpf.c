@@ -174,6 +174,25 @@ struct {
 	__type(value, __u32);
 } pool_sticky SEC(".maps");
 
+/* pool_nh caches the FIB's answer per destination SID for
+ * POOL_NH_TTL_NS: a FIB lookup per packet was most of the selector's
+ * cost (docs/pools.md); a route change reaches the selector within the
+ * TTL. Unresolved neighbours are not cached. */
+#define POOL_NH_TTL_NS (100ULL * 1000 * 1000)
+
+struct pool_nh {
+	__u8 macs[12]; /* destination then source MAC, as in the frame */
+	__u32 ifindex;
+	__u64 expires;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, POOL_MAX * POOL_INST_MAX);
+	__type(key, struct in6_addr);
+	__type(value, struct pool_nh);
+} pool_nhs SEC(".maps");
+
 /* Referenced so that bpf2go emits the Go types (-type). */
 const enum pool_drop_reason *pool_drop_reason_type __attribute__((unused));
 const enum pool_flags *pool_flags_type __attribute__((unused));
@@ -318,32 +337,43 @@ static __always_inline void count_drop(__u32 reason)
 		*v += 1;
 }
 
-/* reroute sends the packet by its (new) destination: the FIB's next hop,
- * possibly another interface than the one it was routed to. */
+/* reroute sends the packet by its (new) destination: the FIB's next hop
+ * (cached per destination), possibly another interface than the one it
+ * was routed to. */
 static __always_inline int reroute(struct __sk_buff *skb)
 {
 	struct bpf_fib_lookup p = {};
 	struct ipv6hdr ip;
+	struct pool_nh nh = {};
+	__u64 now = bpf_ktime_get_ns();
 	long rc;
 
 	if (bpf_skb_load_bytes(skb, ETH_LEN, &ip, sizeof(ip)))
 		return REROUTE_FAIL;
-	p.family = AF_INET6;
-	p.ifindex = skb->ifindex;
-	__builtin_memcpy(p.ipv6_src, &ip.saddr, 16);
-	__builtin_memcpy(p.ipv6_dst, &ip.daddr, 16);
-	rc = bpf_fib_lookup(skb, &p, sizeof(p), BPF_FIB_LOOKUP_OUTPUT);
-	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
-		if (bpf_skb_store_bytes(skb, 0, p.dmac, ETH_ALEN, 0) ||
-		    bpf_skb_store_bytes(skb, ETH_ALEN, p.smac, ETH_ALEN, 0))
+	struct pool_nh *c = bpf_map_lookup_elem(&pool_nhs, &ip.daddr);
+	if (c && now < c->expires) {
+		nh = *c;
+	} else {
+		p.family = AF_INET6;
+		p.ifindex = skb->ifindex;
+		__builtin_memcpy(p.ipv6_src, &ip.saddr, 16);
+		__builtin_memcpy(p.ipv6_dst, &ip.daddr, 16);
+		rc = bpf_fib_lookup(skb, &p, sizeof(p), BPF_FIB_LOOKUP_OUTPUT);
+		if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+			return bpf_redirect_neigh(p.ifindex, 0, 0, 0);
+		if (rc != BPF_FIB_LKUP_RET_SUCCESS)
 			return REROUTE_FAIL;
-		if (p.ifindex == skb->ifindex)
-			return POOL_TCX_NEXT;
-		return bpf_redirect(p.ifindex, 0);
+		__builtin_memcpy(nh.macs, p.dmac, ETH_ALEN);
+		__builtin_memcpy(nh.macs + ETH_ALEN, p.smac, ETH_ALEN);
+		nh.ifindex = p.ifindex;
+		nh.expires = now + POOL_NH_TTL_NS;
+		bpf_map_update_elem(&pool_nhs, &ip.daddr, &nh, BPF_ANY);
 	}
-	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
-		return bpf_redirect_neigh(p.ifindex, 0, 0, 0);
-	return REROUTE_FAIL;
+	if (bpf_skb_store_bytes(skb, 0, nh.macs, 2 * ETH_ALEN, 0))
+		return REROUTE_FAIL;
+	if (nh.ifindex == skb->ifindex)
+		return POOL_TCX_NEXT;
+	return bpf_redirect(nh.ifindex, 0);
 }
 
 /* bypass removes segment i (i <= sl) from the SRH: bpf_skb_adjust_room

@@ -73,6 +73,13 @@ type poolTCPoolMovedVal struct {
 	Seen uint64
 }
 
+type poolTCPoolNh struct {
+	_       structs.HostLayout
+	Macs    [12]uint8
+	Ifindex uint32
+	Expires uint64
+}
+
 type poolTCPoolSlot struct {
 	_    structs.HostLayout
 	Seed uint64
@@ -98,6 +105,7 @@ const (
 	poolTCMapPoolDrops          = "pool_drops"
 	poolTCMapPoolLive           = "pool_live"
 	poolTCMapPoolMoved          = "pool_moved"
+	poolTCMapPoolNhs            = "pool_nhs"
 	poolTCMapPoolSids           = "pool_sids"
 	poolTCMapPoolSticky         = "pool_sticky"
 	poolTCProgPoolOut           = "pool_out"
@@ -160,6 +168,7 @@ type poolTCMapSpecs struct {
 	PoolDrops    *ebpf.MapSpec `ebpf:"pool_drops"`
 	PoolLive     *ebpf.MapSpec `ebpf:"pool_live"`
 	PoolMoved    *ebpf.MapSpec `ebpf:"pool_moved"`
+	PoolNhs      *ebpf.MapSpec `ebpf:"pool_nhs"`
 	PoolSids     *ebpf.MapSpec `ebpf:"pool_sids"`
 	PoolSticky   *ebpf.MapSpec `ebpf:"pool_sticky"`
 }
@@ -198,6 +207,7 @@ type poolTCMaps struct {
 	PoolDrops    *ebpf.Map `ebpf:"pool_drops"`
 	PoolLive     *ebpf.Map `ebpf:"pool_live"`
 	PoolMoved    *ebpf.Map `ebpf:"pool_moved"`
+	PoolNhs      *ebpf.Map `ebpf:"pool_nhs"`
 	PoolSids     *ebpf.Map `ebpf:"pool_sids"`
 	PoolSticky   *ebpf.Map `ebpf:"pool_sticky"`
 }
@@ -209,6 +219,7 @@ func (m *poolTCMaps) Close() error {
 		m.PoolDrops,
 		m.PoolLive,
 		m.PoolMoved,
+		m.PoolNhs,
 		m.PoolSids,
 		m.PoolSticky,
 	)
