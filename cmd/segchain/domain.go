@@ -433,7 +433,7 @@ stops it with exit status 0; --count N stops after N samples.
 
 Exit status: 0 on success, 1 on error. With --check: 0 every node matches
 the domain, 1 error, 2 drift or not applied (some node has pending changes
-or broken eBPF objects). The table of every verb's exit statuses is in
+or broken eBPF objects, or a pool instance is down: docs/pools.md). The table of every verb's exit statuses is in
 docs/apply.md.`,
 		Example: "  segchain status --lab default\n  segchain status --lab default --check\n  segchain status --lab default -v\n  segchain status --lab default -o json\n  segchain status --lab default --watch --interval 1s --count 3",
 		Args:    cobra.NoArgs,
@@ -495,6 +495,9 @@ func statusExit(check bool, st *controller.Status) error {
 	}
 	if bare > 0 {
 		return pendingExit(true, pending, fmt.Sprintf("pending change(s): not applied on %d of %d node(s), run segchain apply", bare, len(st.Nodes)))
+	}
+	if d := degradedPools(st); pending == 0 && len(d) > 0 {
+		return pendingExit(true, len(d), "pool instance(s) down: "+strings.Join(d, ", "))
 	}
 	return pendingExit(true, pending, "pending change(s): drift from the domain")
 }
@@ -694,6 +697,7 @@ func printStatus(w io.Writer, st *controller.Status, verbose bool) {
 		}
 	}
 	tw.Flush()
+	printPools(w, st.Nodes)
 	printBGP(w, st.Nodes)
 	printBoundary(w, st.Nodes)
 	printDrift(w, st, verbose)

@@ -60,6 +60,7 @@ Typical session:
 		newFwCmd(),
 		newDumpCmd(),
 		newTraceCmd(), newPingCmd(), newTracerouteCmd(), newGraphCmd(),
+		newHealthCmd(),
 		newPerfCmd(),
 		newValidateCmd(),
 		newVersionCmd(),

@@ -15,6 +15,7 @@ import (
 	"github.com/segchain/segchain/internal/dataplane/srunaware/proxyperf"
 	"github.com/segchain/segchain/internal/dataplane/userspace/usvcperf"
 	"github.com/segchain/segchain/internal/perf"
+	"github.com/segchain/segchain/internal/pool/poolperf"
 )
 
 // perfRegistry lists every recipe segchain knows. Other areas add their
@@ -25,6 +26,7 @@ func perfRegistry() (*perf.Registry, error) {
 	recipes = append(recipes, fwperf.Recipes()...)
 	recipes = append(recipes, nfperf.Recipes()...)
 	recipes = append(recipes, usvcperf.Recipes()...)
+	recipes = append(recipes, poolperf.Recipes()...)
 	return perf.NewRegistry(recipes...)
 }
 

@@ -145,5 +145,13 @@ func (v *validator) strayBlocks(p string, s *Service) {
 
 // kindNames are the valid service kinds: native and every registered one.
 func kindNames() []string {
-	return append([]string{KindNative}, registry().Names()...)
+	out := []string{KindNative}
+	for _, k := range registry().Kinds() {
+		// A planned kind (the pool selector) is not written in a file.
+		if p, ok := k.(interface{ Planned() bool }); ok && p.Planned() {
+			continue
+		}
+		out = append(out, k.Name())
+	}
+	return out
 }

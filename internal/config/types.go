@@ -121,6 +121,16 @@ type Service struct {
 	// External makes the service's SID reachable from outside the SR
 	// domain (an SR-aware host's segment): boundary interfaces pass it.
 	External bool `yaml:"external,omitempty" json:"external,omitempty"`
+
+	// Pool fields (pools.go, docs/pools.md): a service with instances is
+	// a pool of itself and the services it names.
+	Instances []PoolInstance `yaml:"instances,omitempty" json:"instances,omitempty"`
+	Weight    int            `yaml:"weight,omitempty" json:"weight,omitempty"`
+	Health    *Health        `yaml:"health,omitempty" json:"health,omitempty"`
+	OnFailure string         `yaml:"on_failure,omitempty" json:"on_failure,omitempty"`
+	AllDown   string         `yaml:"all_down,omitempty" json:"all_down,omitempty"`
+	Symmetric *bool          `yaml:"symmetric,omitempty" json:"symmetric,omitempty"`
+	Rebalance bool           `yaml:"rebalance,omitempty" json:"rebalance,omitempty"`
 }
 
 // SRUnaware reports whether the service is an SF behind an SR proxy.

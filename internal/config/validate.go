@@ -147,6 +147,7 @@ func validate(d *Domain, pos positions) errorAcc {
 	v.services(fmtOK)
 	v.chains()
 	v.proxyUse()
+	v.pools()
 	v.perNode()
 	v.security()
 	v.routing()

@@ -147,7 +147,7 @@ type nodeCollector struct {
 }
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSIDPackets, descSIDBytes, descSIDErrors, descSvcPackets, descSvcDrops, descNotRet, descBoundaryP, descBoundaryB, descUp} {
+	for _, d := range append([]*prometheus.Desc{descSIDPackets, descSIDBytes, descSIDErrors, descSvcPackets, descSvcDrops, descNotRet, descBoundaryP, descBoundaryB, descUp}, poolDescs...) {
 		ch <- d
 	}
 }
@@ -192,6 +192,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(descNotRet, prometheus.GaugeValue, float64(v), node, sid, s.Behavior)
 			case strings.HasPrefix(k, "drop-"):
 				ch <- prometheus.MustNewConstMetric(descSvcDrops, prometheus.CounterValue, float64(v), node, sid, s.Behavior, strings.TrimPrefix(k, "drop-"))
+			case s.Behavior == "pool":
+				poolMetric(ch, node, sid, k, v)
 			}
 		}
 	}

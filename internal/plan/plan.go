@@ -110,6 +110,8 @@ func Build(d *config.Domain) (*Plan, error) {
 	if err := b.chains(); err != nil {
 		return nil, err
 	}
+	b.poolInstanceSegs()
+	b.pools()
 	if err := b.kindServices(); err != nil {
 		return nil, err
 	}

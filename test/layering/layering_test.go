@@ -57,6 +57,7 @@ var layerOf = map[string]int{
 	"test/layering":                top,
 	"test/native":                  top,
 	"test/oam":                     top,
+	"test/pools":                   top,
 	"test/netfilter":               top,
 	"test/proxy":                   top,
 	"test/skipcheck":               top,
@@ -68,6 +69,7 @@ var layerOf = map[string]int{
 	"internal/dataplane/firewall/fwperf":     tools,
 	"internal/dataplane/netfilter/nfperf":    tools,
 	"internal/dataplane/srunaware/proxyperf": tools,
+	"internal/pool/poolperf":                 tools,
 	"internal/dataplane/userspace/usvcperf":  tools,
 	"internal/testutil":                      tools,
 	"internal/svctest":                       tools,
@@ -98,6 +100,8 @@ var layerOf = map[string]int{
 	"internal/dataplane/netfilter": datapath,
 	"internal/dataplane/srunaware": datapath,
 	"internal/dataplane/userspace": datapath,
+	"internal/pool/datapath":       datapath,
+	"internal/health":              datapath,
 	"internal/boundary":            datapath,
 	"internal/localsid":            datapath,
 	"internal/bpfpin":              datapath,
@@ -120,6 +124,7 @@ var layerOf = map[string]int{
 	"internal/service/netfilter": kinds,
 	"internal/service/srunaware": kinds,
 	"internal/service/userspace": kinds,
+	"internal/pool":              kinds,
 
 	"internal/service": seam,
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/segchain/segchain/internal/health"
 	"io"
 	"log/slog"
 	"net"
@@ -249,6 +250,7 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	local := &lockedLocal{Local: local.NewLocal(f.node, f.netns).WithRouter(speaker), key: key, intents: intents}
 	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
 	m.WatchBFD(f.node, speaker)
+	go health.RunNode(ctx, f.netns, nil, log, nil) // this node's pool health checks (docs/pools.md)
 	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
 	defer jr.Close()
 	srv := server.NewServer(local, log, server.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	pooldp "github.com/segchain/segchain/internal/pool/datapath"
 	"net/netip"
 
 	"github.com/segchain/segchain/internal/agent"
@@ -63,6 +64,7 @@ func serviceKinds() []ServiceKind {
 		firewall.NodeKind{},
 		netfilter.NodeKind{},
 		userspace.NodeKind{},
+		pooldp.NodeKind{},
 	}
 }
 

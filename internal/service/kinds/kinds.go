@@ -3,6 +3,7 @@
 package kinds
 
 import (
+	"github.com/segchain/segchain/internal/pool"
 	"github.com/segchain/segchain/internal/service"
 	"github.com/segchain/segchain/internal/service/firewall"
 	"github.com/segchain/segchain/internal/service/netfilter"
@@ -18,6 +19,7 @@ func Registry() *service.Registry {
 		firewall.Kind{},
 		netfilter.Kind{},
 		userspace.Kind{},
+		pool.Kind{},
 	)
 	if err != nil {
 		panic(err) // a duplicate name in the list above: a programming error

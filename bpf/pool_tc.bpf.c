@@ -1,0 +1,587 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* segchain pool selector (internal/pool/datapath, docs/pools.md): a TCX
+ * program on egress of every interface of a chain's headend. The kernel's
+ * seg6 encap route pushes the chain's SID list with the pool's placeholder
+ * SID (its first instance's SID); this program finds that SID in the SRH,
+ * hashes the inner flow (5-tuple, flow label fallback, optionally
+ * canonical so both directions agree) and picks an instance by weighted
+ * rendezvous hashing (HRW) over the instances the liveness map marks up:
+ * every instance has `weight` slots, a slot's score is mix(flow, seed),
+ * the highest score among live slots wins. A failed instance's flows move;
+ * no other flow does. The chosen SID is written into the segment (and the
+ * destination when it is the active one) and the packet re-routed by it.
+ *
+ * Policies when the flow's first choice is down (on_failure): failover
+ * (next best live instance), bypass (the segment is removed from the SRH),
+ * drop. With no live instance, failover falls back to all_down (bypass or
+ * drop). Everything is counted per pool and instance. */
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/seg6.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define POOL_MAX 64       /* pools per headend */
+#define POOL_INST_MAX 8   /* instances per pool */
+#define POOL_SLOTS_MAX 32 /* sum of weights per pool */
+#define POOL_SEGS_MAX 8   /* SRH segments scanned for pool SIDs */
+
+#ifndef barrier_var
+#define barrier_var(var) asm volatile("" : "=r"(var) : "0"(var))
+#endif
+
+#define POOL_TCX_NEXT (-1) /* TC_ACT_UNSPEC: the next TCX program decides */
+#define REROUTE_FAIL (-1000)
+
+#define ETH_LEN 14
+#define IP6_LEN 40
+#define SRH_OFF (ETH_LEN + IP6_LEN)
+#define SEG_OFF(i) (SRH_OFF + 8 + 16 * (i))
+#define DA_OFF (ETH_LEN + 24)
+#define PLEN_OFF (ETH_LEN + 4)
+
+#ifndef AF_INET6
+#define AF_INET6 10
+#endif
+
+/* Packets carrying this mark (the health checker's probes) pass untouched:
+ * a probe names the instance it tests. 0 disables the check. */
+volatile const __u32 pool_probe_mark = 0;
+
+enum pool_flags {
+	POOL_SYMMETRIC = 1 << 0,   /* hash the canonical 5-tuple */
+	POOL_FAIL_BYPASS = 1 << 1, /* on_failure: bypass */
+	POOL_FAIL_DROP = 1 << 2,   /* on_failure: drop */
+	POOL_ALLDOWN_BYPASS = 1 << 3, /* failover with no live instance: bypass (else drop) */
+	POOL_REBALANCE = 1 << 4, /* a recovered instance takes its old flows back */
+};
+
+enum pool_drop_reason {
+	POOL_DROP_NONE = 0,
+	POOL_DROP_POLICY,   /* on_failure/all_down: drop */
+	POOL_DROP_FIB,      /* no route to the chosen SID */
+	POOL_DROP_REWRITE,  /* a helper failed to rewrite the packet */
+	POOL_DROP_BYPASS_LAST, /* bypass of the last segment: nothing to go to */
+	POOL_DROP_MAX,
+};
+
+struct pool_inst {
+	__u8 sid[16];
+	__u32 weight; /* its slots */
+	__u32 pad;
+};
+
+/* pool_slot is one of an instance's weight slots: its seed is
+ * mix64(fnv64a(SID) + r) for the instance's r-th slot, from the SID so
+ * that adding, removing or reordering others never moves its flows. */
+struct pool_slot {
+	__u64 seed;
+	__u32 inst;
+	__u32 pad;
+};
+
+struct pool_conf {
+	__u32 n;       /* instances */
+	__u32 flags;   /* enum pool_flags */
+	__u32 nslots; /* sum of the weights */
+	__u32 pad;
+	struct pool_inst inst[POOL_INST_MAX];
+	struct pool_slot slot[POOL_SLOTS_MAX];
+};
+
+/* pool_stats are one pool's counters (per CPU). */
+struct pool_stats {
+	__u64 inst[POOL_INST_MAX]; /* packets sent to each instance */
+	__u64 moved;   /* packets whose first choice was down (sent elsewhere) */
+	__u64 bypass;  /* packets whose segment was removed */
+	__u64 drop;    /* packets dropped by policy */
+	__u64 errors;  /* dropped: no route, a failed rewrite */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, POOL_MAX);
+	__type(key, struct in6_addr); /* the placeholder SID */
+	__type(value, __u32);         /* the pool's index */
+} pool_sids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, POOL_MAX);
+	__type(key, __u32);
+	__type(value, struct pool_conf);
+} pool_confs SEC(".maps");
+
+/* pool_live: bit i set = instance i healthy. Written by the health checker
+ * (one word: a reader never sees half an update). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, POOL_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} pool_live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, POOL_MAX);
+	__type(key, __u32);
+	__type(value, struct pool_stats);
+} pool_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, POOL_DROP_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} pool_drops SEC(".maps");
+
+/* pool_moved remembers the flows failover moved: they stay where they
+ * went when their instance comes back (only new flows return), unless
+ * the pool rebalances. Forgotten after POOL_STICKY_NS idle or by LRU. */
+#define POOL_STICKY_NS (60ULL * 1000 * 1000 * 1000)
+#define POOL_MOVED_MAX 65536
+
+struct pool_flow_key {
+	__u32 pool;
+	__u32 pad;
+	__u64 hash;
+};
+
+struct pool_moved_val {
+	__u32 inst;
+	__u32 pad;
+	__u64 seen; /* bpf_ktime_get_ns of the last packet */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, POOL_MOVED_MAX);
+	__type(key, struct pool_flow_key);
+	__type(value, struct pool_moved_val);
+} pool_moved SEC(".maps");
+
+/* pool_sticky[id] is set once failover remembered a flow of the pool:
+ * until then (the common case, no failure yet) the LRU lookup above is
+ * skipped. Cleared when the pool is programmed anew. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, POOL_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} pool_sticky SEC(".maps");
+
+/* pool_nh caches the FIB's answer per destination SID for
+ * POOL_NH_TTL_NS: a FIB lookup per packet was most of the selector's
+ * cost (docs/pools.md); a route change reaches the selector within the
+ * TTL. Unresolved neighbours are not cached. */
+#define POOL_NH_TTL_NS (100ULL * 1000 * 1000)
+
+struct pool_nh {
+	__u8 macs[12]; /* destination then source MAC, as in the frame */
+	__u32 ifindex;
+	__u64 expires;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, POOL_MAX * POOL_INST_MAX);
+	__type(key, struct in6_addr);
+	__type(value, struct pool_nh);
+} pool_nhs SEC(".maps");
+
+/* Referenced so that bpf2go emits the Go types (-type). */
+const enum pool_drop_reason *pool_drop_reason_type __attribute__((unused));
+const enum pool_flags *pool_flags_type __attribute__((unused));
+
+/* mix64 is splitmix64's finaliser: every input bit flips each output bit
+ * with probability ~1/2. internal/pool's Mix is the same function. */
+static __always_inline __u64 mix64(__u64 z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* The flow key: both addresses as four 32-bit words in network order
+ * (IPv4: the first word, the rest 0), the ports (or the IPv6 flow label)
+ * and the protocol. internal/pool's FlowKey.Hash hashes the same words. */
+struct flow {
+	__u32 a[4];
+	__u32 b[4];
+	__u16 pa, pb;
+	__u32 proto;
+};
+
+static __always_inline int addr_less(const __u32 *x, const __u32 *y)
+{
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__u32 p = bpf_ntohl(x[i]), q = bpf_ntohl(y[i]);
+		if (p != q)
+			return p < q;
+	}
+	return 0;
+}
+
+static __always_inline __u64 flow_hash(struct flow *f, int symmetric)
+{
+	__u32 *a = f->a, *b = f->b;
+	__u16 pa = f->pa, pb = f->pb;
+	__u64 h = 0x5eedc4a1u;
+
+	if (symmetric && (addr_less(b, a) || (!addr_less(a, b) && pb < pa))) {
+		a = f->b;
+		b = f->a;
+		pa = f->pb;
+		pb = f->pa;
+	}
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		h = mix64(h ^ bpf_ntohl(a[i]));
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+		h = mix64(h ^ bpf_ntohl(b[i]));
+	h = mix64(h ^ (((__u64)pa << 16) | pb));
+	return mix64(h ^ f->proto);
+}
+
+/* inner_flow reads the inner packet at off (after the SRH): IPv6 or IPv4
+ * (nexthdr 41 or 4). Ports of TCP, UDP and SCTP; for anything else, and an
+ * IPv4 fragment, ports 0 (IPv6: the flow label instead). */
+static __always_inline int inner_flow(struct __sk_buff *skb, __u32 off, __u8 nh, struct flow *f)
+{
+	__u16 ports[2] = {0, 0};
+	__u8 proto;
+
+	if (nh == IPPROTO_IPV6) {
+		struct ipv6hdr ip;
+		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)))
+			return -1;
+		__builtin_memcpy(f->a, &ip.saddr, 16);
+		__builtin_memcpy(f->b, &ip.daddr, 16);
+		proto = ip.nexthdr;
+		if (proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP) {
+			if (bpf_skb_load_bytes(skb, off + sizeof(ip), ports, sizeof(ports)))
+				return -1;
+		} else {
+			/* The flow label stands in for the ports (RFC 6437):
+			 * the same on every packet of a flow. */
+			__u32 fl = ((ip.flow_lbl[0] & 0x0f) << 16) | (ip.flow_lbl[1] << 8) | ip.flow_lbl[2];
+			ports[0] = bpf_htons(fl >> 16);
+			ports[1] = bpf_htons(fl & 0xffff);
+		}
+	} else if (nh == IPPROTO_IPIP) {
+		struct iphdr ip;
+		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)))
+			return -1;
+		__builtin_memset(f, 0, sizeof(*f));
+		f->a[0] = ip.saddr;
+		f->b[0] = ip.daddr;
+		proto = ip.protocol;
+		if ((proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP) &&
+		    !(ip.frag_off & bpf_htons(0x1fff))) {
+			if (bpf_skb_load_bytes(skb, off + ip.ihl * 4, ports, sizeof(ports)))
+				return -1;
+		}
+	} else {
+		return -1;
+	}
+	f->pa = bpf_ntohs(ports[0]);
+	f->pb = bpf_ntohs(ports[1]);
+	f->proto = proto;
+	return 0;
+}
+
+/* choose returns the instance of c with the flow's highest live slot in
+ * *live_best and its highest slot overall in *any_best (-1: none). One
+ * flat loop over the slots keeps the verifier's work linear. */
+static __always_inline void choose(struct pool_conf *c, __u32 live, __u64 h, int *any_best, int *live_best)
+{
+	__u64 best_any = 0, best_live = 0;
+	int a = -1, l = -1;
+
+	for (int k = 0; k < POOL_SLOTS_MAX; k++) {
+		if (k >= c->nslots)
+			break;
+		__u32 i = c->slot[k].inst;
+		if (i >= POOL_INST_MAX)
+			continue;
+		__u64 s = mix64(h ^ c->slot[k].seed);
+		if (a < 0 || s > best_any) {
+			best_any = s;
+			a = i;
+		}
+		if (((live >> i) & 1) && (l < 0 || s > best_live)) {
+			best_live = s;
+			l = i;
+		}
+	}
+	*any_best = a;
+	*live_best = l;
+}
+
+static __always_inline int same_sid(const __u8 *a, const __u8 *b)
+{
+	const __u64 *x = (const void *)a, *y = (const void *)b;
+	return x[0] == y[0] && x[1] == y[1];
+}
+
+static __always_inline void count_drop(__u32 reason)
+{
+	__u64 *v = bpf_map_lookup_elem(&pool_drops, &reason);
+	if (v)
+		*v += 1;
+}
+
+/* reroute sends the packet by its (new) destination: the FIB's next hop
+ * (cached per destination), possibly another interface than the one it
+ * was routed to. */
+static __always_inline int reroute(struct __sk_buff *skb)
+{
+	struct bpf_fib_lookup p = {};
+	struct ipv6hdr ip;
+	struct pool_nh nh = {};
+	__u64 now = bpf_ktime_get_ns();
+	long rc;
+
+	if (bpf_skb_load_bytes(skb, ETH_LEN, &ip, sizeof(ip)))
+		return REROUTE_FAIL;
+	struct pool_nh *c = bpf_map_lookup_elem(&pool_nhs, &ip.daddr);
+	if (c && now < c->expires) {
+		nh = *c;
+	} else {
+		p.family = AF_INET6;
+		p.ifindex = skb->ifindex;
+		__builtin_memcpy(p.ipv6_src, &ip.saddr, 16);
+		__builtin_memcpy(p.ipv6_dst, &ip.daddr, 16);
+		rc = bpf_fib_lookup(skb, &p, sizeof(p), BPF_FIB_LOOKUP_OUTPUT);
+		if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+			return bpf_redirect_neigh(p.ifindex, 0, 0, 0);
+		if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+			return REROUTE_FAIL;
+		__builtin_memcpy(nh.macs, p.dmac, ETH_ALEN);
+		__builtin_memcpy(nh.macs + ETH_ALEN, p.smac, ETH_ALEN);
+		nh.ifindex = p.ifindex;
+		nh.expires = now + POOL_NH_TTL_NS;
+		bpf_map_update_elem(&pool_nhs, &ip.daddr, &nh, BPF_ANY);
+	}
+	if (bpf_skb_store_bytes(skb, 0, nh.macs, 2 * ETH_ALEN, 0))
+		return REROUTE_FAIL;
+	if (nh.ifindex == skb->ifindex)
+		return POOL_TCX_NEXT;
+	return bpf_redirect(nh.ifindex, 0);
+}
+
+/* bypass removes segment i (i <= sl) from the SRH: bpf_skb_adjust_room
+ * takes 16 bytes right after the IPv6 header, the segments after i in
+ * memory order (i+1..) are then already where they belong, and the fixed
+ * header and segments 0..i-1 are written back in front of them. */
+static __always_inline int bypass(struct __sk_buff *skb, __u32 i, struct ipv6_sr_hdr *srh, int *da_changed)
+{
+	__u8 segs[POOL_SEGS_MAX][16];
+	struct ipv6_sr_hdr h = *srh;
+	__u16 plen;
+
+	if (i >= POOL_SEGS_MAX || h.first_segment == 0)
+		return -1;
+	for (int k = 0; k < POOL_SEGS_MAX; k++) {
+		if (k >= i)
+			break;
+		if (bpf_skb_load_bytes(skb, SEG_OFF(k), segs[k], 16))
+			return -1;
+	}
+	if (bpf_skb_load_bytes(skb, PLEN_OFF, &plen, 2))
+		return -1;
+	if (bpf_skb_adjust_room(skb, -16, BPF_ADJ_ROOM_NET, 0))
+		return -1;
+	h.hdrlen -= 2;
+	h.first_segment -= 1;
+	*da_changed = 0;
+	if (i == h.segments_left) {
+		/* The active segment goes: the next one becomes active. */
+		h.segments_left -= 1;
+		*da_changed = 1;
+	} else if (i < h.segments_left) {
+		h.segments_left -= 1;
+	}
+	plen = bpf_htons(bpf_ntohs(plen) - 16);
+	if (bpf_skb_store_bytes(skb, PLEN_OFF, &plen, 2, 0) ||
+	    bpf_skb_store_bytes(skb, SRH_OFF, &h, 8, 0))
+		return -1;
+	for (int k = 0; k < POOL_SEGS_MAX; k++) {
+		if (k >= i)
+			break;
+		if (bpf_skb_store_bytes(skb, SEG_OFF(k), segs[k], 16, 0))
+			return -1;
+	}
+	if (*da_changed) {
+		__u32 a = h.segments_left;
+		if (a >= POOL_SEGS_MAX || bpf_skb_load_bytes(skb, SEG_OFF(a), segs[0], 16) ||
+		    bpf_skb_store_bytes(skb, DA_OFF, segs[0], 16, 0))
+			return -1;
+	}
+	return 0;
+}
+
+static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr *srhp, __u32 i, __u32 id, __u32 nsegs, __u8 *seg)
+{
+	struct ipv6_sr_hdr srh = *srhp;
+	struct flow f;
+
+	struct pool_conf *c = bpf_map_lookup_elem(&pool_confs, &id);
+	struct pool_stats *st = bpf_map_lookup_elem(&pool_counters, &id);
+	__u32 *lv = bpf_map_lookup_elem(&pool_live, &id);
+	if (!c || !st || !lv)
+		return POOL_TCX_NEXT;
+	__u32 live = *lv;
+
+	__builtin_memset(&f, 0, sizeof(f));
+	__u64 h = 0;
+	if (inner_flow(skb, SEG_OFF(nsegs), srh.nexthdr, &f) == 0)
+		h = flow_hash(&f, c->flags & POOL_SYMMETRIC);
+
+	int any, pick;
+	choose(c, live, h, &any, &pick);
+	if (any < 0)
+		return POOL_TCX_NEXT;
+
+	/* A flow failover moved stays on its instance while that is live. */
+	struct pool_flow_key fk = {.pool = id, .hash = h};
+	int sticky = 0;
+	__u32 *has_moved = bpf_map_lookup_elem(&pool_sticky, &id);
+	if (!(c->flags & POOL_REBALANCE) && has_moved && *has_moved) {
+		struct pool_moved_val *mv = bpf_map_lookup_elem(&pool_moved, &fk);
+		if (mv) {
+			__u64 now = bpf_ktime_get_ns();
+			if (mv->inst < POOL_INST_MAX && ((live >> mv->inst) & 1) && now - mv->seen < POOL_STICKY_NS) {
+				if (mv->inst != (__u32)any) {
+					pick = mv->inst;
+					sticky = 1;
+				}
+				mv->seen = now;
+			} else {
+				bpf_map_delete_elem(&pool_moved, &fk);
+			}
+		}
+	}
+
+	int action = 0; /* 0: rewrite to pick, 1: bypass, 2: drop */
+	if (pick != any && !sticky) {
+		if (c->flags & POOL_FAIL_BYPASS)
+			action = 1;
+		else if (c->flags & POOL_FAIL_DROP)
+			action = 2;
+		else if (pick < 0)
+			action = (c->flags & POOL_ALLDOWN_BYPASS) ? 1 : 2;
+	}
+	if (action == 2) {
+		st->drop++;
+		count_drop(POOL_DROP_POLICY);
+		return TC_ACT_SHOT;
+	}
+	int da_changed = 0;
+	if (action == 1) {
+		if (i == 0) {
+			st->errors++;
+			count_drop(POOL_DROP_BYPASS_LAST);
+			return TC_ACT_SHOT;
+		}
+		if (bypass(skb, i, &srh, &da_changed)) {
+			st->errors++;
+			count_drop(POOL_DROP_REWRITE);
+			return TC_ACT_SHOT;
+		}
+		st->bypass++;
+	} else {
+		if (pick < 0 || pick >= POOL_INST_MAX)
+			return POOL_TCX_NEXT;
+		/* pick is in range: the mask only shows the verifier so
+		 * (barrier_var: clang would drop a mask it proves useless). */
+		__u32 p = (__u32)pick;
+		barrier_var(p);
+		p &= POOL_INST_MAX - 1;
+		if (pick != any) {
+			st->moved++;
+			if (!sticky && !(c->flags & POOL_REBALANCE)) {
+				struct pool_moved_val mv = {.inst = p, .seen = bpf_ktime_get_ns()};
+				bpf_map_update_elem(&pool_moved, &fk, &mv, BPF_ANY);
+				if (has_moved && !*has_moved)
+					*has_moved = 1;
+			}
+		}
+		st->inst[p]++;
+		if (same_sid(seg, c->inst[p].sid))
+			return POOL_TCX_NEXT; /* the placeholder is the choice */
+		if (bpf_skb_store_bytes(skb, SEG_OFF(i), c->inst[p].sid, 16, 0)) {
+			st->errors++;
+			count_drop(POOL_DROP_REWRITE);
+			return TC_ACT_SHOT;
+		}
+		if (i == srh.segments_left) {
+			if (bpf_skb_store_bytes(skb, DA_OFF, c->inst[p].sid, 16, 0)) {
+				st->errors++;
+				count_drop(POOL_DROP_REWRITE);
+				return TC_ACT_SHOT;
+			}
+			da_changed = 1;
+		}
+	}
+	if (!da_changed)
+		return POOL_TCX_NEXT;
+	int rc = reroute(skb);
+	if (rc == REROUTE_FAIL) {
+		st->errors++;
+		count_drop(POOL_DROP_FIB);
+		return TC_ACT_SHOT;
+	}
+	return rc;
+}
+
+SEC("tcx/egress")
+int pool_out(struct __sk_buff *skb)
+{
+	struct ipv6_sr_hdr srh;
+	struct ipv6hdr ip;
+	__u8 seg[16];
+	__u32 nsegs;
+
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+		return POOL_TCX_NEXT;
+	if (pool_probe_mark && skb->mark == pool_probe_mark)
+		return POOL_TCX_NEXT;
+	if (bpf_skb_load_bytes(skb, ETH_LEN, &ip, sizeof(ip)) || ip.nexthdr != IPPROTO_ROUTING)
+		return POOL_TCX_NEXT;
+	if (bpf_skb_load_bytes(skb, SRH_OFF, &srh, sizeof(srh)) || srh.type != IPV6_SRCRT_TYPE_4)
+		return POOL_TCX_NEXT;
+	nsegs = (__u32)srh.first_segment + 1;
+	if (srh.hdrlen != 2 * nsegs || srh.segments_left > srh.first_segment)
+		return POOL_TCX_NEXT; /* TLVs or malformed: not ours to judge */
+
+	/* Scan the segments still to visit (0..SL) for a pool's SID. One
+	 * pool per packet: a chain with two pools is rewritten at its first
+	 * (segment order: the highest index is visited first). */
+	__u32 i = 0, id = 0;
+	int found = 0;
+	for (int k = POOL_SEGS_MAX - 1; k >= 0; k--) {
+		if (k > srh.segments_left)
+			continue;
+		if (bpf_skb_load_bytes(skb, SEG_OFF(k), seg, 16))
+			return POOL_TCX_NEXT;
+		__u32 *pid = bpf_map_lookup_elem(&pool_sids, seg);
+		if (pid) {
+			i = k;
+			id = *pid;
+			found = 1;
+			break;
+		}
+	}
+	if (!found)
+		return POOL_TCX_NEXT;
+	return pool_apply(skb, &srh, i, id, nsegs, seg);
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,295 @@
+package datapath
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/segchain/segchain/internal/bpfpin"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/pool"
+)
+
+// ProbeMark is the packet mark of the health checker's probes: the
+// selector lets them pass unchanged (a probe names its instance).
+const ProbeMark = 0x5c0029
+
+var prog = bpfpin.Program{Name: "pool", What: "pool selector", Flush: "segchain lab down or datapath.Remove",
+	Load: bpfpin.Parsed(loadPoolTC)}
+
+// Headend is the selector's state in one namespace.
+type Headend struct {
+	netns string
+	dir   string
+	objs  poolTCMaps
+	prog  *ebpf.Program // nil when reopened for the maps only
+	mu    sync.Mutex
+}
+
+// Open loads (or reopens) the selector's pinned maps in netns and attaches
+// the program on egress of every interface that lacks it.
+func Open(netns string) (*Headend, error) {
+	spec, err := prog.Spec()
+	if err != nil {
+		return nil, err
+	}
+	if err := spec.Variables["pool_probe_mark"].Set(uint32(ProbeMark)); err != nil {
+		return nil, fmt.Errorf("set probe mark: %w", err)
+	}
+	_, dir, err := prog.Dir(netns, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	h := &Headend{netns: netns, dir: dir}
+	var objs poolTCObjects
+	if err := prog.Assign(spec, &objs, dir); err != nil {
+		return nil, err
+	}
+	h.objs, h.prog = objs.poolTCMaps, objs.PoolOut
+	if err := attachEgress(netns, dir, h.prog); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// ErrNotInstalled: the namespace has no selector.
+var ErrNotInstalled = errors.New("no pool selector installed")
+
+// Reopen opens the pinned maps of netns's selector (the health checker's
+// and the counters' handle), attaching nothing.
+func Reopen(netns string) (*Headend, error) {
+	_, dir, err := prog.Dir(netns, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pool_live")); err != nil {
+		return nil, fmt.Errorf("%s: %w", netns, ErrNotInstalled)
+	}
+	spec, err := prog.Spec()
+	if err != nil {
+		return nil, err
+	}
+	h := &Headend{netns: netns, dir: dir}
+	if err := prog.Assign(spec, &h.objs, dir); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// attachEgress is bpfpin.AttachAll on egress: links pinned as
+// dir/tcx-<ifindex> (bpfpin.DetachAll removes them).
+func attachEgress(netns, dir string, p *ebpf.Program) error {
+	return nsutil.Do(netns, func() error {
+		l, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		for _, i := range l {
+			if i.Flags&net.FlagLoopback != 0 {
+				continue
+			}
+			pin := filepath.Join(dir, fmt.Sprintf("tcx-%d", i.Index))
+			if _, err := os.Stat(pin); err == nil {
+				continue
+			}
+			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: p, Attach: ebpf.AttachTCXEgress})
+			if err != nil {
+				return fmt.Errorf("attach pool selector to %s: %w", i.Name, err)
+			}
+			if err := lk.Pin(pin); err != nil {
+				lk.Close()
+				return fmt.Errorf("pin link on %s: %w", i.Name, err)
+			}
+			lk.Close()
+		}
+		return nil
+	})
+}
+
+// Close releases the handles; the pinned program and maps stay.
+func (h *Headend) Close() error {
+	if h.prog != nil {
+		h.prog.Close()
+	}
+	return h.objs.Close()
+}
+
+// Remove detaches the selector from netns and removes its pins.
+func Remove(netns string) error {
+	_, dir, err := prog.Dir(netns, false, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return bpfpin.Remove(dir)
+}
+
+// Program writes pools (index = pool id) into the maps. A pool that is new
+// or whose instances changed starts with every instance live; an unchanged
+// pool keeps its liveness (the checker's). Placeholders of pools that are
+// gone are removed.
+func (h *Headend) Program(pools []pool.Pool) error {
+	if len(pools) > pool.MaxPools {
+		return fmt.Errorf("%d pools (at most %d)", len(pools), pool.MaxPools)
+	}
+	want := map[[16]byte]uint32{}
+	for id, p := range pools {
+		if err := p.Validate(); err != nil {
+			return err
+		}
+		c := confOf(p)
+		var old poolTCPoolConf
+		_ = h.objs.PoolConfs.Lookup(uint32(id), &old)
+		if err := h.objs.PoolConfs.Put(uint32(id), c); err != nil {
+			return fmt.Errorf("pool %s: write conf: %w", p.Name, err)
+		}
+		if old != c {
+			if err := h.objs.PoolLive.Put(uint32(id), p.AllLive()); err != nil {
+				return fmt.Errorf("pool %s: write liveness: %w", p.Name, err)
+			}
+			// The moved flows name instances by index: forget them.
+			if err := h.ForgetMoved(id); err != nil {
+				return fmt.Errorf("pool %s: %w", p.Name, err)
+			}
+		}
+		want[p.Placeholder.As16()] = uint32(id)
+	}
+	var k [16]byte
+	var v uint32
+	var stale [][16]byte
+	it := h.objs.PoolSids.Iterate()
+	for it.Next(&k, &v) {
+		if id, ok := want[k]; !ok || id != v {
+			stale = append(stale, k)
+		}
+	}
+	for _, k := range stale {
+		_ = h.objs.PoolSids.Delete(k)
+	}
+	for k, id := range want {
+		if err := h.objs.PoolSids.Put(k, id); err != nil {
+			return fmt.Errorf("write pool SID: %w", err)
+		}
+	}
+	return nil
+}
+
+func confOf(p pool.Pool) poolTCPoolConf {
+	c := poolTCPoolConf{N: uint32(len(p.Instances))}
+	if p.Symmetric {
+		c.Flags |= uint32(poolTCPoolFlagsPOOL_SYMMETRIC)
+	}
+	switch p.OnFailure {
+	case pool.Bypass:
+		c.Flags |= uint32(poolTCPoolFlagsPOOL_FAIL_BYPASS)
+	case pool.Drop:
+		c.Flags |= uint32(poolTCPoolFlagsPOOL_FAIL_DROP)
+	}
+	if p.Rebalance {
+		c.Flags |= uint32(poolTCPoolFlagsPOOL_REBALANCE)
+	}
+	if p.AllDown == pool.Bypass {
+		c.Flags |= uint32(poolTCPoolFlagsPOOL_ALLDOWN_BYPASS)
+	}
+	for i, in := range p.Instances {
+		c.Inst[i] = poolTCPoolInst{Sid: in.SID.As16(), Weight: uint32(in.Weight)}
+	}
+	for k, s := range p.Slots() {
+		c.Slot[k] = poolTCPoolSlot{Seed: s.Seed, Inst: uint32(s.Instance)}
+	}
+	c.Nslots = uint32(len(p.Slots()))
+	return c
+}
+
+// Live is a pool's liveness word (bit i: instance i up).
+func (h *Headend) Live(id int) (uint32, error) {
+	var v uint32
+	err := h.objs.PoolLive.Lookup(uint32(id), &v)
+	return v, err
+}
+
+// SetLive writes a pool's liveness word.
+func (h *Headend) SetLive(id int, word uint32) error {
+	return h.objs.PoolLive.Put(uint32(id), word)
+}
+
+// SetInstance sets or clears one instance's liveness bit (health.Liveness).
+// One writer per headend: the health checker.
+func (h *Headend) SetInstance(id, instance int, up bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w, err := h.Live(id)
+	if err != nil {
+		return fmt.Errorf("read pool %d liveness: %w", id, err)
+	}
+	if up {
+		w |= 1 << instance
+	} else {
+		w &^= 1 << instance
+	}
+	return h.SetLive(id, w)
+}
+
+// Stats are one pool's counters, summed over CPUs.
+type Stats struct {
+	Instances []uint64 `json:"instances"` // packets per instance
+	Moved     uint64   `json:"moved"`     // sent to another instance than the flow's first (down) choice
+	Bypass    uint64   `json:"bypass"`
+	Drop      uint64   `json:"drop"`
+	Errors    uint64   `json:"errors"`
+}
+
+// Stats reads pool id's counters (n instances).
+func (h *Headend) Stats(id, n int) (Stats, error) {
+	var per []poolTCPoolStats
+	if err := h.objs.PoolCounters.Lookup(uint32(id), &per); err != nil {
+		return Stats{}, fmt.Errorf("read pool %d counters: %w", id, err)
+	}
+	s := Stats{Instances: make([]uint64, n)}
+	for _, c := range per {
+		for i := 0; i < n && i < len(c.Inst); i++ {
+			s.Instances[i] += c.Inst[i]
+		}
+		s.Moved += c.Moved
+		s.Bypass += c.Bypass
+		s.Drop += c.Drop
+		s.Errors += c.Errors
+	}
+	return s, nil
+}
+
+// Prog is the selector program (tests run it with BPF_PROG_TEST_RUN).
+func (h *Headend) Prog() *ebpf.Program { return h.prog }
+
+// ForgetMoved drops the flows failover moved in pool id: they return to
+// their first choice (as with rebalance) from the next packet.
+func (h *Headend) ForgetMoved(id int) error {
+	if err := h.objs.PoolSticky.Put(uint32(id), uint32(0)); err != nil {
+		return fmt.Errorf("reset moved flows: %w", err)
+	}
+	var k poolTCPoolFlowKey
+	var v poolTCPoolMovedVal
+	var del []poolTCPoolFlowKey
+	it := h.objs.PoolMoved.Iterate()
+	for it.Next(&k, &v) {
+		if k.Pool == uint32(id) {
+			del = append(del, k)
+		}
+	}
+	for _, k := range del {
+		_ = h.objs.PoolMoved.Delete(k)
+	}
+	return nil
+}
+
+// Dir is the selector's pin directory.
+func (h *Headend) Dir() string { return h.dir }

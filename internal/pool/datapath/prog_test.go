@@ -1,0 +1,347 @@
+package datapath
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/segchain/segchain/internal/nsutil"
+	"math/rand"
+	"net/netip"
+	"testing"
+
+	"github.com/segchain/segchain/internal/pool"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+var (
+	mac    = testutil.MustMAC("02:00:00:00:00:01")
+	peer   = testutil.MustMAC("02:00:00:00:00:02")
+	egress = netip.MustParseAddr("fc00:9::d6")
+	src    = netip.MustParseAddr("fc00:1::1")
+)
+
+func testPool(onFailure string) pool.Pool {
+	return pool.Pool{Name: "fw", Placeholder: netip.MustParseAddr("fc00:2::f1"), OnFailure: onFailure, AllDown: pool.Drop,
+		Instances: []pool.Instance{
+			{Name: "fw-a", SID: netip.MustParseAddr("fc00:2::f1"), Weight: 1},
+			{Name: "fw-b", SID: netip.MustParseAddr("fc00:3::f1"), Weight: 2},
+			{Name: "fw-c", SID: netip.MustParseAddr("fc00:4::f1"), Weight: 1},
+		}}
+}
+
+// frame is H.Encaps of an inner IPv6 UDP (or IPv4 when v4) packet of flow
+// f with SID list [placeholder, egress], SL 1.
+func frame(p pool.Pool, f pool.Flow) []byte {
+	var inner []byte
+	var nh uint8 = 41
+	if f.Src.Is4() {
+		inner = testutil.IPv4(f.Src.String(), f.Dst.String(), 17, false, testutil.L4(f.Sport, f.Dport, []byte("payload!")))
+		nh = 4
+	} else {
+		inner = testutil.IPv6(f.Src, f.Dst, 17, 64, testutil.L4(f.Sport, f.Dport, []byte("payload!")))
+	}
+	srh := testutil.SRH(nh, []netip.Addr{egress, p.Placeholder}, 1, 0, nil, inner)
+	return testutil.Eth(peer, mac, 0x86dd, testutil.IPv6(src, p.Placeholder, 43, 64, srh))
+}
+
+func randFlow(r *rand.Rand, v4 bool) pool.Flow {
+	var a, b [16]byte
+	r.Read(a[:])
+	r.Read(b[:])
+	f := pool.Flow{Sport: uint16(r.Intn(65536)), Dport: uint16(r.Intn(65536)), Proto: 17}
+	if v4 {
+		f.Src = netip.AddrFrom4([4]byte(a[:4]))
+		f.Dst = netip.AddrFrom4([4]byte(b[:4]))
+	} else {
+		f.Src, f.Dst = netip.AddrFrom16(a), netip.AddrFrom16(b)
+	}
+	return f
+}
+
+// fixture is one namespace with a forwarding uplink and the selector,
+// shared by the tests (a namespace and a verified program each would
+// cost seconds on a loaded machine); TestMain removes it.
+var fixture struct {
+	once sync.Once
+	ns   string
+	ifx  uint32
+	h    *Headend
+	err  error
+	done func()
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixture.done != nil {
+		fixture.done()
+	}
+	os.Exit(code)
+}
+
+func openTest(t *testing.T) (*Headend, string, uint32) {
+	testutil.RequireRoot(t)
+	fixture.once.Do(func() {
+		ns := testutil.UniqueName("sct-pool-")
+		if fixture.err = nsutil.Create(ns); fixture.err != nil {
+			return
+		}
+		fixture.done = func() {
+			if fixture.h != nil {
+				fixture.h.Close()
+				_ = Remove(ns)
+			}
+			_ = nsutil.Delete(ns)
+		}
+		fixture.ns = ns
+		fixture.ifx = testutil.Uplink(t, ns, mac, peer)
+		fixture.h, fixture.err = Open(ns)
+	})
+	if fixture.err != nil {
+		t.Fatal(fixture.err)
+	}
+	// Each test starts from no pool and clean counters.
+	if err := fixture.h.Program(nil); err != nil {
+		t.Fatal(err)
+	}
+	for id := 0; id < pool.MaxPools; id++ {
+		_ = fixture.h.objs.PoolConfs.Put(uint32(id), poolTCPoolConf{})
+		_ = fixture.h.objs.PoolCounters.Put(uint32(id), make([]poolTCPoolStats, ebpfCPUs(t)))
+	}
+	return fixture.h, fixture.ns, fixture.ifx
+}
+
+func ebpfCPUs(t *testing.T) int {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// outcome reads what the program did: the instance whose SID the packet
+// now carries (as destination and segment 1), or bypass (one segment
+// less, DA = egress), or drop.
+func outcome(t *testing.T, p pool.Pool, ret uint32, in, out []byte) pool.Decision {
+	t.Helper()
+	if ret == 2 { // TC_ACT_SHOT
+		return pool.Decision{Action: pool.Dropped, Instance: -1}
+	}
+	if len(out) == len(in)-16 {
+		if da := netip.AddrFrom16([16]byte(out[14+24 : 14+40])); da != egress {
+			t.Fatalf("bypass: DA %s, want %s", da, egress)
+		}
+		if out[54+3] != 0 || out[54+4] != 0 || out[54+1] != 2 {
+			t.Fatalf("bypass: SRH % x", out[54:62])
+		}
+		if pl := binary.BigEndian.Uint16(out[18:]); int(pl) != len(out)-54 {
+			t.Fatalf("bypass: payload length %d, want %d", pl, len(out)-54)
+		}
+		if string(out[54+8+16:]) != string(in[54+8+32:]) {
+			t.Fatalf("bypass: inner packet changed")
+		}
+		return pool.Decision{Action: pool.Bypassed, Instance: -1}
+	}
+	da := netip.AddrFrom16([16]byte(out[14+24 : 14+40]))
+	seg := netip.AddrFrom16([16]byte(out[54+8+16 : 54+8+32]))
+	if da != seg {
+		t.Fatalf("DA %s but active segment %s", da, seg)
+	}
+	for i, in := range p.Instances {
+		if in.SID == da {
+			return pool.Decision{Action: pool.Send, Instance: i}
+		}
+	}
+	t.Fatalf("DA %s is no instance", da)
+	return pool.Decision{}
+}
+
+// TestSelectionMatchesModel: the program's choice is the reference
+// model's for random flows (IPv6 and IPv4 inner) under every liveness
+// word and policy; the packet is rewritten as the choice says.
+func TestSelectionMatchesModel(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	r := rand.New(rand.NewSource(29))
+	for _, pol := range []string{pool.Failover, pool.Bypass, pool.Drop} {
+		p := testPool(pol)
+		if err := h.Program([]pool.Pool{p}); err != nil {
+			t.Fatal(err)
+		}
+		for live := uint32(0); live < 8; live++ {
+			if err := h.SetLive(0, live); err != nil {
+				t.Fatal(err)
+			}
+			var fl []pool.Flow
+			var pkts [][]byte
+			for n := 0; n < 40; n++ {
+				f := randFlow(r, n%4 == 0)
+				fl = append(fl, f)
+				pkts = append(pkts, frame(p, f))
+			}
+			rets, outs := runBatch(t, ns, h, ifx, pkts)
+			for n, f := range fl {
+				got := outcome(t, p, rets[n], pkts[n], outs[n])
+				want := p.Decide(live, f.Hash(false))
+				if got.Action != want.Action || got.Instance != want.Instance {
+					t.Fatalf("%s live %03b flow %v: program %v/%d, model %v/%d", pol, live, f, got.Action, got.Instance, want.Action, want.Instance)
+				}
+			}
+		}
+	}
+}
+
+// TestCounters: packets per instance, moved, bypass and drop are counted.
+func TestCounters(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	p := testPool(pool.Failover)
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewSource(7))
+	want := make([]uint64, 3)
+	var moved uint64
+	_ = h.SetLive(0, 0b101) // fw-b down
+	var pkts [][]byte
+	for n := 0; n < 300; n++ {
+		f := randFlow(r, false)
+		d := p.Decide(0b101, f.Hash(false))
+		want[d.Instance]++
+		if d.Moved {
+			moved++
+		}
+		pkts = append(pkts, frame(p, f))
+	}
+	runBatch(t, ns, h, ifx, pkts)
+	st, err := h.Stats(0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if st.Instances[i] != want[i] {
+			t.Errorf("instance %d: %d packets, want %d", i, st.Instances[i], want[i])
+		}
+	}
+	if st.Moved != moved || moved == 0 {
+		t.Errorf("moved %d, want %d (> 0)", st.Moved, moved)
+	}
+}
+
+// TestProbePasses: a packet with the probe mark is never rewritten.
+func TestProbePasses(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	p := testPool(pool.Drop)
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.SetLive(0, 0)
+	in := frame(p, pool.Flow{Src: src, Dst: egress, Sport: 1, Dport: 2, Proto: 17})
+	var ret uint32
+	var out []byte
+	ret, out = runMark(t, ns, h, ifx, in, ProbeMark)
+	if ret == 2 || string(out) != string(in) {
+		t.Fatalf("probe: verdict %d, changed %v", ret, string(out) != string(in))
+	}
+	if ret, _ = testutil.RunTC(t, ns, h.Prog(), ifx, in, 0); ret != 2 {
+		t.Fatalf("unmarked packet with every instance down under drop: verdict %d, want 2 (shot)", ret)
+	}
+}
+
+// runMark is testutil.RunTC with a packet mark.
+func runMark(t *testing.T, ns string, h *Headend, ifx uint32, pkt []byte, mark uint32) (uint32, []byte) {
+	t.Helper()
+	var ret uint32
+	out := make([]byte, len(pkt))
+	err := nsutil.Do(ns, func() error {
+		opts := &ebpf.RunOptions{Data: pkt, DataOut: out, Context: testutil.SkbCtx{Mark: mark, IngressIfindex: ifx, Ifindex: ifx}}
+		var err error
+		ret, err = h.Prog().Run(opts)
+		out = opts.DataOut
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ret, out
+}
+
+// TestRecoveryTakesOnlyNewFlows: a flow failover moved stays on its new
+// instance when the failed one comes back; a new flow whose first choice
+// is the recovered instance goes to it; with rebalance the moved flow
+// returns too.
+func TestRecoveryTakesOnlyNewFlows(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	for _, rebalance := range []bool{false, true} {
+		p := testPool(pool.Failover)
+		p.Rebalance = rebalance
+		p.Name = fmt.Sprintf("fw-%v", rebalance)
+		if err := h.Program([]pool.Pool{p}); err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewSource(3))
+		var old, fresh pool.Flow
+		for found := 0; found < 2; {
+			f := randFlow(r, false)
+			if first, _ := p.Choose(p.AllLive(), f.Hash(false)); first == 1 {
+				if found == 0 {
+					old = f
+				} else {
+					fresh = f
+				}
+				found++
+			}
+		}
+		send := func(f pool.Flow) int {
+			in := frame(p, f)
+			ret, out := testutil.RunTC(t, ns, h.Prog(), ifx, in, 0)
+			return outcome(t, p, ret, in, out).Instance
+		}
+		if got := send(old); got != 1 {
+			t.Fatalf("old flow on %d before the failure, want 1", got)
+		}
+		if err := h.SetInstance(0, 1, false); err != nil {
+			t.Fatal(err)
+		}
+		moved := send(old)
+		if moved == 1 {
+			t.Fatal("old flow stayed on the failed instance")
+		}
+		if err := h.SetInstance(0, 1, true); err != nil {
+			t.Fatal(err)
+		}
+		want := moved
+		if rebalance {
+			want = 1
+		}
+		if got := send(old); got != want {
+			t.Errorf("rebalance %v: old flow on %d after recovery, want %d", rebalance, got, want)
+		}
+		if got := send(fresh); got != 1 {
+			t.Errorf("rebalance %v: new flow on %d after recovery, want 1", rebalance, got)
+		}
+	}
+}
+
+// runBatch is testutil.RunTC for many packets in one visit of the
+// namespace (a loaded machine makes each setns slow).
+func runBatch(t *testing.T, ns string, h *Headend, ifx uint32, pkts [][]byte) ([]uint32, [][]byte) {
+	t.Helper()
+	rets := make([]uint32, len(pkts))
+	outs := make([][]byte, len(pkts))
+	err := nsutil.Do(ns, func() error {
+		for i, pkt := range pkts {
+			opts := &ebpf.RunOptions{Data: pkt, DataOut: make([]byte, len(pkt)), Context: testutil.SkbCtx{IngressIfindex: ifx, Ifindex: ifx}}
+			ret, err := h.Prog().Run(opts)
+			if err != nil {
+				return err
+			}
+			rets[i], outs[i] = ret, opts.DataOut
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rets, outs
+}
