@@ -53,6 +53,8 @@ enum proxy_inner {
 enum proxy_flag {
 	PROXY_F_FLOW = 1, /* End.AD per-flow cache keyed by the inner 5-tuple */
 	PROXY_F_MAC = 2,  /* S-ADDR is a MAC: rewrite L2, no neighbour lookup */
+	PROXY_F_PEER = 4, /* with PROXY_F_MAC: IFACE-OUT is a veth whose peer (the SF's
+			   * end) is in another namespace: bpf_redirect_peer */
 };
 
 enum proxy_drop_reason {
@@ -389,6 +391,16 @@ static __always_inline int to_sf(struct __sk_buff *skb, struct proxy_sid *cfg,
 			return drop(st, PROXY_DROP_INTERNAL);
 		/* dmac and smac are adjacent, like in struct ethhdr. */
 		__builtin_memcpy(eth->h_dest, cfg->dmac, 2 * ETH_ALEN);
+		if (cfg->flags & PROXY_F_PEER) {
+			/* Straight into the ingress of the SF's end of the
+			 * veth, in this softirq: no transmit on IFACE-OUT, no
+			 * backlog queue. The veth would clear the mark when
+			 * crossing namespaces (skb_scrub_packet xnet); the
+			 * peer redirect keeps it, so clear it here: the SF
+			 * sees what it saw through the veth. */
+			skb->mark = 0;
+			return bpf_redirect_peer(cfg->oif, 0);
+		}
 		return bpf_redirect(cfg->oif, 0);
 	}
 	struct bpf_redir_neigh nh = { .nh_family = cfg->nh_family };
