@@ -294,6 +294,11 @@ int nf_in(struct __sk_buff *skb)
 	id = sid->id;
 	if (id >= NF_MAX_SIDS)
 		return TC_ACT_UNSPEC;
+	cfg = bpf_map_lookup_elem(&nf_cfg_map, &zero);
+	/* The loop's own inner end is an L3 device (no Ethernet header): what
+	 * looked like a SID above was inner packet bytes. */
+	if (cfg && cfg->in_ifindex && skb->ingress_ifindex == cfg->in_ifindex)
+		return TC_ACT_UNSPEC;
 	st = bpf_map_lookup_elem(&nf_stats_map, &id);
 	if (st) {
 		st->packets++;
@@ -334,7 +339,6 @@ int nf_in(struct __sk_buff *skb)
 		return drop(st, NF_DROP_TRUNCATED);
 	if ((ver >> 4) != (v4 ? 4 : 6) || (v4 && (ver & 0xf) < 5))
 		return drop(st, NF_DROP_BAD_INNER);
-	cfg = bpf_map_lookup_elem(&nf_cfg_map, &zero);
 	if (!cfg || !cfg->in_ifindex)
 		return drop(st, NF_DROP_NO_LOOP);
 

@@ -14,7 +14,7 @@ import (
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
-// The netfilter loop: a veth pair inside the node. nf_in redirects the
+// The netfilter loop: two devices inside the node. nf_in redirects the
 // decapsulated inner packet into the ingress of LoopIn; a policy rule
 // (priority RulePref: "iif LoopIn lookup Table") sends whatever enters
 // there to Table, whose default routes (IPv4 and IPv6) point out of
@@ -23,9 +23,19 @@ import (
 // POSTROUTING (oif LoopOut) with the node's own rule set and conntrack.
 // Packets nf_out hands to the stack enter through LoopOut's ingress, which
 // no rule diverts: the main table routes them.
+//
+// LoopIn is a persistent tun device (no process attached), not an
+// Ethernet device: a tc redirect into the ingress of a device without a
+// MAC header hands the packet to the stack at once (netif_receive_skb,
+// __bpf_rx_skb_no_mac), where an Ethernet device (the veth of earlier
+// versions) queues it on the CPU's backlog to be received later, a queue
+// and a softirq round per packet (issue #32: End.AN.NF 0.67 -> see
+// docs/netfilter.md, Performance). LoopOut is a veth (nf_out works on
+// Ethernet frames at its egress) whose peer LoopPeer carries nothing.
 const (
 	LoopOut  = nodestate.NFLoopOut
 	LoopIn   = nodestate.NFLoopIn
+	LoopPeer = "sc-nfloop-p"
 	Table    = 20038 // 0x4e46, "NF"
 	RulePref = 99
 	// RouteProto stamps the loop's rules and routes (rtnetlink protocol),
@@ -34,6 +44,12 @@ const (
 	RouteProto = nodestate.ProtoNFLoop
 	loopMTU    = 65535
 )
+
+// TunLoop selects the loop's layout when it is (re)built: true, LoopIn
+// is a tun device (the synchronous hand-off above); false, the layout of
+// earlier versions, LoopIn as LoopOut's veth peer (the tests compare the
+// packets of both).
+var TunLoop = true
 
 var (
 	// The gateways of Table's default routes: neighbours of the NOARP
@@ -78,10 +94,32 @@ func writeSysctl(key, val string) error {
 // nsutil.Do).
 func ensureLoop(nh *netlink.Handle) (loopState, error) {
 	var st loopState
+	// A loop of the other layout (earlier versions: LoopIn was LoopOut's
+	// veth peer) is replaced.
+	if l, err := nh.LinkByName(LoopIn); err == nil {
+		if _, tun := l.(*netlink.Tuntap); tun != TunLoop {
+			if err := removeLoop(nh); err != nil {
+				return st, fmt.Errorf("replace the older netfilter loop: %w", err)
+			}
+		}
+	}
+	peer := LoopPeer
+	if !TunLoop {
+		peer = LoopIn
+	}
 	if _, err := nh.LinkByName(LoopOut); err != nil {
-		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: LoopOut, MTU: loopMTU}, PeerName: LoopIn}
+		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: LoopOut, MTU: loopMTU}, PeerName: peer}
 		if err := nh.LinkAdd(v); err != nil && !errors.Is(err, unix.EEXIST) {
 			return st, fmt.Errorf("create netfilter loop %s: %w", LoopOut, err)
+		}
+	}
+	if _, err := nh.LinkByName(LoopIn); err != nil {
+		// Persistent: it outlives this process; no queue is ever
+		// attached (nothing reads or writes it from userspace).
+		t := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: LoopIn}, Mode: netlink.TUNTAP_MODE_TUN,
+			Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_ONE_QUEUE}
+		if err := nh.LinkAdd(t); err != nil && !errors.Is(err, unix.EEXIST) {
+			return st, fmt.Errorf("create netfilter loop %s: %w", LoopIn, err)
 		}
 	}
 	out, err := nh.LinkByName(LoopOut)
@@ -169,9 +207,11 @@ func removeLoop(nh *netlink.Handle) error {
 			errs = append(errs, fmt.Errorf("delete netfilter loop rule: %w", err))
 		}
 	}
-	if l, err := nh.LinkByName(LoopOut); err == nil {
-		if err := nh.LinkDel(l); err != nil {
-			errs = append(errs, fmt.Errorf("delete netfilter loop: %w", err))
+	for _, name := range []string{LoopOut, LoopIn} {
+		if l, err := nh.LinkByName(name); err == nil {
+			if err := nh.LinkDel(l); err != nil {
+				errs = append(errs, fmt.Errorf("delete netfilter loop %s: %w", name, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
