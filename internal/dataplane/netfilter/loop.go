@@ -27,15 +27,16 @@ import (
 // LoopIn is a persistent tun device (no process attached), not an
 // Ethernet device: a tc redirect into the ingress of a device without a
 // MAC header hands the packet to the stack at once (netif_receive_skb,
-// __bpf_rx_skb_no_mac), where an Ethernet device (the veth of earlier
-// versions) queues it on the CPU's backlog to be received later, a queue
-// and a softirq round per packet (issue #32: End.AN.NF 0.67 -> see
-// docs/netfilter.md, Performance). LoopOut is a veth (nf_out works on
-// Ethernet frames at its egress) whose peer LoopPeer carries nothing.
+// __bpf_rx_skb_no_mac), where an Ethernet device (the veth pair of
+// earlier versions) queues it on the CPU's backlog to be received later,
+// a queue and a softirq round per packet (issue #32, docs/netfilter.md).
+// LoopOut is a persistent tap device (nf_out works on Ethernet frames at
+// its TCX egress, which runs before the device transmits: nothing is ever
+// sent to the absent reader). Neither has a carrier; routes through them
+// work (ignore_routes_with_linkdown is off by default).
 const (
 	LoopOut  = nodestate.NFLoopOut
 	LoopIn   = nodestate.NFLoopIn
-	LoopPeer = "sc-nfloop-p"
 	Table    = 20038 // 0x4e46, "NF"
 	RulePref = 99
 	// RouteProto stamps the loop's rules and routes (rtnetlink protocol),
@@ -43,6 +44,7 @@ const (
 	// observation never takes them for drift.
 	RouteProto = nodestate.ProtoNFLoop
 	loopMTU    = 65535
+	tapMTU     = 65521 // a tap device's maximum (inner packets that big cannot arrive encapsulated anyway)
 )
 
 // TunLoop selects the loop's layout when it is (re)built: true, LoopIn
@@ -94,32 +96,39 @@ func writeSysctl(key, val string) error {
 // nsutil.Do).
 func ensureLoop(nh *netlink.Handle) (loopState, error) {
 	var st loopState
-	// A loop of the other layout (earlier versions: LoopIn was LoopOut's
-	// veth peer) is replaced.
-	if l, err := nh.LinkByName(LoopIn); err == nil {
-		if _, tun := l.(*netlink.Tuntap); tun != TunLoop {
+	// A loop of the other layout (earlier versions: a veth pair) is
+	// replaced.
+	if l, err := nh.LinkByName(LoopOut); err == nil {
+		if _, veth := l.(*netlink.Veth); veth == TunLoop {
 			if err := removeLoop(nh); err != nil {
 				return st, fmt.Errorf("replace the older netfilter loop: %w", err)
 			}
 		}
 	}
-	peer := LoopPeer
 	if !TunLoop {
-		peer = LoopIn
-	}
-	if _, err := nh.LinkByName(LoopOut); err != nil {
-		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: LoopOut, MTU: loopMTU}, PeerName: peer}
-		if err := nh.LinkAdd(v); err != nil && !errors.Is(err, unix.EEXIST) {
-			return st, fmt.Errorf("create netfilter loop %s: %w", LoopOut, err)
+		if _, err := nh.LinkByName(LoopOut); err != nil {
+			v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: LoopOut, MTU: loopMTU}, PeerName: LoopIn}
+			if err := nh.LinkAdd(v); err != nil && !errors.Is(err, unix.EEXIST) {
+				return st, fmt.Errorf("create netfilter loop %s: %w", LoopOut, err)
+			}
 		}
 	}
-	if _, err := nh.LinkByName(LoopIn); err != nil {
-		// Persistent: it outlives this process; no queue is ever
-		// attached (nothing reads or writes it from userspace).
-		t := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: LoopIn}, Mode: netlink.TUNTAP_MODE_TUN,
+	// Persistent tun/tap devices outlive this process; no queue is ever
+	// attached (nothing reads or writes them from userspace).
+	for _, d := range []struct {
+		name string
+		mode netlink.TuntapMode
+	}{{LoopOut, netlink.TUNTAP_MODE_TAP}, {LoopIn, netlink.TUNTAP_MODE_TUN}} {
+		if !TunLoop {
+			break
+		}
+		if _, err := nh.LinkByName(d.name); err == nil {
+			continue
+		}
+		t := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: d.name}, Mode: d.mode,
 			Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_ONE_QUEUE}
 		if err := nh.LinkAdd(t); err != nil && !errors.Is(err, unix.EEXIST) {
-			return st, fmt.Errorf("create netfilter loop %s: %w", LoopIn, err)
+			return st, fmt.Errorf("create netfilter loop %s: %w", d.name, err)
 		}
 	}
 	out, err := nh.LinkByName(LoopOut)
@@ -136,9 +145,14 @@ func ensureLoop(nh *netlink.Handle) (loopState, error) {
 		}
 	}
 	mac := out.Attrs().HardwareAddr
+	outMTU := loopMTU
+	if TunLoop {
+		outMTU = tapMTU
+	}
 	steps := []func() error{
 		func() error { return nh.LinkSetARPOff(out) },
 		func() error { return nh.LinkSetMTU(in, loopMTU) },
+		func() error { return nh.LinkSetMTU(out, outMTU) },
 		func() error { return nh.LinkSetUp(in) },
 		func() error { return nh.LinkSetUp(out) },
 	}
