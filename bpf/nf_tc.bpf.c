@@ -166,12 +166,20 @@ static __always_inline int drop(struct nf_stats *st, __u32 reason)
  * the stack forward the inner packet once, which takes one away again, so
  * the packet leaves End.AN.NF with the TTL it arrived with, as End leaves
  * it. IPv4's header checksum follows (RFC 1624, as ip_decrease_ttl the
- * other way). Direct packet access: the inner header follows the
- * Ethernet header in the linear data (nf_in read it there). */
+ * other way). Direct packet access. */
 static __always_inline int ttl_up(struct __sk_buff *skb, int v4)
 {
+	__u32 need = ETH_HLEN + (v4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr));
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 
+	/* A non-linear skb whose inner header is not in the head (rare: the
+	 * stack and GRO pull headers): pull it in first. */
+	if (data + need > end) {
+		if (bpf_skb_pull_data(skb, need) < 0)
+			return -1;
+		data = (void *)(long)skb->data;
+		end = (void *)(long)skb->data_end;
+	}
 	if (v4) {
 		struct iphdr *ip = data + ETH_HLEN;
 		__u32 c;
