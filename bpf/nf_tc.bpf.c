@@ -42,6 +42,7 @@
 #include "lib/cursor.h"
 #include "lib/ipv6_walk.h"
 #include "lib/drop.h"
+#include "lib/pktcopy.h"
 
 #define NF_MAX_SIDS 64	   /* End.AN.NF SID prefixes per node */
 #define NF_SLOTS 8192	   /* stashed outer headers in flight, all SIDs */
@@ -164,30 +165,43 @@ static __always_inline int drop(struct nf_stats *st, __u32 reason)
 /* ttl_up adds one to the inner TTL / hop limit (below 255): the loop makes
  * the stack forward the inner packet once, which takes one away again, so
  * the packet leaves End.AN.NF with the TTL it arrived with, as End leaves
- * it. IPv4's header checksum follows. off is the inner header's offset. */
-static __always_inline int ttl_up(struct __sk_buff *skb, __u32 off, int v4)
+ * it. IPv4's header checksum follows (RFC 1624, as ip_decrease_ttl the
+ * other way). Direct packet access. */
+static __always_inline int ttl_up(struct __sk_buff *skb, int v4)
 {
-	__u8 b[2];
+	__u32 need = ETH_HLEN + (v4 ? sizeof(struct iphdr) : sizeof(struct ipv6hdr));
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 
-	if (v4) {
-		/* ttl and protocol are one 16-bit word of the checksum. */
-		if (bpf_skb_load_bytes(skb, off + offsetof(struct iphdr, ttl), b, 2) < 0)
+	/* A non-linear skb whose inner header is not in the head (rare: the
+	 * stack and GRO pull headers): pull it in first. */
+	if (data + need > end) {
+		if (bpf_skb_pull_data(skb, need) < 0)
 			return -1;
-		if (b[0] == 255)
-			return 0;
-		__be16 old = *(__be16 *)b;
-		b[0]++;
-		__be16 new = *(__be16 *)b;
-		if (bpf_l3_csum_replace(skb, off + offsetof(struct iphdr, check), old, new, 2) < 0)
-			return -1;
-		return bpf_skb_store_bytes(skb, off + offsetof(struct iphdr, ttl), b, 1, 0);
+		data = (void *)(long)skb->data;
+		end = (void *)(long)skb->data_end;
 	}
-	if (bpf_skb_load_bytes(skb, off + offsetof(struct ipv6hdr, hop_limit), b, 1) < 0)
-		return -1;
-	if (b[0] == 255)
+	if (v4) {
+		struct iphdr *ip = data + ETH_HLEN;
+		__u32 c;
+
+		if ((void *)(ip + 1) > end)
+			return -1;
+		if (ip->ttl == 255)
+			return 0;
+		/* ttl is the high byte of its checksum word: +0x0100 in the
+		 * word is -0x0100 in the checksum (+0xfeff, end-around carry). */
+		c = (__u32)ip->check + bpf_htons(0xfeff);
+		ip->check = (__u16)(c + (c >> 16));
+		ip->ttl++;
 		return 0;
-	b[0]++;
-	return bpf_skb_store_bytes(skb, off + offsetof(struct ipv6hdr, hop_limit), b, 1, 0);
+	}
+	struct ipv6hdr *ip6 = data + ETH_HLEN;
+
+	if ((void *)(ip6 + 1) > end)
+		return -1;
+	if (ip6->hop_limit != 255)
+		ip6->hop_limit++;
+	return 0;
 }
 
 /* stash copies the outer headers (hlen bytes after the Ethernet header)
@@ -227,7 +241,7 @@ static __always_inline __u32 stash(struct __sk_buff *skb, __u32 id, __u64 hlen, 
 		*reason = NF_DROP_INTERNAL;
 		return 0;
 	}
-	if (bpf_skb_load_bytes(skb, ETH_HLEN, s->hdr, hlen) < 0) {
+	if (pkt_copy_from(skb, ETH_HLEN, s->hdr, hlen) < 0) {
 		*reason = NF_DROP_TRUNCATED;
 		return 0;
 	}
@@ -288,6 +302,11 @@ int nf_in(struct __sk_buff *skb)
 	id = sid->id;
 	if (id >= NF_MAX_SIDS)
 		return TC_ACT_UNSPEC;
+	cfg = bpf_map_lookup_elem(&nf_cfg_map, &zero);
+	/* The loop's own inner end is an L3 device (no Ethernet header): what
+	 * looked like a SID above was inner packet bytes. */
+	if (cfg && cfg->in_ifindex && skb->ingress_ifindex == cfg->in_ifindex)
+		return TC_ACT_UNSPEC;
 	st = bpf_map_lookup_elem(&nf_stats_map, &id);
 	if (st) {
 		st->packets++;
@@ -328,7 +347,6 @@ int nf_in(struct __sk_buff *skb)
 		return drop(st, NF_DROP_TRUNCATED);
 	if ((ver >> 4) != (v4 ? 4 : 6) || (v4 && (ver & 0xf) < 5))
 		return drop(st, NF_DROP_BAD_INNER);
-	cfg = bpf_map_lookup_elem(&nf_cfg_map, &zero);
 	if (!cfg || !cfg->in_ifindex)
 		return drop(st, NF_DROP_NO_LOOP);
 
@@ -346,14 +364,13 @@ int nf_in(struct __sk_buff *skb)
 		BPF_F_ADJ_ROOM_FIXED_GSO;
 	if (bpf_skb_adjust_room(skb, -(__s32)hlen, BPF_ADJ_ROOM_MAC, flags) < 0)
 		return drop(st, NF_DROP_ADJUST_ROOM);
-	{
-		__be16 proto = bpf_htons(v4 ? ETH_P_IP : ETH_P_IPV6);
-
-		if (bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto, 2, 0) < 0 ||
-		    bpf_skb_store_bytes(skb, 0, cfg->in_mac, ETH_ALEN, 0) < 0 ||
-		    ttl_up(skb, ETH_HLEN, v4) < 0)
-			return drop(st, NF_DROP_INTERNAL);
-	}
+	eth = pkt_eth(skb);
+	if (!eth)
+		return drop(st, NF_DROP_INTERNAL);
+	eth->h_proto = bpf_htons(v4 ? ETH_P_IP : ETH_P_IPV6);
+	__builtin_memcpy(eth->h_dest, cfg->in_mac, ETH_ALEN);
+	if (ttl_up(skb, v4) < 0)
+		return drop(st, NF_DROP_INTERNAL);
 	if (sid->args_bits)
 		skb->mark = args;
 	skb->tc_index = tag;
@@ -396,15 +413,31 @@ static __always_inline int push_outer(struct __sk_buff *skb, struct nf_slot *s, 
 	}
 	if (rc < 0)
 		return -2;
-	if (bpf_skb_store_bytes(skb, ETH_HLEN, s->hdr, len, 0) < 0)
+	if (pkt_copy_to(skb, ETH_HLEN, s->hdr, len) < 0)
 		return -1;
 	plen = bpf_htons(skb->len - ETH_HLEN - sizeof(struct ipv6hdr));
-	if (nh_off > NF_HDR_MAX)
+	if (nh_off >= len)
 		return -1;
-	if (bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, payload_len), &plen, 2, 0) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN + nh_off, &nh, 1, 0) < 0 ||
-	    bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto, 2, 0) < 0)
-		return -1;
+	/* The outer headers are in the linear data (adjust_room pushed
+	 * them there): plain stores. */
+	{
+		void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+		struct ethhdr *eth = data;
+		struct ipv6hdr *ip6 = data + ETH_HLEN;
+		__u8 *nhp;
+
+		if ((void *)(ip6 + 1) > end)
+			return -1;
+		eth->h_proto = proto;
+		ip6->payload_len = plen;
+		barrier_var(nh_off);
+		if (nh_off > NF_HDR_MAX)
+			return -1;
+		nhp = data + ETH_HLEN + nh_off;
+		if ((void *)(nhp + 1) > end)
+			return -1;
+		*nhp = nh;
+	}
 	return 0;
 }
 
@@ -451,8 +484,8 @@ int nf_out(struct __sk_buff *skb)
 	if (st)
 		st->accepted++;
 
-	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6, sizeof(ip6)) < 0)
-		return drop(st, NF_DROP_INTERNAL);
+	/* The slot holds the outer IPv6 header as sent. */
+	__builtin_memcpy(&ip6, s->hdr, sizeof(ip6));
 	f.family = AF_INET6;
 	f.ifindex = s->ifindex;
 	/* tot_len 0: the helper checks the skb itself against the egress
@@ -463,9 +496,12 @@ int nf_out(struct __sk_buff *skb)
 	__builtin_memcpy(f.ipv6_dst, &ip6.daddr, 16);
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
 	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
-		if (bpf_skb_store_bytes(skb, 0, f.dmac, ETH_ALEN, 0) < 0 ||
-		    bpf_skb_store_bytes(skb, ETH_ALEN, f.smac, ETH_ALEN, 0) < 0)
+		struct ethhdr *eth = pkt_eth(skb);
+
+		if (!eth)
 			return drop(st, NF_DROP_INTERNAL);
+		__builtin_memcpy(eth->h_dest, f.dmac, ETH_ALEN);
+		__builtin_memcpy(eth->h_source, f.smac, ETH_ALEN);
 		return bpf_redirect(f.ifindex, 0);
 	}
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
@@ -476,8 +512,13 @@ int nf_out(struct __sk_buff *skb)
 	 * be another eBPF service of this node). */
 	if (st)
 		st->to_stack++;
-	if (bpf_skb_store_bytes(skb, 0, cfg->out_mac, ETH_ALEN, 0) < 0)
-		return drop(st, NF_DROP_INTERNAL);
+	{
+		struct ethhdr *eth = pkt_eth(skb);
+
+		if (!eth)
+			return drop(st, NF_DROP_INTERNAL);
+		__builtin_memcpy(eth->h_dest, cfg->out_mac, ETH_ALEN);
+	}
 	return bpf_redirect(cfg->out_ifindex, BPF_F_INGRESS);
 }
 

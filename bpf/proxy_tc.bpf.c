@@ -30,6 +30,7 @@
 #include "lib/drop.h"
 #include "lib/icmp6.h"
 #include "lib/icmp4.h"
+#include "lib/pktcopy.h"
 
 #define PROXY_MAX_SIDS 256
 #define PROXY_HDR_MAX 512 /* outer IPv6 + extension headers a cache can hold */
@@ -52,6 +53,8 @@ enum proxy_inner {
 enum proxy_flag {
 	PROXY_F_FLOW = 1, /* End.AD per-flow cache keyed by the inner 5-tuple */
 	PROXY_F_MAC = 2,  /* S-ADDR is a MAC: rewrite L2, no neighbour lookup */
+	PROXY_F_PEER = 4, /* with PROXY_F_MAC: IFACE-OUT is a veth whose peer (the SF's
+			   * end) is in another namespace: bpf_redirect_peer */
 };
 
 enum proxy_drop_reason {
@@ -382,9 +385,22 @@ static __always_inline int to_sf(struct __sk_buff *skb, struct proxy_sid *cfg,
 	if (cfg->inner == PROXY_INNER_ETH)
 		return bpf_redirect(cfg->oif, 0);
 	if (cfg->flags & PROXY_F_MAC) {
-		/* dmac and smac are adjacent, like in struct ethhdr. */
-		if (bpf_skb_store_bytes(skb, 0, cfg->dmac, 2 * ETH_ALEN, 0) < 0)
+		struct ethhdr *eth = pkt_eth(skb);
+
+		if (!eth)
 			return drop(st, PROXY_DROP_INTERNAL);
+		/* dmac and smac are adjacent, like in struct ethhdr. */
+		__builtin_memcpy(eth->h_dest, cfg->dmac, 2 * ETH_ALEN);
+		if (cfg->flags & PROXY_F_PEER) {
+			/* Straight into the ingress of the SF's end of the
+			 * veth, in this softirq: no transmit on IFACE-OUT, no
+			 * backlog queue. The veth would clear the mark when
+			 * crossing namespaces (skb_scrub_packet xnet); the
+			 * peer redirect keeps it, so clear it here: the SF
+			 * sees what it saw through the veth. */
+			skb->mark = 0;
+			return bpf_redirect_peer(cfg->oif, 0);
+		}
 		return bpf_redirect(cfg->oif, 0);
 	}
 	struct bpf_redir_neigh nh = { .nh_family = cfg->nh_family };
@@ -476,12 +492,19 @@ static __always_inline int cache_learn(struct __sk_buff *skb, struct proxy_sid *
 		barrier_var(n);
 		if (n < sizeof(struct ipv6hdr) || n > PROXY_HDR_MAX)
 			return PROXY_DROP_HDR_TOO_LONG;
-		if (bpf_skb_load_bytes(skb, ETH_HLEN, s->hdr, n) < 0)
+		if (pkt_copy_from(skb, ETH_HLEN, s->hdr, n) < 0)
 			return PROXY_DROP_TRUNCATED;
-		/* Apply End to the copy: SL--, DA <- SL, hop limit--. */
-		if (bpf_skb_load_bytes(skb, w->srh_off + IPV6_SRH_FIXED_LEN + (__u32)sl * 16,
-				       &s->hdr[offsetof(struct ipv6hdr, daddr)], 16) < 0)
-			return PROXY_DROP_TRUNCATED;
+		/* Apply End to the copy: SL--, DA <- SL, hop limit--. The
+		 * segment is in the copy (the walk checked the SRH lies
+		 * within the headers). */
+		{
+			__u64 seg = srh_rel + IPV6_SRH_FIXED_LEN + (__u64)sl * 16;
+
+			barrier_var(seg);
+			if (seg + 16 > n || seg > PROXY_HDR_MAX - 16)
+				return PROXY_DROP_TRUNCATED;
+			__builtin_memcpy(&s->hdr[offsetof(struct ipv6hdr, daddr)], &s->hdr[seg], 16);
+		}
 		s->hdr[offsetof(struct ipv6hdr, hop_limit)] = hop - 1;
 		/* The payload length is set per packet on the way out;
 		 * cached as 0 so that packets of different sizes do not
@@ -545,11 +568,11 @@ static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid
 		if (bpf_skb_store_bytes(skb, 0, &ieth, sizeof(ieth), 0) < 0)
 			return drop(st, PROXY_DROP_INTERNAL);
 	} else if (inner == PROXY_INNER_IPV4) {
-		__be16 proto = bpf_htons(ETH_P_IP);
+		struct ethhdr *eth = pkt_eth(skb);
 
-		if (bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto,
-					sizeof(proto), 0) < 0)
+		if (!eth)
 			return drop(st, PROXY_DROP_INTERNAL);
+		eth->h_proto = bpf_htons(ETH_P_IP);
 	}
 	return to_sf(skb, cfg, st, skb->len);
 }
@@ -594,9 +617,12 @@ static __always_inline int forward(struct __sk_buff *skb, struct proxy_stats *st
 		st->out_bytes += skb->len;
 	}
 	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
-		if (bpf_skb_store_bytes(skb, 0, f->dmac, ETH_ALEN, 0) < 0 ||
-		    bpf_skb_store_bytes(skb, ETH_ALEN, f->smac, ETH_ALEN, 0) < 0)
+		struct ethhdr *eth = pkt_eth(skb);
+
+		if (!eth)
 			return drop(st, PROXY_DROP_INTERNAL);
+		__builtin_memcpy(eth->h_dest, f->dmac, ETH_ALEN);
+		__builtin_memcpy(eth->h_source, f->smac, ETH_ALEN);
 		return bpf_redirect(f->ifindex, 0);
 	}
 	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
@@ -663,15 +689,29 @@ static __always_inline int outbound_am(struct __sk_buff *skb, struct proxy_stats
 static __always_inline int write_outer(struct __sk_buff *skb, const struct proxy_cache *ce,
 				       __u64 len, __u32 tot, __u32 nh_off, __u8 inner_nh)
 {
-	__be16 plen = bpf_htons(tot - sizeof(struct ipv6hdr));
-	__be16 proto = bpf_htons(ETH_P_IPV6);
+	void *data, *end;
+	struct ethhdr *eth;
+	struct ipv6hdr *ip6;
+	__u8 *nhp;
 
-	if (bpf_skb_store_bytes(skb, offsetof(struct ethhdr, h_proto), &proto, sizeof(proto), 0) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN, ce->hdr, len, 0) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, payload_len), &plen,
-				sizeof(plen), 0) < 0 ||
-	    bpf_skb_store_bytes(skb, ETH_HLEN + nh_off, &inner_nh, 1, 0) < 0)
+	if (pkt_copy_to(skb, ETH_HLEN, ce->hdr, len) < 0)
 		return -1;
+	/* The pushed headers are in the linear data: plain stores. */
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	eth = data;
+	ip6 = data + ETH_HLEN;
+	if ((void *)(ip6 + 1) > end)
+		return -1;
+	eth->h_proto = bpf_htons(ETH_P_IPV6);
+	ip6->payload_len = bpf_htons(tot - sizeof(struct ipv6hdr));
+	barrier_var(nh_off);
+	if (nh_off > PROXY_HDR_MAX)
+		return -1;
+	nhp = data + ETH_HLEN + nh_off;
+	if ((void *)(nhp + 1) > end)
+		return -1;
+	*nhp = inner_nh;
 	return 0;
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
-// The netfilter loop: a veth pair inside the node. nf_in redirects the
+// The netfilter loop: two devices inside the node. nf_in redirects the
 // decapsulated inner packet into the ingress of LoopIn; a policy rule
 // (priority RulePref: "iif LoopIn lookup Table") sends whatever enters
 // there to Table, whose default routes (IPv4 and IPv6) point out of
@@ -23,6 +23,17 @@ import (
 // POSTROUTING (oif LoopOut) with the node's own rule set and conntrack.
 // Packets nf_out hands to the stack enter through LoopOut's ingress, which
 // no rule diverts: the main table routes them.
+//
+// LoopIn is a persistent tun device (no process attached), not an
+// Ethernet device: a tc redirect into the ingress of a device without a
+// MAC header hands the packet to the stack at once (netif_receive_skb,
+// __bpf_rx_skb_no_mac), where an Ethernet device (the veth pair of
+// earlier versions) queues it on the CPU's backlog to be received later,
+// a queue and a softirq round per packet (issue #32, docs/netfilter.md).
+// LoopOut is a persistent tap device (nf_out works on Ethernet frames at
+// its TCX egress, which runs before the device transmits: nothing is ever
+// sent to the absent reader). Neither has a carrier; routes through them
+// work (ignore_routes_with_linkdown is off by default).
 const (
 	LoopOut  = nodestate.NFLoopOut
 	LoopIn   = nodestate.NFLoopIn
@@ -33,7 +44,14 @@ const (
 	// observation never takes them for drift.
 	RouteProto = nodestate.ProtoNFLoop
 	loopMTU    = 65535
+	tapMTU     = 65521 // a tap device's maximum (inner packets that big cannot arrive encapsulated anyway)
 )
+
+// TunLoop selects the loop's layout when it is (re)built: true, LoopIn
+// is a tun device (the synchronous hand-off above); false, the layout of
+// earlier versions, LoopIn as LoopOut's veth peer (the tests compare the
+// packets of both).
+var TunLoop = true
 
 var (
 	// The gateways of Table's default routes: neighbours of the NOARP
@@ -78,10 +96,39 @@ func writeSysctl(key, val string) error {
 // nsutil.Do).
 func ensureLoop(nh *netlink.Handle) (loopState, error) {
 	var st loopState
-	if _, err := nh.LinkByName(LoopOut); err != nil {
-		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: LoopOut, MTU: loopMTU}, PeerName: LoopIn}
-		if err := nh.LinkAdd(v); err != nil && !errors.Is(err, unix.EEXIST) {
-			return st, fmt.Errorf("create netfilter loop %s: %w", LoopOut, err)
+	// A loop of the other layout (earlier versions: a veth pair) is
+	// replaced.
+	if l, err := nh.LinkByName(LoopOut); err == nil {
+		if _, veth := l.(*netlink.Veth); veth == TunLoop {
+			if err := removeLoop(nh); err != nil {
+				return st, fmt.Errorf("replace the older netfilter loop: %w", err)
+			}
+		}
+	}
+	if !TunLoop {
+		if _, err := nh.LinkByName(LoopOut); err != nil {
+			v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: LoopOut, MTU: loopMTU}, PeerName: LoopIn}
+			if err := nh.LinkAdd(v); err != nil && !errors.Is(err, unix.EEXIST) {
+				return st, fmt.Errorf("create netfilter loop %s: %w", LoopOut, err)
+			}
+		}
+	}
+	// Persistent tun/tap devices outlive this process; no queue is ever
+	// attached (nothing reads or writes them from userspace).
+	for _, d := range []struct {
+		name string
+		mode netlink.TuntapMode
+	}{{LoopOut, netlink.TUNTAP_MODE_TAP}, {LoopIn, netlink.TUNTAP_MODE_TUN}} {
+		if !TunLoop {
+			break
+		}
+		if _, err := nh.LinkByName(d.name); err == nil {
+			continue
+		}
+		t := &netlink.Tuntap{LinkAttrs: netlink.LinkAttrs{Name: d.name}, Mode: d.mode,
+			Flags: netlink.TUNTAP_NO_PI | netlink.TUNTAP_ONE_QUEUE}
+		if err := nh.LinkAdd(t); err != nil && !errors.Is(err, unix.EEXIST) {
+			return st, fmt.Errorf("create netfilter loop %s: %w", d.name, err)
 		}
 	}
 	out, err := nh.LinkByName(LoopOut)
@@ -98,9 +145,14 @@ func ensureLoop(nh *netlink.Handle) (loopState, error) {
 		}
 	}
 	mac := out.Attrs().HardwareAddr
+	outMTU := loopMTU
+	if TunLoop {
+		outMTU = tapMTU
+	}
 	steps := []func() error{
 		func() error { return nh.LinkSetARPOff(out) },
 		func() error { return nh.LinkSetMTU(in, loopMTU) },
+		func() error { return nh.LinkSetMTU(out, outMTU) },
 		func() error { return nh.LinkSetUp(in) },
 		func() error { return nh.LinkSetUp(out) },
 	}
@@ -169,9 +221,11 @@ func removeLoop(nh *netlink.Handle) error {
 			errs = append(errs, fmt.Errorf("delete netfilter loop rule: %w", err))
 		}
 	}
-	if l, err := nh.LinkByName(LoopOut); err == nil {
-		if err := nh.LinkDel(l); err != nil {
-			errs = append(errs, fmt.Errorf("delete netfilter loop: %w", err))
+	for _, name := range []string{LoopOut, LoopIn} {
+		if l, err := nh.LinkByName(name); err == nil {
+			if err := nh.LinkDel(l); err != nil {
+				errs = append(errs, fmt.Errorf("delete netfilter loop %s: %w", name, err))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/bpfpin"
@@ -225,6 +226,13 @@ func (n *Node) config(s Spec, id uint32, ifs map[string]net.Interface) (proxyTCP
 		cfg.Flags |= uint8(flagMAC)
 		copy(cfg.Dmac[:], s.MAC)
 		copy(cfg.Smac[:], oif.HardwareAddr)
+		peer, err := n.peerElsewhere(oif.Index)
+		if err != nil {
+			return proxyTCProxySid{}, fmt.Errorf("%s: oif %s: %w", s.SID, s.OIF, err)
+		}
+		if peer {
+			cfg.Flags |= uint8(flagPeer)
+		}
 	case s.NH.Is4():
 		cfg.NhFamily = unix.AF_INET
 		a := s.NH.As4()
@@ -266,7 +274,38 @@ func (n *Node) putStaticCache(s Spec, id uint32) error {
 const (
 	flagFlow = proxyTCProxyFlag(1)
 	flagMAC  = proxyTCProxyFlag(2)
+	flagPeer = proxyTCProxyFlag(4)
 )
+
+// PeerRedirect lets the inbound half of a proxy with a MAC S-ADDR hand
+// the packet straight to the ingress of the SF's end of the link
+// (bpf_redirect_peer) when IFACE-OUT is a veth whose peer lives in another
+// namespace: no transmit on IFACE-OUT and no backlog queue (issue #32,
+// docs/proxies.md "Fast path"). It is read when a SID is installed; false
+// installs every SID with the classic redirect (the tests compare the two
+// paths' packets byte for byte).
+var PeerRedirect = true
+
+// peerElsewhere reports whether interface idx of the node is a veth whose
+// peer is in another namespace (rtnetlink reports the peer's netns id only
+// then): the condition of bpf_redirect_peer, which drops the packet if the
+// peer is in the same namespace.
+func (n *Node) peerElsewhere(idx int) (bool, error) {
+	if !PeerRedirect {
+		return false, nil
+	}
+	var peer bool
+	err := nsutil.Do(n.netns, func() error {
+		l, err := netlink.LinkByIndex(idx)
+		if err != nil {
+			return err
+		}
+		_, veth := l.(*netlink.Veth)
+		peer = veth && l.Attrs().NetNsID >= 0
+		return nil
+	})
+	return peer, err
+}
 
 type proxyTCProxyFlag uint8
 
@@ -498,6 +537,9 @@ type Status struct {
 	ID       uint32       `json:"id"`
 	Counters Counters     `json:"counters"`
 	Cache    []CacheEntry `json:"cache,omitempty"`
+	// PeerRedirect: packets to the SF enter its end of the veth directly
+	// (bpf_redirect_peer; see PeerRedirect).
+	PeerRedirect bool `json:"peer-redirect,omitempty"`
 }
 
 // CacheEntry is one cached encapsulation (per SID, or per flow).
@@ -558,7 +600,7 @@ func (n *Node) Show() ([]Status, error) {
 	}
 	var out []Status
 	for _, e := range ents {
-		st := Status{ID: e.cfg.Id, Spec: specOf(e, names)}
+		st := Status{ID: e.cfg.Id, Spec: specOf(e, names), PeerRedirect: e.cfg.Flags&uint8(flagPeer) != 0}
 		if st.Counters, err = n.counters(e.cfg.Id); err != nil {
 			return nil, err
 		}

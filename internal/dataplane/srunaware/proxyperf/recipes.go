@@ -5,17 +5,23 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"os/exec"
 	"strings"
 
 	"github.com/segchain/segchain/internal/dataplane/srunaware"
 	"github.com/segchain/segchain/internal/perf"
 )
 
-// The pass-through SF of recipe k lives in the SUT itself: a veth pair
-// pxK (IFACE-OUT/IN of the proxy) <-> sfK whose packets a policy rule sends
-// straight back (iif sfK -> default via pxK). Each crossing is one more IPv6
-// forward through the stack, the same for every recipe; keeping it in the
-// SUT namespace means the driver's teardown removes it.
+// The pass-through SF of recipe k: a veth pair pxK (IFACE-OUT/IN of the
+// proxy) <-> sfK whose far end forwards every packet straight back (default
+// via pxK). Each crossing is one more IPv6 forward through the stack, the
+// same for every recipe. On the local netns testbed sfK lives in a
+// namespace of its own, as an SF in a container or another node does (and
+// as the proxies' bpf_redirect_peer fast path needs, docs/proxies.md); its
+// work still runs in the SUT's softirq, so its CPU time is the SUT's. A
+// testbed that cannot register cleanups gets the older layout: sfK in the
+// SUT, sent back by a policy rule (iif sfK -> default via pxK).
 
 func sfNames(k int) (px, sf string) { return fmt.Sprintf("px%d", k), fmt.Sprintf("sf%d", k) }
 
@@ -33,8 +39,20 @@ type sfInfo struct {
 	pxMAC, sfMAC net.HardwareAddr
 }
 
+// sfNetns is recipe k's SF namespace ("" on testbeds that cannot clean it
+// up, see above).
+func sfNetns(env *perf.Env, k int) string {
+	if env.Cleanup == nil || env.Do == nil {
+		return ""
+	}
+	return fmt.Sprintf("segperf-sf%d-%d", k, os.Getpid())
+}
+
 // setupSF builds the pass-through SF of recipe k.
 func setupSF(env *perf.Env, k int) (sfInfo, error) {
+	if ns := sfNetns(env, k); ns != "" {
+		return setupSFNetns(env, k, ns)
+	}
 	px, sf := sfNames(k)
 	pxMAC := net.HardwareAddr{0x02, 0x5f, 0, 0, byte(k), 1}
 	sfMAC := net.HardwareAddr{0x02, 0x5f, 0, 0, byte(k), 2}
@@ -191,6 +209,54 @@ func dx6Encaps(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	inner := ipv6(src, perf.Addr("dst", k, 1), 17, udp(p.Size-48))
 	list := []netip.Addr{perf.Addr("sid", k, 1)}
 	return eth(env, ipv6(src, perf.Addr("sid", k, 1), 43, srh(41, list, 0, inner))), nil
+}
+
+// setupSFNetns builds the SF of recipe k in namespace ns (created here,
+// deleted when the testbed goes down).
+func setupSFNetns(env *perf.Env, k int, ns string) (sfInfo, error) {
+	px, sf := sfNames(k)
+	pxMAC := net.HardwareAddr{0x02, 0x5f, 0, 0, byte(k), 1}
+	sfMAC := net.HardwareAddr{0x02, 0x5f, 0, 0, byte(k), 2}
+	// Recipes are set up again for every run: start from scratch.
+	for _, c := range [][]string{
+		{"ip", "link", "del", px},
+		{"ip", "-6", "rule", "del", "priority", fmt.Sprint(100 + k)},
+		{"ip", "-6", "route", "flush", "table", fmt.Sprint(2000 + k)},
+	} {
+		_, _ = env.Run(c...)
+	}
+	_ = exec.Command("ip", "netns", "del", ns).Run()
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		return sfInfo{}, fmt.Errorf("ip netns add %s: %w: %s", ns, err, out)
+	}
+	env.Cleanup(func() error { return exec.Command("ip", "netns", "del", ns).Run() })
+	cmds := [][]string{
+		{"ip", "link", "add", px, "address", pxMAC.String(), "type", "veth", "peer", sf, "address", sfMAC.String(), "netns", ns},
+		{"sysctl", "-qw", "net.ipv6.conf." + px + ".forwarding=1"},
+		{"ip", "link", "set", px, "up"},
+		{"ip", "-6", "addr", "add", sfAddr(k, 1).String() + "/64", "dev", px, "nodad"},
+		// Next hops are addresses nobody owns, resolved by permanent
+		// neighbour entries (no ND in the measurement).
+		{"ip", "-6", "neigh", "replace", sfHop(k).String(), "lladdr", sfMAC.String(), "dev", px, "nud", "permanent"},
+	}
+	if err := runAll(env, cmds); err != nil {
+		return sfInfo{}, err
+	}
+	for _, c := range [][]string{
+		{"sysctl", "-qw", "net.ipv6.conf.all.forwarding=1"},
+		{"ip", "link", "set", "lo", "up"},
+		{"ip", "link", "set", sf, "up"},
+		{"ip", "-6", "addr", "add", sfSide(k, 2).String() + "/64", "dev", sf, "nodad"},
+		{"ip", "-6", "neigh", "replace", nodeHop(k).String(), "lladdr", pxMAC.String(), "dev", sf, "nud", "permanent"},
+		// The SF: whatever enters sfK goes back out of sfK to the node.
+		{"ip", "-6", "route", "replace", "default", "via", nodeHop(k).String(), "dev", sf},
+	} {
+		full := append([]string{"netns", "exec", ns}, c...)
+		if out, err := exec.Command("ip", full...).CombinedOutput(); err != nil {
+			return sfInfo{}, fmt.Errorf("%s (netns %s): %w: %s", strings.Join(c, " "), ns, err, out)
+		}
+	}
+	return sfInfo{px, sf, pxMAC, sfMAC}, nil
 }
 
 func runAll(env *perf.Env, cmds [][]string) error {
