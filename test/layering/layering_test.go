@@ -126,6 +126,7 @@ var layerOf = map[string]int{
 
 	"internal/srh":                 leaves,
 	"internal/sid":                 leaves,
+	"internal/csid":                leaves,
 	"internal/fwrule":              leaves,
 	"internal/nsutil":              leaves,
 	"internal/nodelock":            leaves,
