@@ -57,6 +57,7 @@ var layerOf = map[string]int{
 	"test/layering":                top,
 	"test/native":                  top,
 	"test/oam":                     top,
+	"test/usid":                    top,
 	"test/netfilter":               top,
 	"test/proxy":                   top,
 	"test/skipcheck":               top,

@@ -1,0 +1,226 @@
+package usid
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/segchain/segchain/internal/agent/local"
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/plan"
+	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
+)
+
+// withFormat writes example file with sid.format set into a temporary
+// directory (secrets are copied along) and returns its path.
+func withFormat(t *testing.T, file, format string) string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = regexp.MustCompile(`(?m)^name: (.*)$`).ReplaceAll(b, []byte("name: $1\nsid: {format: "+format+"}"))
+	// An SRH match on a node's SIDs names its locator; in f3216 the
+	// previous segment is a container in nfv1's uN locator (docs/usid.md).
+	b = []byte(strings.Replace(string(b), `- "-m srh --srh-psid fc00:2::/64 --inner-src fc00:1a::/64 -j ACCEPT"`,
+		`- "-m srh --srh-psid fc00:2::/64 --inner-src fc00:1a::/64 -j ACCEPT"
+        - "-m srh --srh-psid fcbb:bb00:200::/40 --inner-src fc00:1a::/64 -j ACCEPT"`, 1))
+	dir := t.TempDir()
+	out := filepath.Join(dir, filepath.Base(file))
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(must(filepath.Abs(filepath.Dir(file))), "secrets"), filepath.Join(dir, "secrets")); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// lab is one example domain applied in one format.
+type lab struct {
+	*labenv.Env
+	p *plan.Plan
+}
+
+func up(t *testing.T, file, format string) *lab {
+	t.Helper()
+	e := labenv.New(t, labenv.Options{File: withFormat(t, file, format), Prefix: "us"})
+	if _, err := e.Session(e.Domain).Apply(context.Background()); err != nil {
+		t.Fatalf("apply %s: %v", format, err)
+	}
+	p, err := plan.Build(e.Domain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lab{Env: e, p: p}
+}
+
+// hopCounters returns the packet counter of every chain hop's SID entry,
+// keyed "chain[i] service".
+func (l *lab) hopCounters(t *testing.T) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	byNode := map[string][]netip.Prefix{}
+	cnt := map[string]map[netip.Prefix]uint64{}
+	for _, c := range l.p.Chains {
+		for i, h := range c.Hops {
+			if _, ok := cnt[h.Node]; !ok {
+				cs, err := local.NewLocal(h.Node, l.NS(h.Node)).Counters(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				cnt[h.Node] = map[netip.Prefix]uint64{}
+				for _, x := range cs {
+					cnt[h.Node][x.SID] = x.Packets
+					byNode[h.Node] = append(byNode[h.Node], x.SID)
+				}
+			}
+			key := fmt.Sprintf("%s[%d] %s", c.Name, i, h.Service)
+			for _, p := range byNode[h.Node] {
+				if p.Contains(h.SID) {
+					out[key] = cnt[h.Node][p]
+				}
+			}
+		}
+	}
+	return out
+}
+
+// defaultTraffic is three packets of every chain of the default domain,
+// sent from s by scapy.
+const defaultTraffic = `
+for i in range(3):
+    send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/ICMPv6EchoRequest(id=7, seq=i)/b"web", verbose=0)
+    send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=4000+i, dport=6001)/b"filtered", verbose=0)
+    send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=4000+i, dport=5001)/b"insert6", verbose=0)
+    send(IPv6(src="fc00:1a::a", dst="fc00:4d::d")/TCP(sport=4000+i, dport=8080, flags="S"), verbose=0)
+    send(IP(src="198.18.1.10", dst="198.18.4.13")/ICMP(id=7, seq=i)/b"legacy4", verbose=0)
+`
+
+// innerAtD is what d receives, as tshark dissects it (sorted): the
+// original packets, whatever the format carried them in.
+func (l *lab) run(t *testing.T) (deltas map[string]uint64, inner []string) {
+	t.Helper()
+	// One round first: neighbour discovery and the SF path settle.
+	if err := testutil.Ping(l.NS("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
+		t.Fatalf("warm-up ping through web: %v", err)
+	}
+	before := l.hopCounters(t)
+	c := testutil.StartInboundCapture(t, l.NS("d"), "eth-egress", "ip6 or ip", 15)
+	testutil.RunScapyIn(t, l.NS("s"), defaultTraffic)
+	pkts := testutil.Tshark(t, c.Wait(10*time.Second), "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "ipv6.hlim",
+		"ip.ttl", "udp.dstport", "tcp.dstport", "icmpv6.type", "icmp.type", "data.data", "ipv6.routing.segleft")
+	for _, p := range pkts {
+		var f []string
+		for _, k := range []string{"ip.src", "ip.dst", "ipv6.src", "ipv6.hlim", "ip.ttl", "udp.dstport", "tcp.dstport", "icmpv6.type", "icmp.type", "data.data"} {
+			f = append(f, k+"="+strings.Join(p[k], "|"))
+		}
+		// The last destination: the SRH of insert6 differs by format
+		// (containers vs full SIDs); the destination it reached does not.
+		if d := p["ipv6.dst"]; len(d) > 0 {
+			f = append(f, "dst="+d[len(d)-1])
+		}
+		inner = append(inner, strings.Join(f, " "))
+	}
+	sort.Strings(inner)
+	after := l.hopCounters(t)
+	deltas = map[string]uint64{}
+	for k, v := range after {
+		deltas[k] = v - before[k]
+	}
+	return deltas, inner
+}
+
+// TestDefaultDomainF3216SameAsFull applies the default domain in full and
+// in f3216 format, one after the other, sends the same packets and wants
+// the same per-hop counters and the same packets at d.
+func TestDefaultDomainF3216SameAsFull(t *testing.T) {
+	file := "../../examples/default.yaml"
+	var deltas [2]map[string]uint64
+	var inner [2][]string
+	for i, format := range []string{config.SIDFormatFull, config.SIDFormatF3216} {
+		t.Run(format, func(t *testing.T) {
+			l := up(t, file, format)
+			deltas[i], inner[i] = l.run(t)
+			if len(inner[i]) != 15 {
+				t.Errorf("d received %d packets, want 15:\n%s", len(inner[i]), strings.Join(inner[i], "\n"))
+			}
+			// Services shared by several chains count every chain's
+			// packets; each hop counts some.
+			for k, v := range deltas[i] {
+				if v < 3 {
+					t.Errorf("%s: hop %s counted %d packets, want at least 3", format, k, v)
+				}
+			}
+			if format == config.SIDFormatF3216 {
+				l.checkWire(t)
+			}
+		})
+	}
+	if t.Failed() {
+		return
+	}
+	if diff := cmp.Diff(deltas[0], deltas[1]); diff != "" {
+		t.Errorf("per-hop counters differ (-full +f3216):\n%s", diff)
+	}
+	if diff := cmp.Diff(inner[0], inner[1]); diff != "" {
+		t.Errorf("packets at d differ (-full +f3216):\n%s", diff)
+	}
+}
+
+// checkWire looks at chain web's packets on the wire at nfv1 with tshark:
+// no SRH (the whole chain in the destination address), and the DA read by
+// rfcDecode gives exactly the chain's hops.
+func (l *lab) checkWire(t *testing.T) {
+	t.Helper()
+	var web plan.Chain
+	for _, c := range l.p.Chains {
+		if c.Name == "web" {
+			web = c
+		}
+	}
+	c := testutil.StartCapture(t, l.NS("nfv1"), "eth-r1", "ip6 and ip6[6] == 41", 1)
+	if err := testutil.Ping(l.NS("s"), netip.MustParseAddr("fc00:4d::d"), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	pkts := testutil.Tshark(t, c.Wait(5*time.Second), "ipv6.dst", "ipv6.nxt", "ipv6.routing.type", "frame.len")
+	if len(pkts) == 0 {
+		t.Fatal("no encapsulated packet at nfv1")
+	}
+	p := pkts[0]
+	if got := p["ipv6.nxt"]; len(got) == 0 || got[0] != "41" || len(p["ipv6.routing.type"]) != 0 {
+		t.Errorf("outer next header %v, routing types %v: want IPv6-in-IPv6 without an SRH", got, p["ipv6.routing.type"])
+	}
+	da := netip.MustParseAddr(p.First("ipv6.dst"))
+	block, seq, err := rfcDecode(da)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if netip.PrefixFrom(netip.AddrFrom16([16]byte{block[0], block[1], block[2], block[3]}), 32) != netip.MustParsePrefix(config.DefaultUSIDBlock) {
+		t.Errorf("block of %s: %x", da, block)
+	}
+	var want []netip.Addr
+	for _, h := range web.Hops {
+		want = append(want, h.SID)
+	}
+	if diff := cmp.Diff(want, seq, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("C-SIDs of %s (-hops +decoded):\n%s", da, diff)
+	}
+}
