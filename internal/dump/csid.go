@@ -87,7 +87,6 @@ func (p *Printer) usidJSON(b []byte, a netip.Addr, info SIDInfo) []byte {
 	return append(b, '}')
 }
 
-
 // appendCSID appends a C-SID as hex digits without 0x, as addresses
 // write it (02d0).
 func appendCSID(b []byte, v uint32, bits int) []byte {
