@@ -171,11 +171,13 @@ func TestDefaultDomainF3216SameAsFull(t *testing.T) {
 			}
 			if format == config.SIDFormatF3216 {
 				l.checkWire(t)
+				l.checkBoundary(t)
+				l.checkMalformed(t)
 			}
 		})
 	}
-	if t.Failed() {
-		return
+	if t.Failed() || deltas[0] == nil || deltas[1] == nil {
+		return // a subtest failed or was not run (-run .../f3216)
 	}
 	if diff := cmp.Diff(deltas[0], deltas[1]); diff != "" {
 		t.Errorf("per-hop counters differ (-full +f3216):\n%s", diff)
@@ -223,4 +225,86 @@ func (l *lab) checkWire(t *testing.T) {
 	if diff := cmp.Diff(want, seq, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("C-SIDs of %s (-hops +decoded):\n%s", da, diff)
 	}
+}
+
+// checkBoundary: a uSID chain sent from outside (host s, through the
+// ingress' boundary interface) is dropped there and counted: the block is
+// in the domain's SID space.
+func (l *lab) checkBoundary(t *testing.T) {
+	t.Helper()
+	drops := func() uint64 {
+		cs, err := local.NewLocal("ingress", l.NS("ingress")).BoundaryCounters(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, c := range cs {
+			if c.Iface == "eth-s" && strings.HasPrefix(c.Reason, "sid-space") {
+				n += c.Packets
+			}
+		}
+		return n
+	}
+	before := drops()
+	c := testutil.StartInboundCapture(t, l.NS("d"), "eth-egress", "udp port 7777", 0)
+	testutil.RunScapyIn(t, l.NS("s"), `
+for i in range(5):
+    send(IPv6(src="fc00:1a::a", dst="fcbb:bb00:2d0:3c7:4b6::")/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7777)/b"outside", verbose=0)
+`)
+	if got := waitAtLeast(drops, before+5); got != before+5 {
+		t.Errorf("boundary sid-space drops at ingress eth-s: +%d, want +5", got-before)
+	}
+	if n := c.Count(); n != 0 {
+		t.Errorf("%d uSID packets from outside reached d", n)
+	}
+}
+
+// checkMalformed: containers sent from inside the domain (the ingress)
+// with invalid padding (a uSID after the end-of-container zero) or an
+// unknown uSID in a node's space are dropped, counted by the kernel
+// (Ip6InNoRoutes of the node that shifted or received them), and never
+// reach d.
+func (l *lab) checkMalformed(t *testing.T) {
+	t.Helper()
+	noRoutes := func(node string) func() uint64 {
+		return func() uint64 {
+			out := testutil.Exec(t, l.NS(node), "cat", "/proc/net/snmp6")
+			for _, line := range strings.Split(out, "\n") {
+				if f := strings.Fields(line); len(f) == 2 && f[0] == "Ip6InNoRoutes" {
+					var v uint64
+					fmt.Sscan(f[1], &v)
+					return v
+				}
+			}
+			t.Fatalf("no Ip6InNoRoutes in %s's /proc/net/snmp6", node)
+			return 0
+		}
+	}
+	n1 := noRoutes("nfv1")
+	before := n1()
+	c := testutil.StartInboundCapture(t, l.NS("d"), "eth-egress", "udp port 7778", 0)
+	testutil.RunScapyIn(t, l.NS("ingress"), `
+inner = IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7778)/b"bad"
+for i in range(3):
+    send(IPv6(src="fc00:1::1", dst="fcbb:bb00:2d0:0:3c7:4b6::", nh=41)/inner, verbose=0)  # padding
+    send(IPv6(src="fc00:1::1", dst="fcbb:bb00:2ff:4b6::", nh=41)/inner, verbose=0)  # unknown uSID 02ff on nfv1
+`)
+	if got := waitAtLeast(n1, before+6); got < before+6 {
+		t.Errorf("nfv1 Ip6InNoRoutes +%d, want +6 (3 bad padding, 3 unknown uSID)", got-before)
+	}
+	if n := c.Count(); n != 0 {
+		t.Errorf("%d malformed-container packets reached d", n)
+	}
+}
+
+// waitAtLeast polls f until it reaches want (a condition, not a timed
+// assertion: the deadline only bounds a failing test).
+func waitAtLeast(f func() uint64, want uint64) uint64 {
+	deadline := time.Now().Add(5 * time.Second)
+	v := f()
+	for v < want && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		v = f()
+	}
+	return v
 }
