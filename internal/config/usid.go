@@ -59,6 +59,13 @@ func (d *Domain) USIDNode(n string) uint32 { return uint32(d.Nodes[n].ID) << 8 }
 // End.X): a uSID of theirs may sit anywhere in a container.
 var shifting = map[string]bool{"End": true, "End.X": true}
 
+// csidKind is a service kind whose data path understands uSID containers
+// (it shifts them on End); CSIDRefusal says why one service of it cannot
+// take a uSID ("" when it can).
+type csidKind interface {
+	CSIDRefusal(block any, dir string) string
+}
+
 // USIDReason says why SID-table entry key (a service name, EgressKey or
 // ReturnKey) keeps a full SID in a compressed domain; "" means it gets a
 // uSID. The reasons are what plan prints for a mixed chain.
@@ -68,10 +75,16 @@ func (d *Domain) USIDReason(key string) string {
 	}
 	if s, ok := d.Services[key]; ok && s != nil {
 		switch {
-		case s.Served():
-			return "kind " + s.Kind + ": its eBPF program matches a full SID (containers are not parsed there yet)"
 		case s.SID != "" || s.Function != "":
 			return "its SID or FUNCT is pinned"
+		case s.Served():
+			if k, ok := s.ServiceKind().(csidKind); ok {
+				if r := k.CSIDRefusal(s.KindBlock(), d.Dir); r != "" {
+					return "kind " + s.Kind + ": " + r
+				}
+				return ""
+			}
+			return "kind " + s.Kind + ": its data path matches a full SID (containers are not parsed there yet)"
 		case !shifting[s.Behavior]:
 			return s.Behavior + ": the kernel's next-csid flavor exists for End and End.X only"
 		}

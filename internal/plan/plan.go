@@ -487,8 +487,8 @@ func (b *builder) services() error {
 			// kindServices).
 			f := b.d.Format()
 			sid := netip.PrefixFrom(a, 128)
-			if k.MatchesArgs() {
-				sid = b.d.SIDPrefix(a)
+			if k.MatchesArgs() || b.isUSID(a) {
+				sid = b.sidPrefix(a)
 			}
 			b.p.SIDs = append(b.p.SIDs, SIDInfo{SID: sid, Node: s.Node, Service: name,
 				Behavior: s.EffectiveBehavior(), LocatorBits: f.LocatorBits, FunctionBits: f.FunctionBits, Args: f.ArgsBits})
@@ -774,7 +774,8 @@ func (b *builder) kindServices() error {
 	for _, name := range names {
 		s := b.d.Services[name]
 		in := b.d.KindInput(name)
-		in.SID, in.Prefix, in.Segs = b.sids[name], b.d.SIDPrefix(b.sids[name]), b.afterSegs[name]
+		in.SID, in.Prefix, in.Segs = b.sids[name], b.sidPrefix(b.sids[name]), b.afterSegs[name]
+		b.usidInput(&in)
 		svc, err := s.ServiceKind().Plan(in)
 		if err != nil {
 			errs = append(errs, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/csid"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/service"
 )
 
 // Compressed SIDs (sid.format: f3216, docs/usid.md). Every compressible
@@ -146,4 +147,14 @@ func (b *builder) usidNotes(name string, hops []Hop) {
 		}
 		b.p.Notes = append(b.p.Notes, fmt.Sprintf("chains.%s: %s keeps a full SID: %s", name, h.Service, b.d.USIDReason(key)))
 	}
+}
+
+// usidInput tells a service kind its SID is a uSID: no ARGS, the C-SID
+// lengths its data path shifts with.
+func (b *builder) usidInput(in *service.Input) {
+	if !b.isUSID(in.SID) {
+		return
+	}
+	in.ArgsBits = 0
+	in.CSIDLBLen, in.CSIDNFLen = b.csid.Block.Bits(), b.csid.NFLen
 }
