@@ -105,7 +105,7 @@ func (b *builder) pack(hops []Hop, segs []netip.Addr) []netip.Addr {
 	ch := make([]csid.Hop, len(segs))
 	for i, a := range segs {
 		if v, ok := b.csid.Value(a); ok {
-			ch[i] = csid.Hop{USID: true, Value: v, Last: i < len(hops) && !shifts(hops[i].Behavior)}
+			ch[i] = csid.Hop{USID: true, Value: v, Last: i < len(hops) && !b.hopShifts(hops[i])}
 		} else {
 			ch[i] = csid.Hop{Full: a}
 		}
@@ -114,6 +114,21 @@ func (b *builder) pack(hops []Hop, segs []netip.Addr) []netip.Addr {
 }
 
 func shifts(behavior string) bool { return behavior == "End" || behavior == "End.X" }
+
+// hopShifts reports whether a uSID hop goes on with the next uSID of its
+// container: native End/End.X (the kernel's next-csid) and the services of
+// kinds that took a uSID (they understand containers). An egress
+// decapsulates: its uSID ends the container.
+func (b *builder) hopShifts(h Hop) bool {
+	s := b.d.Services[h.Service]
+	if s == nil {
+		return false
+	}
+	if s.Served() {
+		return true
+	}
+	return shifts(s.Behavior)
+}
 
 // encapMode is the kernel mode of a chain's encapsulation: a chain that is
 // all uSIDs uses the reduced form (H.Encaps.Red: the first container only

@@ -23,11 +23,14 @@ import (
 
 // withFormat writes example file with sid.format set into a temporary
 // directory (secrets are copied along) and returns its path.
-func withFormat(t *testing.T, file, format string) string {
+func withFormat(t *testing.T, file, format string, edits ...func(string) string) string {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, e := range edits {
+		b = []byte(e(string(b)))
 	}
 	b = regexp.MustCompile(`(?m)^name: (.*)$`).ReplaceAll(b, []byte("name: $1\nsid: {format: "+format+"}"))
 	// An SRH match on a node's SIDs names its locator; in f3216 the
@@ -59,9 +62,9 @@ type lab struct {
 	p *plan.Plan
 }
 
-func up(t *testing.T, file, format string) *lab {
+func up(t *testing.T, file, format string, edits ...func(string) string) *lab {
 	t.Helper()
-	e := labenv.New(t, labenv.Options{File: withFormat(t, file, format), Prefix: "us"})
+	e := labenv.New(t, labenv.Options{File: withFormat(t, file, format, edits...), Prefix: "us"})
 	if _, err := e.Session(e.Domain).Apply(context.Background()); err != nil {
 		t.Fatalf("apply %s: %v", format, err)
 	}
