@@ -25,6 +25,7 @@ func perfRegistry() (*perf.Registry, error) {
 	recipes = append(recipes, fwperf.Recipes()...)
 	recipes = append(recipes, nfperf.Recipes()...)
 	recipes = append(recipes, usvcperf.Recipes()...)
+	recipes = append(recipes, perf.USIDRecipes()...)
 	return perf.NewRegistry(recipes...)
 }
 
