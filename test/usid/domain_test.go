@@ -127,7 +127,13 @@ func (l *lab) run(t *testing.T) (deltas map[string]uint64, inner []string) {
 	}
 	before := l.hopCounters(t)
 	c := testutil.StartInboundCapture(t, l.NS("d"), "eth-egress", "ip6 or ip", 15)
+	// The SR-unaware SF behind nfv1's End.AD (chain firewalled): it must
+	// see the plain inner packet in both formats.
+	sf := testutil.StartInboundCapture(t, l.NS("sf1"), "eth-nfv1", "tcp port 8080", 3)
 	testutil.RunScapyIn(t, l.NS("s"), defaultTraffic)
+	for _, p := range testutil.Tshark(t, sf.Wait(10*time.Second), "ipv6.src", "ipv6.dst", "ipv6.nxt", "tcp.dstport") {
+		inner = append(inner, fmt.Sprintf("sf1 sees %v %v nxt %v tcp %v", p["ipv6.src"], p["ipv6.dst"], p["ipv6.nxt"], p["tcp.dstport"]))
+	}
 	pkts := testutil.Tshark(t, c.Wait(10*time.Second), "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "ipv6.hlim",
 		"ip.ttl", "udp.dstport", "tcp.dstport", "icmpv6.type", "icmp.type", "data.data", "ipv6.routing.segleft")
 	for _, p := range pkts {
@@ -162,8 +168,13 @@ func TestDefaultDomainF3216SameAsFull(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			l := up(t, file, format)
 			deltas[i], inner[i] = l.run(t)
-			if len(inner[i]) != 15 {
-				t.Errorf("d received %d packets, want 15:\n%s", len(inner[i]), strings.Join(inner[i], "\n"))
+			if len(inner[i]) != 18 {
+				t.Errorf("d received / sf1 saw %d packets, want 15 + 3:\n%s", len(inner[i]), strings.Join(inner[i], "\n"))
+			}
+			for _, p := range inner[i] {
+				if strings.HasPrefix(p, "sf1 ") && p != "sf1 sees [fc00:1a::a] [fc00:4d::d] nxt [6] tcp [8080]" {
+					t.Errorf("the SF's view: %s, want the plain inner packet", p)
+				}
 			}
 			// Services shared by several chains count every chain's
 			// packets; each hop counts some.
