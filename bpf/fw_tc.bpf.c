@@ -29,6 +29,7 @@
 #include <linux/seg6.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "lib/csid.h"
 
 #include "lib/cursor.h"
 #include "lib/ipv6.h"
@@ -109,6 +110,11 @@ enum fw_drop_reason {
 struct fw_inst {
 	__u32 id;
 	__u32 slot;
+	/* A uSID instance (RFC 9800 F3216: 32/16): go-next shifts the
+	 * container (lib/csid.h); 0/0 for a full SID. */
+	__u8 csid_lblen;
+	__u8 csid_nflen;
+	__u16 pad;
 };
 
 struct fw_sid_key {
@@ -784,20 +790,32 @@ static __noinline int icmp_error(struct __sk_buff *skb, struct fw_stats *st, __u
  * SegList[sl], SL <- sl, then forwards by FIB (hop limit decremented) or
  * hands the packet to the stack when the FIB cannot forward it (a local
  * SID, an lwt route ...). */
+static __always_inline int forward_da(struct __sk_buff *skb, struct fw_stats *st, __u32 srh_off,
+				      __u8 sl, __u8 hop, const struct in6_addr *src, const struct in6_addr *da);
+
 static __always_inline int segment(struct __sk_buff *skb, struct fw_scratch *sc, struct fw_stats *st, __u32 srh_off,
 				   __u8 sl, __u8 hop, const struct in6_addr *src)
 {
-	struct bpf_fib_lookup f = {};
 	struct in6_addr da;
-	int rc;
 
 	if (load_sid(skb, sc, srh_off, sl, &da) < 0)
 		return drop(st, FW_DROP_TRUNCATED);
+	return forward_da(skb, st, srh_off, sl, hop, src, &da);
+}
+
+/* forward_da writes DA (and SL when srh_off is set: a shifted uSID
+ * container keeps SL and may have no SRH) and forwards. */
+static __always_inline int forward_da(struct __sk_buff *skb, struct fw_stats *st, __u32 srh_off,
+				      __u8 sl, __u8 hop, const struct in6_addr *src, const struct in6_addr *da)
+{
+	struct bpf_fib_lookup f = {};
+	int rc;
+
 	f.family = AF_INET6;
 	f.ifindex = skb->ingress_ifindex;
 	f.tot_len = skb->len - ETH_HLEN;
 	__builtin_memcpy(f.ipv6_src, src, 16);
-	__builtin_memcpy(f.ipv6_dst, &da, 16);
+	__builtin_memcpy(f.ipv6_dst, da, 16);
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
 	if (rc == BPF_FIB_LKUP_RET_SUCCESS || rc == BPF_FIB_LKUP_RET_NO_NEIGH) {
 		/* We forward: the hop limit is ours to decrement. */
@@ -807,10 +825,10 @@ static __always_inline int segment(struct __sk_buff *skb, struct fw_scratch *sc,
 	} else {
 		rc = -1; /* the stack decides (and answers a too-big packet) */
 	}
-	if (bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, daddr), &da, sizeof(da),
+	if (bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, daddr), da, sizeof(*da),
 				BPF_F_RECOMPUTE_CSUM) < 0 ||
-	    bpf_skb_store_bytes(skb, srh_off + offsetof(struct ipv6_sr_hdr, segments_left), &sl, 1,
-				BPF_F_RECOMPUTE_CSUM) < 0 ||
+	    (srh_off && bpf_skb_store_bytes(skb, srh_off + offsetof(struct ipv6_sr_hdr, segments_left), &sl, 1,
+					    BPF_F_RECOMPUTE_CSUM) < 0) ||
 	    bpf_skb_store_bytes(skb, ETH_HLEN + offsetof(struct ipv6hdr, hop_limit), &hop, 1,
 				BPF_F_RECOMPUTE_CSUM) < 0)
 		return drop(st, FW_DROP_INTERNAL);
@@ -832,6 +850,7 @@ struct fw_parsed {
 	__u32 srh_off; /* offset of the SRH (with p->has_srh) */
 	__u8 sl;       /* its Segments Left */
 	__u8 hop;      /* the outer Hop Limit */
+	__u8 csid_lblen, csid_nflen; /* the instance's uSID format (fw_inst) */
 };
 
 /* fw_parse is the parse stage: it reads the packet once into sc->p (the
@@ -915,6 +934,12 @@ static __always_inline int fw_parse(struct __sk_buff *skb, struct fw_scratch *sc
 		if (nh == IPPROTO_IPIP)
 			return inner4(skb, sc, p, off, lim);
 		p->dst = p->lsid; /* insert mode: the final destination */
+	} else if (nh == IPPROTO_IPV6) {
+		/* Reduced encapsulation without an SRH (one segment, or a
+		 * whole uSID chain in the DA): the original is inner too. */
+		return inner6(skb, sc, p, off, lim);
+	} else if (nh == IPPROTO_IPIP) {
+		return inner4(skb, sc, p, off, lim);
 	}
 	/* Plain or insert mode: the upper layer after the remaining extension
 	 * headers (the chain's bound counts them all). */
@@ -1009,6 +1034,21 @@ static __always_inline int fw_act(struct __sk_buff *skb, const struct fw_table *
 	default:
 		return drop(st, FW_DROP_INTERNAL);
 	}
+	if (v->action == FW_ACT_GO_NEXT && o->csid_nflen) {
+		/* A uSID: End with NEXT-C-SID (RFC 9800 4.1.1). While the
+		 * container holds another uSID the DA shifts and SL stays;
+		 * a consumed container goes on as a full SID does. */
+		/* The scratch's next-SID slot holds the new DA: classification is
+		 * over, and a local copy would overflow the 512-byte stack. */
+		struct in6_addr *da = &sc->p.nsid;
+
+		*da = ip6->daddr;
+		if (csid_next(da, o->csid_lblen, o->csid_nflen)) {
+			if (st)
+				st->go_next++;
+			return forward_da(skb, st, sc->p.has_srh ? o->srh_off : 0, sl, o->hop, &sc->p.osrc, da);
+		}
+	}
 	if (!sc->p.has_srh || sl == 0) {
 		/* No next segment: the packet is for this node. */
 		if (st)
@@ -1072,6 +1112,8 @@ int fw_tc(struct __sk_buff *skb)
 	r = fw_parse(skb, sc, t, ip6, &o);
 	if (r >= 0)
 		return drop(st, r);
+	o.csid_lblen = inst->csid_lblen;
+	o.csid_nflen = inst->csid_nflen;
 	r = fw_match(skb, t, tid, sc, st, &v);
 	if (r >= 0)
 		return drop(st, r);

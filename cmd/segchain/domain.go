@@ -662,8 +662,9 @@ func printStatus(w io.Writer, st *controller.Status, verbose bool) {
 	for _, ch := range st.Chains {
 		fmt.Fprintf(w, "chain %s: %s at %s, table %d, match %s\n", ch.Name, ch.Mode, ch.Ingress, ch.Table, ch.Match)
 		for i, h := range ch.Hops {
-			fmt.Fprintf(w, "  %d. %-28s %-8s %-20s %s\n", i+1, h.SID, h.Node, h.Service, h.Behavior)
+			fmt.Fprintf(w, "  %d. %-28s %-8s %-20s %s%s\n", i+1, h.SID, h.Node, h.Service, h.Behavior, usidForm(ch.Chain, h.SID))
 		}
+		printPushed(w, ch.Chain)
 	}
 	printPaths(w, st.Chains, verbose)
 	fmt.Fprintln(w)

@@ -231,6 +231,9 @@ func resolverFromDomain(path string) (dump.SIDResolver, error) {
 	for _, s := range p.SIDs {
 		infos = append(infos, dump.SIDInfo{SID: s.SID, Node: s.Node, Service: s.Service, Behavior: s.Behavior,
 			LocatorBits: s.LocatorBits, FunctionBits: s.FunctionBits, ArgsBits: s.Args})
+		if f := d.USIDFormat(); d.Compressed() && f.Block.Contains(s.SID.Addr()) {
+			infos[len(infos)-1].CSID = f
+		}
 	}
 	return dump.NewTable(infos), nil
 }

@@ -27,6 +27,7 @@ func perfRegistry() (*perf.Registry, error) {
 	recipes = append(recipes, nfperf.Recipes()...)
 	recipes = append(recipes, usvcperf.Recipes()...)
 	recipes = append(recipes, poolperf.Recipes()...)
+	recipes = append(recipes, perf.USIDRecipes()...)
 	return perf.NewRegistry(recipes...)
 }
 

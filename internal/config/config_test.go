@@ -124,7 +124,7 @@ chains:
 	tr := true
 	want := &Domain{
 		Name:     "defaults",
-		SID:      SIDFormat{64, 48, 16},
+		SID:      SIDFormat{LocatorBits: 64, FunctionBits: 48, ArgsBits: 16},
 		Nodes:    map[string]*Node{"in": {Role: "edge", ID: 1, Locator: "fc00:1::/64"}, "out": {Role: "edge", ID: 2, Locator: "fc00:2::/64"}},
 		Services: map[string]*Service{"s": {Node: "out", Behavior: "End", Params: Params{Count: &tr}}},
 		Chains: map[string]*Chain{"c": {
@@ -146,7 +146,7 @@ chains:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.SID != (SIDFormat{64, 48, 0}) {
+	if d.SID != (SIDFormat{LocatorBits: 64, FunctionBits: 48}) {
 		t.Errorf("SID format = %+v, want 64/48/0", d.SID)
 	}
 }

@@ -28,6 +28,8 @@ var fieldDoc = map[string]string{
 	"SIDFormat.locator_bits":  "Bits of the locator (default 64, at least 16). Every node locator must be a prefix of exactly this length.",
 	"SIDFormat.function_bits": "Bits of FUNCT after the locator (default 48, at most 64).",
 	"SIDFormat.args_bits":     "Bits of ARGS after FUNCT (default 16, at most 64). locator_bits+function_bits+args_bits ≤ 128.",
+	"SIDFormat.format":        "full (default: every SID is 128 bits) or f3216: compressed SIDs (RFC 9800 NEXT-C-SID, uSIDs of 16 bits after a 32-bit block): each SR node gets the uN locator block:ID00::/40 (node id ≤ 255), compressible functions (native End, End.X, and the decapsulating egress behaviours) get one uSID each and chains pack them into containers (docs/usid.md).",
+	"SIDFormat.block":         "The f3216 locator block, a /32 (default fcbb:bb00::/32); must not overlap a locator or a link prefix.",
 
 	"Node":         "One machine (a network namespace in the lab).",
 	"Node.role":    "host (traffic source/sink outside the SR domain), ingress (classifies, pushes SID lists), egress (decapsulates), router (plain IPv6 transit), nfv (hosts service functions), edge (ingress and egress) or sf (runs an SR-unaware service function: a leaf like a host, but it forwards).",
@@ -153,6 +155,7 @@ var schemaEnum = map[string][]any{
 	"Routing.mode":      strs(RoutingModes),
 	"Match.family":      {4, 6},
 	"Firewall.policy":   {PolicyAccept, PolicyDrop},
+	"SIDFormat.format":  strs(SIDFormats),
 }
 
 // schemaExtra adds keywords per field.

@@ -30,6 +30,11 @@ type SIDFormat struct {
 	LocatorBits  int `yaml:"locator_bits,omitempty" json:"locator_bits,omitempty"`
 	FunctionBits int `yaml:"function_bits,omitempty" json:"function_bits,omitempty"`
 	ArgsBits     int `yaml:"args_bits,omitempty" json:"args_bits,omitempty"`
+	// Format is full (default: 128-bit SIDs) or f3216 (RFC 9800 NEXT-C-SID
+	// uSIDs: a 32-bit block, 16-bit uSIDs; see usid.go and docs/usid.md).
+	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+	// Block is the f3216 locator block (default fcbb:bb00::/32).
+	Block string `yaml:"block,omitempty" json:"block,omitempty"`
 }
 
 // Node roles.

@@ -152,6 +152,7 @@ func validate(d *Domain, pos positions) errorAcc {
 	v.security()
 	v.routing()
 	v.checkLoopsAndOverlaps()
+	v.usid()
 	if len(v.errs) == 0 {
 		if _, err := d.SIDs(); err != nil {
 			v.errf("services", "allocate SIDs: %v", err)

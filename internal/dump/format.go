@@ -198,6 +198,7 @@ func (p *Printer) appendLine(b []byte, r *Record) []byte {
 		b = appendTLVsLine(b, s.TLVs)
 	} else {
 		b = append(b, " no-srh"...)
+		b = p.appendNoSRHContainer(b, pk.Dst)
 	}
 	b = append(b, " | "...)
 	b = appendInnerSummary(b, &r.Inner, pk)
@@ -218,6 +219,9 @@ func (p *Printer) appendAnnotation(b []byte, a netip.Addr) []byte {
 	if info.Behavior != "" {
 		b = append(b, ' ')
 		b = append(b, info.Behavior...)
+	}
+	if info.isContainer() {
+		return append(p.appendUSIDs(b, a, info), ')')
 	}
 	if info.ArgsBits > 0 {
 		_, args := info.Structure(a)
@@ -496,6 +500,9 @@ func (p *Printer) appendAnnotationTree(b []byte, a netip.Addr) []byte {
 	if info.Behavior != "" {
 		b = append(b, " behavior "...)
 		b = append(b, info.Behavior...)
+	}
+	if info.isContainer() {
+		return p.appendUSIDs(b, a, info)
 	}
 	if info.LocatorBits > 0 {
 		funct, args := info.Structure(a)

@@ -175,7 +175,9 @@ func (p *Printer) appendSegJSON(b []byte, i int, a netip.Addr, state string, inS
 			b = jS(b, "service", info.Service)
 		}
 		b = jS(b, "behavior", info.Behavior)
-		if info.LocatorBits > 0 {
+		if info.isContainer() {
+			b = p.usidJSON(b, a, info)
+		} else if info.LocatorBits > 0 {
 			funct, args := info.Structure(a)
 			b = jkey(b, "locator")
 			b = append(b, '"')

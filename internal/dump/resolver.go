@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
+
+	"github.com/segchain/segchain/internal/csid"
 )
 
 // SIDInfo describes one SID of the domain: who owns it and its structure
@@ -16,6 +18,9 @@ type SIDInfo struct {
 	LocatorBits  int
 	FunctionBits int
 	ArgsBits     int
+	// CSID is set when the SID is a uSID (RFC 9800 C-SID): addresses it
+	// covers are containers, decoded by the printers (csid.go).
+	CSID csid.Format
 }
 
 // SIDResolver annotates addresses found in packets.

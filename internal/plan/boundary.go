@@ -29,6 +29,9 @@ func (b *builder) boundary() {
 			}
 		}
 	}
+	if b.d.Compressed() {
+		locators = append(locators, b.csid.Block) // every uSID container
+	}
 	if len(locators) == 0 {
 		return
 	}

@@ -45,8 +45,8 @@ func (b *builder) loopRoutes(hops []Hop) {
 		}
 		k := s.ServiceKind()
 		dst := netip.PrefixFrom(h.SID, 128)
-		if k.MatchesArgs() {
-			dst = b.d.SIDPrefix(h.SID)
+		if k.MatchesArgs() || b.isUSID(h.SID) {
+			dst = b.sidPrefix(h.SID)
 		}
 		key := h.Node + " " + dst.String()
 		if b.looped[key] {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/csid"
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
@@ -22,6 +23,9 @@ type Plan struct {
 	// Warnings are what the domain leaves unprotected (boundary off,
 	// SIDs of signed chains that do not verify the HMAC).
 	Warnings []string `json:"warnings,omitempty"`
+	// Notes explain choices that are not problems (in an f3216 domain,
+	// the hops that keep a full SID and why).
+	Notes []string `json:"notes,omitempty"`
 	// FRR is the BGP intent of the router nodes under routing: bgp, which
 	// run FRR (segchain lab up starts it with the configuration
 	// internal/frr renders from it); the other SR nodes' intent is their
@@ -50,6 +54,10 @@ type Chain struct {
 	Match   string `json:"match"`
 	Table   int    `json:"table"`
 	Hops    []Hop  `json:"hops"`
+	// Segments is the SID list as pushed when it differs from the hops'
+	// SIDs (f3216: the containers, path order) and Encap the kernel mode.
+	Segments []netip.Addr `json:"segments,omitempty"`
+	Encap    string       `json:"encap,omitempty"`
 	// Nodes are the nodes the chain's packets cross (headend, transit,
 	// segments, the SFs behind its proxies), sorted.
 	Nodes []string `json:"nodes,omitempty"`
@@ -93,6 +101,9 @@ func Build(d *config.Domain) (*Plan, error) {
 	if b.sids, err = d.SIDs(); err != nil {
 		return nil, fmt.Errorf("allocate SIDs: %w", err)
 	}
+	if err := b.usids(); err != nil {
+		return nil, err
+	}
 	b.graph()
 	b.hmacCover()
 	b.sysctls()
@@ -107,6 +118,7 @@ func Build(d *config.Domain) (*Plan, error) {
 	if err := b.services(); err != nil {
 		return nil, err
 	}
+	b.usidNodes()
 	if err := b.chains(); err != nil {
 		return nil, err
 	}
@@ -156,6 +168,8 @@ type builder struct {
 	requireHMAC map[string]bool
 	// looped records the service-loop routes emitted (node + SID prefix).
 	looped map[string]bool
+	// csid is the uSID format of an f3216 domain (usid.go).
+	csid csid.Format
 }
 
 func (b *builder) role(n string) string { return b.d.Nodes[n].Role }
@@ -330,6 +344,9 @@ func (b *builder) staticRoutes() {
 			p := netip.MustParsePrefix(loc).Masked()
 			dests = append(dests, dest{prefix: p, owners: []string{n}})
 		}
+		if p, ok := b.usidDests()[n]; ok {
+			dests = append(dests, dest{prefix: p, owners: []string{n}})
+		}
 	}
 	for _, src := range b.d.NodeNames() {
 		if !b.isSR(src) {
@@ -393,12 +410,17 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func (b *builder) sidPrefix(a netip.Addr) netip.Prefix { return b.d.SIDPrefix(a) }
+func (b *builder) sidPrefix(a netip.Addr) netip.Prefix {
+	if p, ok := b.usidPrefix(a); ok {
+		return p
+	}
+	return b.d.SIDPrefix(a)
+}
 
 // endpoint converts a behaviour and its parameters into a seg6local route.
 func (b *builder) endpoint(path, node, owner, behavior string, prm config.Params, sidAddr netip.Addr) (nodestate.Route, error) {
 	l := &nodestate.Seg6Local{Action: behavior, Iif: prm.Iif, Oif: prm.Oif, Table: prm.Table, VRFTable: prm.VRFTable,
-		Flavors: prm.Flavors, Count: prm.Count == nil || *prm.Count}
+		Flavors: b.usidFlavors(behavior, sidAddr, prm.Flavors), Count: prm.Count == nil || *prm.Count}
 	if prm.Nh4 != "" {
 		a, err := netip.ParseAddr(prm.Nh4)
 		if err != nil {
@@ -439,6 +461,11 @@ func (b *builder) resolveSID(s string) (netip.Addr, error) {
 
 func (b *builder) addSID(node, service, behavior string, a netip.Addr) {
 	f := b.d.Format()
+	if b.isUSID(a) {
+		// The block, one uSID, the rest of the container.
+		f.LocatorBits, f.FunctionBits = b.csid.Block.Bits(), b.csid.NFLen
+		f.ArgsBits = 128 - f.LocatorBits - f.FunctionBits
+	}
 	b.p.SIDs = append(b.p.SIDs, SIDInfo{SID: b.sidPrefix(a), Node: node, Service: service, Behavior: behavior,
 		LocatorBits: f.LocatorBits, FunctionBits: f.FunctionBits, Args: f.ArgsBits})
 }
@@ -462,8 +489,8 @@ func (b *builder) services() error {
 			// kindServices).
 			f := b.d.Format()
 			sid := netip.PrefixFrom(a, 128)
-			if k.MatchesArgs() {
-				sid = b.d.SIDPrefix(a)
+			if k.MatchesArgs() || b.isUSID(a) {
+				sid = b.sidPrefix(a)
 			}
 			b.p.SIDs = append(b.p.SIDs, SIDInfo{SID: sid, Node: s.Node, Service: name,
 				Behavior: s.EffectiveBehavior(), LocatorBits: f.LocatorBits, FunctionBits: f.FunctionBits, Args: f.ArgsBits})
@@ -567,8 +594,15 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 			if b.afterSegs == nil {
 				b.afterSegs = map[string][]netip.Addr{}
 			}
-			b.afterSegs[h.Service] = append([]netip.Addr(nil), segs[i+1:]...)
+			// A served hop keeps a full SID, so what follows it packs
+			// the same on its own (f3216).
+			b.afterSegs[h.Service] = append([]netip.Addr(nil), b.pack(ch.Hops[i+1:], segs[i+1:])...)
 		}
+	}
+	if b.d.Compressed() {
+		segs = b.pack(ch.Hops, segs)
+		ch.Segments = segs
+		b.usidNotes(cname, ch.Hops)
 	}
 
 	dst, err := netip.ParsePrefix(match.Dst)
@@ -584,7 +618,10 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 	if e, ok := b.first[headend][ch.Hops[0].Node]; ok {
 		dev = e.iface.Name
 	}
-	enc := &nodestate.Seg6Encap{Mode: kernelMode(ch.Mode), Segs: segs}
+	enc := &nodestate.Seg6Encap{Mode: b.encapMode(kernelMode(ch.Mode), ch.Hops, c.HMAC != ""), Segs: segs}
+	if b.d.Compressed() {
+		ch.Encap = enc.Mode
+	}
 	if c.HMAC != "" {
 		enc.HMACKeyID = uint32(b.d.Security.HMAC[c.HMAC].ID)
 	}
@@ -739,7 +776,8 @@ func (b *builder) kindServices() error {
 	for _, name := range names {
 		s := b.d.Services[name]
 		in := b.d.KindInput(name)
-		in.SID, in.Prefix, in.Segs = b.sids[name], b.d.SIDPrefix(b.sids[name]), b.afterSegs[name]
+		in.SID, in.Prefix, in.Segs = b.sids[name], b.sidPrefix(b.sids[name]), b.afterSegs[name]
+		b.usidInput(&in)
 		svc, err := s.ServiceKind().Plan(in)
 		if err != nil {
 			errs = append(errs, err)

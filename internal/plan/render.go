@@ -3,7 +3,9 @@ package plan
 import (
 	"fmt"
 	"io"
+	"net/netip"
 	"sort"
+	"strings"
 
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/service/kinds"
@@ -16,10 +18,16 @@ func (p *Plan) Render(w io.Writer) {
 	for _, m := range p.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", m)
 	}
+	for _, m := range p.Notes {
+		fmt.Fprintf(w, "note: %s\n", m)
+	}
 	for _, c := range p.Chains {
 		fmt.Fprintf(w, "chain %s: %s at %s table %d match %s\n", c.Name, c.Mode, c.Ingress, c.Table, c.Match)
 		for _, h := range c.Hops {
 			fmt.Fprintf(w, "  %s %s %s %s\n", h.SID, h.Node, h.Service, h.Behavior)
+		}
+		if len(c.Segments) > 0 {
+			fmt.Fprintf(w, "  pushed as %s %s\n", c.Encap, joinAddrs(c.Segments))
 		}
 	}
 	names := make([]string, 0, len(p.Nodes))
@@ -69,4 +77,12 @@ func renderBGP(w io.Writer, b *nodestate.BGP, tag string) {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
 	}
+}
+
+func joinAddrs(as []netip.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
 }

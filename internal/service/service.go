@@ -82,6 +82,11 @@ type Input struct {
 	// Segs are the segments after the service in its chain, path order
 	// (Plan only; a static proxy's CACHE).
 	Segs []netip.Addr
+	// CSIDLBLen and CSIDNFLen are set when the SID is a uSID (RFC 9800
+	// C-SID in an f3216 domain: 32 and 16): a kind that advertises it
+	// (UsesCSID) shifts the container instead of moving to the next
+	// segment. Prefix is then block:uSID::/48.
+	CSIDLBLen, CSIDNFLen int
 }
 
 // FieldError is one problem of a service, Path relative to the service.

@@ -58,6 +58,7 @@ var layerOf = map[string]int{
 	"test/native":                  top,
 	"test/oam":                     top,
 	"test/pools":                   top,
+	"test/usid":                    top,
 	"test/netfilter":               top,
 	"test/proxy":                   top,
 	"test/skipcheck":               top,
@@ -132,6 +133,7 @@ var layerOf = map[string]int{
 
 	"internal/srh":                 leaves,
 	"internal/sid":                 leaves,
+	"internal/csid":                leaves,
 	"internal/fwrule":              leaves,
 	"internal/nsutil":              leaves,
 	"internal/nodelock":            leaves,

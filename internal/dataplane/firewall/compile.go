@@ -163,8 +163,8 @@ func compile(in Instance) (*compiled, error) {
 	}
 	for v, k := range args {
 		if in.ArgsBits < 32 && uint64(v) >= 1<<in.ArgsBits {
-			if dflt {
-				continue // the default table's values that fit
+			if dflt || in.CSIDNFLen > 0 {
+				continue // the default table's values that fit (a uSID has no ARGS)
 			}
 			return nil, fmt.Errorf("%s: ARGS value %d does not fit in %d bits", in.SID, v, in.ArgsBits)
 		}

@@ -82,9 +82,12 @@ const (
 )
 
 type fwTCFwInst struct {
-	_    structs.HostLayout
-	Id   uint32
-	Slot uint32
+	_         structs.HostLayout
+	Id        uint32
+	Slot      uint32
+	CsidLblen uint8
+	CsidNflen uint8
+	Pad       uint16
 }
 
 type fwTCFwLpmKey struct {

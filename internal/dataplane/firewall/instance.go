@@ -22,6 +22,10 @@ type Instance struct {
 	// Args maps ARGS values to actions for eval-args; nil = the default
 	// table (0 go-next, 1 drop, 2 skip-next, 3 go-last).
 	Args map[uint32]fwrule.TargetKind `json:"args,omitempty"`
+	// CSIDLBLen/CSIDNFLen (bits) make the SID a uSID: go-next shifts
+	// the container (bpf/lib/csid.h). 0 for a full SID.
+	CSIDLBLen int `json:"csid_lblen,omitempty"`
+	CSIDNFLen int `json:"csid_nflen,omitempty"`
 }
 
 // Counters are one instance's statistics, summed over CPUs.

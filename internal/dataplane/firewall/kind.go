@@ -25,7 +25,9 @@ func SpecOf(in Instance) firewall.Spec {
 	if args == nil {
 		args = fwrule.DefaultArgs()
 	}
-	return firewall.SpecFrom(in.SID.Masked(), in.ArgsBits, firewall.Resolved{Rules: in.Rules, Policy: in.Policy, Args: args})
+	f := firewall.SpecFrom(in.SID.Masked(), in.ArgsBits, firewall.Resolved{Rules: in.Rules, Policy: in.Policy, Args: args})
+	f.CSIDLBLen, f.CSIDNFLen = in.CSIDLBLen, in.CSIDNFLen
+	return f
 }
 
 // InstanceOf parses a plain-data instance into what Apply installs.
@@ -38,7 +40,8 @@ func InstanceOf(s nodestate.Service) (Instance, error) {
 	if err != nil {
 		return Instance{}, err
 	}
-	return Instance{SID: f.SID.Masked(), ArgsBits: f.ArgsBits, Policy: r.Policy, Rules: r.Rules, Args: r.Args}, nil
+	return Instance{SID: f.SID.Masked(), ArgsBits: f.ArgsBits, Policy: r.Policy, Rules: r.Rules, Args: r.Args,
+		CSIDLBLen: f.CSIDLBLen, CSIDNFLen: f.CSIDNFLen}, nil
 }
 
 // Observe reads the firewall instances of netns.

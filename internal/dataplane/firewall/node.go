@@ -501,7 +501,7 @@ func (n *Node) apply(in Instance, c *compiled) error {
 	}
 	// The flip: one map update makes the new rule set active.
 	k := sidKey(in.SID)
-	if err := n.objs.FwSids.Put(&k, &fwTCFwInst{Id: id, Slot: slot}); err != nil {
+	if err := n.objs.FwSids.Put(&k, &fwTCFwInst{Id: id, Slot: slot, CsidLblen: uint8(in.CSIDLBLen), CsidNflen: uint8(in.CSIDNFLen)}); err != nil {
 		return fmt.Errorf("%s: activate: %w", in.SID, err)
 	}
 	return n.attachAll()

@@ -29,6 +29,10 @@ type Spec struct {
 	Policy   string            `json:"policy"`
 	Rules    []string          `json:"rules,omitempty"`
 	Args     map[uint32]string `json:"args,omitempty"`
+	// CSIDLBLen/CSIDNFLen: a uSID instance (docs/usid.md); go-next shifts
+	// the container.
+	CSIDLBLen int `json:"csid_lblen,omitempty"`
+	CSIDNFLen int `json:"csid_nflen,omitempty"`
 }
 
 // String is the instance on one line (its rules follow in Lines).
@@ -42,8 +46,12 @@ func (f Spec) String() string {
 	for i, k := range keys {
 		args[i] = fmt.Sprintf("%d=%s", k, f.Args[k])
 	}
-	return fmt.Sprintf("firewall %s End.AN.FW args_bits %d policy %s args %s rules %d",
-		f.SID, f.ArgsBits, f.Policy, strings.Join(args, ","), len(f.Rules))
+	usid := ""
+	if f.CSIDNFLen > 0 {
+		usid = fmt.Sprintf(" usid %d/%d", f.CSIDLBLen, f.CSIDNFLen)
+	}
+	return fmt.Sprintf("firewall %s End.AN.FW args_bits %d policy %s args %s rules %d%s",
+		f.SID, f.ArgsBits, f.Policy, strings.Join(args, ","), len(f.Rules), usid)
 }
 
 // Lines is the instance and its numbered rules, the form plans print.
@@ -174,7 +182,9 @@ func (Kind) Plan(in service.Input) (nodestate.Service, error) {
 	if err != nil {
 		return nodestate.Service{}, fmt.Errorf("services.%s: %w", in.Name, err)
 	}
-	return SpecFrom(in.Prefix, in.ArgsBits, r).Service(), nil
+	s := SpecFrom(in.Prefix, in.ArgsBits, r)
+	s.CSIDLBLen, s.CSIDNFLen = in.CSIDLBLen, in.CSIDNFLen
+	return s.Service(), nil
 }
 
 // Lines is the instance and its numbered rules, as given.
@@ -198,7 +208,9 @@ func (k Kind) Canonical(s nodestate.Service) string {
 	if err != nil {
 		return strings.Join(f.Lines(), "\n")
 	}
-	return strings.Join(SpecFrom(f.SID.Masked(), f.ArgsBits, r).Lines(), "\n")
+	c := SpecFrom(f.SID.Masked(), f.ArgsBits, r)
+	c.CSIDLBLen, c.CSIDNFLen = f.CSIDLBLen, f.CSIDNFLen
+	return strings.Join(c.Lines(), "\n")
 }
 
 func (Kind) ServiceBehavior(nodestate.Service) string { return Behavior }

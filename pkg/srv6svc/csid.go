@@ -1,0 +1,50 @@
+package srv6svc
+
+import "net/netip"
+
+// Compressed SIDs (RFC 9800 NEXT-C-SID, docs/usid.md). A service bound to
+// a uSID receives packets whose destination is a container: its uSID is
+// active, the uSIDs still to come follow it. To go on (End) it shifts the
+// container while one follows and moves to the next segment only when the
+// container is consumed. The helpers work on addresses so that a service
+// can use them with SetSegment/SetSegmentsLeft or its own rewrite.
+
+// CSIDFormat is a C-SID layout in bits: LBLen the locator block, NFLen one
+// C-SID; both multiples of 8 as the kernel requires. F3216 is {32, 16}.
+type CSIDFormat struct{ LBLen, NFLen int }
+
+// F3216 is the deployed uSID format (segchain's sid.format: f3216).
+var F3216 = CSIDFormat{LBLen: 32, NFLen: 16}
+
+func (f CSIDFormat) ok() bool {
+	return f.LBLen > 0 && f.NFLen > 0 && f.LBLen%8 == 0 && f.NFLen%8 == 0 && f.LBLen+f.NFLen <= 128
+}
+
+// AdvanceContainer applies End with NEXT-C-SID to the destination da: when
+// the bits after the active C-SID are non-zero it returns da shifted (the
+// next C-SID active, zero filled) and true; the packet goes on with that
+// destination and the same Segments Left. It returns da and false when
+// the container is consumed (or f is invalid): then the next segment
+// follows as for a full SID (Segments Left − 1).
+func AdvanceContainer(da netip.Addr, f CSIDFormat) (netip.Addr, bool) {
+	if !f.ok() || !da.Is6() {
+		return da, false
+	}
+	b := da.As16()
+	lb, nb := f.LBLen/8, f.NFLen/8
+	more := false
+	for i := lb + nb; i < 16; i++ {
+		more = more || b[i] != 0
+	}
+	if !more {
+		return da, false
+	}
+	for i := lb; i < 16; i++ {
+		if i+nb < 16 {
+			b[i] = b[i+nb]
+		} else {
+			b[i] = 0
+		}
+	}
+	return netip.AddrFrom16(b), true
+}
