@@ -243,5 +243,6 @@ func (l *Lab) down() error {
 	if err := os.Remove(statePath(l.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("lab %s down: remove state: %w", l.Name, err)
 	}
+	os.Remove(GeneratedPath(l.Name)) // lab up --generate's domain file, if any
 	return nil
 }
