@@ -51,10 +51,12 @@ agents:
   no-op          apply again (observes every node, changes nothing)
   one chain      apply with one chain's SID list changed (and how many
                  nodes that changes, from the plan)
+  ... CO         the change back and a no-op with apply --changed-only
+                 (only the nodes whose intent changed are contacted)
   changes/node   ops of the apply from scratch per node (max and mean)
   controller     the apply commands' peak RSS (getrusage maxrss)
-  route slab     growth of the kernel's IPv6 route slabs over the apply
-                 from scratch (/proc/slabinfo: machine-wide, noisy)
+  route slab     growth of the kernel's slab memory over the apply from
+                 scratch (/proc/meminfo Slab: machine-wide, noisy)
   agent RSS      resident memory of the agents after these (max and mean),
                  and its anonymous part (heap, stacks: the rest is the
                  binary's pages, shared by all agents of a host), and
@@ -103,9 +105,9 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 				if routing == "bgp" {
 					c = secs(r.Converged) + "\t"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Topology, r.Changes, r.ChangesPerNodeMax, r.ChangesPerNodeMean,
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Topology, r.Changes, r.ChangesPerNodeMax, r.ChangesPerNodeMean,
 					secs(r.LabUp), secs(r.FromScratch), c,
-					secs(r.NoOp), secs(r.OneChain), r.OneChainNodes, secs(r.Destroy), mib(r.ControllerPeakKiB), mib(r.RouteSlabKiB), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB),
+					secs(r.NoOp), secs(r.OneChain), r.OneChainNodes, secs(r.NoOpChangedOnly), secs(r.OneChainChangedOnly), secs(r.Destroy), mib(r.ControllerPeakKiB), mib(r.RouteSlabKiB), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB),
 					mib(r.AgentPssMaxKiB), mib(r.AgentPssMeanKiB), r.AgentExe)
 			}
 			tw.Flush()

@@ -55,6 +55,11 @@ type Result struct {
 	Destroy     time.Duration `json:"destroy_ns"`
 	// OneChainNodes is how many nodes the one-chain change changed.
 	OneChainNodes int `json:"one_chain_nodes"`
+	// NoOpChangedOnly and OneChainChangedOnly are the same with apply
+	// --changed-only (the change back to the first domain), contacting
+	// only the nodes whose intent changed.
+	NoOpChangedOnly     time.Duration `json:"noop_changed_only_ns"`
+	OneChainChangedOnly time.Duration `json:"one_chain_changed_only_ns"`
 	// Routing is the domain's routing mode; under bgp, Converged is the
 	// time from the start of the apply from scratch until ingress and
 	// egress route to each other's locator (BGP routes, protocol 199).
@@ -63,9 +68,9 @@ type Result struct {
 	// ControllerPeakKiB is the largest peak resident set (getrusage
 	// maxrss) of the three apply commands: the controller's memory.
 	ControllerPeakKiB int `json:"controller_peak_kib"`
-	// RouteSlabKiB is the growth of the kernel's IPv6 routing slabs
-	// (fib6_nodes, ip6_dst_cache; /proc/slabinfo, machine-wide, so other
-	// work on the host adds noise) over the apply from scratch.
+	// RouteSlabKiB is the growth of the kernel's slab memory (/proc/meminfo
+	// Slab:, machine-wide, so other work on the host adds noise) over the
+	// apply from scratch: routes, rules, SIDs of every node.
 	RouteSlabKiB int `json:"route_slab_kib"`
 	// Agent resident memory after the applies (VmRSS), KiB, and its
 	// anonymous part (RssAnon: heap and stacks; the rest is the
@@ -215,7 +220,11 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 		return r, err
 	}
 	defer run("lab", "down", "--lab", labName)
-	defer run("destroy", "-f", file, "--lab", labName)
+	defer func() {
+		if r.Destroy == 0 {
+			run("destroy", "-f", file, "--lab", labName)
+		}
+	}()
 	fmt.Fprintf(log, "control-plane %d nodes: apply from scratch\n", n)
 	slab0 := routeSlabKiB()
 	start := time.Now()
@@ -242,6 +251,16 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	if r.OneChain, _, err = apply(changed); err != nil {
 		return r, err
 	}
+	fmt.Fprintf(log, "control-plane %d nodes: one-chain change back and no-op, --changed-only\n", n)
+	if r.OneChainChangedOnly, _, err = run("apply", "-f", file, "--lab", labName, "--changed-only"); err != nil {
+		return r, err
+	}
+	if r.NoOpChangedOnly, out, err = run("apply", "-f", file, "--lab", labName, "--changed-only"); err != nil {
+		return r, err
+	}
+	if !strings.Contains(out, "no changes") {
+		return r, fmt.Errorf("the no-op apply --changed-only changed something:\n%s", out)
+	}
 	l, err := lab.Get(labName)
 	if err != nil {
 		return r, err
@@ -263,7 +282,7 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 		r.AgentPssMeanKiB = pss / len(l.Agents)
 	}
 	fmt.Fprintf(log, "control-plane %d nodes: destroy\n", n)
-	if r.Destroy, _, err = run("destroy", "-f", changed, "--lab", labName); err != nil {
+	if r.Destroy, _, err = run("destroy", "-f", file, "--lab", labName); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -294,24 +313,10 @@ func converged(ctx context.Context, labName, domain string, limit time.Duration)
 	}
 }
 
-// routeSlabKiB is the memory of the kernel's IPv6 route slabs now.
-func routeSlabKiB() int {
-	b, err := os.ReadFile("/proc/slabinfo")
-	if err != nil {
-		return 0
-	}
-	kib := 0
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 4 || (f[0] != "fib6_nodes" && f[0] != "ip6_dst_cache") {
-			continue
-		}
-		objs, _ := strconv.Atoi(f[2])
-		size, _ := strconv.Atoi(f[3])
-		kib += objs * size / 1024
-	}
-	return kib
-}
+// routeSlabKiB is the kernel's slab memory now (/proc/meminfo Slab:):
+// this kernel merges the IPv6 route caches (fib6_info, fib6_nodes) into
+// the generic kmalloc slabs, so their own size cannot be read.
+func routeSlabKiB() int { return rssKiB(0, "meminfo", "Slab:") }
 
 // appliedChanges reads "applied N change(s)" from apply's output.
 func appliedChanges(out string) int {
@@ -330,7 +335,11 @@ func appliedChanges(out string) int {
 // rssKiB is a memory figure of /proc/PID/file (status: field "VmRSS:"
 // ..., smaps_rollup: "Pss:" ...).
 func rssKiB(pid int, file, field string) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	path := fmt.Sprintf("/proc/%d/%s", pid, file)
+	if pid == 0 {
+		path = "/proc/" + file
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
