@@ -28,6 +28,10 @@ var (
 
 // Lab is a lab as recorded in its state file.
 type Lab struct {
+	// mgmtMACs are the agents' management neighbours while the lab
+	// comes up (agents.go).
+	mgmtMACs []mgmtNeigh
+
 	Name string `json:"name"`
 	// Nodes maps node name to namespace name.
 	Nodes   map[string]string `json:"nodes"`
