@@ -26,6 +26,7 @@ func newPerfControlPlaneCmd() *cobra.Command {
 		agentExe string
 		topology string
 		noSum    bool
+		planOnly bool
 	)
 	cmd := &cobra.Command{
 		Use:   "control-plane [--topology line|clos|clos2|clos3] [--nodes 10,50,100] [-o json]",
@@ -82,6 +83,9 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 				agentExe = sameBuildAgent(exe)
 			}
 			fab := lab.Fabric{Topology: topology, Routing: routing, Summaries: !noSum}
+			if planOnly {
+				return planFigures(cmd, fab, sizes, output)
+			}
 			res, err := cpbench.RunOptions(cmd.Context(), exe, "cp"+hex.EncodeToString(b)+"-", sizes, cpbench.Options{Fabric: fab, AgentExe: agentExe}, cmd.ErrOrStderr())
 			if plotTo != "" && len(res) > 0 {
 				if perr := cpbench.WritePlot(res, plotTo); perr != nil {
@@ -118,6 +122,7 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&routing, "routing", "", "routing.mode of the generated domains: static (default) or bgp (then CONVERGED: from the start of the apply until the line's ends reach each other's locator over BGP)")
 	cmd.Flags().StringVar(&topology, "topology", "line", "generated fabric: line, clos (clos3 above 64 nodes, else clos2), clos2 or clos3")
+	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "no lab: plan each size and print its figures (routes and ops per node, nodes a one-chain change touches, plan time and memory)")
 	cmd.Flags().BoolVar(&noSum, "no-summaries", false, "static Clos domains: no routing.summaries (every node routes every prefix)")
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the times against the number of nodes to this file (.svg, .png)")
 	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "the agents' program (lab up --agent-exe; default: segchain-agent next to this binary if it is the same build, else this binary)")
@@ -142,3 +147,27 @@ func sameBuildAgent(exe string) string {
 func mib(kib int) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+// planFigures is perf control-plane --plan-only: each size planned, no lab.
+func planFigures(cmd *cobra.Command, fab lab.Fabric, sizes []int, output string) error {
+	var res []cpbench.PlanResult
+	for _, n := range sizes {
+		f := fab
+		f.Nodes = n
+		r, err := cpbench.Plan(f)
+		if err != nil {
+			return fmt.Errorf("%d nodes: %w", n, err)
+		}
+		res = append(res, r)
+	}
+	if output == "json" {
+		return writeJSON(cmd.OutOrStdout(), res)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "NODES\tTOPOLOGY\tSUMMARIES\tROUTES\tROUTES/NODE MAX\tLEAF MAX\tOPS/NODE MAX\tMEAN\tONE CHAIN NODES\tPLAN\tALLOCATED\t")
+	for _, r := range res {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%d\t%s\t%s\t\n", r.Nodes, r.Topology, r.Summaries, r.Routes, r.RoutesMax, r.LeafRoutesMax,
+			r.OpsMax, r.OpsMean, r.OneChainNodes, secs(r.Plan), mib(int(r.AllocKiB)))
+	}
+	return tw.Flush()
+}
