@@ -216,6 +216,10 @@ terraform's): 0 no changes, 1 error, 2 changes pending.`,
 				return err
 			}
 			printWarnings(cmd.OutOrStdout(), s.Plan.Warnings)
+			// The blocks static routing summarised (routing.summaries).
+			for _, sm := range s.Plan.Summaries {
+				fmt.Fprintln(cmd.OutOrStdout(), sm)
+			}
 			printRecovered(cmd.OutOrStdout(), res.Recovered)
 			printDiffs(cmd.OutOrStdout(), res.Diffs)
 			if res.Changes() == 0 {

@@ -114,7 +114,7 @@ routing). The file is kept as /run/segchain/labs/NAME.generated.yaml
 (apply --lab NAME uses it; lab down removes it). See docs/scale.md.`,
 		Example: `  segchain lab up
   segchain lab up -f examples/default.yaml --lab demo -o json
-  segchain lab up --generate clos:40 --lab fab`,
+  segchain lab up --generate clos:12 --lab fab`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
