@@ -45,6 +45,10 @@ const (
 	clos3Above     = 64 // clos: 3 tiers above this many nodes
 )
 
+// AppliedDir holds the records of applies (internal/session, apply
+// --changed-only); lab down removes its lab's.
+const AppliedDir = "/run/segchain/applied"
+
 // GeneratedPath is where lab up --generate keeps the domain file it
 // generated for lab name (apply --lab finds it there; lab down removes it).
 func GeneratedPath(name string) string { return filepath.Join(StateDir, name+".generated.yaml") }

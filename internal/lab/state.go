@@ -248,5 +248,14 @@ func (l *Lab) down() error {
 		return fmt.Errorf("lab %s down: remove state: %w", l.Name, err)
 	}
 	os.Remove(GeneratedPath(l.Name)) // lab up --generate's domain file, if any
+	// The records of the lab's applies: a lab brought up again under the
+	// same name holds nothing, and apply --changed-only must not believe
+	// otherwise. (A lab whose name extends this one's loses its records
+	// too: its next --changed-only apply contacts every node.)
+	if old, err := filepath.Glob(filepath.Join(AppliedDir, "lab-"+l.Name+"-*.json")); err == nil {
+		for _, f := range old {
+			os.Remove(f)
+		}
+	}
 	return nil
 }

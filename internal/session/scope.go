@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
@@ -20,7 +21,7 @@ import (
 // AppliedDir holds, per domain (and lab), the digest of every node's
 // intent as of the last successful apply: apply --changed-only contacts
 // only the nodes whose intent differs from it.
-const AppliedDir = "/run/segchain/applied"
+const AppliedDir = lab.AppliedDir
 
 // Applied is the record of the last successful apply of a domain.
 type Applied struct {
