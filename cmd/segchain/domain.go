@@ -27,6 +27,8 @@ type domainFlags struct {
 	noWait bool
 	// nodeTimeout bounds each node's part of each apply phase.
 	nodeTimeout time.Duration
+	// changedOnly: apply --changed-only (session.Options.ChangedOnly).
+	changedOnly bool
 }
 
 // registerLock adds --no-wait to a verb that changes nodes.
@@ -54,7 +56,7 @@ func defaultDomain() (*config.Domain, error) { return loadDomain("") }
 // plan, the agents, journals, locks, leases and the lab's FRR hook); what
 // it tells the user goes to cmd's stderr.
 func (f *domainFlags) session(cmd *cobra.Command, dryRun bool) (*session.Session, error) {
-	o := session.Options{File: f.file, NoWait: f.noWait, DryRun: dryRun, NodeTimeout: f.nodeTimeout, Log: cmd.ErrOrStderr()}
+	o := session.Options{File: f.file, NoWait: f.noWait, DryRun: dryRun, NodeTimeout: f.nodeTimeout, Log: cmd.ErrOrStderr(), ChangedOnly: f.changedOnly}
 	if f.labNm != "" {
 		l, err := getLab(f.labNm)
 		if err != nil {
@@ -214,6 +216,10 @@ terraform's): 0 no changes, 1 error, 2 changes pending.`,
 				return err
 			}
 			printWarnings(cmd.OutOrStdout(), s.Plan.Warnings)
+			// The blocks static routing summarised (routing.summaries).
+			for _, sm := range s.Plan.Summaries {
+				fmt.Fprintln(cmd.OutOrStdout(), sm)
+			}
 			printRecovered(cmd.OutOrStdout(), res.Recovered)
 			printDiffs(cmd.OutOrStdout(), res.Diffs)
 			if res.Changes() == 0 {
@@ -277,8 +283,16 @@ and through agents), says so on stderr ("apply interrupted: rolled back N
 change(s) …") and exits 130 (SIGINT) or 143 (SIGTERM); if every change was
 already made, the apply is kept and it exits 0. A second interrupt exits at
 once (same status), leaving each node's journal: the next apply or destroy
-undoes it first. See docs/apply.md.`,
-		Example: "  segchain lab up && segchain apply --lab default\n  segchain lab up -f examples/hmac.yaml --lab demo && segchain apply --lab demo",
+undoes it first. See docs/apply.md.
+
+Every successful apply records the digest of each node's intent
+(/run/segchain/applied/). With --changed-only, apply contacts only the
+nodes whose intent differs from that record (every node when there is
+none): a one-chain change locks, observes and changes just the nodes the
+chain's change touches. Drift on the other nodes goes unnoticed then (a
+plain apply, or the agents' --reconcile, mends it); destroy, watch and a
+failed apply drop the record. See docs/scale.md.`,
+		Example: "  segchain lab up && segchain apply --lab default\n  segchain lab up -f examples/hmac.yaml --lab demo && segchain apply --lab demo\n  segchain apply --lab demo --changed-only",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -319,6 +333,7 @@ undoes it first. See docs/apply.md.`,
 	}
 	f.register(cmd, true)
 	f.registerLock(cmd)
+	cmd.Flags().BoolVar(&f.changedOnly, "changed-only", false, "contact only the nodes whose intent changed since the last recorded apply (docs/scale.md)")
 	return cmd
 }
 

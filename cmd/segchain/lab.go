@@ -75,9 +75,9 @@ func labNameFlag(cmd *cobra.Command, name *string, usage string) {
 func newLabUpCmd(deps labDeps) *cobra.Command {
 	var file, name, output string
 	var agents bool
-	var agentExe string
+	var agentExe, generate string
 	cmd := &cobra.Command{
-		Use:   "up [-f DOMAIN.yaml] [--lab NAME] [--agents [--agent-exe PATH]]",
+		Use:   "up [-f DOMAIN.yaml | --generate TOPOLOGY:N] [--lab NAME] [--agents [--agent-exe PATH]]",
 		Short: "Create a lab from a domain file (default: the built-in domain)",
 		Long: `Create one namespace per node of the domain and a veth pair per link,
 with the link addresses the domain derives (fc00:xy::x/64 style). On any
@@ -104,9 +104,17 @@ router node, with the configuration segchain generates; 'lab down' stops
 it. 'apply --lab' keeps the routers' FRR in step with the domain it
 applies (started for bgp, restarted when its configuration changes,
 stopped after a switch to static). 'lab exec ROUTER -- vtysh ...' reaches
-that node's FRR. See docs/routing.md.`,
+that node's FRR. See docs/routing.md.
+
+--generate TOPOLOGY:N generates the domain instead of reading one: a line
+(line:N) or a Clos fabric of exactly N nodes (clos:N, clos2:N, clos3:N:
+leaves hosting one End service each, spines and super-spines as routers,
+4 chains spread over the leaves, each pod's block summarised under static
+routing). The file is kept as /run/segchain/labs/NAME.generated.yaml
+(apply --lab NAME uses it; lab down removes it). See docs/scale.md.`,
 		Example: `  segchain lab up
-  segchain lab up -f examples/default.yaml --lab demo -o json`,
+  segchain lab up -f examples/default.yaml --lab demo -o json
+  segchain lab up --generate clos:12 --lab fab`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
@@ -114,6 +122,14 @@ that node's FRR. See docs/routing.md.`,
 			}
 			var d *config.Domain
 			var err error
+			if generate != "" {
+				if file != "" {
+					return fmt.Errorf("lab up: -f and --generate: give one")
+				}
+				if file, err = writeGenerated(generate, name); err != nil {
+					return err
+				}
+			}
 			if file == "" {
 				d, err = deps.defaultDomain()
 			} else {
@@ -127,6 +143,9 @@ that node's FRR. See docs/routing.md.`,
 			}
 			l, err := lab.UpDomain(d, lab.UpOptions{Name: name, File: file, Agents: agents, AgentExe: agentExe}, cmd.ErrOrStderr())
 			if err != nil {
+				if generate != "" {
+					os.Remove(file)
+				}
 				return err
 			}
 			if output == "json" {
@@ -139,6 +158,7 @@ that node's FRR. See docs/routing.md.`,
 	cmd.Flags().StringVarP(&file, "file", "f", "", "domain file (default: the built-in default domain)")
 	labNameFlag(cmd, &name, "lab name, [a-z0-9-]{1,16}")
 	outputFlag(cmd, &output)
+	cmd.Flags().StringVar(&generate, "generate", "", "generate the domain: line:N, clos:N, clos2:N or clos3:N (exactly N nodes; docs/scale.md)")
 	cmd.Flags().BoolVar(&agents, "agents", false, "run a segchain agent in every node, reached over a management network (mTLS)")
 	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "with --agents: the program to run as 'PATH agent ...' (default: this segchain; segchain-agent is the lighter agent binary)")
 	return cmd
@@ -469,4 +489,25 @@ func newLabAddrCmd() *cobra.Command {
 	labNameFlag(cmd, &name, "lab name")
 	outputFlag(cmd, &output)
 	return cmd
+}
+
+// writeGenerated writes the domain of a --generate spec where the lab
+// keeps it, and returns the path.
+func writeGenerated(spec, labName string) (string, error) {
+	f, err := lab.ParseGenerate(spec)
+	if err != nil {
+		return "", err
+	}
+	y, err := f.YAML()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(lab.StateDir, 0o755); err != nil {
+		return "", err
+	}
+	p := lab.GeneratedPath(labName)
+	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+		return "", fmt.Errorf("lab up --generate: %w", err)
+	}
+	return p, nil
 }

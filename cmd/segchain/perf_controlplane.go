@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/segchain/segchain/internal/cpbench"
+	"github.com/segchain/segchain/internal/lab"
 )
 
 func newPerfControlPlaneCmd() *cobra.Command {
@@ -23,19 +24,40 @@ func newPerfControlPlaneCmd() *cobra.Command {
 		plotTo   string
 		routing  string
 		agentExe string
+		topology string
+		noSum    bool
+		planOnly bool
 	)
 	cmd := &cobra.Command{
-		Use:   "control-plane [--nodes 10,50,100] [-o json]",
+		Use:   "control-plane [--topology line|clos|clos2|clos3] [--nodes 10,50,100] [-o json]",
 		Short: "Measure apply through agents at scale (10/50/100 nodes)",
-		Long: `For each size N, generates a domain of N nodes in a line (hosts s and d,
-an ingress, N-4 NFV nodes with one End service each, an egress) with 4
-chains, each visiting every 4th NFV node, so every chain spans the line;
-brings it up as a lab with a real segchain agent per node (lab up --agents)
-and measures, through the agents:
+		Long: `For each size N, generates a domain of exactly N nodes (the same
+generator as lab up --generate; docs/scale.md) with 4 chains and brings it
+up as a lab with a real segchain agent per node (lab up --agents):
+
+  line    hosts s and d, an ingress, N-4 NFV nodes with one End service
+          each, an egress, in a line; each chain visits every 4th NFV node
+  clos2   2-tier Clos: leaves (ingress, NFV leaves with one End service
+          each, egress) linked to every one of 4 spines (routers)
+  clos3   3-tier Clos: pods of up to 16 leaves and 4 spines, spine k of
+          every pod linked to the 2 super-spines of plane k
+  clos    clos3 above 64 nodes, else clos2
+
+Clos chains visit 8 leaves spread over the fabric. Under static routing a
+Clos domain summarises each pod's block (routing.summaries; --no-summaries
+routes every prefix to every node instead). It measures, through the
+agents:
 
   from scratch   apply on empty nodes
   no-op          apply again (observes every node, changes nothing)
-  one chain      apply with one chain's SID list changed
+  one chain      apply with one chain's SID list changed (and how many
+                 nodes that changes, from the plan)
+  ... CO         the change back and a no-op with apply --changed-only
+                 (only the nodes whose intent changed are contacted)
+  changes/node   ops of the apply from scratch per node (max and mean)
+  controller     the apply commands' peak RSS (getrusage maxrss)
+  route slab     growth of the kernel's slab memory over the apply from
+                 scratch (/proc/meminfo Slab: machine-wide, noisy)
   agent RSS      resident memory of the agents after these (max and mean),
                  and its anonymous part (heap, stacks: the rest is the
                  binary's pages, shared by all agents of a host), and
@@ -60,7 +82,11 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 			if agentExe == "" {
 				agentExe = sameBuildAgent(exe)
 			}
-			res, err := cpbench.RunRouting(cmd.Context(), exe, agentExe, "cp"+hex.EncodeToString(b)+"-", sizes, routing, cmd.ErrOrStderr())
+			fab := lab.Fabric{Topology: topology, Routing: routing, Summaries: !noSum}
+			if planOnly {
+				return planFigures(cmd, fab, sizes, output)
+			}
+			res, err := cpbench.RunOptions(cmd.Context(), exe, "cp"+hex.EncodeToString(b)+"-", sizes, cpbench.Options{Fabric: fab, AgentExe: agentExe}, cmd.ErrOrStderr())
 			if plotTo != "" && len(res) > 0 {
 				if perr := cpbench.WritePlot(res, plotTo); perr != nil {
 					return perr
@@ -77,14 +103,15 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 			if routing == "bgp" {
 				conv = "CONVERGED\t"
 			}
-			fmt.Fprintln(tw, "NODES\tCHANGES\tLAB UP\tFROM SCRATCH\t"+conv+"NO-OP\tONE CHAIN\tDESTROY\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\tPSS MAX\tPSS MEAN\tAGENT\t")
+			fmt.Fprintln(tw, "NODES\tTOPOLOGY\tCHANGES\tPER NODE MAX\tMEAN\tLAB UP\tFROM SCRATCH\t"+conv+"NO-OP\tONE CHAIN\tNODES CHANGED\tDESTROY\tCONTROLLER PEAK\tROUTE SLAB\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\tPSS MAX\tPSS MEAN\tAGENT\t")
 			for _, r := range res {
 				c := ""
 				if routing == "bgp" {
 					c = secs(r.Converged) + "\t"
 				}
-				fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Changes, secs(r.LabUp), secs(r.FromScratch), c,
-					secs(r.NoOp), secs(r.OneChain), secs(r.Destroy), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB),
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Topology, r.Changes, r.ChangesPerNodeMax, r.ChangesPerNodeMean,
+					secs(r.LabUp), secs(r.FromScratch), c,
+					secs(r.NoOp), secs(r.OneChain), r.OneChainNodes, secs(r.NoOpChangedOnly), secs(r.OneChainChangedOnly), secs(r.Destroy), mib(r.ControllerPeakKiB), mib(r.RouteSlabKiB), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB),
 					mib(r.AgentPssMaxKiB), mib(r.AgentPssMeanKiB), r.AgentExe)
 			}
 			tw.Flush()
@@ -94,6 +121,9 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	cmd.Flags().IntSliceVar(&sizes, "nodes", []int{10, 50, 100}, "domain sizes (nodes, at least 5)")
 	outputFlag(cmd, &output)
 	cmd.Flags().StringVar(&routing, "routing", "", "routing.mode of the generated domains: static (default) or bgp (then CONVERGED: from the start of the apply until the line's ends reach each other's locator over BGP)")
+	cmd.Flags().StringVar(&topology, "topology", "line", "generated fabric: line, clos (clos3 above 64 nodes, else clos2), clos2 or clos3")
+	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "no lab: plan each size and print its figures (routes and ops per node, nodes a one-chain change touches, plan time and memory)")
+	cmd.Flags().BoolVar(&noSum, "no-summaries", false, "static Clos domains: no routing.summaries (every node routes every prefix)")
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the times against the number of nodes to this file (.svg, .png)")
 	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "the agents' program (lab up --agent-exe; default: segchain-agent next to this binary if it is the same build, else this binary)")
 	return cmd
@@ -117,3 +147,27 @@ func sameBuildAgent(exe string) string {
 func mib(kib int) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+// planFigures is perf control-plane --plan-only: each size planned, no lab.
+func planFigures(cmd *cobra.Command, fab lab.Fabric, sizes []int, output string) error {
+	var res []cpbench.PlanResult
+	for _, n := range sizes {
+		f := fab
+		f.Nodes = n
+		r, err := cpbench.Plan(f)
+		if err != nil {
+			return fmt.Errorf("%d nodes: %w", n, err)
+		}
+		res = append(res, r)
+	}
+	if output == "json" {
+		return writeJSON(cmd.OutOrStdout(), res)
+	}
+	tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "NODES\tTOPOLOGY\tSUMMARIES\tROUTES\tROUTES/NODE MAX\tLEAF MAX\tOPS/NODE MAX\tMEAN\tONE CHAIN NODES\tPLAN\tALLOCATED\t")
+	for _, r := range res {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%.1f\t%d\t%s\t%s\t\n", r.Nodes, r.Topology, r.Summaries, r.Routes, r.RoutesMax, r.LeafRoutesMax,
+			r.OpsMax, r.OpsMean, r.OneChainNodes, secs(r.Plan), mib(int(r.AllocKiB)))
+	}
+	return tw.Flush()
+}

@@ -107,9 +107,10 @@ var fieldDoc = map[string]string{
 	"Egress.behavior": "Decapsulating behaviour, iproute2 spelling.",
 	"Egress.sid":      "Pins the SID (inside the node's locator, ARGS zero).",
 
-	"Routing":      "Routing of locators and link prefixes.",
-	"Routing.mode": "static (default): shortest-path static routes computed from the links. bgp: eBGP in IPv6 unicast between the SR nodes over every link; each node advertises its locator, its LOC::1 address and its link prefixes. GoBGP runs inside every SR node's segchain agent (nodes need agents: segchain lab up starts them for a bgp domain), FRR on router nodes; hosts and sf nodes keep static default routes. See docs/routing.md.",
-	"Routing.bgp":  "BGP timers and BFD (routing.mode: bgp only).",
+	"Routing":           "Routing of locators and link prefixes.",
+	"Routing.mode":      "static (default): shortest-path static routes computed from the links. bgp: eBGP in IPv6 unicast between the SR nodes over every link; each node advertises its locator, its LOC::1 address and its link prefixes. GoBGP runs inside every SR node's segchain agent (nodes need agents: segchain lab up starts them for a bgp domain), FRR on router nodes; hosts and sf nodes keep static default routes. See docs/routing.md.",
+	"Routing.bgp":       "BGP timers and BFD (routing.mode: bgp only).",
+	"Routing.summaries": "Static mode only, opt-in: IPv6 blocks (one per pod of a fabric) that static routes summarise. A node is a member of a block when its locator lies in it (a node without a locator: when one of its link addresses does); a node outside a block gets one route to the whole block, towards the nearest member, instead of one per locator and link prefix in it; members keep specific routes to everything inside. plan refuses a block whose members' shortest paths to its prefixes leave it. See docs/routing.md.",
 
 	"BGPRouting":                "Settings of routing.mode: bgp.",
 	"BGPRouting.keepalive":      "Keepalive interval in seconds (default 1).",

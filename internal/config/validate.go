@@ -1152,4 +1152,5 @@ func (v *validator) routing() {
 		v.errf("routing.mode", "unknown mode %q (%s)", m, strings.Join(RoutingModes, ", "))
 	}
 	v.bgp()
+	v.summaries()
 }

@@ -42,6 +42,10 @@ type Controller struct {
 	// BGPSettle bounds the wait, between the adds and the deletes, for
 	// the BGP sessions an apply starts (bgp.go); 0: DefaultBGPSettle.
 	BGPSettle time.Duration
+	// Scope, if set, is the only nodes Apply, Destroy, Diff and Status
+	// contact: the nodes whose intent changed since the last apply
+	// (internal/session, apply --changed-only). nil: every node.
+	Scope map[string]bool
 }
 
 // Result is what an apply or destroy did (or, for a dry run, would do).
@@ -72,6 +76,9 @@ func (r *Result) Changes() int {
 func (c *Controller) nodes() []string {
 	names := make([]string, 0, len(c.Plan.Nodes))
 	for n := range c.Plan.Nodes {
+		if c.Scope != nil && !c.Scope[n] {
+			continue // outside the apply's scope (scope.go)
+		}
 		names = append(names, n)
 	}
 	sort.Strings(names)

@@ -9,91 +9,72 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/plan"
 )
 
-// Chains is how many chains a generated domain has; each visits every
-// Chains-th NFV node, so that every chain spans the whole line.
-const Chains = 4
+// Chains is how many chains a generated domain has.
+const Chains = lab.FabricChains
 
-// Domain is the YAML of a domain of n nodes (n ≥ 5): hosts s and d at the
-// ends, an ingress, n-4 NFV nodes with one End service each, an egress, in
-// a line. With changed, the first chain skips its first service (a
-// one-chain change: its headend policy).
+// Domain is the YAML of a line of n nodes (n ≥ 5): hosts s and d at the
+// ends, an ingress, n-4 NFV nodes with one End service each, an egress.
+// With changed, the first chain skips its first service (a one-chain
+// change: its headend policy).
 func Domain(n int, changed bool) string { return DomainRouting(n, changed, "") }
 
 // DomainRouting is Domain with routing.mode routing ("" or static: the
 // default; bgp: eBGP between every pair of neighbours, GoBGP in every
 // agent).
 func DomainRouting(n int, changed bool, routing string) string {
-	var b strings.Builder
-	nfv := n - 4
-	fmt.Fprintf(&b, "name: cp%d\nnodes:\n", n)
-	b.WriteString("  s: {role: host, id: 0xfffe}\n  d: {role: host, id: 0xfffd}\n")
-	b.WriteString("  ingress: {role: ingress, id: 1, locator: \"fc00:1::/64\"}\n")
-	names := []string{"s", "ingress"}
-	for i := 1; i <= nfv; i++ {
-		id := i + 1
-		fmt.Fprintf(&b, "  n%d: {role: nfv, id: %d, locator: \"fc00:%x::/64\"}\n", i, id, id)
-		names = append(names, fmt.Sprintf("n%d", i))
-	}
-	eg := nfv + 2
-	fmt.Fprintf(&b, "  egress: {role: egress, id: %d, locator: \"fc00:%x::/64\"}\n", eg, eg)
-	names = append(names, "egress", "d")
-	b.WriteString("links:\n")
-	for i := 0; i+1 < len(names); i++ {
-		a, z := names[i], names[i+1]
-		pfx := fmt.Sprintf("fc01:%x::/64", i+1)
-		if z == "d" {
-			pfx = "fc02:d::/64"
-		}
-		fmt.Fprintf(&b, "  - {endpoints: [\"%s:e-%s\", \"%s:e-%s\"], ipv6: %q}\n", a, z, z, a, pfx)
-	}
-	b.WriteString("services:\n")
-	for i := 1; i <= nfv; i++ {
-		fmt.Fprintf(&b, "  s%d: {node: n%d, behavior: End}\n", i, i)
-	}
-	b.WriteString("chains:\n")
-	for c := 0; c < Chains; c++ {
-		var svcs []string
-		for i := 1; i <= nfv; i++ {
-			if i%Chains == c {
-				svcs = append(svcs, fmt.Sprintf("s%d", i))
-			}
-		}
-		if changed && c == 0 && len(svcs) > 1 {
-			svcs = svcs[1:]
-		}
-		fmt.Fprintf(&b, "  c%d:\n    ingress: ingress\n    mode: encap\n    match: {dst: \"fc02:d::/64\", proto: udp, dport: \"%d\"}\n", c, 10000+c)
-		fmt.Fprintf(&b, "    services: [%s]\n    egress: {node: egress, behavior: End.DX6, nh6: \"fc02:d::fffd\"}\n", strings.Join(svcs, ", "))
-	}
-	if routing != "" {
-		fmt.Fprintf(&b, "routing:\n  mode: %s\n", routing)
-	}
-	return b.String()
+	y, _ := lab.Fabric{Topology: "line", Nodes: n, Changed: changed, Routing: routing}.YAML()
+	return y
 }
 
 // Result is one size's figures.
 type Result struct {
-	Nodes       int           `json:"nodes"`
-	Chains      int           `json:"chains"`
-	Changes     int           `json:"changes"` // ops of the apply from scratch
+	Nodes    int    `json:"nodes"`
+	Topology string `json:"topology"` // line, clos2, clos3
+	Chains   int    `json:"chains"`
+	Changes  int    `json:"changes"` // ops of the apply from scratch
+	// ChangesPerNodeMax and Mean are the apply from scratch's ops per
+	// node (the largest, and over all nodes), from the plan.
+	ChangesPerNodeMax  int     `json:"changes_per_node_max"`
+	ChangesPerNodeMean float64 `json:"changes_per_node_mean"`
+	// Summaries is how many routing.summaries blocks the domain has.
+	Summaries   int           `json:"summaries,omitempty"`
 	LabUp       time.Duration `json:"lab_up_ns"`
 	FromScratch time.Duration `json:"from_scratch_ns"`
 	NoOp        time.Duration `json:"noop_ns"`
 	OneChain    time.Duration `json:"one_chain_ns"`
 	Destroy     time.Duration `json:"destroy_ns"`
+	// OneChainNodes is how many nodes the one-chain change changed.
+	OneChainNodes int `json:"one_chain_nodes"`
+	// NoOpChangedOnly and OneChainChangedOnly are the same with apply
+	// --changed-only (the change back to the first domain), contacting
+	// only the nodes whose intent changed.
+	NoOpChangedOnly     time.Duration `json:"noop_changed_only_ns"`
+	OneChainChangedOnly time.Duration `json:"one_chain_changed_only_ns"`
 	// Routing is the domain's routing mode; under bgp, Converged is the
 	// time from the start of the apply from scratch until ingress and
-	// egress, the two ends of the line, route to each other's locator
-	// (BGP routes, protocol 199).
+	// egress route to each other's locator (BGP routes, protocol 199).
 	Routing   string        `json:"routing,omitempty"`
 	Converged time.Duration `json:"converged_ns,omitempty"`
+	// ControllerPeakKiB is the largest peak resident set (getrusage
+	// maxrss) of the three apply commands: the controller's memory.
+	ControllerPeakKiB int `json:"controller_peak_kib"`
+	// RouteSlabKiB is the growth of the kernel's slab memory (/proc/meminfo
+	// Slab:, machine-wide, so other work on the host adds noise) over the
+	// apply from scratch: routes, rules, SIDs of every node.
+	RouteSlabKiB int `json:"route_slab_kib"`
 	// Agent resident memory after the applies (VmRSS), KiB, and its
-	// anonymous part (RssAnon: heap and stacks; the rest is the binary's
-	// file pages, shared by every agent on the host), and the
+	// anonymous part (RssAnon: heap and stacks; the rest is the
+	// binary's file pages, shared by every agent on the host), and the
 	// proportional set size (Pss, /proc/PID/smaps_rollup: shared pages
 	// divided among the processes that map them).
 	AgentRSSMaxKiB      int `json:"agent_rss_max_kib"`
@@ -107,6 +88,16 @@ type Result struct {
 	AgentExe string `json:"agent_exe"`
 }
 
+// Options are what a run measures besides the sizes.
+type Options struct {
+	// Fabric is the template of the generated domains (Nodes is set per
+	// size; Topology "": line).
+	Fabric lab.Fabric
+	// AgentExe is the agents' program (lab up --agent-exe; "": the
+	// segchain binary's own agent).
+	AgentExe string
+}
+
 // Run measures each size with the segchain binary exe, the agents being
 // agentExe's (lab up --agent-exe; "": exe's own agent); labs are named
 // prefix-N and removed afterwards, even on failure. Progress goes to log.
@@ -114,14 +105,24 @@ func Run(ctx context.Context, exe, agentExe, prefix string, sizes []int, log io.
 	return RunRouting(ctx, exe, agentExe, prefix, sizes, "", log)
 }
 
-// RunRouting is Run with the domains' routing mode ("" = static).
+// RunRouting is Run of lines with the domains' routing mode ("" = static).
 func RunRouting(ctx context.Context, exe, agentExe, prefix string, sizes []int, routing string, log io.Writer) ([]Result, error) {
+	return RunOptions(ctx, exe, prefix, sizes, Options{Fabric: lab.Fabric{Topology: "line", Routing: routing}, AgentExe: agentExe}, log)
+}
+
+// RunOptions measures each size of the fabric o.Fabric.
+func RunOptions(ctx context.Context, exe, prefix string, sizes []int, o Options, log io.Writer) ([]Result, error) {
+	if o.Fabric.Topology == "" {
+		o.Fabric.Topology = "line"
+	}
 	var out []Result
 	for _, n := range sizes {
-		if n < 5 {
-			return out, fmt.Errorf("control-plane benchmark: %d nodes: want at least 5", n)
+		f := o.Fabric
+		f.Nodes = n
+		if _, err := f.YAML(); err != nil {
+			return out, fmt.Errorf("control-plane benchmark: %w", err)
 		}
-		r, err := runOne(ctx, exe, agentExe, fmt.Sprintf("%s%d", prefix, n), n, routing, log)
+		r, err := runOne(ctx, exe, o, fmt.Sprintf("%s%d", prefix, n), f, log)
 		if err != nil {
 			return out, fmt.Errorf("%d nodes: %w", n, err)
 		}
@@ -130,12 +131,52 @@ func RunRouting(ctx context.Context, exe, agentExe, prefix string, sizes []int, 
 	return out, nil
 }
 
-func runOne(ctx context.Context, exe, agentExe, labName string, n int, routing string, log io.Writer) (Result, error) {
-	r := Result{Nodes: n, Chains: Chains, Routing: routing, AgentExe: filepath.Base(exe)}
+// PlanFigures are the plan's figures of a generated domain: ops per node
+// of an apply from scratch and how many nodes a one-chain change touches.
+func PlanFigures(f lab.Fabric) (perNodeMax int, perNodeMean float64, oneChainNodes, summaries int, err error) {
+	build := func(changed bool) (*plan.Plan, error) {
+		f.Changed = changed
+		y, err := f.YAML()
+		if err != nil {
+			return nil, err
+		}
+		d, err := config.Parse([]byte(y), ".")
+		if err != nil {
+			return nil, err
+		}
+		return plan.Build(d)
+	}
+	p, err := build(false)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	q, err := build(true)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	total := 0
+	for name, n := range p.Nodes {
+		c := len(controller.Compute(&nodestate.Node{Name: name}, n).Ops())
+		total += c
+		perNodeMax = max(perNodeMax, c)
+		if len(controller.Compute(n, q.Nodes[name]).Ops()) > 0 {
+			oneChainNodes++
+		}
+	}
+	return perNodeMax, float64(total) / float64(len(p.Nodes)), oneChainNodes, len(p.Summaries), nil
+}
+
+func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fabric, log io.Writer) (Result, error) {
+	n := f.Nodes
+	r := Result{Nodes: n, Topology: f.Kind(), Chains: Chains, Routing: f.Routing, AgentExe: filepath.Base(exe)}
+	var err error
+	if r.ChangesPerNodeMax, r.ChangesPerNodeMean, r.OneChainNodes, r.Summaries, err = PlanFigures(f); err != nil {
+		return r, err
+	}
 	up := []string{"lab", "up", "-f", "", "--lab", labName, "--agents"}
-	if agentExe != "" {
-		up = append(up, "--agent-exe", agentExe)
-		r.AgentExe = filepath.Base(agentExe)
+	if o.AgentExe != "" {
+		up = append(up, "--agent-exe", o.AgentExe)
+		r.AgentExe = filepath.Base(o.AgentExe)
 	}
 	dir, err := os.MkdirTemp("", "segchain-cpbench-")
 	if err != nil {
@@ -143,22 +184,35 @@ func runOne(ctx context.Context, exe, agentExe, labName string, n int, routing s
 	}
 	defer os.RemoveAll(dir)
 	file, changed := filepath.Join(dir, "domain.yaml"), filepath.Join(dir, "changed.yaml")
-	if err := os.WriteFile(file, []byte(DomainRouting(n, false, routing)), 0o644); err != nil {
+	f.Changed = false
+	y, _ := f.YAML()
+	f.Changed = true
+	yc, _ := f.YAML()
+	if err := os.WriteFile(file, []byte(y), 0o644); err != nil {
 		return r, err
 	}
-	if err := os.WriteFile(changed, []byte(DomainRouting(n, true, routing)), 0o644); err != nil {
+	if err := os.WriteFile(changed, []byte(yc), 0o644); err != nil {
 		return r, err
 	}
 	run := func(args ...string) (time.Duration, string, error) {
 		start := time.Now()
-		out, err := exec.CommandContext(ctx, exe, args...).CombinedOutput()
+		cmd := exec.CommandContext(ctx, exe, args...)
+		out, err := cmd.CombinedOutput()
 		d := time.Since(start)
+		if cmd.ProcessState != nil && len(args) > 0 && args[0] == "apply" {
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				r.ControllerPeakKiB = max(r.ControllerPeakKiB, int(ru.Maxrss))
+			}
+		}
 		if err != nil {
 			return d, string(out), fmt.Errorf("segchain %s: %w\n%s", strings.Join(args, " "), err, out)
 		}
 		return d, string(out), nil
 	}
-	fmt.Fprintf(log, "control-plane %d nodes: lab up --agents\n", n)
+	apply := func(file string) (time.Duration, string, error) {
+		return run("apply", "-f", file, "--lab", labName)
+	}
+	fmt.Fprintf(log, "control-plane %d nodes (%s): lab up --agents\n", n, r.Topology)
 	var out string
 	up[3] = file
 	if r.LabUp, _, err = run(up...); err != nil {
@@ -166,28 +220,46 @@ func runOne(ctx context.Context, exe, agentExe, labName string, n int, routing s
 		return r, err
 	}
 	defer run("lab", "down", "--lab", labName)
-	defer run("destroy", "-f", file, "--lab", labName)
+	defer func() {
+		if r.Destroy == 0 {
+			run("destroy", "-f", file, "--lab", labName)
+		}
+	}()
 	fmt.Fprintf(log, "control-plane %d nodes: apply from scratch\n", n)
+	slab0 := routeSlabKiB()
 	start := time.Now()
-	if r.FromScratch, out, err = run("apply", "-f", file, "--lab", labName); err != nil {
+	if r.FromScratch, out, err = apply(file); err != nil {
 		return r, err
 	}
+	r.RouteSlabKiB = routeSlabKiB() - slab0
 	r.Changes = appliedChanges(out)
-	if routing == "bgp" {
+	if f.Routing == "bgp" {
 		fmt.Fprintf(log, "control-plane %d nodes: waiting for BGP to converge\n", n)
-		if err := converged(ctx, labName, n, 5*time.Minute); err != nil {
+		if err := converged(ctx, labName, y, 5*time.Minute); err != nil {
 			return r, err
 		}
 		r.Converged = time.Since(start)
 	}
-	if r.NoOp, out, err = run("apply", "-f", file, "--lab", labName); err != nil {
+	fmt.Fprintf(log, "control-plane %d nodes: no-op apply\n", n)
+	if r.NoOp, out, err = apply(file); err != nil {
 		return r, err
 	}
 	if !strings.Contains(out, "no changes") {
 		return r, fmt.Errorf("the second apply changed something:\n%s", out)
 	}
-	if r.OneChain, _, err = run("apply", "-f", changed, "--lab", labName); err != nil {
+	fmt.Fprintf(log, "control-plane %d nodes: one-chain change\n", n)
+	if r.OneChain, _, err = apply(changed); err != nil {
 		return r, err
+	}
+	fmt.Fprintf(log, "control-plane %d nodes: one-chain change back and no-op, --changed-only\n", n)
+	if r.OneChainChangedOnly, _, err = run("apply", "-f", file, "--lab", labName, "--changed-only"); err != nil {
+		return r, err
+	}
+	if r.NoOpChangedOnly, out, err = run("apply", "-f", file, "--lab", labName, "--changed-only"); err != nil {
+		return r, err
+	}
+	if !strings.Contains(out, "no changes") {
+		return r, fmt.Errorf("the no-op apply --changed-only changed something:\n%s", out)
 	}
 	l, err := lab.Get(labName)
 	if err != nil {
@@ -209,17 +281,21 @@ func runOne(ctx context.Context, exe, agentExe, labName string, n int, routing s
 		r.AgentRSSAnonMeanKiB = anon / len(l.Agents)
 		r.AgentPssMeanKiB = pss / len(l.Agents)
 	}
-	if r.Destroy, _, err = run("destroy", "-f", changed, "--lab", labName); err != nil {
+	fmt.Fprintf(log, "control-plane %d nodes: destroy\n", n)
+	if r.Destroy, _, err = run("destroy", "-f", file, "--lab", labName); err != nil {
 		return r, err
 	}
 	return r, nil
 }
 
-// converged waits until the line's ends route to each other's locator
+// converged waits until ingress and egress route to each other's locator
 // over BGP.
-func converged(ctx context.Context, labName string, n int, limit time.Duration) error {
-	eg := n - 4 + 2
-	want := map[string]string{"ingress": fmt.Sprintf("fc00:%x::/64", eg), "egress": "fc00:1::/64"}
+func converged(ctx context.Context, labName, domain string, limit time.Duration) error {
+	d, err := config.Parse([]byte(domain), ".")
+	if err != nil {
+		return err
+	}
+	want := map[string]string{"ingress": d.Nodes["egress"].Locator, "egress": d.Nodes["ingress"].Locator}
 	deadline := time.Now().Add(limit)
 	for {
 		ok := true
@@ -236,6 +312,11 @@ func converged(ctx context.Context, labName string, n int, limit time.Duration) 
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// routeSlabKiB is the kernel's slab memory now (/proc/meminfo Slab:):
+// this kernel merges the IPv6 route caches (fib6_info, fib6_nodes) into
+// the generic kmalloc slabs, so their own size cannot be read.
+func routeSlabKiB() int { return rssKiB(0, "meminfo", "Slab:") }
 
 // appliedChanges reads "applied N change(s)" from apply's output.
 func appliedChanges(out string) int {
@@ -254,7 +335,11 @@ func appliedChanges(out string) int {
 // rssKiB is a memory figure of /proc/PID/file (status: field "VmRSS:"
 // ..., smaps_rollup: "Pss:" ...).
 func rssKiB(pid int, file, field string) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	path := fmt.Sprintf("/proc/%d/%s", pid, file)
+	if pid == 0 {
+		path = "/proc/" + file
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}

@@ -132,6 +132,9 @@ func (l *Lab) startAgents(self, exe string, pfx netip.Prefix) error {
 			return err
 		}
 	}
+	if err := l.permanentNeighbours(br); err != nil {
+		return err
+	}
 	if err := l.save(); err != nil {
 		return err
 	}
@@ -187,7 +190,34 @@ func (l *Lab) mgmtLink(br *netlink.Bridge, node string, i int, addr netip.Addr) 
 	if err := nh.AddrAdd(ml, &netlink.Addr{IPNet: prefixToIPNet(netip.PrefixFrom(addr, 64)), Flags: unix.IFA_F_NODAD}); err != nil {
 		return err
 	}
-	return nh.LinkSetUp(ml)
+	if err := nh.LinkSetUp(ml); err != nil {
+		return err
+	}
+	l.mgmtMACs = append(l.mgmtMACs, mgmtNeigh{addr, ml.Attrs().HardwareAddr})
+	return nil
+}
+
+// mgmtNeigh is a node's management address and its mgmt0's MAC.
+type mgmtNeigh struct {
+	addr netip.Addr
+	mac  net.HardwareAddr
+}
+
+// permanentNeighbours makes the host's neighbour entry of every agent
+// permanent. The host's neighbour table is shared by every lab: past
+// gc_thresh2 (512) learned entries are collected, past gc_thresh3 (1024)
+// new ones refused, and at 500 agents a hundred were unreachable ("no
+// route to host"); permanent entries are outside that accounting
+// (docs/scale.md). Set once every port is on the bridge: a port that
+// changes the bridge's address flushes its neighbours, permanent ones too.
+func (l *Lab) permanentNeighbours(br *netlink.Bridge) error {
+	for _, n := range l.mgmtMACs {
+		if err := netlink.NeighSet(&netlink.Neigh{LinkIndex: br.Attrs().Index, Family: unix.AF_INET6, State: netlink.NUD_PERMANENT,
+			IP: n.addr.AsSlice(), HardwareAddr: n.mac}); err != nil {
+			return fmt.Errorf("management neighbour %s: %w", n.addr, err)
+		}
+	}
+	return nil
 }
 
 // StartAgent (re)starts node's agent, as `exe agent ... extra` (e.g.

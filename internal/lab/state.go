@@ -28,6 +28,10 @@ var (
 
 // Lab is a lab as recorded in its state file.
 type Lab struct {
+	// mgmtMACs are the agents' management neighbours while the lab
+	// comes up (agents.go).
+	mgmtMACs []mgmtNeigh
+
 	Name string `json:"name"`
 	// Nodes maps node name to namespace name.
 	Nodes   map[string]string `json:"nodes"`
@@ -242,6 +246,16 @@ func (l *Lab) down() error {
 	}
 	if err := os.Remove(statePath(l.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("lab %s down: remove state: %w", l.Name, err)
+	}
+	os.Remove(GeneratedPath(l.Name)) // lab up --generate's domain file, if any
+	// The records of the lab's applies: a lab brought up again under the
+	// same name holds nothing, and apply --changed-only must not believe
+	// otherwise. (A lab whose name extends this one's loses its records
+	// too: its next --changed-only apply contacts every node.)
+	if old, err := filepath.Glob(filepath.Join(AppliedDir, "lab-"+l.Name+"-*.json")); err == nil {
+		for _, f := range old {
+			os.Remove(f)
+		}
 	}
 	return nil
 }

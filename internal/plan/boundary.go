@@ -35,6 +35,8 @@ func (b *builder) boundary() {
 	if len(locators) == 0 {
 		return
 	}
+	// A summary block is the domain's own space, as a locator (summaries.go).
+	locators = b.summariseBoundary(locators)
 	inSIDSpace := func(a netip.Addr) bool {
 		for _, l := range locators {
 			if l.Contains(a) {

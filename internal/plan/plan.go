@@ -34,6 +34,9 @@ type Plan struct {
 	// Links are both ends of every link, per node and interface: status
 	// maps a route's next hop to the node it leads to (internal/chainpath).
 	Links []Link `json:"links,omitempty"`
+	// Summaries are the locator blocks static routing summarised
+	// (routing.summaries; summaries.go), with what each stands for.
+	Summaries []Summary `json:"summaries,omitempty"`
 }
 
 // Link is one end of a point-to-point link.
@@ -112,8 +115,8 @@ func Build(d *config.Domain) (*Plan, error) {
 	}
 	if d.Routing.Mode == config.RoutingBGP {
 		b.bgp()
-	} else {
-		b.staticRoutes()
+	} else if err := b.staticRoutes(); err != nil {
+		return nil, err
 	}
 	if err := b.services(); err != nil {
 		return nil, err
@@ -320,8 +323,10 @@ func (b *builder) hmac() error {
 }
 
 // staticRoutes computes shortest-path routes to every link prefix and
-// locator; hosts get default routes towards their first neighbour.
-func (b *builder) staticRoutes() {
+// locator; hosts get default routes towards their first neighbour. With
+// routing.summaries, a node outside a summary block gets one route to the
+// block instead (summaries.go).
+func (b *builder) staticRoutes() error {
 	type dest struct {
 		prefix netip.Prefix
 		owners []string
@@ -348,13 +353,17 @@ func (b *builder) staticRoutes() {
 			dests = append(dests, dest{prefix: p, owners: []string{n}})
 		}
 	}
+	sum, err := b.newSummarizer(len(dests), func(i int) (netip.Prefix, []string) { return dests[i].prefix, dests[i].owners })
+	if err != nil {
+		return err
+	}
 	for _, src := range b.d.NodeNames() {
 		if !b.isSR(src) {
 			b.hostDefaults(src)
 			continue
 		}
-		for _, ds := range dests {
-			if contains(ds.owners, src) {
+		for i, ds := range dests {
+			if contains(ds.owners, src) || sum.summarised(src, i) {
 				continue
 			}
 			owner := b.nearest(src, ds.owners)
@@ -362,13 +371,16 @@ func (b *builder) staticRoutes() {
 				continue
 			}
 			e := b.first[src][owner]
+			sum.check(src, i, e.iface.PeerNode, ds.owners)
 			via, ok := addrOfFamily(e.peerAddr, ds.prefix.Addr().Is4())
 			if !ok {
 				continue // the first hop has no address of this family
 			}
 			b.addRoute(src, nodestate.Route{Dst: ds.prefix, Via: via, Dev: e.iface.Name, Owner: "routing"})
 		}
+		sum.routes(src)
 	}
+	return sum.err()
 }
 
 func (b *builder) hostDefaults(host string) {

@@ -21,6 +21,9 @@ func (p *Plan) Render(w io.Writer) {
 	for _, m := range p.Notes {
 		fmt.Fprintf(w, "note: %s\n", m)
 	}
+	for _, s := range p.Summaries {
+		fmt.Fprintf(w, "%s\n", s)
+	}
 	for _, c := range p.Chains {
 		fmt.Fprintf(w, "chain %s: %s at %s table %d match %s\n", c.Name, c.Mode, c.Ingress, c.Table, c.Match)
 		for _, h := range c.Hops {

@@ -169,13 +169,23 @@ func each[T any](m map[string]T, fn func(T) error) ([]string, []error) {
 	sort.Strings(names)
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
+	// Bounded: at 1,000 agents, dialling every one at once (a TCP and TLS
+	// handshake each) on two cores ran past the dial and handshake
+	// deadlines for a quarter of them (docs/scale.md).
+	sem := make(chan struct{}, maxDials)
 	for i, n := range names {
 		wg.Add(1)
+		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
+			defer func() { <-sem }()
 			errs[i] = fn(m[n])
 		}()
 	}
 	wg.Wait()
 	return names, errs
 }
+
+// maxDials is how many agents the session's preflight and leases reach at
+// once.
+const maxDials = 64

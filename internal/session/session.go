@@ -49,6 +49,14 @@ type Options struct {
 	// Log is told what the session waits for (another command's lock, an
 	// agent reconciling) and notes about the domain file; nil: discarded.
 	Log io.Writer
+	// ChangedOnly restricts Apply to the nodes whose intent changed since
+	// the last successful apply recorded (scope.go): the others are not
+	// contacted at all, so drift on them goes unnoticed (apply without it,
+	// or the agents' --reconcile, mends that).
+	ChangedOnly bool
+	// AppliedDir is where the records of applies are kept ("":
+	// AppliedDir). Sessions of tests' fake Agents keep none unless set.
+	AppliedDir string
 }
 
 // Session is one domain's agents, journals, locks and hooks.
@@ -108,6 +116,12 @@ func Open(o Options) (*Session, error) {
 	// does (Apply); exactly once.
 	c.Lock = s.lock
 	s.ctl = c
+	if o.ChangedOnly && s.records() {
+		if err := s.narrow(); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -181,12 +195,27 @@ func (s *Session) Controller() *controller.Controller { return s.ctl }
 // node's lock and lease, the remote agents preflighted once; with
 // DryRun it only computes the changes (segchain plan) and locks nothing.
 func (s *Session) Apply(ctx context.Context) (*controller.Result, error) {
-	return s.change(ctx, s.ctl.Apply)
+	res, err := s.change(ctx, s.ctl.Apply)
+	if !s.opts.DryRun && s.records() {
+		// The record of what is applied, for apply --changed-only.
+		if err == nil {
+			if rerr := s.recordApplied(); rerr != nil {
+				fmt.Fprintf(s.log, "segchain: note: could not record the apply (%v): the next apply --changed-only contacts every node\n", rerr)
+				s.forgetApplied()
+			}
+		} else {
+			s.forgetApplied()
+		}
+	}
+	return res, err
 }
 
 // Destroy removes what the domain installed on its nodes
 // (controller.Destroy), locked as Apply; with DryRun it only says what.
 func (s *Session) Destroy(ctx context.Context) (*controller.Result, error) {
+	if !s.opts.DryRun && s.records() {
+		s.forgetApplied()
+	}
 	return s.change(ctx, s.ctl.Destroy)
 }
 
@@ -211,6 +240,9 @@ func (s *Session) change(ctx context.Context, run func(context.Context, bool) (*
 // (controller.Watch), each apply locked, leased and preflighted as
 // Apply's; it returns when ctx ends.
 func (s *Session) Watch(ctx context.Context, report func(trigger []string, res *controller.Result, err error)) error {
+	if s.records() {
+		s.forgetApplied() // watch's applies keep no record
+	}
 	return s.ctl.Watch(ctx, report)
 }
 

@@ -1,0 +1,146 @@
+package session
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/plan"
+)
+
+// AppliedDir holds, per domain (and lab), the digest of every node's
+// intent as of the last successful apply: apply --changed-only contacts
+// only the nodes whose intent differs from it.
+const AppliedDir = lab.AppliedDir
+
+// Applied is the record of the last successful apply of a domain.
+type Applied struct {
+	Domain string `json:"domain"`
+	// Nodes maps each node to the digest of its intent (IntentDigest).
+	Nodes map[string]string `json:"nodes"`
+}
+
+// IntentDigest is a node's desired state's SHA-256 (of its JSON, whose
+// lists the plan sorts and whose maps encoding/json sorts).
+func IntentDigest(n *nodestate.Node) string {
+	b, _ := json.Marshal(n)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12])
+}
+
+// records: the session keeps the record of its applies (not a test's
+// fake agents', unless it names a directory).
+func (s *Session) records() bool { return s.opts.Agents == nil || s.opts.AppliedDir != "" }
+
+// appliedPath is where the record of the session's domain (in its lab,
+// if any) is kept.
+func (s *Session) appliedPath() string {
+	name := "domain-" + s.Plan.Domain
+	if s.Lab != nil {
+		name = "lab-" + s.Lab.Name + "-" + s.Plan.Domain
+	}
+	return filepath.Join(cmp.Or(s.opts.AppliedDir, AppliedDir), name+".json")
+}
+
+// ChangedNodes are the plan's nodes whose intent differs from the record
+// (all of them when there is none), sorted.
+func ChangedNodes(p *plan.Plan, rec *Applied) []string {
+	var out []string
+	for n, st := range p.Nodes {
+		if rec == nil || rec.Nodes[n] != IntentDigest(st) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func readApplied(path string) (*Applied, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var a Applied
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, fmt.Errorf("%s: %w (remove it, or apply without --changed-only)", path, err)
+	}
+	return &a, nil
+}
+
+// narrow restricts the session to the nodes whose intent changed since
+// the last recorded apply: only those are locked, leased, preflighted,
+// observed and changed.
+func (s *Session) narrow() error {
+	rec, err := readApplied(s.appliedPath())
+	if err != nil {
+		return err
+	}
+	scope := map[string]bool{}
+	for _, n := range ChangedNodes(s.Plan, rec) {
+		scope[n] = true
+	}
+	s.ctl.Scope = scope
+	// A new map: the caller's (Options.Agents) stays whole.
+	agents := map[string]agent.Agent{}
+	for n, a := range s.ctl.Agents {
+		if scope[n] {
+			agents[n] = a
+		}
+	}
+	s.ctl.Agents = agents
+	for n := range s.netns {
+		if !scope[n] {
+			delete(s.netns, n)
+		}
+	}
+	for n, rc := range s.remote {
+		if !scope[n] {
+			rc.Close()
+			delete(s.remote, n)
+		}
+	}
+	fmt.Fprintf(s.log, "segchain: --changed-only: %d of %d node(s) changed since the last apply\n", len(scope), len(s.Plan.Nodes))
+	return nil
+}
+
+// recordApplied writes the record after a successful apply (every node as
+// planned: the nodes in scope were just brought there, the others were
+// by the apply recorded before).
+func (s *Session) recordApplied() error {
+	rec := &Applied{Domain: s.Plan.Domain, Nodes: map[string]string{}}
+	for n, st := range s.Plan.Nodes {
+		rec.Nodes[n] = IntentDigest(st)
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.appliedPath()), 0o755); err != nil {
+		return err
+	}
+	path := s.appliedPath()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// forgetApplied removes the record (after a destroy, or a failed apply:
+// the next --changed-only apply then contacts every node).
+func (s *Session) forgetApplied() {
+	os.Remove(s.appliedPath())
+}
