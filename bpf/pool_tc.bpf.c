@@ -60,12 +60,13 @@ enum pool_flags {
 	POOL_REBALANCE = 1 << 4, /* a recovered instance takes its old flows back */
 };
 
+/* Why the selector dropped a packet (the index of pool_drops); the quoted
+ * names are what status, -o json and the metrics say (bpfconst). */
 enum pool_drop_reason {
-	POOL_DROP_NONE = 0,
-	POOL_DROP_POLICY,   /* on_failure/all_down: drop */
-	POOL_DROP_FIB,      /* no route to the chosen SID */
-	POOL_DROP_REWRITE,  /* a helper failed to rewrite the packet */
-	POOL_DROP_BYPASS_LAST, /* bypass of the last segment: nothing to go to */
+	POOL_DROP_POLICY,      /* "policy": on_failure or all_down say drop */
+	POOL_DROP_FIB,         /* "no-route": no route to the chosen SID */
+	POOL_DROP_REWRITE,     /* "rewrite": a helper failed to rewrite the packet */
+	POOL_DROP_BYPASS_LAST, /* "bypass-last": bypass of the last segment, nothing to go to */
 	POOL_DROP_MAX,
 };
 
@@ -134,8 +135,8 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, POOL_DROP_MAX);
-	__type(key, __u32);
+	__uint(max_entries, POOL_MAX * POOL_DROP_MAX);
+	__type(key, __u32); /* pool index * POOL_DROP_MAX + reason */
 	__type(value, __u64);
 } pool_drops SEC(".maps");
 
@@ -330,9 +331,10 @@ static __always_inline int same_sid(const __u8 *a, const __u8 *b)
 	return x[0] == y[0] && x[1] == y[1];
 }
 
-static __always_inline void count_drop(__u32 reason)
+static __always_inline void count_drop(__u32 id, __u32 reason)
 {
-	__u64 *v = bpf_map_lookup_elem(&pool_drops, &reason);
+	__u32 k = id * POOL_DROP_MAX + reason;
+	__u64 *v = bpf_map_lookup_elem(&pool_drops, &k);
 	if (v)
 		*v += 1;
 }
@@ -480,19 +482,19 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 	}
 	if (action == 2) {
 		st->drop++;
-		count_drop(POOL_DROP_POLICY);
+		count_drop(id, POOL_DROP_POLICY);
 		return TC_ACT_SHOT;
 	}
 	int da_changed = 0;
 	if (action == 1) {
 		if (i == 0) {
 			st->errors++;
-			count_drop(POOL_DROP_BYPASS_LAST);
+			count_drop(id, POOL_DROP_BYPASS_LAST);
 			return TC_ACT_SHOT;
 		}
 		if (bypass(skb, i, &srh, &da_changed)) {
 			st->errors++;
-			count_drop(POOL_DROP_REWRITE);
+			count_drop(id, POOL_DROP_REWRITE);
 			return TC_ACT_SHOT;
 		}
 		st->bypass++;
@@ -518,13 +520,13 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 			return POOL_TCX_NEXT; /* the placeholder is the choice */
 		if (bpf_skb_store_bytes(skb, SEG_OFF(i), c->inst[p].sid, 16, 0)) {
 			st->errors++;
-			count_drop(POOL_DROP_REWRITE);
+			count_drop(id, POOL_DROP_REWRITE);
 			return TC_ACT_SHOT;
 		}
 		if (i == srh.segments_left) {
 			if (bpf_skb_store_bytes(skb, DA_OFF, c->inst[p].sid, 16, 0)) {
 				st->errors++;
-				count_drop(POOL_DROP_REWRITE);
+				count_drop(id, POOL_DROP_REWRITE);
 				return TC_ACT_SHOT;
 			}
 			da_changed = 1;
@@ -535,7 +537,7 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 	int rc = reroute(skb);
 	if (rc == REROUTE_FAIL) {
 		st->errors++;
-		count_drop(POOL_DROP_FIB);
+		count_drop(id, POOL_DROP_FIB);
 		return TC_ACT_SHOT;
 	}
 	return rc;

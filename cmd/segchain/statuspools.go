@@ -31,6 +31,16 @@ func printPools(w io.Writer, nodes []controller.NodeStatus) {
 			}
 			fmt.Fprintf(w, "  %s at %s (%s): moved %d bypass %d drop %d errors %d\n", pname, n.Node, s.SID,
 				s.Detail["moved"], s.Detail["bypass"], s.Detail["drop"], s.Errors)
+			var reasons []string
+			for k, v := range s.Detail {
+				if r, ok := strings.CutPrefix(k, "drop-"); ok && v > 0 {
+					reasons = append(reasons, fmt.Sprintf("%s %d", r, v))
+				}
+			}
+			if len(reasons) > 0 {
+				sort.Strings(reasons)
+				fmt.Fprintf(w, "    dropped by reason: %s\n", strings.Join(reasons, ", "))
+			}
 			var inst []string
 			for k := range s.Detail {
 				if x, ok := strings.CutPrefix(k, "inst-"); ok {

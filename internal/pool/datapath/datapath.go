@@ -246,6 +246,9 @@ type Stats struct {
 	Bypass    uint64   `json:"bypass"`
 	Drop      uint64   `json:"drop"`
 	Errors    uint64   `json:"errors"`
+	// Drops are the packets the selector dropped, by reason (bpf/pool_tc.bpf.c
+	// enum pool_drop_reason: policy, no-route, rewrite, bypass-last).
+	Drops map[string]uint64 `json:"drops,omitempty"`
 }
 
 // Stats reads pool id's counters (n instances).
@@ -263,6 +266,22 @@ func (h *Headend) Stats(id, n int) (Stats, error) {
 		s.Bypass += c.Bypass
 		s.Drop += c.Drop
 		s.Errors += c.Errors
+	}
+	for r := range numDropReasons {
+		var pc []uint64
+		if err := h.objs.PoolDrops.Lookup(uint32(id*numDropReasons+r), &pc); err != nil {
+			return Stats{}, fmt.Errorf("read pool %d drops: %w", id, err)
+		}
+		var n uint64
+		for _, v := range pc {
+			n += v
+		}
+		if n > 0 {
+			if s.Drops == nil {
+				s.Drops = map[string]uint64{}
+			}
+			s.Drops[DropReason(r).String()] = n
+		}
 	}
 	return s, nil
 }

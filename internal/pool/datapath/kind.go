@@ -197,6 +197,9 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 			return nil, err
 		}
 		d := map[string]uint64{"moved": st.Moved, "bypass": st.Bypass, "drop": st.Drop}
+		for r, n := range st.Drops {
+			d["drop-"+r] = n
+		}
 		var total uint64
 		for i, n := range st.Instances {
 			d["inst-"+sp.Pool.Instances[i].Name] = n

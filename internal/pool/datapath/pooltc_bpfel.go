@@ -34,12 +34,11 @@ type poolTCPoolConf struct {
 type poolTCPoolDropReason uint32
 
 const (
-	poolTCPoolDropReasonPOOL_DROP_NONE        poolTCPoolDropReason = 0
-	poolTCPoolDropReasonPOOL_DROP_POLICY      poolTCPoolDropReason = 1
-	poolTCPoolDropReasonPOOL_DROP_FIB         poolTCPoolDropReason = 2
-	poolTCPoolDropReasonPOOL_DROP_REWRITE     poolTCPoolDropReason = 3
-	poolTCPoolDropReasonPOOL_DROP_BYPASS_LAST poolTCPoolDropReason = 4
-	poolTCPoolDropReasonPOOL_DROP_MAX         poolTCPoolDropReason = 5
+	poolTCPoolDropReasonPOOL_DROP_POLICY      poolTCPoolDropReason = 0
+	poolTCPoolDropReasonPOOL_DROP_FIB         poolTCPoolDropReason = 1
+	poolTCPoolDropReasonPOOL_DROP_REWRITE     poolTCPoolDropReason = 2
+	poolTCPoolDropReasonPOOL_DROP_BYPASS_LAST poolTCPoolDropReason = 3
+	poolTCPoolDropReasonPOOL_DROP_MAX         poolTCPoolDropReason = 4
 )
 
 type poolTCPoolFlags uint32

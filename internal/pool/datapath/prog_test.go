@@ -345,3 +345,38 @@ func runBatch(t *testing.T, ns string, h *Headend, ifx uint32, pkts [][]byte) ([
 	}
 	return rets, outs
 }
+
+// TestDropReasons: a packet the selector drops is counted under its
+// reason, per pool (status shows them as drop-<reason>).
+func TestDropReasons(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	p := testPool(pool.Drop)
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetLive(0, 0); err != nil { // every instance down: drop
+		t.Fatal(err)
+	}
+	before, err := h.Stats(0, len(p.Instances)) // the fixture is shared: counters carry over
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewSource(32))
+	var pkts [][]byte
+	for range 25 {
+		pkts = append(pkts, frame(p, randFlow(r, false)))
+	}
+	runBatch(t, ns, h, ifx, pkts)
+	st, err := h.Stats(0, len(p.Instances))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for reason, n := range st.Drops {
+		if n -= before.Drops[reason]; reason != "policy" && n != 0 {
+			t.Errorf("%d drops counted as %s, want none", n, reason)
+		}
+	}
+	if d, pd := st.Drop-before.Drop, st.Drops["policy"]-before.Drops["policy"]; d != 25 || pd != 25 {
+		t.Errorf("drop %d, by reason policy %d: want 25 and 25", d, pd)
+	}
+}
