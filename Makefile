@@ -63,9 +63,9 @@ skipcheck:
 #  - go vet and make race run alongside (their output printed after the
 #    main run's): the main run's length is its longest package (test/agents,
 #    waiting on its labs for most of it), the CPU idles meanwhile.
-SLOW_PKGS := ./test/agents ./test/e2e ./test/fw ./test/apply ./test/bgp ./test/docs ./test/proxy ./test/fuzz \
+SLOW_PKGS := ./test/agents ./test/e2e ./test/fw ./test/apply ./test/bgp ./test/docs ./test/oam ./test/pools ./test/proxy ./test/fuzz \
 	./internal/dataplane/netfilter ./pkg/srv6svc ./internal/dataplane/firewall ./internal/perf ./test/native \
-	./internal/ids ./examples/services/ids ./test/userspace
+	./internal/ids ./examples/services/ids ./test/userspace ./test/usid ./internal/lab ./internal/cpbench
 TEST_P ?= 3
 TESTENV := SEGCHAIN_BIN=$(CURDIR)/$(BIN)
 
