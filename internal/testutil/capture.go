@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -334,4 +335,30 @@ func Tshark(t testing.TB, pcap string, fields ...string) []Packet {
 		pkts = append(pkts, p)
 	}
 	return pkts
+}
+
+// PcapFrames returns a pcap file's frames in order (tests comparing two
+// paths' packets byte for byte).
+func PcapFrames(t testing.TB, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var out [][]byte
+	for {
+		data, _, err := r.ReadPacketData()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out = append(out, append([]byte(nil), data...))
+	}
 }

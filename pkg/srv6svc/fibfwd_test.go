@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/pcapgo"
-
 	"github.com/segchain/segchain/internal/svctest"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -75,7 +73,7 @@ func TestPrivilegedFIBForwardSameBytes(t *testing.T) {
 		testutil.Exec(t, tp.NFV, "sh", "-c", "nft delete table ip6 s9fwd 2>/dev/null; nft -f "+path)
 		c := testutil.StartInboundCapture(t, tp.Tester, tp.TOut, "ip6 dst net fc00:9::/64", fibFwdDelivered)
 		tp.Send(t, fibFwdSetup, fibFwdFrames)
-		got[stack] = readFrames(t, c.Wait(5*time.Second))
+		got[stack] = testutil.PcapFrames(t, c.Wait(5*time.Second))
 		counted := testutil.Exec(t, tp.NFV, "nft", "list", "table", "ip6", "s9fwd")
 		cancel()
 		if err := <-done; err != nil {
@@ -104,27 +102,5 @@ func TestPrivilegedFIBForwardSameBytes(t *testing.T) {
 		if !bytes.Equal(got[true][i], got[false][i]) {
 			t.Errorf("frame %d differs:\nstack %x\nfib   %x", i, got[true][i], got[false][i])
 		}
-	}
-}
-
-// readFrames returns the frames of a pcap file in order.
-func readFrames(t *testing.T, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for {
-		b, _, err := r.ReadPacketData()
-		if err != nil {
-			return out
-		}
-		out = append(out, append([]byte(nil), b...))
 	}
 }

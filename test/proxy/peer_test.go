@@ -3,12 +3,7 @@ package proxy_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
-	"os"
 	"testing"
-
-	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/segchain/segchain/internal/dataplane/srunaware"
 	"github.com/segchain/segchain/internal/testutil"
@@ -97,28 +92,13 @@ for i in range(20):
 // may still be on its way when the captures start).
 func frames(t *testing.T, path string) [][]byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out [][]byte
-	for {
-		data, _, err := r.ReadPacketData()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, data := range testutil.PcapFrames(t, path) {
 		if !bytes.Contains(data, []byte("warm")) {
-			out = append(out, append([]byte(nil), data...))
+			out = append(out, data)
 		}
 	}
+	return out
 }
 
 // txPackets is dev's transmitted-packets counter.

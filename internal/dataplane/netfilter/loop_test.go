@@ -2,15 +2,10 @@ package netfilter
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -59,7 +54,7 @@ table ip nat {
 			fromA("fc00:e::e0:7", udp4("10.0.1.1", "10.0.2.1", 1003, 5000)))
 		pcap := cb.Wait(5 * time.Second)
 		return result{
-			frames:  readFrames(t, pcap),
+			frames:  testutil.PcapFrames(t, pcap),
 			devType: strings.TrimSpace(testutil.Exec(t, tp.n, "cat", "/sys/class/net/"+LoopIn+"/type")),
 			nft:     testutil.Exec(t, tp.n, "nft", "list", "chain", "inet", "t", "f"),
 			c:       counters(t, tp.n),
@@ -84,30 +79,5 @@ table ip nat {
 	}
 	if fmt.Sprint(veth.c) != fmt.Sprint(tun.c) {
 		t.Errorf("counters: veth loop %+v, tun loop %+v", veth.c, tun.c)
-	}
-}
-
-// readFrames returns a pcap's packets in order.
-func readFrames(t *testing.T, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for {
-		data, _, err := r.ReadPacketData()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, append([]byte(nil), data...))
 	}
 }
