@@ -220,11 +220,15 @@ func TestExampleExtraction(t *testing.T) {
 }
 
 // rewrite points an example at the test's labs: "default" (and the
-// sc-default-* namespaces) become lab, "demo" becomes lab2.
-func rewrite(cmd, lab, lab2 string) string {
+// sc-default-* namespaces) become lab, "demo" becomes lab2, "fab" (a
+// generated fabric) becomes fab: each group has its own, so two groups
+// showing the same example (a --help text and its docs page) do not
+// collide.
+func rewrite(cmd, lab, lab2, fab string) string {
 	return strings.NewReplacer(
 		"--lab default", "--lab "+lab, "sc-default-", "sc-"+lab+"-",
 		"--lab demo", "--lab "+lab2, "sc-demo-", "sc-"+lab2+"-",
+		"--lab fab", "--lab "+fab, "sc-fab-", "sc-"+fab+"-",
 	).Replace(cmd)
 }
 
@@ -280,9 +284,9 @@ func TestPrivilegedDocExamples(t *testing.T) {
 			continue
 		}
 		t.Run(g, func(t *testing.T) {
-			lab, lab2 := testutil.UniqueName("h14d"), testutil.UniqueName("h14e")
+			lab, lab2, fab := testutil.UniqueName("h14d"), testutil.UniqueName("h14e"), testutil.UniqueName("h14f")
 			t.Cleanup(func() {
-				for _, l := range []string{lab, lab2} {
+				for _, l := range []string{lab, lab2, fab} {
 					run(context.Background(), work, lab, "", bin+" destroy --lab "+l+" >/dev/null 2>&1; "+bin+" lab down --lab "+l+" >/dev/null 2>&1")
 				}
 			})
@@ -304,7 +308,7 @@ func TestPrivilegedDocExamples(t *testing.T) {
 				}
 			}
 			for _, e := range runnable {
-				cmd := rewrite(e.cmd, lab, lab2)
+				cmd := rewrite(e.cmd, lab, lab2, fab)
 				ns := ""
 				if labExists(lab) {
 					ns = "sc-" + lab + "-nfv1"
