@@ -51,7 +51,11 @@ struct sk_buff {
 
 #define OAM_EXT_MAX 8 /* extension headers walked per header chain */
 
-volatile const __u64 oam_magic = 0;
+/* The trace's probe marker: a global the loader sets before each attach
+ * (not a load-time constant), so that one loaded program serves every
+ * trace of a process (internal/oam keeps it loaded: the load, not the
+ * attach, is what costs). */
+volatile __u64 oam_magic = 0;
 
 /* oam_rx_event is one arrival of a probe. */
 struct oam_rx_event {

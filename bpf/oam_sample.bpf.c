@@ -135,6 +135,20 @@ static __always_inline int has_hmac(struct __sk_buff *skb, __u32 off, __u32 end)
 	return 0;
 }
 
+/* load reads n bytes at off: straight from the linear data when they are
+ * there (no helper call: the common case, a headend's own headers),
+ * else through bpf_skb_load_bytes. */
+static __always_inline int load(struct __sk_buff *skb, __u32 off, void *to, __u32 n)
+{
+	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
+
+	if (off <= 256 + 8 + 16 * (OAM_SRH_MAX_LAST + 1) && data + off + n <= data_end) {
+		__builtin_memcpy(to, data + off, n);
+		return 0;
+	}
+	return bpf_skb_load_bytes(skb, off, to, n);
+}
+
 SEC("tcx/egress")
 int oam_mark(struct __sk_buff *skb)
 {
@@ -142,19 +156,21 @@ int oam_mark(struct __sk_buff *skb)
 	struct oam_chain_key key;
 	struct oam_chain_val *v;
 	struct srh_fixed srh;
-	struct ipv6hdr ip6;
-	__u32 srh_off = ETH_HLEN + sizeof(ip6), end, tlv;
+	__u32 srh_off = ETH_HLEN + sizeof(struct ipv6hdr), end, tlv;
 	__u64 n;
-	__u8 f;
+	__u8 f, nh;
 
+	/* Every packet leaving the headend comes here: the cheapest tests
+	 * first (IPv6, Next Header routing: one byte read, no helper call),
+	 * the outer header's destination only for a packet marked. */
 	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return OAM_TCX_NEXT;
-	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6, sizeof(ip6)) < 0 || ip6.nexthdr != IPPROTO_ROUTING)
+	if (load(skb, ETH_HLEN + 6, &nh, 1) < 0 || nh != IPPROTO_ROUTING)
 		return OAM_TCX_NEXT;
-	if (bpf_skb_load_bytes(skb, srh_off, &srh, sizeof(srh)) < 0 || srh.type != 4 || srh.last > OAM_SRH_MAX_LAST)
+	if (load(skb, srh_off, &srh, sizeof(srh)) < 0 || srh.type != 4 || srh.last > OAM_SRH_MAX_LAST)
 		return OAM_TCX_NEXT;
-	if (bpf_skb_load_bytes(skb, srh_off + 8, key.last, 16) < 0 ||
-	    bpf_skb_load_bytes(skb, srh_off + 8 + 16 * (__u32)srh.last, key.first, 16) < 0)
+	if (load(skb, srh_off + 8, key.last, 16) < 0 ||
+	    load(skb, srh_off + 8 + 16 * (__u32)(srh.last & OAM_SRH_MAX_LAST), key.first, 16) < 0)
 		return OAM_TCX_NEXT;
 	v = bpf_map_lookup_elem(&oam_chains, &key);
 	if (!v) {
@@ -180,7 +196,7 @@ int oam_mark(struct __sk_buff *skb)
 	__sync_fetch_and_add(&v->marked, 1);
 	ev.ts = bpf_ktime_get_ns();
 	ev.ifindex = skb->ifindex;
-	__builtin_memcpy(ev.da, &ip6.daddr, 16);
+	bpf_skb_load_bytes(skb, ETH_HLEN + 24, ev.da, 16);
 	bpf_skb_load_bytes(skb, end, ev.id, OAM_ID_LEN);	/* a shorter packet: zeros */
 	ev.sl = srh.sl;
 	ev.kind = 1;

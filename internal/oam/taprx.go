@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,7 +34,7 @@ const (
 // RxTap is the tracepoint tap: one program for every node, which names
 // the node by its namespace's inode number.
 type RxTap struct {
-	objs   oamRXObjects
+	objs   *oamRXObjects
 	lk     link.Link
 	drop   link.Link
 	reason map[uint32]string // enum skb_drop_reason, from the kernel's BTF
@@ -41,25 +43,129 @@ type RxTap struct {
 	ifName map[[2]uint32]string
 }
 
-// AttachRx loads and attaches the tracepoint tap for the namespaces of
-// netns (node → namespace).
-func AttachRx(netns map[string]string, magic uint64) (t *RxTap, err error) {
+// rxPool keeps the tracepoint tap's loaded programs and maps of a process
+// between traces: loading them (the kernel's BTF, CO-RE, the verifier) is
+// 60–500 ms here, attaching them under 3 ms. BPF programs and maps are not
+// per namespace (only the nodes in oam_nodes are), so one loaded set serves
+// any trace; a set is used by one trace at a time (its oam_magic).
+var rxPool struct {
+	sync.Mutex
+	free []*oamRXObjects
+}
+
+// rxPoolMax bounds the loaded sets kept (each holds a 64 KiB ring buffer).
+const rxPoolMax = 4
+
+// rxLoads counts the loads of the tracepoint tap in this process.
+var rxLoads atomic.Int64
+
+// RxLoads is how many times this process has loaded the tracepoint tap
+// (tests check that traces reuse it).
+func RxLoads() int64 { return rxLoads.Load() }
+
+func getRxObjs() (*oamRXObjects, error) {
+	rxPool.Lock()
+	if n := len(rxPool.free); n > 0 {
+		o := rxPool.free[n-1]
+		rxPool.free = rxPool.free[:n-1]
+		rxPool.Unlock()
+		return o, nil
+	}
+	rxPool.Unlock()
 	spec, err := loadOamRX()
 	if err != nil {
 		return nil, fmt.Errorf("load oam tracepoint program spec: %w", err)
 	}
-	if err := spec.Variables["oam_magic"].Set(magic); err != nil {
-		return nil, fmt.Errorf("set oam_magic: %w", err)
-	}
-	t = &RxTap{nodeOf: map[uint32]string{}, ifName: map[[2]uint32]string{}}
-	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+	o := &oamRXObjects{}
+	if err := spec.LoadAndAssign(o, nil); err != nil {
 		return nil, fmt.Errorf("load oam tracepoint program: %w", err)
 	}
+	rxLoads.Add(1)
+	return o, nil
+}
+
+// putRxObjs returns a detached set to the pool, emptied: no node, no
+// sighting left in its ring buffer.
+func putRxObjs(o *oamRXObjects) error {
+	err := func() error {
+		var k, v uint32
+		var keys []uint32
+		it := o.OamNodes.Iterate()
+		for it.Next(&k, &v) {
+			keys = append(keys, k)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := o.OamNodes.Delete(k); err != nil {
+				return err
+			}
+		}
+		if err := o.OamMagic.Set(uint64(0)); err != nil {
+			return err
+		}
+		// Late sightings of this trace must not reach the next one. A
+		// reader of its own: the trace's may still be blocked in a Read
+		// (closing it is what ends that Read).
+		rd, err := ringbuf.NewReader(o.OamRxEvents)
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		rd.SetDeadline(time.Now())
+		for {
+			if _, err := rd.Read(); err != nil {
+				return nil
+			}
+		}
+	}()
+	rxPool.Lock()
+	defer rxPool.Unlock()
+	if err != nil || len(rxPool.free) >= rxPoolMax {
+		return errors.Join(err, o.Close())
+	}
+	rxPool.free = append(rxPool.free, o)
+	return nil
+}
+
+// PrewarmRx loads the tracepoint tap into this process's pool (when it
+// holds none) and reads the kernel's drop reasons, so that the next trace
+// only attaches: the agents call it when they start.
+func PrewarmRx() error {
+	dropReasonsOnce()
+	rxPool.Lock()
+	n := len(rxPool.free)
+	rxPool.Unlock()
+	if n > 0 {
+		return nil
+	}
+	o, err := getRxObjs()
+	if err != nil {
+		return err
+	}
+	return putRxObjs(o)
+}
+
+// AttachRx attaches the tracepoint tap for the namespaces of netns (node
+// → namespace), with programs loaded once per process (rxPool).
+func AttachRx(netns map[string]string, magic uint64) (t *RxTap, err error) {
+	// The drop reasons (the kernel's BTF) are read while the programs load.
+	reasons := make(chan map[uint32]string, 1)
+	go func() { reasons <- dropReasonsOnce() }()
+	o, err := getRxObjs()
+	if err != nil {
+		return nil, err
+	}
+	t = &RxTap{objs: o, nodeOf: map[uint32]string{}, ifName: map[[2]uint32]string{}}
 	defer func() {
 		if err != nil {
 			t.Close()
 		}
 	}()
+	if err := o.OamMagic.Set(magic); err != nil {
+		return nil, fmt.Errorf("set oam_magic: %w", err)
+	}
 	for node, ns := range netns {
 		st, err := os.Stat(nsutil.Path(ns))
 		if err != nil {
@@ -67,7 +173,7 @@ func AttachRx(netns map[string]string, magic uint64) (t *RxTap, err error) {
 		}
 		ino := uint32(st.Sys().(*syscall.Stat_t).Ino)
 		t.nodeOf[ino] = node
-		if err := t.objs.OamNodes.Put(ino, uint32(1)); err != nil {
+		if err := o.OamNodes.Put(ino, uint32(1)); err != nil {
 			return nil, fmt.Errorf("node %s: oam_nodes: %w", node, err)
 		}
 		err = nsutil.Do(ns, func() error {
@@ -81,16 +187,16 @@ func AttachRx(netns map[string]string, magic uint64) (t *RxTap, err error) {
 			return nil, fmt.Errorf("node %s: interfaces: %w", node, err)
 		}
 	}
-	if t.lk, err = link.AttachTracing(link.TracingOptions{Program: t.objs.OamRx}); err != nil {
-		return nil, fmt.Errorf("attach to net:netif_receive_skb: %w", err)
-	}
-	if t.drop, err = link.AttachTracing(link.TracingOptions{Program: t.objs.OamDrop}); err != nil {
-		return nil, fmt.Errorf("attach to skb:kfree_skb: %w", err)
-	}
-	t.reason = dropReasons()
-	if t.rd, err = ringbuf.NewReader(t.objs.OamRxEvents); err != nil {
+	if t.rd, err = ringbuf.NewReader(o.OamRxEvents); err != nil {
 		return nil, fmt.Errorf("open oam ring buffer: %w", err)
 	}
+	if t.lk, err = link.AttachTracing(link.TracingOptions{Program: o.OamRx}); err != nil {
+		return nil, fmt.Errorf("attach to net:netif_receive_skb: %w", err)
+	}
+	if t.drop, err = link.AttachTracing(link.TracingOptions{Program: o.OamDrop}); err != nil {
+		return nil, fmt.Errorf("attach to skb:kfree_skb: %w", err)
+	}
+	t.reason = <-reasons
 	return t, nil
 }
 
@@ -135,19 +241,34 @@ func (t *RxTap) Collect(deadline time.Time, done func([]Event) bool) ([]Event, e
 	}
 }
 
-// Close implements Tapper.
+// Close implements Tapper: it detaches the tap and returns its programs
+// to the process's pool.
 func (t *RxTap) Close() error {
 	var errs []error
-	if t.rd != nil {
-		errs = append(errs, t.rd.Close())
-	}
 	for _, l := range []link.Link{t.lk, t.drop} {
 		if l != nil {
 			errs = append(errs, l.Close())
 		}
 	}
-	errs = append(errs, t.objs.Close())
+	if t.rd != nil {
+		errs = append(errs, t.rd.Close())
+	}
+	if t.objs != nil {
+		errs = append(errs, putRxObjs(t.objs))
+		t.objs = nil
+	}
 	return errors.Join(errs...)
+}
+
+var (
+	reasonsOnce sync.Once
+	reasonsMap  map[uint32]string
+)
+
+// dropReasonsOnce is dropReasons, read once per process (read-only after).
+func dropReasonsOnce() map[uint32]string {
+	reasonsOnce.Do(func() { reasonsMap = dropReasons() })
+	return reasonsMap
 }
 
 // dropReasons names the kernel's drop reasons from its BTF (enum

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/oam"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/testutil"
 	"github.com/segchain/segchain/internal/testutil/labenv"
 )
@@ -66,6 +67,17 @@ func TestTraceThroughAgents(t *testing.T) {
 		}
 		if !r.Delivered || r.Broken != nil {
 			t.Errorf("delivered %v, broken %+v", r.Delivered, r.Broken)
+		}
+	})
+
+	// More traces in a row than an agent runs taps at once: each agent
+	// keeps its tap loaded between traces and must release it as soon as
+	// the trace's stream ends, not when the stream's time is up.
+	t.Run("back-to-back", func(t *testing.T) {
+		for i := 0; i <= oamsvc.MaxTaps+1; i++ {
+			if r := traceCLI(t, e, "--lab", e.Name, "web"); !r.Delivered || r.Broken != nil {
+				t.Fatalf("trace %d: delivered %v, broken %+v", i, r.Delivered, r.Broken)
+			}
 		}
 	})
 

@@ -195,6 +195,20 @@ func TestTraceDefaultLab(t *testing.T) {
 		})
 	}
 
+	// The tracepoint tap is loaded once per process and reused: later
+	// traces only attach it, each with its own probe marker (a stale
+	// marker, or a sighting left over from the trace before, would leave
+	// this probe unseen).
+	t.Run("tap-reused", func(t *testing.T) {
+		before := oam.RxLoads()
+		for i := 0; i < 3; i++ {
+			checkDelivered(t, e.trace(t, "web"), want["web"], nil)
+		}
+		if got := oam.RxLoads(); got != before {
+			t.Errorf("the tracepoint tap was loaded %d more times: not reused", got-before)
+		}
+	})
+
 	// The delivery oracle is not ours: tcpdump on d, tshark decodes the
 	// inner packet the trace says arrived there.
 	t.Run("delivery-tshark", func(t *testing.T) {

@@ -43,7 +43,12 @@ type Server struct {
 func New(node, netns string) *Server { return &Server{node: node, netns: netns} }
 
 // Register adds the OAM service of node (namespace netns) to g.
-func Register(g *grpc.Server, node, netns string) { pb.RegisterOAMServer(g, New(node, netns)) }
+// The tap is loaded now, in the background, so that a trace only attaches
+// it (an error here is met again, and reported, by the first trace).
+func Register(g *grpc.Server, node, netns string) {
+	pb.RegisterOAMServer(g, New(node, netns))
+	go func() { _ = oam.PrewarmRx() }()
+}
 
 // ns is the namespace the tap and the injection work in: the named one,
 // or the agent's own (a path, so that AttachRx reads its inode).
