@@ -111,8 +111,14 @@ func (c *Client) wrap(what string, err error) error {
 		// the client has finished its handshake, so a refusal can reach
 		// the client as a closed connection on its first write instead
 		// of the alert, depending on timing.
+		// An agent killed while the connection was being set up resets
+		// it the same way: both readings, and how to bring it back.
 		if m := st.Message(); st.Code() == codes.Unavailable && (strings.Contains(m, "broken pipe") || strings.Contains(m, "connection reset by peer")) {
-			return fmt.Errorf("node %s: agent %s: %s: the agent closed the connection right after the TLS handshake: it may have refused this controller's certificate (not signed by the domain CA, expired, not a controller's, or not in the agent's --allow-controller list: see its log): %s (%s)", c.node, c.addr, what, m, st.Code())
+			stopped := ""
+			if c.hint != "" {
+				stopped = "; or it stopped: " + c.hint
+			}
+			return fmt.Errorf("node %s: agent %s: %s: the agent closed the connection right after the TLS handshake: it may have refused this controller's certificate (not signed by the domain CA, expired, not a controller's, or not in the agent's --allow-controller list: see its log)%s: %s (%s)", c.node, c.addr, what, stopped, m, st.Code())
 		}
 		if st.Code() == codes.Unavailable && c.hint != "" {
 			return fmt.Errorf("node %s: agent %s: %s: %s (%s): agent of node %s unreachable at %s: %s", c.node, c.addr, what, st.Message(), st.Code(), c.node, c.addr, c.hint)

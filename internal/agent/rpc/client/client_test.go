@@ -2,9 +2,12 @@ package client
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/segchain/segchain/internal/nodestate"
 )
@@ -27,5 +30,20 @@ func TestProbedPart(t *testing.T) {
 	}
 	if probed(nil) != nil {
 		t.Error("probed(nil) != nil")
+	}
+}
+
+// A connection reset right after the TLS handshake is a refused
+// certificate or an agent that died while it was set up: the error says
+// both, with the way to bring the agent back (TestPrivilegedAgentRestartedAfterKill9
+// met the second and got no hint).
+func TestResetAfterHandshakeHints(t *testing.T) {
+	c := &Client{node: "nfv1", addr: "[fd00::5]:7070"}
+	c.SetHint("`segchain lab restart-agents --lab l nfv1` starts it again")
+	err := c.wrap("version", status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: read tcp: read: connection reset by peer"`))
+	for _, want := range []string{"refused this controller's certificate", "or it stopped", "restart-agents --lab l nfv1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v: want %q in it", err, want)
+		}
 	}
 }
