@@ -5,9 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -17,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/pcapgo"
 	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/nsutil"
@@ -181,7 +178,7 @@ func (l *lab) replay(t *testing.T, c corpusFrame) {
 	counted := l.counted(t) - before
 	seen := map[string]int{}
 	for _, cp := range caps {
-		for _, p := range packets(t, cp.c.Wait(0)) {
+		for _, p := range testutil.PcapFrames(t, cp.c.Wait(0)) {
 			if bytes.Contains(p, marker) && !icmpError(p) {
 				seen[cp.node+":"+cp.iface]++
 			}
@@ -252,31 +249,6 @@ func sendFrames(t *testing.T, ns, iface string, frame []byte, n int) {
 	})
 	if err != nil {
 		t.Fatalf("send on %s in %s: %v", iface, ns, err)
-	}
-}
-
-// packets reads a pcap file's frames.
-func packets(t *testing.T, path string) [][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	var out [][]byte
-	for {
-		data, _, err := r.ReadPacketData()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, data)
 	}
 }
 
