@@ -100,12 +100,12 @@ func Defunct(program, keep string) []string {
 	return out
 }
 
-// AttachAll attaches a program on TCX ingress of every interface of netns
-// but loopback that has no link pinned in dir yet, pinning each link as
-// dir/tcx-<ifindex>. prog is called only when an interface needs it, so a
+// AttachAll attaches a program at at (TCX ingress or egress) of every
+// interface of netns but loopback that has no link pinned in dir yet,
+// pinning each link as dir/tcx-<ifindex>. prog is called only when an interface needs it, so a
 // caller can defer loading (verifying) the program. An unsupported TCX is
 // returned wrapping ebpf.ErrNotSupported.
-func AttachAll(netns, dir string, prog func() (*ebpf.Program, error)) error {
+func AttachAll(netns, dir string, at ebpf.AttachType, prog func() (*ebpf.Program, error)) error {
 	return nsutil.Do(netns, func() error {
 		l, err := net.Interfaces()
 		if err != nil {
@@ -123,7 +123,7 @@ func AttachAll(netns, dir string, prog func() (*ebpf.Program, error)) error {
 			if err != nil {
 				return err
 			}
-			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: p, Attach: ebpf.AttachTCXIngress})
+			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: p, Attach: at})
 			if err != nil {
 				return fmt.Errorf("attach to %s: tcx: %w", i.Name, err)
 			}

@@ -95,7 +95,7 @@ func (p Program) Assign(spec *ebpf.CollectionSpec, to any, dir string) error {
 // (AttachAll); an unsupported TCX is returned wrapping notSupported (the
 // package's ErrNotSupported) as well.
 func (p Program) Attach(netns, dir string, prog func() (*ebpf.Program, error), notSupported error) error {
-	err := AttachAll(netns, dir, prog)
+	err := AttachAll(netns, dir, ebpf.AttachTCXIngress, prog)
 	if errors.Is(err, ebpf.ErrNotSupported) {
 		return fmt.Errorf("attach %s: %w: %w", p.What, notSupported, err)
 	}

@@ -230,7 +230,7 @@ func (n *node) setup() error {
 // attach attaches nf_in to the ingress of every interface lacking it and
 // nf_out to the egress of LoopOut.
 func (n *node) attach(out int) error {
-	err := bpfpin.AttachAll(n.netns, n.dir, func() (*ebpf.Program, error) {
+	err := bpfpin.AttachAll(n.netns, n.dir, ebpf.AttachTCXIngress, func() (*ebpf.Program, error) {
 		if err := n.loadProgs(); err != nil {
 			return nil, err
 		}

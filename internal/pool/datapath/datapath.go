@@ -3,16 +3,13 @@ package datapath
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/segchain/segchain/internal/bpfpin"
-	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pool"
 )
 
@@ -52,7 +49,7 @@ func Open(netns string) (*Headend, error) {
 		return nil, err
 	}
 	h.objs, h.prog = objs.poolTCMaps, objs.PoolOut
-	if err := attachEgress(netns, dir, h.prog); err != nil {
+	if err := bpfpin.AttachAll(netns, dir, ebpf.AttachTCXEgress, func() (*ebpf.Program, error) { return h.prog, nil }); err != nil {
 		h.Close()
 		return nil, err
 	}
@@ -81,36 +78,6 @@ func Reopen(netns string) (*Headend, error) {
 		return nil, err
 	}
 	return h, nil
-}
-
-// attachEgress is bpfpin.AttachAll on egress: links pinned as
-// dir/tcx-<ifindex> (bpfpin.DetachAll removes them).
-func attachEgress(netns, dir string, p *ebpf.Program) error {
-	return nsutil.Do(netns, func() error {
-		l, err := net.Interfaces()
-		if err != nil {
-			return err
-		}
-		for _, i := range l {
-			if i.Flags&net.FlagLoopback != 0 {
-				continue
-			}
-			pin := filepath.Join(dir, fmt.Sprintf("tcx-%d", i.Index))
-			if _, err := os.Stat(pin); err == nil {
-				continue
-			}
-			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: p, Attach: ebpf.AttachTCXEgress})
-			if err != nil {
-				return fmt.Errorf("attach pool selector to %s: %w", i.Name, err)
-			}
-			if err := lk.Pin(pin); err != nil {
-				lk.Close()
-				return fmt.Errorf("pin link on %s: %w", i.Name, err)
-			}
-			lk.Close()
-		}
-		return nil
-	})
 }
 
 // Close releases the handles; the pinned program and maps stay.
