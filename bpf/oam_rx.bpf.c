@@ -23,22 +23,7 @@
 #include <bpf/bpf_core_read.h>
 
 /* The kernel's types, only the fields read, relocated by CO-RE. */
-struct ns_common {
-	unsigned int inum;
-} __attribute__((preserve_access_index));
-
-struct net {
-	struct ns_common ns;
-} __attribute__((preserve_access_index));
-
-typedef struct {
-	struct net *net;
-} possible_net_t;
-
-struct net_device {
-	int ifindex;
-	possible_net_t nd_net;
-} __attribute__((preserve_access_index));
+#include "lib/core_netdev.h"
 
 struct sk_buff {
 	unsigned int len;

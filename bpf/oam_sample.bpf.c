@@ -34,22 +34,7 @@
 #define OAM_ID_LEN 48
 #define OAM_SRH_MAX_LAST 15 /* longest SID list marked: 16 SIDs */
 
-struct ns_common {
-	unsigned int inum;
-} __attribute__((preserve_access_index));
-
-struct net {
-	struct ns_common ns;
-} __attribute__((preserve_access_index));
-
-typedef struct {
-	struct net *net;
-} possible_net_t;
-
-struct net_device {
-	int ifindex;
-	possible_net_t nd_net;
-} __attribute__((preserve_access_index));
+#include "lib/core_netdev.h"
 
 struct sk_buff {
 	unsigned char *data;
