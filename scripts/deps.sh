@@ -5,7 +5,7 @@ set -euo pipefail
 
 APT_PKGS=(clang llvm libbpf-dev bpftool iproute2 nftables iptables tcpdump tshark
           python3 python3-scapy ethtool iputils-ping curl nginx-light haproxy jq
-          protobuf-compiler prometheus frr)
+          protobuf-compiler prometheus frr chromium-headless-shell)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

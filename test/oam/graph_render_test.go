@@ -13,10 +13,10 @@ import (
 	"testing"
 )
 
-// chromium finds a headless-capable Chromium (Debian's chromium package;
-// optional: about 300 MB, not installed by scripts/deps.sh).
+// chromium finds a headless-capable Chromium: Debian's
+// chromium-headless-shell (scripts/deps.sh installs it), else a full one.
 func chromium() string {
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome"} {
+	for _, n := range []string{"chromium-headless-shell", "chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(n); err == nil {
 			return p
 		}
@@ -58,7 +58,7 @@ var resultRE = regexp.MustCompile(`(?s)<pre id="result">(.*?)</pre>`)
 func renderInChromium(t *testing.T, svg string, nodes []string, chains []string, broken int) {
 	bin := chromium()
 	if bin == "" {
-		t.Skip("chromium not installed (optional: apt-get install chromium); the SVG was checked as XML")
+		t.Skip("chromium not installed (scripts/deps.sh installs chromium-headless-shell); the SVG was checked as XML")
 	}
 	dir := t.TempDir()
 	page := filepath.Join(dir, "graph.html")
