@@ -126,7 +126,7 @@ routing). The file is kept as /run/segchain/labs/NAME.generated.yaml
 				if file != "" {
 					return fmt.Errorf("lab up: -f and --generate: give one")
 				}
-				if file, err = writeGenerated(generate, name); err != nil {
+				if file, err = lab.WriteGenerated(generate, name); err != nil {
 					return err
 				}
 			}
@@ -489,25 +489,4 @@ func newLabAddrCmd() *cobra.Command {
 	labNameFlag(cmd, &name, "lab name")
 	outputFlag(cmd, &output)
 	return cmd
-}
-
-// writeGenerated writes the domain of a --generate spec where the lab
-// keeps it, and returns the path.
-func writeGenerated(spec, labName string) (string, error) {
-	f, err := lab.ParseGenerate(spec)
-	if err != nil {
-		return "", err
-	}
-	y, err := f.YAML()
-	if err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(lab.StateDir, 0o755); err != nil {
-		return "", err
-	}
-	p := lab.GeneratedPath(labName)
-	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
-		return "", fmt.Errorf("lab up --generate: %w", err)
-	}
-	return p, nil
 }
