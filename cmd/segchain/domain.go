@@ -291,7 +291,8 @@ nodes whose intent differs from that record (every node when there is
 none): a one-chain change locks, observes and changes just the nodes the
 chain's change touches. Drift on the other nodes goes unnoticed then (a
 plain apply, or the agents' --reconcile, mends it); destroy, watch and a
-failed apply drop the record. See docs/scale.md.`,
+failed apply drop the record, and an apply drops it before its first change
+(one killed mid-way leaves none). See docs/scale.md.`,
 		Example: "  segchain lab up && segchain apply --lab default\n  segchain lab up -f examples/hmac.yaml --lab demo && segchain apply --lab demo\n  segchain apply --lab demo --changed-only",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

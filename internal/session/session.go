@@ -195,6 +195,11 @@ func (s *Session) Controller() *controller.Controller { return s.ctl }
 // node's lock and lease, the remote agents preflighted once; with
 // DryRun it only computes the changes (segchain plan) and locks nothing.
 func (s *Session) Apply(ctx context.Context) (*controller.Result, error) {
+	if !s.opts.DryRun && s.records() {
+		// No record while nodes change: an apply killed mid-way leaves
+		// them between two intents, which only a full apply sorts out.
+		s.forgetApplied()
+	}
 	res, err := s.change(ctx, s.ctl.Apply)
 	if !s.opts.DryRun && s.records() {
 		// The record of what is applied, for apply --changed-only.
