@@ -5,6 +5,7 @@ package docs
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -325,13 +327,24 @@ func TestPrivilegedDocExamples(t *testing.T) {
 					timeout = 20 * time.Second
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				out, err := run(ctx, work, lab, ns, cmd)
+				var out string
+				var err error
+				watched := false
+				if watch {
+					out, watched = runUntil(ctx, work, lab, ns, cmd, func(out string) bool {
+						return strings.Contains(out, "initial apply") || strings.Contains(out, `"result"`)
+					})
+				} else {
+					out, err = run(ctx, work, lab, ns, cmd)
+				}
 				timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 				cancel()
 				ran++
 				switch {
 				case live && timedOut:
-				case watch && timedOut && (strings.Contains(out, "initial apply") || strings.Contains(out, `"result"`)):
+				case watch && watched:
+				case watch:
+					t.Errorf("%s: %s\n  (ran as: %s)\n  watch made no initial apply within %v:\n%s", e.source, e.cmd, cmd, timeout, out)
 				case e.wantErr != "":
 					want := e.wantErr
 					if len(want) > 40 {
@@ -393,6 +406,52 @@ func labExists(lab string) bool {
 // run runs one shell command line with the binary under test first on PATH
 // and the test's lab as the default lab, in namespace ns ("" = the test's).
 func run(ctx context.Context, dir, lab, ns, line string) (string, error) {
+	c := command(ctx, dir, lab, ns, line)
+	out, err := c.CombinedOutput()
+	if c.Process != nil {
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // what it left in the background
+	}
+	return string(out), err
+}
+
+// runUntil runs a command line that runs until interrupted (segchain
+// watch) and stops it as soon as its output satisfies enough (or at ctx's
+// end); it reports whether enough was met.
+func runUntil(ctx context.Context, dir, lab, ns, line string, enough func(string) bool) (string, bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c := command(ctx, dir, lab, ns, line)
+	var buf lockedBuffer
+	c.Stdout, c.Stderr = &buf, &buf
+	if err := c.Start(); err != nil {
+		return err.Error(), false
+	}
+	done := make(chan struct{})
+	go func() { _ = c.Wait(); close(done) }()
+	met := false
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !met {
+		select {
+		case <-tick.C:
+			met = enough(buf.String())
+		case <-done:
+			return buf.String(), enough(buf.String())
+		case <-ctx.Done():
+			<-done
+			return buf.String(), enough(buf.String())
+		}
+	}
+	cancel()
+	<-done
+	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	return buf.String(), true
+}
+
+// command is one shell command line with the binary under test first on
+// PATH and the test's lab as the default lab, in namespace ns ("" = the
+// test's).
+func command(ctx context.Context, dir, lab, ns, line string) *exec.Cmd {
 	args := []string{"sh", "-c", line}
 	if ns != "" {
 		args = append([]string{"nsenter", "--net=/run/netns/" + ns}, args...)
@@ -406,11 +465,25 @@ func run(ctx context.Context, dir, lab, ns, line string) (string, error) {
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
 	c.WaitDelay = time.Second
-	out, err := c.CombinedOutput()
-	if c.Process != nil {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // what it left in the background
-	}
-	return string(out), err
+	return c
+}
+
+// lockedBuffer collects a running command's output for a reader polling it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func mustAbs(t *testing.T, p string) string {
