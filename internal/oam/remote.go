@@ -20,8 +20,8 @@ type Remote interface {
 	// Has reports whether node is reached through its agent.
 	Has(node string) bool
 	// Tap starts the tap of every node of nodes and returns once each is
-	// attached; its events' At is wall time (Unix ns).
-	Tap(ctx context.Context, nodes []string, magic uint64, max time.Duration) (Tapper, error)
+	// attached; its events' At is wall time (Unix ns) on tl.
+	Tap(ctx context.Context, nodes []string, magic uint64, max time.Duration, tl *Timeline) (Tapper, error)
 	// Inject hands packet to node's stack as received on iface.
 	Inject(ctx context.Context, node, iface string, packet []byte) error
 	// Stats reads the IP statistics of each node of nodes.
@@ -29,8 +29,8 @@ type Remote interface {
 	// Sample runs each node's part of an O-flag sampling run for dur:
 	// every node of nodes sees, head marks 1 in rate of key's packets;
 	// started is called when all are attached and head marks. Events'
-	// At is wall time.
-	Sample(ctx context.Context, nodes []string, head string, key ChainKey, rate uint32, dur time.Duration, started func()) ([]SampleEvent, SampleCounts, error)
+	// At is wall time on tl.
+	Sample(ctx context.Context, nodes []string, head string, key ChainKey, rate uint32, dur time.Duration, started func(), tl *Timeline) ([]SampleEvent, SampleCounts, error)
 }
 
 // wallTap shifts a local tap's timestamps to wall time, to be merged

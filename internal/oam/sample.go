@@ -347,10 +347,11 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 				nodes = append(nodes, n)
 			}
 		}
-		evs, counts, err = d.Remote.Sample(ctx, nodes, pc.Ingress, key, o.Rate, o.Duration, o.Started)
+		tl := NewTimeline()
+		evs, counts, err = d.Remote.Sample(ctx, nodes, pc.Ingress, key, o.Rate, o.Duration, o.Started, tl)
 		if ls != nil {
 			lev, _, lerr := ls.Stop()
-			off := ClockOffset()
+			off := tl.Local()
 			for _, e := range lev {
 				e.At += off
 				evs = append(evs, e)

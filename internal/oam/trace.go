@@ -170,7 +170,8 @@ func attachRemote(ctx context.Context, d Domain, magic uint64, timeout time.Dura
 		}
 	}
 	// The agents' streams outlive the probe's wait by a margin.
-	rt, err := d.Remote.Tap(ctx, remote, magic, timeout+5*time.Second)
+	tl := NewTimeline()
+	rt, err := d.Remote.Tap(ctx, remote, magic, timeout+5*time.Second, tl)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +182,7 @@ func attachRemote(ctx context.Context, d Domain, magic uint64, timeout time.Dura
 			rt.Close()
 			return nil, err
 		}
-		taps = append(taps, wallTap{lt, ClockOffset()})
+		taps = append(taps, wallTap{lt, tl.Local()})
 	}
 	m := newMultiTap(taps...)
 	m.grace = 100 * time.Millisecond

@@ -87,7 +87,7 @@ func (c *Client) Stats(ctx context.Context, nodes []string) (map[string]map[stri
 
 // Tap implements oam.Remote: one stream per node, each ready before it
 // returns.
-func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time.Duration) (oam.Tapper, error) {
+func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time.Duration, tl *oam.Timeline) (oam.Tapper, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	t := &remoteTap{cancel: cancel, ch: make(chan oam.Event, 1024), done: make(chan struct{})}
 	type ready struct {
@@ -116,7 +116,7 @@ func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time
 				readyc <- ready{n, callErr(n, "tap", err)}
 				return
 			}
-			off := time.Duration(first.GetClockOffsetNs())
+			off := tl.Offset(first.GetBootId(), time.Duration(first.GetClockOffsetNs()))
 			readyc <- ready{n, nil}
 			for {
 				ev, err := st.Recv()
@@ -214,7 +214,7 @@ func (t *remoteTap) Close() error {
 
 // Sample implements oam.Remote: the other nodes' runs start first (and
 // last a second longer), the headend's marking once they all see.
-func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oam.ChainKey, rate uint32, dur time.Duration, started func()) ([]oam.SampleEvent, oam.SampleCounts, error) {
+func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oam.ChainKey, rate uint32, dur time.Duration, started func(), tl *oam.Timeline) ([]oam.SampleEvent, oam.SampleCounts, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -237,7 +237,7 @@ func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oa
 			}
 			if err == nil {
 				ready <- nil
-				off := time.Duration(first.GetClockOffsetNs())
+				off := tl.Offset(first.GetBootId(), time.Duration(first.GetClockOffsetNs()))
 				var r result
 				for {
 					ev, err := st.Recv()

@@ -90,7 +90,7 @@ func (s *Server) Tap(req *pb.TapRequest, st pb.OAM_TapServer) error {
 	// The caller ending the stream ends the tap's read at once.
 	stop := context.AfterFunc(st.Context(), closeTap)
 	defer stop()
-	if err := st.Send(&pb.TapEvent{Ready: true, Node: s.node, ClockOffsetNs: int64(oam.ClockOffset())}); err != nil {
+	if err := st.Send(&pb.TapEvent{Ready: true, Node: s.node, ClockOffsetNs: int64(oam.ClockOffset()), BootId: oam.BootID()}); err != nil {
 		return err
 	}
 	var serr error
@@ -168,7 +168,7 @@ func (s *Server) Sample(req *pb.SampleRequest, st pb.OAM_SampleServer) error {
 	if err != nil {
 		return status.Errorf(codes.Internal, "node %s: %v", s.node, err)
 	}
-	if err := st.Send(&pb.SampleEvent{Ready: true, ClockOffsetNs: int64(oam.ClockOffset())}); err != nil {
+	if err := st.Send(&pb.SampleEvent{Ready: true, ClockOffsetNs: int64(oam.ClockOffset()), BootId: oam.BootID()}); err != nil {
 		sm.Stop()
 		return err
 	}
