@@ -184,9 +184,7 @@ func attachRemote(ctx context.Context, d Domain, magic uint64, timeout time.Dura
 		}
 		taps = append(taps, wallTap{lt, tl.Local()})
 	}
-	m := newMultiTap(taps...)
-	m.grace = 100 * time.Millisecond
-	return m, nil
+	return newMultiTap(taps...), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

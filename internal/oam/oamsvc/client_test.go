@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,6 +93,73 @@ func TestTapOneKernelOneOffset(t *testing.T) {
 		}
 		if want := wall + 10*time.Millisecond; evs[2].Point.Node != "c" || evs[2].At != want {
 			t.Fatalf("c at %v, want %v (its own offset)", evs[2].At, want)
+		}
+	}
+}
+
+// flushNode holds its sightings until the trace flushes its tap (an
+// agent whose ring buffer still holds them when the probe reaches the
+// last hop); then it sends them and ends its stream, as Server does.
+type flushNode struct {
+	pb.UnimplementedOAMServer
+	at      []uint64
+	once    sync.Once
+	flushed chan struct{}
+}
+
+func (f *flushNode) Tap(_ *pb.TapRequest, st pb.OAM_TapServer) error {
+	if err := st.Send(&pb.TapEvent{Ready: true, BootId: "k1"}); err != nil {
+		return err
+	}
+	select {
+	case <-f.flushed:
+	case <-st.Context().Done():
+		return nil
+	}
+	for _, at := range f.at {
+		if err := st.Send(&pb.TapEvent{AtNs: at}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *flushNode) Flush(context.Context, *pb.FlushRequest) (*pb.FlushReply, error) {
+	f.once.Do(func() { close(f.flushed) })
+	return &pb.FlushReply{Found: true}, nil
+}
+
+// oldNode is an agent without Flush: it never ends its stream itself.
+type oldNode struct{ pb.UnimplementedOAMServer }
+
+func (oldNode) Tap(_ *pb.TapRequest, st pb.OAM_TapServer) error {
+	if err := st.Send(&pb.TapEvent{Ready: true, BootId: "k1"}); err != nil {
+		return err
+	}
+	<-st.Context().Done()
+	return nil
+}
+
+// After Flush, Collect returns once every agent has sent what it held
+// and ended its stream; an agent without the Flush RPC is read for the
+// grace period, then its stream is cancelled (no error: the older build's
+// behaviour).
+func TestTapFlushEndsStreams(t *testing.T) {
+	for i := 0; i < 3; i++ {
+		c := dialFakes(t, map[string]pb.OAMServer{
+			"egress": &flushNode{at: []uint64{2000, 2500}, flushed: make(chan struct{})},
+			"d":      &flushNode{at: []uint64{3000}, flushed: make(chan struct{})},
+			"old":    oldNode{},
+		})
+		tap, err := c.Tap(context.Background(), []string{"egress", "d", "old"}, 1, time.Minute, oam.NewTimeline())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tap.(oam.Flusher).Flush()
+		evs, err := tap.Collect(time.Now().Add(time.Minute), nil)
+		tap.Close()
+		if err != nil || len(evs) != 3 {
+			t.Fatalf("%d sightings (%v), want 3: every held one", len(evs), err)
 		}
 	}
 }
