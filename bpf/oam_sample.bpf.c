@@ -11,11 +11,19 @@
  * (RFC 8754 §2.1.2.1), a marked packet would no longer match it. Nothing
  * else changes.
  *
- * oam_sampled, on the net:netif_receive_skb tracepoint (as oam_rx.bpf.c):
- * a packet of a watched namespace with an SRH whose O-flag is set is
- * reported with a timestamp, where it arrived, its destination and
- * Segments Left. Linux's seg6 behaviours ignore the O-flag, so the marked
- * packet is forwarded as every other.
+ * oam_sampled, TCX ingress (first, anchor head) on every interface of the
+ * nodes of the chain's segments, nowhere else: a packet with an SRH whose
+ * O-flag is set is reported with a timestamp, where it arrived, its
+ * destination and Segments Left. It reads the headers straight from the
+ * packet: a packet that is not sampled costs a few loads and compares on
+ * those interfaces only (session 9 had a tracing program on
+ * net:netif_receive_skb, run for every packet the kernel received, in
+ * every namespace: most of sampling's cost). Linux's seg6 behaviours
+ * ignore the O-flag, so the marked packet is forwarded as every other.
+ *
+ * The chain and the rate are constants set when a run loads the programs
+ * (one load per run): the marker compares the SRH with them, and no
+ * packet of the headend pays a hash lookup.
  *
  * Both report the 48 bytes after the SRH (the inner header in H.Encaps,
  * the transport header in H.Insert): they do not change between hops
@@ -37,10 +45,12 @@
 #include "lib/core_netdev.h"
 
 struct sk_buff {
-	unsigned char *data;
 	struct net_device *dev;
-	__be16 protocol;
 } __attribute__((preserve_access_index));
+
+/* The kernel's sk_buff of a TC program's context (a trusted pointer; the
+ * verifier inlines the call). */
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
 /* oam_sample_event is a sampled packet marked (kind 1) or seen (kind 0). */
 struct oam_sample_event {
@@ -57,36 +67,29 @@ struct oam_sample_event {
 
 const struct oam_sample_event *oam_sample_event_type __attribute__((unused));
 
-struct oam_chain_key {
-	__u8 first[16];	/* Segment List[Last Entry]: the chain's first SID */
-	__u8 last[16];	/* Segment List[0] */
-};
+/* The sampled chain's SRH as it leaves the headend: Segment List[Last
+ * Entry] (its first SID) and Segment List[0] (all zero for H.Insert: the
+ * packet's own destination, not compared), and the rate (mark 1 packet in
+ * oam_rate; 0: mark none). Set by the loader. */
+volatile const __u64 oam_first[2];
+volatile const __u64 oam_last[2];
+volatile const __u32 oam_rate;
 
 struct oam_chain_val {
-	__u32 rate;	/* mark 1 packet in rate */
-	__u32 id;
 	__u64 seen;	/* the chain's packets that left the headend */
 	__u64 marked;
 	__u64 hmac;	/* not marked: the SRH carries an HMAC TLV */
 };
 
-const struct oam_chain_key *oam_chain_key_type __attribute__((unused));
 const struct oam_chain_val *oam_chain_val_type __attribute__((unused));
 
+/* oam_chains[0]: the marker's counts (an array: its lookup is inlined). */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, struct oam_chain_key);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
 	__type(value, struct oam_chain_val);
 } oam_chains SEC(".maps");
-
-/* oam_sample_nodes: the namespaces (inode numbers) watched. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u32);
-} oam_sample_nodes SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -138,33 +141,31 @@ SEC("tcx/egress")
 int oam_mark(struct __sk_buff *skb)
 {
 	struct oam_sample_event ev = {};
-	struct oam_chain_key key;
 	struct oam_chain_val *v;
 	struct srh_fixed srh;
-	__u32 srh_off = ETH_HLEN + sizeof(struct ipv6hdr), end, tlv;
-	__u64 n;
+	__u32 srh_off = ETH_HLEN + sizeof(struct ipv6hdr), end, tlv, zero = 0;
+	__u64 n, sid[2];
 	__u8 f, nh;
 
 	/* Every packet leaving the headend comes here: the cheapest tests
 	 * first (IPv6, Next Header routing: one byte read, no helper call),
-	 * the outer header's destination only for a packet marked. */
-	if (skb->protocol != bpf_htons(ETH_P_IPV6))
+	 * then the SRH against the chain's constants, the outer header's
+	 * destination only for a packet marked. */
+	if (skb->protocol != bpf_htons(ETH_P_IPV6) || !oam_rate)
 		return OAM_TCX_NEXT;
 	if (load(skb, ETH_HLEN + 6, &nh, 1) < 0 || nh != IPPROTO_ROUTING)
 		return OAM_TCX_NEXT;
 	if (load(skb, srh_off, &srh, sizeof(srh)) < 0 || srh.type != 4 || srh.last > OAM_SRH_MAX_LAST)
 		return OAM_TCX_NEXT;
-	if (load(skb, srh_off + 8, key.last, 16) < 0 ||
-	    load(skb, srh_off + 8 + 16 * (__u32)(srh.last & OAM_SRH_MAX_LAST), key.first, 16) < 0)
-		return OAM_TCX_NEXT;
-	v = bpf_map_lookup_elem(&oam_chains, &key);
-	if (!v) {
-		/* H.Insert: Segment List[0] is the packet's own destination,
-		 * the chain's key has it zero. */
-		__builtin_memset(key.last, 0, 16);
-		v = bpf_map_lookup_elem(&oam_chains, &key);
+	if (oam_last[0] | oam_last[1]) {
+		if (load(skb, srh_off + 8, sid, 16) < 0 || sid[0] != oam_last[0] || sid[1] != oam_last[1])
+			return OAM_TCX_NEXT;
 	}
-	if (!v || !v->rate)
+	if (load(skb, srh_off + 8 + 16 * (__u32)(srh.last & OAM_SRH_MAX_LAST), sid, 16) < 0 ||
+	    sid[0] != oam_first[0] || sid[1] != oam_first[1])
+		return OAM_TCX_NEXT;
+	v = bpf_map_lookup_elem(&oam_chains, &zero);
+	if (!v)
 		return OAM_TCX_NEXT;
 	end = srh_off + ((__u32)srh.hdrlen + 1) * 8;
 	tlv = srh_off + 8 + 16 * ((__u32)srh.last + 1);
@@ -173,7 +174,7 @@ int oam_mark(struct __sk_buff *skb)
 		return OAM_TCX_NEXT;
 	}
 	n = __sync_fetch_and_add(&v->seen, 1);
-	if (n % v->rate)
+	if (n % oam_rate)
 		return OAM_TCX_NEXT;
 	f = srh.flags | OAM_OFLAG;
 	if (bpf_skb_store_bytes(skb, srh_off + 5, &f, 1, 0) < 0)
@@ -185,43 +186,35 @@ int oam_mark(struct __sk_buff *skb)
 	bpf_skb_load_bytes(skb, end, ev.id, OAM_ID_LEN);	/* a shorter packet: zeros */
 	ev.sl = srh.sl;
 	ev.kind = 1;
-	ev.chain = v->id;
+	ev.chain = 1;
 	bpf_ringbuf_output(&oam_sample_events, &ev, sizeof(ev), 0);
 	return OAM_TCX_NEXT;
 }
 
-SEC("tp_btf/netif_receive_skb")
-int oam_sampled(__u64 *ctx)
+SEC("tcx/ingress")
+int oam_sampled(struct __sk_buff *skb)
 {
-	struct sk_buff *skb = (struct sk_buff *)ctx[0];
+	void *data = (void *)(long)skb->data, *data_end = (void *)(long)skb->data_end;
+	struct ipv6hdr *ip6 = data + ETH_HLEN;
+	struct srh_fixed *srh = (void *)(ip6 + 1);
 	struct oam_sample_event ev = {};
-	struct srh_fixed srh;
-	unsigned char *data;
-	__u8 nh;
-	__u32 inum;
+	struct sk_buff *kskb;
 
-	/* Every packet of the kernel comes here: the cheapest tests first
-	 * (IPv6, an SRH right after the header, its O-flag), the namespace
-	 * last. */
-	if (skb->protocol != bpf_htons(ETH_P_IPV6))
-		return 0;
-	data = skb->data;
-	if (bpf_probe_read_kernel(&nh, 1, data + 6) < 0 || nh != IPPROTO_ROUTING)
-		return 0;
-	if (bpf_probe_read_kernel(&srh, sizeof(srh), data + sizeof(struct ipv6hdr)) < 0 || srh.type != 4 ||
-	    !(srh.flags & OAM_OFLAG))
-		return 0;
-	inum = BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
-	if (!bpf_map_lookup_elem(&oam_sample_nodes, &inum))
-		return 0;
+	/* Every packet arriving on the chain's interfaces comes here: the
+	 * fixed headers straight from the packet (an SRH right after the
+	 * IPv6 header, its O-flag); nothing else for one not sampled. */
+	if ((void *)(srh + 1) > data_end || skb->protocol != bpf_htons(ETH_P_IPV6) ||
+	    ip6->nexthdr != IPPROTO_ROUTING || srh->type != 4 || !(srh->flags & OAM_OFLAG))
+		return OAM_TCX_NEXT;
+	kskb = bpf_cast_to_kern_ctx(skb);
 	ev.ts = bpf_ktime_get_ns();
-	ev.netns = inum;
-	ev.ifindex = BPF_CORE_READ(skb, dev, ifindex);
-	bpf_probe_read_kernel(ev.da, 16, data + 24);
-	bpf_probe_read_kernel(ev.id, OAM_ID_LEN, data + sizeof(struct ipv6hdr) + ((__u32)srh.hdrlen + 1) * 8);
-	ev.sl = srh.sl;
+	ev.netns = BPF_CORE_READ(kskb, dev, nd_net.net, ns.inum);
+	ev.ifindex = skb->ifindex;
+	__builtin_memcpy(ev.da, &ip6->daddr, 16);
+	bpf_skb_load_bytes(skb, ETH_HLEN + sizeof(*ip6) + ((__u32)srh->hdrlen + 1) * 8, ev.id, OAM_ID_LEN);
+	ev.sl = srh->sl;
 	bpf_ringbuf_output(&oam_sample_events, &ev, sizeof(ev), 0);
-	return 0;
+	return OAM_TCX_NEXT;
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

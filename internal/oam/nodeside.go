@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -26,18 +25,6 @@ func NodeStats(ns string) (map[string]uint64, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// ClockOffset is CLOCK_REALTIME minus CLOCK_MONOTONIC (bpf_ktime_get_ns's
-// clock) now: a tap's timestamp plus it is wall time, comparable between
-// machines as far as their clocks are synchronised.
-func ClockOffset() time.Duration {
-	var m1, r, m2 unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &m1)
-	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &r)
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &m2)
-	mono := (m1.Nano() + m2.Nano()) / 2 // the realtime read's midpoint
-	return time.Duration(r.Nano() - mono)
 }
 
 // xdpMD is struct xdp_md, the context of an XDP test run.

@@ -13,16 +13,8 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type oamSampleOamChainKey struct {
-	_     structs.HostLayout
-	First [16]uint8
-	Last  [16]uint8
-}
-
 type oamSampleOamChainVal struct {
 	_      structs.HostLayout
-	Rate   uint32
-	Id     uint32
 	Seen   uint64
 	Marked uint64
 	Hmac   uint64
@@ -47,11 +39,12 @@ type oamSampleOamSampleEvent struct {
 const (
 	oamSampleMapOamChains          = "oam_chains"
 	oamSampleMapOamSampleEvents    = "oam_sample_events"
-	oamSampleMapOamSampleNodes     = "oam_sample_nodes"
 	oamSampleProgOamMark           = "oam_mark"
 	oamSampleProgOamSampled        = "oam_sampled"
-	oamSampleVarOamChainKeyType    = "oam_chain_key_type"
 	oamSampleVarOamChainValType    = "oam_chain_val_type"
+	oamSampleVarOamFirst           = "oam_first"
+	oamSampleVarOamLast            = "oam_last"
+	oamSampleVarOamRate            = "oam_rate"
 	oamSampleVarOamSampleEventType = "oam_sample_event_type"
 )
 
@@ -107,15 +100,16 @@ type oamSampleProgramSpecs struct {
 type oamSampleMapSpecs struct {
 	OamChains       *ebpf.MapSpec `ebpf:"oam_chains"`
 	OamSampleEvents *ebpf.MapSpec `ebpf:"oam_sample_events"`
-	OamSampleNodes  *ebpf.MapSpec `ebpf:"oam_sample_nodes"`
 }
 
 // oamSampleVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type oamSampleVariableSpecs struct {
-	OamChainKeyType    *ebpf.VariableSpec `ebpf:"oam_chain_key_type"`
 	OamChainValType    *ebpf.VariableSpec `ebpf:"oam_chain_val_type"`
+	OamFirst           *ebpf.VariableSpec `ebpf:"oam_first"`
+	OamLast            *ebpf.VariableSpec `ebpf:"oam_last"`
+	OamRate            *ebpf.VariableSpec `ebpf:"oam_rate"`
 	OamSampleEventType *ebpf.VariableSpec `ebpf:"oam_sample_event_type"`
 }
 
@@ -141,14 +135,12 @@ func (o *oamSampleObjects) Close() error {
 type oamSampleMaps struct {
 	OamChains       *ebpf.Map `ebpf:"oam_chains"`
 	OamSampleEvents *ebpf.Map `ebpf:"oam_sample_events"`
-	OamSampleNodes  *ebpf.Map `ebpf:"oam_sample_nodes"`
 }
 
 func (m *oamSampleMaps) Close() error {
 	return _OamSampleClose(
 		m.OamChains,
 		m.OamSampleEvents,
-		m.OamSampleNodes,
 	)
 }
 
@@ -156,8 +148,10 @@ func (m *oamSampleMaps) Close() error {
 //
 // It can be passed to loadOamSampleObjects or ebpf.CollectionSpec.LoadAndAssign.
 type oamSampleVariables struct {
-	OamChainKeyType    *ebpf.Variable `ebpf:"oam_chain_key_type"`
 	OamChainValType    *ebpf.Variable `ebpf:"oam_chain_val_type"`
+	OamFirst           *ebpf.Variable `ebpf:"oam_first"`
+	OamLast            *ebpf.Variable `ebpf:"oam_last"`
+	OamRate            *ebpf.Variable `ebpf:"oam_rate"`
 	OamSampleEventType *ebpf.Variable `ebpf:"oam_sample_event_type"`
 }
 

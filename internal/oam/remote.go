@@ -3,6 +3,7 @@ package oam
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -20,8 +21,8 @@ type Remote interface {
 	// Has reports whether node is reached through its agent.
 	Has(node string) bool
 	// Tap starts the tap of every node of nodes and returns once each is
-	// attached; its events' At is wall time (Unix ns).
-	Tap(ctx context.Context, nodes []string, magic uint64, max time.Duration) (Tapper, error)
+	// attached; its events' At is wall time (Unix ns) on tl.
+	Tap(ctx context.Context, nodes []string, magic uint64, max time.Duration, tl *Timeline) (Tapper, error)
 	// Inject hands packet to node's stack as received on iface.
 	Inject(ctx context.Context, node, iface string, packet []byte) error
 	// Stats reads the IP statistics of each node of nodes.
@@ -29,8 +30,19 @@ type Remote interface {
 	// Sample runs each node's part of an O-flag sampling run for dur:
 	// every node of nodes sees, head marks 1 in rate of key's packets;
 	// started is called when all are attached and head marks. Events'
-	// At is wall time.
-	Sample(ctx context.Context, nodes []string, head string, key ChainKey, rate uint32, dur time.Duration, started func()) ([]SampleEvent, SampleCounts, error)
+	// At is wall time on tl.
+	Sample(ctx context.Context, nodes []string, head string, key ChainKey, rate uint32, dur time.Duration, started func(), tl *Timeline) ([]SampleEvent, SampleCounts, error)
+}
+
+// Flusher is a Tapper whose Collect can be ended without losing a
+// sighting: after Flush, Collect returns once it has delivered every
+// sighting made before the call (the ring buffer read to its end, the
+// agents' streams ended after theirs). A trace flushes its tap when the
+// probe has reached the last hop: a sighting of an earlier hop was made
+// before that one, so none is lost, whatever the load (a margin of time
+// after the last hop lost the egress's on a loaded machine).
+type Flusher interface {
+	Flush()
 }
 
 // wallTap shifts a local tap's timestamps to wall time, to be merged
@@ -51,23 +63,38 @@ func (w wallTap) Collect(deadline time.Time, done func([]Event) bool) ([]Event, 
 	return out, err
 }
 
+// Flush implements Flusher.
+func (w wallTap) Flush() {
+	if f, ok := w.Tapper.(Flusher); ok {
+		f.Flush()
+	}
+}
+
 // multiTap merges the sightings of several taps (the agents' streams and
 // the local namespaces').
 type multiTap struct {
 	taps []Tapper
-	// grace: how long to go on reading after done says enough (the
-	// agents' streams deliver late sightings of earlier hops).
+	// grace: how long a part that is not a Flusher is read after done
+	// says enough (or the deadline passes).
 	grace time.Duration
-	once  sync.Once
-	ch    chan Event
-	errc  chan error
+	// flushMax bounds the wait for flushed parts to end (an agent that
+	// neither ends its stream nor fails): reaching it is an error.
+	flushMax time.Duration
+	once     sync.Once
+	ch       chan Event
+	errc     chan error
+	quit     chan struct{}
+	closing  sync.Once
 }
 
 func newMultiTap(taps ...Tapper) *multiTap {
-	return &multiTap{taps: taps, ch: make(chan Event, 256), errc: make(chan error, len(taps))}
+	return &multiTap{taps: taps, grace: 100 * time.Millisecond, flushMax: 10 * time.Second,
+		ch: make(chan Event, 256), errc: make(chan error, len(taps)), quit: make(chan struct{})}
 }
 
-// Collect implements Tapper. The parts keep collecting until Close.
+// Collect implements Tapper: when done says enough, or at the deadline,
+// it flushes every part and returns once each has delivered its
+// sightings (a part that is not a Flusher: after grace).
 func (m *multiTap) Collect(deadline time.Time, done func([]Event) bool) ([]Event, error) {
 	m.once.Do(func() {
 		for _, t := range m.taps {
@@ -75,7 +102,7 @@ func (m *multiTap) Collect(deadline time.Time, done func([]Event) bool) ([]Event
 				_, err := t.Collect(deadline, func(evs []Event) bool {
 					select {
 					case m.ch <- evs[len(evs)-1]:
-					default: // nobody reads any more
+					case <-m.quit: // closed: nobody reads any more
 					}
 					return false
 				})
@@ -87,28 +114,65 @@ func (m *multiTap) Collect(deadline time.Time, done func([]Event) bool) ([]Event
 	var errs []error
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
+	flushed, allFlush := false, true
+	flush := func() {
+		flushed = true
+		for _, t := range m.taps {
+			if f, ok := t.(Flusher); ok {
+				f.Flush()
+			} else {
+				allFlush = false
+			}
+		}
+		if allFlush {
+			timer.Reset(m.flushMax)
+		} else {
+			timer.Reset(m.grace)
+		}
+	}
+loop:
 	for ended := 0; ended < len(m.taps); {
 		select {
 		case e := <-m.ch:
 			out = append(out, e)
-			// Events of different taps come in any order.
-			sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 			if done != nil && done(out) {
 				done = nil
-				timer.Reset(m.grace)
+				if !flushed {
+					flush()
+				}
 			}
 		case err := <-m.errc:
 			ended++
 			errs = append(errs, err)
 		case <-timer.C:
-			return out, errors.Join(errs...)
+			if !flushed {
+				flush()
+				continue
+			}
+			if allFlush {
+				errs = append(errs, fmt.Errorf("the taps did not end within %v of their flush", m.flushMax))
+			}
+			break loop
 		}
 	}
+	// A part's last sightings were queued before it ended.
+	for {
+		select {
+		case e := <-m.ch:
+			out = append(out, e)
+			continue
+		default:
+		}
+		break
+	}
+	// Events of different taps come in any order.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	return out, errors.Join(errs...)
 }
 
 // Close implements Tapper.
 func (m *multiTap) Close() error {
+	m.closing.Do(func() { close(m.quit) })
 	errs := make([]error, len(m.taps))
 	var wg sync.WaitGroup
 	for i, t := range m.taps {

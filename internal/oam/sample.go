@@ -158,17 +158,51 @@ const maxSampleEvents = 1 << 20
 type Sampler struct {
 	objs     oamSampleObjects
 	rd       *ringbuf.Reader
-	tp       link.Link
+	taps     []link.Link
 	marks    []link.Link
-	key      oamSampleOamChainKey
 	head     string
 	nodeOf   map[uint32]string
 	events   []SampleEvent
 	readDone chan error
 }
 
-// StartSampler attaches the tap for the namespaces of netns (node →
-// namespace; none: no tap) and, when rate > 0, the marker on every
+// attachAll attaches prog to every interface but loopback of namespace
+// ns, at ingress first or egress last.
+func attachAll(ns string, prog *ebpf.Program, at ebpf.AttachType) ([]link.Link, error) {
+	var ls []link.Link
+	err := nsutil.Do(ns, func() error {
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		for _, ifc := range ifs {
+			if ifc.Flags&net.FlagLoopback != 0 {
+				continue
+			}
+			anchor := link.Tail()
+			if at == ebpf.AttachTCXIngress {
+				anchor = link.Head()
+			}
+			l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: prog, Attach: at, Anchor: anchor})
+			if err != nil {
+				return fmt.Errorf("%s: %w", ifc.Name, err)
+			}
+			ls = append(ls, l)
+		}
+		return nil
+	})
+	if err != nil {
+		for _, l := range ls {
+			l.Close()
+		}
+		return nil, err
+	}
+	return ls, nil
+}
+
+// StartSampler attaches the tap to the interfaces of the namespaces of
+// netns (node → namespace: the nodes of the chain's segments; none: no
+// tap), TCX ingress first, and, when rate > 0, the marker on every
 // interface of node head's namespace headNS, last in its TCX egress
 // chains, marking 1 in rate of the packets of key.
 func StartSampler(netns map[string]string, head, headNS string, key ChainKey, rate uint32) (s *Sampler, err error) {
@@ -176,8 +210,12 @@ func StartSampler(netns map[string]string, head, headNS string, key ChainKey, ra
 	if err != nil {
 		return nil, fmt.Errorf("load the sampling programs' spec: %w", err)
 	}
-	s = &Sampler{head: head, nodeOf: map[uint32]string{}, readDone: make(chan error, 1),
-		key: oamSampleOamChainKey{First: key.First, Last: key.Last}}
+	for name, v := range map[string]any{"oam_first": key.First, "oam_last": key.Last, "oam_rate": rate} {
+		if err := spec.Variables[name].Set(v); err != nil {
+			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	s = &Sampler{head: head, nodeOf: map[uint32]string{}, readDone: make(chan error, 1)}
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		return nil, fmt.Errorf("load the sampling programs: %w", err)
 	}
@@ -186,47 +224,26 @@ func StartSampler(netns map[string]string, head, headNS string, key ChainKey, ra
 			s.close()
 		}
 	}()
-	if err := s.objs.OamChains.Put(s.key, oamSampleOamChainVal{Rate: rate, Id: 1}); err != nil {
-		return nil, fmt.Errorf("oam_chains: %w", err)
-	}
 	for node, ns := range netns {
 		ino, err := nsInode(ns)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", node, err)
 		}
 		s.nodeOf[ino] = node
-		if err := s.objs.OamSampleNodes.Put(ino, uint32(1)); err != nil {
-			return nil, fmt.Errorf("oam_sample_nodes: %w", err)
-		}
 	}
 	if s.rd, err = ringbuf.NewReader(s.objs.OamSampleEvents); err != nil {
 		return nil, fmt.Errorf("open the sampling ring buffer: %w", err)
 	}
-	if len(netns) > 0 {
-		if s.tp, err = link.AttachTracing(link.TracingOptions{Program: s.objs.OamSampled}); err != nil {
-			return nil, fmt.Errorf("attach to net:netif_receive_skb: %w", err)
+	for node, ns := range netns {
+		ls, err := attachAll(ns, s.objs.OamSampled, ebpf.AttachTCXIngress)
+		s.taps = append(s.taps, ls...)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: attach the tap: %w", node, err)
 		}
 	}
 	if rate > 0 {
-		err = nsutil.Do(headNS, func() error {
-			ifs, err := net.Interfaces()
-			if err != nil {
-				return err
-			}
-			for _, ifc := range ifs {
-				if ifc.Flags&net.FlagLoopback != 0 {
-					continue
-				}
-				l, err := link.AttachTCX(link.TCXOptions{Interface: ifc.Index, Program: s.objs.OamMark, Attach: ebpf.AttachTCXEgress, Anchor: link.Tail()})
-				if err != nil {
-					return fmt.Errorf("attach the marker to %s: %w", ifc.Name, err)
-				}
-				s.marks = append(s.marks, l)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("headend %s: %w", head, err)
+		if s.marks, err = attachAll(headNS, s.objs.OamMark, ebpf.AttachTCXEgress); err != nil {
+			return nil, fmt.Errorf("headend %s: attach the marker: %w", head, err)
 		}
 	}
 	// Read while the run goes: the ring buffer would fill otherwise.
@@ -258,14 +275,10 @@ func StartSampler(netns map[string]string, head, headNS string, key ChainKey, ra
 }
 
 func (s *Sampler) close() {
-	for _, l := range s.marks {
+	for _, l := range append(s.marks, s.taps...) {
 		l.Close()
 	}
-	s.marks = nil
-	if s.tp != nil {
-		s.tp.Close()
-		s.tp = nil
-	}
+	s.marks, s.taps = nil, nil
 	if s.rd != nil {
 		s.rd.Close()
 	}
@@ -281,10 +294,10 @@ func (s *Sampler) Stop() ([]SampleEvent, SampleCounts, error) {
 	}
 	s.marks = nil
 	time.Sleep(100 * time.Millisecond)
-	if s.tp != nil {
-		s.tp.Close()
-		s.tp = nil
+	for _, l := range s.taps {
+		l.Close()
 	}
+	s.taps = nil
 	// Read what is left, then end the reader.
 	if err := s.rd.Flush(); err != nil {
 		return nil, SampleCounts{}, fmt.Errorf("flush the sampling ring buffer: %w", err)
@@ -293,7 +306,7 @@ func (s *Sampler) Stop() ([]SampleEvent, SampleCounts, error) {
 		return nil, SampleCounts{}, fmt.Errorf("read the sampling ring buffer: %w", err)
 	}
 	var v oamSampleOamChainVal
-	if err := s.objs.OamChains.Lookup(s.key, &v); err != nil {
+	if err := s.objs.OamChains.Lookup(uint32(0), &v); err != nil {
 		return nil, SampleCounts{}, fmt.Errorf("oam_chains: %w", err)
 	}
 	return s.events, SampleCounts{Seen: v.Seen, Marked: v.Marked, HMAC: v.Hmac}, nil
@@ -327,7 +340,7 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 			return nil, errors.New("MarkOnly: in a lab only")
 		}
 		var local map[string]string
-		for n, ns := range d.Netns {
+		for n, ns := range watched(pc, d.Netns) {
 			if !d.Remote.Has(n) {
 				if local == nil {
 					local = map[string]string{}
@@ -341,16 +354,19 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 				return nil, err
 			}
 		}
-		var nodes []string
-		for _, n := range sortedKeys(d.Config.Nodes) {
-			if d.Remote.Has(n) {
+		// The headend marks, the segments' nodes see: no other agent
+		// takes part.
+		nodes := []string{pc.Ingress}
+		for _, n := range segmentNodes(pc) {
+			if n != pc.Ingress && d.Remote.Has(n) {
 				nodes = append(nodes, n)
 			}
 		}
-		evs, counts, err = d.Remote.Sample(ctx, nodes, pc.Ingress, key, o.Rate, o.Duration, o.Started)
+		tl := NewTimeline()
+		evs, counts, err = d.Remote.Sample(ctx, nodes, pc.Ingress, key, o.Rate, o.Duration, o.Started, tl)
 		if ls != nil {
 			lev, _, lerr := ls.Stop()
-			off := ClockOffset()
+			off := tl.Local()
 			for _, e := range lev {
 				e.At += off
 				evs = append(evs, e)
@@ -365,7 +381,7 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 		if !ok {
 			return nil, fmt.Errorf("chain %s: no namespace for its headend %s here, nor an agent", chain, pc.Ingress)
 		}
-		watch := d.Netns
+		watch := watched(pc, d.Netns)
 		if o.MarkOnly {
 			watch = nil
 		}
@@ -388,6 +404,32 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 	r.Hops, r.Incomplete = correlate(pc, evs)
 	r.TookMS = ms(time.Since(start))
 	return r, nil
+}
+
+// segmentNodes are the nodes of pc's segments, in order, each once: the
+// only ones whose sightings a run uses (correlate), so the only ones
+// tapped.
+func segmentNodes(pc *plan.Chain) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, h := range pc.Hops {
+		if !seen[h.Node] {
+			seen[h.Node] = true
+			out = append(out, h.Node)
+		}
+	}
+	return out
+}
+
+// watched is netns (node → namespace) limited to pc's segments' nodes.
+func watched(pc *plan.Chain, netns map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, n := range segmentNodes(pc) {
+		if ns, ok := netns[n]; ok {
+			out[n] = ns
+		}
+	}
+	return out
 }
 
 // correlate puts each sampled packet's sightings together (by the bytes

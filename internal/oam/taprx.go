@@ -206,7 +206,7 @@ func (t *RxTap) Collect(deadline time.Time, done func([]Event) bool) ([]Event, e
 	t.rd.SetDeadline(deadline)
 	for {
 		rec, err := t.rd.Read()
-		if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, errDeadline) || isTimeout(err) {
+		if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, ringbuf.ErrFlushed) || errors.Is(err, errDeadline) || isTimeout(err) {
 			return out, nil
 		}
 		if err != nil {
@@ -238,6 +238,14 @@ func (t *RxTap) Collect(deadline time.Time, done func([]Event) bool) ([]Event, e
 		if done != nil && done(out) {
 			return out, nil
 		}
+	}
+}
+
+// Flush implements Flusher: Collect returns once it has read every
+// sighting already in the ring buffer.
+func (t *RxTap) Flush() {
+	if t.rd != nil {
+		_ = t.rd.Flush() // an error: the reader is closed, Collect has returned
 	}
 }
 

@@ -170,7 +170,8 @@ func attachRemote(ctx context.Context, d Domain, magic uint64, timeout time.Dura
 		}
 	}
 	// The agents' streams outlive the probe's wait by a margin.
-	rt, err := d.Remote.Tap(ctx, remote, magic, timeout+5*time.Second)
+	tl := NewTimeline()
+	rt, err := d.Remote.Tap(ctx, remote, magic, timeout+5*time.Second, tl)
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +182,9 @@ func attachRemote(ctx context.Context, d Domain, magic uint64, timeout time.Dura
 			rt.Close()
 			return nil, err
 		}
-		taps = append(taps, wallTap{lt, ClockOffset()})
+		taps = append(taps, wallTap{lt, tl.Local()})
 	}
-	m := newMultiTap(taps...)
-	m.grace = 100 * time.Millisecond
-	return m, nil
+	return newMultiTap(taps...), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

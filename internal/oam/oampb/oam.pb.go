@@ -34,6 +34,94 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type FlushRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Magic         uint64                 `protobuf:"fixed64,1,opt,name=magic,proto3" json:"magic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlushRequest) Reset() {
+	*x = FlushRequest{}
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlushRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlushRequest) ProtoMessage() {}
+
+func (x *FlushRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlushRequest.ProtoReflect.Descriptor instead.
+func (*FlushRequest) Descriptor() ([]byte, []int) {
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *FlushRequest) GetMagic() uint64 {
+	if x != nil {
+		return x.Magic
+	}
+	return 0
+}
+
+type FlushReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlushReply) Reset() {
+	*x = FlushReply{}
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlushReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlushReply) ProtoMessage() {}
+
+func (x *FlushReply) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlushReply.ProtoReflect.Descriptor instead.
+func (*FlushReply) Descriptor() ([]byte, []int) {
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *FlushReply) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
 type SampleRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The chain's SRH as it leaves the headend: Segment List[Last Entry]
@@ -50,7 +138,7 @@ type SampleRequest struct {
 
 func (x *SampleRequest) Reset() {
 	*x = SampleRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[0]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -62,7 +150,7 @@ func (x *SampleRequest) String() string {
 func (*SampleRequest) ProtoMessage() {}
 
 func (x *SampleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[0]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -75,7 +163,7 @@ func (x *SampleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRequest.ProtoReflect.Descriptor instead.
 func (*SampleRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{0}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SampleRequest) GetFirstSid() []byte {
@@ -121,15 +209,17 @@ type SampleEvent struct {
 	Kind uint32 `protobuf:"varint,8,opt,name=kind,proto3" json:"kind,omitempty"`
 	Da   []byte `protobuf:"bytes,9,opt,name=da,proto3" json:"da,omitempty"`
 	// id: the 48 bytes after the SRH.
-	Id            []byte `protobuf:"bytes,10,opt,name=id,proto3" json:"id,omitempty"`
-	Sl            uint32 `protobuf:"varint,11,opt,name=sl,proto3" json:"sl,omitempty"`
+	Id []byte `protobuf:"bytes,10,opt,name=id,proto3" json:"id,omitempty"`
+	Sl uint32 `protobuf:"varint,11,opt,name=sl,proto3" json:"sl,omitempty"`
+	// boot_id: as TapEvent's (ready only).
+	BootId        string `protobuf:"bytes,12,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SampleEvent) Reset() {
 	*x = SampleEvent{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[1]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -141,7 +231,7 @@ func (x *SampleEvent) String() string {
 func (*SampleEvent) ProtoMessage() {}
 
 func (x *SampleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[1]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -154,7 +244,7 @@ func (x *SampleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleEvent.ProtoReflect.Descriptor instead.
 func (*SampleEvent) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{1}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SampleEvent) GetReady() bool {
@@ -234,6 +324,13 @@ func (x *SampleEvent) GetSl() uint32 {
 	return 0
 }
 
+func (x *SampleEvent) GetBootId() string {
+	if x != nil {
+		return x.BootId
+	}
+	return ""
+}
+
 type TapRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// magic is the trace's marker: the first 8 bytes of the probe's
@@ -247,7 +344,7 @@ type TapRequest struct {
 
 func (x *TapRequest) Reset() {
 	*x = TapRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[2]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -259,7 +356,7 @@ func (x *TapRequest) String() string {
 func (*TapRequest) ProtoMessage() {}
 
 func (x *TapRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[2]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -272,7 +369,7 @@ func (x *TapRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TapRequest.ProtoReflect.Descriptor instead.
 func (*TapRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{2}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TapRequest) GetMagic() uint64 {
@@ -309,14 +406,22 @@ type TapEvent struct {
 	Len   uint32 `protobuf:"varint,11,opt,name=len,proto3" json:"len,omitempty"`
 	// drop is set when the kernel dropped the probe there (its
 	// skb_drop_reason without the SKB_DROP_REASON_ prefix).
-	Drop          string `protobuf:"bytes,12,opt,name=drop,proto3" json:"drop,omitempty"`
+	Drop string `protobuf:"bytes,12,opt,name=drop,proto3" json:"drop,omitempty"`
+	// boot_id is the node's kernel's boot id
+	// (/proc/sys/kernel/random/boot_id; ready only). Nodes with the same
+	// one share CLOCK_MONOTONIC: the caller puts them on its time line with
+	// one offset, so their order is exact (each clock_offset_ns is read
+	// between two reads of the monotonic clock, and a preemption there
+	// makes it off by up to half of it: 0.2 ms seen on an idle shared
+	// machine, 1.4 ms under load).
+	BootId        string `protobuf:"bytes,13,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TapEvent) Reset() {
 	*x = TapEvent{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[3]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +433,7 @@ func (x *TapEvent) String() string {
 func (*TapEvent) ProtoMessage() {}
 
 func (x *TapEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[3]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +446,7 @@ func (x *TapEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TapEvent.ProtoReflect.Descriptor instead.
 func (*TapEvent) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{3}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TapEvent) GetReady() bool {
@@ -428,6 +533,13 @@ func (x *TapEvent) GetDrop() string {
 	return ""
 }
 
+func (x *TapEvent) GetBootId() string {
+	if x != nil {
+		return x.BootId
+	}
+	return ""
+}
+
 type InjectRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Iface string                 `protobuf:"bytes,1,opt,name=iface,proto3" json:"iface,omitempty"`
@@ -439,7 +551,7 @@ type InjectRequest struct {
 
 func (x *InjectRequest) Reset() {
 	*x = InjectRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[4]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -451,7 +563,7 @@ func (x *InjectRequest) String() string {
 func (*InjectRequest) ProtoMessage() {}
 
 func (x *InjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[4]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -464,7 +576,7 @@ func (x *InjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectRequest.ProtoReflect.Descriptor instead.
 func (*InjectRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{4}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *InjectRequest) GetIface() string {
@@ -489,7 +601,7 @@ type InjectReply struct {
 
 func (x *InjectReply) Reset() {
 	*x = InjectReply{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[5]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +613,7 @@ func (x *InjectReply) String() string {
 func (*InjectReply) ProtoMessage() {}
 
 func (x *InjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[5]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +626,7 @@ func (x *InjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectReply.ProtoReflect.Descriptor instead.
 func (*InjectReply) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{5}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{7}
 }
 
 type StatsRequest struct {
@@ -525,7 +637,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[6]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -537,7 +649,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[6]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -550,7 +662,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{6}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{8}
 }
 
 type StatsReply struct {
@@ -563,7 +675,7 @@ type StatsReply struct {
 
 func (x *StatsReply) Reset() {
 	*x = StatsReply{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[7]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -575,7 +687,7 @@ func (x *StatsReply) String() string {
 func (*StatsReply) ProtoMessage() {}
 
 func (x *StatsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[7]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -588,7 +700,7 @@ func (x *StatsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsReply.ProtoReflect.Descriptor instead.
 func (*StatsReply) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{7}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StatsReply) GetNode() string {
@@ -609,13 +721,18 @@ var File_segchain_oam_v1_oam_proto protoreflect.FileDescriptor
 
 const file_segchain_oam_v1_oam_proto_rawDesc = "" +
 	"\n" +
-	"\x19segchain/oam/v1/oam.proto\x12\x0fsegchain.oam.v1\"|\n" +
+	"\x19segchain/oam/v1/oam.proto\x12\x0fsegchain.oam.v1\"$\n" +
+	"\fFlushRequest\x12\x14\n" +
+	"\x05magic\x18\x01 \x01(\x06R\x05magic\"\"\n" +
+	"\n" +
+	"FlushReply\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\"|\n" +
 	"\rSampleRequest\x12\x1b\n" +
 	"\tfirst_sid\x18\x01 \x01(\fR\bfirstSid\x12\x19\n" +
 	"\blast_sid\x18\x02 \x01(\fR\alastSid\x12\x12\n" +
 	"\x04rate\x18\x03 \x01(\rR\x04rate\x12\x1f\n" +
 	"\vduration_ms\x18\x04 \x01(\rR\n" +
-	"durationMs\"\xf8\x01\n" +
+	"durationMs\"\x91\x02\n" +
 	"\vSampleEvent\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12&\n" +
 	"\x0fclock_offset_ns\x18\x02 \x01(\x03R\rclockOffsetNs\x12\x12\n" +
@@ -628,11 +745,12 @@ const file_segchain_oam_v1_oam_proto_rawDesc = "" +
 	"\x02da\x18\t \x01(\fR\x02da\x12\x0e\n" +
 	"\x02id\x18\n" +
 	" \x01(\fR\x02id\x12\x0e\n" +
-	"\x02sl\x18\v \x01(\rR\x02sl\"9\n" +
+	"\x02sl\x18\v \x01(\rR\x02sl\x12\x17\n" +
+	"\aboot_id\x18\f \x01(\tR\x06bootId\"9\n" +
 	"\n" +
 	"TapRequest\x12\x14\n" +
 	"\x05magic\x18\x01 \x01(\x06R\x05magic\x12\x15\n" +
-	"\x06max_ms\x18\x02 \x01(\rR\x05maxMs\"\x87\x02\n" +
+	"\x06max_ms\x18\x02 \x01(\rR\x05maxMs\"\xa0\x02\n" +
 	"\bTapEvent\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12&\n" +
 	"\x0fclock_offset_ns\x18\x02 \x01(\x03R\rclockOffsetNs\x12\x12\n" +
@@ -646,7 +764,8 @@ const file_segchain_oam_v1_oam_proto_rawDesc = "" +
 	"\x05encap\x18\n" +
 	" \x01(\bR\x05encap\x12\x10\n" +
 	"\x03len\x18\v \x01(\rR\x03len\x12\x12\n" +
-	"\x04drop\x18\f \x01(\tR\x04drop\"=\n" +
+	"\x04drop\x18\f \x01(\tR\x04drop\x12\x17\n" +
+	"\aboot_id\x18\r \x01(\tR\x06bootId\"=\n" +
 	"\rInjectRequest\x12\x14\n" +
 	"\x05iface\x18\x01 \x01(\tR\x05iface\x12\x16\n" +
 	"\x06packet\x18\x02 \x01(\fR\x06packet\"\r\n" +
@@ -658,12 +777,13 @@ const file_segchain_oam_v1_oam_proto_rawDesc = "" +
 	"\bcounters\x18\x02 \x03(\v2).segchain.oam.v1.StatsReply.CountersEntryR\bcounters\x1a;\n" +
 	"\rCountersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x012\x9d\x02\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x012\xe2\x02\n" +
 	"\x03OAM\x12?\n" +
 	"\x03Tap\x12\x1b.segchain.oam.v1.TapRequest\x1a\x19.segchain.oam.v1.TapEvent0\x01\x12F\n" +
 	"\x06Inject\x12\x1e.segchain.oam.v1.InjectRequest\x1a\x1c.segchain.oam.v1.InjectReply\x12C\n" +
 	"\x05Stats\x12\x1d.segchain.oam.v1.StatsRequest\x1a\x1b.segchain.oam.v1.StatsReply\x12H\n" +
-	"\x06Sample\x12\x1e.segchain.oam.v1.SampleRequest\x1a\x1c.segchain.oam.v1.SampleEvent0\x01B1Z/github.com/segchain/segchain/internal/oam/oampbb\x06proto3"
+	"\x06Sample\x12\x1e.segchain.oam.v1.SampleRequest\x1a\x1c.segchain.oam.v1.SampleEvent0\x01\x12C\n" +
+	"\x05Flush\x12\x1d.segchain.oam.v1.FlushRequest\x1a\x1b.segchain.oam.v1.FlushReplyB1Z/github.com/segchain/segchain/internal/oam/oampbb\x06proto3"
 
 var (
 	file_segchain_oam_v1_oam_proto_rawDescOnce sync.Once
@@ -677,33 +797,37 @@ func file_segchain_oam_v1_oam_proto_rawDescGZIP() []byte {
 	return file_segchain_oam_v1_oam_proto_rawDescData
 }
 
-var file_segchain_oam_v1_oam_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_segchain_oam_v1_oam_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_segchain_oam_v1_oam_proto_goTypes = []any{
-	(*SampleRequest)(nil), // 0: segchain.oam.v1.SampleRequest
-	(*SampleEvent)(nil),   // 1: segchain.oam.v1.SampleEvent
-	(*TapRequest)(nil),    // 2: segchain.oam.v1.TapRequest
-	(*TapEvent)(nil),      // 3: segchain.oam.v1.TapEvent
-	(*InjectRequest)(nil), // 4: segchain.oam.v1.InjectRequest
-	(*InjectReply)(nil),   // 5: segchain.oam.v1.InjectReply
-	(*StatsRequest)(nil),  // 6: segchain.oam.v1.StatsRequest
-	(*StatsReply)(nil),    // 7: segchain.oam.v1.StatsReply
-	nil,                   // 8: segchain.oam.v1.StatsReply.CountersEntry
+	(*FlushRequest)(nil),  // 0: segchain.oam.v1.FlushRequest
+	(*FlushReply)(nil),    // 1: segchain.oam.v1.FlushReply
+	(*SampleRequest)(nil), // 2: segchain.oam.v1.SampleRequest
+	(*SampleEvent)(nil),   // 3: segchain.oam.v1.SampleEvent
+	(*TapRequest)(nil),    // 4: segchain.oam.v1.TapRequest
+	(*TapEvent)(nil),      // 5: segchain.oam.v1.TapEvent
+	(*InjectRequest)(nil), // 6: segchain.oam.v1.InjectRequest
+	(*InjectReply)(nil),   // 7: segchain.oam.v1.InjectReply
+	(*StatsRequest)(nil),  // 8: segchain.oam.v1.StatsRequest
+	(*StatsReply)(nil),    // 9: segchain.oam.v1.StatsReply
+	nil,                   // 10: segchain.oam.v1.StatsReply.CountersEntry
 }
 var file_segchain_oam_v1_oam_proto_depIdxs = []int32{
-	8, // 0: segchain.oam.v1.StatsReply.counters:type_name -> segchain.oam.v1.StatsReply.CountersEntry
-	2, // 1: segchain.oam.v1.OAM.Tap:input_type -> segchain.oam.v1.TapRequest
-	4, // 2: segchain.oam.v1.OAM.Inject:input_type -> segchain.oam.v1.InjectRequest
-	6, // 3: segchain.oam.v1.OAM.Stats:input_type -> segchain.oam.v1.StatsRequest
-	0, // 4: segchain.oam.v1.OAM.Sample:input_type -> segchain.oam.v1.SampleRequest
-	3, // 5: segchain.oam.v1.OAM.Tap:output_type -> segchain.oam.v1.TapEvent
-	5, // 6: segchain.oam.v1.OAM.Inject:output_type -> segchain.oam.v1.InjectReply
-	7, // 7: segchain.oam.v1.OAM.Stats:output_type -> segchain.oam.v1.StatsReply
-	1, // 8: segchain.oam.v1.OAM.Sample:output_type -> segchain.oam.v1.SampleEvent
-	5, // [5:9] is the sub-list for method output_type
-	1, // [1:5] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	10, // 0: segchain.oam.v1.StatsReply.counters:type_name -> segchain.oam.v1.StatsReply.CountersEntry
+	4,  // 1: segchain.oam.v1.OAM.Tap:input_type -> segchain.oam.v1.TapRequest
+	6,  // 2: segchain.oam.v1.OAM.Inject:input_type -> segchain.oam.v1.InjectRequest
+	8,  // 3: segchain.oam.v1.OAM.Stats:input_type -> segchain.oam.v1.StatsRequest
+	2,  // 4: segchain.oam.v1.OAM.Sample:input_type -> segchain.oam.v1.SampleRequest
+	0,  // 5: segchain.oam.v1.OAM.Flush:input_type -> segchain.oam.v1.FlushRequest
+	5,  // 6: segchain.oam.v1.OAM.Tap:output_type -> segchain.oam.v1.TapEvent
+	7,  // 7: segchain.oam.v1.OAM.Inject:output_type -> segchain.oam.v1.InjectReply
+	9,  // 8: segchain.oam.v1.OAM.Stats:output_type -> segchain.oam.v1.StatsReply
+	3,  // 9: segchain.oam.v1.OAM.Sample:output_type -> segchain.oam.v1.SampleEvent
+	1,  // 10: segchain.oam.v1.OAM.Flush:output_type -> segchain.oam.v1.FlushReply
+	6,  // [6:11] is the sub-list for method output_type
+	1,  // [1:6] is the sub-list for method input_type
+	1,  // [1:1] is the sub-list for extension type_name
+	1,  // [1:1] is the sub-list for extension extendee
+	0,  // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_segchain_oam_v1_oam_proto_init() }
@@ -717,7 +841,7 @@ func file_segchain_oam_v1_oam_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_segchain_oam_v1_oam_proto_rawDesc), len(file_segchain_oam_v1_oam_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,7 @@ const (
 	OAM_Inject_FullMethodName = "/segchain.oam.v1.OAM/Inject"
 	OAM_Stats_FullMethodName  = "/segchain.oam.v1.OAM/Stats"
 	OAM_Sample_FullMethodName = "/segchain.oam.v1.OAM/Sample"
+	OAM_Flush_FullMethodName  = "/segchain.oam.v1.OAM/Flush"
 )
 
 // OAMClient is the client API for OAM service.
@@ -64,6 +65,13 @@ type OAMClient interface {
 	// one per sighting or mark, one with done set and the marker's counts
 	// last. The programs go when the run (or the stream) ends.
 	Sample(ctx context.Context, in *SampleRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SampleEvent], error)
+	// Flush ends the node's Tap stream of magic once it has sent every
+	// sighting already made: the tap's ring buffer is read to its end, the
+	// stream then ends (OK). A trace calls it when its probe has reached the
+	// last hop (or its time is up) instead of reading on for a margin: a
+	// sighting of an earlier hop was made before, so it is in the ring.
+	// found is false when no tap of magic runs (it ended already).
+	Flush(ctx context.Context, in *FlushRequest, opts ...grpc.CallOption) (*FlushReply, error)
 }
 
 type oAMClient struct {
@@ -132,6 +140,16 @@ func (c *oAMClient) Sample(ctx context.Context, in *SampleRequest, opts ...grpc.
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type OAM_SampleClient = grpc.ServerStreamingClient[SampleEvent]
 
+func (c *oAMClient) Flush(ctx context.Context, in *FlushRequest, opts ...grpc.CallOption) (*FlushReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FlushReply)
+	err := c.cc.Invoke(ctx, OAM_Flush_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OAMServer is the server API for OAM service.
 // All implementations must embed UnimplementedOAMServer
 // for forward compatibility.
@@ -158,6 +176,13 @@ type OAMServer interface {
 	// one per sighting or mark, one with done set and the marker's counts
 	// last. The programs go when the run (or the stream) ends.
 	Sample(*SampleRequest, grpc.ServerStreamingServer[SampleEvent]) error
+	// Flush ends the node's Tap stream of magic once it has sent every
+	// sighting already made: the tap's ring buffer is read to its end, the
+	// stream then ends (OK). A trace calls it when its probe has reached the
+	// last hop (or its time is up) instead of reading on for a margin: a
+	// sighting of an earlier hop was made before, so it is in the ring.
+	// found is false when no tap of magic runs (it ended already).
+	Flush(context.Context, *FlushRequest) (*FlushReply, error)
 	mustEmbedUnimplementedOAMServer()
 }
 
@@ -179,6 +204,9 @@ func (UnimplementedOAMServer) Stats(context.Context, *StatsRequest) (*StatsReply
 }
 func (UnimplementedOAMServer) Sample(*SampleRequest, grpc.ServerStreamingServer[SampleEvent]) error {
 	return status.Errorf(codes.Unimplemented, "method Sample not implemented")
+}
+func (UnimplementedOAMServer) Flush(context.Context, *FlushRequest) (*FlushReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Flush not implemented")
 }
 func (UnimplementedOAMServer) mustEmbedUnimplementedOAMServer() {}
 func (UnimplementedOAMServer) testEmbeddedByValue()             {}
@@ -259,6 +287,24 @@ func _OAM_Sample_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type OAM_SampleServer = grpc.ServerStreamingServer[SampleEvent]
 
+func _OAM_Flush_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FlushRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OAMServer).Flush(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OAM_Flush_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OAMServer).Flush(ctx, req.(*FlushRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // OAM_ServiceDesc is the grpc.ServiceDesc for OAM service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -273,6 +319,10 @@ var OAM_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Stats",
 			Handler:    _OAM_Stats_Handler,
+		},
+		{
+			MethodName: "Flush",
+			Handler:    _OAM_Flush_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -87,9 +89,10 @@ func (c *Client) Stats(ctx context.Context, nodes []string) (map[string]map[stri
 
 // Tap implements oam.Remote: one stream per node, each ready before it
 // returns.
-func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time.Duration) (oam.Tapper, error) {
+func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time.Duration, tl *oam.Timeline) (oam.Tapper, error) {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	t := &remoteTap{cancel: cancel, ch: make(chan oam.Event, 1024), done: make(chan struct{})}
+	t := &remoteTap{magic: magic, cancel: cancel, grace: flushGrace, ch: make(chan oam.Event, 1024),
+		done: make(chan struct{}), ended: make(chan struct{})}
 	type ready struct {
 		node string
 		err  error
@@ -98,13 +101,17 @@ func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time
 	for _, n := range nodes {
 		cl, ok := c.conns[n]
 		if !ok {
+			t.Close()
 			return nil, fmt.Errorf("node %s has no agent", n)
 		}
-		st, err := cl.Tap(sctx, &pb.TapRequest{Magic: magic, MaxMs: uint32(max.Milliseconds())})
+		nctx, ncancel := context.WithCancel(sctx)
+		st, err := cl.Tap(nctx, &pb.TapRequest{Magic: magic, MaxMs: uint32(max.Milliseconds())})
 		if err != nil {
-			cancel()
+			ncancel()
+			t.Close()
 			return nil, callErr(n, "tap", err)
 		}
+		t.streams = append(t.streams, tapStream{node: n, cl: cl, cancel: ncancel})
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
@@ -116,12 +123,14 @@ func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time
 				readyc <- ready{n, callErr(n, "tap", err)}
 				return
 			}
-			off := time.Duration(first.GetClockOffsetNs())
+			off := tl.Offset(first.GetBootId(), time.Duration(first.GetClockOffsetNs()))
 			readyc <- ready{n, nil}
 			for {
 				ev, err := st.Recv()
 				if err != nil {
-					if sctx.Err() == nil {
+					// The end after a flush, or the stream cancelled
+					// (Close, an agent without Flush): not an error.
+					if !(errors.Is(err, io.EOF) && t.flushing.Load()) && nctx.Err() == nil {
 						t.setErr(callErr(n, "tap", err))
 					}
 					return
@@ -139,6 +148,7 @@ func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time
 			}
 		}()
 	}
+	go func() { t.wg.Wait(); close(t.ended) }()
 	var errs []error
 	for range nodes {
 		select {
@@ -160,15 +170,35 @@ func (c *Client) Tap(ctx context.Context, nodes []string, magic uint64, max time
 	return t, nil
 }
 
+// flushGrace is how long the stream of an agent without Flush (an older
+// build) is read after the trace's flush: what it has not sent by then
+// is lost, as before Flush.
+const flushGrace = 100 * time.Millisecond
+
+// flushRPC bounds a Flush call.
+const flushRPC = 5 * time.Second
+
+type tapStream struct {
+	node   string
+	cl     pb.OAMClient
+	cancel context.CancelFunc
+}
+
 // remoteTap merges the agents' streams.
 type remoteTap struct {
-	cancel context.CancelFunc
-	ch     chan oam.Event
-	done   chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	err    error
+	magic    uint64
+	streams  []tapStream
+	cancel   context.CancelFunc
+	grace    time.Duration
+	ch       chan oam.Event
+	done     chan struct{} // Close
+	ended    chan struct{} // every stream has ended
+	flushing atomic.Bool
+	flush    sync.Once
+	once     sync.Once
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	err      error
 }
 
 func (t *remoteTap) setErr(err error) {
@@ -179,12 +209,13 @@ func (t *remoteTap) setErr(err error) {
 	}
 }
 
-// Collect implements oam.Tapper. A stream that broke (an agent gone) is
-// an error; the sightings read so far are returned with it.
-func (t *remoteTap) Collect(deadline time.Time, done func([]oam.Event) bool) ([]oam.Event, error) {
+// Collect implements oam.Tapper. It returns when every stream has ended
+// (Flush; the agents end them at the trace's time bound anyway) or on
+// Close; deadline is the flusher's (oam's multiTap). A stream that broke
+// (an agent gone) is an error; the sightings read so far are returned
+// with it.
+func (t *remoteTap) Collect(_ time.Time, done func([]oam.Event) bool) ([]oam.Event, error) {
 	var out []oam.Event
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
 	for {
 		select {
 		case e := <-t.ch:
@@ -192,7 +223,16 @@ func (t *remoteTap) Collect(deadline time.Time, done func([]oam.Event) bool) ([]
 			if done != nil && done(out) {
 				return out, nil
 			}
-		case <-timer.C:
+		case <-t.ended:
+			for {
+				select {
+				case e := <-t.ch:
+					out = append(out, e)
+					continue
+				default:
+				}
+				break
+			}
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			return out, t.err
@@ -200,6 +240,34 @@ func (t *remoteTap) Collect(deadline time.Time, done func([]oam.Event) bool) ([]
 			return out, nil
 		}
 	}
+}
+
+// Flush implements oam.Flusher: every agent sends what its tap's ring
+// buffer holds and ends its stream (the Flush RPC); an agent without it
+// is read for flushGrace more.
+func (t *remoteTap) Flush() {
+	t.flush.Do(func() {
+		t.flushing.Store(true)
+		for _, s := range t.streams {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), flushRPC)
+				defer cancel()
+				_, err := s.cl.Flush(ctx, &pb.FlushRequest{Magic: t.magic})
+				switch {
+				case err == nil:
+					return // the agent ends the stream after its last sighting
+				case status.Code(err) != codes.Unimplemented:
+					t.setErr(callErr(s.node, "flush", err))
+				default:
+					select {
+					case <-time.After(t.grace):
+					case <-t.done:
+					}
+				}
+				s.cancel()
+			}()
+		}
+	})
 }
 
 // Close implements oam.Tapper: the streams end, and with them the taps.
@@ -214,7 +282,7 @@ func (t *remoteTap) Close() error {
 
 // Sample implements oam.Remote: the other nodes' runs start first (and
 // last a second longer), the headend's marking once they all see.
-func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oam.ChainKey, rate uint32, dur time.Duration, started func()) ([]oam.SampleEvent, oam.SampleCounts, error) {
+func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oam.ChainKey, rate uint32, dur time.Duration, started func(), tl *oam.Timeline) ([]oam.SampleEvent, oam.SampleCounts, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
@@ -237,7 +305,7 @@ func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oa
 			}
 			if err == nil {
 				ready <- nil
-				off := time.Duration(first.GetClockOffsetNs())
+				off := tl.Offset(first.GetBootId(), time.Duration(first.GetClockOffsetNs()))
 				var r result
 				for {
 					ev, err := st.Recv()

@@ -36,6 +36,7 @@ type Server struct {
 
 	mu   sync.Mutex
 	taps int
+	live map[uint64]*oam.RxTap // the running taps by magic (Flush)
 }
 
 // New serves node, whose network namespace is netns ("": the agent's
@@ -84,13 +85,25 @@ func (s *Server) Tap(req *pb.TapRequest, st pb.OAM_TapServer) error {
 	if err != nil {
 		return status.Errorf(codes.Internal, "node %s: %v", s.node, err)
 	}
+	s.mu.Lock()
+	if s.live[req.GetMagic()] != nil {
+		s.mu.Unlock()
+		t.Close()
+		return status.Errorf(codes.AlreadyExists, "node %s: a tap of this magic runs already", s.node)
+	}
+	if s.live == nil {
+		s.live = map[uint64]*oam.RxTap{}
+	}
+	s.live[req.GetMagic()] = t
+	s.mu.Unlock()
+	defer func() { s.mu.Lock(); delete(s.live, req.GetMagic()); s.mu.Unlock() }()
 	var once sync.Once
 	closeTap := func() { once.Do(func() { t.Close() }) }
 	defer closeTap()
 	// The caller ending the stream ends the tap's read at once.
 	stop := context.AfterFunc(st.Context(), closeTap)
 	defer stop()
-	if err := st.Send(&pb.TapEvent{Ready: true, Node: s.node, ClockOffsetNs: int64(oam.ClockOffset())}); err != nil {
+	if err := st.Send(&pb.TapEvent{Ready: true, Node: s.node, ClockOffsetNs: int64(oam.ClockOffset()), BootId: oam.BootID()}); err != nil {
 		return err
 	}
 	var serr error
@@ -107,6 +120,19 @@ func (s *Server) Tap(req *pb.TapRequest, st pb.OAM_TapServer) error {
 		return status.Errorf(codes.Internal, "node %s: %v", s.node, err)
 	}
 	return nil
+}
+
+// Flush implements pb.OAMServer: the tap of magic sends what its ring
+// buffer holds, then its stream ends.
+func (s *Server) Flush(_ context.Context, req *pb.FlushRequest) (*pb.FlushReply, error) {
+	s.mu.Lock()
+	t := s.live[req.GetMagic()]
+	s.mu.Unlock()
+	if t == nil {
+		return &pb.FlushReply{}, nil
+	}
+	t.Flush()
+	return &pb.FlushReply{Found: true}, nil
 }
 
 func daBytes(ip net.IP) []byte {
@@ -168,7 +194,7 @@ func (s *Server) Sample(req *pb.SampleRequest, st pb.OAM_SampleServer) error {
 	if err != nil {
 		return status.Errorf(codes.Internal, "node %s: %v", s.node, err)
 	}
-	if err := st.Send(&pb.SampleEvent{Ready: true, ClockOffsetNs: int64(oam.ClockOffset())}); err != nil {
+	if err := st.Send(&pb.SampleEvent{Ready: true, ClockOffsetNs: int64(oam.ClockOffset()), BootId: oam.BootID()}); err != nil {
 		sm.Stop()
 		return err
 	}
