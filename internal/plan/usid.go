@@ -125,6 +125,10 @@ func (b *builder) hopShifts(h Hop) bool {
 		return false
 	}
 	if s.Served() {
+		// A kind whose uSID must end its container (End.AM).
+		if c, ok := s.ServiceKind().(interface{ CSIDCloses(any) bool }); ok && c.CSIDCloses(s.KindBlock()) {
+			return false
+		}
 		return true
 	}
 	return shifts(s.Behavior)

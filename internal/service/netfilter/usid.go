@@ -1,0 +1,13 @@
+package netfilter
+
+// CSIDRefusal says why a netfilter service cannot take a uSID in an f3216
+// domain ("" when it can). A uSID instance shifts its container on End
+// (bpf/nf_tc.bpf.c); the bits after the uSID are the next uSIDs, so there
+// are no ARGS to copy into the mark: a service that asks for them
+// (netfilter.args > 0) keeps a full SID.
+func (Kind) CSIDRefusal(block any, dir string) string {
+	if c, _ := block.(*Config); c != nil && c.Args != nil && *c.Args > 0 {
+		return "netfilter.args copies ARGS bits into the mark; a uSID container has none (they are the next uSIDs)"
+	}
+	return ""
+}
