@@ -79,6 +79,7 @@ type Counters struct {
 var malformedReasons = map[DropReason]bool{
 	DropTruncated: true, DropNoSRH: true, DropBadSRH: true, DropBadExt: true, DropFragment: true,
 	DropSLZero: true, DropInsert: true, DropBadInner: true, DropHdrTooBig: true, DropHopLimit: true,
+	DropCsidPadding: true,
 }
 
 // Status is an instance with its counters.

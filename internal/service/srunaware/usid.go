@@ -13,3 +13,9 @@ func (Kind) CSIDCloses(block any) bool {
 	c, ok := block.(*Config)
 	return ok && c.Behavior() == EndAM
 }
+
+// CSIDNeedsFullSRH: the data path's SRH walk (lib/ipv6_walk.h) refuses
+// Segments Left > Last Entry, which a reduced SRH (H.Encaps.Red: SL = Last
+// Entry + 1) has; plan keeps the full SRH for a chain of several
+// containers through it (one container needs no SRH at all).
+func (Kind) CSIDNeedsFullSRH() bool { return true }
