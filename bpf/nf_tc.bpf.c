@@ -43,6 +43,7 @@
 #include "lib/ipv6_walk.h"
 #include "lib/drop.h"
 #include "lib/pktcopy.h"
+#include "lib/csid.h"
 
 #define NF_MAX_SIDS 64	   /* End.AN.NF SID prefixes per node */
 #define NF_SLOTS 8192	   /* stashed outer headers in flight, all SIDs */
@@ -71,6 +72,7 @@ enum nf_drop_reason {
 	NF_DROP_STALE,		/* "stale-slot": the slot was reused before the packet came back */
 	NF_DROP_FAMILY,		/* "family": the packet came back neither IPv4 nor IPv6 */
 	NF_DROP_INTERNAL,	/* "internal" */
+	NF_DROP_CSID_PADDING,	/* "csid-padding": a uSID container with a non-zero C-SID after its end-of-container zero */
 	NF_DROP_MAX,
 };
 
@@ -78,6 +80,12 @@ enum nf_drop_reason {
 struct nf_sid {
 	__u32 id;	 /* index of the SID's nf_stats entry */
 	__u32 args_bits; /* rightmost bits of the DA that are ARGS (0..32) */
+	/* A uSID (RFC 9800 NEXT-C-SID, lib/csid.h): the prefix is
+	 * block:uSID::/(lblen+nflen); End shifts the container while it
+	 * holds more uSIDs. 0/0: a full SID. */
+	__u8 csid_lblen;
+	__u8 csid_nflen;
+	__u16 _pad;
 };
 
 struct nf_sid_key {
@@ -208,7 +216,7 @@ static __always_inline int ttl_up(struct __sk_buff *skb, int v4)
  * into a fresh slot and applies End to the copy. It returns the slot's tag,
  * or 0 with *reason set. */
 static __always_inline __u32 stash(struct __sk_buff *skb, __u32 id, __u64 hlen, __u32 srh_off,
-				   __u32 nh_off, __u8 sl, __u32 *reason)
+				   __u32 nh_off, __u8 sl, const struct nf_sid *sid, int shift, __u32 *reason)
 {
 	__u32 zero = 0, idx, tag;
 	__u64 *next, n, so, seg;
@@ -245,6 +253,14 @@ static __always_inline __u32 stash(struct __sk_buff *skb, __u32 id, __u64 hlen, 
 		*reason = NF_DROP_TRUNCATED;
 		return 0;
 	}
+	if (shift) {
+		/* A uSID with more in its container: End with NEXT-C-SID
+		 * (RFC 9800 4.1.1) on the copy: the DA shifts, SL stays (there
+		 * may be no SRH). */
+		csid_shift((struct in6_addr *)&s->hdr[offsetof(struct ipv6hdr, daddr)], sid->csid_lblen,
+			   sid->csid_nflen);
+		goto done;
+	}
 	/* End on the copy: SL--, DA <- Segment List[SL], hop limit - 1. */
 	sl--;
 	so = srh_off;
@@ -261,6 +277,7 @@ static __always_inline __u32 stash(struct __sk_buff *skb, __u32 id, __u64 hlen, 
 		return 0;
 	}
 	__builtin_memcpy(&s->hdr[offsetof(struct ipv6hdr, daddr)], &s->hdr[seg], 16);
+done:
 	s->hdr[offsetof(struct ipv6hdr, hop_limit)]--;
 	s->tag = tag;
 	s->id = id;
@@ -286,7 +303,7 @@ int nf_in(struct __sk_buff *skb)
 	__u32 id, hlen, tag, reason = 0, zero = 0, plen, lim, args = 0;
 	__u8 hop, ver;
 	__u64 flags;
-	int v4;
+	int v4, shift = 0;
 
 	cursor_init_skb(&c, skb);
 	eth = cursor_eth(&c);
@@ -312,6 +329,11 @@ int nf_in(struct __sk_buff *skb)
 		st->packets++;
 		st->bytes += skb->len;
 	}
+	if (sid->csid_nflen) {
+		if (!csid_padding_ok(&ip6->daddr, sid->csid_lblen, sid->csid_nflen))
+			return drop(st, NF_DROP_CSID_PADDING);
+		shift = csid_has_next(&ip6->daddr, sid->csid_lblen, sid->csid_nflen);
+	}
 	if (sid->args_bits) {
 		args = bpf_ntohl(ip6->daddr.in6_u.u6_addr32[3]);
 		if (sid->args_bits < 32)
@@ -333,9 +355,10 @@ int nf_in(struct __sk_buff *skb)
 		return drop(st, NF_DROP_BAD_EXT);
 	if (w.fragment)
 		return drop(st, NF_DROP_FRAGMENT);
-	if (!w.srh_off)
+	/* A shifting uSID continues in its own container: no SRH needed. */
+	if (!shift && !w.srh_off)
 		return drop(st, NF_DROP_NO_SRH);
-	if (w.sl == 0)
+	if (!shift && w.sl == 0)
 		return drop(st, NF_DROP_SL_ZERO);
 	if (w.upper != IPPROTO_IPIP && w.upper != IPPROTO_IPV6)
 		return drop(st, NF_DROP_INSERT);
@@ -351,7 +374,8 @@ int nf_in(struct __sk_buff *skb)
 		return drop(st, NF_DROP_NO_LOOP);
 
 	hlen = w.upper_off - ETH_HLEN;
-	tag = stash(skb, id, hlen, w.srh_off - ETH_HLEN, w.nh_off - ETH_HLEN, w.sl, &reason);
+	tag = stash(skb, id, hlen, w.srh_off ? w.srh_off - ETH_HLEN : 0, w.nh_off - ETH_HLEN, w.sl, sid, shift,
+		    &reason);
 	if (!tag)
 		return drop(st, reason);
 

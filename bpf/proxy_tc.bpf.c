@@ -31,6 +31,7 @@
 #include "lib/icmp6.h"
 #include "lib/icmp4.h"
 #include "lib/pktcopy.h"
+#include "lib/csid.h"
 
 #define PROXY_MAX_SIDS 256
 #define PROXY_HDR_MAX 512 /* outer IPv6 + extension headers a cache can hold */
@@ -78,6 +79,8 @@ enum proxy_drop_reason {
 	PROXY_DROP_GSO_L2,  /* "gso-ethernet": a GSO frame for an Ethernet payload */
 	PROXY_DROP_NO_FIB,  /* "no-fib": an Ethernet payload the FIB cannot forward */
 	PROXY_DROP_VLAN,    /* "vlan": an 802.1Q/802.1ad-tagged frame from the SF (IP modes): the stack would untag and route it past the proxy */
+	PROXY_DROP_CSID_PADDING, /* "csid-padding": a uSID container with a non-zero C-SID after its end-of-container zero */
+	PROXY_DROP_CSID_AM, /* "csid-masquerade": End.AM's uSID with more uSIDs after it (End.AM must end its container) */
 	PROXY_DROP_MAX,
 };
 
@@ -97,7 +100,12 @@ struct proxy_sid {
 	__u32 nh[4];
 	__u64 flow_timeout_ns; /* per-flow cache aging, 0 = never */
 	__u32 flow_max;	       /* per-flow cache of its own (flow_caps_map) of this size; 0: node-wide LRU */
-	__u32 _pad1;
+	/* A uSID (RFC 9800 NEXT-C-SID, lib/csid.h): the SID is stored as
+	 * block:uSID:: and matches whatever uSIDs follow it in the DA; End
+	 * shifts the container. 0/0: a full SID. */
+	__u8 csid_lblen;
+	__u8 csid_nflen;
+	__u16 _pad1;
 };
 
 /* Cached outer headers (outer IPv6 + all its extension headers, as they
@@ -198,6 +206,16 @@ struct {
 	__type(key, __u32);
 	__type(value, struct proxy_stats);
 } stats_map SEC(".maps");
+
+/* csid_map[0]: how many leading bytes of a DA key a uSID SID
+ * ((lblen + nflen) / 8; 0: the node has none), written by the control
+ * plane when it installs one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} csid_map SEC(".maps");
 
 /* Scratch space for building a cache entry (too big for the stack). */
 struct {
@@ -458,7 +476,7 @@ static __always_inline int decap_inner(__u8 upper, __u8 *inner, __u64 *flags)
  * reason. */
 static __always_inline int cache_learn(struct __sk_buff *skb, struct proxy_sid *cfg,
 				       struct proxy_stats *st, const struct ipv6_walk *w,
-				       __u8 hop, __u8 inner, __u32 hdr_len)
+				       __u8 hop, __u8 inner, __u32 hdr_len, int shift)
 {
 	struct proxy_flow_key fk, *fkp = 0;
 	__u32 zero = 0;
@@ -473,7 +491,28 @@ static __always_inline int cache_learn(struct __sk_buff *skb, struct proxy_sid *
 	}
 	s->updated_ns = bpf_ktime_get_ns();
 	s->valid = 1;
-	if (!w->srh_off || w->sl == 0) {
+	if (shift) {
+		/* A uSID with more in its container: End with NEXT-C-SID on
+		 * the copy (RFC 9800 4.1.1): the DA shifts, SL stays (there
+		 * may be no SRH at all). */
+		__u64 n = hdr_len;
+
+		if (hop <= 1)
+			return PROXY_DROP_HOP_LIMIT;
+		barrier_var(n);
+		if (n < sizeof(struct ipv6hdr) || n > PROXY_HDR_MAX)
+			return PROXY_DROP_HDR_TOO_LONG;
+		if (pkt_copy_from(skb, ETH_HLEN, s->hdr, n) < 0)
+			return PROXY_DROP_TRUNCATED;
+		csid_shift((struct in6_addr *)&s->hdr[offsetof(struct ipv6hdr, daddr)], cfg->csid_lblen,
+			   cfg->csid_nflen);
+		s->hdr[offsetof(struct ipv6hdr, hop_limit)] = hop - 1;
+		s->hdr[offsetof(struct ipv6hdr, payload_len)] = 0;
+		s->hdr[offsetof(struct ipv6hdr, payload_len) + 1] = 0;
+		s->len = hdr_len;
+		s->nh_off = w->nh_off - ETH_HLEN;
+		s->terminal = 0;
+	} else if (!w->srh_off || w->sl == 0) {
 		/* Last segment: End.AD forbids it, End.EAD delivers. */
 		if (cfg->behavior != PROXY_EAD)
 			return PROXY_DROP_SL_ZERO;
@@ -525,7 +564,7 @@ static __always_inline int cache_learn(struct __sk_buff *skb, struct proxy_sid *
  * the SF. */
 static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid *cfg,
 					 struct proxy_stats *st, const struct ipv6_walk *w,
-					 __u8 hop)
+					 __u8 hop, int shift)
 {
 	__u8 inner = 0;
 	__u32 hdr_len, strip;
@@ -544,7 +583,7 @@ static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid
 		return drop(st, PROXY_DROP_TRUNCATED);
 
 	if (cfg->behavior == PROXY_AD || cfg->behavior == PROXY_EAD) {
-		r = cache_learn(skb, cfg, st, w, hop, inner, hdr_len);
+		r = cache_learn(skb, cfg, st, w, hop, inner, hdr_len, shift);
 		if (r >= 0)
 			return drop(st, r);
 	}
@@ -577,6 +616,24 @@ static __always_inline int inbound_decap(struct __sk_buff *skb, struct proxy_sid
 	return to_sf(skb, cfg, st, skb->len);
 }
 
+/* csid_lookup finds the uSID SID container da activates: da masked to
+ * the node's uSID key length. NULL when the node has no uSID SID, or the
+ * entry found is a full SID (which must match exactly). */
+static __always_inline struct proxy_sid *csid_lookup(const struct in6_addr *da)
+{
+	__u32 zero = 0, *bytes = bpf_map_lookup_elem(&csid_map, &zero);
+	struct proxy_sid *cfg;
+	struct in6_addr k;
+
+	if (!bytes || !*bytes)
+		return 0;
+	csid_key(&k, da, *bytes);
+	cfg = bpf_map_lookup_elem(&sids_map, &k);
+	if (!cfg || !cfg->csid_nflen || (__u32)(cfg->csid_lblen + cfg->csid_nflen) / 8 != *bytes)
+		return 0;
+	return cfg;
+}
+
 static __always_inline int proxy_inbound(struct __sk_buff *skb)
 {
 	struct cursor c;
@@ -585,25 +642,37 @@ static __always_inline int proxy_inbound(struct __sk_buff *skb)
 	struct proxy_stats *st;
 	struct ipv6_walk w;
 	__u8 hop, nexthdr;
-	int r;
+	int r, shift = 0;
 
 	ip6 = cursor_skb_ipv6(&c, skb);
 	if (!ip6)
 		return PROXY_NEXT;
 	cfg = bpf_map_lookup_elem(&sids_map, &ip6->daddr);
 	if (!cfg)
+		cfg = csid_lookup(&ip6->daddr);
+	if (!cfg)
 		return PROXY_NEXT;
 	hop = ip6->hop_limit;
 	nexthdr = ip6->nexthdr;
 	st = bpf_map_lookup_elem(&stats_map, &cfg->id);
+	if (cfg->csid_nflen) {
+		if (!csid_padding_ok(&ip6->daddr, cfg->csid_lblen, cfg->csid_nflen))
+			return drop(st, PROXY_DROP_CSID_PADDING);
+		shift = csid_has_next(&ip6->daddr, cfg->csid_lblen, cfg->csid_nflen);
+	}
 
 	ipv6_walk_ext(skb, ETH_HLEN + sizeof(struct ipv6hdr), nexthdr, &w);
 	r = walk_error(&w);
 	if (r >= 0)
 		return drop(st, r);
-	if (cfg->behavior == PROXY_AM)
+	if (cfg->behavior == PROXY_AM) {
+		/* The de-masquerade reads the next segment from the SRH; a
+		 * shifted container is in no SRH entry. */
+		if (shift)
+			return drop(st, PROXY_DROP_CSID_AM);
 		return inbound_am(skb, cfg, st, &w);
-	return inbound_decap(skb, cfg, st, &w, hop);
+	}
+	return inbound_decap(skb, cfg, st, &w, hop, shift);
 }
 
 /* forward finishes an outbound packet whose outer IPv6 header is

@@ -62,4 +62,46 @@ static __always_inline int csid_next(struct in6_addr *da, __u32 lblen, __u32 nfl
 	return 1;
 }
 
+/* csid_padding_ok checks container da's Argument: once a C-SID is all
+ * zero (the end of the container) every bit after it must be zero too.
+ * RFC 9800 does not make End check it, and the kernel does not: it shifts
+ * the zero C-SID into place and the packet dies on a missing route. A
+ * segchain service drops it itself, counted with its reason. nflen 0: 1. */
+static __always_inline int csid_padding_ok(const struct in6_addr *da, __u32 lblen, __u32 nflen)
+{
+	__u32 from = (lblen + nflen) / 8, nb = nflen / 8;
+	__u8 cur = 0, end = 0;
+	int i;
+
+	if (!nb)
+		return 1;
+#pragma unroll
+	for (i = 0; i < CSID_ADDR_BYTES; i++) {
+		if (i < from)
+			continue;
+		cur |= da->in6_u.u6_addr8[i];
+		if ((i + 1 - from) % nb == 0 || i == CSID_ADDR_BYTES - 1) {
+			/* the end of one C-SID (or of the address) */
+			if (end && cur)
+				return 0;
+			if (!cur)
+				end = 1;
+			cur = 0;
+		}
+	}
+	return 1;
+}
+
+/* csid_key masks container da to its Locator-Block and active C-SID
+ * ((lblen + nflen) / 8 bytes, the rest zero): the key a service's uSID is
+ * stored under in an exact-match map. */
+static __always_inline void csid_key(struct in6_addr *k, const struct in6_addr *da, __u32 bytes)
+{
+	int i;
+
+#pragma unroll
+	for (i = 0; i < CSID_ADDR_BYTES; i++)
+		k->in6_u.u6_addr8[i] = i < bytes ? da->in6_u.u6_addr8[i] : 0;
+}
+
 #endif

@@ -630,7 +630,7 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 	if e, ok := b.first[headend][ch.Hops[0].Node]; ok {
 		dev = e.iface.Name
 	}
-	enc := &nodestate.Seg6Encap{Mode: b.encapMode(kernelMode(ch.Mode), ch.Hops, c.HMAC != ""), Segs: segs}
+	enc := &nodestate.Seg6Encap{Mode: b.encapMode(kernelMode(ch.Mode), ch.Hops, len(segs), c.HMAC != ""), Segs: segs}
 	if b.d.Compressed() {
 		ch.Encap = enc.Mode
 	}

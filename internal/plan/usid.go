@@ -125,6 +125,10 @@ func (b *builder) hopShifts(h Hop) bool {
 		return false
 	}
 	if s.Served() {
+		// A kind whose uSID must end its container (End.AM).
+		if c, ok := s.ServiceKind().(interface{ CSIDCloses(any) bool }); ok && c.CSIDCloses(s.KindBlock()) {
+			return false
+		}
 		return true
 	}
 	return shifts(s.Behavior)
@@ -134,14 +138,22 @@ func (b *builder) hopShifts(h Hop) bool {
 // all uSIDs uses the reduced form (H.Encaps.Red: the first container only
 // in the DA, no SRH at all when it is the only one). A mixed chain keeps
 // the full SRH: segchain's eBPF services read Segment List[SL], which the
-// reduced SRH leaves out. HMAC needs the SRH.
-func (b *builder) encapMode(mode string, hops []Hop, hmac bool) string {
+// reduced SRH leaves out. HMAC needs the SRH. So do the SR proxies and
+// End.AN.NF (kinds with CSIDNeedsFullSRH) when the chain needs an SRH at
+// all (more than one container): their SRH walk refuses the reduced SRH's
+// Segments Left = Last Entry + 1.
+func (b *builder) encapMode(mode string, hops []Hop, containers int, hmac bool) string {
 	if !b.d.Compressed() || hmac || (mode != "encap" && mode != "l2encap") {
 		return mode
 	}
 	for _, h := range hops {
 		if !b.isUSID(h.SID) {
 			return mode
+		}
+		if s := b.d.Services[h.Service]; containers > 1 && s != nil && s.Served() {
+			if k, ok := s.ServiceKind().(interface{ CSIDNeedsFullSRH() bool }); ok && k.CSIDNeedsFullSRH() {
+				return mode
+			}
 		}
 	}
 	return mode + ".red"

@@ -43,8 +43,11 @@ func withFormat(t *testing.T, file, format string, edits ...func(string) string)
 	if err := os.WriteFile(out, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(filepath.Join(must(filepath.Abs(filepath.Dir(file))), "secrets"), filepath.Join(dir, "secrets")); err != nil {
-		t.Fatal(err)
+	// What the domain names relative to itself: secrets, rule sets.
+	for _, f := range []string{"secrets", "netfilter.nft"} {
+		if err := os.Symlink(filepath.Join(must(filepath.Abs(filepath.Dir(file))), f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }

@@ -165,7 +165,7 @@ func (NodeKind) Observe(netns string) ([]nodestate.Service, error) {
 	}
 	var out []nodestate.Service
 	for _, st := range sts {
-		sp := netfilter.Spec{SID: st.SID, ArgsBits: st.ArgsBits}
+		sp := netfilter.Spec{SID: st.SID, ArgsBits: st.ArgsBits, CSIDLBLen: st.CSIDLBLen, CSIDNFLen: st.CSIDNFLen}
 		l, ok, err := readLoaded(netns, st.SID)
 		if err != nil {
 			return nil, err
@@ -270,7 +270,7 @@ func (NodeKind) Apply(netns string, want, old []nodestate.Service, _ map[netip.P
 			}
 		}
 		// The SID after its rules: no packet meets an empty rule set.
-		if err := Apply(netns, Instance{SID: sp.SID, ArgsBits: sp.ArgsBits}); err != nil {
+		if err := Apply(netns, Instance{SID: sp.SID, ArgsBits: sp.ArgsBits, CSIDLBLen: sp.CSIDLBLen, CSIDNFLen: sp.CSIDNFLen}); err != nil {
 			return fmt.Errorf("netfilter %s: %w", sp.SID, err)
 		}
 		if err := writeLoaded(netns, sp.SID, loaded{Ruleset: sp.Ruleset, Tables: sp.Tables}); err != nil {
@@ -324,7 +324,7 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 			}
 		}
 		out = append(out, agent.SIDCounters{SID: st.SID, Behavior: Behavior,
-			Route: netfilter.Spec{SID: st.SID, ArgsBits: st.ArgsBits}.String(), Owned: true, Counted: true,
+			Route: netfilter.Spec{SID: st.SID, ArgsBits: st.ArgsBits, CSIDLBLen: st.CSIDLBLen, CSIDNFLen: st.CSIDNFLen}.String(), Owned: true, Counted: true,
 			Packets: st.Counters.Packets, Bytes: st.Counters.Bytes, Errors: st.Counters.Malformed + st.Counters.DroppedNetfilter, Detail: d})
 	}
 	return out, nil

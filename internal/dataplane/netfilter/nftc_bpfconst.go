@@ -14,42 +14,44 @@ type DropReason uint32
 
 // Drop reasons: numbers from bpf2go's enum nf_drop_reason, names from the C comments.
 const (
-	DropTruncated  = DropReason(nfTCNfDropReasonNF_DROP_TRUNCATED)
-	DropNoSRH      = DropReason(nfTCNfDropReasonNF_DROP_NO_SRH)
-	DropBadSRH     = DropReason(nfTCNfDropReasonNF_DROP_BAD_SRH)
-	DropBadExt     = DropReason(nfTCNfDropReasonNF_DROP_BAD_EXT)
-	DropFragment   = DropReason(nfTCNfDropReasonNF_DROP_FRAGMENT)
-	DropSLZero     = DropReason(nfTCNfDropReasonNF_DROP_SL_ZERO)
-	DropInsert     = DropReason(nfTCNfDropReasonNF_DROP_INSERT)
-	DropBadInner   = DropReason(nfTCNfDropReasonNF_DROP_BAD_INNER)
-	DropHdrTooBig  = DropReason(nfTCNfDropReasonNF_DROP_HDR_TOO_BIG)
-	DropHopLimit   = DropReason(nfTCNfDropReasonNF_DROP_HOP_LIMIT)
-	DropNoLoop     = DropReason(nfTCNfDropReasonNF_DROP_NO_LOOP)
-	DropAdjustRoom = DropReason(nfTCNfDropReasonNF_DROP_ADJUST_ROOM)
-	DropNoTag      = DropReason(nfTCNfDropReasonNF_DROP_NO_TAG)
-	DropStale      = DropReason(nfTCNfDropReasonNF_DROP_STALE)
-	DropFamily     = DropReason(nfTCNfDropReasonNF_DROP_FAMILY)
-	DropInternal   = DropReason(nfTCNfDropReasonNF_DROP_INTERNAL)
-	numDropReasons = int(nfTCNfDropReasonNF_DROP_MAX)
+	DropTruncated   = DropReason(nfTCNfDropReasonNF_DROP_TRUNCATED)
+	DropNoSRH       = DropReason(nfTCNfDropReasonNF_DROP_NO_SRH)
+	DropBadSRH      = DropReason(nfTCNfDropReasonNF_DROP_BAD_SRH)
+	DropBadExt      = DropReason(nfTCNfDropReasonNF_DROP_BAD_EXT)
+	DropFragment    = DropReason(nfTCNfDropReasonNF_DROP_FRAGMENT)
+	DropSLZero      = DropReason(nfTCNfDropReasonNF_DROP_SL_ZERO)
+	DropInsert      = DropReason(nfTCNfDropReasonNF_DROP_INSERT)
+	DropBadInner    = DropReason(nfTCNfDropReasonNF_DROP_BAD_INNER)
+	DropHdrTooBig   = DropReason(nfTCNfDropReasonNF_DROP_HDR_TOO_BIG)
+	DropHopLimit    = DropReason(nfTCNfDropReasonNF_DROP_HOP_LIMIT)
+	DropNoLoop      = DropReason(nfTCNfDropReasonNF_DROP_NO_LOOP)
+	DropAdjustRoom  = DropReason(nfTCNfDropReasonNF_DROP_ADJUST_ROOM)
+	DropNoTag       = DropReason(nfTCNfDropReasonNF_DROP_NO_TAG)
+	DropStale       = DropReason(nfTCNfDropReasonNF_DROP_STALE)
+	DropFamily      = DropReason(nfTCNfDropReasonNF_DROP_FAMILY)
+	DropInternal    = DropReason(nfTCNfDropReasonNF_DROP_INTERNAL)
+	DropCsidPadding = DropReason(nfTCNfDropReasonNF_DROP_CSID_PADDING)
+	numDropReasons  = int(nfTCNfDropReasonNF_DROP_MAX)
 )
 
 var dropNames = [...]string{
-	DropTruncated:  "truncated",
-	DropNoSRH:      "no-srh",
-	DropBadSRH:     "bad-srh",
-	DropBadExt:     "too-many-ext-hdrs",
-	DropFragment:   "fragment",
-	DropSLZero:     "sl-zero",
-	DropInsert:     "insert-mode",
-	DropBadInner:   "bad-inner",
-	DropHdrTooBig:  "header-too-big",
-	DropHopLimit:   "hop-limit",
-	DropNoLoop:     "no-loop",
-	DropAdjustRoom: "adjust-room",
-	DropNoTag:      "no-tag",
-	DropStale:      "stale-slot",
-	DropFamily:     "family",
-	DropInternal:   "internal",
+	DropTruncated:   "truncated",
+	DropNoSRH:       "no-srh",
+	DropBadSRH:      "bad-srh",
+	DropBadExt:      "too-many-ext-hdrs",
+	DropFragment:    "fragment",
+	DropSLZero:      "sl-zero",
+	DropInsert:      "insert-mode",
+	DropBadInner:    "bad-inner",
+	DropHdrTooBig:   "header-too-big",
+	DropHopLimit:    "hop-limit",
+	DropNoLoop:      "no-loop",
+	DropAdjustRoom:  "adjust-room",
+	DropNoTag:       "no-tag",
+	DropStale:       "stale-slot",
+	DropFamily:      "family",
+	DropInternal:    "internal",
+	DropCsidPadding: "csid-padding",
 }
 
 // String is the reason's name as counters and JSON show it.

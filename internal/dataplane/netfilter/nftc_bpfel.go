@@ -24,29 +24,33 @@ type nfTCNfCfg struct {
 type nfTCNfDropReason uint32
 
 const (
-	nfTCNfDropReasonNF_DROP_TRUNCATED   nfTCNfDropReason = 0
-	nfTCNfDropReasonNF_DROP_NO_SRH      nfTCNfDropReason = 1
-	nfTCNfDropReasonNF_DROP_BAD_SRH     nfTCNfDropReason = 2
-	nfTCNfDropReasonNF_DROP_BAD_EXT     nfTCNfDropReason = 3
-	nfTCNfDropReasonNF_DROP_FRAGMENT    nfTCNfDropReason = 4
-	nfTCNfDropReasonNF_DROP_SL_ZERO     nfTCNfDropReason = 5
-	nfTCNfDropReasonNF_DROP_INSERT      nfTCNfDropReason = 6
-	nfTCNfDropReasonNF_DROP_BAD_INNER   nfTCNfDropReason = 7
-	nfTCNfDropReasonNF_DROP_HDR_TOO_BIG nfTCNfDropReason = 8
-	nfTCNfDropReasonNF_DROP_HOP_LIMIT   nfTCNfDropReason = 9
-	nfTCNfDropReasonNF_DROP_NO_LOOP     nfTCNfDropReason = 10
-	nfTCNfDropReasonNF_DROP_ADJUST_ROOM nfTCNfDropReason = 11
-	nfTCNfDropReasonNF_DROP_NO_TAG      nfTCNfDropReason = 12
-	nfTCNfDropReasonNF_DROP_STALE       nfTCNfDropReason = 13
-	nfTCNfDropReasonNF_DROP_FAMILY      nfTCNfDropReason = 14
-	nfTCNfDropReasonNF_DROP_INTERNAL    nfTCNfDropReason = 15
-	nfTCNfDropReasonNF_DROP_MAX         nfTCNfDropReason = 16
+	nfTCNfDropReasonNF_DROP_TRUNCATED    nfTCNfDropReason = 0
+	nfTCNfDropReasonNF_DROP_NO_SRH       nfTCNfDropReason = 1
+	nfTCNfDropReasonNF_DROP_BAD_SRH      nfTCNfDropReason = 2
+	nfTCNfDropReasonNF_DROP_BAD_EXT      nfTCNfDropReason = 3
+	nfTCNfDropReasonNF_DROP_FRAGMENT     nfTCNfDropReason = 4
+	nfTCNfDropReasonNF_DROP_SL_ZERO      nfTCNfDropReason = 5
+	nfTCNfDropReasonNF_DROP_INSERT       nfTCNfDropReason = 6
+	nfTCNfDropReasonNF_DROP_BAD_INNER    nfTCNfDropReason = 7
+	nfTCNfDropReasonNF_DROP_HDR_TOO_BIG  nfTCNfDropReason = 8
+	nfTCNfDropReasonNF_DROP_HOP_LIMIT    nfTCNfDropReason = 9
+	nfTCNfDropReasonNF_DROP_NO_LOOP      nfTCNfDropReason = 10
+	nfTCNfDropReasonNF_DROP_ADJUST_ROOM  nfTCNfDropReason = 11
+	nfTCNfDropReasonNF_DROP_NO_TAG       nfTCNfDropReason = 12
+	nfTCNfDropReasonNF_DROP_STALE        nfTCNfDropReason = 13
+	nfTCNfDropReasonNF_DROP_FAMILY       nfTCNfDropReason = 14
+	nfTCNfDropReasonNF_DROP_INTERNAL     nfTCNfDropReason = 15
+	nfTCNfDropReasonNF_DROP_CSID_PADDING nfTCNfDropReason = 16
+	nfTCNfDropReasonNF_DROP_MAX          nfTCNfDropReason = 17
 )
 
 type nfTCNfSid struct {
-	_        structs.HostLayout
-	Id       uint32
-	ArgsBits uint32
+	_         structs.HostLayout
+	Id        uint32
+	ArgsBits  uint32
+	CsidLblen uint8
+	CsidNflen uint8
+	Pad       uint16
 }
 
 type nfTCNfSidKey struct {
@@ -76,7 +80,7 @@ type nfTCNfStats struct {
 	Returned    uint64
 	Accepted    uint64
 	ToStack     uint64
-	Drops       [16]uint64
+	Drops       [17]uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -30,6 +30,11 @@ type Instance struct {
 	// within the prefix's host part) become the packet mark while
 	// netfilter runs; 0 leaves the mark alone.
 	ArgsBits int `json:"args_bits,omitempty"`
+	// CSIDLBLen/CSIDNFLen (bits) make SID a uSID (RFC 9800 NEXT-C-SID,
+	// docs/usid.md): SID is block:uSID::/(LBLen+NFLen) and End shifts the
+	// container while it holds more uSIDs. 0 for a full SID.
+	CSIDLBLen int `json:"csid_lblen,omitempty"`
+	CSIDNFLen int `json:"csid_nflen,omitempty"`
 }
 
 // Validate checks the instance's fields.
@@ -42,6 +47,12 @@ func (in Instance) Validate() error {
 	}
 	if host := 128 - in.SID.Bits(); in.ArgsBits > host {
 		return fmt.Errorf("%s: args %d: the prefix /%d leaves only %d bits for ARGS", Behavior, in.ArgsBits, in.SID.Bits(), host)
+	}
+	if in.CSIDNFLen != 0 || in.CSIDLBLen != 0 {
+		lb, nf := in.CSIDLBLen, in.CSIDNFLen
+		if lb <= 0 || nf <= 0 || lb%8 != 0 || nf%8 != 0 || lb+nf != in.SID.Bits() || in.ArgsBits != 0 {
+			return fmt.Errorf("%s: usid %d/%d: want multiples of 8 bits summing to the prefix length /%d, and no ARGS", Behavior, lb, nf, in.SID.Bits())
+		}
 	}
 	return nil
 }
@@ -68,6 +79,7 @@ type Counters struct {
 var malformedReasons = map[DropReason]bool{
 	DropTruncated: true, DropNoSRH: true, DropBadSRH: true, DropBadExt: true, DropFragment: true,
 	DropSLZero: true, DropInsert: true, DropBadInner: true, DropHdrTooBig: true, DropHopLimit: true,
+	DropCsidPadding: true,
 }
 
 // Status is an instance with its counters.
@@ -167,7 +179,8 @@ func upgrade(netns string, n *node) error {
 		)
 		it := m.Iterate()
 		for it.Next(&k, &v) {
-			keep = append(keep, Instance{SID: netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)), ArgsBits: int(v.ArgsBits)})
+			keep = append(keep, Instance{SID: netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)), ArgsBits: int(v.ArgsBits),
+				CSIDLBLen: int(v.CsidLblen), CSIDNFLen: int(v.CsidNflen)})
 		}
 		m.Close()
 	}
@@ -331,7 +344,8 @@ func (n *node) apply(in Instance) error {
 		return err
 	}
 	k := sidKey(in.SID)
-	if err := n.objs.NfSids.Put(&k, &nfTCNfSid{Id: id, ArgsBits: uint32(in.ArgsBits)}); err != nil {
+	if err := n.objs.NfSids.Put(&k, &nfTCNfSid{Id: id, ArgsBits: uint32(in.ArgsBits),
+		CsidLblen: uint8(in.CSIDLBLen), CsidNflen: uint8(in.CSIDNFLen)}); err != nil {
 		return fmt.Errorf("%s: activate: %w", in.SID, err)
 	}
 	return nil
@@ -407,7 +421,8 @@ func (n *node) list() ([]Status, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read counters of %s: %w", e.SID, err)
 		}
-		out = append(out, Status{Instance: Instance{SID: e.SID, ArgsBits: int(e.Val.ArgsBits)}, ID: e.Val.Id, Counters: countersOf(s)})
+		out = append(out, Status{Instance: Instance{SID: e.SID, ArgsBits: int(e.Val.ArgsBits),
+			CSIDLBLen: int(e.Val.CsidLblen), CSIDNFLen: int(e.Val.CsidNflen)}, ID: e.Val.Id, Counters: countersOf(s)})
 	}
 	return out, nil
 }

@@ -187,6 +187,13 @@ func (n *Node) Add(s Spec) error {
 	if err := n.objs.IfacesMap.Put(cfg.Iif, &cfg); err != nil {
 		return fmt.Errorf("%s: write iif: %w", s.SID, err)
 	}
+	if s.CSIDNFLen > 0 {
+		// The program masks a DA to this length for uSID SIDs (one
+		// format per domain, so per node).
+		if err := n.objs.CsidMap.Put(uint32(0), uint32((s.CSIDLBLen+s.CSIDNFLen)/8)); err != nil {
+			return fmt.Errorf("%s: write usid length: %w", s.SID, err)
+		}
+	}
 	key := sidKey(s.SID)
 	if err := n.objs.SidsMap.Put(&key, &cfg); err != nil {
 		return fmt.Errorf("%s: write sid: %w", s.SID, err)
@@ -215,6 +222,7 @@ func (n *Node) config(s Spec, id uint32, ifs map[string]net.Interface) (proxyTCP
 		Id: id, Behavior: behaviorCode[s.Behavior], Inner: uint8(s.Inner),
 		Oif: uint32(oif.Index), Iif: uint32(iif.Index),
 		FlowTimeoutNs: uint64(s.FlowTimeout), FlowMax: s.FlowMax,
+		CsidLblen: uint8(s.CSIDLBLen), CsidNflen: uint8(s.CSIDNFLen),
 	}
 	if s.Flow {
 		cfg.Flags |= uint8(flagFlow)
@@ -655,7 +663,8 @@ func specOf(e entry, names map[uint32]string) Spec {
 	c := e.cfg
 	s := Spec{SID: e.sid, Behavior: behaviorName(c.Behavior), Inner: Inner(c.Inner),
 		OIF: names[c.Oif], IIF: names[c.Iif],
-		Flow: c.Flags&uint8(flagFlow) != 0, FlowTimeout: time.Duration(c.FlowTimeoutNs), FlowMax: c.FlowMax}
+		Flow: c.Flags&uint8(flagFlow) != 0, FlowTimeout: time.Duration(c.FlowTimeoutNs), FlowMax: c.FlowMax,
+		CSIDLBLen: int(c.CsidLblen), CSIDNFLen: int(c.CsidNflen)}
 	if s.OIF == "" {
 		s.OIF = fmt.Sprintf("if%d", c.Oif)
 	}

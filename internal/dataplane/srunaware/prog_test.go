@@ -145,6 +145,7 @@ type sidConf struct {
 	asSegs   []string
 	flowMax  uint32        // flow max (needs a timeout)
 	timeout  time.Duration // flow timeout
+	usid     bool          // an F3216 uSID (32/16): sid is block:uSID::
 }
 
 func (n *testNode) seed(t testing.TB, confs []sidConf) *Model {
@@ -158,6 +159,12 @@ func (n *testNode) seed(t testing.TB, confs []sidConf) *Model {
 			cfg.Flags |= uint8(flagFlow)
 		}
 		cfg.FlowTimeoutNs, cfg.FlowMax = uint64(c.timeout), c.flowMax
+		if c.usid {
+			cfg.CsidLblen, cfg.CsidNflen = 32, 16
+			if err := n.objs.CsidMap.Put(uint32(0), uint32(6)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if err := n.node().setFlowCap(uint32(i), c.flowMax); err != nil {
 			t.Fatal(err)
 		}

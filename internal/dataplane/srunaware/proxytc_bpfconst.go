@@ -32,6 +32,8 @@ const (
 	DropGSOL2       = DropReason(proxyTCProxyDropReasonPROXY_DROP_GSO_L2)
 	DropNoFIB       = DropReason(proxyTCProxyDropReasonPROXY_DROP_NO_FIB)
 	DropVlan        = DropReason(proxyTCProxyDropReasonPROXY_DROP_VLAN)
+	DropCsidPadding = DropReason(proxyTCProxyDropReasonPROXY_DROP_CSID_PADDING)
+	DropCsidAm      = DropReason(proxyTCProxyDropReasonPROXY_DROP_CSID_AM)
 	numDropReasons  = int(proxyTCProxyDropReasonPROXY_DROP_MAX)
 )
 
@@ -56,6 +58,8 @@ var dropNames = [...]string{
 	DropGSOL2:       "gso-ethernet",
 	DropNoFIB:       "no-fib",
 	DropVlan:        "vlan",
+	DropCsidPadding: "csid-padding",
+	DropCsidAm:      "csid-masquerade",
 }
 
 // String is the reason's name as counters and JSON show it.

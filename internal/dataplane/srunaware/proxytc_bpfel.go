@@ -63,7 +63,9 @@ const (
 	proxyTCProxyDropReasonPROXY_DROP_GSO_L2       proxyTCProxyDropReason = 17
 	proxyTCProxyDropReasonPROXY_DROP_NO_FIB       proxyTCProxyDropReason = 18
 	proxyTCProxyDropReasonPROXY_DROP_VLAN         proxyTCProxyDropReason = 19
-	proxyTCProxyDropReasonPROXY_DROP_MAX          proxyTCProxyDropReason = 20
+	proxyTCProxyDropReasonPROXY_DROP_CSID_PADDING proxyTCProxyDropReason = 20
+	proxyTCProxyDropReasonPROXY_DROP_CSID_AM      proxyTCProxyDropReason = 21
+	proxyTCProxyDropReasonPROXY_DROP_MAX          proxyTCProxyDropReason = 22
 )
 
 type proxyTCProxyFlowKey struct {
@@ -102,7 +104,9 @@ type proxyTCProxySid struct {
 	Nh            [4]uint32
 	FlowTimeoutNs uint64
 	FlowMax       uint32
-	Pad1          uint32
+	CsidLblen     uint8
+	CsidNflen     uint8
+	Pad1          uint16
 }
 
 type proxyTCProxyStats struct {
@@ -114,7 +118,7 @@ type proxyTCProxyStats struct {
 	Passed       uint64
 	CacheUpdates uint64
 	IcmpErrors   uint64
-	Drops        [20]uint64
+	Drops        [22]uint64
 	OutDrops     uint64
 }
 
@@ -123,6 +127,7 @@ type proxyTCProxyStats struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	proxyTCMapCacheMap         = "cache_map"
+	proxyTCMapCsidMap          = "csid_map"
 	proxyTCMapFlowCapsMap      = "flow_caps_map"
 	proxyTCMapFlowsMap         = "flows_map"
 	proxyTCMapIfacesMap        = "ifaces_map"
@@ -186,6 +191,7 @@ type proxyTCProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type proxyTCMapSpecs struct {
 	CacheMap    *ebpf.MapSpec `ebpf:"cache_map"`
+	CsidMap     *ebpf.MapSpec `ebpf:"csid_map"`
 	FlowCapsMap *ebpf.MapSpec `ebpf:"flow_caps_map"`
 	FlowsMap    *ebpf.MapSpec `ebpf:"flows_map"`
 	IfacesMap   *ebpf.MapSpec `ebpf:"ifaces_map"`
@@ -225,6 +231,7 @@ func (o *proxyTCObjects) Close() error {
 // It can be passed to loadProxyTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type proxyTCMaps struct {
 	CacheMap    *ebpf.Map `ebpf:"cache_map"`
+	CsidMap     *ebpf.Map `ebpf:"csid_map"`
 	FlowCapsMap *ebpf.Map `ebpf:"flow_caps_map"`
 	FlowsMap    *ebpf.Map `ebpf:"flows_map"`
 	IfacesMap   *ebpf.Map `ebpf:"ifaces_map"`
@@ -236,6 +243,7 @@ type proxyTCMaps struct {
 func (m *proxyTCMaps) Close() error {
 	return _ProxyTCClose(
 		m.CacheMap,
+		m.CsidMap,
 		m.FlowCapsMap,
 		m.FlowsMap,
 		m.IfacesMap,

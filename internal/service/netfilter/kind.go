@@ -52,11 +52,18 @@ type Spec struct {
 	ArgsBits int          `json:"args_bits"`
 	Ruleset  string       `json:"ruleset,omitempty"`
 	Tables   []string     `json:"tables,omitempty"`
+	// CSIDLBLen/CSIDNFLen: a uSID instance (docs/usid.md): End shifts
+	// the container. 0 for a full SID.
+	CSIDLBLen int `json:"csid_lblen,omitempty"`
+	CSIDNFLen int `json:"csid_nflen,omitempty"`
 }
 
 // String is the instance on one line.
 func (s Spec) String() string {
 	out := fmt.Sprintf("netfilter %s End.AN.NF args %d", s.SID, s.ArgsBits)
+	if s.CSIDNFLen > 0 {
+		out += fmt.Sprintf(" usid %d/%d", s.CSIDLBLen, s.CSIDNFLen)
+	}
 	if s.Ruleset != "" {
 		sum := sha256.Sum256([]byte(s.Ruleset))
 		out += fmt.Sprintf(" ruleset %s tables %s", hex.EncodeToString(sum[:6]), strings.Join(s.Tables, ","))
@@ -178,7 +185,8 @@ func (Kind) Plan(in service.Input) (nodestate.Service, error) {
 	if err != nil {
 		return nodestate.Service{}, fmt.Errorf("services.%s.netfilter.ruleset: %w", in.Name, err)
 	}
-	return Spec{SID: in.Prefix, ArgsBits: argsBits(in), Ruleset: text, Tables: tables}.Service(), nil
+	return Spec{SID: in.Prefix, ArgsBits: argsBits(in), Ruleset: text, Tables: tables,
+		CSIDLBLen: in.CSIDLBLen, CSIDNFLen: in.CSIDNFLen}.Service(), nil
 }
 
 // Lines is the instance on one line.

@@ -103,6 +103,9 @@ func (k Kind) Plan(in service.Input) (nodestate.Service, error) {
 		return nodestate.Service{}, fmt.Errorf("services.%s: a static proxy needs a chain with segments after it", in.Name)
 	}
 	prm := c.ProxyParams(in.NodeAddr, in.Segs)
+	if in.CSIDNFLen > 0 {
+		prm = append(prm, "usid", fmt.Sprintf("%d/%d", in.CSIDLBLen, in.CSIDNFLen))
+	}
 	return Proxy{SID: netip.PrefixFrom(in.SID, 128), Behavior: c.Behavior(), Params: prm}.Service(), nil
 }
 

@@ -66,6 +66,11 @@ type Spec struct {
 	// FlowMax caps the flows this SID caches (its own hash of that size;
 	// 0: the node-wide LRU shared by all SIDs).
 	FlowMax uint32 `json:"flow_max,omitempty"`
+	// CSIDLBLen/CSIDNFLen (bits) make SID a uSID (RFC 9800 NEXT-C-SID,
+	// docs/usid.md): SID is block:uSID::, it matches whatever uSIDs follow
+	// in the DA, and End shifts the container. 0 for a full SID.
+	CSIDLBLen int `json:"csid_lblen,omitempty"`
+	CSIDNFLen int `json:"csid_nflen,omitempty"`
 }
 
 // Params renders the spec in the canonical `sid add` syntax, without the SID
@@ -93,6 +98,9 @@ func (s Spec) Params() []string {
 		if s.Tag != 0 {
 			p = append(p, "tag", strconv.Itoa(int(s.Tag)))
 		}
+	}
+	if s.CSIDNFLen > 0 {
+		p = append(p, "usid", fmt.Sprintf("%d/%d", s.CSIDLBLen, s.CSIDNFLen))
 	}
 	if s.Flow {
 		p = append(p, "flow")
@@ -211,6 +219,10 @@ func ParseSpec(sid netip.Prefix, behavior string, params []string) (Spec, error)
 				return Spec{}, fmt.Errorf("%s: tag %q: %w", c.name, v, err)
 			}
 			s.Tag = uint16(t)
+		case "usid":
+			if _, err := fmt.Sscanf(v, "%d/%d", &s.CSIDLBLen, &s.CSIDNFLen); err != nil {
+				return Spec{}, fmt.Errorf("%s: usid %q: want LBLEN/NFLEN bits (32/16)", c.name, v)
+			}
 		case "max":
 			n, err := strconv.ParseUint(v, 10, 32)
 			if err != nil || n == 0 || n > FlowsMax {
@@ -267,6 +279,7 @@ func (s Spec) Validate() error {
 	} else if s.Src.IsValid() || len(s.Segs) > 0 || s.Tag != 0 {
 		errs = append(errs, fmt.Errorf("%s: src, segs and tag belong to End.AS", s.Behavior))
 	}
+	errs = append(errs, s.validateCSID()...)
 	if (s.Flow || s.FlowTimeout > 0) && s.Behavior != EndAD && s.Behavior != EndEAD {
 		errs = append(errs, fmt.Errorf("%s: flow belongs to End.AD/End.EAD", s.Behavior))
 	}
@@ -302,4 +315,24 @@ const maxSegs = (CacheHdrMax - 40 - 8) / 16
 // Equal reports whether two specs configure the same proxy.
 func (s Spec) Equal(o Spec) bool {
 	return slices.Equal(s.Params(), o.Params()) && s.SID == o.SID && s.Behavior == o.Behavior
+}
+
+// validateCSID checks a uSID spec: lengths the program can shift (whole
+// bytes, as the kernel's next-csid requires) and a SID that is only a
+// block and one C-SID.
+func (s Spec) validateCSID() []error {
+	if s.CSIDLBLen == 0 && s.CSIDNFLen == 0 {
+		return nil
+	}
+	lb, nf := s.CSIDLBLen, s.CSIDNFLen
+	if lb <= 0 || nf <= 0 || lb%8 != 0 || nf%8 != 0 || lb+nf >= 128 {
+		return []error{fmt.Errorf("usid %d/%d: want multiples of 8 bits, block + C-SID < 128", lb, nf)}
+	}
+	a := s.SID.Addr().As16()
+	for _, b := range a[(lb+nf)/8:] {
+		if b != 0 {
+			return []error{fmt.Errorf("usid %d/%d: a uSID SID is block:uSID:: (bits after %d must be 0)", lb, nf, lb+nf)}
+		}
+	}
+	return nil
 }

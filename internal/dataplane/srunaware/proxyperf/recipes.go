@@ -110,6 +110,7 @@ func Recipes() []perf.Recipe {
 		perf.NewRecipe("End.AM", "eBPF masquerading proxy in front of a pass-through SF (SRH kept)", func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 			return proxyRecipe(env, k, p, "End.AM", "")
 		}),
+		perf.NewRecipe("End.AD.usid", "End.AD6 on an F3216 uSID in the middle of a container (no SRH): the way back shifts it (docs/usid.md)", adUSID),
 		perf.NewRecipe("End+SF", "native End, then the pass-through SF as a transit hop (proxy baseline)", endSF),
 		perf.NewRecipe("End.DX6+H.Encaps", "stock Linux proxy: End.DX6 to the SF, H.Encaps by policy route back", dx6Encaps),
 	}
@@ -305,4 +306,52 @@ func udp(n int) []byte {
 	binary.BigEndian.PutUint16(b[2:], 9)
 	binary.BigEndian.PutUint16(b[4:], uint16(8+n))
 	return b
+}
+
+// adUSID is End.AD's arm with a uSID (issue 31): the SID fcbb:bb00:3kk::
+// (usid 32/16), the packet's DA the container SID:f004:f005 with the inner
+// packet right after the IPv6 header; the way back sends it on with
+// fcbb:bb00:f004:f005::, routed to the rx port. Same inner packet and
+// SF as End.AD's arm, 104 bytes less of outer headers.
+func adUSID(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	if env.Do == nil {
+		return nil, fmt.Errorf("the eBPF proxies need the SUT's namespace: %w", srunaware.ErrNotSupported)
+	}
+	sf, err := setupSF(env, k)
+	if err != nil {
+		return nil, err
+	}
+	if err := runAll(env, [][]string{{"ip", "-6", "route", "replace", "fcbb:bb00:f000::/36", "via", perf.TesterRx6, "dev", env.Out}}); err != nil {
+		return nil, err
+	}
+	me := netip.MustParseAddr(fmt.Sprintf("fcbb:bb00:%x::", 0x3000+k))
+	sid := netip.PrefixFrom(me, 128)
+	params := strings.Fields("mac " + sf.sfMAC.String() + " oif " + sf.px + " iif " + sf.px + " usid 32/16")
+	spec, err := srunaware.ParseSpec(sid, "End.AD6", params)
+	if err != nil {
+		return nil, err
+	}
+	err = env.Do(func() error {
+		n, err := srunaware.Open("")
+		if err != nil {
+			return err
+		}
+		if _, err := n.Del(sid); err != nil {
+			n.Close()
+			return err
+		}
+		n.Close()
+		if n, err = srunaware.Open(""); err != nil {
+			return err
+		}
+		defer n.Close()
+		return n.Add(spec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	src := netip.MustParseAddr(perf.TesterTx6)
+	inner := ipv6(src, perf.Addr("dst", k, 1), 17, udp(p.Size-48))
+	da := netip.MustParseAddr(fmt.Sprintf("fcbb:bb00:%x:f004:f005::", 0x3000+k))
+	return eth(env, ipv6(src, da, 41, inner)), nil
 }
