@@ -38,15 +38,24 @@ func TestFailoverBench(t *testing.T) {
 	}
 	flows, _ := strconv.Atoi(envOr("FLOWS", "30"))
 	rate, _ := strconv.Atoi(envOr("RATE", "200")) // datagrams per second per flow
+	// HOG=n: the checker's process starved as on a loaded host (hog in
+	// load_test.go: one P, n spinners). The stream's senders starve too,
+	// so only detection and false transitions mean anything then.
+	hogs, _ := strconv.Atoi(envOr("HOG", "0"))
 	le := labenv.New(t, labenv.Options{File: "testdata/bench.yaml", Prefix: "s9b"})
 	rows := []string{"| health | failure | detection (ms) | failed instance's flows | their loss per flow, ms (mean / max) | other flows' loss (datagrams) | flows moved on failure / on recovery | probe share of the instance link's packets | transitions of the healthy instances |",
 		"|---|---|---:|---:|---|---:|---|---:|---:|"}
 	for _, c := range []struct{ kind, failure string }{
 		{"carrier", "link"}, {"echo", "link"}, {"srv6", "link"}, {"srv6", "forward"}, {"carrier", "forward"},
 	} {
+		stop := func() {}
+		if hogs > 0 {
+			stop = hog(t, hogs)
+		}
 		rows = append(rows, benchOne(t, le, c.kind, c.failure, flows, rate))
+		stop()
 	}
-	t.Logf("failover (%d flows × %d pps, machine shared):\n%s", flows, rate, strings.Join(rows, "\n"))
+	t.Logf("failover (%d flows × %d pps, %d hog goroutines, machine shared):\n%s", flows, rate, hogs, strings.Join(rows, "\n"))
 	fmt.Println(strings.Join(rows, "\n"))
 }
 
