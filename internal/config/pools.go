@@ -309,3 +309,31 @@ func init() {
 		fieldDoc[k] = v
 	}
 }
+
+// poolInstanceUses: a pool's instances serve the chains that name the pool
+// (a packet the selector sends to an instance carries the pool's chain),
+// so a static proxy (End.AS) instance has the pool's chain directions and
+// the pool's segments after it (its CACHE); internal/plan gives it the
+// same list (poolInstanceSegs).
+func (v *validator) poolInstanceUses(uses map[string][]string, after map[string]int) {
+	for _, name := range sortedKeys(v.d.Services) {
+		s := v.d.Services[name]
+		if s == nil || !s.IsPool() {
+			continue
+		}
+		seen := map[string]bool{name: true}
+		for _, in := range s.Instances {
+			// A duplicate or a pool as an instance is an error of its own.
+			if is := v.d.Services[in.Service]; seen[in.Service] || is == nil || is.IsPool() {
+				continue
+			}
+			seen[in.Service] = true
+			uses[in.Service] = append(uses[in.Service], uses[name]...)
+			if _, ok := after[in.Service]; !ok {
+				if n, ok := after[name]; ok {
+					after[in.Service] = n
+				}
+			}
+		}
+	}
+}

@@ -130,3 +130,40 @@ func waitChecks(t *testing.T, c *health.Checker, n uint64) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPoolEndAS: a pool whose SR-unaware instances sit behind End.AS
+// (static proxies) spreads flows as the model says and delivers every one;
+// the in-band probe crosses the static proxy and its SF; an SF that stops
+// forwarding is found and only its flows move, every flow still arriving.
+func TestPoolEndAS(t *testing.T) {
+	e := setupFile(t, "testdata/pooled-as.yaml", "failover")
+	flows := ports(22000, 90)
+	s0 := e.stats()
+	sent := e.send(flows)
+	if got, want := delta(s0, e.stats()), e.expect(sent, e.pool.AllLive(), nil); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("spread: instances got %v packets, model %v", got, want)
+	}
+	ns := e.NS("ingress")
+	specs, err := datapath.Specs(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets, _, err := health.Targets(ns, specs, nil)
+	if err != nil || len(targets) != 3 {
+		t.Fatalf("targets %v (%v)", targets, err)
+	}
+	c, _ := e.checker(targets, e.he)
+	waitChecks(t, c, 10)
+	for _, s := range c.Status() {
+		if !s.Up || s.Failures*2 > s.Checks {
+			t.Fatalf("%s's in-band probes through End.AS: %+v", s.Instance, s)
+		}
+	}
+	testutil.Exec(t, e.NS("sf2"), "nft", "add table inet s10a; add chain inet s10a s10afwd { type filter hook forward priority 0; policy drop; }")
+	waitHealth(t, c, "fw2", false)
+	s1 := e.stats()
+	sent = e.send(flows)
+	if got, want := delta(s1, e.stats()), e.expect(sent, 0b101, nil); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after fw2 failed: instances got %v packets, model %v", got, want)
+	}
+}
