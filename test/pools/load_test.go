@@ -1,6 +1,7 @@
 package pools
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -135,6 +136,7 @@ func waitChecks(t *testing.T, c *health.Checker, n uint64) {
 // (static proxies) spreads flows as the model says and delivers every one;
 // the in-band probe crosses the static proxy and its SF; an SF that stops
 // forwarding is found and only its flows move, every flow still arriving.
+// A restarted checker (an agent restarted) keeps the liveness it finds.
 func TestPoolEndAS(t *testing.T) {
 	e := setupFile(t, "testdata/pooled-as.yaml", "failover")
 	flows := ports(22000, 90)
@@ -152,7 +154,22 @@ func TestPoolEndAS(t *testing.T) {
 	if err != nil || len(targets) != 3 {
 		t.Fatalf("targets %v (%v)", targets, err)
 	}
-	c, _ := e.checker(targets, e.he)
+	c := health.New(targets, e.he, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	wait, err := c.Start(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			wait()
+		}
+	}
+	t.Cleanup(stop)
 	waitChecks(t, c, 10)
 	for _, s := range c.Status() {
 		if !s.Up || s.Failures*2 > s.Checks {
@@ -165,5 +182,27 @@ func TestPoolEndAS(t *testing.T) {
 	sent = e.send(flows)
 	if got, want := delta(s1, e.stats()), e.expect(sent, 0b101, nil); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("after fw2 failed: instances got %v packets, model %v", got, want)
+	}
+
+	// The checker restarts (an agent restarted): the new one starts from
+	// the liveness in the pinned map — fw2 down, the others up, before
+	// its first probe and with no transition — and brings fw2 back when
+	// its SF forwards again.
+	stop()
+	c2, _ := e.checker(targets, e.he)
+	for _, s := range c2.Status() {
+		if s.Up != (s.Instance != "fw2") || s.Transitions != 0 {
+			t.Errorf("restarted checker: %s up=%v transitions %d, want fw2 down, others up, none", s.Instance, s.Up, s.Transitions)
+		}
+	}
+	if live, _ := e.he.Live(0); live != 0b101 {
+		t.Errorf("liveness word %03b across the restart, want 101", live)
+	}
+	testutil.Exec(t, e.NS("sf2"), "nft", "delete", "table", "inet", "s10a")
+	waitHealth(t, c2, "fw2", true)
+	for _, s := range c2.Status() {
+		if s.Instance != "fw2" && s.Transitions != 0 {
+			t.Errorf("restarted checker: %s had %d transitions", s.Instance, s.Transitions)
+		}
 	}
 }
