@@ -17,15 +17,30 @@ import (
 // SF that stops forwarding as down — status --check exits 2 — and back.
 func TestPoolThroughAgents(t *testing.T) { poolThroughAgents(t, "testdata/pooled.yaml", false) }
 
-// TestPoolThroughAgentsBGP: the same under routing: bgp (FRR on the
-// routers, locators learnt by BGP): the selector's re-routing and the
-// in-band probes follow BGP's routes, and while fw2 is down every flow
-// still reaches d.
+// TestPoolThroughAgentsBGP: the same under routing: bgp (the agents' BGP
+// speakers; the lab has no routers, so no FRR): the locators are learnt
+// by BGP (iproute2 shows them as the speaker's, proto 199), the selector's
+// re-routing and the in-band probes follow those routes, and while fw2 is
+// down every flow still reaches d.
 func TestPoolThroughAgentsBGP(t *testing.T) { poolThroughAgents(t, "testdata/pooled-bgp.yaml", true) }
 
 func poolThroughAgents(t *testing.T, file string, bgp bool) {
-	e := labenv.New(t, labenv.Options{File: file, Prefix: "s9g", CLI: true, Binary: bin, Agents: true, BGP: bgp, Tools: []string{"nft"}})
+	e := labenv.New(t, labenv.Options{File: file, Prefix: "s9g", CLI: true, Binary: bin, Agents: true, Tools: []string{"nft"}})
 	e.Must("apply", "--lab", e.Name)
+	if bgp {
+		// The instances' locators at the headend come from BGP.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			out := testutil.Exec(t, e.NS("ingress"), "ip", "-6", "route", "show", "proto", "199")
+			if strings.Contains(out, "fc00:2::/64") && strings.Contains(out, "fc00:3::/64") && strings.Contains(out, "fc00:5::/64") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("ingress never learnt the instances' locators by BGP:\n%s", out)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
 	status := func() (string, int) {
 		out, err := e.Run("status", "--lab", e.Name, "--check")
 		code := 0
