@@ -254,10 +254,11 @@ func (c *Checker) probeLoop(ctx context.Context, s *instState, p numberedProber)
 		}
 		if !now.Before(next) {
 			seq++
+			at := time.Now() // not now: judging and logging came between
 			if err := p.send(seq); err != nil {
 				c.record(s, false, err.Error())
 			} else {
-				d.sent(seq, now)
+				d.sent(seq, at)
 			}
 			next = next.Add(iv)
 			if !next.After(now) {
