@@ -67,6 +67,8 @@ enum pool_drop_reason {
 	POOL_DROP_FIB,         /* "no-route": no route to the chosen SID */
 	POOL_DROP_REWRITE,     /* "rewrite": a helper failed to rewrite the packet */
 	POOL_DROP_BYPASS_LAST, /* "bypass-last": bypass of the last segment, nothing to go to */
+	POOL_DROP_MALFORMED,   /* "malformed": a pool SID in an SRH that does not hold its list exactly, or before an IP packet cut short */
+	POOL_DROP_VLAN,        /* "vlan-tagged": a pool SID behind a VLAN tag in the frame (the selector rewrites untagged frames) */
 	POOL_DROP_MAX,
 };
 
@@ -252,7 +254,8 @@ static __always_inline __u64 flow_hash(struct flow *f, int symmetric)
 
 /* inner_flow reads the inner packet at off (after the SRH): IPv6 or IPv4
  * (nexthdr 41 or 4). Ports of TCP, UDP and SCTP; for anything else, and an
- * IPv4 fragment, ports 0 (IPv6: the flow label instead). */
+ * IPv4 fragment, ports 0 (IPv6: the flow label instead). -1: an IP inner
+ * packet cut short (malformed); -2: not IP. */
 static __always_inline int inner_flow(struct __sk_buff *skb, __u32 off, __u8 nh, struct flow *f)
 {
 	__u16 ports[2] = {0, 0};
@@ -289,7 +292,7 @@ static __always_inline int inner_flow(struct __sk_buff *skb, __u32 off, __u8 nh,
 				return -1;
 		}
 	} else {
-		return -1;
+		return -2; /* not IP (an L2 chain's Ethernet, no next header): hash 0 */
 	}
 	f->pa = bpf_ntohs(ports[0]);
 	f->pb = bpf_ntohs(ports[1]);
@@ -429,7 +432,7 @@ static __always_inline int bypass(struct __sk_buff *skb, __u32 i, struct ipv6_sr
 	return 0;
 }
 
-static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr *srhp, __u32 i, __u32 id, __u32 nsegs, __u8 *seg)
+static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr *srhp, __u32 i, __u32 id, __u32 inner, __u8 *seg)
 {
 	struct ipv6_sr_hdr srh = *srhp;
 	struct flow f;
@@ -443,8 +446,14 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 
 	__builtin_memset(&f, 0, sizeof(f));
 	__u64 h = 0;
-	if (inner_flow(skb, SEG_OFF(nsegs), srh.nexthdr, &f) == 0)
+	int fr = inner_flow(skb, inner, srh.nexthdr, &f);
+	if (fr == 0)
 		h = flow_hash(&f, c->flags & POOL_SYMMETRIC);
+	else if (fr == -1) {
+		st->errors++;
+		count_drop(id, POOL_DROP_MALFORMED);
+		return TC_ACT_SHOT;
+	}
 
 	int any, pick;
 	choose(c, live, h, &any, &pick);
@@ -543,6 +552,38 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 	return rc;
 }
 
+/* tagged_pool: a frame with one VLAN tag in it (the VLAN device's own
+ * selector saw it untagged; this one is on the lower device) whose SRH
+ * holds a pool's SID is dropped and counted rather than sent on to the
+ * placeholder: the selector rewrites untagged frames only. */
+static __always_inline int tagged_pool(struct __sk_buff *skb)
+{
+	struct ipv6_sr_hdr srh;
+	__u8 nh, seg[16];
+	__be16 et;
+
+	if (bpf_skb_load_bytes(skb, ETH_LEN + 2, &et, 2) || et != bpf_htons(ETH_P_IPV6) ||
+	    bpf_skb_load_bytes(skb, ETH_LEN + 4 + 6, &nh, 1) || nh != IPPROTO_ROUTING ||
+	    bpf_skb_load_bytes(skb, SRH_OFF + 4, &srh, sizeof(srh)) || srh.type != IPV6_SRCRT_TYPE_4)
+		return POOL_TCX_NEXT;
+	for (int k = 0; k < POOL_SEGS_MAX; k++) {
+		if (k > srh.segments_left)
+			break;
+		if (bpf_skb_load_bytes(skb, SEG_OFF(k) + 4, seg, 16))
+			break;
+		__u32 *pid = bpf_map_lookup_elem(&pool_sids, seg);
+		if (pid) {
+			__u32 id = *pid;
+			struct pool_stats *st = bpf_map_lookup_elem(&pool_counters, &id);
+			if (st)
+				st->errors++;
+			count_drop(id, POOL_DROP_VLAN);
+			return TC_ACT_SHOT;
+		}
+	}
+	return POOL_TCX_NEXT;
+}
+
 SEC("tcx/egress")
 int pool_out(struct __sk_buff *skb)
 {
@@ -551,17 +592,17 @@ int pool_out(struct __sk_buff *skb)
 	__u8 seg[16];
 	__u32 nsegs;
 
-	if (skb->protocol != bpf_htons(ETH_P_IPV6))
-		return POOL_TCX_NEXT;
 	if (pool_probe_mark && skb->mark == pool_probe_mark)
+		return POOL_TCX_NEXT;
+	if (skb->protocol == bpf_htons(ETH_P_8021Q) || skb->protocol == bpf_htons(ETH_P_8021AD))
+		return tagged_pool(skb);
+	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return POOL_TCX_NEXT;
 	if (bpf_skb_load_bytes(skb, ETH_LEN, &ip, sizeof(ip)) || ip.nexthdr != IPPROTO_ROUTING)
 		return POOL_TCX_NEXT;
 	if (bpf_skb_load_bytes(skb, SRH_OFF, &srh, sizeof(srh)) || srh.type != IPV6_SRCRT_TYPE_4)
 		return POOL_TCX_NEXT;
 	nsegs = (__u32)srh.first_segment + 1;
-	if (srh.hdrlen != 2 * nsegs || srh.segments_left > srh.first_segment)
-		return POOL_TCX_NEXT; /* TLVs or malformed: not ours to judge */
 
 	/* Scan the segments still to visit (0..SL) for a pool's SID. One
 	 * pool per packet: a chain with two pools is rewritten at its first
@@ -582,8 +623,18 @@ int pool_out(struct __sk_buff *skb)
 		}
 	}
 	if (!found)
-		return POOL_TCX_NEXT;
-	return pool_apply(skb, &srh, i, id, nsegs, seg);
+		return POOL_TCX_NEXT; /* not a pool's packet: not ours to judge */
+	if (srh.hdrlen != 2 * nsegs || srh.segments_left > srh.first_segment) {
+		/* A pool's packet whose SRH does not hold its list exactly
+		 * (or has TLVs, which H.Encaps of a pool's chain never adds):
+		 * dropped and counted, not sent on to the placeholder. */
+		struct pool_stats *st = bpf_map_lookup_elem(&pool_counters, &id);
+		if (st)
+			st->errors++;
+		count_drop(id, POOL_DROP_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	return pool_apply(skb, &srh, i, id, SEG_OFF(nsegs), seg);
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

@@ -11,7 +11,8 @@
 #
 #   sudo scripts/failover-bench.sh            # FLOWS=30 RATE=200
 #   sudo FLOWS=60 RATE=100 scripts/failover-bench.sh
+#   sudo HOG=4 scripts/failover-bench.sh      # the checker starved (false transitions)
 set -eu
 cd "$(dirname "$0")/.."
-SEGCHAIN_FAILOVER_BENCH=1 FLOWS="${FLOWS:-30}" RATE="${RATE:-200}" \
+SEGCHAIN_FAILOVER_BENCH=1 FLOWS="${FLOWS:-30}" RATE="${RATE:-200}" HOG="${HOG:-0}" \
 	go test -count=1 -run '^TestFailoverBench$' -v ./test/pools/ | grep '^|'

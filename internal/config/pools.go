@@ -301,11 +301,39 @@ func init() {
 		"Health":          "How a pool's instances are checked; liveness goes straight into the headend's data path.",
 		"Health.kind":     "srv6 (default: an in-band probe along the instance's SID list, through its proxy and SF or SR-aware function and the chain's egress, back to the headend), carrier (the proxy's iface_out toward the SF), echo (ICMPv6 echo to the SF's sf_nh6) or tcp (connect to sf_nh6 and port). carrier, echo and tcp need SR-unaware instances.",
 		"Health.interval": "Time between checks, 1ms..10s (default 10ms).",
-		"Health.timeout":  "Time a check may take, at most the interval (default: the interval).",
+		"Health.timeout":  "Time a check may take, at most the interval (default: the interval). For echo and srv6 the floor of a timeout that follows the measured round trip (SRTT + 4·RTTVAR, up to 10 × this), so a slow but answering path is not a failure.",
 		"Health.rise":     "Successes in a row that bring a down instance up (default 3).",
 		"Health.fall":     "Failures in a row that bring an up instance down (default 2).",
 		"Health.port":     "tcp only: the SF's port.",
 	} {
 		fieldDoc[k] = v
+	}
+}
+
+// poolInstanceUses: a pool's instances serve the chains that name the pool
+// (a packet the selector sends to an instance carries the pool's chain),
+// so a static proxy (End.AS) instance has the pool's chain directions and
+// the pool's segments after it (its CACHE); internal/plan gives it the
+// same list (poolInstanceSegs).
+func (v *validator) poolInstanceUses(uses map[string][]string, after map[string]int) {
+	for _, name := range sortedKeys(v.d.Services) {
+		s := v.d.Services[name]
+		if s == nil || !s.IsPool() {
+			continue
+		}
+		seen := map[string]bool{name: true}
+		for _, in := range s.Instances {
+			// A duplicate or a pool as an instance is an error of its own.
+			if is := v.d.Services[in.Service]; seen[in.Service] || is == nil || is.IsPool() {
+				continue
+			}
+			seen[in.Service] = true
+			uses[in.Service] = append(uses[in.Service], uses[name]...)
+			if _, ok := after[in.Service]; !ok {
+				if n, ok := after[name]; ok {
+					after[in.Service] = n
+				}
+			}
+		}
 	}
 }

@@ -608,6 +608,7 @@ func (v *validator) proxyUse() {
 		}
 	}
 	after := v.segsAfter()
+	v.poolInstanceUses(uses, after)
 	for _, name := range sortedKeys(v.d.Services) {
 		s := v.d.Services[name]
 		if s == nil || !s.SRUnaware() {

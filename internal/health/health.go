@@ -97,16 +97,13 @@ type InstanceStatus struct {
 	Failures    uint64      `json:"failures"`
 	Transitions uint64      `json:"transitions"`
 	Last        *Transition `json:"last,omitempty"`
-}
-
-// prober runs one check. start begins a check; the result is read at the
-// next tick (done) so that a probe has a whole interval to come back.
-type prober interface {
-	// check sends or tests; it returns ok for a synchronous result, or
-	// pending when the answer is collected by result before the next one.
-	check(ctx context.Context) (ok bool, pending bool, reason string)
-	result() (ok bool, reason string)
-	Close() error
+	// Numbered probes (echo, srv6): the smoothed RTT, the timeout it
+	// gives now, the checker's late wake-ups and the answers that came
+	// after their probe was counted lost (detector.go).
+	SRTT        time.Duration `json:"srtt,omitempty"`
+	Timeout     time.Duration `json:"timeout,omitempty"`
+	LateWakeups uint64        `json:"late_wakeups,omitempty"`
+	LateAnswers uint64        `json:"late_answers,omitempty"`
 }
 
 // Checker runs the checks of a set of targets.
@@ -188,12 +185,12 @@ func (c *Checker) Run(ctx context.Context) error {
 // cannot run at all, a namespace or address missing) and runs the checks
 // until ctx ends; wait returns when they have stopped.
 func (c *Checker) Start(ctx context.Context) (wait func(), err error) {
-	probers := make([]prober, len(c.state))
+	probers := make([]any, len(c.state))
 	for i, s := range c.state {
 		p, err := newProber(s.t)
 		if err != nil {
 			for _, q := range probers[:i] {
-				q.Close()
+				q.(interface{ Close() error }).Close()
 			}
 			return nil, fmt.Errorf("health check of %s/%s: %w", s.t.Pool, s.t.Name, err)
 		}
@@ -204,31 +201,82 @@ func (c *Checker) Start(ctx context.Context) (wait func(), err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer probers[i].Close()
-			c.loop(ctx, s, probers[i])
+			switch p := probers[i].(type) {
+			case numberedProber:
+				defer p.Close()
+				c.probeLoop(ctx, s, p)
+			case syncProber:
+				defer p.Close()
+				c.syncLoop(ctx, s, p)
+			}
 		}()
 	}
 	return wg.Wait, nil
 }
 
-func (c *Checker) loop(ctx context.Context, s *instState, p prober) {
+// syncLoop runs a check that answers at once every interval.
+func (c *Checker) syncLoop(ctx context.Context, s *instState, p syncProber) {
 	tk := time.NewTicker(s.t.Spec.Interval)
 	defer tk.Stop()
-	pending := false
 	for {
-		if pending {
-			ok, why := p.result()
-			c.record(s, ok, why)
-		}
-		ok, pend, why := p.check(ctx)
-		pending = pend
-		if !pend {
-			c.record(s, ok, why)
-		}
+		ok, why := p.check(ctx)
+		c.record(s, ok, why)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tk.C:
+		}
+	}
+}
+
+// probeLoop sends a numbered probe every interval and judges each by its
+// deadline (detector.go). It wakes at the next send or the oldest
+// probe's deadline, whichever is first; on every wake it first reads the
+// answers (with their kernel timestamps). A send slot missed because the
+// checker ran late is skipped, not sent in a burst.
+func (c *Checker) probeLoop(ctx context.Context, s *instState, p numberedProber) {
+	iv := s.t.Spec.Interval
+	d := newDetector(s.t.Spec)
+	what := "in-band probe"
+	if s.t.Spec.Kind == Echo {
+		what = "echo request"
+	}
+	var seq uint64
+	next := time.Now()
+	planned := next
+	tm := time.NewTimer(0)
+	defer tm.Stop()
+	for {
+		now := time.Now()
+		p.drain(d.answer)
+		for _, r := range d.due(now, now.Sub(planned)) {
+			c.record(s, r.ok, what+" "+r.why)
+		}
+		if !now.Before(next) {
+			seq++
+			at := time.Now() // not now: judging and logging came between
+			if err := p.send(seq); err != nil {
+				c.record(s, false, err.Error())
+			} else {
+				d.sent(seq, at)
+			}
+			next = next.Add(iv)
+			if !next.After(now) {
+				next = now.Add(iv)
+			}
+		}
+		c.mu.Lock()
+		s.st.SRTT, s.st.Timeout, s.st.LateWakeups, s.st.LateAnswers = d.srtt, d.timeout(), d.late, d.lateAnswers
+		c.mu.Unlock()
+		planned = next
+		if dl := d.next(); !dl.IsZero() && dl.Before(planned) {
+			planned = dl
+		}
+		tm.Reset(time.Until(planned))
+		select {
+		case <-ctx.Done():
+			return
+		case <-tm.C:
 		}
 	}
 }

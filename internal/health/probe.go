@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync/atomic"
+	"time"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -21,7 +22,8 @@ import (
 // internal/pool/datapath.ProbeMark (its test checks).
 const ProbeMark = 0x5c0029
 
-func newProber(t Target) (prober, error) {
+// newProber returns a syncProber or a numberedProber.
+func newProber(t Target) (any, error) {
 	switch t.Spec.Kind {
 	case Carrier:
 		return newCarrier(t)
@@ -58,24 +60,23 @@ func newCarrier(t Target) (*carrierProber, error) {
 	return &carrierProber{h: h, ns: ns, t: t}, nil
 }
 
-func (p *carrierProber) check(context.Context) (bool, bool, string) {
+func (p *carrierProber) check(context.Context) (bool, string) {
 	l, err := p.h.LinkByName(p.t.Iface)
 	if err != nil {
-		return false, false, fmt.Sprintf("%s: %v", p.t.Iface, err)
+		return false, fmt.Sprintf("%s: %v", p.t.Iface, err)
 	}
 	a := l.Attrs()
 	if a.Flags&net.FlagUp == 0 || a.RawFlags&unix.IFF_LOWER_UP == 0 {
-		return false, false, fmt.Sprintf("%s has no carrier", p.t.Iface)
+		return false, fmt.Sprintf("%s has no carrier", p.t.Iface)
 	}
-	return true, false, ""
+	return true, ""
 }
-func (p *carrierProber) result() (bool, string) { return false, "" }
-func (p *carrierProber) Close() error           { p.h.Close(); return p.ns.Close() }
+func (p *carrierProber) Close() error { p.h.Close(); return p.ns.Close() }
 
 // tcpProber connects within the timeout.
 type tcpProber struct{ t Target }
 
-func (p *tcpProber) check(ctx context.Context) (bool, bool, string) {
+func (p *tcpProber) check(ctx context.Context) (bool, string) {
 	var err error
 	dst := netip.AddrPortFrom(p.t.Addr, uint16(p.t.Port)).String()
 	_ = nsutil.Do(p.t.Netns, func() error {
@@ -87,51 +88,69 @@ func (p *tcpProber) check(ctx context.Context) (bool, bool, string) {
 		return nil
 	})
 	if err != nil {
-		return false, false, fmt.Sprintf("connect %s: %v", dst, err)
+		return false, fmt.Sprintf("connect %s: %v", dst, err)
 	}
-	return true, false, ""
+	return true, ""
 }
-func (p *tcpProber) result() (bool, string) { return false, "" }
-func (p *tcpProber) Close() error           { return nil }
+func (p *tcpProber) Close() error { return nil }
 
-// asyncProber sends a numbered probe per tick; a reader marks the highest
-// number answered; the result of probe n is read at the next tick.
-type asyncProber struct {
-	sent     uint64
-	answered atomic.Uint64
-	what     string
-	closers  []func() error
-}
-
-func (a *asyncProber) result() (bool, string) {
-	if a.answered.Load() >= a.sent {
-		return true, ""
-	}
-	return false, fmt.Sprintf("%s %d not answered within the interval", a.what, a.sent)
+// numberedProber sends numbered probes (echo, in-band) and reads their
+// answers without blocking, each with the kernel's receive time: the
+// checker's loop reads them itself just before it judges, so an answer
+// that arrived in time counts however late the checker runs (no reader
+// goroutine to be scheduled), and its RTT is the path's, not the
+// checker's (detector.go).
+type numberedProber interface {
+	send(seq uint64) error
+	drain(saw func(seq uint64, at time.Time))
+	Close() error
 }
 
-func (a *asyncProber) Close() error {
-	for _, c := range a.closers {
-		c()
-	}
-	return nil
+// syncProber answers at once (carrier, tcp).
+type syncProber interface {
+	check(ctx context.Context) (ok bool, why string)
+	Close() error
 }
 
-func (a *asyncProber) saw(n uint64) {
+// timestamped asks the kernel to stamp every datagram it queues on fd.
+func timestamped(fd int) error {
+	return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+}
+
+// drainFd reads every queued datagram of fd without blocking and hands
+// each to fn with its kernel receive time (now when the kernel gave none).
+func drainFd(fd int, buf, oob []byte, fn func(b []byte, at time.Time)) {
 	for {
-		o := a.answered.Load()
-		if n <= o || a.answered.CompareAndSwap(o, n) {
-			return
+		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_DONTWAIT)
+		if err == unix.EINTR {
+			continue
 		}
+		if err != nil {
+			return // EAGAIN: nothing more; anything else: next time
+		}
+		at := time.Time{}
+		if cms, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+			for _, cm := range cms {
+				if cm.Header.Level == unix.SOL_SOCKET && cm.Header.Type == unix.SCM_TIMESTAMPNS && len(cm.Data) >= 16 {
+					ts := (*unix.Timespec)(unsafe.Pointer(&cm.Data[0]))
+					at = time.Unix(ts.Unix())
+				}
+			}
+		}
+		if at.IsZero() {
+			at = time.Now()
+		}
+		fn(buf[:n], at)
 	}
 }
 
 // echoProber sends ICMPv6 echo requests.
 type echoProber struct {
-	asyncProber
-	fd  int
-	id  uint16
-	dst unix.Sockaddr
+	fd       int
+	id       uint16
+	dst      unix.Sockaddr
+	last     uint64 // the last sequence number sent (16 bits on the wire)
+	buf, oob []byte
 }
 
 func socketIn(netns string, domain, typ, proto int) (int, error) {
@@ -149,53 +168,49 @@ func newEcho(t Target) (*echoProber, error) {
 	if err != nil {
 		return nil, fmt.Errorf("icmpv6 socket: %w", err)
 	}
+	if err := timestamped(fd); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("receive timestamps: %w", err)
+	}
 	var id [2]byte
 	rand.Read(id[:])
-	p := &echoProber{fd: fd, id: binary.BigEndian.Uint16(id[:]), dst: &unix.SockaddrInet6{Addr: t.Addr.As16()}}
-	p.what = "echo request"
-	p.closers = append(p.closers, func() error { return unix.Close(fd) })
-	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 200000})
-	go func() {
-		b := make([]byte, 1500)
-		for {
-			n, _, err := unix.Recvfrom(fd, b, 0)
-			if err == unix.EAGAIN || err == unix.EINTR {
-				continue
-			}
-			if err != nil {
-				return
-			}
-			if n >= 8 && b[0] == 129 && binary.BigEndian.Uint16(b[4:]) == p.id {
-				p.saw(uint64(binary.BigEndian.Uint16(b[6:])))
-			}
-		}
-	}()
-	return p, nil
+	return &echoProber{fd: fd, id: binary.BigEndian.Uint16(id[:]), dst: &unix.SockaddrInet6{Addr: t.Addr.As16()},
+		buf: make([]byte, 1500), oob: make([]byte, 128)}, nil
 }
 
-func (p *echoProber) check(context.Context) (bool, bool, string) {
-	p.sent++
+func (p *echoProber) send(seq uint64) error {
 	b := make([]byte, 8)
 	b[0] = 128
 	binary.BigEndian.PutUint16(b[4:], p.id)
-	binary.BigEndian.PutUint16(b[6:], uint16(p.sent))
+	binary.BigEndian.PutUint16(b[6:], uint16(seq))
+	p.last = seq
 	if err := unix.Sendto(p.fd, b, 0, p.dst); err != nil {
-		return false, false, fmt.Sprintf("send echo: %v", err)
+		return fmt.Errorf("send echo: %w", err)
 	}
-	// Sequence numbers are 16 bits on the wire: compare in that space.
-	p.sent = uint64(uint16(p.sent))
-	return false, true, ""
+	return nil
 }
+
+func (p *echoProber) drain(saw func(uint64, time.Time)) {
+	drainFd(p.fd, p.buf, p.oob, func(b []byte, at time.Time) {
+		if len(b) >= 8 && b[0] == 129 && binary.BigEndian.Uint16(b[4:]) == p.id {
+			// Back to the full number: the newest sent with these 16 bits.
+			w := binary.BigEndian.Uint16(b[6:])
+			saw(p.last-uint64(uint16(p.last)-w), at)
+		}
+	})
+}
+
+func (p *echoProber) Close() error { return unix.Close(p.fd) }
 
 // inbandProber sends an SRv6 probe along the instance's SID list; it comes
 // back as a UDP datagram to the prober (after the chain's egress).
 type inbandProber struct {
-	asyncProber
-	fd    int
-	t     Target
-	port  uint16
-	magic uint64
-	dst   unix.Sockaddr
+	fd, rfd  int // raw sender; UDP receiver
+	t        Target
+	port     uint16
+	magic    uint64
+	dst      unix.Sockaddr
+	buf, oob []byte
 }
 
 func newInband(t Target) (*inbandProber, error) {
@@ -210,38 +225,52 @@ func newInband(t Target) (*inbandProber, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("mark probes: %w", err)
 	}
-	var conn *net.UDPConn
-	err = nsutil.Do(t.Netns, func() error {
-		var err error
-		conn, err = net.ListenUDP("udp6", &net.UDPAddr{IP: t.Src.AsSlice()})
-		return err
-	})
+	rfd, err := socketIn(t.Netns, unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_UDP)
+	if err == nil {
+		err = unix.Bind(rfd, &unix.SockaddrInet6{Addr: t.Src.As16()})
+		if err == nil {
+			err = timestamped(rfd)
+		}
+		if err != nil {
+			unix.Close(rfd)
+		}
+	}
 	if err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("listen for probes on %s: %w", t.Src, err)
 	}
+	sa, err := unix.Getsockname(rfd)
+	if err != nil {
+		unix.Close(fd)
+		unix.Close(rfd)
+		return nil, fmt.Errorf("probe port: %w", err)
+	}
 	var m [8]byte
 	rand.Read(m[:])
-	p := &inbandProber{fd: fd, t: t, port: uint16(conn.LocalAddr().(*net.UDPAddr).Port),
-		magic: binary.BigEndian.Uint64(m[:]), dst: &unix.SockaddrInet6{Addr: t.Segs[0].As16()}}
-	p.what = "in-band probe"
-	p.closers = append(p.closers, func() error { return unix.Close(fd) }, conn.Close)
-	go func() {
-		b := make([]byte, 1500)
-		for {
-			n, err := conn.Read(b)
-			if err != nil {
-				if ne, ok := err.(net.Error); ok && ne.Timeout() {
-					continue
-				}
-				return
-			}
-			if n >= 16 && binary.BigEndian.Uint64(b) == p.magic {
-				p.saw(binary.BigEndian.Uint64(b[8:]))
-			}
+	return &inbandProber{fd: fd, rfd: rfd, t: t, port: uint16(sa.(*unix.SockaddrInet6).Port),
+		magic: binary.BigEndian.Uint64(m[:]), dst: &unix.SockaddrInet6{Addr: t.Segs[0].As16()},
+		buf: make([]byte, 1500), oob: make([]byte, 128)}, nil
+}
+
+func (p *inbandProber) send(seq uint64) error {
+	pkt := Frame(p.t.Src, p.t.Segs, p.port, p.magic, seq)
+	if err := unix.Sendto(p.fd, pkt, 0, p.dst); err != nil {
+		return fmt.Errorf("send probe: %w", err)
+	}
+	return nil
+}
+
+func (p *inbandProber) drain(saw func(uint64, time.Time)) {
+	drainFd(p.rfd, p.buf, p.oob, func(b []byte, at time.Time) {
+		if len(b) >= 16 && binary.BigEndian.Uint64(b) == p.magic {
+			saw(binary.BigEndian.Uint64(b[8:]), at)
 		}
-	}()
-	return p, nil
+	})
+}
+
+func (p *inbandProber) Close() error {
+	unix.Close(p.rfd)
+	return unix.Close(p.fd)
 }
 
 // Frame is the probe's packet: outer IPv6 (Src → first SID) + SRH with
@@ -306,13 +335,4 @@ func udpChecksum(src, dst netip.Addr, udp []byte) uint16 {
 		c = 0xffff
 	}
 	return c
-}
-
-func (p *inbandProber) check(context.Context) (bool, bool, string) {
-	p.sent++
-	pkt := Frame(p.t.Src, p.t.Segs, p.port, p.magic, p.sent)
-	if err := unix.Sendto(p.fd, pkt, 0, p.dst); err != nil {
-		return false, false, fmt.Sprintf("send probe: %v", err)
-	}
-	return false, true, ""
 }

@@ -38,15 +38,24 @@ func TestFailoverBench(t *testing.T) {
 	}
 	flows, _ := strconv.Atoi(envOr("FLOWS", "30"))
 	rate, _ := strconv.Atoi(envOr("RATE", "200")) // datagrams per second per flow
+	// HOG=n: the checker's process starved as on a loaded host (hog in
+	// load_test.go: one P, n spinners). The stream's senders starve too,
+	// so only detection and false transitions mean anything then.
+	hogs, _ := strconv.Atoi(envOr("HOG", "0"))
 	le := labenv.New(t, labenv.Options{File: "testdata/bench.yaml", Prefix: "s9b"})
-	rows := []string{"| health | failure | detection (ms) | failed instance's flows | their loss per flow, ms (mean / max) | other flows' loss (datagrams) | flows moved on failure / on recovery | probe share of the instance link's packets | transitions of the healthy instances |",
-		"|---|---|---:|---:|---|---:|---|---:|---:|"}
+	rows := []string{"| health | failure | detection (ms) | before it: SRTT / timeout (ms) / late wake-ups | failed instance's flows | their loss per flow, ms (mean / max) | other flows' loss (datagrams) | flows moved on failure / on recovery | probe share of the instance link's packets | transitions of the healthy instances |",
+		"|---|---|---:|---|---:|---|---:|---|---:|---:|"}
 	for _, c := range []struct{ kind, failure string }{
 		{"carrier", "link"}, {"echo", "link"}, {"srv6", "link"}, {"srv6", "forward"}, {"carrier", "forward"},
 	} {
+		stop := func() {}
+		if hogs > 0 {
+			stop = hog(t, hogs)
+		}
 		rows = append(rows, benchOne(t, le, c.kind, c.failure, flows, rate))
+		stop()
 	}
-	t.Logf("failover (%d flows × %d pps, machine shared):\n%s", flows, rate, strings.Join(rows, "\n"))
+	t.Logf("failover (%d flows × %d pps, %d hog goroutines, machine shared):\n%s", flows, rate, hogs, strings.Join(rows, "\n"))
 	fmt.Println(strings.Join(rows, "\n"))
 }
 
@@ -174,6 +183,14 @@ func benchOne(t *testing.T, le *labenv.Env, kind, failure string, flows, rate in
 	time.Sleep(time.Second)
 	l0 := linkPkts()
 	st0, _ := he.Stats(0, 3)
+	// The detector's view of fw2 just before the failure (numbered probes).
+	var srtt, timeout time.Duration
+	var lateWakes uint64
+	for _, s := range rep().Instances {
+		if s.Instance == "fw2" {
+			srtt, timeout, lateWakes = s.SRTT, s.Timeout, s.LateWakeups
+		}
+	}
 	var failAt time.Time
 	var undo []string
 	switch failure {
@@ -273,5 +290,9 @@ func benchOne(t *testing.T, le *labenv.Env, kind, failure string, flows, rate in
 	if link > 0 && link >= data {
 		share = fmt.Sprintf("%.2f%% (%d of %d)", 100*float64(link-data)/float64(link), link-data, link)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %d | %.0f / %.0f | %d | %d / %d | %s | %d |", kind, failure, detect, len(failedLoss), mean, mx, otherLost, movedFail, movedBack, share, falseTr)
+	det := "—"
+	if timeout > 0 {
+		det = fmt.Sprintf("%.2f / %.1f / %d", float64(srtt.Microseconds())/1000, float64(timeout.Microseconds())/1000, lateWakes)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %d | %.0f / %.0f | %d | %d / %d | %s | %d |", kind, failure, detect, det, len(failedLoss), mean, mx, otherLost, movedFail, movedBack, share, falseTr)
 }

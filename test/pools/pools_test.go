@@ -40,7 +40,12 @@ type env struct {
 // and fw3), applies it (the selector at ingress) and opens the
 // selector's maps; onFailure re-programs the pool's policy.
 func setup(t *testing.T, onFailure string) *env {
-	le := labenv.New(t, labenv.Options{File: "testdata/pooled.yaml", Prefix: "s9p"})
+	return setupFile(t, "testdata/pooled.yaml", onFailure)
+}
+
+// setupFile is setup with another domain file of the same shape.
+func setupFile(t *testing.T, file, onFailure string) *env {
+	le := labenv.New(t, labenv.Options{File: file, Prefix: "s9p"})
 	if _, err := le.Session(le.Domain).Apply(context.Background()); err != nil {
 		t.Fatalf("apply: %v", err)
 	}

@@ -214,6 +214,12 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 			for _, r := range rep.Instances {
 				if r.Pool == sp.Pool.Name && r.Instance == in.Name {
 					d["transitions-"+in.Name] = r.Transitions
+					if r.Timeout > 0 { // numbered probes: the detector's view
+						d["srtt-us-"+in.Name] = uint64(r.SRTT.Microseconds())
+						d["timeout-us-"+in.Name] = uint64(r.Timeout.Microseconds())
+						d["late-wakeups-"+in.Name] = r.LateWakeups
+						d["late-answers-"+in.Name] = r.LateAnswers
+					}
 					if r.Last != nil {
 						line += fmt.Sprintf(" since %s (%s)", r.Last.At.Format(time.RFC3339Nano), r.Last.Reason)
 					}
@@ -261,9 +267,13 @@ func (NodeKind) Purge(netns string) error {
 type healthReport struct {
 	Updated   time.Time `json:"updated"`
 	Instances []struct {
-		Pool        string `json:"pool"`
-		Instance    string `json:"instance"`
-		Transitions uint64 `json:"transitions"`
+		Pool        string        `json:"pool"`
+		Instance    string        `json:"instance"`
+		Transitions uint64        `json:"transitions"`
+		SRTT        time.Duration `json:"srtt"`
+		Timeout     time.Duration `json:"timeout"`
+		LateWakeups uint64        `json:"late_wakeups"`
+		LateAnswers uint64        `json:"late_answers"`
 		Last        *struct {
 			Reason string    `json:"reason"`
 			At     time.Time `json:"at"`

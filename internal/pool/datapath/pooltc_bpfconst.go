@@ -11,6 +11,8 @@ const (
 	DropFIB        = DropReason(poolTCPoolDropReasonPOOL_DROP_FIB)
 	DropRewrite    = DropReason(poolTCPoolDropReasonPOOL_DROP_REWRITE)
 	DropBypassLast = DropReason(poolTCPoolDropReasonPOOL_DROP_BYPASS_LAST)
+	DropMalformed  = DropReason(poolTCPoolDropReasonPOOL_DROP_MALFORMED)
+	DropVlan       = DropReason(poolTCPoolDropReasonPOOL_DROP_VLAN)
 	numDropReasons = int(poolTCPoolDropReasonPOOL_DROP_MAX)
 )
 
@@ -19,6 +21,8 @@ var dropNames = [...]string{
 	DropFIB:        "no-route",
 	DropRewrite:    "rewrite",
 	DropBypassLast: "bypass-last",
+	DropMalformed:  "malformed",
+	DropVlan:       "vlan-tagged",
 }
 
 // String is the reason's name as counters and JSON show it.

@@ -38,7 +38,9 @@ const (
 	poolTCPoolDropReasonPOOL_DROP_FIB         poolTCPoolDropReason = 1
 	poolTCPoolDropReasonPOOL_DROP_REWRITE     poolTCPoolDropReason = 2
 	poolTCPoolDropReasonPOOL_DROP_BYPASS_LAST poolTCPoolDropReason = 3
-	poolTCPoolDropReasonPOOL_DROP_MAX         poolTCPoolDropReason = 4
+	poolTCPoolDropReasonPOOL_DROP_MALFORMED   poolTCPoolDropReason = 4
+	poolTCPoolDropReasonPOOL_DROP_VLAN        poolTCPoolDropReason = 5
+	poolTCPoolDropReasonPOOL_DROP_MAX         poolTCPoolDropReason = 6
 )
 
 type poolTCPoolFlags uint32

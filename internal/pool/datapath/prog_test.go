@@ -380,3 +380,102 @@ func TestDropReasons(t *testing.T) {
 		t.Errorf("drop %d, by reason policy %d: want 25 and 25", d, pd)
 	}
 }
+
+// TestUnparsedFrames: frames that are not a pool's pass untouched (the host
+// stack's: ND, plain IPv6 and IPv4, an SRH without a pool SID); a pool's
+// packet the selector cannot parse — an SRH whose SL or length does not
+// hold its list, an inner IP packet cut short, a pool SID behind a VLAN
+// tag in the frame, TLVs after the list (H.Encaps of a pool's chain adds
+// none) — is dropped and counted under its reason, never sent on to the
+// placeholder (down here); a pool's packet with a non-IP inner packet is
+// still steered as the model says (hash 0).
+func TestUnparsedFrames(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	p := testPool(pool.Failover)
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	live := p.AllLive() &^ 1 // the placeholder's instance is down
+	if err := h.SetLive(0, live); err != nil {
+		t.Fatal(err)
+	}
+	f := pool.Flow{Src: src, Dst: egress, Sport: 4000, Dport: 53, Proto: 17}
+	good := frame(p, f)
+	host := map[string][]byte{
+		"ND neighbour solicitation": testutil.Eth(peer, mac, 0x86dd, testutil.IPv6(src, egress, 58, 255, []byte{135, 0, 0, 0, 0, 0, 0, 0})),
+		"plain IPv6 UDP":            testutil.Eth(peer, mac, 0x86dd, testutil.IPv6(src, egress, 17, 64, testutil.L4(1, 2, []byte("x")))),
+		"IPv4":                      testutil.Eth(peer, mac, 0x0800, testutil.IPv4("10.0.0.1", "10.0.0.2", 17, false, testutil.L4(1, 2, []byte("x")))),
+		"ARP":                       testutil.Eth(peer, mac, 0x0806, make([]byte, 28)),
+		"SRH without a pool SID": testutil.Eth(peer, mac, 0x86dd, testutil.IPv6(src, egress, 43, 64,
+			testutil.SRH(41, []netip.Addr{egress, netip.MustParseAddr("fc00:7::1")}, 1, 0, nil, good[94:]))),
+		"VLAN-tagged, no pool SID": vlan(testutil.Eth(peer, mac, 0x86dd, testutil.IPv6(src, egress, 17, 64, testutil.L4(1, 2, []byte("x"))))),
+	}
+	for what, in := range host {
+		ret, out := testutil.RunTC(t, ns, h.Prog(), ifx, in, 0)
+		if ret == 2 || string(out) != string(in) {
+			t.Errorf("%s: verdict %d, changed %v; want it passed untouched", what, ret, string(out) != string(in))
+		}
+	}
+
+	slBeyond := append([]byte{}, good...)
+	slBeyond[54+3] = 2 // SL 2 > first segment 1
+	shortHdr := append([]byte{}, good...)
+	shortHdr[54+4] = 2 // first segment 2: three segments in room for two
+	cut := good[:94+30]
+	binary.BigEndian.PutUint16(cut[18:], uint16(len(cut)-54))
+	dropped := map[string]struct {
+		in     []byte
+		reason string
+	}{
+		"SL beyond the list":          {slBeyond, "malformed"},
+		"list longer than the header": {shortHdr, "malformed"},
+		"inner IPv6 cut short":        {cut, "malformed"},
+		"TLVs after the list (PadN)": {testutil.Eth(peer, mac, 0x86dd, testutil.IPv6(src, p.Placeholder, 43, 64,
+			testutil.SRH(41, []netip.Addr{egress, p.Placeholder}, 1, 0, []byte{4, 6, 0, 0, 0, 0, 0, 0}, good[94:]))), "malformed"},
+		"pool SID behind a VLAN tag": {vlan(good), "vlan-tagged"},
+	}
+	before, err := h.Stats(0, len(p.Instances))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{}
+	for what, c := range dropped {
+		if ret, _ := testutil.RunTC(t, ns, h.Prog(), ifx, c.in, 0); ret != 2 {
+			t.Errorf("%s: verdict %d, want 2 (dropped)", what, ret)
+		}
+		want[c.reason]++
+	}
+	after, err := h.Stats(0, len(p.Instances))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"policy", "no-route", "rewrite", "bypass-last", "malformed", "vlan-tagged"} {
+		if got := after.Drops[r] - before.Drops[r]; got != want[r] {
+			t.Errorf("drops counted as %s: %d, want %d", r, got, want[r])
+		}
+	}
+	if e := after.Errors - before.Errors; e != uint64(len(dropped)) {
+		t.Errorf("errors %d, want %d", e, len(dropped))
+	}
+
+	// Steered as the model says: an inner packet that is not IP (hash 0).
+	noIP := testutil.Eth(peer, mac, 0x86dd, testutil.IPv6(src, p.Placeholder, 43, 64,
+		testutil.SRH(59, []netip.Addr{egress, p.Placeholder}, 1, 0, nil, []byte("opaque"))))
+	for _, c := range []struct {
+		what string
+		in   []byte
+		hash uint64
+	}{{"non-IP inner packet", noIP, 0}} {
+		ret, out := testutil.RunTC(t, ns, h.Prog(), ifx, c.in, 0)
+		if got, want := outcome(t, p, ret, c.in, out), p.Decide(live, c.hash); got.Instance != want.Instance {
+			t.Errorf("%s: instance %d, model %d", c.what, got.Instance, want.Instance)
+		}
+	}
+}
+
+// vlan inserts an 802.1Q tag (VLAN 7) after the frame's MACs.
+func vlan(frame []byte) []byte {
+	out := append([]byte{}, frame[:12]...)
+	out = append(out, 0x81, 0x00, 0x00, 0x07)
+	return append(out, frame[12:]...)
+}
