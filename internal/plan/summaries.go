@@ -163,7 +163,7 @@ func (s *summarizer) routes(src string) {
 		if m == "" {
 			continue
 		}
-		e := s.b.first[src][m]
+		e, _ := s.b.firstHop(src, m)
 		via, ok := addrOfFamily(e.peerAddr, false)
 		if !ok {
 			continue
