@@ -157,11 +157,11 @@ type edge struct {
 }
 
 type builder struct {
-	d     *config.Domain
-	p     *Plan
-	sids  map[string]netip.Addr
-	adj   map[string][]edge
-	ifs   []config.Interface
+	d    *config.Domain
+	p    *Plan
+	sids map[string]netip.Addr
+	adj  map[string][]edge
+	ifs  []config.Interface
 	// The breadth-first search from every node, by node index (idx):
 	// first[src][dst] is the index in adj[src] of the first hop's edge,
 	// dist[src][dst] the hops; -1 when dst is not reached. Slices, not
