@@ -229,6 +229,15 @@ func (s *Session) unchanged(ctx context.Context) (*controller.Result, error) {
 	if s.opts.DryRun || s.Lab != nil && (len(s.Lab.FRR) > 0 || len(s.Plan.FRR) > 0) {
 		return nil, nil
 	}
+	// The record of the last apply (scope.go) says whether the plan
+	// changed since: then it is no no-op, and asking every agent first
+	// would only add a round trip per node to the apply (a hint: without
+	// a record the agents are asked).
+	if s.records() {
+		if rec, err := readApplied(s.appliedPath()); err == nil && rec != nil && len(ChangedNodes(s.Plan, rec)) > 0 {
+			return nil, nil
+		}
+	}
 	ok, diffs := s.ctl.Unchanged(ctx)
 	devprofile.Phase("digests (unlocked)")
 	if !ok {
