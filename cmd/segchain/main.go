@@ -15,6 +15,7 @@ import (
 func main() {
 	stopProfile := devprofile.Start(os.Args[1:])
 	err := newRootCmd().Execute()
+	devprofile.Phase("end")
 	stopProfile()
 	if err != nil {
 		if msg := err.Error(); msg != "" {

@@ -25,6 +25,7 @@ import (
 //	Preflight        -            -               yes                -
 //	Intents          -            -               yes                -
 //	JournalsEachOp   -            -               JournalOnExecute   yes
+//	Digest           -            -               yes                -
 //
 // A remote agent (rpc/client) declares every capability the protocol has
 // an RPC for; the agent's server answers for the agent behind it (an
@@ -66,6 +67,34 @@ type Caps struct {
 	// sends a node's ops of one phase in one Execute with the same crash
 	// safety. False: the controller journals each op, one Execute each.
 	JournalsEachOp bool
+	// Digest reports a digest of the node's state (nodestate.Digest)
+	// instead of the state itself: a controller fetches the state only
+	// where the digest differs from its intent's. Without it every node
+	// is observed in full.
+	Digest StateDigester
+}
+
+// StateDigester observes a node reduced to digests (nodestate.Digest),
+// changing nothing and needing no lease; with full, a state whose digest
+// is not want's comes whole too (Digests.Observed), as Observe's.
+type StateDigester interface {
+	ObserveDigest(ctx context.Context, want *nodestate.Node, full bool) (Digests, error)
+}
+
+// Digests is what an agent reports of its node for an apply that may
+// have nothing to do.
+type Digests struct {
+	// State is nodestate.Digest(observed, want).
+	State string
+	// Intent is nodestate.Digest(intent, intent) of the intent the agent
+	// keeps (IntentKeeper), "" when none is kept or it is suspended.
+	Intent string
+	// Unfinished: the node's journal holds an unfinished command's ops
+	// (the next apply undoes them first).
+	Unfinished bool
+	// Observed is the node's state, asked for (full) and sent only when
+	// State is not want's digest.
+	Observed *nodestate.Node
 }
 
 // FeatureChecker tells, before anything changes, what of a node's desired

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -43,12 +44,40 @@ func Root() (string, error) {
 	return filepath.Join(fs, "segchain"), nil
 }
 
+// found is the last bpffs hostFS found, and from which mount namespace:
+// an agent observing its node asks for Root several times per
+// observation, and the search (PID 1's and every ancestor's namespace,
+// statfs and stat of each) was a quarter of its CPU (docs/scale.md).
+// It is reused while this process stays in that namespace and the
+// directory is still a bpffs.
+var found struct {
+	sync.Mutex
+	ns, dir string
+}
+
 // hostFS finds the host's bpffs (see Root).
 func hostFS() (string, error) {
 	self, err := mountNS("self")
 	if err != nil {
 		return "", fmt.Errorf("identify mount namespace: %w", err)
 	}
+	found.Lock()
+	ns, dir := found.ns, found.dir
+	found.Unlock()
+	if ns == self && dir != "" && isBPFFS(dir) {
+		return dir, nil
+	}
+	dir, err = searchFS(self)
+	if err == nil {
+		found.Lock()
+		found.ns, found.dir = self, dir
+		found.Unlock()
+	}
+	return dir, err
+}
+
+// searchFS finds the host's bpffs from mount namespace self.
+func searchFS(self string) (string, error) {
 	// home: this process is in the host's mount namespace, so what it
 	// mounts persists. Proven by PID 1's namespace, or, when PID 1 cannot
 	// be inspected, by no ancestor living in another one.

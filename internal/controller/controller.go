@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/chainpath"
+	"github.com/segchain/segchain/internal/devprofile"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/service/kinds"
@@ -46,6 +48,14 @@ type Controller struct {
 	// contact: the nodes whose intent changed since the last apply
 	// (internal/session, apply --changed-only). nil: every node.
 	Scope map[string]bool
+
+	// statsMu guards stats: the nodes observed in full and by digest
+	// (digest.go).
+	statsMu sync.Mutex
+	stats   ObserveCounts
+	// dg are the current apply's agents' digests (digest.go); nil
+	// outside one.
+	dg *digests
 }
 
 // Result is what an apply or destroy did (or, for a dry run, would do).
@@ -93,8 +103,19 @@ func (c *Controller) agentFor(node string) (agent.Agent, error) {
 	return a, nil
 }
 
-// Diff observes every node and computes what apply would change.
+// Diff observes every node and computes what apply would change. A node
+// whose agent reports digests (agent.Caps.Digest) is asked in one round
+// trip for its digest, and for its state only when the digest differs
+// from the plan's: a node in sync is neither fetched nor probed
+// (digest.go).
 func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
+	defer func() { c.dg = nil }()
+	return c.diff(ctx, c.digestAll(ctx, c.nodes(), true))
+}
+
+// diff is Diff with the digests (and states) already fetched in dg.
+func (c *Controller) diff(ctx context.Context, dg *digests) ([]Diff, error) {
+	c.dg = dg
 	names := c.nodes()
 	diffs := make([]Diff, len(names))
 	// Nodes are observed Concurrency at a time (parallel.go).
@@ -104,10 +125,18 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 			return err
 		}
 		want := c.Plan.Nodes[n]
-		got, err := a.Observe(ctx, want)
-		if err != nil {
+		if c.inSync(dg, n) {
+			c.countDigests(1)
+			diffs[i] = Diff{Node: n}
+			return nil
+		}
+		var got *nodestate.Node
+		if g, ok := dg.get(n); ok && g.Observed != nil {
+			got = g.Observed
+		} else if got, err = a.Observe(ctx, want); err != nil {
 			return err
 		}
+		c.countFull()
 		d := Compute(got, want)
 		if fc := a.Caps().Features; fc != nil {
 			if d.Unsupported, err = fc.Unsupported(ctx, want); err != nil {
@@ -144,14 +173,21 @@ func (c *Controller) Diff(ctx context.Context) ([]Diff, error) {
 // domain is left as it was. Once every node is as planned, the agents that
 // keep intents (agent.Caps.Intents) are handed their node's desired state.
 func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
-	rec, err := c.Recover(ctx, dryRun)
+	// One round trip per node first (digest.go): the digests say which
+	// nodes have a journal to recover and which need observing at all.
+	dg := c.digestAll(ctx, c.nodes(), true)
+	defer func() { c.dg = nil }()
+	devprofile.Phase("digests")
+	rec, err := c.recover(ctx, dryRun, dg)
 	if err != nil {
 		return &Result{Recovered: rec}, err
 	}
-	diffs, err := c.Diff(ctx)
+	devprofile.Phase("recover")
+	diffs, err := c.diff(ctx, dg)
 	if err != nil {
 		return nil, err
 	}
+	devprofile.Phase("diff")
 	res := &Result{Diffs: diffs, Recovered: rec}
 	if err := res.blockers(); err != nil {
 		return res, err
@@ -170,10 +206,12 @@ func (c *Controller) Apply(ctx context.Context, dryRun bool) (*Result, error) {
 			return res, errors.Join(err, done(err))
 		}
 	}
+	devprofile.Phase("execute")
 	// Every node is as planned: the agents that keep intents learn it
 	// (intent.go). An interrupt from now on changes nothing: the apply
 	// is complete and is kept.
 	err = c.keepIntents(context.WithoutCancel(ctx), false)
+	devprofile.Phase("intents")
 	return res, errors.Join(err, done(err))
 }
 

@@ -21,6 +21,11 @@ func (c *Controller) keepIntents(ctx context.Context, destroyed bool) error {
 			return nil
 		}
 		want := c.Plan.Nodes[n]
+		// A node left as it was whose agent keeps this intent already
+		// is not handed it again (digest.go).
+		if !destroyed && c.inSync(c.dg, n) && c.intentKept(c.dg, n) {
+			return nil
+		}
 		if destroyed || want == nil {
 			want = &nodestate.Node{Name: n}
 		}

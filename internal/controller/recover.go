@@ -49,13 +49,26 @@ func (r Recovery) String() string {
 // killed command's plan, not necessarily this one's. With dryRun the
 // journals are only reported.
 func (c *Controller) Recover(ctx context.Context, dryRun bool) ([]Recovery, error) {
+	return c.recover(ctx, dryRun, nil)
+}
+
+// recover is Recover, skipping the journals of the nodes whose digests
+// (dg) say they have nothing unfinished; a node whose journal is undone
+// is dropped from dg (its state observed before changed).
+func (c *Controller) recover(ctx context.Context, dryRun bool, dg *digests) ([]Recovery, error) {
 	if c.Journal == nil {
 		return nil, nil
 	}
 	var out []Recovery
 	// The journals are read Concurrency at a time (remote ones are on
 	// the agents); what they hold is undone node after node.
-	names := c.nodes()
+	var names []string
+	for _, n := range c.nodes() {
+		if g, ok := dg.get(n); ok && !g.Unfinished {
+			continue
+		}
+		names = append(names, n)
+	}
 	type found struct {
 		ops []agent.Op
 		who string
@@ -74,6 +87,7 @@ func (c *Controller) Recover(ctx context.Context, dryRun bool) ([]Recovery, erro
 			continue
 		}
 		r := Recovery{Node: n, Who: who, Steps: len(ops)}
+		dg.drop(n)
 		if !dryRun {
 			a, err := c.agentFor(n)
 			if err != nil {

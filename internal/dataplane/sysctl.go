@@ -47,6 +47,29 @@ func (h *Handle) Sysctl(key string) (string, error) {
 	return val, nil
 }
 
+// Sysctls reads several sysctls inside the handle's namespace, entering
+// it once (an observation reads every interface's): "" for a key that
+// cannot be read (an interface not yet created).
+func (h *Handle) Sysctls(keys []string) []string {
+	vals := make([]string, len(keys))
+	paths := make([]string, len(keys))
+	for i, k := range keys {
+		paths[i], _ = SysctlPath(k)
+	}
+	_ = nsutil.Do(h.netns, func() error {
+		for i, p := range paths {
+			if p == "" {
+				continue
+			}
+			if b, err := os.ReadFile(p); err == nil {
+				vals[i] = strings.TrimSpace(string(b))
+			}
+		}
+		return nil
+	})
+	return vals
+}
+
 // SetSysctl writes a sysctl inside the handle's namespace.
 func (h *Handle) SetSysctl(key, value string) error {
 	p, err := SysctlPath(key)

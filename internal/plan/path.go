@@ -12,7 +12,7 @@ func (b *builder) pathNodes(headend string, hops []Hop) []string {
 	cur := headend
 	for _, h := range hops {
 		for guard := 0; cur != h.Node && guard < len(b.d.Nodes); guard++ {
-			e, ok := b.first[cur][h.Node]
+			e, ok := b.firstHop(cur, h.Node)
 			if !ok {
 				break
 			}

@@ -157,13 +157,19 @@ type edge struct {
 }
 
 type builder struct {
-	d     *config.Domain
-	p     *Plan
-	sids  map[string]netip.Addr
-	adj   map[string][]edge
-	ifs   []config.Interface
-	first map[string]map[string]edge // src → dst node → first-hop edge
-	dist  map[string]map[string]int
+	d    *config.Domain
+	p    *Plan
+	sids map[string]netip.Addr
+	adj  map[string][]edge
+	ifs  []config.Interface
+	// The breadth-first search from every node, by node index (idx):
+	// first[src][dst] is the index in adj[src] of the first hop's edge,
+	// dist[src][dst] the hops; -1 when dst is not reached. Slices, not
+	// maps of maps: at 1,000 nodes these are 10⁶ entries each, which as
+	// maps (of edges by value) were most of plan's 867 MiB and time.
+	idx   map[string]int
+	first [][]int32
+	dist  [][]int32
 	// afterSegs is, per service of a service kind, the rest of its chain's SID
 	// list after it (End.AS re-encapsulates with it).
 	afterSegs map[string][]netip.Addr
@@ -201,27 +207,49 @@ func (b *builder) graph() {
 		peer := byEnd[i.PeerNode+":"+i.PeerName]
 		b.adj[i.Node] = append(b.adj[i.Node], edge{iface: i, peerAddr: peer.Addrs})
 	}
-	b.first = map[string]map[string]edge{}
-	b.dist = map[string]map[string]int{}
-	for _, src := range b.d.NodeNames() {
-		first := map[string]edge{}
-		dist := map[string]int{src: 0}
-		queue := []string{src}
+	names := b.d.NodeNames()
+	b.idx = make(map[string]int, len(names))
+	for i, n := range names {
+		b.idx[n] = i
+	}
+	// peer[i][k] is the node index of adj[names[i]][k]'s peer (-1: none).
+	peer := make([][]int, len(names))
+	sr := make([]bool, len(names))
+	for i, n := range names {
+		sr[i] = b.isSR(n)
+		for _, e := range b.adj[n] {
+			j, ok := b.idx[e.iface.PeerNode]
+			if !ok {
+				j = -1
+			}
+			peer[i] = append(peer[i], j)
+		}
+	}
+	b.first = make([][]int32, len(names))
+	b.dist = make([][]int32, len(names))
+	queue := make([]int, 0, len(names))
+	for src := range names {
+		first := make([]int32, len(names))
+		dist := make([]int32, len(names))
+		for k := range dist {
+			first[k], dist[k] = -1, -1
+		}
+		dist[src] = 0
+		queue = append(queue[:0], src)
 		for len(queue) > 0 {
 			cur := queue[0]
 			queue = queue[1:]
-			for _, e := range b.adj[cur] {
-				nb := e.iface.PeerNode
-				if _, seen := dist[nb]; seen {
-					continue
-				}
-				// Hosts are leaves: never transit through them.
-				if cur != src && !b.isSR(cur) {
+			// Hosts are leaves: never transit through them.
+			if cur != src && !sr[cur] {
+				continue
+			}
+			for k, nb := range peer[cur] {
+				if nb < 0 || dist[nb] >= 0 {
 					continue
 				}
 				dist[nb] = dist[cur] + 1
 				if cur == src {
-					first[nb] = e
+					first[nb] = int32(k)
 				} else {
 					first[nb] = first[cur]
 				}
@@ -231,6 +259,26 @@ func (b *builder) graph() {
 		b.first[src] = first
 		b.dist[src] = dist
 	}
+}
+
+// firstHop is the edge of src's first hop towards dst.
+func (b *builder) firstHop(src, dst string) (edge, bool) {
+	i, ok := b.idx[src]
+	j, ok2 := b.idx[dst]
+	if !ok || !ok2 || b.first[i][j] < 0 {
+		return edge{}, false
+	}
+	return b.adj[src][b.first[i][j]], true
+}
+
+// distance is the hops from src to dst.
+func (b *builder) distance(src, dst string) (int, bool) {
+	i, ok := b.idx[src]
+	j, ok2 := b.idx[dst]
+	if !ok || !ok2 || b.dist[i][j] < 0 {
+		return 0, false
+	}
+	return int(b.dist[i][j]), true
 }
 
 func addrOfFamily(ps []netip.Prefix, v4 bool) (netip.Addr, bool) {
@@ -370,7 +418,7 @@ func (b *builder) staticRoutes() error {
 			if owner == "" {
 				continue
 			}
-			e := b.first[src][owner]
+			e, _ := b.firstHop(src, owner)
 			sum.check(src, i, e.iface.PeerNode, ds.owners)
 			via, ok := addrOfFamily(e.peerAddr, ds.prefix.Addr().Is4())
 			if !ok {
@@ -402,7 +450,7 @@ func (b *builder) hostDefaults(host string) {
 func (b *builder) nearest(src string, owners []string) string {
 	best, bestD := "", -1
 	for _, o := range owners {
-		d, ok := b.dist[src][o]
+		d, ok := b.distance(src, o)
 		if !ok {
 			continue
 		}
@@ -627,7 +675,7 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 	// The policy route's device only has to be up: after encapsulation the
 	// kernel routes the packet again by its new destination (the first SID).
 	dev := "lo"
-	if e, ok := b.first[headend][ch.Hops[0].Node]; ok {
+	if e, ok := b.firstHop(headend, ch.Hops[0].Node); ok {
 		dev = e.iface.Name
 	}
 	enc := &nodestate.Seg6Encap{Mode: b.encapMode(kernelMode(ch.Mode), ch.Hops, len(segs), c.HMAC != ""), Segs: segs}

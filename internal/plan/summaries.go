@@ -49,6 +49,9 @@ type summarizer struct {
 	routed []int
 	errs   config.ErrorList
 	seen   map[string]bool
+	// cands are, per summary, its members that forward, sorted: the same
+	// for every node routing the block (computed once, not per node).
+	cands [][]string
 }
 
 func (b *builder) newSummarizer(ndest int, dest func(i int) (netip.Prefix, []string)) (*summarizer, error) {
@@ -152,18 +155,24 @@ func (s *summarizer) routes(src string) {
 		if s.member[k][src] {
 			continue
 		}
-		var cands []string
-		for m := range s.member[k] {
-			if s.b.forwards(m) {
-				cands = append(cands, m)
-			}
+		if s.cands == nil {
+			s.cands = make([][]string, len(s.sums))
 		}
-		sort.Strings(cands)
-		m := s.b.nearest(src, cands)
+		if s.cands[k] == nil {
+			cands := []string{}
+			for m := range s.member[k] {
+				if s.b.forwards(m) {
+					cands = append(cands, m)
+				}
+			}
+			sort.Strings(cands)
+			s.cands[k] = cands
+		}
+		m := s.b.nearest(src, s.cands[k])
 		if m == "" {
 			continue
 		}
-		e := s.b.first[src][m]
+		e, _ := s.b.firstHop(src, m)
 		via, ok := addrOfFamily(e.peerAddr, false)
 		if !ok {
 			continue

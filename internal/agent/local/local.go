@@ -122,12 +122,14 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if ts, err := h.TunSrc(); err == nil && ts.IsValid() && !ts.IsUnspecified() {
 		got.TunSrc = ts.String()
 	}
-	for _, s := range want.Sysctls {
-		v, err := h.Sysctl(s.Key)
-		if err != nil {
-			v = "" // the key does not exist yet (an interface not yet created)
-		}
-		got.Sysctls = append(got.Sysctls, nodestate.Sysctl{Key: s.Key, Value: v})
+	// The keys that do not exist yet (an interface not yet created) read
+	// "", all in one visit to the namespace.
+	keys := make([]string, len(want.Sysctls))
+	for i, s := range want.Sysctls {
+		keys[i] = s.Key
+	}
+	for i, v := range h.Sysctls(keys) {
+		got.Sysctls = append(got.Sysctls, nodestate.Sysctl{Key: keys[i], Value: v})
 	}
 	if l.router != nil {
 		got.BGP = l.router.Intent()

@@ -131,6 +131,17 @@ func (s *Store) Get() *Intent {
 	return s.cur
 }
 
+// Kept implements server.IntentReader: the intent in force, nil when
+// none was handed or it is suspended (Supersede).
+func (s *Store) Kept() *nodestate.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil || s.cur.Superseded != "" {
+		return nil
+	}
+	return s.cur.Want
+}
+
 // SetIntent stores want as the node's intent, handed by by; the same
 // intent again (a no-op apply) writes nothing.
 func (s *Store) SetIntent(want *nodestate.Node, by string) error {

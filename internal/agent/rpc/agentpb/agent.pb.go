@@ -1716,6 +1716,171 @@ func (x *RoutesReply) GetRoutesJson() []byte {
 	return nil
 }
 
+type ObserveDigestRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// want_json is the desired nodestate.Node (JSON) reduced to what the
+	// digest depends on besides the kernel: its name, sysctl keys and
+	// tunnel source.
+	WantJson []byte `protobuf:"bytes,1,opt,name=want_json,json=wantJson,proto3" json:"want_json,omitempty"`
+	// expect is the digest the controller expects (its intent's); with
+	// full, a state whose digest differs comes back whole (node_json), so
+	// that one round trip serves both cases.
+	Expect        string `protobuf:"bytes,2,opt,name=expect,proto3" json:"expect,omitempty"`
+	Full          bool   `protobuf:"varint,3,opt,name=full,proto3" json:"full,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObserveDigestRequest) Reset() {
+	*x = ObserveDigestRequest{}
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObserveDigestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObserveDigestRequest) ProtoMessage() {}
+
+func (x *ObserveDigestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObserveDigestRequest.ProtoReflect.Descriptor instead.
+func (*ObserveDigestRequest) Descriptor() ([]byte, []int) {
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ObserveDigestRequest) GetWantJson() []byte {
+	if x != nil {
+		return x.WantJson
+	}
+	return nil
+}
+
+func (x *ObserveDigestRequest) GetExpect() string {
+	if x != nil {
+		return x.Expect
+	}
+	return ""
+}
+
+func (x *ObserveDigestRequest) GetFull() bool {
+	if x != nil {
+		return x.Full
+	}
+	return false
+}
+
+type ObserveDigestReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node is the node the agent serves; protocol as VersionReply's.
+	Node     string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Protocol uint32 `protobuf:"varint,2,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// state is nodestate.Digest of the observed node.
+	State string `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	// intent is nodestate.Digest of the intent the agent keeps (SetIntent),
+	// "" when it keeps none or it is suspended.
+	Intent string `protobuf:"bytes,4,opt,name=intent,proto3" json:"intent,omitempty"`
+	// unfinished: the node's journal holds an unfinished apply's ops.
+	Unfinished bool `protobuf:"varint,5,opt,name=unfinished,proto3" json:"unfinished,omitempty"`
+	// node_json and hmac_secrets are Observe's reply, sent only with full
+	// and a state digest other than expect.
+	NodeJson      []byte        `protobuf:"bytes,6,opt,name=node_json,json=nodeJson,proto3" json:"node_json,omitempty"`
+	HmacSecrets   []*HMACSecret `protobuf:"bytes,7,rep,name=hmac_secrets,json=hmacSecrets,proto3" json:"hmac_secrets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObserveDigestReply) Reset() {
+	*x = ObserveDigestReply{}
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObserveDigestReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObserveDigestReply) ProtoMessage() {}
+
+func (x *ObserveDigestReply) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObserveDigestReply.ProtoReflect.Descriptor instead.
+func (*ObserveDigestReply) Descriptor() ([]byte, []int) {
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ObserveDigestReply) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ObserveDigestReply) GetProtocol() uint32 {
+	if x != nil {
+		return x.Protocol
+	}
+	return 0
+}
+
+func (x *ObserveDigestReply) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ObserveDigestReply) GetIntent() string {
+	if x != nil {
+		return x.Intent
+	}
+	return ""
+}
+
+func (x *ObserveDigestReply) GetUnfinished() bool {
+	if x != nil {
+		return x.Unfinished
+	}
+	return false
+}
+
+func (x *ObserveDigestReply) GetNodeJson() []byte {
+	if x != nil {
+		return x.NodeJson
+	}
+	return nil
+}
+
+func (x *ObserveDigestReply) GetHmacSecrets() []*HMACSecret {
+	if x != nil {
+		return x.HmacSecrets
+	}
+	return nil
+}
+
 var File_segchain_agent_v1_agent_proto protoreflect.FileDescriptor
 
 const file_segchain_agent_v1_agent_proto_rawDesc = "" +
@@ -1811,7 +1976,21 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\rRoutesRequest\".\n" +
 	"\vRoutesReply\x12\x1f\n" +
 	"\vroutes_json\x18\x01 \x01(\fR\n" +
-	"routesJson2\xca\v\n" +
+	"routesJson\"_\n" +
+	"\x14ObserveDigestRequest\x12\x1b\n" +
+	"\twant_json\x18\x01 \x01(\fR\bwantJson\x12\x16\n" +
+	"\x06expect\x18\x02 \x01(\tR\x06expect\x12\x12\n" +
+	"\x04full\x18\x03 \x01(\bR\x04full\"\xf1\x01\n" +
+	"\x12ObserveDigestReply\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
+	"\bprotocol\x18\x02 \x01(\rR\bprotocol\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\x12\x16\n" +
+	"\x06intent\x18\x04 \x01(\tR\x06intent\x12\x1e\n" +
+	"\n" +
+	"unfinished\x18\x05 \x01(\bR\n" +
+	"unfinished\x12\x1b\n" +
+	"\tnode_json\x18\x06 \x01(\fR\bnodeJson\x12@\n" +
+	"\fhmac_secrets\x18\a \x03(\v2\x1d.segchain.agent.v1.HMACSecretR\vhmacSecrets2\xab\f\n" +
 	"\x05Agent\x12J\n" +
 	"\x06Health\x12 .segchain.agent.v1.HealthRequest\x1a\x1e.segchain.agent.v1.HealthReply\x12M\n" +
 	"\aVersion\x12!.segchain.agent.v1.VersionRequest\x1a\x1f.segchain.agent.v1.VersionReply\x12M\n" +
@@ -1829,7 +2008,8 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\fJournalClear\x12&.segchain.agent.v1.JournalClearRequest\x1a$.segchain.agent.v1.JournalClearReply\x12k\n" +
 	"\x11JournalUnfinished\x12+.segchain.agent.v1.JournalUnfinishedRequest\x1a).segchain.agent.v1.JournalUnfinishedReply\x12S\n" +
 	"\tSetIntent\x12#.segchain.agent.v1.SetIntentRequest\x1a!.segchain.agent.v1.SetIntentReply\x12J\n" +
-	"\x06Routes\x12 .segchain.agent.v1.RoutesRequest\x1a\x1e.segchain.agent.v1.RoutesReplyB9Z7github.com/segchain/segchain/internal/agent/rpc/agentpbb\x06proto3"
+	"\x06Routes\x12 .segchain.agent.v1.RoutesRequest\x1a\x1e.segchain.agent.v1.RoutesReply\x12_\n" +
+	"\rObserveDigest\x12'.segchain.agent.v1.ObserveDigestRequest\x1a%.segchain.agent.v1.ObserveDigestReplyB9Z7github.com/segchain/segchain/internal/agent/rpc/agentpbb\x06proto3"
 
 var (
 	file_segchain_agent_v1_agent_proto_rawDescOnce sync.Once
@@ -1843,7 +2023,7 @@ func file_segchain_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_segchain_agent_v1_agent_proto_rawDescData
 }
 
-var file_segchain_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_segchain_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_segchain_agent_v1_agent_proto_goTypes = []any{
 	(*HMACSecret)(nil),               // 0: segchain.agent.v1.HMACSecret
 	(*OpSecret)(nil),                 // 1: segchain.agent.v1.OpSecret
@@ -1881,52 +2061,57 @@ var file_segchain_agent_v1_agent_proto_goTypes = []any{
 	(*SetIntentReply)(nil),           // 33: segchain.agent.v1.SetIntentReply
 	(*RoutesRequest)(nil),            // 34: segchain.agent.v1.RoutesRequest
 	(*RoutesReply)(nil),              // 35: segchain.agent.v1.RoutesReply
-	nil,                              // 36: segchain.agent.v1.OriginalsReply.SysctlsEntry
+	(*ObserveDigestRequest)(nil),     // 36: segchain.agent.v1.ObserveDigestRequest
+	(*ObserveDigestReply)(nil),       // 37: segchain.agent.v1.ObserveDigestReply
+	nil,                              // 38: segchain.agent.v1.OriginalsReply.SysctlsEntry
 }
 var file_segchain_agent_v1_agent_proto_depIdxs = []int32{
 	0,  // 0: segchain.agent.v1.ObserveReply.hmac_secrets:type_name -> segchain.agent.v1.HMACSecret
 	1,  // 1: segchain.agent.v1.ExecuteRequest.op_secrets:type_name -> segchain.agent.v1.OpSecret
-	36, // 2: segchain.agent.v1.OriginalsReply.sysctls:type_name -> segchain.agent.v1.OriginalsReply.SysctlsEntry
+	38, // 2: segchain.agent.v1.OriginalsReply.sysctls:type_name -> segchain.agent.v1.OriginalsReply.SysctlsEntry
 	0,  // 3: segchain.agent.v1.SetIntentRequest.hmac_secrets:type_name -> segchain.agent.v1.HMACSecret
-	2,  // 4: segchain.agent.v1.Agent.Health:input_type -> segchain.agent.v1.HealthRequest
-	4,  // 5: segchain.agent.v1.Agent.Version:input_type -> segchain.agent.v1.VersionRequest
-	6,  // 6: segchain.agent.v1.Agent.Observe:input_type -> segchain.agent.v1.ObserveRequest
-	8,  // 7: segchain.agent.v1.Agent.Execute:input_type -> segchain.agent.v1.ExecuteRequest
-	10, // 8: segchain.agent.v1.Agent.Check:input_type -> segchain.agent.v1.CheckRequest
-	12, // 9: segchain.agent.v1.Agent.Unsupported:input_type -> segchain.agent.v1.UnsupportedRequest
-	14, // 10: segchain.agent.v1.Agent.Counters:input_type -> segchain.agent.v1.CountersRequest
-	16, // 11: segchain.agent.v1.Agent.BoundaryCounters:input_type -> segchain.agent.v1.BoundaryCountersRequest
-	18, // 12: segchain.agent.v1.Agent.Forget:input_type -> segchain.agent.v1.ForgetRequest
-	20, // 13: segchain.agent.v1.Agent.Originals:input_type -> segchain.agent.v1.OriginalsRequest
-	22, // 14: segchain.agent.v1.Agent.AcquireLease:input_type -> segchain.agent.v1.AcquireLeaseRequest
-	24, // 15: segchain.agent.v1.Agent.ReleaseLease:input_type -> segchain.agent.v1.ReleaseLeaseRequest
-	26, // 16: segchain.agent.v1.Agent.JournalRecord:input_type -> segchain.agent.v1.JournalRecordRequest
-	28, // 17: segchain.agent.v1.Agent.JournalClear:input_type -> segchain.agent.v1.JournalClearRequest
-	30, // 18: segchain.agent.v1.Agent.JournalUnfinished:input_type -> segchain.agent.v1.JournalUnfinishedRequest
-	32, // 19: segchain.agent.v1.Agent.SetIntent:input_type -> segchain.agent.v1.SetIntentRequest
-	34, // 20: segchain.agent.v1.Agent.Routes:input_type -> segchain.agent.v1.RoutesRequest
-	3,  // 21: segchain.agent.v1.Agent.Health:output_type -> segchain.agent.v1.HealthReply
-	5,  // 22: segchain.agent.v1.Agent.Version:output_type -> segchain.agent.v1.VersionReply
-	7,  // 23: segchain.agent.v1.Agent.Observe:output_type -> segchain.agent.v1.ObserveReply
-	9,  // 24: segchain.agent.v1.Agent.Execute:output_type -> segchain.agent.v1.ExecuteReply
-	11, // 25: segchain.agent.v1.Agent.Check:output_type -> segchain.agent.v1.CheckReply
-	13, // 26: segchain.agent.v1.Agent.Unsupported:output_type -> segchain.agent.v1.UnsupportedReply
-	15, // 27: segchain.agent.v1.Agent.Counters:output_type -> segchain.agent.v1.CountersReply
-	17, // 28: segchain.agent.v1.Agent.BoundaryCounters:output_type -> segchain.agent.v1.BoundaryCountersReply
-	19, // 29: segchain.agent.v1.Agent.Forget:output_type -> segchain.agent.v1.ForgetReply
-	21, // 30: segchain.agent.v1.Agent.Originals:output_type -> segchain.agent.v1.OriginalsReply
-	23, // 31: segchain.agent.v1.Agent.AcquireLease:output_type -> segchain.agent.v1.AcquireLeaseReply
-	25, // 32: segchain.agent.v1.Agent.ReleaseLease:output_type -> segchain.agent.v1.ReleaseLeaseReply
-	27, // 33: segchain.agent.v1.Agent.JournalRecord:output_type -> segchain.agent.v1.JournalRecordReply
-	29, // 34: segchain.agent.v1.Agent.JournalClear:output_type -> segchain.agent.v1.JournalClearReply
-	31, // 35: segchain.agent.v1.Agent.JournalUnfinished:output_type -> segchain.agent.v1.JournalUnfinishedReply
-	33, // 36: segchain.agent.v1.Agent.SetIntent:output_type -> segchain.agent.v1.SetIntentReply
-	35, // 37: segchain.agent.v1.Agent.Routes:output_type -> segchain.agent.v1.RoutesReply
-	21, // [21:38] is the sub-list for method output_type
-	4,  // [4:21] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	0,  // 4: segchain.agent.v1.ObserveDigestReply.hmac_secrets:type_name -> segchain.agent.v1.HMACSecret
+	2,  // 5: segchain.agent.v1.Agent.Health:input_type -> segchain.agent.v1.HealthRequest
+	4,  // 6: segchain.agent.v1.Agent.Version:input_type -> segchain.agent.v1.VersionRequest
+	6,  // 7: segchain.agent.v1.Agent.Observe:input_type -> segchain.agent.v1.ObserveRequest
+	8,  // 8: segchain.agent.v1.Agent.Execute:input_type -> segchain.agent.v1.ExecuteRequest
+	10, // 9: segchain.agent.v1.Agent.Check:input_type -> segchain.agent.v1.CheckRequest
+	12, // 10: segchain.agent.v1.Agent.Unsupported:input_type -> segchain.agent.v1.UnsupportedRequest
+	14, // 11: segchain.agent.v1.Agent.Counters:input_type -> segchain.agent.v1.CountersRequest
+	16, // 12: segchain.agent.v1.Agent.BoundaryCounters:input_type -> segchain.agent.v1.BoundaryCountersRequest
+	18, // 13: segchain.agent.v1.Agent.Forget:input_type -> segchain.agent.v1.ForgetRequest
+	20, // 14: segchain.agent.v1.Agent.Originals:input_type -> segchain.agent.v1.OriginalsRequest
+	22, // 15: segchain.agent.v1.Agent.AcquireLease:input_type -> segchain.agent.v1.AcquireLeaseRequest
+	24, // 16: segchain.agent.v1.Agent.ReleaseLease:input_type -> segchain.agent.v1.ReleaseLeaseRequest
+	26, // 17: segchain.agent.v1.Agent.JournalRecord:input_type -> segchain.agent.v1.JournalRecordRequest
+	28, // 18: segchain.agent.v1.Agent.JournalClear:input_type -> segchain.agent.v1.JournalClearRequest
+	30, // 19: segchain.agent.v1.Agent.JournalUnfinished:input_type -> segchain.agent.v1.JournalUnfinishedRequest
+	32, // 20: segchain.agent.v1.Agent.SetIntent:input_type -> segchain.agent.v1.SetIntentRequest
+	34, // 21: segchain.agent.v1.Agent.Routes:input_type -> segchain.agent.v1.RoutesRequest
+	36, // 22: segchain.agent.v1.Agent.ObserveDigest:input_type -> segchain.agent.v1.ObserveDigestRequest
+	3,  // 23: segchain.agent.v1.Agent.Health:output_type -> segchain.agent.v1.HealthReply
+	5,  // 24: segchain.agent.v1.Agent.Version:output_type -> segchain.agent.v1.VersionReply
+	7,  // 25: segchain.agent.v1.Agent.Observe:output_type -> segchain.agent.v1.ObserveReply
+	9,  // 26: segchain.agent.v1.Agent.Execute:output_type -> segchain.agent.v1.ExecuteReply
+	11, // 27: segchain.agent.v1.Agent.Check:output_type -> segchain.agent.v1.CheckReply
+	13, // 28: segchain.agent.v1.Agent.Unsupported:output_type -> segchain.agent.v1.UnsupportedReply
+	15, // 29: segchain.agent.v1.Agent.Counters:output_type -> segchain.agent.v1.CountersReply
+	17, // 30: segchain.agent.v1.Agent.BoundaryCounters:output_type -> segchain.agent.v1.BoundaryCountersReply
+	19, // 31: segchain.agent.v1.Agent.Forget:output_type -> segchain.agent.v1.ForgetReply
+	21, // 32: segchain.agent.v1.Agent.Originals:output_type -> segchain.agent.v1.OriginalsReply
+	23, // 33: segchain.agent.v1.Agent.AcquireLease:output_type -> segchain.agent.v1.AcquireLeaseReply
+	25, // 34: segchain.agent.v1.Agent.ReleaseLease:output_type -> segchain.agent.v1.ReleaseLeaseReply
+	27, // 35: segchain.agent.v1.Agent.JournalRecord:output_type -> segchain.agent.v1.JournalRecordReply
+	29, // 36: segchain.agent.v1.Agent.JournalClear:output_type -> segchain.agent.v1.JournalClearReply
+	31, // 37: segchain.agent.v1.Agent.JournalUnfinished:output_type -> segchain.agent.v1.JournalUnfinishedReply
+	33, // 38: segchain.agent.v1.Agent.SetIntent:output_type -> segchain.agent.v1.SetIntentReply
+	35, // 39: segchain.agent.v1.Agent.Routes:output_type -> segchain.agent.v1.RoutesReply
+	37, // 40: segchain.agent.v1.Agent.ObserveDigest:output_type -> segchain.agent.v1.ObserveDigestReply
+	23, // [23:41] is the sub-list for method output_type
+	5,  // [5:23] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_segchain_agent_v1_agent_proto_init() }
@@ -1940,7 +2125,7 @@ func file_segchain_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_segchain_agent_v1_agent_proto_rawDesc), len(file_segchain_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

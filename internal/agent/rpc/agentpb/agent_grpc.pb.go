@@ -51,6 +51,7 @@ const (
 	Agent_JournalUnfinished_FullMethodName = "/segchain.agent.v1.Agent/JournalUnfinished"
 	Agent_SetIntent_FullMethodName         = "/segchain.agent.v1.Agent/SetIntent"
 	Agent_Routes_FullMethodName            = "/segchain.agent.v1.Agent/Routes"
+	Agent_ObserveDigest_FullMethodName     = "/segchain.agent.v1.Agent/ObserveDigest"
 )
 
 // AgentClient is the client API for Agent service.
@@ -100,6 +101,15 @@ type AgentClient interface {
 	// every next hop (status follows them to show each chain's path). An
 	// agent older than this RPC answers Unimplemented.
 	Routes(ctx context.Context, in *RoutesRequest, opts ...grpc.CallOption) (*RoutesReply, error)
+	// ObserveDigest is Observe reduced to a digest (nodestate.Digest) of
+	// what the controller compares, with what else a no-op apply needs to
+	// know of the node: a controller that finds the digest equal to its
+	// intent's fetches nothing more (docs/scale.md, "Incremental
+	// observation"); with full, a node whose digest differs from the
+	// expected one sends its state as Observe would. Changes nothing,
+	// needs no lease. An agent older than
+	// this RPC answers Unimplemented: the controller observes in full.
+	ObserveDigest(ctx context.Context, in *ObserveDigestRequest, opts ...grpc.CallOption) (*ObserveDigestReply, error)
 }
 
 type agentClient struct {
@@ -280,6 +290,16 @@ func (c *agentClient) Routes(ctx context.Context, in *RoutesRequest, opts ...grp
 	return out, nil
 }
 
+func (c *agentClient) ObserveDigest(ctx context.Context, in *ObserveDigestRequest, opts ...grpc.CallOption) (*ObserveDigestReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ObserveDigestReply)
+	err := c.cc.Invoke(ctx, Agent_ObserveDigest_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServer is the server API for Agent service.
 // All implementations must embed UnimplementedAgentServer
 // for forward compatibility.
@@ -327,6 +347,15 @@ type AgentServer interface {
 	// every next hop (status follows them to show each chain's path). An
 	// agent older than this RPC answers Unimplemented.
 	Routes(context.Context, *RoutesRequest) (*RoutesReply, error)
+	// ObserveDigest is Observe reduced to a digest (nodestate.Digest) of
+	// what the controller compares, with what else a no-op apply needs to
+	// know of the node: a controller that finds the digest equal to its
+	// intent's fetches nothing more (docs/scale.md, "Incremental
+	// observation"); with full, a node whose digest differs from the
+	// expected one sends its state as Observe would. Changes nothing,
+	// needs no lease. An agent older than
+	// this RPC answers Unimplemented: the controller observes in full.
+	ObserveDigest(context.Context, *ObserveDigestRequest) (*ObserveDigestReply, error)
 	mustEmbedUnimplementedAgentServer()
 }
 
@@ -387,6 +416,9 @@ func (UnimplementedAgentServer) SetIntent(context.Context, *SetIntentRequest) (*
 }
 func (UnimplementedAgentServer) Routes(context.Context, *RoutesRequest) (*RoutesReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Routes not implemented")
+}
+func (UnimplementedAgentServer) ObserveDigest(context.Context, *ObserveDigestRequest) (*ObserveDigestReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ObserveDigest not implemented")
 }
 func (UnimplementedAgentServer) mustEmbedUnimplementedAgentServer() {}
 func (UnimplementedAgentServer) testEmbeddedByValue()               {}
@@ -715,6 +747,24 @@ func _Agent_Routes_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_ObserveDigest_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ObserveDigestRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).ObserveDigest(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_ObserveDigest_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).ObserveDigest(ctx, req.(*ObserveDigestRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Agent_ServiceDesc is the grpc.ServiceDesc for Agent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -789,6 +839,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Routes",
 			Handler:    _Agent_Routes_Handler,
+		},
+		{
+			MethodName: "ObserveDigest",
+			Handler:    _Agent_ObserveDigest_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

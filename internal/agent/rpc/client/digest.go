@@ -1,0 +1,53 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/rpc"
+	pb "github.com/segchain/segchain/internal/agent/rpc/agentpb"
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// ObserveDigest implements agent.StateDigester. It checks what Preflight
+// does (the node served, the protocol) on the way: an agent that passes
+// needs no other call for an apply with nothing to do. An agent older
+// than the RPC answers Unimplemented: agent.ErrTooOld.
+func (c *Client) ObserveDigest(ctx context.Context, want *nodestate.Node, full bool) (agent.Digests, error) {
+	b, err := json.Marshal(nodestate.DigestWant(want))
+	if err != nil {
+		return agent.Digests{}, err
+	}
+	ctx, cancel := c.call(ctx)
+	defer cancel()
+	r, err := c.rpc.ObserveDigest(ctx, &pb.ObserveDigestRequest{WantJson: b, Expect: nodestate.Digest(want, want), Full: full})
+	if status.Code(err) == codes.Unimplemented {
+		return agent.Digests{}, fmt.Errorf("node %s: agent %s: observe digest: %w", c.node, c.addr, agent.ErrTooOld)
+	}
+	if err != nil {
+		return agent.Digests{}, c.wrap("observe digest", err)
+	}
+	if r.Protocol != rpc.Protocol {
+		return agent.Digests{}, fmt.Errorf("node %s: agent %s speaks protocol %d, this controller %d: upgrade one of them", c.node, c.addr, r.Protocol, rpc.Protocol)
+	}
+	if r.Node != c.node {
+		return agent.Digests{}, fmt.Errorf("node %s: agent %s serves node %q", c.node, c.addr, r.Node)
+	}
+	d := agent.Digests{State: r.State, Intent: r.Intent, Unfinished: r.Unfinished}
+	if len(r.NodeJson) > 0 {
+		var got nodestate.Node
+		if err := json.Unmarshal(r.NodeJson, &got); err != nil {
+			return agent.Digests{}, c.wrap("observe digest", err)
+		}
+		if err := rpc.WithKeySecrets(got.HMACKeys, r.HmacSecrets); err != nil {
+			return agent.Digests{}, c.wrap("observe digest", err)
+		}
+		d.Observed = &got
+	}
+	return d, nil
+}

@@ -1,0 +1,53 @@
+package server
+
+import (
+	"context"
+
+	"github.com/segchain/segchain/internal/agent/rpc"
+	pb "github.com/segchain/segchain/internal/agent/rpc/agentpb"
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// IntentReader is an IntentStore that says which intent it keeps, for
+// ObserveDigest (reconcile.Store is one).
+type IntentReader interface {
+	// Kept is the intent in force: nil when none was handed or it is
+	// suspended (a controller changed the node since).
+	Kept() *nodestate.Node
+}
+
+// ObserveDigest implements pb.AgentServer: Observe reduced to digests,
+// with the intent kept and the journal's state, so that a controller
+// whose intent matches fetches nothing more (docs/scale.md); the state
+// itself too when asked (full) and it differs from what is expected.
+func (s *Server) ObserveDigest(ctx context.Context, r *pb.ObserveDigestRequest) (*pb.ObserveDigestReply, error) {
+	var want nodestate.Node
+	if err := decode("want", r.WantJson, &want); err != nil {
+		return nil, s.fail(ctx, "ObserveDigest", err)
+	}
+	want.Name = s.agent.Node()
+	got, err := s.agent.Observe(ctx, nodestate.DigestWant(&want))
+	if err != nil {
+		return nil, s.fail(ctx, "ObserveDigest", err)
+	}
+	rep := &pb.ObserveDigestReply{Node: s.agent.Node(), Protocol: rpc.Protocol, State: nodestate.Digest(got, &want)}
+	if r.Full && rep.State != r.Expect {
+		if rep.NodeJson, err = encode("node", got); err != nil {
+			return nil, err
+		}
+		rep.HmacSecrets = rpc.KeySecrets(got.HMACKeys)
+	}
+	if ir, ok := s.intents.(IntentReader); ok {
+		if in := ir.Kept(); in != nil {
+			rep.Intent = nodestate.Digest(in, in)
+		}
+	}
+	if s.journal != nil {
+		ops, who, err := s.journal.Unfinished(s.agent.Node())
+		if err != nil {
+			return nil, s.fail(ctx, "ObserveDigest", err)
+		}
+		rep.Unfinished = ops != nil || who != ""
+	}
+	return rep, nil
+}

@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"context"
+	"sync"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// Incremental observation (docs/scale.md): an agent that can
+// (agent.Caps.Digest) reports digests of its node's state and of the
+// intent it keeps instead of the state itself. Where the state's digest
+// equals the plan's, the node has nothing to change: its state is not
+// fetched, nor its kernel's features probed; where the intent's does
+// too, and nothing ran there, it is not handed the intent again. Only
+// equality is a shortcut: any difference (drift, an old agent, an
+// agent that cannot be reached) falls back to observing in full.
+
+// digests are the answers of one apply's agents, by node.
+type digests struct {
+	mu sync.Mutex
+	m  map[string]agent.Digests
+}
+
+func (d *digests) get(n string) (agent.Digests, bool) {
+	if d == nil {
+		return agent.Digests{}, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g, ok := d.m[n]
+	return g, ok
+}
+
+func (d *digests) drop(n string) {
+	if d != nil {
+		d.mu.Lock()
+		delete(d.m, n)
+		d.mu.Unlock()
+	}
+}
+
+// digestAll asks every node in scope whose agent can for its digests,
+// Concurrency at a time, and, with full, for the state of those whose
+// digest differs from the plan's; a node that cannot answer is left out
+// (it is observed in full, which reports its error).
+func (c *Controller) digestAll(ctx context.Context, names []string, full bool) *digests {
+	d := &digests{m: map[string]agent.Digests{}}
+	c.each(ctx, names, func(ctx context.Context, _ int, n string) error {
+		a := c.Agents[n]
+		if a == nil || a.Caps().Digest == nil {
+			return nil
+		}
+		g, err := a.Caps().Digest.ObserveDigest(ctx, c.Plan.Nodes[n], full)
+		if err == nil {
+			d.mu.Lock()
+			d.m[n] = g
+			d.mu.Unlock()
+		}
+		return nil
+	})
+	return d
+}
+
+// inSync: the node's state digest equals its plan's.
+func (c *Controller) inSync(d *digests, n string) bool {
+	g, ok := d.get(n)
+	want := c.Plan.Nodes[n]
+	return ok && !g.Unfinished && want != nil && g.State == nodestate.Digest(want, want)
+}
+
+// intentKept: the node's agent keeps the plan's intent.
+func (c *Controller) intentKept(d *digests, n string) bool {
+	g, ok := d.get(n)
+	want := c.Plan.Nodes[n]
+	return ok && want != nil && g.Intent != "" && g.Intent == nodestate.Digest(want, want)
+}
+
+// Unchanged reports whether every node in scope is as planned, keeps the
+// plan as its intent and has no unfinished journal, by the digests of
+// their agents alone: an apply would change nothing, and hand nothing.
+// It takes no lock or lease (it changes nothing); false when any node's
+// agent cannot say (no agent.Caps.Digest, unreachable, an older agent).
+// Diffs are then the nodes' empty diffs.
+func (c *Controller) Unchanged(ctx context.Context) (bool, []Diff) {
+	names := c.nodes()
+	for _, n := range names {
+		if a := c.Agents[n]; a == nil || a.Caps().Digest == nil {
+			return false, nil
+		}
+	}
+	d := c.digestAll(ctx, names, false)
+	diffs := make([]Diff, len(names))
+	for i, n := range names {
+		if !c.inSync(d, n) || !c.intentKept(d, n) {
+			return false, nil
+		}
+		diffs[i] = Diff{Node: n}
+	}
+	c.countDigests(len(names))
+	return true, diffs
+}
+
+// ObserveCounts is how many nodes a controller observed in full and how
+// many by their digests alone (tests, benchmarks).
+type ObserveCounts struct {
+	Full   int `json:"full"`
+	Digest int `json:"digest"`
+}
+
+func (c *Controller) countDigests(n int) {
+	c.statsMu.Lock()
+	c.stats.Digest += n
+	c.statsMu.Unlock()
+}
+
+func (c *Controller) countFull() {
+	c.statsMu.Lock()
+	c.stats.Full++
+	c.statsMu.Unlock()
+}
+
+// Observed is how many nodes the controller observed so far, in full and
+// by digest alone.
+func (c *Controller) Observed() ObserveCounts {
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	return c.stats
+}

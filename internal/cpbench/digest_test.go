@@ -1,0 +1,177 @@
+package cpbench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/local"
+	"github.com/segchain/segchain/internal/agent/reconcile"
+	"github.com/segchain/segchain/internal/agent/rpc/client"
+	"github.com/segchain/segchain/internal/agent/rpc/server"
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/plan"
+	"github.com/segchain/segchain/internal/session"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// executions counts the Execute calls each node's agent gets.
+type executions struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (e *executions) take() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.n
+	e.n = map[string]int{}
+	return out
+}
+
+// counted is a node's remote agent whose Executes are counted.
+type counted struct {
+	*client.Client
+	ex *executions
+}
+
+func (c counted) Execute(ctx context.Context, ops []agent.Op) (int, error) {
+	c.ex.mu.Lock()
+	c.ex.n[c.Node()]++
+	c.ex.mu.Unlock()
+	return c.Client.Execute(ctx, ops)
+}
+
+// A 16-node Clos fabric in namespaces, each node served by a real agent
+// server over gRPC (the agents' digests: ObserveDigest) with an intent
+// store: after an apply, a no-op apply observes no node in full and
+// changes none; a route deleted by hand on one leaf makes the next plain
+// apply fetch that node's state alone and repair it alone.
+func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	f := lab.Fabric{Topology: "clos3", Nodes: 16, Summaries: true, PodLeaves: 2, Spines: 2, Supers: 1}
+	y, err := f.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := config.Parse([]byte(y), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := lab.FromDomain(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo.Name = testutil.UniqueName("dig")
+	t.Cleanup(func() {
+		if err := lab.Down(topo.Name); err != nil {
+			t.Errorf("lab down: %v", err)
+		}
+	})
+	l, err := lab.Up(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	ex := &executions{n: map[string]int{}}
+	agents := map[string]agent.Agent{}
+	for n := range p.Nodes {
+		ns, _ := l.Netns(n)
+		la := local.NewLocal(n, ns)
+		t.Cleanup(func() { _ = la.Forget(context.Background()) })
+		st, err := reconcile.Open(t.TempDir(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := server.NewServer(la, nil, server.Build{}, nil, server.Hooks{})
+		srv.KeepIntents(st)
+		g := server.NewGRPCServer(srv, nil, nil)
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go server.Serve(ctx, g, lis)
+		c, err := client.Dial(n, lis.Addr().String(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		// SetIntent needs the node's lease (the session takes none for
+		// agents it is handed).
+		if err := c.AcquireLease(ctx, "test", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		agents[n] = counted{c, ex}
+	}
+	apply := func(what string) (full, digest int, changed []string, executed map[string]int) {
+		t.Helper()
+		s, err := session.Open(session.Options{Domain: d, Agents: agents})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Apply(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for _, df := range res.Diffs {
+			if !df.Empty() {
+				changed = append(changed, df.Node)
+			}
+		}
+		o := s.Controller().Observed()
+		return o.Full, o.Digest, changed, ex.take()
+	}
+	if full, _, changed, _ := apply("apply from scratch"); full != len(p.Nodes) || len(changed) != len(p.Nodes) {
+		t.Fatalf("apply from scratch observed %d node(s) in full and changed %d, want %d", full, len(changed), len(p.Nodes))
+	}
+	full, digest, changed, executed := apply("no-op apply")
+	if full != 0 || digest != len(p.Nodes) || len(changed) != 0 || len(executed) != 0 {
+		t.Fatalf("no-op apply: %d node(s) observed in full (want 0), %d by digest (want %d), changed %v, executed on %v",
+			full, digest, len(p.Nodes), changed, executed)
+	}
+
+	// Drift by hand: a leaf loses one of its summary routes.
+	leaf := "l1"
+	var lost string
+	for _, r := range p.Nodes[leaf].Routes {
+		if r.Seg6 == nil && r.Seg6Local == nil && r.Dst.Bits() == 16 {
+			lost = r.Dst.String()
+			break
+		}
+	}
+	if lost == "" {
+		t.Fatalf("%s has no summary route", leaf)
+	}
+	ns, _ := l.Netns(leaf)
+	ip := func(args ...string) string {
+		out, err := exec.Command("ip", append([]string{"-n", ns, "-6", "route"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip route %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	ip("del", lost)
+	full, _, changed, executed = apply("apply after drift")
+	if full != 1 || fmt.Sprint(changed) != "["+leaf+"]" || len(executed) != 1 || executed[leaf] == 0 {
+		t.Fatalf("apply after %s lost %s: %d node(s) observed in full (want 1), changed %v, executed on %v (want %s alone)",
+			leaf, lost, full, changed, executed, leaf)
+	}
+	if !strings.Contains(ip("show", lost), lost) {
+		t.Fatalf("%s's route %s not restored", leaf, lost)
+	}
+	if full, _, changed, executed = apply("no-op apply after repair"); full != 0 || len(changed) != 0 || len(executed) != 0 {
+		t.Fatalf("no-op apply after the repair: %d observed in full, changed %v, executed on %v", full, changed, executed)
+	}
+}
