@@ -2,6 +2,7 @@ package pools
 
 import (
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,32 @@ func poolThroughAgents(t *testing.T, file string, bgp bool) {
 		rcv := listen(t, e.NS("d"))
 		deliver(t, e.NS("s"), rcv, ports(23000, 60))
 	}
+	if !bgp {
+		// The headend's agent is killed and restarted: its new checks
+		// start from the pinned liveness, so fw2 stays down with no new
+		// transition (a checker that started all up would take it down
+		// again: transitions-fw2 1), and status says so as soon as the
+		// new agent reports.
+		if err := e.Lab.StopAgent("ingress", true); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Lab.StartAgent(bin, "ingress"); err != nil {
+			t.Fatal(err)
+		}
+		restarted := time.Now()
+		wait("the restarted agent's report", func(out string, code int) bool {
+			at, ok := checkedAt(out)
+			return code == 2 && ok && at.After(restarted.Add(time.Second))
+		})
+		js, err := e.Run("status", "--lab", e.Name, "-o", "json")
+		if err != nil {
+			t.Fatalf("status -o json: %v\n%s", err, js)
+		}
+		m := regexp.MustCompile(`"transitions-fw2":\s*(\d+)`).FindStringSubmatch(js)
+		if m == nil || m[1] != "0" {
+			t.Errorf("fw2's transitions after the agent restarted: %v, want 0 (it started from the pinned liveness)", m)
+		}
+	}
 	testutil.Exec(t, e.NS("sf2"), "nft", "delete", "table", "inet", "s9g")
 	wait("fw2 up again", func(out string, code int) bool { return code == 0 && strings.Contains(out, "srv6 check passed") })
 }
@@ -124,4 +151,14 @@ func deliver(t *testing.T, ns string, rcv *receiver, ps []int) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// checkedAt is the time of status's "(checked …)" line (the report's).
+func checkedAt(out string) (time.Time, bool) {
+	m := regexp.MustCompile(`\(checked ([^)]+)\)`).FindStringSubmatch(out)
+	if m == nil {
+		return time.Time{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, m[1])
+	return at, err == nil
 }
