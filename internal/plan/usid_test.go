@@ -145,3 +145,63 @@ func TestF3216Pack(t *testing.T) {
 	}
 	t.Fatal("no chain web")
 }
+
+// TestUSIDServedKinds: in f3216 the SR proxies, End.AN.NF and userspace
+// services take uSIDs. End.AD/End.AS shift in the middle of a container
+// (chain firewalled: one container, encap.red); End.AM and a userspace
+// service end their containers, and a chain through them of several
+// containers keeps the full SRH (their SRH walk refuses the reduced one).
+func TestUSIDServedKinds(t *testing.T) {
+	const dynamic = "proxy: dynamic\n    inner: ipv6\n"
+	for _, tc := range []struct {
+		name, file   string
+		edits        []string // from, to, from, to ...
+		chain, encap string
+		containers   int
+	}{
+		{"End.AD mid-container", "../../examples/default.yaml", nil, "firewalled", "encap.red", 1},
+		{"End.AS mid-container", "../../examples/default.yaml", []string{dynamic, "proxy: static\n    inner: ipv6\n"}, "firewalled", "encap.red", 1},
+		{"End.AM ends its container", "../../examples/default.yaml", []string{dynamic, "proxy: masquerading\n"}, "firewalled", "encap", 2},
+		{"userspace ends its container", "../../examples/userspace.yaml", []string{"    function: \"0x5c\"\n", "", ", function: \"0x1d5\"", ""}, "accounted", "encap", 2},
+		{"End.AN.NF without ARGS, mid-container", "../../examples/netfilter.yaml",
+			[]string{"    function: \"0xf1\"\n", "", "    function: \"0xe0\"\n", "", "      args: 16\n", ""}, "filtered", "encap.red", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := os.ReadFile(tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := string(b)
+			for i := 0; i+1 < len(tc.edits); i += 2 {
+				if !strings.Contains(s, tc.edits[i]) {
+					t.Fatalf("%s: no %q", tc.file, tc.edits[i])
+				}
+				s = strings.Replace(s, tc.edits[i], tc.edits[i+1], 1)
+			}
+			s = regexp.MustCompile(`(?m)^name: .*$`).ReplaceAllString(s, "$0\nsid: {format: f3216}")
+			d, err := config.Parse([]byte(s), filepath.Dir(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Build(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range p.Chains {
+				if c.Name != tc.chain {
+					continue
+				}
+				for _, h := range c.Hops {
+					if h.Node != "ingress" && !netip.MustParsePrefix(config.DefaultUSIDBlock).Contains(h.SID) {
+						t.Errorf("%s keeps a full SID %s", h.Service, h.SID)
+					}
+				}
+				if c.Encap != tc.encap || len(c.Segments) != tc.containers {
+					t.Errorf("pushed as %s %v, want %s with %d containers", c.Encap, c.Segments, tc.encap, tc.containers)
+				}
+				return
+			}
+			t.Fatalf("no chain %s", tc.chain)
+		})
+	}
+}

@@ -71,6 +71,15 @@ func up(t *testing.T, file, format string, edits ...func(string) string) *lab {
 	if _, err := e.Session(e.Domain).Apply(context.Background()); err != nil {
 		t.Fatalf("apply %s: %v", format, err)
 	}
+	// What apply installed reads back as planned (the uSID lengths of the
+	// proxies and End.AN.NF included): a second apply changes nothing.
+	res, err := e.Session(e.Domain).Apply(context.Background())
+	if err != nil {
+		t.Fatalf("second apply %s: %v", format, err)
+	}
+	if res.Changes() != 0 {
+		t.Fatalf("second apply %s: %d changes: %+v", format, res.Changes(), res.Diffs)
+	}
 	p, err := plan.Build(e.Domain)
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func Recipes() []perf.Recipe {
 		perf.NewRecipe("End.AN.NF-ipv4", "segchain End.AN.NF with an IPv4 inner packet (N nft rules)", func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 			return anf(env, k, p, true)
 		}),
+		perf.NewRecipe("End.AN.NF.usid", "End.AN.NF on an F3216 uSID in the middle of a container (no SRH), N nft rules: End shifts it (docs/usid.md)", anfUSID),
 		withRules("End+nft", "seg6local End, the forwarded packet crossing N nft rules", "End"),
 		perf.NewRecipe("End.DX6+nft+H.Encaps", "stock Linux: End.DX6 decapsulates into a veth pair whose far end's route re-encapsulates (seg6 mode encap); the inner packet crosses N nft rules", dx6Loop),
 	}
@@ -178,4 +179,45 @@ func Rules(env *perf.Env, k int, dst netip.Addr, n int) error {
 		return fmt.Errorf("nft -f: %v: %s", err, out)
 	}
 	return nil
+}
+
+// anfUSID is End.AN.NF's arm with a uSID (issue 31): the instance
+// fcbb:bb00:31kk::/48 (usid 32/16), the packet's DA the container
+// SID:f004:f005 with the inner packet right after the IPv6 header (End.AN.NF's
+// frame with its SRH taken out); End sends it on with fcbb:bb00:f004:f005::,
+// routed to the rx port. Same inner packet and rules as End.AN.NF's arm.
+func anfUSID(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	if env.Do == nil {
+		return nil, fmt.Errorf("End.AN.NF needs the SUT's namespace: %w", perf.ErrNotSupported)
+	}
+	me := netip.MustParseAddr(fmt.Sprintf("fcbb:bb00:%x::", 0x3100+k))
+	in := netfilter.Instance{SID: netip.PrefixFrom(me, 48), CSIDLBLen: 32, CSIDNFLen: 16}
+	if err := env.Do(func() error { return netfilter.Apply("", in) }); err != nil {
+		return nil, err
+	}
+	if env.Cleanup != nil {
+		env.Cleanup(func() error { return env.Do(func() error { return netfilter.Flush("") }) })
+	}
+	if _, err := env.Run("ip", "-6", "route", "replace", "fcbb:bb00:f000::/36", "via", perf.TesterRx6, "dev", env.Out); err != nil {
+		return nil, err
+	}
+	if err := Rules(env, k, perf.Addr("dst", k, 1), p.Rules); err != nil {
+		return nil, err
+	}
+	da := netip.MustParseAddr(fmt.Sprintf("fcbb:bb00:%x:f004:f005::", 0x3100+k))
+	f, err := perf.EndFrame(env, k, p, 0, []netip.Addr{da}, false)
+	if err != nil {
+		return nil, err
+	}
+	// Ethernet, IPv6, an SRH of one segment (24 bytes), the inner packet:
+	// the SRH goes, its Next Header (IPv6) moves into the IPv6 header.
+	const eth, ip6, srh = 14, 40, 24
+	if len(f) < eth+ip6+srh || f[eth+6] != 43 {
+		return nil, fmt.Errorf("End.AN.NF.usid: unexpected frame from perf.EndFrame")
+	}
+	out := append(append([]byte(nil), f[:eth+ip6]...), f[eth+ip6+srh:]...)
+	out[eth+6] = f[eth+ip6]
+	pl := len(out) - eth - ip6
+	out[eth+4], out[eth+5] = byte(pl>>8), byte(pl)
+	return out, nil
 }
