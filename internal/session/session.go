@@ -112,6 +112,7 @@ func Open(o Options) (*Session, error) {
 			return nil, err
 		}
 	}
+	devprofile.Phase("agents dialled")
 	if o.Lab != nil {
 		c.Outside = routersInStep(o.Lab, d)
 	}
@@ -124,6 +125,7 @@ func Open(o Options) (*Session, error) {
 			s.Close()
 			return nil, err
 		}
+		devprofile.Phase("changed-only scope")
 	}
 	return s, nil
 }
