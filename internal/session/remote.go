@@ -16,9 +16,12 @@ import (
 // remoteAgents dials the agent of every node that has one: the lab's
 // agents (lab up --agents, with the lab's PKI) or the domain's
 // nodes.NAME.agent (with security.pki).
-func remoteAgents(d *config.Domain, l *lab.Lab) (map[string]*client.Client, error) {
+func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[string]*client.Client, error) {
 	out := map[string]*client.Client{}
 	dial := func(node, addr string, files pki.Files) error {
+		if only != nil && !only[node] {
+			return nil // outside the apply's scope (--changed-only)
+		}
 		tc, err := pki.ClientTLS(files, node)
 		if err != nil {
 			return fmt.Errorf("node %s: %w", node, err)

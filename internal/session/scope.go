@@ -80,40 +80,35 @@ func readApplied(path string) (*Applied, error) {
 	return &a, nil
 }
 
-// narrow restricts the session to the nodes whose intent changed since
-// the last recorded apply: only those are locked, leased, preflighted,
-// observed and changed.
-func (s *Session) narrow() error {
+// changedScope is the nodes whose intent changed since the last recorded
+// apply (all of them without a record): only those are given an agent,
+// locked, leased, preflighted, observed and changed.
+func (s *Session) changedScope() (map[string]bool, error) {
 	rec, err := readApplied(s.appliedPath())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	scope := map[string]bool{}
 	for _, n := range ChangedNodes(s.Plan, rec) {
 		scope[n] = true
 	}
-	s.ctl.Scope = scope
+	fmt.Fprintf(s.log, "segchain: --changed-only: %d of %d node(s) changed since the last apply\n", len(scope), len(s.Plan.Nodes))
+	return scope, nil
+}
+
+// narrow restricts the controller to the scope (s.only): the agents the
+// caller handed (Options.Agents) too, the session's own were made for
+// the scope alone.
+func (s *Session) narrow() {
+	s.ctl.Scope = s.only
 	// A new map: the caller's (Options.Agents) stays whole.
 	agents := map[string]agent.Agent{}
 	for n, a := range s.ctl.Agents {
-		if scope[n] {
+		if s.only[n] {
 			agents[n] = a
 		}
 	}
 	s.ctl.Agents = agents
-	for n := range s.netns {
-		if !scope[n] {
-			delete(s.netns, n)
-		}
-	}
-	for n, rc := range s.remote {
-		if !scope[n] {
-			rc.Close()
-			delete(s.remote, n)
-		}
-	}
-	fmt.Fprintf(s.log, "segchain: --changed-only: %d of %d node(s) changed since the last apply\n", len(scope), len(s.Plan.Nodes))
-	return nil
 }
 
 // recordApplied writes the record after a successful apply (every node as

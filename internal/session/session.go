@@ -75,6 +75,9 @@ type Session struct {
 	// programmed through its agent.
 	netns  map[string]string
 	remote map[string]*client.Client
+	// only, if set, is the apply's scope (--changed-only): the only
+	// nodes given an agent.
+	only map[string]bool
 }
 
 // remoteConcurrency is how many nodes a controller works on at once when
@@ -106,12 +109,21 @@ func Open(o Options) (*Session, error) {
 	devprofile.Phase("plan")
 	s.Domain, s.Plan = d, p
 	c := &controller.Controller{Plan: p, Agents: o.Agents, NodeTimeout: o.NodeTimeout}
+	// --changed-only: the scope first, so that only its nodes' agents
+	// are dialled (scope.go).
+	if o.ChangedOnly && s.records() {
+		if s.only, err = s.changedScope(); err != nil {
+			return nil, err
+		}
+		devprofile.Phase("changed-only scope")
+	}
 	if o.Agents == nil {
 		if err := s.agents(c); err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
+	devprofile.Phase("agents dialled")
 	if o.Lab != nil {
 		c.Outside = routersInStep(o.Lab, d)
 	}
@@ -119,11 +131,8 @@ func Open(o Options) (*Session, error) {
 	// does (Apply); exactly once.
 	c.Lock = s.lock
 	s.ctl = c
-	if o.ChangedOnly && s.records() {
-		if err := s.narrow(); err != nil {
-			s.Close()
-			return nil, err
-		}
+	if s.only != nil {
+		s.narrow()
 	}
 	return s, nil
 }
@@ -132,12 +141,15 @@ func Open(o Options) (*Session, error) {
 func (s *Session) agents(c *controller.Controller) error {
 	d, l := s.Domain, s.Lab
 	var err error
-	if s.remote, err = remoteAgents(d, l); err != nil {
+	if s.remote, err = remoteAgents(d, l, s.only); err != nil {
 		return err
 	}
 	c.Agents = map[string]agent.Agent{}
 	var missing []string
 	for name := range s.Plan.Nodes {
+		if s.only != nil && !s.only[name] {
+			continue
+		}
 		if rc := s.remote[name]; rc != nil {
 			c.Agents[name] = rc
 			continue
