@@ -60,8 +60,9 @@ func newPingCmd() *cobra.Command {
 	var count int
 	var interval time.Duration
 	var via []string
+	var respond bool
 	cmd := &cobra.Command{
-		Use:   "ping --lab NAME --from NODE [--via SID,...] [-c N] [-o json] TARGET",
+		Use:   "ping --lab NAME --from NODE [--via SID,...] [--respond] [-c N] [-o json] TARGET",
 		Short: "ICMPv6 echo to a SID or an address, optionally along a segment list (RFC 9259)",
 		Long: `ping sends ICMPv6 echo requests from NODE's own stack to TARGET (an address,
 a SID or a service name of the domain, which stands for its SID), as RFC
@@ -79,9 +80,14 @@ implemented; a packet to an End SID without an SRH is dropped too): a ping
 to a native SID gets no answer, exactly as iputils ping gets none. A ping
 to an address along SIDs (--via) is answered by the address's owner.
 
+--respond attaches segchain's echo responder to the node that owns TARGET
+for the ping (a TCX ingress program answering ICMPv6 echo requests to the
+node's seg6local SIDs, docs/oam.md): a native SID then answers, from the
+SID, as RFC 9259 3.1 expects (and an iputils ping meanwhile too).
+
 Exit status: 0 when every request was answered by an echo reply, 2 when
 some were not, 1 on error.`,
-		Example: "  segchain ping --lab default --from ingress fc00:25::2\n  segchain ping --lab default --from ingress --via nfv1-end,nfv2-end fc00:4d::d",
+		Example: "  segchain ping --lab default --from ingress fc00:25::2\n  segchain ping --lab default --from ingress --respond nfv1-end\n  segchain ping --lab default --from ingress --via nfv1-end,nfv2-end fc00:4d::d",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d, ns, segs, err := f.setup(cmd, append(via, args[0]))
@@ -89,6 +95,18 @@ some were not, 1 on error.`,
 				return err
 			}
 			target := segs[len(segs)-1]
+			if respond {
+				node := d.NodeOf(target.String())
+				rns, ok := d.Netns[node]
+				if !ok {
+					return fmt.Errorf("--respond: %s is no lab node's SID", target)
+				}
+				r, err := oam.AttachEcho(rns)
+				if err != nil {
+					return fmt.Errorf("--respond on %s: %w", node, err)
+				}
+				defer r.Close()
+			}
 			replies, err := oam.Ping(ns, target, segs[:len(segs)-1], count, interval, f.timeout)
 			for i := range replies {
 				replies[i].Node = d.NodeOf(replies[i].From)
@@ -120,6 +138,7 @@ some were not, 1 on error.`,
 	cmd.Args = cobra.ExactArgs(1)
 	cmd.Flags().IntVarP(&count, "count", "c", 3, "echo requests to send")
 	cmd.Flags().DurationVarP(&interval, "interval", "i", 200*time.Millisecond, "time between echo requests")
+	cmd.Flags().BoolVar(&respond, "respond", false, "attach segchain's echo responder to TARGET's node for the ping, so that a native SID answers (Linux's seg6local does not)")
 	cmd.Flags().StringSliceVar(&via, "via", nil, "segments to visit before TARGET (addresses or service names, comma-separated)")
 	return cmd
 }

@@ -26,6 +26,7 @@ func newTraceCmd() *cobra.Command {
 	var tap string
 	var sample uint32
 	var duration time.Duration
+	var metricsListen string
 	cmd := &cobra.Command{
 		Use:   "trace (--lab NAME | -f FILE) [--timeout D] [--tap tracepoint|tcx] [-o json] CHAIN",
 		Short: "Send a probe along a chain and show every function it went through, with times",
@@ -75,9 +76,9 @@ tapped here, in their namespace.
 
 With --sample N (RFC 9259 §2.1, O-flag sampling): no probe; for
 --duration the chain's headend sets the SRH's O-flag on 1 in N of the
-chain's own packets as they leave it (a TCX egress program), and a
-tracing program timestamps every O-flagged packet wherever a lab node
-receives it. Each sampled packet's sightings are put together by the
+chain's own packets as they leave it (a TCX egress program), and a TCX
+ingress program on the interfaces of the chain's segment nodes timestamps
+every O-flagged packet they receive. Each sampled packet's sightings are put together by the
 bytes after its SRH; the report has, per hop (the headend, then each
 segment), how many sampled packets arrived, the latency from the headend
 and from the previous hop (p50/p90/p99/max, µs) and a histogram. The
@@ -86,8 +87,17 @@ segment after the proxy. Chains whose SRH carries an HMAC are counted but
 not marked (the HMAC covers the flags). Through agents, each node's agent
 runs its part (the OAM service's Sample) and the headend's agent marks.
 
+With --sample N --metrics-listen ADDR (a lab without agents): continuous
+sampling, exported to Prometheus. The programs stay attached; every
+second the sampled packets seen at every hop are added to per-hop latency
+histograms (segchain_sample_hop_step_seconds: from the previous hop;
+segchain_sample_hop_latency_seconds: from the headend) served on
+http://ADDR/metrics with the marker's counts (segchain_sample_packets_total,
+_marked_total, _hmac_unmarked_total, _incomplete_total). It runs until
+interrupted, or for --duration when given, then prints the totals.
+
 Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
-		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 2s\n  segchain trace --lab default firewalled -o json",
+		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 2s\n  segchain trace --lab default web --sample 1000 --metrics-listen 127.0.0.1:9464 --duration 3s\n  segchain trace --lab default firewalled -o json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {
@@ -150,6 +160,13 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 			if d.Remote == nil && f.labNm == "" && len(d.Netns) == 0 {
 				return errors.New("no node to trace: name a lab (--lab NAME), or a domain file (-f FILE) whose nodes have an agent (nodes.NAME.agent) or a namespace (nodes.NAME.netns)")
 			}
+			if sample > 0 && metricsListen != "" {
+				var dur time.Duration
+				if cmd.Flags().Changed("duration") {
+					dur = duration
+				}
+				return sampleContinuous(cmd, d, args[0], sample, metricsListen, dur)
+			}
 			if sample > 0 {
 				sr, err := oam.Sample(cmd.Context(), d, args[0], oam.SampleOptions{Rate: sample, Duration: duration})
 				if err != nil {
@@ -192,6 +209,7 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 300*time.Millisecond, "how long to wait for the probe's delivery")
 	cmd.Flags().Uint32Var(&sample, "sample", 0, "O-flag sampling of live traffic instead of a probe: the headend sets the O-flag on 1 in N of the chain's packets for --duration, every node timestamps them; per-hop counts and latencies")
 	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "with --sample: how long the headend marks")
+	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "with --sample: sample continuously and serve per-hop latency histograms for Prometheus on ADDR (host:port; e.g. 127.0.0.1:9464) until interrupted or --duration when given")
 	cmd.Flags().StringVar(&tap, "tap", oam.TapTracepoint, "where the probe is seen: tracepoint (one attach to net:netif_receive_skb for every node) or tcx (a TCX ingress program on every interface)")
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
@@ -162,8 +163,28 @@ type Sampler struct {
 	marks    []link.Link
 	head     string
 	nodeOf   map[uint32]string
+	mu       sync.Mutex // events, between the reader and Take
 	events   []SampleEvent
 	readDone chan error
+}
+
+// Take returns the sightings and marks read so far and forgets them (a
+// continuous run reads them window by window).
+func (s *Sampler) Take() []SampleEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	evs := s.events
+	s.events = nil
+	return evs
+}
+
+// Counts reads the marker's counts so far.
+func (s *Sampler) Counts() (SampleCounts, error) {
+	var v oamSampleOamChainVal
+	if err := s.objs.OamChains.Lookup(uint32(0), &v); err != nil {
+		return SampleCounts{}, fmt.Errorf("oam_chains: %w", err)
+	}
+	return SampleCounts{Seen: v.Seen, Marked: v.Marked, HMAC: v.Hmac}, nil
 }
 
 // attachAll attaches prog to every interface but loopback of namespace
@@ -258,7 +279,10 @@ func StartSampler(netns map[string]string, head, headNS string, key ChainKey, ra
 				return
 			}
 			var ev oamSampleOamSampleEvent
-			if len(rec.RawSample) < binarySize(ev) || len(s.events) >= maxSampleEvents {
+			s.mu.Lock()
+			full := len(s.events) >= maxSampleEvents
+			s.mu.Unlock()
+			if len(rec.RawSample) < binarySize(ev) || full {
 				continue
 			}
 			decode(rec.RawSample, &ev)
@@ -268,7 +292,9 @@ func StartSampler(netns map[string]string, head, headNS string, key ChainKey, ra
 			} else if e.Node = s.nodeOf[ev.Netns]; e.Node == "" {
 				continue
 			}
+			s.mu.Lock()
 			s.events = append(s.events, e)
+			s.mu.Unlock()
 		}
 	}()
 	return s, nil
@@ -305,11 +331,11 @@ func (s *Sampler) Stop() ([]SampleEvent, SampleCounts, error) {
 	if err := <-s.readDone; err != nil {
 		return nil, SampleCounts{}, fmt.Errorf("read the sampling ring buffer: %w", err)
 	}
-	var v oamSampleOamChainVal
-	if err := s.objs.OamChains.Lookup(uint32(0), &v); err != nil {
-		return nil, SampleCounts{}, fmt.Errorf("oam_chains: %w", err)
+	c, err := s.Counts()
+	if err != nil {
+		return nil, SampleCounts{}, err
 	}
-	return s.events, SampleCounts{Seen: v.Seen, Marked: v.Marked, HMAC: v.Hmac}, nil
+	return s.Take(), c, nil
 }
 
 // Sample runs O-flag sampling on chain for o.Duration (or until ctx
@@ -432,10 +458,9 @@ func watched(pc *plan.Chain, netns map[string]string) map[string]string {
 	return out
 }
 
-// correlate puts each sampled packet's sightings together (by the bytes
-// after its SRH) and fills the hops: the headend, then each segment (a
-// sighting on the segment's node with the segment as its destination).
-func correlate(pc *plan.Chain, evs []SampleEvent) ([]SampleHop, uint64) {
+// sampleHops are the hops of pc a sampling run reports: the headend, then
+// each segment.
+func sampleHops(pc *plan.Chain) []SampleHop {
 	hops := []SampleHop{{Kind: KindHeadend, Node: pc.Ingress, Behavior: headendBehavior(pc.Mode)}}
 	for i, h := range pc.Hops {
 		k := KindSID
@@ -444,6 +469,26 @@ func correlate(pc *plan.Chain, evs []SampleEvent) ([]SampleHop, uint64) {
 		}
 		hops = append(hops, SampleHop{Kind: k, Node: h.Node, SID: h.SID.String(), Behavior: h.Behavior, Service: h.Service})
 	}
+	return hops
+}
+
+// normID leaves out of a sighting's ID what changes on the way: an SF
+// behind a proxy forwards the inner packet, its hop limit (IPv4: TTL and
+// checksum) goes down.
+func normID(e *SampleEvent) {
+	switch e.ID[0] >> 4 {
+	case 6:
+		e.ID[7] = 0
+	case 4:
+		e.ID[8], e.ID[10], e.ID[11] = 0, 0, 0
+	}
+}
+
+// correlate puts each sampled packet's sightings together (by the bytes
+// after its SRH) and fills the hops: the headend, then each segment (a
+// sighting on the segment's node with the segment as its destination).
+func correlate(pc *plan.Chain, evs []SampleEvent) ([]SampleHop, uint64) {
+	hops := sampleHops(pc)
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At < evs[j].At })
 	type pkt struct {
 		mark time.Duration
@@ -453,14 +498,7 @@ func correlate(pc *plan.Chain, evs []SampleEvent) ([]SampleHop, uint64) {
 	open := map[[48]byte]*pkt{} // the last marked packet with these bytes
 	for i := range evs {
 		e := &evs[i]
-		// An SF behind a proxy forwards the inner packet: its hop limit
-		// (IPv4: TTL and checksum) changes on the way, the rest not.
-		switch e.ID[0] >> 4 {
-		case 6:
-			e.ID[7] = 0
-		case 4:
-			e.ID[8], e.ID[10], e.ID[11] = 0, 0, 0
-		}
+		normID(e)
 		if e.Kind == 1 {
 			p := &pkt{mark: e.At, at: make([]time.Duration, len(hops))}
 			p.at[0] = e.At

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/metrics"
+	"github.com/segchain/segchain/internal/oam"
+)
+
+// sampleContinuous is trace --sample N --metrics-listen ADDR: continuous
+// sampling of chain served for Prometheus on addr, until interrupted or
+// for dur (> 0).
+func sampleContinuous(cmd *cobra.Command, d oam.Domain, chain string, rate uint32, addr string, dur time.Duration) error {
+	m := metrics.NewSampling()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(l) }()
+	defer hs.Close()
+	ctx := cmd.Context()
+	if dur > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, dur)
+		defer cancel()
+	}
+	var total oam.SampleCounts
+	var complete, incomplete uint64
+	err = oam.SampleContinuous(ctx, d, chain, oam.ContinuousOptions{Rate: rate,
+		Started: func() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "sampling %s, 1 in %d, continuously: http://%s/metrics\n", chain, rate, l.Addr())
+		},
+		Window: func(w oam.SampleWindow) {
+			w.Export(m)
+			total = w.Counts
+			if len(w.Hops) > 0 {
+				complete += w.Hops[0].Packets
+			}
+			incomplete += w.Incomplete
+		}})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "sampled %s: %d packets, %d marked, %d seen at every hop, %d incomplete, %d not marked (HMAC)\n",
+		chain, total.Seen, total.Marked, complete, incomplete, total.HMAC)
+	return nil
+}

@@ -1,0 +1,98 @@
+package oam
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// Echo is the native-SID echo responder on one node (bpf/oam_echo.bpf.c):
+// a TCX ingress program on its interfaces that answers ICMPv6 echo
+// requests to the node's native SIDs, which Linux's seg6local drops.
+type Echo struct {
+	objs  oamEchoObjects
+	links []link.Link
+}
+
+// AttachEcho attaches the responder to every interface but loopback of
+// namespace ns, for the SIDs of its seg6local routes (read now: a SID
+// added later is answered after the next AttachEcho).
+func AttachEcho(ns string) (e *Echo, err error) {
+	sids, err := localSIDs(ns)
+	if err != nil {
+		return nil, err
+	}
+	e = &Echo{}
+	if err := loadOamEchoObjects(&e.objs, nil); err != nil {
+		return nil, fmt.Errorf("load the echo responder: %w", err)
+	}
+	for _, p := range sids {
+		k := oamEchoOamSidKey{Prefixlen: uint32(p.Bits()), Addr: p.Addr().As16()}
+		if err := e.objs.OamSids.Put(k, uint8(1)); err != nil {
+			e.objs.Close()
+			return nil, fmt.Errorf("oam_sids %s: %w", p, err)
+		}
+	}
+	if e.links, err = attachAll(ns, e.objs.OamEcho, ebpf.AttachTCXIngress); err != nil {
+		e.objs.Close()
+		return nil, fmt.Errorf("attach the echo responder: %w", err)
+	}
+	return e, nil
+}
+
+// localSIDs are the prefixes of namespace ns's seg6local routes (every
+// table).
+func localSIDs(ns string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	err := nsutil.Do(ns, func() error {
+		rs, err := netlink.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if r.Encap == nil || r.Encap.Type() != unix.LWTUNNEL_ENCAP_SEG6_LOCAL || r.Dst == nil {
+				continue
+			}
+			a, ok := netip.AddrFromSlice(r.Dst.IP)
+			bits, _ := r.Dst.Mask.Size()
+			if ok && a.Is6() {
+				out = append(out, netip.PrefixFrom(a, bits).Masked())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("namespace %s: its seg6local routes: %w", ns, err)
+	}
+	return out, nil
+}
+
+// Answered is how many echo requests the responder answered.
+func (e *Echo) Answered() (uint64, error) {
+	var per []uint64
+	if err := e.objs.OamEchoStats.Lookup(uint32(0), &per); err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, v := range per {
+		n += v
+	}
+	return n, nil
+}
+
+// Close detaches the responder.
+func (e *Echo) Close() error {
+	var errs []error
+	for _, l := range e.links {
+		errs = append(errs, l.Close())
+	}
+	errs = append(errs, e.objs.Close())
+	return errors.Join(errs...)
+}
