@@ -1,20 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
-	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/oam"
 	"github.com/segchain/segchain/internal/oam/oamsvc"
@@ -108,55 +103,7 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 				return err
 			}
 			defer s.Close()
-			c := s.Controller()
-			d := oam.Domain{Config: s.Domain, Plan: s.Plan, Netns: map[string]string{},
-				Counters: func(ctx context.Context) (map[string][]agent.SIDCounters, error) {
-					// Every node at once: the trace's time is mostly this.
-					var mu sync.Mutex
-					var wg sync.WaitGroup
-					var errs []error
-					out := map[string][]agent.SIDCounters{}
-					for n, a := range c.Agents {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							sids, err := a.Counters(ctx)
-							mu.Lock()
-							defer mu.Unlock()
-							if err != nil {
-								errs = append(errs, fmt.Errorf("node %s: %w", n, err))
-							}
-							out[n] = sids
-						}()
-					}
-					wg.Wait()
-					return out, errors.Join(errs...)
-				}}
-			// Nodes with an agent are traced through it (the OAM service,
-			// on the agent's mutual-TLS connection); the others in their
-			// namespace on this machine.
-			conns := map[string]grpc.ClientConnInterface{}
-			for n, a := range c.Agents {
-				if rc, ok := a.(*client.Client); ok {
-					conns[n] = rc.Conn()
-				}
-			}
-			if len(conns) > 0 {
-				d.Remote = oamsvc.NewClient(conns)
-			}
-			if s.Lab != nil {
-				for n, ns := range s.Lab.Nodes {
-					if conns[n] == nil {
-						d.Netns[n] = ns
-					}
-				}
-			} else {
-				for n, nd := range s.Domain.Nodes {
-					if conns[n] == nil && nd.Netns != "" {
-						d.Netns[n] = nd.Netns
-					}
-				}
-			}
+			d := oamsvc.Domain(s)
 			if d.Remote == nil && f.labNm == "" && len(d.Netns) == 0 {
 				return errors.New("no node to trace: name a lab (--lab NAME), or a domain file (-f FILE) whose nodes have an agent (nodes.NAME.agent) or a namespace (nodes.NAME.netns)")
 			}
