@@ -67,6 +67,12 @@ type poolTCPoolInst struct {
 	Pad    uint32
 }
 
+type poolTCPoolInstNh struct {
+	_   structs.HostLayout
+	Sid [16]uint8
+	Nh  poolTCPoolNh
+}
+
 type poolTCPoolMovedVal struct {
 	_    structs.HostLayout
 	Inst uint32
@@ -104,9 +110,11 @@ const (
 	poolTCMapPoolConfs          = "pool_confs"
 	poolTCMapPoolCounters       = "pool_counters"
 	poolTCMapPoolDrops          = "pool_drops"
+	poolTCMapPoolInstNhs        = "pool_inst_nhs"
 	poolTCMapPoolLive           = "pool_live"
 	poolTCMapPoolMoved          = "pool_moved"
 	poolTCMapPoolNhs            = "pool_nhs"
+	poolTCMapPoolScratch        = "pool_scratch"
 	poolTCMapPoolSids           = "pool_sids"
 	poolTCMapPoolSticky         = "pool_sticky"
 	poolTCProgPoolOut           = "pool_out"
@@ -167,9 +175,11 @@ type poolTCMapSpecs struct {
 	PoolConfs    *ebpf.MapSpec `ebpf:"pool_confs"`
 	PoolCounters *ebpf.MapSpec `ebpf:"pool_counters"`
 	PoolDrops    *ebpf.MapSpec `ebpf:"pool_drops"`
+	PoolInstNhs  *ebpf.MapSpec `ebpf:"pool_inst_nhs"`
 	PoolLive     *ebpf.MapSpec `ebpf:"pool_live"`
 	PoolMoved    *ebpf.MapSpec `ebpf:"pool_moved"`
 	PoolNhs      *ebpf.MapSpec `ebpf:"pool_nhs"`
+	PoolScratch  *ebpf.MapSpec `ebpf:"pool_scratch"`
 	PoolSids     *ebpf.MapSpec `ebpf:"pool_sids"`
 	PoolSticky   *ebpf.MapSpec `ebpf:"pool_sticky"`
 }
@@ -206,9 +216,11 @@ type poolTCMaps struct {
 	PoolConfs    *ebpf.Map `ebpf:"pool_confs"`
 	PoolCounters *ebpf.Map `ebpf:"pool_counters"`
 	PoolDrops    *ebpf.Map `ebpf:"pool_drops"`
+	PoolInstNhs  *ebpf.Map `ebpf:"pool_inst_nhs"`
 	PoolLive     *ebpf.Map `ebpf:"pool_live"`
 	PoolMoved    *ebpf.Map `ebpf:"pool_moved"`
 	PoolNhs      *ebpf.Map `ebpf:"pool_nhs"`
+	PoolScratch  *ebpf.Map `ebpf:"pool_scratch"`
 	PoolSids     *ebpf.Map `ebpf:"pool_sids"`
 	PoolSticky   *ebpf.Map `ebpf:"pool_sticky"`
 }
@@ -218,9 +230,11 @@ func (m *poolTCMaps) Close() error {
 		m.PoolConfs,
 		m.PoolCounters,
 		m.PoolDrops,
+		m.PoolInstNhs,
 		m.PoolLive,
 		m.PoolMoved,
 		m.PoolNhs,
+		m.PoolScratch,
 		m.PoolSids,
 		m.PoolSticky,
 	)
