@@ -246,6 +246,37 @@ struct flow {
 	__u32 proto;
 };
 
+/* pool_fcache remembers, per CPU, the hash of the last flows seen
+ * (direct-mapped by a cheap fold of the flow): the hash is ten rounds of
+ * mix64, most of what selecting costs once the helpers are gone, and the
+ * packets of a flow come in runs. An entry holds the whole flow key, so a
+ * hit is the hash flow_hash would compute: the choice never changes. */
+#define POOL_FCACHE 256
+
+struct pool_fc {
+	struct flow f;
+	__u64 h;
+	__u32 sym;
+	__u32 valid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, POOL_FCACHE);
+	__type(key, __u32);
+	__type(value, struct pool_fc);
+} pool_fcache SEC(".maps");
+
+static __always_inline int same_flow(const struct flow *x, const struct flow *y)
+{
+	const __u32 *p = (const void *)x, *q = (const void *)y;
+	__u32 d = 0;
+#pragma unroll
+	for (int i = 0; i < sizeof(struct flow) / 4; i++)
+		d |= p[i] ^ q[i];
+	return d == 0;
+}
+
 static __always_inline int addr_less(const __u32 *x, const __u32 *y)
 {
 #pragma unroll
@@ -348,6 +379,41 @@ static __always_inline int inner_flow(struct __sk_buff *skb, __u32 off, __u8 nh,
 	f->pa = bpf_ntohs(ports[0]);
 	f->pb = bpf_ntohs(ports[1]);
 	f->proto = proto;
+	return 0;
+}
+
+/* flow_of sets *h to the hash of the inner packet at off (0 when it is
+ * not IP), from the per-CPU cache when it holds the flow; -1: an IP
+ * inner packet cut short. Out of line: its flow key's stack is not the
+ * caller's. */
+static __attribute__((noinline)) int flow_of(struct __sk_buff *skb, __u32 off, __u8 nh, __u32 sym, __u64 *h)
+{
+	struct flow f;
+
+	__builtin_memset(&f, 0, sizeof(f));
+	int fr = inner_flow(skb, off, nh, &f);
+	if (fr == -1)
+		return -1;
+	if (fr != 0) {
+		*h = 0;
+		return 0;
+	}
+	/* The fold is symmetric, so both directions share a slot. */
+	__u32 x = f.a[0] ^ f.a[1] ^ f.a[2] ^ f.a[3] ^ f.b[0] ^ f.b[1] ^ f.b[2] ^ f.b[3] ^ f.pa ^ f.pb ^ f.proto;
+	x ^= x >> 16;
+	x = (x ^ (x >> 8)) & (POOL_FCACHE - 1);
+	struct pool_fc *fc = bpf_map_lookup_elem(&pool_fcache, &x);
+	if (fc && fc->valid && fc->sym == sym && same_flow(&fc->f, &f)) {
+		*h = fc->h;
+		return 0;
+	}
+	*h = flow_hash(&f, sym);
+	if (fc) {
+		fc->f = f;
+		fc->h = *h;
+		fc->sym = sym;
+		fc->valid = 1;
+	}
 	return 0;
 }
 
@@ -550,7 +616,6 @@ static __always_inline int reroute_inst(struct __sk_buff *skb, __u32 id, __u32 p
 static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr *srhp, __u32 i, __u32 id, __u32 inner, __u8 *seg)
 {
 	struct ipv6_sr_hdr srh = *srhp;
-	struct flow f;
 
 	struct pool_conf *c = bpf_map_lookup_elem(&pool_confs, &id);
 	struct pool_stats *st = bpf_map_lookup_elem(&pool_counters, &id);
@@ -559,12 +624,8 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 		return POOL_TCX_NEXT;
 	__u32 live = *lv;
 
-	__builtin_memset(&f, 0, sizeof(f));
 	__u64 h = 0;
-	int fr = inner_flow(skb, inner, srh.nexthdr, &f);
-	if (fr == 0)
-		h = flow_hash(&f, c->flags & POOL_SYMMETRIC);
-	else if (fr == -1) {
+	if (flow_of(skb, inner, srh.nexthdr, !!(c->flags & POOL_SYMMETRIC), &h)) {
 		st->errors++;
 		count_drop(id, POOL_DROP_MALFORMED);
 		return TC_ACT_SHOT;

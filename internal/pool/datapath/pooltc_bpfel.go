@@ -43,6 +43,21 @@ const (
 	poolTCPoolDropReasonPOOL_DROP_MAX         poolTCPoolDropReason = 6
 )
 
+type poolTCPoolFc struct {
+	_ structs.HostLayout
+	F struct {
+		_     structs.HostLayout
+		A     [4]uint32
+		B     [4]uint32
+		Pa    uint16
+		Pb    uint16
+		Proto uint32
+	}
+	H     uint64
+	Sym   uint32
+	Valid uint32
+}
+
 type poolTCPoolFlags uint32
 
 const (
@@ -110,6 +125,7 @@ const (
 	poolTCMapPoolConfs          = "pool_confs"
 	poolTCMapPoolCounters       = "pool_counters"
 	poolTCMapPoolDrops          = "pool_drops"
+	poolTCMapPoolFcache         = "pool_fcache"
 	poolTCMapPoolInstNhs        = "pool_inst_nhs"
 	poolTCMapPoolLive           = "pool_live"
 	poolTCMapPoolMoved          = "pool_moved"
@@ -175,6 +191,7 @@ type poolTCMapSpecs struct {
 	PoolConfs    *ebpf.MapSpec `ebpf:"pool_confs"`
 	PoolCounters *ebpf.MapSpec `ebpf:"pool_counters"`
 	PoolDrops    *ebpf.MapSpec `ebpf:"pool_drops"`
+	PoolFcache   *ebpf.MapSpec `ebpf:"pool_fcache"`
 	PoolInstNhs  *ebpf.MapSpec `ebpf:"pool_inst_nhs"`
 	PoolLive     *ebpf.MapSpec `ebpf:"pool_live"`
 	PoolMoved    *ebpf.MapSpec `ebpf:"pool_moved"`
@@ -216,6 +233,7 @@ type poolTCMaps struct {
 	PoolConfs    *ebpf.Map `ebpf:"pool_confs"`
 	PoolCounters *ebpf.Map `ebpf:"pool_counters"`
 	PoolDrops    *ebpf.Map `ebpf:"pool_drops"`
+	PoolFcache   *ebpf.Map `ebpf:"pool_fcache"`
 	PoolInstNhs  *ebpf.Map `ebpf:"pool_inst_nhs"`
 	PoolLive     *ebpf.Map `ebpf:"pool_live"`
 	PoolMoved    *ebpf.Map `ebpf:"pool_moved"`
@@ -230,6 +248,7 @@ func (m *poolTCMaps) Close() error {
 		m.PoolConfs,
 		m.PoolCounters,
 		m.PoolDrops,
+		m.PoolFcache,
 		m.PoolInstNhs,
 		m.PoolLive,
 		m.PoolMoved,
