@@ -607,7 +607,13 @@ static __always_inline int reroute_inst(struct __sk_buff *skb, __u32 id, __u32 p
 	end = (void *)(long)skb->data_end;
 	if (data + ETH_LEN > end)
 		return REROUTE_FAIL;
-	__builtin_memcpy(data, e->nh.macs, 2 * ETH_ALEN);
+	/* The MACs written only when they change (mostly the placeholder's
+	 * next hop is the instance's). */
+	const __u32 *m = data, *w = (const void *)e->nh.macs;
+	if ((m[0] ^ w[0]) | (m[1] ^ w[1]) | (m[2] ^ w[2])) {
+		if (bpf_skb_store_bytes(skb, 0, e->nh.macs, 2 * ETH_ALEN, 0))
+			return REROUTE_FAIL;
+	}
 	if (e->nh.ifindex == skb->ifindex)
 		return POOL_TCX_NEXT;
 	return bpf_redirect(e->nh.ifindex, 0);
@@ -706,21 +712,22 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 		st->inst[p]++;
 		if (same_sid(seg, c->inst[p].sid))
 			return POOL_TCX_NEXT; /* the placeholder is the choice */
-		/* Written in place (the headers are linear: pool_out). */
-		void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-		__u32 si = i;
-		barrier_var(si);
-		si &= POOL_SEGS_MAX - 1;
-		__u8 *sp = data + SEG_OFF(si);
-		if ((void *)(sp + 16) > end || data + DA_OFF + 16 > end) {
+		/* Written by the helper, not by direct packet access: a
+		 * program that writes packets directly gets a prologue that
+		 * unclones every cloned skb it sees (the host's own TCP
+		 * segments on any interface), pool's or not. */
+		if (bpf_skb_store_bytes(skb, SEG_OFF(i), c->inst[p].sid, 16, 0)) {
 			st->errors++;
 			count_drop(id, POOL_DROP_REWRITE);
 			return TC_ACT_SHOT;
 		}
-		__builtin_memcpy(sp, c->inst[p].sid, 16);
 		if (i != srh.segments_left)
 			return POOL_TCX_NEXT;
-		__builtin_memcpy(data + DA_OFF, c->inst[p].sid, 16);
+		if (bpf_skb_store_bytes(skb, DA_OFF, c->inst[p].sid, 16, 0)) {
+			st->errors++;
+			count_drop(id, POOL_DROP_REWRITE);
+			return TC_ACT_SHOT;
+		}
 		rc = reroute_inst(skb, id, p, c->inst[p].sid);
 	}
 	if (rc == REROUTE_FAIL) {
@@ -777,7 +784,7 @@ int pool_out(struct __sk_buff *skb)
 		return tagged_pool(skb);
 	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return POOL_TCX_NEXT;
-	/* Direct packet access throughout the common path (a helper call per
+	/* Direct packet reads throughout the common path (a helper call per
 	 * header was most of the selector's cost: docs/pools.md). */
 	linear(skb, SRH_OFF + 8);
 	data = (void *)(long)skb->data;
@@ -835,7 +842,7 @@ int pool_out(struct __sk_buff *skb)
 	i = *sc & (POOL_SEGS_MAX - 1);
 	/* A pool's packet: its whole SRH and the inner packet's headers
 	 * (IPv4 with options and ports: 64 bytes) linear, so that
-	 * pool_apply reads and writes them directly. */
+	 * pool_apply reads them directly. */
 	linear(skb, SEG_OFF(nsegs) + 64);
 	return pool_apply(skb, &srh, i, id, SEG_OFF(nsegs), seg);
 }
