@@ -196,6 +196,33 @@ struct {
 	__type(value, struct pool_nh);
 } pool_nhs SEC(".maps");
 
+/* pool_inst_nh is pool_nhs for the instances' SIDs, indexed by
+ * pool * POOL_INST_MAX + instance: an array lookup (inlined by the
+ * verifier) instead of hashing the SID on every packet. An entry holds
+ * its SID, so a pool programmed anew never uses another SID's answer. */
+struct pool_inst_nh {
+	__u8 sid[16];
+	struct pool_nh nh;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, POOL_MAX * POOL_INST_MAX);
+	__type(key, __u32);
+	__type(value, struct pool_inst_nh);
+} pool_inst_nhs SEC(".maps");
+
+/* pool_scratch passes the found segment's index from the scan to the
+ * rewrite as a value the verifier does not know: otherwise each of the
+ * scan's eight outcomes is verified through the whole rewrite apart
+ * (too large a program). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} pool_scratch SEC(".maps");
+
 /* Referenced so that bpf2go emits the Go types (-type). */
 const enum pool_drop_reason *pool_drop_reason_type __attribute__((unused));
 const enum pool_flags *pool_flags_type __attribute__((unused));
@@ -218,6 +245,37 @@ struct flow {
 	__u16 pa, pb;
 	__u32 proto;
 };
+
+/* pool_fcache remembers, per CPU, the hash of the last flows seen
+ * (direct-mapped by a cheap fold of the flow): the hash is ten rounds of
+ * mix64, most of what selecting costs once the helpers are gone, and the
+ * packets of a flow come in runs. An entry holds the whole flow key, so a
+ * hit is the hash flow_hash would compute: the choice never changes. */
+#define POOL_FCACHE 256
+
+struct pool_fc {
+	struct flow f;
+	__u64 h;
+	__u32 sym;
+	__u32 valid;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, POOL_FCACHE);
+	__type(key, __u32);
+	__type(value, struct pool_fc);
+} pool_fcache SEC(".maps");
+
+static __always_inline int same_flow(const struct flow *x, const struct flow *y)
+{
+	const __u32 *p = (const void *)x, *q = (const void *)y;
+	__u32 d = 0;
+#pragma unroll
+	for (int i = 0; i < sizeof(struct flow) / 4; i++)
+		d |= p[i] ^ q[i];
+	return d == 0;
+}
 
 static __always_inline int addr_less(const __u32 *x, const __u32 *y)
 {
@@ -252,44 +310,68 @@ static __always_inline __u64 flow_hash(struct flow *f, int symmetric)
 	return mix64(h ^ f->proto);
 }
 
+/* linear makes the frame's first need bytes (at most its length) direct
+ * packet data: a no-op when they already are (every header the kernel's
+ * encap pushed, and the inner headers of all but paged frames). The
+ * caller re-reads skb->data and checks its bounds as before: a frame
+ * shorter than need fails that check, as bpf_skb_load_bytes would. */
+static __always_inline void linear(struct __sk_buff *skb, __u32 need)
+{
+	if ((long)skb->data + need <= (long)skb->data_end)
+		return;
+	if (need > skb->len)
+		need = skb->len;
+	bpf_skb_pull_data(skb, need);
+}
+
 /* inner_flow reads the inner packet at off (after the SRH): IPv6 or IPv4
  * (nexthdr 41 or 4). Ports of TCP, UDP and SCTP; for anything else, and an
  * IPv4 fragment, ports 0 (IPv6: the flow label instead). -1: an IP inner
- * packet cut short (malformed); -2: not IP. */
+ * packet cut short (malformed); -2: not IP. Direct packet access (the
+ * caller made the headers linear). */
 static __always_inline int inner_flow(struct __sk_buff *skb, __u32 off, __u8 nh, struct flow *f)
 {
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	__u16 ports[2] = {0, 0};
 	__u8 proto;
 
+	if (off > 0xffff)
+		return -1;
 	if (nh == IPPROTO_IPV6) {
-		struct ipv6hdr ip;
-		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)))
+		struct ipv6hdr *ip = data + off;
+		if ((void *)(ip + 1) > end)
 			return -1;
-		__builtin_memcpy(f->a, &ip.saddr, 16);
-		__builtin_memcpy(f->b, &ip.daddr, 16);
-		proto = ip.nexthdr;
+		__builtin_memcpy(f->a, &ip->saddr, 16);
+		__builtin_memcpy(f->b, &ip->daddr, 16);
+		proto = ip->nexthdr;
 		if (proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP) {
-			if (bpf_skb_load_bytes(skb, off + sizeof(ip), ports, sizeof(ports)))
+			__u16 *l4 = (void *)(ip + 1);
+			if ((void *)(l4 + 2) > end)
 				return -1;
+			ports[0] = l4[0];
+			ports[1] = l4[1];
 		} else {
 			/* The flow label stands in for the ports (RFC 6437):
 			 * the same on every packet of a flow. */
-			__u32 fl = ((ip.flow_lbl[0] & 0x0f) << 16) | (ip.flow_lbl[1] << 8) | ip.flow_lbl[2];
+			__u32 fl = ((ip->flow_lbl[0] & 0x0f) << 16) | (ip->flow_lbl[1] << 8) | ip->flow_lbl[2];
 			ports[0] = bpf_htons(fl >> 16);
 			ports[1] = bpf_htons(fl & 0xffff);
 		}
 	} else if (nh == IPPROTO_IPIP) {
-		struct iphdr ip;
-		if (bpf_skb_load_bytes(skb, off, &ip, sizeof(ip)))
+		struct iphdr *ip = data + off;
+		if ((void *)(ip + 1) > end)
 			return -1;
 		__builtin_memset(f, 0, sizeof(*f));
-		f->a[0] = ip.saddr;
-		f->b[0] = ip.daddr;
-		proto = ip.protocol;
+		f->a[0] = ip->saddr;
+		f->b[0] = ip->daddr;
+		proto = ip->protocol;
 		if ((proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP) &&
-		    !(ip.frag_off & bpf_htons(0x1fff))) {
-			if (bpf_skb_load_bytes(skb, off + ip.ihl * 4, ports, sizeof(ports)))
+		    !(ip->frag_off & bpf_htons(0x1fff))) {
+			__u16 *l4 = (void *)ip + ip->ihl * 4;
+			if ((void *)(l4 + 2) > end)
 				return -1;
+			ports[0] = l4[0];
+			ports[1] = l4[1];
 		}
 	} else {
 		return -2; /* not IP (an L2 chain's Ethernet, no next header): hash 0 */
@@ -300,14 +382,53 @@ static __always_inline int inner_flow(struct __sk_buff *skb, __u32 off, __u8 nh,
 	return 0;
 }
 
-/* choose returns the instance of c with the flow's highest live slot in
- * *live_best and its highest slot overall in *any_best (-1: none). One
- * flat loop over the slots keeps the verifier's work linear. */
-static __always_inline void choose(struct pool_conf *c, __u32 live, __u64 h, int *any_best, int *live_best)
+/* flow_of sets *h to the hash of the inner packet at off (0 when it is
+ * not IP), from the per-CPU cache when it holds the flow; -1: an IP
+ * inner packet cut short. Out of line: its flow key's stack is not the
+ * caller's. */
+static __attribute__((noinline)) int flow_of(struct __sk_buff *skb, __u32 off, __u8 nh, __u32 sym, __u64 *h)
+{
+	struct flow f;
+
+	__builtin_memset(&f, 0, sizeof(f));
+	int fr = inner_flow(skb, off, nh, &f);
+	if (fr == -1)
+		return -1;
+	if (fr != 0) {
+		*h = 0;
+		return 0;
+	}
+	/* The fold is symmetric, so both directions share a slot. */
+	__u32 x = f.a[0] ^ f.a[1] ^ f.a[2] ^ f.a[3] ^ f.b[0] ^ f.b[1] ^ f.b[2] ^ f.b[3] ^ f.pa ^ f.pb ^ f.proto;
+	x ^= x >> 16;
+	x = (x ^ (x >> 8)) & (POOL_FCACHE - 1);
+	struct pool_fc *fc = bpf_map_lookup_elem(&pool_fcache, &x);
+	if (fc && fc->valid && fc->sym == sym && same_flow(&fc->f, &f)) {
+		*h = fc->h;
+		return 0;
+	}
+	*h = flow_hash(&f, sym);
+	if (fc) {
+		fc->f = f;
+		fc->h = *h;
+		fc->sym = sym;
+		fc->valid = 1;
+	}
+	return 0;
+}
+
+/* pool_choose returns the instance of c with the flow's highest live
+ * slot and its highest slot overall, packed: (any + 1) | (live + 1) << 8
+ * (0: none). One flat loop over the slots keeps the verifier's work
+ * linear; a global function, so that it is verified once on its own
+ * rather than once per path that reaches it. */
+__attribute__((noinline)) int pool_choose(struct pool_conf *c, __u32 live, __u64 h)
 {
 	__u64 best_any = 0, best_live = 0;
 	int a = -1, l = -1;
 
+	if (!c)
+		return 0;
 	for (int k = 0; k < POOL_SLOTS_MAX; k++) {
 		if (k >= c->nslots)
 			break;
@@ -324,8 +445,7 @@ static __always_inline void choose(struct pool_conf *c, __u32 live, __u64 h, int
 			l = i;
 		}
 	}
-	*any_best = a;
-	*live_best = l;
+	return (a + 1) | ((l + 1) << 8);
 }
 
 static __always_inline int same_sid(const __u8 *a, const __u8 *b)
@@ -345,7 +465,7 @@ static __always_inline void count_drop(__u32 id, __u32 reason)
 /* reroute sends the packet by its (new) destination: the FIB's next hop
  * (cached per destination), possibly another interface than the one it
  * was routed to. */
-static __always_inline int reroute(struct __sk_buff *skb)
+static __attribute__((noinline)) int reroute(struct __sk_buff *skb)
 {
 	struct bpf_fib_lookup p = {};
 	struct ipv6hdr ip;
@@ -385,7 +505,7 @@ static __always_inline int reroute(struct __sk_buff *skb)
  * takes 16 bytes right after the IPv6 header, the segments after i in
  * memory order (i+1..) are then already where they belong, and the fixed
  * header and segments 0..i-1 are written back in front of them. */
-static __always_inline int bypass(struct __sk_buff *skb, __u32 i, struct ipv6_sr_hdr *srh, int *da_changed)
+static __attribute__((noinline)) int bypass(struct __sk_buff *skb, __u32 i, struct ipv6_sr_hdr *srh, int *da_changed)
 {
 	__u8 segs[POOL_SEGS_MAX][16];
 	struct ipv6_sr_hdr h = *srh;
@@ -432,10 +552,76 @@ static __always_inline int bypass(struct __sk_buff *skb, __u32 i, struct ipv6_sr
 	return 0;
 }
 
+/* reroute_inst is reroute for a packet whose destination is now instance
+ * p's SID: the next hop cached per instance (a per-CPU array slot: no
+ * hashing of the SID, no torn entry between CPUs), the coarse clock for
+ * its TTL. */
+/* inst_nh_refresh asks the FIB for the next hop to sid and caches it in
+ * e (0), or returns what the packet's verdict is: bpf_redirect_neigh's
+ * when the neighbour is unresolved, REROUTE_FAIL without a route. Out of
+ * line: the common path does not carry its stack. */
+static __attribute__((noinline)) int inst_nh_refresh(struct __sk_buff *skb, struct pool_inst_nh *e, const __u8 *sid, __u64 now)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct bpf_fib_lookup fp = {};
+	long rc;
+
+	if (!e || data + ETH_LEN + IP6_LEN > end)
+		return REROUTE_FAIL;
+	fp.family = AF_INET6;
+	fp.ifindex = skb->ifindex;
+	__builtin_memcpy(fp.ipv6_src, data + ETH_LEN + 8, 16);
+	__builtin_memcpy(fp.ipv6_dst, sid, 16);
+	rc = bpf_fib_lookup(skb, &fp, sizeof(fp), BPF_FIB_LOOKUP_OUTPUT);
+	if (rc == BPF_FIB_LKUP_RET_NO_NEIGH)
+		return bpf_redirect_neigh(fp.ifindex, 0, 0, 0);
+	if (rc != BPF_FIB_LKUP_RET_SUCCESS)
+		return REROUTE_FAIL;
+	__builtin_memcpy(e->nh.macs, fp.dmac, ETH_ALEN);
+	__builtin_memcpy(e->nh.macs + ETH_ALEN, fp.smac, ETH_ALEN);
+	e->nh.ifindex = fp.ifindex;
+	e->nh.expires = now + POOL_NH_TTL_NS;
+	__builtin_memcpy(e->sid, sid, 16);
+	return 0;
+}
+
+/* reroute_inst is reroute for a packet whose destination is now instance
+ * p's SID: the next hop cached per instance (a per-CPU array slot: no
+ * hashing of the SID, no torn entry between CPUs), the coarse clock for
+ * its TTL. */
+static __always_inline int reroute_inst(struct __sk_buff *skb, __u32 id, __u32 p, const __u8 *sid)
+{
+	__u32 k = id * POOL_INST_MAX + p;
+	struct pool_inst_nh *e = bpf_map_lookup_elem(&pool_inst_nhs, &k);
+	__u64 now = bpf_ktime_get_coarse_ns();
+	void *data, *end;
+
+	if (!e)
+		return REROUTE_FAIL;
+	if (now >= e->nh.expires || !same_sid(e->sid, sid)) {
+		int rc = inst_nh_refresh(skb, e, sid, now);
+		if (rc)
+			return rc;
+	}
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	if (data + ETH_LEN > end)
+		return REROUTE_FAIL;
+	/* The MACs written only when they change (mostly the placeholder's
+	 * next hop is the instance's). */
+	const __u32 *m = data, *w = (const void *)e->nh.macs;
+	if ((m[0] ^ w[0]) | (m[1] ^ w[1]) | (m[2] ^ w[2])) {
+		if (bpf_skb_store_bytes(skb, 0, e->nh.macs, 2 * ETH_ALEN, 0))
+			return REROUTE_FAIL;
+	}
+	if (e->nh.ifindex == skb->ifindex)
+		return POOL_TCX_NEXT;
+	return bpf_redirect(e->nh.ifindex, 0);
+}
+
 static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr *srhp, __u32 i, __u32 id, __u32 inner, __u8 *seg)
 {
 	struct ipv6_sr_hdr srh = *srhp;
-	struct flow f;
 
 	struct pool_conf *c = bpf_map_lookup_elem(&pool_confs, &id);
 	struct pool_stats *st = bpf_map_lookup_elem(&pool_counters, &id);
@@ -444,19 +630,15 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 		return POOL_TCX_NEXT;
 	__u32 live = *lv;
 
-	__builtin_memset(&f, 0, sizeof(f));
 	__u64 h = 0;
-	int fr = inner_flow(skb, inner, srh.nexthdr, &f);
-	if (fr == 0)
-		h = flow_hash(&f, c->flags & POOL_SYMMETRIC);
-	else if (fr == -1) {
+	if (flow_of(skb, inner, srh.nexthdr, !!(c->flags & POOL_SYMMETRIC), &h)) {
 		st->errors++;
 		count_drop(id, POOL_DROP_MALFORMED);
 		return TC_ACT_SHOT;
 	}
 
-	int any, pick;
-	choose(c, live, h, &any, &pick);
+	int ch = pool_choose(c, live, h);
+	int any = (ch & 0xff) - 1, pick = ((ch >> 8) & 0xff) - 1;
 	if (any < 0)
 		return POOL_TCX_NEXT;
 
@@ -494,7 +676,7 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 		count_drop(id, POOL_DROP_POLICY);
 		return TC_ACT_SHOT;
 	}
-	int da_changed = 0;
+	int da_changed = 0, rc;
 	if (action == 1) {
 		if (i == 0) {
 			st->errors++;
@@ -507,6 +689,9 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 			return TC_ACT_SHOT;
 		}
 		st->bypass++;
+		if (!da_changed)
+			return POOL_TCX_NEXT;
+		rc = reroute(skb);
 	} else {
 		if (pick < 0 || pick >= POOL_INST_MAX)
 			return POOL_TCX_NEXT;
@@ -527,23 +712,24 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 		st->inst[p]++;
 		if (same_sid(seg, c->inst[p].sid))
 			return POOL_TCX_NEXT; /* the placeholder is the choice */
+		/* Written by the helper, not by direct packet access: a
+		 * program that writes packets directly gets a prologue that
+		 * unclones every cloned skb it sees (the host's own TCP
+		 * segments on any interface), pool's or not. */
 		if (bpf_skb_store_bytes(skb, SEG_OFF(i), c->inst[p].sid, 16, 0)) {
 			st->errors++;
 			count_drop(id, POOL_DROP_REWRITE);
 			return TC_ACT_SHOT;
 		}
-		if (i == srh.segments_left) {
-			if (bpf_skb_store_bytes(skb, DA_OFF, c->inst[p].sid, 16, 0)) {
-				st->errors++;
-				count_drop(id, POOL_DROP_REWRITE);
-				return TC_ACT_SHOT;
-			}
-			da_changed = 1;
+		if (i != srh.segments_left)
+			return POOL_TCX_NEXT;
+		if (bpf_skb_store_bytes(skb, DA_OFF, c->inst[p].sid, 16, 0)) {
+			st->errors++;
+			count_drop(id, POOL_DROP_REWRITE);
+			return TC_ACT_SHOT;
 		}
+		rc = reroute_inst(skb, id, p, c->inst[p].sid);
 	}
-	if (!da_changed)
-		return POOL_TCX_NEXT;
-	int rc = reroute(skb);
 	if (rc == REROUTE_FAIL) {
 		st->errors++;
 		count_drop(id, POOL_DROP_FIB);
@@ -556,7 +742,7 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
  * selector saw it untagged; this one is on the lower device) whose SRH
  * holds a pool's SID is dropped and counted rather than sent on to the
  * placeholder: the selector rewrites untagged frames only. */
-static __always_inline int tagged_pool(struct __sk_buff *skb)
+static __attribute__((noinline)) int tagged_pool(struct __sk_buff *skb)
 {
 	struct ipv6_sr_hdr srh;
 	__u8 nh, seg[16];
@@ -588,7 +774,7 @@ SEC("tcx/egress")
 int pool_out(struct __sk_buff *skb)
 {
 	struct ipv6_sr_hdr srh;
-	struct ipv6hdr ip;
+	void *data, *end;
 	__u8 seg[16];
 	__u32 nsegs;
 
@@ -598,11 +784,24 @@ int pool_out(struct __sk_buff *skb)
 		return tagged_pool(skb);
 	if (skb->protocol != bpf_htons(ETH_P_IPV6))
 		return POOL_TCX_NEXT;
-	if (bpf_skb_load_bytes(skb, ETH_LEN, &ip, sizeof(ip)) || ip.nexthdr != IPPROTO_ROUTING)
+	/* Direct packet reads throughout the common path (a helper call per
+	 * header was most of the selector's cost: docs/pools.md). */
+	linear(skb, SRH_OFF + 8);
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
+	if (data + SRH_OFF + 8 > end)
 		return POOL_TCX_NEXT;
-	if (bpf_skb_load_bytes(skb, SRH_OFF, &srh, sizeof(srh)) || srh.type != IPV6_SRCRT_TYPE_4)
+	if (((struct ipv6hdr *)(data + ETH_LEN))->nexthdr != IPPROTO_ROUTING)
+		return POOL_TCX_NEXT;
+	srh = *(struct ipv6_sr_hdr *)(data + SRH_OFF);
+	if (srh.type != IPV6_SRCRT_TYPE_4)
 		return POOL_TCX_NEXT;
 	nsegs = (__u32)srh.first_segment + 1;
+	/* The segments to scan linear (the packets of other chains pay no
+	 * more than that). */
+	linear(skb, SEG_OFF((srh.segments_left < POOL_SEGS_MAX ? srh.segments_left : POOL_SEGS_MAX - 1) + 1));
+	data = (void *)(long)skb->data;
+	end = (void *)(long)skb->data_end;
 
 	/* Scan the segments still to visit (0..SL) for a pool's SID. One
 	 * pool per packet: a chain with two pools is rewritten at its first
@@ -612,12 +811,14 @@ int pool_out(struct __sk_buff *skb)
 	for (int k = POOL_SEGS_MAX - 1; k >= 0; k--) {
 		if (k > srh.segments_left)
 			continue;
-		if (bpf_skb_load_bytes(skb, SEG_OFF(k), seg, 16))
+		__u8 *s = data + SEG_OFF(k);
+		if ((void *)(s + 16) > end)
 			return POOL_TCX_NEXT;
-		__u32 *pid = bpf_map_lookup_elem(&pool_sids, seg);
+		__u32 *pid = bpf_map_lookup_elem(&pool_sids, s);
 		if (pid) {
 			i = k;
 			id = *pid;
+			__builtin_memcpy(seg, s, 16);
 			found = 1;
 			break;
 		}
@@ -634,6 +835,15 @@ int pool_out(struct __sk_buff *skb)
 		count_drop(id, POOL_DROP_MALFORMED);
 		return TC_ACT_SHOT;
 	}
+	__u32 zero = 0, *sc = bpf_map_lookup_elem(&pool_scratch, &zero);
+	if (!sc)
+		return POOL_TCX_NEXT;
+	*sc = i;
+	i = *sc & (POOL_SEGS_MAX - 1);
+	/* A pool's packet: its whole SRH and the inner packet's headers
+	 * (IPv4 with options and ports: 64 bytes) linear, so that
+	 * pool_apply reads them directly. */
+	linear(skb, SEG_OFF(nsegs) + 64);
 	return pool_apply(skb, &srh, i, id, SEG_OFF(nsegs), seg);
 }
 

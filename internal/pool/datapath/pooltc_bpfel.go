@@ -43,6 +43,21 @@ const (
 	poolTCPoolDropReasonPOOL_DROP_MAX         poolTCPoolDropReason = 6
 )
 
+type poolTCPoolFc struct {
+	_ structs.HostLayout
+	F struct {
+		_     structs.HostLayout
+		A     [4]uint32
+		B     [4]uint32
+		Pa    uint16
+		Pb    uint16
+		Proto uint32
+	}
+	H     uint64
+	Sym   uint32
+	Valid uint32
+}
+
 type poolTCPoolFlags uint32
 
 const (
@@ -65,6 +80,12 @@ type poolTCPoolInst struct {
 	Sid    [16]uint8
 	Weight uint32
 	Pad    uint32
+}
+
+type poolTCPoolInstNh struct {
+	_   structs.HostLayout
+	Sid [16]uint8
+	Nh  poolTCPoolNh
 }
 
 type poolTCPoolMovedVal struct {
@@ -104,9 +125,12 @@ const (
 	poolTCMapPoolConfs          = "pool_confs"
 	poolTCMapPoolCounters       = "pool_counters"
 	poolTCMapPoolDrops          = "pool_drops"
+	poolTCMapPoolFcache         = "pool_fcache"
+	poolTCMapPoolInstNhs        = "pool_inst_nhs"
 	poolTCMapPoolLive           = "pool_live"
 	poolTCMapPoolMoved          = "pool_moved"
 	poolTCMapPoolNhs            = "pool_nhs"
+	poolTCMapPoolScratch        = "pool_scratch"
 	poolTCMapPoolSids           = "pool_sids"
 	poolTCMapPoolSticky         = "pool_sticky"
 	poolTCProgPoolOut           = "pool_out"
@@ -167,9 +191,12 @@ type poolTCMapSpecs struct {
 	PoolConfs    *ebpf.MapSpec `ebpf:"pool_confs"`
 	PoolCounters *ebpf.MapSpec `ebpf:"pool_counters"`
 	PoolDrops    *ebpf.MapSpec `ebpf:"pool_drops"`
+	PoolFcache   *ebpf.MapSpec `ebpf:"pool_fcache"`
+	PoolInstNhs  *ebpf.MapSpec `ebpf:"pool_inst_nhs"`
 	PoolLive     *ebpf.MapSpec `ebpf:"pool_live"`
 	PoolMoved    *ebpf.MapSpec `ebpf:"pool_moved"`
 	PoolNhs      *ebpf.MapSpec `ebpf:"pool_nhs"`
+	PoolScratch  *ebpf.MapSpec `ebpf:"pool_scratch"`
 	PoolSids     *ebpf.MapSpec `ebpf:"pool_sids"`
 	PoolSticky   *ebpf.MapSpec `ebpf:"pool_sticky"`
 }
@@ -206,9 +233,12 @@ type poolTCMaps struct {
 	PoolConfs    *ebpf.Map `ebpf:"pool_confs"`
 	PoolCounters *ebpf.Map `ebpf:"pool_counters"`
 	PoolDrops    *ebpf.Map `ebpf:"pool_drops"`
+	PoolFcache   *ebpf.Map `ebpf:"pool_fcache"`
+	PoolInstNhs  *ebpf.Map `ebpf:"pool_inst_nhs"`
 	PoolLive     *ebpf.Map `ebpf:"pool_live"`
 	PoolMoved    *ebpf.Map `ebpf:"pool_moved"`
 	PoolNhs      *ebpf.Map `ebpf:"pool_nhs"`
+	PoolScratch  *ebpf.Map `ebpf:"pool_scratch"`
 	PoolSids     *ebpf.Map `ebpf:"pool_sids"`
 	PoolSticky   *ebpf.Map `ebpf:"pool_sticky"`
 }
@@ -218,9 +248,12 @@ func (m *poolTCMaps) Close() error {
 		m.PoolConfs,
 		m.PoolCounters,
 		m.PoolDrops,
+		m.PoolFcache,
+		m.PoolInstNhs,
 		m.PoolLive,
 		m.PoolMoved,
 		m.PoolNhs,
+		m.PoolScratch,
 		m.PoolSids,
 		m.PoolSticky,
 	)

@@ -24,11 +24,32 @@ import (
 //	               the SUT's interfaces, so the run's other arms (T.Encaps)
 //	               pay its scan of their SRH too: the ratio is the cost of
 //	               selecting, not of having the program.
+//
+//	T.Encaps.pool1 the same with a pool of one instance, P itself: the
+//	               selector hashes and chooses but rewrites nothing (the
+//	               cost of choosing without that of rewriting/re-routing).
+//	T.Encaps.poolmiss the same with a pool the packets do not carry (its
+//	               placeholder is not in their SID list): the selector
+//	               scans as for T.Encaps; a control of the recipe itself.
 func Recipes() []perf.Recipe {
-	return []perf.Recipe{perf.NewRecipe("T.Encaps.pool", "headend: encap seg6 mode encap, 2 SIDs, the first a pool of 3 instances (segchain's selector)", setup)}
+	return []perf.Recipe{
+		perf.NewRecipe("T.Encaps.pool", "headend: encap seg6 mode encap, 2 SIDs, the first a pool of 3 instances (segchain's selector)", setup(pool3)),
+		perf.NewRecipe("T.Encaps.pool1", "headend: as T.Encaps.pool, a pool of 1 instance (the placeholder: chosen, not rewritten)", setup(pool1)),
+		perf.NewRecipe("T.Encaps.poolmiss", "headend: as T.Encaps.pool, the pool not in the packets' SID list (control)", setup(poolMiss)),
+	}
 }
 
-func setup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+const (
+	pool3 = iota
+	pool1
+	poolMiss
+)
+
+func setup(kind int) func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	return func(env *perf.Env, k int, p perf.Params) ([]byte, error) { return setupKind(env, k, p, kind) }
+}
+
+func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 	if env.Do == nil {
 		return nil, fmt.Errorf("T.Encaps.pool needs the SUT's namespace here: %w", perf.ErrNotSupported)
 	}
@@ -39,8 +60,16 @@ func setup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 		return nil, fmt.Errorf("headend route: %v: %s", err, out)
 	}
 	pl := pool.Pool{Name: "perf", Placeholder: ph, OnFailure: pool.Failover, AllDown: pool.Drop, Symmetric: true}
-	for i := 3; i <= 5; i++ {
-		pl.Instances = append(pl.Instances, pool.Instance{Name: fmt.Sprintf("far%d", i), SID: perf.Addr("far", k, i), Weight: 1})
+	switch kind {
+	case pool1:
+		pl.Instances = []pool.Instance{{Name: "far1", SID: ph, Weight: 1}}
+	case poolMiss:
+		pl.Placeholder = perf.Addr("far", k, 9)
+		pl.Instances = []pool.Instance{{Name: "far9", SID: pl.Placeholder, Weight: 1}}
+	default:
+		for i := 3; i <= 5; i++ {
+			pl.Instances = append(pl.Instances, pool.Instance{Name: fmt.Sprintf("far%d", i), SID: perf.Addr("far", k, i), Weight: 1})
+		}
 	}
 	var dir string
 	err := env.Do(func() error {
