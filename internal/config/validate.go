@@ -866,6 +866,13 @@ func (v *validator) chain(p string, c *Chain) {
 			continue
 		}
 		first[s] = i
+		if svc := v.d.Services[s]; svc != nil && strings.EqualFold(svc.Behavior, "End.B6") {
+			// seg6_do_srh_inline makes the packet's destination, the
+			// binding SID itself, the last segment of the SRH it
+			// inserts: once through the policy the packet is back at
+			// End.B6, which inserts again, until the hop limit runs out.
+			v.errf(sp, "service %s is End.B6: Linux inserts its policy with the binding SID itself as the last segment, so a chain's packets come back to it after the policy and loop until their hop limit runs out; steer a chain with End.B6.Encaps", s)
+		}
 	}
 	if len(c.Services) == 0 && c.Egress == nil {
 		v.errf(p+".services", "a chain needs at least one service or an egress")
