@@ -14,14 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/agent/local"
-	"github.com/segchain/segchain/internal/config"
-	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/oam"
-	"github.com/segchain/segchain/internal/plan"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
 
@@ -31,66 +28,21 @@ type env struct {
 	d   oam.Domain
 }
 
-// setup brings up a domain file in a lab of its own (removed when the
-// test ends, even on failure), runs before (if any) and applies it.
-func setup(t testing.TB, file string, before func(*lab.Lab)) *env {
+// setup brings up a domain file in a lab of its own (labenv: removed,
+// and checked for leftovers, when the test ends, even on failure), runs
+// before (if any) and applies it through an apply session, as segchain
+// apply does.
+func setup(t *testing.T, file string, before func(*lab.Lab)) *env {
 	t.Helper()
-	testutil.RequireRoot(t)
-	if testing.Short() {
-		t.Skip("privileged namespace test: skipped with -short")
-	}
-	d, err := config.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName("oam")
-	t.Cleanup(func() {
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Build(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	agents := map[string]agent.Agent{}
-	for n := range p.Nodes {
-		ns, _ := l.Netns(n)
-		agents[n] = local.NewLocal(n, ns)
-	}
-	t.Cleanup(func() {
-		for n, a := range agents {
-			_ = a.(*local.Local).Forget(context.Background())
-			_ = n
-		}
-	})
+	le := labenv.New(t, labenv.Options{File: file, Prefix: "oam"})
 	if before != nil {
-		before(l)
+		before(le.Lab)
 	}
-	ctl := &controller.Controller{Plan: p, Agents: agents}
-	if _, err := ctl.Apply(context.Background(), false); err != nil {
+	s := le.Session(nil)
+	if _, err := s.Apply(context.Background()); err != nil {
 		t.Fatalf("apply: %v", err)
 	}
-	e := &env{t: t, lab: l}
-	e.d = oam.Domain{Config: d, Plan: p, Netns: l.Nodes,
-		Counters: func(ctx context.Context) (map[string][]agent.SIDCounters, error) {
-			out := map[string][]agent.SIDCounters{}
-			for _, n := range ctl.Counters(ctx) {
-				for _, s := range n.SIDs {
-					out[n.Node] = append(out[n.Node], s.SIDCounters)
-				}
-			}
-			return out, nil
-		}}
-	return e
+	return &env{t: t, lab: le.Lab, d: oamsvc.Domain(s)}
 }
 
 func (e *env) trace(t *testing.T, chain string) *oam.Report {
