@@ -19,7 +19,7 @@ import (
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/session"
-	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 // executions counts the Execute calls each node's agent gets.
@@ -55,7 +55,6 @@ func (c counted) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 // changes none; a route deleted by hand on one leaf makes the next plain
 // apply fetch that node's state alone and repair it alone.
 func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	f := lab.Fabric{Topology: "clos3", Nodes: 16, Summaries: true, PodLeaves: 2, Spines: 2, Supers: 1}
 	y, err := f.YAML()
 	if err != nil {
@@ -69,20 +68,7 @@ func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName("dig")
-	t.Cleanup(func() {
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := labenv.New(t, labenv.Options{Domain: d, Prefix: "dig"}).Lab
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	ex := &executions{n: map[string]int{}}

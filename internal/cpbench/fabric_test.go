@@ -13,6 +13,7 @@ import (
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 // A small 3-tier Clos fabric (three pods of two leaves and two spines,
@@ -22,7 +23,6 @@ import (
 // block, which the pinging leaf reaches through one summary route (and
 // the reply through the far leaf's).
 func TestPrivilegedSummariesForward(t *testing.T) {
-	testutil.RequirePrivileged(t)
 	f := lab.Fabric{Topology: "clos3", Nodes: 16, Summaries: true, PodLeaves: 2, Spines: 2, Supers: 1}
 	y, err := f.YAML()
 	if err != nil {
@@ -36,20 +36,7 @@ func TestPrivilegedSummariesForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := lab.FromDomain(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo.Name = testutil.UniqueName("sum")
-	t.Cleanup(func() {
-		if err := lab.Down(topo.Name); err != nil {
-			t.Errorf("lab down: %v", err)
-		}
-	})
-	l, err := lab.Up(topo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := labenv.New(t, labenv.Options{Domain: d, Prefix: "sum"}).Lab
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
 		ns, _ := l.Netns(n)

@@ -33,6 +33,9 @@ import (
 type Options struct {
 	// File is the domain file the lab is brought up from.
 	File string
+	// Domain, instead of File: a domain the test built (a generated
+	// fabric); in-process only (CLI needs a file).
+	Domain *config.Domain
 	// Prefix starts the lab's name (a random suffix follows).
 	Prefix string
 	// CLI: the lab is brought up and taken down with the segchain binary
@@ -86,9 +89,15 @@ func New(t *testing.T, o Options) *Env {
 			t.Fatalf("routers need FRR (make deps): %v", err)
 		}
 	}
-	d, err := config.Load(o.File)
-	if err != nil {
-		t.Fatal(err)
+	d := o.Domain
+	switch {
+	case d != nil && o.CLI:
+		t.Fatal("labenv: a Domain is brought up in-process only (CLI needs File)")
+	case d == nil:
+		var err error
+		if d, err = config.Load(o.File); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e := &Env{T: t, Name: testutil.UniqueName(o.Prefix), Domain: d, opts: o}
 	if o.CLI {
