@@ -2,17 +2,11 @@ package oam_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
-	"net/url"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +55,7 @@ func TestSampleContinuousPrometheus(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("sample: %v", err)
 	}
-	prom := startPrometheus(t, target)
+	prom := testutil.StartPrometheus(t, "segchain-sample", target)
 
 	res := testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, count, 1000, nil)
 	if res.Lost != 0 || res.Unique != count {
@@ -70,10 +64,10 @@ func TestSampleContinuousPrometheus(t *testing.T) {
 	want := float64(count / rate)
 	var last string
 	for deadline := time.Now().Add(90 * time.Second); ; {
-		hops, raw, err := promQuery(prom, `sum by (hop, node) (segchain_sample_hop_step_seconds_count{chain="web"})`)
+		hops, raw, err := prom.Query(`sum by (hop, node) (segchain_sample_hop_step_seconds_count{chain="web"})`, "chain")
 		last = raw
-		pk, _, _ := promQuery(prom, `segchain_sample_packets_total{chain="web"}`)
-		mk, _, _ := promQuery(prom, `segchain_sample_marked_total{chain="web"}`)
+		pk, _, _ := prom.Query(`segchain_sample_packets_total{chain="web"}`, "chain")
+		mk, _, _ := prom.Query(`segchain_sample_marked_total{chain="web"}`, "chain")
 		ok := err == nil && len(hops) == 3 && pk[""] == count && mk[""] == want
 		for _, v := range hops {
 			ok = ok && math.Abs(v-want) <= 0.01*want
@@ -86,7 +80,7 @@ func TestSampleContinuousPrometheus(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	if inc, _, err := promQuery(prom, `segchain_sample_incomplete_total{chain="web"}`); err != nil || inc[""] != 0 {
+	if inc, _, err := prom.Query(`segchain_sample_incomplete_total{chain="web"}`, "chain"); err != nil || inc[""] != 0 {
 		t.Errorf("incomplete %v (%v), want 0", inc, err)
 	}
 	// The exposition itself, by Prometheus' own checker.
@@ -108,76 +102,4 @@ func TestSampleContinuousPrometheus(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-}
-
-// startPrometheus runs a real Prometheus scraping target every second and
-// returns its address; it is killed when the test ends.
-func startPrometheus(t *testing.T, target string) string {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: segchain-sample
-    static_configs:
-      - targets: [%q]
-`, target)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := l.Addr().String()
-	l.Close()
-	prom := exec.Command("prometheus", "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+listen, "--log.level=warn")
-	if err := prom.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		prom.Process.Kill()
-		prom.Wait()
-	})
-	return listen
-}
-
-// promQuery asks Prometheus for an instant vector: each series' value by
-// its labels other than __name__, job and instance ("" for none).
-func promQuery(addr, q string) (map[string]float64, string, error) {
-	resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(q))
-	if err != nil {
-		return nil, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var r struct {
-		Status string `json:"status"`
-		Data   struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, string(b), err
-	}
-	if r.Status != "success" {
-		return nil, string(b), fmt.Errorf("status %s", r.Status)
-	}
-	out := map[string]float64{}
-	for _, s := range r.Data.Result {
-		var ls []string
-		for k, v := range s.Metric {
-			if k != "__name__" && k != "job" && k != "instance" && k != "chain" {
-				ls = append(ls, k+"="+v)
-			}
-		}
-		v, _ := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
-		out[strings.Join(ls, ",")] = v
-	}
-	return out, string(b), nil
 }
