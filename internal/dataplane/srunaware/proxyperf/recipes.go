@@ -130,25 +130,7 @@ func proxyRecipe(env *perf.Env, k int, p perf.Params, behavior, extra string) ([
 	if err != nil {
 		return nil, err
 	}
-	err = env.Do(func() error {
-		n, err := srunaware.Open("")
-		if err != nil {
-			return err
-		}
-		// A previous run's instance: removing the last SID tears the
-		// pins down, so reopen before adding.
-		if _, err := n.Del(sid); err != nil {
-			n.Close()
-			return err
-		}
-		n.Close()
-		if n, err = srunaware.Open(""); err != nil {
-			return err
-		}
-		defer n.Close()
-		return n.Add(spec)
-	})
-	if err != nil {
+	if err := installSID(env, sid, spec); err != nil {
 		return nil, err
 	}
 	src := netip.MustParseAddr(perf.TesterTx6)
@@ -331,7 +313,20 @@ func adUSID(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = env.Do(func() error {
+	if err := installSID(env, sid, spec); err != nil {
+		return nil, err
+	}
+	src := netip.MustParseAddr(perf.TesterTx6)
+	inner := ipv6(src, perf.Addr("dst", k, 1), 17, udp(p.Size-48))
+	da := netip.MustParseAddr(fmt.Sprintf("fcbb:bb00:%x:f004:f005::", 0x3000+k))
+	return eth(env, ipv6(src, da, 41, inner)), nil
+}
+
+// installSID installs the proxy SID spec in the SUT's namespace, replacing
+// a previous run's instance: removing the last SID tears the pins down, so
+// the node is opened again before adding.
+func installSID(env *perf.Env, sid netip.Prefix, spec srunaware.Spec) error {
+	return env.Do(func() error {
 		n, err := srunaware.Open("")
 		if err != nil {
 			return err
@@ -347,11 +342,4 @@ func adUSID(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 		defer n.Close()
 		return n.Add(spec)
 	})
-	if err != nil {
-		return nil, err
-	}
-	src := netip.MustParseAddr(perf.TesterTx6)
-	inner := ipv6(src, perf.Addr("dst", k, 1), 17, udp(p.Size-48))
-	da := netip.MustParseAddr(fmt.Sprintf("fcbb:bb00:%x:f004:f005::", 0x3000+k))
-	return eth(env, ipv6(src, da, 41, inner)), nil
 }
