@@ -15,11 +15,7 @@ import (
 	"github.com/segchain/segchain/internal/agent/reconcile"
 	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/agent/rpc/server"
-	"github.com/segchain/segchain/internal/config"
-	"github.com/segchain/segchain/internal/lab"
-	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/session"
-	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 // executions counts the Execute calls each node's agent gets.
@@ -55,20 +51,7 @@ func (c counted) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 // changes none; a route deleted by hand on one leaf makes the next plain
 // apply fetch that node's state alone and repair it alone.
 func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
-	f := lab.Fabric{Topology: "clos3", Nodes: 16, Summaries: true, PodLeaves: 2, Spines: 2, Supers: 1}
-	y, err := f.YAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := config.Parse([]byte(y), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Build(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := labenv.New(t, labenv.Options{Domain: d, Prefix: "dig"}).Lab
+	d, p, l := fabricLab(t, "dig")
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	ex := &executions{n: map[string]int{}}

@@ -23,20 +23,7 @@ import (
 // block, which the pinging leaf reaches through one summary route (and
 // the reply through the far leaf's).
 func TestPrivilegedSummariesForward(t *testing.T) {
-	f := lab.Fabric{Topology: "clos3", Nodes: 16, Summaries: true, PodLeaves: 2, Spines: 2, Supers: 1}
-	y, err := f.YAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := config.Parse([]byte(y), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Build(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := labenv.New(t, labenv.Options{Domain: d, Prefix: "sum"}).Lab
+	d, p, l := fabricLab(t, "sum")
 	agents := map[string]agent.Agent{}
 	for n := range p.Nodes {
 		ns, _ := l.Netns(n)
@@ -95,4 +82,24 @@ func TestPrivilegedSummariesForward(t *testing.T) {
 		t.Fatal("no leaf pairs across pods")
 	}
 	t.Logf("%d leaf pairs across pods answered", pairs)
+}
+
+// fabricLab brings up a 16-node, 3-tier Clos fabric with summarised
+// routes in a lab of its own (labenv, name prefix), unapplied, with its
+// domain and plan.
+func fabricLab(t *testing.T, prefix string) (*config.Domain, *plan.Plan, *lab.Lab) {
+	t.Helper()
+	y, err := lab.Fabric{Topology: "clos3", Nodes: 16, Summaries: true, PodLeaves: 2, Spines: 2, Supers: 1}.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := config.Parse([]byte(y), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, p, labenv.New(t, labenv.Options{Domain: d, Prefix: prefix}).Lab
 }
