@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -56,19 +55,7 @@ Exit status: 0 when interrupted or --for ran out, 1 on error.`,
 				defer cancel()
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			netnsOf := func(node string) (string, bool) {
-				ns, ok := l.Nodes[node]
-				return ns, ok
-			}
-			var wg sync.WaitGroup
-			for node, ns := range l.Nodes {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					health.RunNode(ctx, ns, netnsOf, log.With("node", node), nil)
-				}()
-			}
-			wg.Wait()
+			health.RunNodes(ctx, l.Nodes, log)
 			return nil
 		},
 	}
