@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -130,7 +131,21 @@ func TestInstallPartial(t *testing.T) {
 	learned := map[netip.Prefix][]Candidate{p("fc00:2::/64"): {{Neighbor: b, ASPath: 3}}}
 	step("a partial recomputation", learned, map[netip.Prefix]bool{p("fc00:2::/64"): true, p("fc00:3::/64"): true},
 		"fc00:2::/64 via fc00:98::2 dev ib; fc00:4::/64 via fc00:98::2 dev ib")
-	// Behind the speaker's back: a route of its protocol and metric.
-	testutil.Exec(t, ns, "ip", "-6", "route", "add", "fc00:7::/64", "via", "fc00:99::2", "dev", "ia", "proto", "199", "metric", "20")
+	// Behind the speaker's back: a route of its protocol and metric, and
+	// routes an agent before the metric's change left (metric 20, one of
+	// them to a prefix the speaker wants).
+	testutil.Exec(t, ns, "ip", "-6", "route", "add", "fc00:7::/64", "via", "fc00:99::2", "dev", "ia", "proto", "199", "metric", strconv.Itoa(Metric))
+	testutil.Exec(t, ns, "ip", "-6", "route", "add", "fc00:2::/64", "via", "fc00:99::2", "dev", "ia", "proto", "199", "metric", "20")
+	testutil.Exec(t, ns, "ip", "-6", "route", "add", "fc00:8::/64", "via", "fc00:99::2", "dev", "ia", "proto", "199", "metric", "20")
 	step("a full recomputation", learned, nil, "fc00:2::/64 via fc00:98::2 dev ib")
+	if got := testutil.Exec(t, ns, "ip", "-6", "route", "show", "proto", "199"); strings.Contains(got, "metric 20 ") || strings.Contains(got, "fc00:8::") {
+		t.Errorf("legacy metric-20 routes left after a full recomputation:\n%s", got)
+	}
+	testutil.Exec(t, ns, "ip", "-6", "route", "add", "fc00:9::/64", "via", "fc00:99::2", "dev", "ia", "proto", "199", "metric", "20")
+	if err := s.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.Exec(t, ns, "ip", "-6", "route", "show", "proto", "199"); got != "" {
+		t.Errorf("routes left after flush:\n%s", got)
+	}
 }

@@ -57,7 +57,7 @@ func (s *Speaker) Installed() ([]Route, error) {
 		return nil, err
 	}
 	defer h.Close()
-	cur, _, err := installed(h)
+	cur, _, _, err := installed(h)
 	if err != nil {
 		return nil, err
 	}
@@ -69,12 +69,13 @@ func (s *Speaker) Installed() ([]Route, error) {
 	return out, nil
 }
 
-// installed reads the routes of protocol ProtoBGP in the main table, by
-// destination, with the netlink routes themselves (to delete them).
-func installed(h *netlink.Handle) (map[netip.Prefix]Route, map[netip.Prefix]netlink.Route, error) {
+// installed reads the routes of protocol ProtoBGP and metric Metric in the
+// main table, by destination, with the netlink routes themselves (to
+// delete them), and the routes of legacyMetric (to remove).
+func installed(h *netlink.Handle) (map[netip.Prefix]Route, map[netip.Prefix]netlink.Route, []netlink.Route, error) {
 	links, err := h.LinkList()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	names := map[int]string{}
 	for _, l := range links {
@@ -83,11 +84,15 @@ func installed(h *netlink.Handle) (map[netip.Prefix]Route, map[netip.Prefix]netl
 	rs, err := h.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Protocol: nodestate.ProtoBGP, Table: mainTable},
 		netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	out := map[netip.Prefix]Route{}
 	raw := map[netip.Prefix]netlink.Route{}
+	var legacy []netlink.Route
 	for _, r := range rs {
+		if r.Dst != nil && r.Priority == legacyMetric {
+			legacy = append(legacy, r)
+		}
 		if r.Dst == nil || r.Priority != Metric {
 			continue
 		}
@@ -114,7 +119,7 @@ func installed(h *netlink.Handle) (map[netip.Prefix]Route, map[netip.Prefix]netl
 		out[dst] = rt
 		raw[dst] = r
 	}
-	return out, raw, nil
+	return out, raw, legacy, nil
 }
 
 // install makes the kernel's BGP routes what Select makes of learned:
@@ -144,8 +149,9 @@ func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidat
 	}
 	want := Select(in, learned, usable, func(p netip.Prefix) bool { return connected[p] })
 	cur := s.routes
+	var legacy []netlink.Route
 	if only == nil || cur == nil {
-		if cur, _, err = installed(h); err != nil {
+		if cur, _, legacy, err = installed(h); err != nil {
 			return err
 		}
 	}
@@ -188,6 +194,14 @@ func (s *Speaker) install(in *nodestate.BGP, learned map[netip.Prefix][]Candidat
 		s.log.Debug("bgp route withdrawn", "dst", dst.String())
 		withdrawn++
 	}
+	// After the adds: a legacy route goes once its successor is in.
+	for _, r := range legacy {
+		if err := h.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("delete legacy route %s: %w", r.Dst, err))
+			continue
+		}
+		withdrawn++
+	}
 	s.routes = next
 	if len(errs) > 0 {
 		s.routes = nil // the kernel's table is read again next time
@@ -221,7 +235,7 @@ func (s *Speaker) flush() error {
 		return err
 	}
 	defer h.Close()
-	_, raw, err := installed(h)
+	_, raw, legacy, err := installed(h)
 	if err != nil {
 		return err
 	}
@@ -229,6 +243,11 @@ func (s *Speaker) flush() error {
 	for dst, r := range raw {
 		if err := h.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
 			errs = append(errs, fmt.Errorf("delete route %s: %w", dst, err))
+		}
+	}
+	for _, r := range legacy {
+		if err := h.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("delete legacy route %s: %w", r.Dst, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -24,12 +24,21 @@ import (
 	"github.com/segchain/segchain/internal/nodestate"
 )
 
-// Metric is the route priority of installed best paths: below the
-// kernel's default for IPv6 (1024) that segchain's static routes get, so
-// a domain switching from static to bgp routes over BGP as soon as a path
-// is learned while the static routes are still there (make-before-break),
-// and the other way round.
-const Metric = 20
+// Metric is the route priority of installed best paths: above the
+// kernel's IPv6 default (1024) that segchain's static routes get. While a
+// domain switches from static to bgp both are in a node's table and the
+// static route keeps carrying the traffic until apply deletes it, after
+// the speakers have settled. A lower metric made a node use a path learned
+// mid-convergence while its neighbour still used its static route back
+// through it: a micro-loop (test/bgp TestPrivilegedBGPSwitch lost packets
+// to it). The other way round, the static routes apply adds win at once.
+const Metric = 1100
+
+// legacyMetric is the metric agents before Metric's change installed
+// their best paths with; a speaker removes such routes of its protocol
+// when it reads the kernel's table, so an agent upgraded in place does not
+// leave routes that outrank every other.
+const legacyMetric = 20
 
 // StateFile is the file under the agent's state directory that keeps the
 // intent the speaker runs, so that a restarted agent runs it again.

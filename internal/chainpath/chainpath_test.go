@@ -107,8 +107,8 @@ func TestChain(t *testing.T) {
 		want: [][][]string{{{"ingress", "r1", "nfv1", "egress"}, {"ingress", "r2", "nfv2", "egress"}}},
 		line: "ingress → {r1 → nfv1 | r2 → nfv2} → egress (fc00:4::d6 End.DX6)",
 	}, {
-		// The agent's BGP route (metric 20) beats the static one of the
-		// same prefix (1024), a longer prefix beats both, FRR's zebra
+		// A route of a lower metric (here 20) beats one of the same
+		// prefix at 1024, a longer prefix beats both, FRR's zebra
 		// routes go via link-local gateways, a dead next hop is skipped.
 		name: "BGP-like routes",
 		hops: []plan.Hop{sidNFV1, sidEgress},
