@@ -28,6 +28,15 @@ func (d Duration) MarshalText() ([]byte, error) {
 }
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
+// Inner packet sizes an experiment takes: MaxSize leaves room for the
+// longest headers a recipe pushes (outer IPv6 + an SRH of six SIDs, 144
+// bytes) within the lab's 1500-byte MTU, and the frame within the
+// generator's template (PERF_TMPL_MAX).
+const (
+	MinSize = 48
+	MaxSize = 1356
+)
+
 // Experiment is an experiment file (examples/perf/*.yaml).
 type Experiment struct {
 	Name        string `yaml:"name" json:"name"`
@@ -36,8 +45,14 @@ type Experiment struct {
 	Baseline string `yaml:"baseline,omitempty" json:"baseline"`
 	// Behaviors measured against the baseline (recipe names).
 	Behaviors []string `yaml:"behaviors" json:"behaviors"`
-	// Sizes of the innermost IP packet (default [64]).
+	// Sizes of the innermost IP packet (default [64]), MinSize..MaxSize.
 	Sizes []int `yaml:"sizes,omitempty" json:"sizes"`
+	// Mix weighs Sizes (one weight each) into a packet size mix, e.g.
+	// IMIX: sizes [64, 576, 1356], mix [7, 4, 1]. Each size is measured
+	// on its own; the report adds, per behaviour, the mix's SUT ns/packet
+	// (Σ wᵢ·nsᵢ / Σ wᵢ over each size's median) and its ratio to the
+	// baseline's (docs/benchmarks.md "Packet size mixes").
+	Mix []float64 `yaml:"mix,omitempty" json:"mix,omitempty"`
 	// Rules: rule counts for recipes that have rules (throughput vs rules).
 	Rules []int `yaml:"rules,omitempty" json:"rules,omitempty"`
 	// Method: "sandwich" (saturated, interleaved; default), "pdr", or "both".
@@ -250,8 +265,22 @@ func (e *Experiment) Validate() error {
 		}
 	}
 	for i, s := range e.Sizes {
-		if s < 48 || s > 400 {
-			bad(fmt.Sprintf("sizes[%d]", i), "%d outside 48..400", s)
+		if s < MinSize || s > MaxSize {
+			bad(fmt.Sprintf("sizes[%d]", i), "%d outside %d..%d", s, MinSize, MaxSize)
+		}
+	}
+	if len(e.Mix) > 0 {
+		sum := 0.0
+		for i, w := range e.Mix {
+			if w < 0 {
+				bad(fmt.Sprintf("mix[%d]", i), "%g: want a weight ≥ 0", w)
+			}
+			sum += w
+		}
+		if len(e.Mix) != len(e.Sizes) {
+			bad("mix", "%d weights for %d sizes: want one weight per size", len(e.Mix), len(e.Sizes))
+		} else if sum <= 0 {
+			bad("mix", "the weights add up to %g: want > 0", sum)
 		}
 	}
 	switch e.Method {

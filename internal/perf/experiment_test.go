@@ -40,6 +40,13 @@ func TestParseExperiment(t *testing.T) {
 				t.Errorf("rules (-want +got)\n%s", diff)
 			}
 		}},
+		{name: "mix", yaml: "name: x\nbehaviors: [End]\nsizes: [64, 576, 1356]\nmix: [7, 4, 1]\n", check: func(t *testing.T, e *Experiment) {
+			if diff := cmp.Diff([]float64{7, 4, 1}, e.Mix); diff != "" {
+				t.Errorf("mix (-want +got)\n%s", diff)
+			}
+		}},
+		{name: "mix errors", yaml: "name: x\nbehaviors: [End]\nsizes: [64, 1357]\nmix: [7, -1, 1]\n",
+			wantErr: []string{"sizes[1]: 1357 outside 48..1356", "mix[1]", "mix: 3 weights for 2 sizes"}},
 		{name: "negative rule count", yaml: "name: x\nbehaviors: [End]\nrules: [1, -1]\n", wantErr: []string{"rules[1]"}},
 	}
 	for _, tt := range tests {

@@ -141,6 +141,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
+	writeMixes(w, r)
 	if len(r.Ceilings) > 0 {
 		fmt.Fprintln(w, "| Run | Size | Generator sent (kpps) | Physical limit: → SUT port XDP_DROP (kpps) | same, frames rewritten (kpps) | → SUT stack + tc drop (kpps) | latency floor p50 / p99 (µs): → XDP_DROP | → stack + tc drop |")
 		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")
