@@ -37,7 +37,7 @@ type xdpGenerator struct {
 }
 
 const (
-	perfTmplSlots = 32  // PERF_TMPL_SLOTS
+	perfTmplSlots = 32   // PERF_TMPL_SLOTS
 	perfTmplMax   = 1536 // PERF_TMPL_MAX
 	// genChunk frames per PROG_TEST_RUN call (≈ 0.1–1 s): between calls the
 	// generator checks for Stop.
