@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -37,6 +38,9 @@ const (
 	MaxSize = 1356
 )
 
+// shapeRate is a tc rate: digits and a unit.
+var shapeRate = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)$`)
+
 // Experiment is an experiment file (examples/perf/*.yaml).
 type Experiment struct {
 	Name        string `yaml:"name" json:"name"`
@@ -59,6 +63,15 @@ type Experiment struct {
 	Method string `yaml:"method,omitempty" json:"method"`
 	// Runs repeats the whole measurement (reproducibility across runs).
 	Runs int `yaml:"runs,omitempty" json:"runs"`
+	// Shape makes the SUT's output port a byte-bound wire: a tc tbf of
+	// this rate (tc's syntax, e.g. 20mbit) on it for the whole run, every
+	// arm and the baseline alike. Throughput is then bytes on the wire,
+	// not CPU: a link-bound figure, labelled so in the report; measure it
+	// with method pdr (the saturated sandwich keeps the SUT's CPU busy
+	// with what tbf drops), ceiling and latency off: the rx counter then
+	// counts at the tester's end of the wire (SinkWire). Empty: no
+	// shaping.
+	Shape string `yaml:"shape,omitempty" json:"shape,omitempty"`
 	// Ceiling measures the testbed's limits first (default true).
 	Ceiling *bool `yaml:"ceiling,omitempty" json:"ceiling"`
 
@@ -268,6 +281,12 @@ func (e *Experiment) Validate() error {
 		if s < MinSize || s > MaxSize {
 			bad(fmt.Sprintf("sizes[%d]", i), "%d outside %d..%d", s, MinSize, MaxSize)
 		}
+	}
+	if e.Shape != "" && !shapeRate.MatchString(e.Shape) {
+		bad("shape", "%q: want a tc rate such as 20mbit or 500kbit", e.Shape)
+	}
+	if e.Shape != "" && (e.Ceiling == nil || *e.Ceiling || e.Latency.On()) {
+		bad("shape", "needs ceiling: false and latency: {enabled: false} (both count at the SUT's port, before the wire)")
 	}
 	if len(e.Mix) > 0 {
 		sum := 0.0
