@@ -22,6 +22,7 @@
 #include <linux/if_ether.h>
 #include <linux/pkt_cls.h>
 #include "lib/ipv6_walk.h"
+#include "lib/csid.h"
 
 #define SVC_MAX_SLOTS 64   /* services (bindings) per namespace */
 #define SVC_MAX_QUEUES 64  /* receive queues per interface a service serves */
@@ -45,7 +46,9 @@ struct svc_val {
 	__u32 loop_ifindex; /* its peer: redirecting there delivers to own */
 	__u8 own_mac[ETH_ALEN]; /* its MAC: a frame handed over is addressed to it,
 				 * so that the stack there accepts it (bypass) */
-	__u8 pad[2];
+	__u8 csid_lb;	   /* a uSID binding (RFC 9800 NEXT-C-SID): the locator
+			    * block and one C-SID in bytes; 0: full SIDs */
+	__u8 csid_nf;
 	__u32 max_len;	   /* longest frame the binding's pair takes (its MTU +
 			    * the Ethernet header): a longer one would fail
 			    * the redirect after this program, uncounted */
@@ -59,6 +62,8 @@ struct svc_stats {
 	__u64 nosock_bypass;  /* no socket on the queue, on-failure bypass */
 	__u64 malformed;      /* bound SID but no valid SRH with SL > 0: dropped */
 	__u64 too_big;        /* longer than the binding's pair takes: dropped */
+	__u64 csid_padding;   /* uSID binding: a non-zero C-SID after the
+			       * container's end (invalid padding): dropped */
 };
 
 /* svc_info: per slot, written by the service process (userspace counters
@@ -186,6 +191,26 @@ int srv6svc_xdp(struct xdp_md *ctx)
 	if (!st) /* slot out of range: a corrupt entry, never steer */
 		return XDP_PASS;
 
+	/* A uSID binding (docs/usid.md): its prefix is block + uSID, so the
+	 * LPM matches the uSID whatever follows it in the container. A
+	 * container whose padding is invalid (a C-SID after the zero one)
+	 * is dropped and counted; one that holds more uSIDs after the active
+	 * one needs no SRH: the library's End shifts it (RFC 9800 NEXT-C-SID,
+	 * Segments Left unchanged) and parses whatever headers follow. A
+	 * consumed container goes on as a full SID does, below. */
+	if (val->csid_nf) {
+		struct in6_addr da;
+		__u32 lb = (__u32)val->csid_lb * 8, nf = (__u32)val->csid_nf * 8;
+
+		__builtin_memcpy(&da, &ip6->daddr, sizeof(da));
+		if (!csid_padding_ok(&da, lb, nf)) {
+			st->csid_padding++;
+			return XDP_DROP;
+		}
+		if (csid_has_next(&da, lb, nf))
+			goto steer;
+	}
+
 	/* A bound SID's packet must carry a valid SRH (ipv6_srh_valid) with a
 	 * next segment: End needs one. The walk (lib/ipv6_walk.h, as the
 	 * proxies' and the boundary's) finds it within IPV6_EXT_MAX extension
@@ -212,6 +237,7 @@ int srv6svc_xdp(struct xdp_md *ctx)
 			goto malformed;
 	}
 
+steer:
 	if (ctx->ingress_ifindex != val->own_ifindex) {
 		__u32 q0 = idx * SVC_MAX_QUEUES;
 

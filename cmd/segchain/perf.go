@@ -144,8 +144,8 @@ docs/benchmarks.md ("Ceilings").`,
 			if repeat < 1 || window <= 0 {
 				return fmt.Errorf("need --repeat ≥ 1 and --window > 0")
 			}
-			if size < 48 || size > 400 {
-				return fmt.Errorf("--size %d outside 48..400", size)
+			if size < perf.MinSize || size > perf.MaxSize {
+				return fmt.Errorf("--size %d outside %d..%d", size, perf.MinSize, perf.MaxSize)
 			}
 			reg, err := perfRegistry()
 			if err != nil {
@@ -191,7 +191,7 @@ docs/benchmarks.md ("Ceilings").`,
 		},
 	}
 	tb.register(cmd)
-	cmd.Flags().IntVar(&size, "size", 64, "bytes of the IP packet (48..400)")
+	cmd.Flags().IntVar(&size, "size", 64, "bytes of the IP packet (48..1356)")
 	cmd.Flags().IntVar(&repeat, "repeat", 3, "measurements")
 	cmd.Flags().DurationVar(&window, "window", time.Second, "measured time per figure (after a 300 ms warm-up)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text (Markdown table) or json; table is an alias of text")

@@ -34,8 +34,13 @@ func (s *ServiceScratch) FromService(sp *srv6svc.Packet) *Packet {
 		OuterSrc: sp.Outer().Src, OuterDst: sp.Outer().Dst,
 		SL: int(sp.SRH().SegmentsLeft), Args: sp.Args(), Tag: sp.SRH().Tag,
 	}
-	s.segs = sp.AppendSegments(s.segs[:0])
-	p.Segments = s.segs
+	if sp.HasSRH() {
+		s.segs = sp.AppendSegments(s.segs[:0])
+		p.Segments = s.segs
+	}
+	// else a uSID container holding the rest of the chain, no SRH (a
+	// binding with srv6svc.Config.CSID): a packet without an SRH, whose
+	// positive srv6.* conditions fail (nil Segments, docs/ids.md).
 	switch proto := sp.InnerProto(); proto {
 	case protoIPv4, protoIPv6: // encap mode
 		p.Inner = sp.Inner()

@@ -181,6 +181,10 @@ const (
 	// SinkStackDrop counts and drops at the SUT's input port in tc ingress
 	// (after skb allocation and GRO): the ceiling of any stack-based SUT.
 	SinkStackDrop
+	// SinkWire counts at the far end of the SUT's output link (the
+	// tester's rx port, tc ingress): after the output port's qdisc, so
+	// that a shaped wire (Experiment.Shape) limits what is counted.
+	SinkWire
 )
 
 func (k SinkKind) String() string {
@@ -191,6 +195,8 @@ func (k SinkKind) String() string {
 		return "xdp-drop"
 	case SinkStackDrop:
 		return "stack-drop"
+	case SinkWire:
+		return "wire"
 	}
 	return "unknown"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -28,6 +29,18 @@ func (d Duration) MarshalText() ([]byte, error) {
 }
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
+// Inner packet sizes an experiment takes: MaxSize leaves room for the
+// longest headers a recipe pushes (outer IPv6 + an SRH of six SIDs, 144
+// bytes) within the lab's 1500-byte MTU, and the frame within the
+// generator's template (PERF_TMPL_MAX).
+const (
+	MinSize = 48
+	MaxSize = 1356
+)
+
+// shapeRate is a tc rate: digits and a unit.
+var shapeRate = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(bit|kbit|mbit|gbit|bps|kbps|mbps|gbps)$`)
+
 // Experiment is an experiment file (examples/perf/*.yaml).
 type Experiment struct {
 	Name        string `yaml:"name" json:"name"`
@@ -36,14 +49,29 @@ type Experiment struct {
 	Baseline string `yaml:"baseline,omitempty" json:"baseline"`
 	// Behaviors measured against the baseline (recipe names).
 	Behaviors []string `yaml:"behaviors" json:"behaviors"`
-	// Sizes of the innermost IP packet (default [64]).
+	// Sizes of the innermost IP packet (default [64]), MinSize..MaxSize.
 	Sizes []int `yaml:"sizes,omitempty" json:"sizes"`
+	// Mix weighs Sizes (one weight each) into a packet size mix, e.g.
+	// IMIX: sizes [64, 576, 1356], mix [7, 4, 1]. Each size is measured
+	// on its own; the report adds, per behaviour, the mix's SUT ns/packet
+	// (Σ wᵢ·nsᵢ / Σ wᵢ over each size's median) and its ratio to the
+	// baseline's (docs/benchmarks.md "Packet size mixes").
+	Mix []float64 `yaml:"mix,omitempty" json:"mix,omitempty"`
 	// Rules: rule counts for recipes that have rules (throughput vs rules).
 	Rules []int `yaml:"rules,omitempty" json:"rules,omitempty"`
 	// Method: "sandwich" (saturated, interleaved; default), "pdr", or "both".
 	Method string `yaml:"method,omitempty" json:"method"`
 	// Runs repeats the whole measurement (reproducibility across runs).
 	Runs int `yaml:"runs,omitempty" json:"runs"`
+	// Shape makes the SUT's output port a byte-bound wire: a tc tbf of
+	// this rate (tc's syntax, e.g. 20mbit) on it for the whole run, every
+	// arm and the baseline alike. Throughput is then bytes on the wire,
+	// not CPU: a link-bound figure, labelled so in the report; measure it
+	// with method pdr (the saturated sandwich keeps the SUT's CPU busy
+	// with what tbf drops), ceiling and latency off: the rx counter then
+	// counts at the tester's end of the wire (SinkWire). Empty: no
+	// shaping.
+	Shape string `yaml:"shape,omitempty" json:"shape,omitempty"`
 	// Ceiling measures the testbed's limits first (default true).
 	Ceiling *bool `yaml:"ceiling,omitempty" json:"ceiling"`
 
@@ -250,8 +278,28 @@ func (e *Experiment) Validate() error {
 		}
 	}
 	for i, s := range e.Sizes {
-		if s < 48 || s > 400 {
-			bad(fmt.Sprintf("sizes[%d]", i), "%d outside 48..400", s)
+		if s < MinSize || s > MaxSize {
+			bad(fmt.Sprintf("sizes[%d]", i), "%d outside %d..%d", s, MinSize, MaxSize)
+		}
+	}
+	if e.Shape != "" && !shapeRate.MatchString(e.Shape) {
+		bad("shape", "%q: want a tc rate such as 20mbit or 500kbit", e.Shape)
+	}
+	if e.Shape != "" && (e.Ceiling == nil || *e.Ceiling || e.Latency.On()) {
+		bad("shape", "needs ceiling: false and latency: {enabled: false} (both count at the SUT's port, before the wire)")
+	}
+	if len(e.Mix) > 0 {
+		sum := 0.0
+		for i, w := range e.Mix {
+			if w < 0 {
+				bad(fmt.Sprintf("mix[%d]", i), "%g: want a weight ≥ 0", w)
+			}
+			sum += w
+		}
+		if len(e.Mix) != len(e.Sizes) {
+			bad("mix", "%d weights for %d sizes: want one weight per size", len(e.Mix), len(e.Sizes))
+		} else if sum <= 0 {
+			bad("mix", "the weights add up to %g: want > 0", sum)
 		}
 	}
 	switch e.Method {

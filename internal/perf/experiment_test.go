@@ -40,6 +40,19 @@ func TestParseExperiment(t *testing.T) {
 				t.Errorf("rules (-want +got)\n%s", diff)
 			}
 		}},
+		{name: "mix", yaml: "name: x\nbehaviors: [End]\nsizes: [64, 576, 1356]\nmix: [7, 4, 1]\n", check: func(t *testing.T, e *Experiment) {
+			if diff := cmp.Diff([]float64{7, 4, 1}, e.Mix); diff != "" {
+				t.Errorf("mix (-want +got)\n%s", diff)
+			}
+		}},
+		{name: "mix errors", yaml: "name: x\nbehaviors: [End]\nsizes: [64, 1357]\nmix: [7, -1, 1]\n",
+			wantErr: []string{"sizes[1]: 1357 outside 48..1356", "mix[1]", "mix: 3 weights for 2 sizes"}},
+		{name: "shape", yaml: "name: x\nbehaviors: [End]\nshape: 20mbit\nceiling: false\nlatency: {enabled: false}\n", check: func(t *testing.T, e *Experiment) {
+			if e.Shape != "20mbit" {
+				t.Errorf("shape %q", e.Shape)
+			}
+		}},
+		{name: "shape errors", yaml: "name: x\nbehaviors: [End]\nshape: fast\n", wantErr: []string{"shape: \"fast\"", "needs ceiling: false"}},
 		{name: "negative rule count", yaml: "name: x\nbehaviors: [End]\nrules: [1, -1]\n", wantErr: []string{"rules[1]"}},
 	}
 	for _, tt := range tests {

@@ -469,11 +469,18 @@ func (d *NetnsDriver) Sink(k SinkKind) error {
 		d.sinkLink = nil
 	}
 	var l link.Link
-	err := nsutil.Do(d.sut, func() error {
+	ns := d.sut
+	if k == SinkWire {
+		ns = d.tester
+	}
+	err := nsutil.Do(ns, func() error {
 		var err error
 		dev, port := d.in, d.in
-		if k == SinkForward {
+		switch k {
+		case SinkForward:
 			port = portOut
+		case SinkWire:
+			dev, port = portRx, portRx
 		}
 		ifi, err := net.InterfaceByName(port)
 		if err != nil {
@@ -483,7 +490,7 @@ func (d *NetnsDriver) Sink(k SinkKind) error {
 		case SinkForward:
 			l, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: d.sinkTC.PerfSinkTc, Attach: ebpf.AttachTCXEgress})
 			d.sinkMap, d.latMap, d.latMiss = d.sinkTC.PerfSinkCounts, d.sinkTC.PerfLat, d.sinkTC.PerfLatMiss
-		case SinkStackDrop:
+		case SinkStackDrop, SinkWire:
 			l, err = link.AttachTCX(link.TCXOptions{Interface: ifi.Index, Program: d.sinkTC.PerfSinkTc, Attach: ebpf.AttachTCXIngress})
 			d.sinkMap, d.latMap, d.latMiss = d.sinkTC.PerfSinkCounts, d.sinkTC.PerfLat, d.sinkTC.PerfLatMiss
 		case SinkXDPDrop:

@@ -58,7 +58,7 @@ type perfGenPerfTmpl struct {
 	StampOff  uint16
 	StampCsum uint16
 	Pad       uint32
-	Data      [512]uint8
+	Data      [1536]uint8
 }
 
 // Names of all BPF objects in the ELF.

@@ -74,6 +74,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "Testbed %s, kernel %s, %d CPUs, method %s, baseline %s, started %s, took %s.\n\n",
 		r.Testbed, r.Kernel, r.CPUs, r.Method, r.Baseline, r.Started.Format("2006-01-02 15:04 UTC"), r.Duration.D())
+	if r.Config.Shape != "" {
+		fmt.Fprintf(w, "**Link-bound**: the SUT's output port is a tbf-shaped wire of %s; throughput is bytes on that wire, not the SUT's CPU.\n\n", r.Config.Shape)
+	}
 	type key struct{ run, size int }
 	var keys []key
 	groups := map[key][]Result{}
@@ -141,6 +144,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 		}
 	}
+	writeMixes(w, r)
 	if len(r.Ceilings) > 0 {
 		fmt.Fprintln(w, "| Run | Size | Generator sent (kpps) | Physical limit: → SUT port XDP_DROP (kpps) | same, frames rewritten (kpps) | → SUT stack + tc drop (kpps) | latency floor p50 / p99 (µs): → XDP_DROP | → stack + tc drop |")
 		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -204,6 +204,20 @@ func (r *Runner) Run(e *Experiment) (*Report, error) {
 	if err := PrepareSUT(env); err != nil {
 		return nil, err
 	}
+	if e.Shape != "" {
+		// A byte-bound wire out of the SUT: a burst of two full frames,
+		// a queue of 50 ms, which rides out short stalls of the SUT (tbf
+		// drops the rest).
+		if out, err := env.Run("tc", "qdisc", "replace", "dev", env.Out, "root", "tbf", "rate", e.Shape, "burst", "4kb", "latency", "50ms"); err != nil {
+			return nil, fmt.Errorf("shape %s with tbf: %v: %s", env.Out, err, out)
+		}
+		defer env.Run("tc", "qdisc", "del", "dev", env.Out, "root")
+		// Count what crossed the wire, not what entered its qdisc.
+		if err := r.Driver.Sink(SinkWire); err != nil {
+			return nil, err
+		}
+		defer r.Driver.Sink(SinkForward)
+	}
 	ruleCounts := e.Rules
 	if len(ruleCounts) == 0 {
 		ruleCounts = []int{0}

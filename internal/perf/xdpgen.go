@@ -37,8 +37,8 @@ type xdpGenerator struct {
 }
 
 const (
-	perfTmplSlots = 32  // PERF_TMPL_SLOTS
-	perfTmplMax   = 512 // PERF_TMPL_MAX
+	perfTmplSlots = 32   // PERF_TMPL_SLOTS
+	perfTmplMax   = 1536 // PERF_TMPL_MAX
 	// genChunk frames per PROG_TEST_RUN call (≈ 0.1–1 s): between calls the
 	// generator checks for Stop.
 	genChunk = 1 << 20

@@ -148,9 +148,10 @@ func TestF3216Pack(t *testing.T) {
 
 // TestUSIDServedKinds: in f3216 the SR proxies, End.AN.NF and userspace
 // services take uSIDs. End.AD/End.AS shift in the middle of a container
-// (chain firewalled: one container, encap.red); End.AM and a userspace
-// service end their containers, and a chain through them of several
-// containers keeps the full SRH (their SRH walk refuses the reduced one).
+// (chain firewalled: one container, encap.red), and so does a userspace
+// service (the library shifts; its binding is planned as a uSID, usid
+// 32/16); End.AM ends its container, and a chain through it of several
+// containers keeps the full SRH (its SRH walk refuses the reduced one).
 func TestUSIDServedKinds(t *testing.T) {
 	const dynamic = "proxy: dynamic\n    inner: ipv6\n"
 	for _, tc := range []struct {
@@ -162,7 +163,7 @@ func TestUSIDServedKinds(t *testing.T) {
 		{"End.AD mid-container", "../../examples/default.yaml", nil, "firewalled", "encap.red", 1},
 		{"End.AS mid-container", "../../examples/default.yaml", []string{dynamic, "proxy: static\n    inner: ipv6\n"}, "firewalled", "encap.red", 1},
 		{"End.AM ends its container", "../../examples/default.yaml", []string{dynamic, "proxy: masquerading\n"}, "firewalled", "encap", 2},
-		{"userspace ends its container", "../../examples/userspace.yaml", []string{"    function: \"0x5c\"\n", "", ", function: \"0x1d5\"", ""}, "accounted", "encap", 2},
+		{"userspace mid-container", "../../examples/userspace.yaml", []string{"    function: \"0x5c\"\n", "", ", function: \"0x1d5\"", ""}, "accounted", "encap.red", 1},
 		{"End.AN.NF without ARGS, mid-container", "../../examples/netfilter.yaml",
 			[]string{"    function: \"0xf1\"\n", "", "    function: \"0xe0\"\n", "", "      args: 16\n", ""}, "filtered", "encap.red", 1},
 	} {
@@ -198,6 +199,13 @@ func TestUSIDServedKinds(t *testing.T) {
 				}
 				if c.Encap != tc.encap || len(c.Segments) != tc.containers {
 					t.Errorf("pushed as %s %v, want %s with %d containers", c.Encap, c.Segments, tc.encap, tc.containers)
+				}
+				for _, n := range p.Nodes {
+					for _, s := range n.Services {
+						if s.Kind == "userspace" && !strings.Contains(string(s.Spec), `"usid":"32/16"`) {
+							t.Errorf("userspace binding %s planned as %s: want usid 32/16", s.SID, s.Spec)
+						}
+					}
 				}
 				return
 			}

@@ -1,6 +1,10 @@
 package srv6svc
 
-import "net/netip"
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
 
 // Compressed SIDs (RFC 9800 NEXT-C-SID, docs/usid.md). A service bound to
 // a uSID receives packets whose destination is a container: its uSID is
@@ -47,4 +51,44 @@ func AdvanceContainer(da netip.Addr, f CSIDFormat) (netip.Addr, bool) {
 		}
 	}
 	return netip.AddrFrom16(b), true
+}
+
+// String is the format as "LB/NF" (F3216: "32/16").
+func (f CSIDFormat) String() string { return fmt.Sprintf("%d/%d", f.LBLen, f.NFLen) }
+
+// ParseCSIDFormat parses "f3216" or "LB/NF" (bits, e.g. "32/16").
+func ParseCSIDFormat(s string) (CSIDFormat, error) {
+	if strings.EqualFold(s, "f3216") {
+		return F3216, nil
+	}
+	var f CSIDFormat
+	if _, err := fmt.Sscanf(s, "%d/%d", &f.LBLen, &f.NFLen); err != nil || !f.ok() || f.String() != s {
+		return CSIDFormat{}, fmt.Errorf("C-SID format %q: want f3216 or LB/NF in bits, multiples of 8, at most 128 together (32/16)", s)
+	}
+	return f, nil
+}
+
+// CSIDPaddingOK checks container da's Argument (RFC 9800: the C-SIDs
+// still to come, then zeros): once a C-SID is all zero, the end of the
+// container, every bit after it must be zero too. A container that fails
+// is malformed (the kernel would shift the zero C-SID into place and lose
+// the packet on a missing route). An invalid f: true.
+func CSIDPaddingOK(da netip.Addr, f CSIDFormat) bool {
+	if !f.ok() || !da.Is6() {
+		return true
+	}
+	b := da.As16()
+	nb := f.NFLen / 8
+	ended := false
+	for i := f.LBLen/8 + nb; i < 16; i += nb {
+		zero := true
+		for j := i; j < i+nb && j < 16; j++ {
+			zero = zero && b[j] == 0
+		}
+		if ended && !zero {
+			return false
+		}
+		ended = ended || zero
+	}
+	return true
 }

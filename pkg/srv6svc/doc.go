@@ -11,6 +11,11 @@
 // Inner TCP/UDP checksums a sending host left partial (checksum offload)
 // are completed before the handler sees the packet.
 //
+// A binding of compressed SIDs (Config.CSID = F3216, RFC 9800 NEXT-C-SID)
+// gets its uSID whatever uSIDs follow it in the container, with or without
+// an SRH (HasSRH, CSIDFollows); Forward then shifts the container, and the
+// next segment follows only when the container is consumed (docs/usid.md).
+//
 // Test a handler without root with srv6svctest; srv6svc/svcflags has the
 // flags every service binary shares. Errors are typed: ErrConfig
 // (*ConfigError), ErrConflict, ErrBadSRH, ErrTooLong.

@@ -31,7 +31,8 @@ func init() { offline.Run = runOffline }
 // runOffline is a worker without sockets: each frame gets its own chunk
 // (the XDP headroom before it, as from the kernel), then parse, the
 // handler and finish run exactly as on the live path.
-func runOffline(frames [][]byte, bound []netip.Prefix, batch int, handler any) []offline.Result {
+func runOffline(frames [][]byte, bound []netip.Prefix, csid [2]int, batch int, handler any) []offline.Result {
+	f := CSIDFormat{LBLen: csid[0], NFLen: csid[1]}
 	var h BatchHandler
 	switch f := handler.(type) {
 	case BatchHandler:
@@ -61,7 +62,7 @@ func runOffline(frames [][]byte, bound []netip.Prefix, batch int, handler any) [
 			}
 			n := copy(mem[xdpHeadOff:], frames[i])
 			p := &Packet{mem: mem, addr: xdpHeadOff}
-			if err := p.parse(mem[xdpHeadOff : xdpHeadOff+n : frameSize]); err != nil {
+			if err := p.parse(mem[xdpHeadOff:xdpHeadOff+n:frameSize], f); err != nil {
 				res[i].Dropped = "malformed: " + err.Error()
 				continue
 			}

@@ -117,9 +117,13 @@ type Packet struct {
 	srhOff    int    // offset of the SRH in buf
 	innerOff  int
 	modified  bool
-	segs      bool // the segment list was changed
-	hmacStale bool // a field the HMAC covers changed since it was computed
-	opaque    bool // SetPayload: the library leaves the payload alone
+	segs      bool       // the segment list was changed
+	hmacStale bool       // a field the HMAC covers changed since it was computed
+	opaque    bool       // SetPayload: the library leaves the payload alone
+	csid      CSIDFormat // the binding's C-SID format (Config.CSID)
+	csidMore  bool       // a uSID container with uSIDs after the active one
+	noSRH     bool       // no SRH (a container with more uSIDs needs none)
+	nhOff     int        // offset of the Next Header byte naming the inner packet
 }
 
 // Outer returns the outer IPv6 header as received (a copy; Dst is the
@@ -162,8 +166,23 @@ func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
 // Unwrap returns the problems.
 func (e *ConfigError) Unwrap() []error { return e.Problems }
 
-// parse fills p from buf; it reports why a packet is malformed.
-func (p *Packet) parse(buf []byte) error {
+// errNoSRH is the SRH edits' error on a packet that has none.
+var errNoSRH = fmt.Errorf("the packet has no SRH (its uSID container holds the rest of the chain): %w", ErrBadSRH)
+
+// HasSRH reports whether the packet carries an SRH. Only a uSID binding
+// (Config.CSID) gets packets without one: a container that holds the
+// rest of the chain. Then SRH() is zero but for NextHeader, Segments is
+// empty and the SRH setters return ErrBadSRH.
+func (p *Packet) HasSRH() bool { return !p.noSRH }
+
+// CSIDFollows reports whether the destination is a uSID container with
+// uSIDs after the active one (a uSID binding only): Forward shifts it
+// (RFC 9800 NEXT-C-SID) instead of moving to the next segment.
+func (p *Packet) CSIDFollows() bool { return p.csidMore }
+
+// parse fills p from buf; f is the binding's C-SID format (zero for full
+// SIDs). It reports why a packet is malformed.
+func (p *Packet) parse(buf []byte, f CSIDFormat) error {
 	if len(buf) < ethLen+ipv6Len || binary.BigEndian.Uint16(buf[12:]) != 0x86dd {
 		return errors.New("not IPv6")
 	}
@@ -186,14 +205,34 @@ func (p *Packet) parse(buf []byte) error {
 		Src:          netip.AddrFrom16([16]byte(ip[8:24])),
 		Dst:          netip.AddrFrom16([16]byte(ip[24:40])),
 	}
+	p.csid, p.csidMore, p.noSRH = f, false, false
+	if f.ok() {
+		// The steering program dropped these already (CSIDPadding); the
+		// check here covers the harness and a program of another version.
+		if !CSIDPaddingOK(p.outer.Dst, f) {
+			return errors.New("uSID container with invalid padding (a C-SID after its end)")
+		}
+		_, p.csidMore = AdvanceContainer(p.outer.Dst, f)
+	}
 	off, nh := ethLen+ipv6Len, ip[6]
+	p.nhOff = ethLen + 6
 	// Options headers before the SRH, as many as the steering program's
 	// walk allows (the SRH within maxExtHeaders extension headers).
 	for i := 0; nh == protoHopOpts || nh == protoDstOpts; i++ {
 		if i >= maxExtHeaders-1 || off+2 > len(buf) {
 			return errors.New("extension headers")
 		}
+		p.nhOff = off
 		nh, off = buf[off], off+(int(buf[off+1])+1)*8
+	}
+	if nh != protoRouting && p.csidMore {
+		// The rest of the chain is in the container: the inner packet
+		// follows the outer headers.
+		p.srh = SRH{NextHeader: nh}
+		p.srhOff, p.innerOff, p.noSRH = off, off, true
+		p.modified, p.segs, p.hmacStale, p.opaque = false, false, false, false
+		completePartial(nh, buf[off:])
+		return nil
 	}
 	if nh != protoRouting || off+srhFixedLen > len(buf) {
 		return errors.New("no SRH")
@@ -211,10 +250,10 @@ func (p *Packet) parse(buf []byte) error {
 		return errors.New("segment list exceeds the SRH")
 	case s[3] > s[4]:
 		return errors.New("segments left > last entry")
-	case s[3] == 0:
+	case s[3] == 0 && !p.csidMore: // a container with more uSIDs may be the last segment
 		return errors.New("segments left is 0")
 	}
-	p.srhOff, p.innerOff = off, off+l
+	p.srhOff, p.innerOff, p.nhOff = off, off+l, off
 	p.modified, p.segs, p.hmacStale, p.opaque = false, false, false, false
 	// Before the handler: it sees (and may encrypt or copy) the inner
 	// packet as its destination will.
@@ -224,7 +263,7 @@ func (p *Packet) parse(buf []byte) error {
 
 // Segment returns Segment List[i] (Segment List[0] is the last segment).
 func (p *Packet) Segment(i int) netip.Addr {
-	if i < 0 || i > int(p.srh.LastEntry) {
+	if i < 0 || i > int(p.srh.LastEntry) || p.noSRH {
 		return netip.Addr{}
 	}
 	o := p.srhOff + srhFixedLen + 16*i
@@ -240,6 +279,9 @@ func (p *Packet) Segments() []netip.Addr {
 // AppendSegments appends the segment list (wire order) to dst: with a
 // buffer reused per worker, reading the list allocates nothing.
 func (p *Packet) AppendSegments(dst []netip.Addr) []netip.Addr {
+	if p.noSRH {
+		return dst
+	}
 	for i := 0; i <= int(p.srh.LastEntry); i++ {
 		dst = append(dst, p.Segment(i))
 	}
@@ -249,6 +291,9 @@ func (p *Packet) AppendSegments(dst []netip.Addr) []netip.Addr {
 // TLVs returns the SRH's TLVs (after the segment list), padding included.
 // A malformed TLV area ends the list.
 func (p *Packet) TLVs() []TLV {
+	if p.noSRH {
+		return nil
+	}
 	b := p.buf[p.srhOff+srhFixedLen+16*(int(p.srh.LastEntry)+1) : p.innerOff]
 	var out []TLV
 	for len(b) > 0 {
@@ -270,7 +315,8 @@ func (p *Packet) TLVs() []TLV {
 // bits of Outer.Dst (the low 64 of them when there are more).
 func (p *Packet) Args() uint64 {
 	bits := 128 - p.Bound.Bits()
-	if bits <= 0 {
+	if bits <= 0 || p.csid.ok() { // a uSID has no ARGS: the next uSIDs follow it
+
 		return 0
 	}
 	a := p.outer.Dst.As16()
@@ -323,7 +369,7 @@ func (p *Packet) SetInner(b []byte) error {
 }
 
 // SetPayload replaces everything after the SRH by b and sets the SRH's
-// Next Header to nh: an opaque payload the library neither parses nor
+// Next Header to nh (without an SRH: the header before the payload): an opaque payload the library neither parses nor
 // fixes (no lengths, no checksums), e.g. ciphertext under the RFC 3692
 // experimental protocol 253, or the plaintext packet restored from it
 // (nh 4 or 41). The outer payload length is adjusted.
@@ -334,7 +380,7 @@ func (p *Packet) SetPayload(nh uint8, b []byte) error {
 	}
 	p.buf = p.buf[:end]
 	copy(p.buf[p.innerOff:], b)
-	p.buf[p.srhOff] = nh
+	p.buf[p.nhOff] = nh
 	p.srh.NextHeader = nh
 	p.modified, p.opaque = true, true
 	return nil
@@ -348,6 +394,9 @@ func (p *Packet) SetPayload(nh uint8, b []byte) error {
 func (p *Packet) SetNextSegments(next ...netip.Addr) error {
 	if len(next) == 0 {
 		return errors.New("no next segment")
+	}
+	if p.noSRH {
+		return errNoSRH
 	}
 	sl, last := int(p.srh.SegmentsLeft), int(p.srh.LastEntry)
 	keep := last - sl + 1 // active and visited segments
@@ -409,12 +458,18 @@ func (p *Packet) coveredChanged() {
 
 // SetTag writes the SRH's Tag (not covered by the HMAC).
 func (p *Packet) SetTag(tag uint16) {
+	if p.noSRH {
+		return
+	}
 	binary.BigEndian.PutUint16(p.buf[p.srhOff+6:], tag)
 	p.srh.Tag = tag
 }
 
 // SetFlags writes the SRH's Flags (covered by the HMAC: see SignHMAC).
 func (p *Packet) SetFlags(flags uint8) {
+	if p.noSRH {
+		return
+	}
 	if p.buf[p.srhOff+5] != flags {
 		p.coveredChanged()
 	}
@@ -427,6 +482,9 @@ func (p *Packet) SetFlags(flags uint8) {
 // sl must be in 1..LastEntry (ErrBadSRH). Segments Left is not covered by
 // the HMAC.
 func (p *Packet) SetSegmentsLeft(sl uint8) error {
+	if p.noSRH {
+		return errNoSRH
+	}
 	if sl == 0 || sl > p.srh.LastEntry {
 		return fmt.Errorf("segments left %d: want 1..%d: %w", sl, p.srh.LastEntry, ErrBadSRH)
 	}
@@ -438,6 +496,9 @@ func (p *Packet) SetSegmentsLeft(sl uint8) error {
 // SetSegment rewrites Segment List[i] in place (i in 0..LastEntry,
 // ErrBadSRH otherwise; covered by the HMAC: see SignHMAC).
 func (p *Packet) SetSegment(i int, a netip.Addr) error {
+	if p.noSRH {
+		return errNoSRH
+	}
 	if i < 0 || i > int(p.srh.LastEntry) || !a.Is6() {
 		return fmt.Errorf("segment %d (%s): want an IPv6 address at 0..%d: %w", i, a, p.srh.LastEntry, ErrBadSRH)
 	}
@@ -490,6 +551,9 @@ func (p *Packet) RemoveTLVs(typ uint8) (int, error) {
 // to a multiple of 8 octets, the HMAC TLV last (where Linux looks for it:
 // the SRH's last 40 octets).
 func (p *Packet) rebuildTLVs(tlvs []TLV) error {
+	if p.noSRH {
+		return errNoSRH
+	}
 	start, _ := p.tlvArea()
 	srh := append([]byte(nil), p.buf[p.srhOff:start]...)
 	var mac *TLV
@@ -523,6 +587,9 @@ func (p *Packet) rebuildTLVs(tlvs []TLV) error {
 
 // hmacTLV finds the HMAC TLV: its offset in buf.
 func (p *Packet) hmacTLV() (int, bool) {
+	if p.noSRH {
+		return 0, false
+	}
 	start, end := p.tlvArea()
 	for o := start; o < end; {
 		if p.buf[o] == TLVPad1 {
@@ -551,6 +618,9 @@ func (p *Packet) hmacTLV() (int, bool) {
 // at the verdict and counted as a bad verdict, never sent with an HMAC
 // that no longer matches.
 func (p *Packet) SignHMAC(keyID uint32, key []byte) error {
+	if p.noSRH {
+		return errNoSRH
+	}
 	if _, err := p.RemoveTLVs(TLVHMAC); err != nil {
 		return err
 	}
@@ -570,6 +640,9 @@ func (p *Packet) SignHMAC(keyID uint32, key []byte) error {
 // RemoveHMAC removes the HMAC TLV (and the H flag): the packet then
 // carries none (a node requiring one drops it).
 func (p *Packet) RemoveHMAC() error {
+	if p.noSRH {
+		return nil // nothing to remove
+	}
 	_, err := p.RemoveTLVs(TLVHMAC)
 	p.setFlagsRaw(p.srh.Flags &^ flagHMAC)
 	return err
@@ -611,6 +684,9 @@ func (p *Packet) computeHMAC(keyID uint32, key []byte) []byte {
 // new destination and the outer payload length, fixes the inner packet if
 // it was changed. It returns false when the verdict cannot be applied.
 func (p *Packet) apply(v Verdict) bool {
+	if p.csidMore {
+		return p.applyCSID(v)
+	}
 	s := p.buf[p.srhOff:]
 	sl := int(s[3])
 	switch v {
@@ -629,6 +705,30 @@ func (p *Packet) apply(v Verdict) bool {
 	s[3] = uint8(sl)
 	o := p.srhOff + srhFixedLen + 16*sl
 	copy(p.buf[ethLen+24:ethLen+40], p.buf[o:o+16])
+	return p.fixLengths()
+}
+
+// applyCSID carries out the verdict on a container with uSIDs after the
+// active one: Forward is RFC 9800's End with NEXT-C-SID (the next uSID
+// becomes active, the address zero filled; Segments Left and the SRH, if
+// any, unchanged). SkipNext and GoLast move by SRH entries, which would
+// skip the rest of the container: not applicable (a bad verdict).
+func (p *Packet) applyCSID(v Verdict) bool {
+	if v != Forward || p.hmacStale {
+		return false
+	}
+	da, ok := AdvanceContainer(p.outer.Dst, p.csid)
+	if !ok {
+		return false
+	}
+	b := da.As16()
+	copy(p.buf[ethLen+24:ethLen+40], b[:])
+	return p.fixLengths()
+}
+
+// fixLengths writes the outer payload length and fixes the inner packet
+// if the handler changed it.
+func (p *Packet) fixLengths() bool {
 	binary.BigEndian.PutUint16(p.buf[ethLen+4:], uint16(len(p.buf)-ethLen-ipv6Len))
 	if p.modified && !p.opaque {
 		if err := fixInner(p.srh.NextHeader, p.buf[p.innerOff:]); err != nil {

@@ -33,7 +33,7 @@ var (
 func TestParseAndApply(t *testing.T) {
 	b := frame(t, []netip.Addr{a2, a1, s1}, 2, innerUDP())
 	var p Packet
-	if err := p.parse(b); err != nil {
+	if err := p.parse(b, CSIDFormat{}); err != nil {
 		t.Fatal(err)
 	}
 	p.Bound = netip.MustParsePrefix("fc00:5::/112")
@@ -43,7 +43,7 @@ func TestParseAndApply(t *testing.T) {
 	if !p.apply(Forward) {
 		t.Fatal("apply Forward failed")
 	}
-	if err := p.parse(p.buf); err != nil || p.Outer().Dst != a1 || p.SRH().SegmentsLeft != 1 {
+	if err := p.parse(p.buf, CSIDFormat{}); err != nil || p.Outer().Dst != a1 || p.SRH().SegmentsLeft != 1 {
 		t.Fatalf("after End: %v %+v", err, p)
 	}
 	if p.apply(SkipNext) {
@@ -66,7 +66,7 @@ func TestParseRejects(t *testing.T) {
 	for name, mut := range cases {
 		t.Run(name, func(t *testing.T) {
 			var p Packet
-			if err := p.parse(mut(append([]byte(nil), good...))); err == nil {
+			if err := p.parse(mut(append([]byte(nil), good...)), CSIDFormat{}); err == nil {
 				t.Error("parse accepted a malformed packet")
 			}
 		})
@@ -80,7 +80,7 @@ func FuzzPacket(f *testing.F) {
 	f.Add(frame(f, []netip.Addr{a2, s1}, 1, innerUDP()), uint8(2))
 	f.Fuzz(func(t *testing.T, b []byte, v uint8) {
 		var p Packet
-		if p.parse(b) != nil {
+		if p.parse(b, CSIDFormat{}) != nil {
 			return
 		}
 		p.Bound = netip.MustParsePrefix("fc00:5::/64")

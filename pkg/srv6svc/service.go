@@ -59,6 +59,16 @@ type Config struct {
 	// SIDs to bind. A /128 is one SID; a shorter prefix binds every SID in
 	// it and its low bits are the ARGS (Packet.Args).
 	SIDs []netip.Prefix
+	// CSID, when set (F3216), makes the SIDs uSIDs (RFC 9800 NEXT-C-SID,
+	// docs/usid.md): each a block:uSID prefix of LBLen + NFLen bits, which
+	// matches the uSID whatever uSIDs follow it in the container. The
+	// steering program drops a container with invalid padding
+	// (Counters.CSIDPadding) and takes one with more uSIDs after the
+	// active one with or without an SRH; Forward then shifts the
+	// container (the next uSID active, Segments Left unchanged) and goes
+	// to the next segment only when the container is consumed. Such a
+	// SID has no ARGS (Packet.Args reads 0). The zero value: full SIDs.
+	CSID CSIDFormat
 	// Interfaces where the SIDs' traffic arrives; the steering XDP program
 	// is attached to each.
 	Interfaces []string
@@ -131,6 +141,7 @@ type Counters struct {
 	NoSocketDrop   uint64 // no process on the queue; on-failure drop
 	NoSocketBypass uint64 // no process on the queue; on-failure bypass
 	TooBig         uint64 // longer than the binding's pair takes (Mode's mtu=): dropped in XDP
+	CSIDPadding    uint64 // uSID binding: a container with invalid padding (a C-SID after its end), dropped in XDP
 	Modified       uint64 // inner packet changed by the handler
 }
 
@@ -179,6 +190,17 @@ func (c *Config) check() error {
 			errs = append(errs, fmt.Errorf("sids[%d]: %s is not an IPv6 prefix", i, p))
 		} else if p.Masked() != p {
 			errs = append(errs, fmt.Errorf("sids[%d]: %s has bits set after the prefix length (use %s)", i, p, p.Masked()))
+		}
+	}
+	if c.CSID != (CSIDFormat{}) {
+		if !c.CSID.ok() {
+			errs = append(errs, fmt.Errorf("csid: %d/%d: want a block and a C-SID length in bits, multiples of 8, at most 128 together", c.CSID.LBLen, c.CSID.NFLen))
+		} else {
+			for i, p := range c.SIDs {
+				if p.IsValid() && p.Bits() != c.CSID.LBLen+c.CSID.NFLen {
+					errs = append(errs, fmt.Errorf("sids[%d]: %s: a uSID of format %s is bound as a /%d (block and uSID)", i, p, c.CSID, c.CSID.LBLen+c.CSID.NFLen))
+				}
+			}
 		}
 	}
 	if len(c.Interfaces) == 0 {
@@ -330,7 +352,7 @@ func (s *Service) setup(dir string) (err error) {
 	}
 	for _, p := range s.cfg.SIDs {
 		if s.cfg.OnFailure == OnFailureBypass {
-			err = endRoute(p, peer.Attrs().Index)
+			err = endRoute(p, peer.Attrs().Index, s.cfg.CSID)
 		} else {
 			// A binding of these SIDs with bypass before left its End
 			// route: with drop, nothing may forward them.
@@ -340,7 +362,7 @@ func (s *Service) setup(dir string) (err error) {
 			return err
 		}
 	}
-	if err := st.register(s.slot, s.ownIdx, s.loopIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass, s.mtu+ethLen); err != nil {
+	if err := st.register(s.slot, s.ownIdx, s.loopIdx, peer.Attrs().HardwareAddr, s.cfg.SIDs, s.cfg.OnFailure == OnFailureBypass, s.mtu+ethLen, s.cfg.CSID); err != nil {
 		return err
 	}
 	return s.writeInfo(true)
@@ -430,11 +452,20 @@ const RouteProtocol = 0xc9
 // them as a route of another tool it would replace.
 const RouteMetric = 1199
 
-func endRoute(p netip.Prefix, ifindex int) error {
+func endRoute(p netip.Prefix, ifindex int, f CSIDFormat) error {
 	enc := &netlink.SEG6LocalEncap{Action: nl.SEG6_LOCAL_ACTION_END}
 	enc.Flags[nl.SEG6_LOCAL_ACTION] = true
 	r := &netlink.Route{LinkIndex: ifindex, Dst: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), 128)},
 		Encap: enc, Protocol: RouteProtocol, Priority: RouteMetric}
+	if f.ok() {
+		// A uSID: the kernel's End must shift the container as the
+		// process would (replacing a plain End a full binding left).
+		r.Encap = endNextCSID{}
+		if err := netlink.RouteReplace(r); err != nil {
+			return fmt.Errorf("End next-csid route for %s (on-failure bypass): %w", p, err)
+		}
+		return nil
+	}
 	err := netlink.RouteAdd(r)
 	if err != nil && !errors.Is(err, unix.EEXIST) {
 		return fmt.Errorf("End route for %s (on-failure bypass): %w", p, err)
@@ -564,7 +595,7 @@ func (w *worker) run(ctx context.Context, h BatchHandler, batch int) error {
 			d := *x.rx.xdesc(x.rx.cached + i)
 			buf, chunk := x.frame(d.Addr, d.Len)
 			p := &pkts[len(ptrs)]
-			if err := p.parse(buf); err != nil {
+			if err := p.parse(buf, w.svc.cfg.CSID); err != nil {
 				w.dropM.Add(1)
 				x.free = append(x.free, chunk)
 				continue

@@ -36,9 +36,12 @@ type Binding struct {
 	// StaleBypassRoute: an on-failure bypass End route (RouteProtocol) is
 	// installed for one of its SIDs while its policy is drop: a process
 	// bound it with bypass before. RemoveStaleBypassRoutes removes it.
-	StaleBypassRoute bool      `json:"stale_bypass_route,omitempty"`
-	Since            time.Time `json:"since"`
-	Counters         Counters  `json:"counters"`
+	StaleBypassRoute bool `json:"stale_bypass_route,omitempty"`
+	// USID is the C-SID format the SIDs are served in (Config.CSID,
+	// "32/16"), "" for full SIDs.
+	USID     string    `json:"usid,omitempty"`
+	Since    time.Time `json:"since"`
+	Counters Counters  `json:"counters"`
 }
 
 // ErrNoBindings is returned by Status when the namespace has no steering
@@ -58,6 +61,7 @@ func kernelCounters(m *ebpf.Map, slot uint32) Counters {
 		c.NoSocketBypass += s.NosockBypass
 		c.DropMalformed += s.Malformed
 		c.TooBig += s.TooBig
+		c.CSIDPadding += s.CsidPadding
 	}
 	return c
 }
@@ -118,6 +122,9 @@ func Status(netns string) ([]Binding, error) {
 		b.SIDs = append(b.SIDs, e.prefix)
 		if e.flags&flagBypass != 0 {
 			b.OnFailure = "bypass"
+		}
+		if e.csid.ok() {
+			b.USID = e.csid.String()
 		}
 	}
 	var routed map[netip.Prefix]bool

@@ -216,6 +216,7 @@ type sidEntry struct {
 	prefix netip.Prefix
 	slot   uint32
 	flags  uint32
+	csid   CSIDFormat
 }
 
 func (s *steer) sids() ([]sidEntry, error) {
@@ -230,7 +231,8 @@ func readSIDs(m *ebpf.Map) ([]sidEntry, error) {
 	)
 	it := m.Iterate()
 	for it.Next(&k, &v) {
-		out = append(out, sidEntry{netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)), v.Slot, v.Flags})
+		out = append(out, sidEntry{netip.PrefixFrom(netip.AddrFrom16(k.Addr), int(k.Prefixlen)), v.Slot, v.Flags,
+			CSIDFormat{LBLen: int(v.CsidLb) * 8, NFLen: int(v.CsidNf) * 8}})
 	}
 	return out, it.Err()
 }
@@ -336,8 +338,11 @@ func putCString(dst []int8, s string) {
 
 // register writes the binding's SIDs (after its sockets are in the XSKMAP)
 // and removes SIDs the slot held before but the new binding lacks.
-func (s *steer) register(slot uint32, own, loop int, mac net.HardwareAddr, sids []netip.Prefix, bypass bool, maxLen int) error {
+func (s *steer) register(slot uint32, own, loop int, mac net.HardwareAddr, sids []netip.Prefix, bypass bool, maxLen int, f CSIDFormat) error {
 	val := steerXDPSvcVal{Slot: slot, OwnIfindex: uint32(own), LoopIfindex: uint32(loop), MaxLen: uint32(maxLen)}
+	if f.ok() {
+		val.CsidLb, val.CsidNf = uint8(f.LBLen/8), uint8(f.NFLen/8)
+	}
 	copy(val.OwnMac[:], mac)
 	flags := uint32(0)
 	if bypass {

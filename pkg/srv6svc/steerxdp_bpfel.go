@@ -44,6 +44,7 @@ type steerXDPSvcStats struct {
 	NosockBypass uint64
 	Malformed    uint64
 	TooBig       uint64
+	CsidPadding  uint64
 }
 
 type steerXDPSvcVal struct {
@@ -53,7 +54,8 @@ type steerXDPSvcVal struct {
 	OwnIfindex  uint32
 	LoopIfindex uint32
 	OwnMac      [6]uint8
-	Pad         [2]uint8
+	CsidLb      uint8
+	CsidNf      uint8
 	MaxLen      uint32
 }
 

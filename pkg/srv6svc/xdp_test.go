@@ -80,7 +80,7 @@ func TestParseAgreesWithSteering(t *testing.T) {
 	for _, c := range steerCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			var p Packet
-			err := p.parse(append([]byte(nil), c.frame...))
+			err := p.parse(append([]byte(nil), c.frame...), CSIDFormat{})
 			if (err != nil) != c.malformed {
 				t.Errorf("parse: %v, want malformed %v", err, c.malformed)
 			}

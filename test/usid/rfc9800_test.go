@@ -32,3 +32,26 @@ func rfcDecode(da netip.Addr) (block [4]byte, seq []netip.Addr, err error) {
 	}
 	return block, seq, nil
 }
+
+// rfcShift is End with NEXT-C-SID on container da read by rfcDecode: the
+// C-SID after the active one becomes active, the rest follow it, zero
+// filled ("Copy DA.Argument into the bits [LBL..(LBL+AL-1)] of the DA.
+// Set the bits [(LBL+AL)..127] of the DA to zero."). A container with
+// nothing after the active C-SID is an error here (End would go on with
+// the next segment).
+func rfcShift(da netip.Addr) (netip.Addr, error) {
+	block, seq, err := rfcDecode(da)
+	if err != nil {
+		return da, err
+	}
+	if len(seq) < 2 {
+		return da, fmt.Errorf("%s: no C-SID after the active one", da)
+	}
+	var a [16]byte
+	copy(a[:4], block[:])
+	for i, c := range seq[1:] {
+		b := c.As16()
+		a[4+2*i], a[5+2*i] = b[4], b[5]
+	}
+	return netip.AddrFrom16(a), nil
+}

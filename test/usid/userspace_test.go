@@ -3,6 +3,7 @@ package usid
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -34,11 +35,14 @@ func unpinnedUserspace(t *testing.T) func(string) string {
 
 // TestUserspaceF3216SameAsFull: examples/userspace.yaml (unpinned) in full
 // and in f3216 format, its userspace service served by a pkg/srv6svc
-// process bound to the planned SID. In f3216 acct has a uSID that ends its
-// container (block:uSID::/48) and the chain keeps a full SRH of two
-// containers: the library's End (Segments Left − 1) moves to the next
-// container unchanged. d gets the same packets byte for byte, and the
-// process sees each of them.
+// process bound to the planned SID. In f3216 acct has a uSID in the middle
+// of the chain's only container (acct, ids, the egress: encap.red, no
+// SRH); the process binds it as a uSID (Config.CSID) and its Forward
+// shifts the container: the packets it sends on are, byte for byte, the
+// ones it received with the destination shifted as RFC 9800 says
+// (rfcShift, the test's own reading) and the hop limit less one. d gets
+// the same packets in both formats, and the process sees each of them. A
+// container with invalid padding to acct is dropped and counted.
 func TestUserspaceF3216SameAsFull(t *testing.T) {
 	testutil.RequireScapy(t)
 	var atD [2][]string
@@ -64,14 +68,19 @@ func TestUserspaceF3216SameAsFull(t *testing.T) {
 				if acct.Bits() != 48 || !netip.MustParsePrefix(config.DefaultUSIDBlock).Contains(acct.Addr()) {
 					t.Fatalf("acct's SID %s: want a uSID /48", acct)
 				}
-				// acct ends its container: block:acct::, then ids and the egress.
-				if ch.Encap != "encap" || len(ch.Segments) != 2 || ch.Segments[0] != acct.Addr() {
-					t.Fatalf("chain pushed as %s %v, want encap with acct's container first and one more", ch.Encap, ch.Segments)
+				// acct, ids and the egress in one container, no SRH.
+				a, c := acct.Addr().As16(), ch.Segments[0].As16()
+				if ch.Encap != "encap.red" || len(ch.Segments) != 1 || [2]byte(c[4:6]) != [2]byte(a[4:6]) {
+					t.Fatalf("chain pushed as %s %v, want encap.red with one container starting with acct's uSID", ch.Encap, ch.Segments)
 				}
+			}
+			var csid srv6svc.CSIDFormat
+			if format == config.SIDFormatF3216 {
+				csid = srv6svc.F3216
 			}
 			var seen atomic.Int64
 			svc, err := srv6svc.Listen(srv6svc.Config{Name: "acct", Netns: e.NS("nfv1"), Interfaces: []string{"eth-ingress"},
-				SIDs: []netip.Prefix{acct}, OnFailure: srv6svc.OnFailureBypass, Queues: 1})
+				SIDs: []netip.Prefix{acct}, OnFailure: srv6svc.OnFailureBypass, Queues: 1, CSID: csid})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,6 +94,10 @@ func TestUserspaceF3216SameAsFull(t *testing.T) {
 				t.Fatalf("apply: %v", err)
 			}
 			c := testutil.StartInboundCapture(t, e.NS("d"), "eth-egress", "udp port 9999", 5)
+			// Into acct: as the ingress sends them (nfv1's XDP takes them
+			// before a capture there would see them).
+			in := testutil.StartCapture(t, e.NS("ingress"), "eth-nfv1", "ip6 and ip6[6] == 41", 5)
+			out := testutil.StartInboundCapture(t, e.NS("nfv2"), "eth-nfv1", "ip6 and ip6[6] == 41", 5)
 			testutil.RunScapyIn(t, e.NS("s"), `
 for i in range(5):
     send(IPv6(src="fc00:1a::a", dst="fc00:4d::d", hlim=64)/UDP(sport=4000+i, dport=9999)/b"acct", verbose=0)
@@ -95,6 +108,10 @@ for i in range(5):
 			if len(atD[i]) != 5 || seen.Load() != 5 {
 				t.Errorf("d received %d packets, the service saw %d; want 5 and 5", len(atD[i]), seen.Load())
 			}
+			if format == config.SIDFormatF3216 {
+				checkShifted(t, testutil.PcapFrames(t, in.Wait(10*time.Second)), testutil.PcapFrames(t, out.Wait(10*time.Second)))
+				checkUserspacePadding(t, e, acct, svc)
+			}
 		})
 	}
 	if t.Failed() || atD[0] == nil || atD[1] == nil {
@@ -102,5 +119,52 @@ for i in range(5):
 	}
 	if diff := cmp.Diff(atD[0], atD[1]); diff != "" {
 		t.Errorf("packets at d differ (-full +f3216):\n%s", diff)
+	}
+}
+
+// checkShifted: each frame the service sent (out, at nfv2) is the frame it
+// received (in, as the ingress sent them to nfv1) from the IPv6 header on, with the destination
+// shifted by RFC 9800's End with NEXT-C-SID and the hop limit less one.
+func checkShifted(t *testing.T, in, out [][]byte) {
+	t.Helper()
+	if len(in) != 5 || len(out) != 5 {
+		t.Fatalf("captured %d packets into acct and %d out of it, want 5 and 5", len(in), len(out))
+	}
+	for i := range in {
+		want := append([]byte(nil), in[i][14:]...)
+		if want[6] != 41 {
+			t.Errorf("packet %d into acct: next header %d, want 41 (no SRH)", i, want[6])
+		}
+		da, err := rfcShift(netip.AddrFrom16([16]byte(want[24:40])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := da.As16()
+		copy(want[24:40], a[:])
+		want[7]--
+		if got := out[i][14:]; hex.EncodeToString(got) != hex.EncodeToString(want) {
+			t.Errorf("packet %d out of acct:\n%x\nwant (RFC 9800 shift, hop limit − 1):\n%x", i, got, want)
+		}
+	}
+}
+
+// checkUserspacePadding: containers to acct with invalid padding (a uSID
+// after the end-of-container zero), sent inside the domain, are dropped
+// by the steering program and counted (CSIDPadding); none reaches d.
+func checkUserspacePadding(t *testing.T, e *labenv.Env, acct netip.Prefix, svc *srv6svc.Service) {
+	t.Helper()
+	before := svc.Counters().CSIDPadding
+	c := testutil.StartInboundCapture(t, e.NS("d"), "eth-egress", "udp port 7781", 0)
+	a := acct.Addr().As16()
+	da := fmt.Sprintf("fcbb:bb00:%02x%02x:0:4b6::", a[4], a[5])
+	testutil.RunScapyIn(t, e.NS("ingress"), fmt.Sprintf(`
+for i in range(4):
+    send(IPv6(src="fc00:1::1", dst=%q, nh=41)/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7781)/b"pad", verbose=0)
+`, da))
+	if got := waitAtLeast(func() uint64 { return svc.Counters().CSIDPadding }, before+4); got != before+4 {
+		t.Errorf("acct's csid padding drops +%d, want +4 (sent to %s)", got-before, da)
+	}
+	if n := c.Count(); n != 0 {
+		t.Errorf("%d packets with invalid padding reached d", n)
 	}
 }

@@ -78,7 +78,9 @@ func Entry(b srv6svc.Binding, sid netip.Prefix) localsid.Entry {
 	if b.PID != 0 {
 		params["pid"] = strconv.Itoa(b.PID)
 	}
-	if sid.Bits() < 128 {
+	if b.USID != "" {
+		params["usid"] = b.USID // a uSID (block:uSID prefix): no ARGS
+	} else if sid.Bits() < 128 {
 		params["args-bits"] = strconv.Itoa(128 - sid.Bits())
 	}
 	c := b.Counters
@@ -86,6 +88,7 @@ func Entry(b srv6svc.Binding, sid netip.Prefix) localsid.Entry {
 		"packets": c.Steered, "bytes": c.SteeredBytes, "rx": c.RX, "tx": c.TX,
 		"drop-verdict": c.DropVerdict, "drop-malformed": c.DropMalformed, "drop-tx-full": c.DropTxFull,
 		"nosocket-drop": c.NoSocketDrop, "nosocket-bypass": c.NoSocketBypass, "too-big": c.TooBig, "modified": c.Modified,
+		"csid-padding": c.CSIDPadding,
 	}}
 }
 

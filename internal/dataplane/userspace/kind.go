@@ -23,7 +23,7 @@ type NodeKind struct{}
 func (NodeKind) Name() string { return userspace.Name }
 
 func specOf(b srv6svc.Binding) userspace.Spec {
-	return userspace.Spec{Name: b.Name, OnFailure: b.OnFailure, ASM: b.Kind == "End.ASM", StaleBypassRoute: b.StaleBypassRoute}
+	return userspace.Spec{Name: b.Name, OnFailure: b.OnFailure, ASM: b.Kind == "End.ASM", USID: b.USID, StaleBypassRoute: b.StaleBypassRoute}
 }
 
 // Observe lists every binding's SIDs as services of the kind.
@@ -140,6 +140,10 @@ func missing(bs []srv6svc.Binding, sid netip.Prefix, sp userspace.Spec) string {
 				return fmt.Sprintf("bound by %q, not %q", b.Name, sp.Name)
 			case b.OnFailure != sp.OnFailure:
 				return fmt.Sprintf("bound with on-failure %s, want %s", b.OnFailure, sp.OnFailure)
+			case b.USID != sp.USID && sp.USID != "":
+				return fmt.Sprintf("bound as a full SID, want a uSID of format %s (bind it with srv6svc.Config.CSID, --usid f3216)", sp.USID)
+			case b.USID != sp.USID:
+				return fmt.Sprintf("bound as a uSID of format %s, want a full SID", b.USID)
 			case b.State != "serving":
 				return fmt.Sprintf("binding %q is %s (no live process)", b.Name, b.State)
 			}
@@ -164,7 +168,7 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 			// domain's SID; status names the service from the plan).
 			out = append(out, agent.SIDCounters{SID: p, Behavior: e.Behavior, Route: localsid.FormatEntry(e),
 				Owned: true, Counted: true, Packets: c.Steered, Bytes: c.SteeredBytes,
-				Errors: c.DropMalformed + c.DropBadVerdict + c.DropTxFull + c.NoSocketDrop + c.TooBig, Detail: e.Counters})
+				Errors: c.DropMalformed + c.DropBadVerdict + c.DropTxFull + c.NoSocketDrop + c.TooBig + c.CSIDPadding, Detail: e.Counters})
 		}
 	}
 	return out, nil

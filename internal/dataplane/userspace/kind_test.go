@@ -54,3 +54,23 @@ func TestPrivilegedApplyWaits(t *testing.T) {
 		t.Errorf("counters %+v %v", cs, err)
 	}
 }
+
+// TestMissingUSID: apply waits for a binding of the planned format: a
+// process that bound a planned uSID as a full SID (it would go on by
+// Segments Left, never shifting the container) is not serving it.
+func TestMissingUSID(t *testing.T) {
+	sid := netip.MustParsePrefix("fcbb:bb00:2a1::/48")
+	b := func(usid string) []srv6svc.Binding {
+		return []srv6svc.Binding{{Name: "acct", SIDs: []netip.Prefix{sid}, OnFailure: "drop", State: "serving", USID: usid}}
+	}
+	want := userspace.Spec{Name: "acct", OnFailure: "drop", USID: "32/16"}
+	if m := missing(b(""), sid, want); !strings.Contains(m, "bound as a full SID, want a uSID of format 32/16") {
+		t.Errorf("full binding for a uSID: %q", m)
+	}
+	if m := missing(b("32/16"), sid, want); m != "" {
+		t.Errorf("uSID binding: %q", m)
+	}
+	if m := missing(b("32/16"), sid, userspace.Spec{Name: "acct", OnFailure: "drop"}); !strings.Contains(m, "want a full SID") {
+		t.Errorf("uSID binding for a full SID: %q", m)
+	}
+}

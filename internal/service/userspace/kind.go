@@ -55,6 +55,9 @@ type Spec struct {
 	Name      string `json:"name"`
 	OnFailure string `json:"on_failure"`
 	ASM       bool   `json:"asm,omitempty"`
+	// USID is the C-SID format of a uSID ("32/16", srv6svc.CSIDFormat's
+	// String): the process must bind the SID as a uSID of it (--usid).
+	USID string `json:"usid,omitempty"`
 	// WaitMS is apply's wait, not state: Canonical ignores it.
 	WaitMS int64 `json:"wait_ms,omitempty"`
 	// StaleBypassRoute is observed, never planned: an on-failure bypass
@@ -143,6 +146,9 @@ func (Kind) Plan(in service.Input) (nodestate.Service, error) {
 			sp.WaitMS = d.Milliseconds()
 		}
 	}
+	if in.CSIDNFLen > 0 {
+		sp.USID = fmt.Sprintf("%d/%d", in.CSIDLBLen, in.CSIDNFLen)
+	}
 	if len(sp.Name) > 31 {
 		return nodestate.Service{}, fmt.Errorf("services.%s: binding name %q longer than 31 bytes: set userspace.name", in.Name, sp.Name)
 	}
@@ -152,6 +158,9 @@ func (Kind) Plan(in service.Input) (nodestate.Service, error) {
 
 func line(s nodestate.Service, sp Spec) string {
 	l := fmt.Sprintf("userspace %s %s name %s on-failure %s", s.SID, behavior(sp), sp.Name, sp.OnFailure)
+	if sp.USID != "" {
+		l += " usid " + sp.USID
+	}
 	if sp.StaleBypassRoute {
 		l += " (stale bypass End route)"
 	}

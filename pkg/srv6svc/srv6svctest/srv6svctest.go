@@ -56,13 +56,17 @@ type Harness struct {
 	Bound []netip.Prefix
 	// BatchSize bounds a BatchHandler's batches (default 64).
 	BatchSize int
+	// CSID makes Bound uSIDs of this format (srv6svc.Config.CSID): a
+	// container with uSIDs after the active one needs no SRH and Forward
+	// shifts it; invalid padding is malformed.
+	CSID srv6svc.CSIDFormat
 }
 
 // New returns a harness for a binding of bound.
 func New(bound ...netip.Prefix) *Harness { return &Harness{Bound: bound} }
 
 func (h *Harness) run(handler any, frames [][]byte) []Result {
-	rs := offline.Run(frames, h.Bound, h.BatchSize, handler)
+	rs := offline.Run(frames, h.Bound, [2]int{h.CSID.LBLen, h.CSID.NFLen}, h.BatchSize, handler)
 	out := make([]Result, len(rs))
 	for i, r := range rs {
 		out[i] = Result{Ran: r.Ran, Verdict: srv6svc.Verdict(r.Verdict), Sent: r.Out != nil, Out: r.Out, Dropped: r.Dropped, Modified: r.Modified}
@@ -134,6 +138,28 @@ func Frame(src netip.Addr, segs []netip.Addr, sl uint8, inner []byte, tlvs ...[]
 		copy(s[8+16*i:], x[:])
 	}
 	copy(s[8+16*len(segs):], tl)
+	return append(b, inner...)
+}
+
+// Container builds an Ethernet frame without SRH: an outer IPv6 header
+// from src to the uSID container da (the whole rest of the chain, H.Encaps.Red
+// with one container), then inner, an IPv4 or IPv6 packet (its version
+// sets the outer Next Header). For a harness with CSID set.
+func Container(src, da netip.Addr, inner []byte) []byte {
+	nh := uint8(ProtoIPv6)
+	if len(inner) > 0 && inner[0]>>4 == 4 {
+		nh = ProtoIPv4
+	}
+	b := make([]byte, 14+40, 14+40+len(inner))
+	copy(b[0:12], []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1})
+	binary.BigEndian.PutUint16(b[12:], 0x86dd)
+	ip := b[14:]
+	ip[0] = 0x60
+	binary.BigEndian.PutUint16(ip[4:], uint16(len(inner)))
+	ip[6], ip[7] = nh, 64
+	s16, d16 := src.As16(), da.As16()
+	copy(ip[8:24], s16[:])
+	copy(ip[24:40], d16[:])
 	return append(b, inner...)
 }
 

@@ -1,5 +1,5 @@
 // Package svcflags holds the command-line flags an srv6svc service binary
-// shares with every other (--sid, --dev, --netns, --name, --on-failure,
+// shares with every other (--sid, --usid, --dev, --netns, --name, --on-failure,
 // --queues, --batch, --batch-size, --realtime, --stack-forward) and turns them into an
 // srv6svc.Config; Main runs the service until SIGINT/SIGTERM.
 //
@@ -29,6 +29,7 @@ import (
 // Flags are the binding flags.
 type Flags struct {
 	Name, Netns, OnFailure string
+	USID                   string
 	SIDs, Devs             list
 	Queues, BatchSize      int
 	Batch, Realtime        bool
@@ -46,6 +47,7 @@ func (f *Flags) Register(fs *flag.FlagSet, name string) {
 	fs.StringVar(&f.Netns, "netns", "", "network namespace of the node (a name under /run/netns); default: this process's")
 	fs.StringVar(&f.OnFailure, "on-failure", "drop", "what happens to the SIDs' packets while this process is not running: drop or bypass")
 	fs.Var(&f.SIDs, "sid", "SID or SID/LEN prefix (low bits are ARGS) to bind; repeatable or comma-separated")
+	fs.StringVar(&f.USID, "usid", "", "the SIDs are uSIDs (RFC 9800 NEXT-C-SID) of this format: f3216 (or LB/NF in bits, e.g. 32/16); bind each as block:uSID::/48, the prefix `segchain plan` shows; forward shifts the container (docs/usid.md)")
 	fs.Var(&f.Devs, "dev", "interface where the SIDs' traffic arrives; repeatable or comma-separated")
 	fs.IntVar(&f.Queues, "queues", 0, "receive queues per interface to serve (0: all)")
 	fs.BoolVar(&f.Batch, "batch", false, "asynchronous batched mode (default: synchronous, one packet at a time)")
@@ -69,6 +71,13 @@ func (f *Flags) Config() (srv6svc.Config, error) {
 			continue
 		}
 		cfg.SIDs = append(cfg.SIDs, p)
+	}
+	if f.USID != "" {
+		c, err := srv6svc.ParseCSIDFormat(f.USID)
+		if err != nil {
+			errs = append(errs, "--usid: "+err.Error())
+		}
+		cfg.CSID = c
 	}
 	pol, err := srv6svc.ParseOnFailure(f.OnFailure)
 	if err != nil {

@@ -41,3 +41,16 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("every problem, typed: %v", err)
 	}
 }
+
+func TestConfigUSID(t *testing.T) {
+	cfg, err := parse(t, "--sid", "fcbb:bb00:2a1::/48", "--usid", "f3216", "--dev", "eth0")
+	if err != nil || cfg.CSID != srv6svc.F3216 {
+		t.Errorf("--usid f3216: %+v, %v", cfg.CSID, err)
+	}
+	if cfg, err = parse(t, "--sid", "fcbb:bb00:2a1::/48", "--usid", "32/16", "--dev", "eth0"); err != nil || cfg.CSID != srv6svc.F3216 {
+		t.Errorf("--usid 32/16: %+v, %v", cfg.CSID, err)
+	}
+	if _, err := parse(t, "--sid", "fcbb:bb00:2a1::/48", "--usid", "30/16", "--dev", "eth0"); err == nil {
+		t.Error("--usid 30/16 accepted")
+	}
+}

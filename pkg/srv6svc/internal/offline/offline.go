@@ -16,5 +16,6 @@ type Result struct {
 }
 
 // Run processes frames as a worker does, in batches of batch: handler is
-// an srv6svc.BatchHandler, Handler (batches of 1) or InnerFunc (End.ASM).
-var Run func(frames [][]byte, bound []netip.Prefix, batch int, handler any) []Result
+// an srv6svc.BatchHandler, Handler (batches of 1) or InnerFunc (End.ASM);
+// csid is the binding's C-SID format {LBLen, NFLen} ({0, 0}: full SIDs).
+var Run func(frames [][]byte, bound []netip.Prefix, csid [2]int, batch int, handler any) []Result
