@@ -34,9 +34,9 @@ func TestArmsSelectInOneRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	arms := []struct {
-		name  string
-		kind  int
-		n     int  // instances
+		name string
+		kind int
+		n    int // instances
 	}{
 		{"T.Encaps.pool", pool3, 3},
 		{"T.Encaps.pool1", pool1, 1},
