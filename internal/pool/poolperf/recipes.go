@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/segchain/segchain/internal/bpfpin"
@@ -33,8 +34,8 @@ import (
 //	T.Encaps.poolmiss the same with a pool the packets do not carry (its
 //	               placeholder is not in their SID list): the selector
 //	               scans as for T.Encaps; a control of the recipe itself.
-//	T.Encaps.poolmiss0 the control with the frame sessions 9-10 used (UDP
-//	               checksum 0): shows what the frame alone did to the ratio.
+//	T.Encaps.nhgroup a candidate mechanism, not segchain's: the kernel
+//	               picks one of three per-instance SID lists (nhGroup).
 //
 // The arms of one run share the SUT and its selector: each arm's pool is
 // added to those of the arms set up before it.
@@ -43,7 +44,7 @@ func Recipes() []perf.Recipe {
 		perf.NewRecipe("T.Encaps.pool", "headend: encap seg6 mode encap, 2 SIDs, the first a pool of 3 instances (segchain's selector)", setup(pool3)),
 		perf.NewRecipe("T.Encaps.pool1", "headend: as T.Encaps.pool, a pool of 1 instance (the placeholder: chosen, not rewritten)", setup(pool1)),
 		perf.NewRecipe("T.Encaps.poolmiss", "headend: as T.Encaps.pool, the pool not in the packets' SID list (control)", setup(poolMiss)),
-		perf.NewRecipe("T.Encaps.poolmiss0", "headend: T.Encaps.poolmiss with a zero UDP checksum (the frame of sessions 9-10's pool arms)", setup(poolMiss0)),
+		perf.NewRecipe("T.Encaps.nhgroup", "headend: the kernel alone picks one of 3 per-instance SID lists (a nexthop group of encap seg6 nexthops, its own hash): the kernel's half of selecting by route", nhGroup),
 	}
 }
 
@@ -51,7 +52,6 @@ const (
 	pool3 = iota
 	pool1
 	poolMiss
-	poolMiss0
 )
 
 func setup(kind int) func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
@@ -72,7 +72,7 @@ func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 	switch kind {
 	case pool1:
 		pl.Instances = []pool.Instance{{Name: "far1", SID: ph, Weight: 1}}
-	case poolMiss, poolMiss0:
+	case poolMiss:
 		pl.Placeholder = perf.Addr("far", k, 9)
 		pl.Instances = []pool.Instance{{Name: "far9", SID: pl.Placeholder, Weight: 1}}
 	default:
@@ -103,7 +103,34 @@ func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 	if first && env.Cleanup != nil {
 		env.Cleanup(func() error { armPools.forget(dir); return bpfpin.Remove(dir) })
 	}
-	return frame(env, perf.Addr("hx", k, 1), p.Size, kind == poolMiss0)
+	return frame(env, perf.Addr("hx", k, 1), p.Size)
+}
+
+// nhGroup is a candidate mechanism's kernel half (docs/pools.md, "Why a
+// TCX program"): the chain's route is a group of three nexthops, each
+// with its instance's whole SID list (encap seg6), and the kernel's
+// multipath hash picks one; a selector would then only set the packet's
+// hash at ingress (bpf_set_hash, fib_multipath_hash_policy 1). No
+// selector program is involved in this arm.
+func nhGroup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	var ids []string
+	for i := 3; i <= 5; i++ {
+		id := fmt.Sprint(1000*k + i)
+		segs := perf.Addr("far", k, i).String() + "," + perf.Addr("far", k, 2).String()
+		if out, err := env.Run("ip", "-6", "nexthop", "replace", "id", id, "encap", "seg6", "mode", "encap", "segs", segs, "dev", env.Out); err != nil {
+			return nil, fmt.Errorf("nexthop %s: %v: %s: %w", id, err, out, perf.ErrNotSupported)
+		}
+		ids = append(ids, id)
+	}
+	gid := fmt.Sprint(1000 * k)
+	if out, err := env.Run("ip", "nexthop", "replace", "id", gid, "group", strings.Join(ids, "/")); err != nil {
+		return nil, fmt.Errorf("nexthop group: %v: %s", err, out)
+	}
+	pfx := netip.PrefixFrom(perf.Addr("hx", k, 0), 48).String()
+	if out, err := env.Run("ip", "-6", "route", "replace", pfx, "nhid", gid); err != nil {
+		return nil, fmt.Errorf("headend route: %v: %s", err, out)
+	}
+	return frame(env, perf.Addr("hx", k, 1), p.Size)
 }
 
 // armPools holds the pools the arms programmed per SUT (its pin dir).
@@ -147,11 +174,10 @@ func (s *sutPools) forget(dir string) {
 // frame is a UDP/IPv6 packet of size bytes from the tester's tx port,
 // the same as T.Encaps's (perf's plain6: payload bytes i, a valid UDP
 // checksum), so that the arms differ from the baseline by the selector
-// alone. zeroSum leaves the checksum 0 and the payload zero, as this
-// recipe's frames were until session 11: the receive path's GRO skips
-// checking a zero UDP checksum, which made those arms look 2–5 % cheaper
-// than T.Encaps (T.Encaps.poolmiss0 shows it).
-func frame(env *perf.Env, dst netip.Addr, size int, zeroSum bool) ([]byte, error) {
+// alone. (Until session 11 these frames had a zero checksum and payload;
+// measured in one run against the new frame it made no difference beyond
+// the noise: docs/benchmarks.md "#29".)
+func frame(env *perf.Env, dst netip.Addr, size int) ([]byte, error) {
 	if size < 48 {
 		return nil, fmt.Errorf("IPv6 packet size %d < 48", size)
 	}
@@ -170,9 +196,6 @@ func frame(env *perf.Env, dst netip.Addr, size int, zeroSum bool) ([]byte, error
 	binary.BigEndian.PutUint16(u[0:], 4000)
 	binary.BigEndian.PutUint16(u[2:], 5000)
 	binary.BigEndian.PutUint16(u[4:], uint16(size-40))
-	if zeroSum {
-		return b, nil
-	}
 	for i := 8; i < len(u); i++ {
 		u[i] = byte(i)
 	}
