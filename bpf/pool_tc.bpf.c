@@ -607,12 +607,14 @@ static __always_inline int reroute_inst(struct __sk_buff *skb, __u32 id, __u32 p
 	end = (void *)(long)skb->data_end;
 	if (data + ETH_LEN > end)
 		return REROUTE_FAIL;
-	/* The MACs written only when they change (mostly the placeholder's
-	 * next hop is the instance's). */
-	const __u32 *m = data, *w = (const void *)e->nh.macs;
+	/* The MACs written directly, only when they change (mostly the
+	 * placeholder's next hop is the instance's). */
+	__u32 *m = data;
+	const __u32 *w = (const void *)e->nh.macs;
 	if ((m[0] ^ w[0]) | (m[1] ^ w[1]) | (m[2] ^ w[2])) {
-		if (bpf_skb_store_bytes(skb, 0, e->nh.macs, 2 * ETH_ALEN, 0))
-			return REROUTE_FAIL;
+		m[0] = w[0];
+		m[1] = w[1];
+		m[2] = w[2];
 	}
 	if (e->nh.ifindex == skb->ifindex)
 		return POOL_TCX_NEXT;
