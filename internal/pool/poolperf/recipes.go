@@ -7,10 +7,15 @@ package poolperf
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/perf"
@@ -44,6 +49,7 @@ func Recipes() []perf.Recipe {
 		perf.NewRecipe("T.Encaps.pool", "headend: encap seg6 mode encap, 2 SIDs, the first a pool of 3 instances (segchain's selector)", setup(pool3)),
 		perf.NewRecipe("T.Encaps.pool1", "headend: as T.Encaps.pool, a pool of 1 instance (the placeholder: chosen, not rewritten)", setup(pool1)),
 		perf.NewRecipe("T.Encaps.poolmiss", "headend: as T.Encaps.pool, the pool not in the packets' SID list (control)", setup(poolMiss)),
+		perf.NewRecipe("T.Encaps.mark", "headend: a per-instance table's SID list chosen by skb mark (ip rule fwmark; the mark set by a TCX ingress program): the kernel's half of selecting by mark", markTable),
 		perf.NewRecipe("T.Encaps.nhgroup", "headend: the kernel alone picks one of 3 per-instance SID lists (a nexthop group of encap seg6 nexthops, its own hash): the kernel's half of selecting by route", nhGroup),
 	}
 }
@@ -130,6 +136,71 @@ func nhGroup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	if out, err := env.Run("ip", "-6", "route", "replace", pfx, "nhid", gid); err != nil {
 		return nil, fmt.Errorf("headend route: %v: %s", err, out)
 	}
+	return frame(env, perf.Addr("hx", k, 1), p.Size)
+}
+
+// markTable is another candidate's kernel half: an ingress program marks
+// the arm's packets (what a selector would do after choosing) and an ip
+// rule sends marked packets to a table holding the chosen instance's
+// encap route. The rule is walked by every route lookup of the SUT, the
+// other arms' too, so the arm understates the mechanism's cost.
+func markTable(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	if env.Do == nil || env.Cleanup == nil {
+		return nil, fmt.Errorf("T.Encaps.mark needs the SUT's namespace here: %w", perf.ErrNotSupported)
+	}
+	mark, table := 0x29000+k, fmt.Sprint(2900+k)
+	segs := perf.Addr("far", k, 3).String() + "," + perf.Addr("far", k, 2).String()
+	pfx := netip.PrefixFrom(perf.Addr("hx", k, 0), 48)
+	_, _ = env.Run("ip", "-6", "rule", "del", "pref", fmt.Sprint(2900+k)) // a run before this one's
+	for _, c := range [][]string{
+		{"ip", "-6", "route", "replace", pfx.String(), "encap", "seg6", "mode", "encap", "segs", segs, "dev", env.Out, "table", table},
+		{"ip", "-6", "route", "replace", "fc00:b00::/32", "via", perf.TesterRx6, "dev", env.Out, "table", table},
+		{"ip", "-6", "rule", "add", "fwmark", fmt.Sprint(mark), "lookup", table, "pref", fmt.Sprint(2900 + k)},
+	} {
+		if out, err := env.Run(c...); err != nil {
+			return nil, fmt.Errorf("%v: %v: %s", c, err, out)
+		}
+	}
+	// The mark: packets to hx(k)::/48 (bytes 38..41 of the frame
+	// fc00:0200, 42..43 k, big endian), read directly.
+	dst := pfx.Addr().As16()
+	w0 := int32(binary.LittleEndian.Uint32(dst[0:4]))
+	w1 := int32(binary.LittleEndian.Uint16(dst[4:6]))
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "perf_pool_mark", Type: ebpf.SchedCLS, License: "GPL",
+		Instructions: asm.Instructions{
+			asm.LoadMem(asm.R2, asm.R1, 76, asm.Word), // skb->data
+			asm.LoadMem(asm.R3, asm.R1, 80, asm.Word), // skb->data_end
+			asm.Mov.Reg(asm.R4, asm.R2),
+			asm.Add.Imm(asm.R4, 44),
+			asm.JGT.Reg(asm.R4, asm.R3, "next"),
+			asm.LoadMem(asm.R5, asm.R2, 38, asm.Word),
+			asm.JNE.Imm(asm.R5, w0, "next"),
+			asm.LoadMem(asm.R5, asm.R2, 42, asm.Half),
+			asm.JNE.Imm(asm.R5, w1, "next"),
+			asm.Mov.Imm(asm.R5, int32(mark)),
+			asm.StoreMem(asm.R1, 8, asm.R5, asm.Word), // skb->mark
+			asm.Mov.Imm(asm.R0, -1).WithSymbol("next"),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark program: %w", err)
+	}
+	var l link.Link
+	err = env.Do(func() error {
+		i, err := net.InterfaceByName(env.In)
+		if err != nil {
+			return err
+		}
+		l, err = link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
+		return err
+	})
+	prog.Close()
+	if err != nil {
+		return nil, fmt.Errorf("attach the mark program: %w", err)
+	}
+	env.Cleanup(func() error { return l.Close() })
 	return frame(env, perf.Addr("hx", k, 1), p.Size)
 }
 
