@@ -1,7 +1,8 @@
-// Package poolperf is the pool selector's recipe for `segchain perf`
+// Package poolperf is the pool selector's recipes for `segchain perf`
 // (docs/pools.md, docs/benchmarks.md "#29"): H.Encaps whose first SID is
 // a pool's placeholder, rewritten at the headend to one of three
-// instances and re-routed, against T.Encaps in the same run.
+// instances and re-routed, against T.Encaps in the same run, and two
+// candidate mechanisms' kernel halves.
 package poolperf
 
 import (
@@ -23,7 +24,7 @@ import (
 	"github.com/segchain/segchain/internal/pool/datapath"
 )
 
-// Recipes: T.Encaps.pool.
+// Recipes:
 //
 //	T.Encaps.pool  encap seg6 mode encap segs P,far2 (as T.Encaps) with the
 //	               pool selector on the SUT: P is a pool of far3..far5
@@ -39,8 +40,10 @@ import (
 //	T.Encaps.poolmiss the same with a pool the packets do not carry (its
 //	               placeholder is not in their SID list): the selector
 //	               scans as for T.Encaps; a control of the recipe itself.
-//	T.Encaps.nhgroup a candidate mechanism, not segchain's: the kernel
-//	               picks one of three per-instance SID lists (nhGroup).
+//	T.Encaps.mark  a candidate, not segchain's: a per-instance table
+//	               chosen by skb mark (markTable).
+//	T.Encaps.nhgroup a candidate, not segchain's: the kernel picks one of
+//	               three per-instance SID lists (nhGroup).
 //
 // The arms of one run share the SUT and its selector: each arm's pool is
 // added to those of the arms set up before it.
