@@ -110,8 +110,15 @@ type InstanceStatus struct {
 type Checker struct {
 	live Liveness
 	log  *slog.Logger
-	// OnTransition, when set, is called on every transition (metrics).
+	// OnTransition, when set, is called on every transition (metrics),
+	// after the liveness is written.
 	OnTransition func(Transition)
+	// Publish, when set, is called on every transition once Status has
+	// it and before the liveness is written: the report status reads
+	// goes out first, so a reader that reads the liveness and then the
+	// report (datapath's Counters) never sees an instance down without
+	// the reason (the data path waits for one small file write).
+	Publish func()
 
 	mu    sync.Mutex
 	state []*instState
@@ -314,7 +321,11 @@ func (c *Checker) record(s *instState, ok bool, why string) {
 	if tr == nil {
 		return
 	}
-	// Liveness first: the data path moves flows before anything else.
+	// The report first, then the liveness (Publish); then the log and
+	// metrics.
+	if c.Publish != nil {
+		c.Publish()
+	}
 	err := c.live.SetInstance(s.t.PoolID, s.t.Instance, tr.Up)
 	state := "down"
 	if tr.Up {

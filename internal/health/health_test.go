@@ -73,3 +73,35 @@ func TestProbeFrame(t *testing.T) {
 		t.Errorf("length %d", len(b))
 	}
 }
+
+// publishCheck is a Liveness that, when a transition is written, checks
+// that the checker's report (Publish) already has it: status reads the
+// liveness, then the report, and must never see an instance down without
+// its reason (TestPoolThroughAgents once saw exit code 2 with no
+// "srv6 check failed").
+type publishCheck struct {
+	fakeLive
+	t         *testing.T
+	published []InstanceStatus
+}
+
+func (p *publishCheck) SetInstance(pool, i int, up bool) error {
+	if len(p.published) != 1 || p.published[0].Up != up || p.published[0].Last == nil || p.published[0].Last.Up != up {
+		p.t.Errorf("liveness written (up %v) before the report had the transition: report %+v", up, p.published)
+	}
+	return p.fakeLive.SetInstance(pool, i, up)
+}
+
+func TestReportBeforeLiveness(t *testing.T) {
+	live := &publishCheck{fakeLive: fakeLive{word: 0b11}, t: t}
+	c := New([]Target{{Pool: "p", Instance: 1, Name: "fw2", Spec: Spec{Kind: SRv6, Rise: 1, Fall: 1}}}, live, slog.New(slog.DiscardHandler))
+	c.Publish = func() { live.published = c.Status() }
+	c.record(c.state[0], false, "probe 1 not answered")
+	if live.word != 0b01 || !strings.Contains(live.published[0].Last.Reason, "srv6 check failed") {
+		t.Fatalf("down: word %02b, report %+v", live.word, live.published)
+	}
+	c.record(c.state[0], true, "")
+	if live.word != 0b11 || !strings.Contains(live.published[0].Last.Reason, "srv6 check passed") {
+		t.Fatalf("up: word %02b, report %+v", live.word, live.published)
+	}
+}

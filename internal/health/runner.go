@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/segchain/segchain/internal/pool"
@@ -96,11 +97,17 @@ func RunNode(ctx context.Context, netns string, netnsOf func(string) (string, bo
 		checker = nil
 	}
 	defer stop()
-	report := func() {
-		if checker == nil {
+	// report is called by this loop and by the checks' goroutines (on a
+	// transition): the snapshot and its write are one step, so a snapshot
+	// taken before a transition is never written after the transition's.
+	var reportMu sync.Mutex
+	report := func(c *Checker, skipped []string) {
+		reportMu.Lock()
+		defer reportMu.Unlock()
+		if c == nil {
 			return
 		}
-		r := Report{Updated: time.Now(), Instances: checker.Status(), Skipped: skipped}
+		r := Report{Updated: time.Now(), Instances: c.Status(), Skipped: skipped}
 		if err := datapath.WriteHealth(netns, r); err != nil {
 			log.Error("write pool health report", "netns", netns, "error", err)
 		}
@@ -123,7 +130,7 @@ func RunNode(ctx context.Context, netns string, netnsOf func(string) (string, bo
 				}
 			}
 		}
-		report()
+		report(checker, skipped)
 		select {
 		case <-ctx.Done():
 			return
@@ -133,7 +140,7 @@ func RunNode(ctx context.Context, netns string, netnsOf func(string) (string, bo
 }
 
 func start(ctx context.Context, netns string, specs []pool.Spec, netnsOf func(string) (string, bool), log *slog.Logger,
-	onTransition func(Transition), report func(), he **datapath.Headend, checker **Checker, skipped *[]string,
+	onTransition func(Transition), report func(*Checker, []string), he **datapath.Headend, checker **Checker, skipped *[]string,
 	cancel *context.CancelFunc, wait *func()) error {
 	targets, sk, err := Targets(netns, specs, netnsOf)
 	if err != nil {
@@ -147,12 +154,8 @@ func start(ctx context.Context, netns string, specs []pool.Spec, netnsOf func(st
 		return err
 	}
 	c := New(targets, h, log)
-	c.OnTransition = func(t Transition) {
-		if onTransition != nil {
-			onTransition(t)
-		}
-		report()
-	}
+	c.Publish = func() { report(c, sk) }
+	c.OnTransition = onTransition
 	cctx, cf := context.WithCancel(ctx)
 	w, err := c.Start(cctx)
 	if err != nil {

@@ -188,6 +188,13 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 		return nil, err
 	}
 	defer h.Close()
+	// The liveness words first, the report after: the checker writes
+	// its report before the liveness (internal/health Checker.Publish),
+	// so an instance read down here has its reason in the report.
+	lives := make([]uint32, len(specs))
+	for id := range specs {
+		lives[id], _ = h.Live(id)
+	}
 	var rep healthReport
 	_, _ = ReadHealth(netns, &rep) // none: no checker ran yet
 	var out []agent.SIDCounters
@@ -206,7 +213,7 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 			total += n
 		}
 		route := sp.String()
-		live, _ := h.Live(id)
+		live := lives[id]
 		var hl []string
 		for i, in := range sp.Pool.Instances {
 			d["up-"+in.Name] = uint64(live >> i & 1)

@@ -1,13 +1,22 @@
-// Package poolperf is the pool selector's recipe for `segchain perf`
+// Package poolperf is the pool selector's recipes for `segchain perf`
 // (docs/pools.md, docs/benchmarks.md "#29"): H.Encaps whose first SID is
 // a pool's placeholder, rewritten at the headend to one of three
-// instances and re-routed, against T.Encaps in the same run.
+// instances and re-routed, against T.Encaps in the same run, and two
+// candidate mechanisms' kernel halves.
 package poolperf
 
 import (
 	"encoding/binary"
 	"fmt"
+	"net"
 	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/perf"
@@ -15,7 +24,7 @@ import (
 	"github.com/segchain/segchain/internal/pool/datapath"
 )
 
-// Recipes: T.Encaps.pool.
+// Recipes:
 //
 //	T.Encaps.pool  encap seg6 mode encap segs P,far2 (as T.Encaps) with the
 //	               pool selector on the SUT: P is a pool of far3..far5
@@ -31,11 +40,20 @@ import (
 //	T.Encaps.poolmiss the same with a pool the packets do not carry (its
 //	               placeholder is not in their SID list): the selector
 //	               scans as for T.Encaps; a control of the recipe itself.
+//	T.Encaps.mark  a candidate, not segchain's: a per-instance table
+//	               chosen by skb mark (markTable).
+//	T.Encaps.nhgroup a candidate, not segchain's: the kernel picks one of
+//	               three per-instance SID lists (nhGroup).
+//
+// The arms of one run share the SUT and its selector: each arm's pool is
+// added to those of the arms set up before it.
 func Recipes() []perf.Recipe {
 	return []perf.Recipe{
 		perf.NewRecipe("T.Encaps.pool", "headend: encap seg6 mode encap, 2 SIDs, the first a pool of 3 instances (segchain's selector)", setup(pool3)),
 		perf.NewRecipe("T.Encaps.pool1", "headend: as T.Encaps.pool, a pool of 1 instance (the placeholder: chosen, not rewritten)", setup(pool1)),
 		perf.NewRecipe("T.Encaps.poolmiss", "headend: as T.Encaps.pool, the pool not in the packets' SID list (control)", setup(poolMiss)),
+		perf.NewRecipe("T.Encaps.mark", "headend: a per-instance table's SID list chosen by skb mark (ip rule fwmark; the mark set by a TCX ingress program): the kernel's half of selecting by mark", markTable),
+		perf.NewRecipe("T.Encaps.nhgroup", "headend: the kernel alone picks one of 3 per-instance SID lists (a nexthop group of encap seg6 nexthops, its own hash): the kernel's half of selecting by route", nhGroup),
 	}
 }
 
@@ -59,7 +77,7 @@ func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 	if out, err := env.Run("ip", "-6", "route", "replace", pfx, "encap", "seg6", "mode", "encap", "segs", segs, "dev", env.Out); err != nil {
 		return nil, fmt.Errorf("headend route: %v: %s", err, out)
 	}
-	pl := pool.Pool{Name: "perf", Placeholder: ph, OnFailure: pool.Failover, AllDown: pool.Drop, Symmetric: true}
+	pl := pool.Pool{Name: fmt.Sprintf("perf%d", k), Placeholder: ph, OnFailure: pool.Failover, AllDown: pool.Drop, Symmetric: true}
 	switch kind {
 	case pool1:
 		pl.Instances = []pool.Instance{{Name: "far1", SID: ph, Weight: 1}}
@@ -72,6 +90,7 @@ func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 		}
 	}
 	var dir string
+	first := false
 	err := env.Do(func() error {
 		h, err := datapath.Open("")
 		if err != nil {
@@ -79,18 +98,159 @@ func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 		}
 		defer h.Close()
 		dir = h.Dir()
-		return h.Program([]pool.Pool{pl})
+		// Program writes the whole set of pools: the arms of one run
+		// share the SUT, so each arm adds its pool to those before it
+		// (programming only its own removed the earlier arms' pools, and
+		// their packets went out unselected: docs/benchmarks.md "#29").
+		pools, known := armPools.add(dir, k, pl)
+		first = !known
+		return h.Program(pools)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if env.Cleanup != nil {
-		env.Cleanup(func() error { return bpfpin.Remove(dir) })
+	if first && env.Cleanup != nil {
+		env.Cleanup(func() error { armPools.forget(dir); return bpfpin.Remove(dir) })
 	}
 	return frame(env, perf.Addr("hx", k, 1), p.Size)
 }
 
-// frame is a UDP/IPv6 packet of size bytes from the tester's tx port.
+// nhGroup is a candidate mechanism's kernel half (docs/pools.md, "Why a
+// TCX program"): the chain's route is a group of three nexthops, each
+// with its instance's whole SID list (encap seg6), and the kernel's
+// multipath hash picks one; a selector would then only set the packet's
+// hash at ingress (bpf_set_hash, fib_multipath_hash_policy 1). No
+// selector program is involved in this arm.
+func nhGroup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	var ids []string
+	for i := 3; i <= 5; i++ {
+		id := fmt.Sprint(1000*k + i)
+		segs := perf.Addr("far", k, i).String() + "," + perf.Addr("far", k, 2).String()
+		if out, err := env.Run("ip", "-6", "nexthop", "replace", "id", id, "encap", "seg6", "mode", "encap", "segs", segs, "dev", env.Out); err != nil {
+			return nil, fmt.Errorf("nexthop %s: %v: %s: %w", id, err, out, perf.ErrNotSupported)
+		}
+		ids = append(ids, id)
+	}
+	gid := fmt.Sprint(1000 * k)
+	if out, err := env.Run("ip", "nexthop", "replace", "id", gid, "group", strings.Join(ids, "/")); err != nil {
+		return nil, fmt.Errorf("nexthop group: %v: %s", err, out)
+	}
+	pfx := netip.PrefixFrom(perf.Addr("hx", k, 0), 48).String()
+	if out, err := env.Run("ip", "-6", "route", "replace", pfx, "nhid", gid); err != nil {
+		return nil, fmt.Errorf("headend route: %v: %s", err, out)
+	}
+	return frame(env, perf.Addr("hx", k, 1), p.Size)
+}
+
+// markTable is another candidate's kernel half: an ingress program marks
+// the arm's packets (what a selector would do after choosing) and an ip
+// rule sends marked packets to a table holding the chosen instance's
+// encap route. The rule is walked by every route lookup of the SUT, the
+// other arms' too, so the arm understates the mechanism's cost.
+func markTable(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	if env.Do == nil || env.Cleanup == nil {
+		return nil, fmt.Errorf("T.Encaps.mark needs the SUT's namespace here: %w", perf.ErrNotSupported)
+	}
+	mark, table := 0x29000+k, fmt.Sprint(2900+k)
+	segs := perf.Addr("far", k, 3).String() + "," + perf.Addr("far", k, 2).String()
+	pfx := netip.PrefixFrom(perf.Addr("hx", k, 0), 48)
+	_, _ = env.Run("ip", "-6", "rule", "del", "pref", fmt.Sprint(2900+k)) // a run before this one's
+	for _, c := range [][]string{
+		{"ip", "-6", "route", "replace", pfx.String(), "encap", "seg6", "mode", "encap", "segs", segs, "dev", env.Out, "table", table},
+		{"ip", "-6", "route", "replace", "fc00:b00::/32", "via", perf.TesterRx6, "dev", env.Out, "table", table},
+		{"ip", "-6", "rule", "add", "fwmark", fmt.Sprint(mark), "lookup", table, "pref", fmt.Sprint(2900 + k)},
+	} {
+		if out, err := env.Run(c...); err != nil {
+			return nil, fmt.Errorf("%v: %v: %s", c, err, out)
+		}
+	}
+	// The mark: packets to hx(k)::/48 (bytes 38..41 of the frame
+	// fc00:0200, 42..43 k, big endian), read directly.
+	dst := pfx.Addr().As16()
+	w0 := int32(binary.LittleEndian.Uint32(dst[0:4]))
+	w1 := int32(binary.LittleEndian.Uint16(dst[4:6]))
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: "perf_pool_mark", Type: ebpf.SchedCLS, License: "GPL",
+		Instructions: asm.Instructions{
+			asm.LoadMem(asm.R2, asm.R1, 76, asm.Word), // skb->data
+			asm.LoadMem(asm.R3, asm.R1, 80, asm.Word), // skb->data_end
+			asm.Mov.Reg(asm.R4, asm.R2),
+			asm.Add.Imm(asm.R4, 44),
+			asm.JGT.Reg(asm.R4, asm.R3, "next"),
+			asm.LoadMem(asm.R5, asm.R2, 38, asm.Word),
+			asm.JNE.Imm(asm.R5, w0, "next"),
+			asm.LoadMem(asm.R5, asm.R2, 42, asm.Half),
+			asm.JNE.Imm(asm.R5, w1, "next"),
+			asm.Mov.Imm(asm.R5, int32(mark)),
+			asm.StoreMem(asm.R1, 8, asm.R5, asm.Word), // skb->mark
+			asm.Mov.Imm(asm.R0, -1).WithSymbol("next"),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark program: %w", err)
+	}
+	var l link.Link
+	err = env.Do(func() error {
+		i, err := net.InterfaceByName(env.In)
+		if err != nil {
+			return err
+		}
+		l, err = link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: prog, Attach: ebpf.AttachTCXIngress})
+		return err
+	})
+	prog.Close()
+	if err != nil {
+		return nil, fmt.Errorf("attach the mark program: %w", err)
+	}
+	env.Cleanup(func() error { return l.Close() })
+	return frame(env, perf.Addr("hx", k, 1), p.Size)
+}
+
+// armPools holds the pools the arms programmed per SUT (its pin dir).
+var armPools = &sutPools{by: map[string]map[int]pool.Pool{}}
+
+type sutPools struct {
+	mu sync.Mutex
+	by map[string]map[int]pool.Pool
+}
+
+// add records recipe k's pool on the SUT whose selector pins at dir and
+// returns every pool of that SUT (in recipe order) and whether the SUT
+// had pools before.
+func (s *sutPools) add(dir string, k int, p pool.Pool) ([]pool.Pool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, known := s.by[dir]
+	if !known {
+		m = map[int]pool.Pool{}
+		s.by[dir] = m
+	}
+	m[k] = p
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	out := make([]pool.Pool, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, m[k])
+	}
+	return out, known
+}
+
+func (s *sutPools) forget(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.by, dir)
+}
+
+// frame is a UDP/IPv6 packet of size bytes from the tester's tx port,
+// the same as T.Encaps's (perf's plain6: payload bytes i, a valid UDP
+// checksum), so that the arms differ from the baseline by the selector
+// alone. (Until session 11 these frames had a zero checksum and payload;
+// measured in one run against the new frame it made no difference beyond
+// the noise: docs/benchmarks.md "#29".)
 func frame(env *perf.Env, dst netip.Addr, size int) ([]byte, error) {
 	if size < 48 {
 		return nil, fmt.Errorf("IPv6 packet size %d < 48", size)
@@ -110,5 +270,34 @@ func frame(env *perf.Env, dst netip.Addr, size int) ([]byte, error) {
 	binary.BigEndian.PutUint16(u[0:], 4000)
 	binary.BigEndian.PutUint16(u[2:], 5000)
 	binary.BigEndian.PutUint16(u[4:], uint16(size-40))
+	for i := 8; i < len(u); i++ {
+		u[i] = byte(i)
+	}
+	binary.BigEndian.PutUint16(u[6:], udpSum6(s, d, u))
 	return b, nil
+}
+
+// udpSum6 is the UDP checksum of u (its checksum field 0) over IPv6.
+func udpSum6(src, dst [16]byte, u []byte) uint16 {
+	var sum uint32
+	add := func(b []byte) {
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(binary.BigEndian.Uint16(b[i:]))
+		}
+		if len(b)%2 == 1 {
+			sum += uint32(b[len(b)-1]) << 8
+		}
+	}
+	add(src[:])
+	add(dst[:])
+	sum += uint32(len(u)) + 17
+	add(u)
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	c := ^uint16(sum)
+	if c == 0 {
+		c = 0xffff
+	}
+	return c
 }
