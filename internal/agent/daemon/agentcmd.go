@@ -248,6 +248,11 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	}
 	defer speaker.Close()
 	local := &lockedLocal{Local: local.NewLocal(f.node, f.netns).WithRouter(speaker), key: key, intents: intents}
+	// ObserveDigest answers from the routing state kept from netlink
+	// events (docs/scale.md); without the watch it reads the kernel.
+	if err := local.Watch(ctx); err != nil {
+		log.Error("routing state not kept from events: every observation reads the kernel", "err", err)
+	}
 	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
 	m.WatchBFD(f.node, speaker)
 	go health.RunNode(ctx, f.netns, nil, log, nil) // this node's pool health checks (docs/pools.md)
