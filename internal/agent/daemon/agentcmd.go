@@ -139,6 +139,7 @@ to stderr (log/slog, --log-format text|json). See docs/agents.md.`,
 	fl.DurationVar(&f.reconcileInterval, "reconcile-interval", 30*time.Second, "with --reconcile: how often to compare the node with its intent (an interface coming up also triggers a check)")
 	cmd.MarkFlagRequired("node")
 	cmd.MarkFlagRequired("listen")
+	cmd.AddCommand(groupCommand(b))
 	return cmd
 }
 

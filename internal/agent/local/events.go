@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,8 +77,15 @@ type EventStats struct{ Dumps, Hits, Overflows uint64 }
 // ends (the agent daemon calls it once at start): ObserveCached then
 // answers from the kept copy while no event says it changed.
 func (l *Local) Watch(ctx context.Context) error {
+	if os.Getenv(NoWatchEnv) == "1" {
+		return nil
+	}
 	return l.watch(ctx, 0, nil)
 }
+
+// NoWatchEnv=1 makes Watch a no-op: every observation reads the kernel,
+// as before the watch (the A/B arm of docs/benchmarks.md's #33 section).
+const NoWatchEnv = "SEGCHAIN_AGENT_NO_WATCH"
 
 // watch is Watch with the socket's receive buffer set to rcvbuf (0: the
 // default) and the reader held until hold is closed (tests).
