@@ -251,7 +251,7 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	apply := func(file string) (time.Duration, string, error) {
 		return run("apply", "-f", file, "--lab", labName)
 	}
-	fmt.Fprintf(log, "control-plane %d nodes (%s): lab up --agents\n", n, r.Topology)
+	fmt.Fprintf(log, "control-plane %d nodes (%s): %s\n", n, r.Topology, strings.TrimSpace("lab up "+strings.Join(up[6:], " ")))
 	var out string
 	up[3] = file
 	if r.LabUp, _, err = run(up...); err != nil {
