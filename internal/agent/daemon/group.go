@@ -70,7 +70,8 @@ once every node is served.
 
 It is how 'segchain perf control-plane --agents-per-process K' measures
 1,000 nodes on one machine (docs/scale.md).`,
-		Example: `  segchain agent group --nodes /tmp/g0.json --pki /tmp/pki --allow-controller ctl --ready /tmp/g0.ready`,
+		// A synopsis (placeholders): the daemon runs until stopped.
+		Example: `  segchain agent group --nodes FILE --pki DIR --allow-controller ctl --ready FILE`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
