@@ -70,7 +70,9 @@ one of the node's addresses.
 
 The agent owns no state of its own beyond the apply journal, the lease and
 the node's intent: what is programmed lives in the kernel (routes, rules,
-pinned eBPF programs and maps) and is observed on every request. Starting
+pinned eBPF programs and maps) and is observed on every request (for the
+digests an apply asks first, the routes, SIDs and rules are kept between
+requests and read again when a netlink event says they changed). Starting
 (or restarting) it changes nothing — it never reloads a program or flushes
 a map — so a restart under traffic loses no packet (with --reconcile, its
 first check repairs drift, below).
