@@ -53,7 +53,8 @@ type events struct {
 	stop int // an eventfd that ends the reader
 	gen  atomic.Uint64
 
-	mu      sync.Mutex // one dump at a time; guards the copy
+	mu      sync.Mutex // one dump at a time; guards the copy and closed
+	closed  bool       // the sockets are closed (the watch ended)
 	have    bool
 	at      uint64 // the generation the copy was dumped at
 	routes  []nodestate.Route
@@ -129,6 +130,14 @@ func (l *Local) watch(ctx context.Context, rcvbuf int, hold chan struct{}) error
 	go func() {
 		<-ctx.Done()
 		_, _ = unix.Write(stop, []byte{1, 0, 0, 0, 0, 0, 0, 0})
+		<-e.done
+		// Closed here only, under mu: a request peeking at the socket
+		// never meets a closed (or reused) descriptor.
+		e.mu.Lock()
+		e.closed, e.have = true, false
+		unix.Close(e.fd)
+		unix.Close(e.stop)
+		e.mu.Unlock()
 	}()
 	return nil
 }
@@ -136,8 +145,6 @@ func (l *Local) watch(ctx context.Context, rcvbuf int, hold chan struct{}) error
 // read marks the copy stale for every batch of messages, until stopped.
 func (e *events) read() {
 	defer close(e.done)
-	defer unix.Close(e.stop)
-	defer unix.Close(e.fd)
 	buf := make([]byte, 64<<10)
 	fds := []unix.PollFd{{Fd: int32(e.fd), Events: unix.POLLIN}, {Fd: int32(e.stop), Events: unix.POLLIN}}
 	for {
@@ -223,6 +230,14 @@ func (l *Local) ObserveCached(ctx context.Context, want *nodestate.Node) (*nodes
 func (e *events) routing(l *Local, h *dataplane.Handle, got *nodestate.Node) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.closed || !e.running() {
+		// The watch ended: nothing marks the copy stale any more.
+		e.have = false
+		if got == nil {
+			return nil
+		}
+		return l.observeRouting(h, got)
+	}
 	if e.pending() {
 		e.gen.Add(1)
 	}

@@ -88,6 +88,20 @@ func TestWatchedDigestFollowsHandMadeChanges(t *testing.T) {
 		}
 		last = d
 	}
+	// The watch ended (the agent stopping): every request reads the
+	// kernel again.
+	stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for l.ev.running() {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch did not end with its context")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	testutil.Exec(t, ns, "ip", "-6", "route", "add", "unreachable", "fc00:9::/64", "proto", "202")
+	if kept(t, l, "after the watch ended") == last {
+		t.Fatal("after the watch ended: a route added, the digest did not change")
+	}
 }
 
 // An event storm that overflows the agent's socket (ENOBUFS: lost
