@@ -27,6 +27,7 @@ func newPerfControlPlaneCmd() *cobra.Command {
 		topology string
 		noSum    bool
 		planOnly bool
+		perProc  int
 	)
 	cmd := &cobra.Command{
 		Use:   "control-plane [--topology line|clos|clos2|clos3] [--nodes 10,50,100] [-o json]",
@@ -86,7 +87,7 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 			if planOnly {
 				return planFigures(cmd, fab, sizes, output)
 			}
-			res, err := cpbench.RunOptions(cmd.Context(), exe, "cp"+hex.EncodeToString(b)+"-", sizes, cpbench.Options{Fabric: fab, AgentExe: agentExe}, cmd.ErrOrStderr())
+			res, err := cpbench.RunOptions(cmd.Context(), exe, "cp"+hex.EncodeToString(b)+"-", sizes, cpbench.Options{Fabric: fab, AgentExe: agentExe, PerProcess: perProc}, cmd.ErrOrStderr())
 			if plotTo != "" && len(res) > 0 {
 				if perr := cpbench.WritePlot(res, plotTo); perr != nil {
 					return perr
@@ -103,15 +104,15 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 			if routing == "bgp" {
 				conv = "CONVERGED\t"
 			}
-			fmt.Fprintln(tw, "NODES\tTOPOLOGY\tCHANGES\tPER NODE MAX\tMEAN\tLAB UP\tFROM SCRATCH\t"+conv+"NO-OP\tONE CHAIN\tNODES CHANGED\tDESTROY\tCONTROLLER PEAK\tROUTE SLAB\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\tPSS MAX\tPSS MEAN\tAGENT\t")
+			fmt.Fprintln(tw, "NODES\tTOPOLOGY\tCHANGES\tPER NODE MAX\tMEAN\tLAB UP\tFROM SCRATCH\t"+conv+"NO-OP\tNO-OP CPU CTL/AGENTS\tONE CHAIN\tNODES CHANGED\tNO-OP CO\tONE CHAIN CO\tDESTROY\tCONTROLLER PEAK\tROUTE SLAB\tAGENT RSS MAX\tMEAN\tANON MAX\tANON MEAN\tPSS MAX\tPSS MEAN\tAGENT\t")
 			for _, r := range res {
 				c := ""
 				if routing == "bgp" {
 					c = secs(r.Converged) + "\t"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Topology, r.Changes, r.ChangesPerNodeMax, r.ChangesPerNodeMean,
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Nodes, r.Topology, r.Changes, r.ChangesPerNodeMax, r.ChangesPerNodeMean,
 					secs(r.LabUp), secs(r.FromScratch), c,
-					secs(r.NoOp), secs(r.OneChain), r.OneChainNodes, secs(r.NoOpChangedOnly), secs(r.OneChainChangedOnly), secs(r.Destroy), mib(r.ControllerPeakKiB), mib(r.RouteSlabKiB), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB),
+					secs(r.NoOp), secs(r.NoOpControllerCPU)+"/"+secs(r.NoOpAgentsCPU), secs(r.OneChain), r.OneChainNodes, secs(r.NoOpChangedOnly), secs(r.OneChainChangedOnly), secs(r.Destroy), mib(r.ControllerPeakKiB), mib(r.RouteSlabKiB), mib(r.AgentRSSMaxKiB), mib(r.AgentRSSMeanKiB), mib(r.AgentRSSAnonMaxKiB), mib(r.AgentRSSAnonMeanKiB),
 					mib(r.AgentPssMaxKiB), mib(r.AgentPssMeanKiB), r.AgentExe)
 			}
 			tw.Flush()
@@ -125,6 +126,7 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "no lab: plan each size and print its figures (routes and ops per node, nodes a one-chain change touches, plan time and memory)")
 	cmd.Flags().BoolVar(&noSum, "no-summaries", false, "static Clos domains: no routing.summaries (every node routes every prefix)")
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the times against the number of nodes to this file (.svg, .png)")
+	cmd.Flags().IntVar(&perProc, "agents-per-process", 0, "the lighter mode: the nodes' agents run K to a process (segchain agent group: each node its own listener on the host's loopback and its own mTLS identity) instead of one process per node (docs/scale.md)")
 	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "the agents' program (lab up --agent-exe; default: segchain-agent next to this binary if it is the same build, else this binary)")
 	return cmd
 }

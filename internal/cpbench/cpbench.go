@@ -86,6 +86,35 @@ type Result struct {
 	// AgentExe is the program the agents ran (segchain, or the lighter
 	// segchain-agent).
 	AgentExe string `json:"agent_exe"`
+	// PerProcess is how many nodes each agent process served (0: one,
+	// under lab up --agents; else the lighter mode, agent group), and
+	// AgentProcAnonMaxKiB the largest process's RssAnon.
+	PerProcess          int `json:"per_process,omitempty"`
+	AgentProcAnonMaxKiB int `json:"agent_proc_anon_max_kib"`
+	// The no-op apply's CPU (user + system): the controller's, and the
+	// agents' (the growth of their processes' utime + stime over it,
+	// idle work included).
+	NoOpControllerCPU time.Duration `json:"noop_controller_cpu_ns"`
+	NoOpAgentsCPU     time.Duration `json:"noop_agents_cpu_ns"`
+}
+
+// cpuOf is the CPU time (user + system) the processes pids have used.
+func cpuOf(pids map[int]int) time.Duration {
+	var t time.Duration
+	for pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 12 {
+			u, _ := strconv.Atoi(f[11])
+			k, _ := strconv.Atoi(f[12])
+			t += time.Duration(u+k) * time.Second / 100 // clock ticks (USER_HZ 100)
+		}
+	}
+	return t
 }
 
 // Options are what a run measures besides the sizes.
@@ -96,6 +125,10 @@ type Options struct {
 	// AgentExe is the agents' program (lab up --agent-exe; "": the
 	// segchain binary's own agent).
 	AgentExe string
+	// PerProcess > 0 is the lighter mode (group.go): the nodes' agents
+	// run PerProcess to a process (`segchain agent group`), each with its
+	// own listener and mTLS identity, instead of one process per node.
+	PerProcess int
 }
 
 // Run measures each size with the segchain binary exe, the agents being
@@ -173,8 +206,12 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	if r.ChangesPerNodeMax, r.ChangesPerNodeMean, r.OneChainNodes, r.Summaries, err = PlanFigures(f); err != nil {
 		return r, err
 	}
-	up := []string{"lab", "up", "-f", "", "--lab", labName, "--agents"}
-	if o.AgentExe != "" {
+	up := []string{"lab", "up", "-f", "", "--lab", labName}
+	if o.PerProcess == 0 {
+		up = append(up, "--agents")
+	}
+	r.PerProcess = o.PerProcess
+	if o.AgentExe != "" && o.PerProcess == 0 {
 		up = append(up, "--agent-exe", o.AgentExe)
 		r.AgentExe = filepath.Base(o.AgentExe)
 	}
@@ -194,6 +231,7 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	if err := os.WriteFile(changed, []byte(yc), 0o644); err != nil {
 		return r, err
 	}
+	var lastCPU time.Duration // the last apply's CPU (user + system)
 	run := func(args ...string) (time.Duration, string, error) {
 		start := time.Now()
 		cmd := exec.CommandContext(ctx, exe, args...)
@@ -203,6 +241,7 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 				r.ControllerPeakKiB = max(r.ControllerPeakKiB, int(ru.Maxrss))
 			}
+			lastCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		}
 		if err != nil {
 			return d, string(out), fmt.Errorf("segchain %s: %w\n%s", strings.Join(args, " "), err, out)
@@ -212,7 +251,7 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	apply := func(file string) (time.Duration, string, error) {
 		return run("apply", "-f", file, "--lab", labName)
 	}
-	fmt.Fprintf(log, "control-plane %d nodes (%s): lab up --agents\n", n, r.Topology)
+	fmt.Fprintf(log, "control-plane %d nodes (%s): %s\n", n, r.Topology, strings.TrimSpace("lab up "+strings.Join(up[6:], " ")))
 	var out string
 	up[3] = file
 	if r.LabUp, _, err = run(up...); err != nil {
@@ -220,6 +259,48 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 		return r, err
 	}
 	defer run("lab", "down", "--lab", labName)
+	var grp *groups
+	if o.PerProcess > 0 {
+		fmt.Fprintf(log, "control-plane %d nodes: agents, %d to a process\n", n, o.PerProcess)
+		agentExe := exe
+		if o.AgentExe != "" {
+			agentExe = o.AgentExe
+		}
+		r.AgentExe = filepath.Base(agentExe)
+		start := time.Now()
+		l, err := lab.Get(labName)
+		if err != nil {
+			return r, err
+		}
+		if grp, err = startGroups(ctx, agentExe, labName, l.NodeNames(), o.PerProcess, dir); err != nil {
+			return r, err
+		}
+		defer grp.stop()
+		r.LabUp += time.Since(start)
+		for _, p := range []struct{ file, yaml string }{{file, y}, {changed, yc}} {
+			ya, err := grp.domain(p.yaml)
+			if err != nil {
+				return r, err
+			}
+			if err := os.WriteFile(p.file, []byte(ya), 0o644); err != nil {
+				return r, err
+			}
+		}
+	}
+	agentPIDs := func() map[int]int {
+		if grp != nil {
+			return grp.nodes
+		}
+		l, err := lab.Get(labName)
+		if err != nil {
+			return nil
+		}
+		m := map[int]int{}
+		for _, a := range l.Agents {
+			m[a.PID] = 1
+		}
+		return m
+	}
 	defer func() {
 		if r.Destroy == 0 {
 			run("destroy", "-f", file, "--lab", labName)
@@ -241,9 +322,12 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 		r.Converged = time.Since(start)
 	}
 	fmt.Fprintf(log, "control-plane %d nodes: no-op apply\n", n)
+	pids := agentPIDs()
+	agents0 := cpuOf(pids)
 	if r.NoOp, out, err = apply(file); err != nil {
 		return r, err
 	}
+	r.NoOpControllerCPU, r.NoOpAgentsCPU = lastCPU, cpuOf(pids)-agents0
 	if !strings.Contains(out, "no changes") {
 		return r, fmt.Errorf("the second apply changed something:\n%s", out)
 	}
@@ -261,25 +345,25 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	if !strings.Contains(out, "no changes") {
 		return r, fmt.Errorf("the no-op apply --changed-only changed something:\n%s", out)
 	}
-	l, err := lab.Get(labName)
-	if err != nil {
-		return r, err
-	}
-	total, anon, pss := 0, 0, 0
-	for _, a := range l.Agents {
-		kib, akib := rssKiB(a.PID, "status", "VmRSS:"), rssKiB(a.PID, "status", "RssAnon:")
-		pkib := rssKiB(a.PID, "smaps_rollup", "Pss:")
+	// Memory per node: a process's figures divided among the nodes it
+	// serves (one each, but in the lighter mode).
+	total, anon, pss, served := 0, 0, 0, 0
+	for pid, k := range pids {
+		kib, akib := rssKiB(pid, "status", "VmRSS:"), rssKiB(pid, "status", "RssAnon:")
+		pkib := rssKiB(pid, "smaps_rollup", "Pss:")
 		total += kib
 		anon += akib
 		pss += pkib
-		r.AgentRSSMaxKiB = max(r.AgentRSSMaxKiB, kib)
-		r.AgentRSSAnonMaxKiB = max(r.AgentRSSAnonMaxKiB, akib)
-		r.AgentPssMaxKiB = max(r.AgentPssMaxKiB, pkib)
+		served += k
+		r.AgentRSSMaxKiB = max(r.AgentRSSMaxKiB, kib/k)
+		r.AgentRSSAnonMaxKiB = max(r.AgentRSSAnonMaxKiB, akib/k)
+		r.AgentPssMaxKiB = max(r.AgentPssMaxKiB, pkib/k)
+		r.AgentProcAnonMaxKiB = max(r.AgentProcAnonMaxKiB, akib)
 	}
-	if len(l.Agents) > 0 {
-		r.AgentRSSMeanKiB = total / len(l.Agents)
-		r.AgentRSSAnonMeanKiB = anon / len(l.Agents)
-		r.AgentPssMeanKiB = pss / len(l.Agents)
+	if served > 0 {
+		r.AgentRSSMeanKiB = total / served
+		r.AgentRSSAnonMeanKiB = anon / served
+		r.AgentPssMeanKiB = pss / served
 	}
 	fmt.Fprintf(log, "control-plane %d nodes: destroy\n", n)
 	if r.Destroy, _, err = run("destroy", "-f", file, "--lab", labName); err != nil {

@@ -56,10 +56,17 @@ func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
 	t.Cleanup(stop)
 	ex := &executions{n: map[string]int{}}
 	agents := map[string]agent.Agent{}
+	locals := map[string]*local.Local{}
 	for n := range p.Nodes {
 		ns, _ := l.Netns(n)
 		la := local.NewLocal(n, ns)
 		t.Cleanup(func() { _ = la.Forget(context.Background()) })
+		// As the agent daemon: routing state kept from the kernel's
+		// events (docs/scale.md, "Digests kept from events").
+		if err := la.Watch(ctx); err != nil {
+			t.Fatal(err)
+		}
+		locals[n] = la
 		st, err := reconcile.Open(t.TempDir(), n)
 		if err != nil {
 			t.Fatal(err)
@@ -109,6 +116,23 @@ func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
 	if full != 0 || digest != len(p.Nodes) || len(changed) != 0 || len(executed) != 0 {
 		t.Fatalf("no-op apply: %d node(s) observed in full (want 0), %d by digest (want %d), changed %v, executed on %v",
 			full, digest, len(p.Nodes), changed, executed)
+	}
+
+	// Another: the agents answer from their kept routing state (the
+	// first no-op may have dumped it, if it came before the agent's
+	// background dump after the apply).
+	hits := func() (n int) {
+		for _, la := range locals {
+			n += int(la.EventStats().Hits)
+		}
+		return n
+	}
+	before := hits()
+	if full, _, changed, executed := apply("second no-op apply"); full != 0 || len(changed) != 0 || len(executed) != 0 {
+		t.Fatalf("second no-op apply: %d observed in full, changed %v, executed on %v", full, changed, executed)
+	}
+	if hits() == before {
+		t.Fatal("second no-op apply: no agent answered from its kept routing state")
 	}
 
 	// Drift by hand: a leaf loses one of its summary routes.

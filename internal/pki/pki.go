@@ -324,10 +324,25 @@ func ServerTLSAllow(f Files, allow []string) (*tls.Config, error) {
 // domain CA signed for that node (URI segchain://node/NODE), whatever
 // address it was reached at.
 func ClientTLS(f Files, node string) (*tls.Config, error) {
+	per, err := ClientTLSPerNode(f)
+	if err != nil {
+		return nil, err
+	}
+	return per(node), nil
+}
+
+// ClientTLSPerNode reads the controller's files once and returns
+// ClientTLS's configuration for any node: a controller that dials a
+// thousand agents parses its key and CA once, not per agent.
+func ClientTLSPerNode(f Files) (func(node string) *tls.Config, error) {
 	cert, p, err := f.load()
 	if err != nil {
 		return nil, err
 	}
+	return func(node string) *tls.Config { return clientTLS(cert, p, node) }, nil
+}
+
+func clientTLS(cert tls.Certificate, p *x509.CertPool, node string) *tls.Config {
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{cert},
@@ -355,5 +370,5 @@ func ClientTLS(f Files, node string) (*tls.Config, error) {
 			}
 			return nil
 		},
-	}, nil
+	}
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 
@@ -18,15 +19,20 @@ import (
 // nodes.NAME.agent (with security.pki).
 func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[string]*client.Client, error) {
 	out := map[string]*client.Client{}
+	// The controller's files are read once, at the first node dialled
+	// (none: --changed-only with nothing changed reads none).
+	var perNode func(string) *tls.Config
 	dial := func(node, addr string, files pki.Files) error {
 		if only != nil && !only[node] {
 			return nil // outside the apply's scope (--changed-only)
 		}
-		tc, err := pki.ClientTLS(files, node)
-		if err != nil {
-			return fmt.Errorf("node %s: %w", node, err)
+		if perNode == nil {
+			var err error
+			if perNode, err = pki.ClientTLSPerNode(files); err != nil {
+				return fmt.Errorf("node %s: %w", node, err)
+			}
 		}
-		c, err := client.Dial(node, addr, tc)
+		c, err := client.Dial(node, addr, perNode(node))
 		if err != nil {
 			return err
 		}

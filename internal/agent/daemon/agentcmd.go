@@ -70,7 +70,9 @@ one of the node's addresses.
 
 The agent owns no state of its own beyond the apply journal, the lease and
 the node's intent: what is programmed lives in the kernel (routes, rules,
-pinned eBPF programs and maps) and is observed on every request. Starting
+pinned eBPF programs and maps) and is observed on every request (for the
+digests an apply asks first, the routes, SIDs and rules are kept between
+requests and read again when a netlink event says they changed). Starting
 (or restarting) it changes nothing — it never reloads a program or flushes
 a map — so a restart under traffic loses no packet (with --reconcile, its
 first check repairs drift, below).
@@ -139,6 +141,7 @@ to stderr (log/slog, --log-format text|json). See docs/agents.md.`,
 	fl.DurationVar(&f.reconcileInterval, "reconcile-interval", 30*time.Second, "with --reconcile: how often to compare the node with its intent (an interface coming up also triggers a check)")
 	cmd.MarkFlagRequired("node")
 	cmd.MarkFlagRequired("listen")
+	cmd.AddCommand(groupCommand(b))
 	return cmd
 }
 
@@ -248,6 +251,11 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	}
 	defer speaker.Close()
 	local := &lockedLocal{Local: local.NewLocal(f.node, f.netns).WithRouter(speaker), key: key, intents: intents}
+	// ObserveDigest answers from the routing state kept from netlink
+	// events (docs/scale.md); without the watch it reads the kernel.
+	if err := local.Watch(ctx); err != nil {
+		log.Error("routing state not kept from events: every observation reads the kernel", "err", err)
+	}
 	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
 	m.WatchBFD(f.node, speaker)
 	go health.RunNode(ctx, f.netns, nil, log, nil) // this node's pool health checks (docs/pools.md)

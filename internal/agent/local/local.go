@@ -28,6 +28,7 @@ type Local struct {
 	netns    string
 	stateDir string
 	router   Router
+	ev       *events // Watch: the routing state kept from events
 }
 
 // Router is a node's long-running routing speaker (routing: bgp): the
@@ -81,14 +82,31 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	}
 	defer h.Close()
 	got := &nodestate.Node{Name: l.name}
+	if err := l.observeRouting(h, got); err != nil {
+		return nil, err
+	}
+	return l.observeRest(h, want, got)
+}
+
+// observeRouting reads what netlink reports every change of (routes,
+// local SIDs, rules): the part an agent watching its node keeps between
+// requests (events.go).
+func (l *Local) observeRouting(h *dataplane.Handle, got *nodestate.Node) error {
 	routes, sids, err := h.RoutesAndLocalSIDs()
 	if err != nil {
-		return nil, fmt.Errorf("node %s: read routes: %w", l.name, err)
+		return fmt.Errorf("node %s: read routes: %w", l.name, err)
 	}
 	got.Routes, got.Foreign = routes, foreignSIDs(sids)
 	if got.Rules, err = h.Rules(); err != nil {
-		return nil, fmt.Errorf("node %s: read rules: %w", l.name, err)
+		return fmt.Errorf("node %s: read rules: %w", l.name, err)
 	}
+	return nil
+}
+
+// observeRest reads the rest of the node into got (whose routing part is
+// filled): what no event reports a change of, read on every request.
+func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *nodestate.Node) (*nodestate.Node, error) {
+	var err error
 	if got.HMACKeys, err = h.HMACKeys(); err != nil && !errors.Is(err, dataplane.ErrNotSupported) {
 		return nil, fmt.Errorf("node %s: read hmac keys: %w", l.name, err)
 	}
@@ -147,6 +165,12 @@ func (l *Local) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 // ExecuteSteps implements agent.Stepper: the ops run in order through one
 // set of netlink sockets in the node's namespace, each reported to step.
 func (l *Local) ExecuteSteps(_ context.Context, ops []agent.Op, step func(i int, d time.Duration, err error)) (int, error) {
+	// The kept routing state is stale from the first op on (before: a
+	// request during the batch must not be answered from it; after: the
+	// batch's own events may still be queued).
+	l.changed()
+	defer l.warmAfter(warmDelay)
+	defer l.changed()
 	h, err := l.open()
 	if err != nil {
 		return 0, err

@@ -16,6 +16,14 @@ type IntentReader interface {
 	Kept() *nodestate.Node
 }
 
+// CachedObserver is an agent that may answer an observation from what it
+// keeps between requests, kept current from the kernel's events
+// (local.Local with Watch): ObserveDigest, asked for on every no-op
+// apply, uses it; Observe (a plan, a status) reads the node afresh.
+type CachedObserver interface {
+	ObserveCached(ctx context.Context, want *nodestate.Node) (*nodestate.Node, error)
+}
+
 // ObserveDigest implements pb.AgentServer: Observe reduced to digests,
 // with the intent kept and the journal's state, so that a controller
 // whose intent matches fetches nothing more (docs/scale.md); the state
@@ -26,7 +34,11 @@ func (s *Server) ObserveDigest(ctx context.Context, r *pb.ObserveDigestRequest) 
 		return nil, s.fail(ctx, "ObserveDigest", err)
 	}
 	want.Name = s.agent.Node()
-	got, err := s.agent.Observe(ctx, nodestate.DigestWant(&want))
+	observe := s.agent.Observe
+	if c, ok := s.agent.(CachedObserver); ok {
+		observe = c.ObserveCached
+	}
+	got, err := observe(ctx, nodestate.DigestWant(&want))
 	if err != nil {
 		return nil, s.fail(ctx, "ObserveDigest", err)
 	}

@@ -1,0 +1,218 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/segchain/segchain/internal/agent/local"
+	"github.com/segchain/segchain/internal/agent/reconcile"
+	"github.com/segchain/segchain/internal/agent/rpc/server"
+	"github.com/segchain/segchain/internal/bpfpin"
+	"github.com/segchain/segchain/internal/journal"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
+	"github.com/segchain/segchain/internal/pki"
+)
+
+// GroupNode is one node a group process serves (the --nodes file is a
+// JSON list of them).
+type GroupNode struct {
+	// Node is the node's name (its certificate node-NODE.crt in --pki).
+	Node string `json:"node"`
+	// Netns is the node's network namespace.
+	Netns string `json:"netns"`
+	// Listen is the gRPC address, in the group process's own namespace
+	// (port 0: any; the address taken is written to --ready).
+	Listen string `json:"listen"`
+	// StateDir keeps the node's journal and intent.
+	StateDir string `json:"state_dir"`
+}
+
+type groupFlags struct {
+	nodes, pkiDir, ready, logFormat string
+	allowControllers                []string
+}
+
+// groupCommand is `segchain agent group`: several nodes' agents in one
+// process, for measuring a controller against more nodes than agent
+// processes fit on one machine (docs/scale.md, "The lighter mode").
+func groupCommand(b Build) *cobra.Command {
+	var f groupFlags
+	cmd := &cobra.Command{
+		Use:   "group --nodes FILE --pki DIR [--ready FILE]",
+		Short: "Serve several nodes' agents from one process (the lighter mode of the scale benchmark)",
+		Long: `Serves every node listed in --nodes (a JSON list of {"node", "netns",
+"listen", "state_dir"}) from this one process: each node has its own gRPC
+server and listener, its own mutual-TLS identity (node-NODE.crt of --pki,
+refusing any controller but --allow-controller's), its own journal, lease
+and intent (under its state_dir), and its routing state kept from the
+kernel's events, exactly as 'segchain agent' serves one node. What a
+controller sees of a node is the same; the process is shared.
+
+What the group does not do, unlike 'segchain agent': BGP (a speaker needs
+the whole process inside the node's namespace: a BGP intent is refused as
+"no BGP speaker"), --reconcile, --metrics, pool health checks. Listeners
+are opened in the group's own namespace (the host's), not the node's:
+port 0 takes any free port, and --ready FILE receives {"NODE": "ADDR"}
+once every node is served.
+
+It is how 'segchain perf control-plane --agents-per-process K' measures
+1,000 nodes on one machine (docs/scale.md).`,
+		// A synopsis (placeholders): the daemon runs until stopped.
+		Example: `  segchain agent group --nodes FILE --pki DIR --allow-controller ctl --ready FILE`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runGroup(ctx, f, b, cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.nodes, "nodes", "", "JSON file: the nodes to serve, [{\"node\", \"netns\", \"listen\", \"state_dir\"}]")
+	fl.StringVar(&f.pkiDir, "pki", "", "PKI directory: ca.crt and each node's node-NAME.crt, node-NAME.key (segchain pki)")
+	fl.StringVar(&f.ready, "ready", "", "write {\"NODE\": \"ADDR\"} here once every node is served")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringSliceVar(&f.allowControllers, "allow-controller", nil, "accept only the controller certificates of these names (repeatable)")
+	cmd.MarkFlagRequired("nodes")
+	cmd.MarkFlagRequired("pki")
+	return cmd
+}
+
+// ReadGroup reads a --nodes file, checking every entry.
+func ReadGroup(path string) ([]GroupNode, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var nodes []GroupNode
+	if err := json.Unmarshal(b, &nodes); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for i, n := range nodes {
+		switch {
+		case n.Node == "":
+			errs = append(errs, fmt.Errorf("%s: [%d].node: required", path, i))
+		case seen[n.Node]:
+			errs = append(errs, fmt.Errorf("%s: [%d].node: %q listed twice", path, i, n.Node))
+		}
+		seen[n.Node] = true
+		if n.Netns == "" {
+			errs = append(errs, fmt.Errorf("%s: [%d].netns: required (the group serves nodes in namespaces of their own)", path, i))
+		}
+		if _, _, err := net.SplitHostPort(n.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("%s: [%d].listen: %q: want HOST:PORT", path, i, n.Listen))
+		}
+		if n.StateDir == "" {
+			errs = append(errs, fmt.Errorf("%s: [%d].state_dir: required", path, i))
+		}
+	}
+	if len(nodes) == 0 {
+		errs = append(errs, fmt.Errorf("%s: no node", path))
+	}
+	return nodes, errors.Join(errs...)
+}
+
+func runGroup(ctx context.Context, f groupFlags, bv Build, stderr io.Writer) error {
+	log, err := agentLogger(f.logFormat, stderr)
+	if err != nil {
+		return err
+	}
+	nodes, err := ReadGroup(f.nodes)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ready := map[string]string{}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(nodes))
+	for _, n := range nodes {
+		serve, addr, err := groupNode(ctx, n, f, bv, log.With("node", n.Node))
+		if err != nil {
+			cancel()
+			wg.Wait()
+			return fmt.Errorf("node %s: %w", n.Node, err)
+		}
+		ready[n.Node] = addr
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := serve(); err != nil {
+				errc <- fmt.Errorf("node %s: %w", n.Node, err)
+				cancel()
+			}
+		}()
+	}
+	if f.ready != "" {
+		b, _ := json.Marshal(ready)
+		tmp := f.ready + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			cancel()
+		} else if err := os.Rename(tmp, f.ready); err != nil {
+			cancel()
+		}
+	}
+	log.Info("agent group serving", "nodes", len(nodes), "pid", os.Getpid(), "version", bv.Version)
+	wg.Wait()
+	close(errc)
+	var errs []error
+	for err := range errc {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// groupNode sets up one node of a group as runAgent does (without BGP,
+// reconcile, metrics and pool health checks) and returns its serve loop
+// and listening address.
+func groupNode(ctx context.Context, n GroupNode, f groupFlags, bv Build, log *slog.Logger) (func() error, string, error) {
+	if !nsutil.Exists(n.Netns) {
+		return nil, "", fmt.Errorf("no network namespace %q", n.Netns)
+	}
+	tc, err := pki.ServerTLSAllow(pki.DirFiles(f.pkiDir, pki.RoleNode, n.Node), f.allowControllers)
+	if err != nil {
+		return nil, "", err
+	}
+	key, _, err := bpfpin.Namespace(n.Netns)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := os.MkdirAll(n.StateDir, 0o700); err != nil {
+		return nil, "", err
+	}
+	intents, err := reconcile.Open(n.StateDir, n.Node)
+	if err != nil {
+		log.Error("intent not loaded", "err", err)
+	}
+	lis, err := net.Listen("tcp", n.Listen)
+	if err != nil {
+		return nil, "", err
+	}
+	l := &lockedLocal{Local: local.NewLocal(n.Node, n.Netns), key: key, intents: intents}
+	if err := l.Watch(ctx); err != nil {
+		log.Error("routing state not kept from events: every observation reads the kernel", "err", err)
+	}
+	jr := journal.New(filepath.Join(n.StateDir, "journal"), map[string]string{n.Node: "node-" + n.Node})
+	srv := server.NewServer(l, log, server.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr, server.Hooks{})
+	srv.KeepIntents(intents)
+	g := server.NewGRPCServer(srv, tc, log)
+	oamsvc.Register(g, n.Node, n.Netns)
+	return func() error {
+		defer jr.Close()
+		return server.Serve(ctx, g, lis)
+	}, lis.Addr().String(), nil
+}
