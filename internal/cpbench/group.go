@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/segchain/segchain/internal/agent/daemon"
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/pki"
 )
@@ -56,13 +56,13 @@ func startGroups(ctx context.Context, exe, labName string, nodes []string, per i
 	sort.Strings(nodes)
 	var ready []string
 	for i := 0; i < len(nodes); i += per {
-		var list []daemon.GroupNode
+		var list []agent.GroupNode
 		for _, n := range nodes[i:min(i+per, len(nodes))] {
 			if _, err := pki.Issue(g.pki, pki.RoleNode, n, pki.IssueOptions{}); err != nil {
 				g.stop()
 				return nil, err
 			}
-			list = append(list, daemon.GroupNode{Node: n, Netns: lab.NetnsName(labName, n), Listen: "[::1]:0",
+			list = append(list, agent.GroupNode{Node: n, Netns: lab.NetnsName(labName, n), Listen: "[::1]:0",
 				StateDir: filepath.Join(dir, "state", n)})
 		}
 		k := strconv.Itoa(i / per)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/agent/reconcile"
 	"github.com/segchain/segchain/internal/agent/rpc/server"
@@ -25,20 +26,6 @@ import (
 	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/pki"
 )
-
-// GroupNode is one node a group process serves (the --nodes file is a
-// JSON list of them).
-type GroupNode struct {
-	// Node is the node's name (its certificate node-NODE.crt in --pki).
-	Node string `json:"node"`
-	// Netns is the node's network namespace.
-	Netns string `json:"netns"`
-	// Listen is the gRPC address, in the group process's own namespace
-	// (port 0: any; the address taken is written to --ready).
-	Listen string `json:"listen"`
-	// StateDir keeps the node's journal and intent.
-	StateDir string `json:"state_dir"`
-}
 
 type groupFlags struct {
 	nodes, pkiDir, ready, logFormat string
@@ -91,12 +78,12 @@ It is how 'segchain perf control-plane --agents-per-process K' measures
 }
 
 // ReadGroup reads a --nodes file, checking every entry.
-func ReadGroup(path string) ([]GroupNode, error) {
+func ReadGroup(path string) ([]agent.GroupNode, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var nodes []GroupNode
+	var nodes []agent.GroupNode
 	if err := json.Unmarshal(b, &nodes); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -179,7 +166,7 @@ func runGroup(ctx context.Context, f groupFlags, bv Build, stderr io.Writer) err
 // groupNode sets up one node of a group as runAgent does (without BGP,
 // reconcile, metrics and pool health checks) and returns its serve loop
 // and listening address.
-func groupNode(ctx context.Context, n GroupNode, f groupFlags, bv Build, log *slog.Logger) (func() error, string, error) {
+func groupNode(ctx context.Context, n agent.GroupNode, f groupFlags, bv Build, log *slog.Logger) (func() error, string, error) {
 	if !nsutil.Exists(n.Netns) {
 		return nil, "", fmt.Errorf("no network namespace %q", n.Netns)
 	}

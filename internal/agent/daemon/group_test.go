@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/pki"
@@ -32,7 +33,7 @@ func TestGroupServesEachNodeAsItself(t *testing.T) {
 		}
 	}
 	names := []string{"a", "b"}
-	var nodes []GroupNode
+	var nodes []agent.GroupNode
 	for _, n := range names {
 		if _, err := pki.Issue(pk, pki.RoleNode, n, pki.IssueOptions{}); err != nil {
 			t.Fatal(err)
@@ -41,7 +42,7 @@ func TestGroupServesEachNodeAsItself(t *testing.T) {
 		// A route of the domain's in each namespace, told apart by node.
 		dst := map[string]string{"a": "fc00:a::/64", "b": "fc00:b::/64"}[n]
 		testutil.Exec(t, ns, "ip", "-6", "route", "add", "unreachable", dst, "proto", "202")
-		nodes = append(nodes, GroupNode{Node: n, Netns: ns, Listen: "[::1]:0", StateDir: filepath.Join(dir, "state", n)})
+		nodes = append(nodes, agent.GroupNode{Node: n, Netns: ns, Listen: "[::1]:0", StateDir: filepath.Join(dir, "state", n)})
 	}
 	file, ready := filepath.Join(dir, "nodes.json"), filepath.Join(dir, "ready.json")
 	b, _ := json.Marshal(nodes)
