@@ -14,6 +14,7 @@ import (
 	"github.com/segchain/segchain/internal/chainpath"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/session"
@@ -311,6 +312,9 @@ failed apply drop the record, and an apply drops it before its first change
 			defer stop()
 			res, err := s.Apply(ctx)
 			err = intr.verdict("apply", res, err)
+			if f.output == "json" && res != nil && err == nil {
+				err = keepOAM(ctx, cmd.ErrOrStderr(), s, false)
+			}
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
 					return perr
@@ -322,6 +326,9 @@ failed apply drop the record, and an apply drops it before its first change
 				printDiffs(cmd.OutOrStdout(), res.Diffs)
 			}
 			if err != nil {
+				return err
+			}
+			if err := keepOAM(ctx, cmd.ErrOrStderr(), s, false); err != nil {
 				return err
 			}
 			if res.Changes() == 0 {
@@ -391,6 +398,9 @@ the journals for the next command).`,
 			if dry {
 				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s) would be made (%s)\n", res.Changes(), res.Summary())
 			} else {
+				if err := keepOAM(ctx, cmd.ErrOrStderr(), s, true); err != nil {
+					return err
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed: %d change(s)\n", res.Changes())
 			}
 			return nil
@@ -472,12 +482,14 @@ docs/apply.md.`,
 				return w.run(cmd, s.Controller(), f.output)
 			}
 			st := s.Status(cmd.Context())
+			sm := oamsvc.Status(cmd.Context(), s) // chains[].oam.sample (statusoam.go)
 			if f.output == "json" {
-				if err := writeJSON(cmd.OutOrStdout(), st); err != nil {
+				if err := writeJSON(cmd.OutOrStdout(), statusJSON{st, sm}); err != nil {
 					return err
 				}
 			} else {
 				printStatus(cmd.OutOrStdout(), st, verbose)
+				printSampling(cmd.OutOrStdout(), sm)
 			}
 			return statusExit(check, st)
 		},
