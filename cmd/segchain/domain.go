@@ -14,8 +14,8 @@ import (
 	"github.com/segchain/segchain/internal/chainpath"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
-	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/session"
 )
