@@ -139,6 +139,7 @@ func TestKeptOAMThroughAgents(t *testing.T) {
 		t.Fatalf("status: %s\n%+v", strings.Join(bad, "; "), kc)
 	}
 	out := e.Must("status", "--lab", e.Name)
+	t.Logf("status:\n%s", out[strings.Index(out, "sampling ("):])
 	if !strings.Contains(out, "sampling (chains[].oam.sample):") || !strings.Contains(out, "web 1 in 100: 3000 packets, 30 marked") {
 		t.Errorf("status text has no sampling section:\n%s", out)
 	}
