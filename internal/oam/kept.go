@@ -292,3 +292,103 @@ func keptChain(ctx context.Context, pc *plan.Chain, rate uint32, k Keeping) Kept
 	}
 	return kc
 }
+
+// FollowKept exports chain's kept sampling as it comes (segchain trace
+// --metrics-listen without --sample): every o.Every it reads each node's
+// new sightings (Sightings after the last), puts them on one wall-clock
+// line and hands o.Window the packets seen at every hop, as a continuous
+// run in a lab does. A node's events are used once every node has
+// answered past them (the earliest node's clock less 100 ms: an agent
+// moves its tap's events into its ring every 100 ms); a packet marked
+// more than o.Settle before that and not seen at every hop is
+// incomplete. The marker's counts are the headend's since apply kept it.
+func FollowKept(ctx context.Context, d Domain, k Keeping, chain string, o ContinuousOptions) error {
+	if o.Every <= 0 {
+		o.Every = time.Second
+	}
+	if o.Settle <= 0 {
+		o.Settle = time.Second
+	}
+	pc, _, err := findChain(d, chain)
+	if err != nil {
+		return err
+	}
+	if _, ok := sampledChains(d.Config, d.Plan)[pc.Name]; !ok {
+		return fmt.Errorf("chain %s keeps no sampling (chains[].oam.sample); give --sample N to run one", chain)
+	}
+	nodes := []string{pc.Ingress}
+	for _, n := range segmentNodes(pc) {
+		if n != pc.Ingress {
+			nodes = append(nodes, n)
+		}
+	}
+	for _, n := range nodes {
+		if k == nil || !k.Has(n) {
+			return fmt.Errorf("chain %s: node %s has no agent (kept sampling is the agents')", chain, n)
+		}
+	}
+	tl := NewTimeline()
+	next := map[string]uint64{}
+	var pending []SampleEvent
+	c := &correlator{hops: sampleHops(pc), open: map[[48]byte]*openPkt{}}
+	poll := func(first bool) (SampleCounts, time.Duration, error) {
+		var counts SampleCounts
+		wm := time.Duration(1 << 62)
+		for _, n := range nodes {
+			r, err := k.Sightings(ctx, n, pc.Name, next[n])
+			if err != nil {
+				return counts, 0, err
+			}
+			if !r.Kept {
+				return counts, 0, fmt.Errorf("node %s does not keep chain %s's sampling (apply hands it)", n, pc.Name)
+			}
+			off := tl.Offset(r.Boot, r.Offset)
+			next[n] = r.Next
+			wm = min(wm, r.Now+off-100*time.Millisecond)
+			if n == pc.Ingress {
+				counts = r.Counts
+			}
+			if first {
+				continue // what came before the exporter
+			}
+			for _, e := range r.Events {
+				e.At += off
+				e.Node = n
+				pending = append(pending, e)
+			}
+		}
+		return counts, wm, nil
+	}
+	if _, _, err := poll(true); err != nil {
+		return err
+	}
+	if o.Started != nil {
+		o.Started()
+	}
+	tick := time.NewTicker(o.Every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		counts, wm, err := poll(false)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		sort.SliceStable(pending, func(i, j int) bool { return pending[i].At < pending[j].At })
+		n := sort.Search(len(pending), func(i int) bool { return pending[i].At > wm })
+		w := SampleWindow{Chain: pc.Name, Hops: append([]SampleHop(nil), c.hops...), Counts: counts,
+			StepUS: make([][]float64, len(c.hops)), AtUS: make([][]float64, len(c.hops))}
+		c.add(pending[:n], &w)
+		pending = append([]SampleEvent(nil), pending[n:]...)
+		c.expire(wm-o.Settle, &w)
+		if o.Window != nil {
+			o.Window(w)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -108,7 +109,31 @@ func TestKeptOAMThroughAgents(t *testing.T) {
 	for _, n := range []string{"ingress", "nfv1", "nfv2", "egress"} {
 		targets = append(targets, e.Lab.Agents[n].Metrics)
 	}
-	prom := testutil.StartPrometheus(t, "segchain-agents", targets...)
+	// The per-hop histograms: segchain trace --metrics-listen, no
+	// --sample, pairs the agents' sightings as they come.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exporter := l.Addr().String()
+	l.Close()
+	var expOut strings.Builder
+	exp := exec.Command(segchainBin, "trace", "--lab", e.Name, "--metrics-listen", exporter, "web")
+	exp.Stdout, exp.Stderr = &expOut, &expOut
+	if err := exp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		exp.Process.Signal(os.Interrupt)
+		exp.Wait()
+		t.Logf("segchain trace --metrics-listen:\n%s", expOut.String())
+	})
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(expOut.String(), "exporting web"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) || exp.ProcessState != nil {
+			t.Fatalf("the exporter did not start:\n%s", expOut.String())
+		}
+	}
+	prom := testutil.StartPrometheus(t, "segchain-agents", append(targets, exporter)...)
 
 	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 7000, count, 1000, nil)
 	if res.Lost != 0 || res.Unique != count {
@@ -121,15 +146,25 @@ func TestKeptOAMThroughAgents(t *testing.T) {
 		last = raw
 		pk, _, _ := prom.Query(`segchain_sample_node_packets_total{chain="web"}`, "chain")
 		mk, _, _ := prom.Query(`segchain_sample_node_marked_total{chain="web"}`, "chain")
-		ok := err == nil && len(arr) == 3 && pk["node=ingress"] == count && mk["node=ingress"] == want
+		hops, _, herr := prom.Query(`sum by (hop, node) (segchain_sample_hop_step_seconds_count{chain="web"})`)
+		ok := err == nil && herr == nil && len(arr) == 3 && len(hops) == 3 && pk["node=ingress"] == count && mk["node=ingress"] == want
 		for _, v := range arr {
 			ok = ok && math.Abs(v-want) <= 0.01*want
+		}
+		for _, v := range hops {
+			ok = ok && math.Abs(v-want) <= 0.01*want
+		}
+		if ok {
+			inc, _, _ := prom.Query(`segchain_sample_incomplete_total{chain="web"}`, "chain")
+			if inc[""] != 0 {
+				t.Errorf("exporter: %v incomplete, want 0", inc)
+			}
 		}
 		if ok {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("prometheus: arrivals %v, packets %v, marked %v; want 3 nodes × %v of %d packets\nlast answer %s", arr, pk, mk, want, count, last)
+			t.Fatalf("prometheus: arrivals %v, hop histograms %v, packets %v, marked %v; want 3 nodes and 3 hops × %v of %d packets\nlast answer %s\nexporter: %s", arr, hops, pk, mk, want, count, last, expOut.String())
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
