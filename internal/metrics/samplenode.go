@@ -28,24 +28,32 @@ var (
 		"O-flag sampled packets that arrived at this node with destination sid (a segment of the chain on this node).", []string{"chain", "node", "sid"}, nil)
 )
 
+var nodeResponderSIDs = prometheus.NewDesc(ns+"_oam_responder_sids",
+	"SID prefixes the node's kept echo responder answers ICMPv6 echo for (chains[].oam.respond); absent when none is kept.", []string{"node"}, nil)
+
 type nodeSampling struct {
-	node string
-	snap func() []NodeSample
+	node      string
+	snap      func() []NodeSample
+	responder func() (bool, int)
 }
 
 // NodeSampling exports node's kept samplings, read from snap at each
-// scrape.
-func NodeSampling(node string, snap func() []NodeSample) prometheus.Collector {
-	return &nodeSampling{node: node, snap: snap}
+// scrape, and its kept echo responder (responder: whether one is kept,
+// how many SID prefixes it answers).
+func NodeSampling(node string, snap func() []NodeSample, responder func() (bool, int)) prometheus.Collector {
+	return &nodeSampling{node: node, snap: snap, responder: responder}
 }
 
 func (c *nodeSampling) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{nodeSamplePackets, nodeSampleMarked, nodeSampleHMAC, nodeSampleArrivals} {
+	for _, d := range []*prometheus.Desc{nodeSamplePackets, nodeSampleMarked, nodeSampleHMAC, nodeSampleArrivals, nodeResponderSIDs} {
 		ch <- d
 	}
 }
 
 func (c *nodeSampling) Collect(ch chan<- prometheus.Metric) {
+	if on, n := c.responder(); on {
+		ch <- prometheus.MustNewConstMetric(nodeResponderSIDs, prometheus.GaugeValue, float64(n), c.node)
+	}
 	for _, s := range c.snap() {
 		if s.Marker {
 			ch <- prometheus.MustNewConstMetric(nodeSamplePackets, prometheus.CounterValue, float64(s.Packets), s.Chain, c.node)

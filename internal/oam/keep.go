@@ -265,3 +265,15 @@ func (k *Keeper) Close() error {
 	_, err := k.Set(nil, false)
 	return err
 }
+
+// Responder says whether the echo responder is kept and how many SID
+// prefixes it answers.
+func (k *Keeper) Responder() (bool, int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.echo == nil {
+		return false, 0
+	}
+	n, _ := k.echo.SIDs()
+	return true, n
+}

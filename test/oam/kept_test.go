@@ -184,6 +184,9 @@ func TestKeptOAMThroughAgents(t *testing.T) {
 	// The responder kept on nfv1 (web's first SID): iputils' ping -6 to
 	// the SID is answered (Linux's seg6local alone drops it).
 	sid := kc.Hops[1].SID
+	if body := scrape(t, e.Lab.Agents["nfv1"].Metrics); !strings.Contains(body, `segchain_oam_responder_sids{node="nfv1"}`) {
+		t.Errorf("nfv1's agent does not export its kept responder:\n%s", body)
+	}
 	if pout, err := exec.Command("ip", "netns", "exec", e.NS("ingress"), "ping", "-6", "-c", "2", "-W", "2", sid).CombinedOutput(); err != nil {
 		t.Errorf("ping -6 %s (nfv1's End, responder kept): %v\n%s", sid, err, pout)
 	}
@@ -211,15 +214,23 @@ func TestKeptOAMThroughAgents(t *testing.T) {
 		t.Logf("without nfv2's tap: %s", strings.Join(bad, "; "))
 	})
 
-	// destroy drops what the agents kept: no sampling series any more.
+	// destroy drops what the agents kept: no sampling, no responder.
 	e.Must("destroy", "--lab", e.Name)
-	resp, err := http.Get("http://" + e.Lab.Agents["nfv1"].Metrics + "/metrics")
+	body := scrape(t, e.Lab.Agents["nfv1"].Metrics)
+	for _, m := range []string{"segchain_sample_node_arrivals_total", "segchain_oam_responder_sids"} {
+		if strings.Contains(body, m) {
+			t.Errorf("nfv1's agent still exports %s after destroy", m)
+		}
+	}
+}
+
+func scrape(t *testing.T, target string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + target + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if strings.Contains(string(body), "segchain_sample_node_arrivals_total") {
-		t.Errorf("nfv1's agent still exports a kept sampling after destroy")
-	}
+	return string(body)
 }

@@ -75,7 +75,7 @@ func (s *Server) Collector() prometheus.Collector {
 				Marked: c.Counts.Marked, HMAC: c.Counts.HMAC, Arrivals: c.Arrivals})
 		}
 		return out
-	})
+	}, s.keep.Responder)
 }
 
 // Close detaches what the node keeps (the agent's exit would too: the
