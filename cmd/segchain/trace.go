@@ -98,7 +98,7 @@ new sightings are read from its agent and paired here (docs/oam.md, "Kept
 by apply"). segchain status shows the same per hop.
 
 Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
-		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 2s\n  segchain trace --lab default web --sample 1000 --metrics-listen 127.0.0.1:9464 --duration 3s\n  segchain trace -f domain.yaml web --metrics-listen 127.0.0.1:9464\n  segchain trace --lab default firewalled -o json",
+		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 2s\n  segchain trace --lab default web --sample 1000 --metrics-listen 127.0.0.1:9464 --duration 3s\n  segchain trace --lab default firewalled -o json",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(f.output); err != nil {
