@@ -95,7 +95,9 @@ With --metrics-listen ADDR and no --sample (through agents): the same
 histograms of the sampling the chain keeps (chains[].oam.sample, kept by
 apply on the agents): no program is attached; every second each node's
 new sightings are read from its agent and paired here (docs/oam.md, "Kept
-by apply"). segchain status shows the same per hop.
+by apply"). segchain status shows the same per hop. In a lab without
+agents, nothing keeps it between commands: the chain's declared rate is
+sampled by this command as with --sample.
 
 Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 2s\n  segchain trace --lab default web --sample 1000 --metrics-listen 127.0.0.1:9464 --duration 3s\n  segchain trace --lab default firewalled -o json",

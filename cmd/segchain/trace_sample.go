@@ -34,7 +34,16 @@ func serveSampling(m *metrics.Sampling, addr string) (net.Addr, func(), error) {
 func followKept(cmd *cobra.Command, d oam.Domain, chain, addr string, dur time.Duration) error {
 	k, ok := d.Remote.(*oamsvc.Client)
 	if !ok {
-		return errors.New("--metrics-listen without --sample exports a chain's kept sampling through agents: this domain has none (in a lab without agents, give --sample N)")
+		// No agents (a lab's namespaces): nothing keeps the sampling
+		// between commands; run the chain's declared rate here instead.
+		rate, err := oam.DeclaredRate(d, chain)
+		if err != nil {
+			return err
+		}
+		if rate == 0 {
+			return fmt.Errorf("chain %s declares no sampling (chains[].oam.sample): give --sample N", chain)
+		}
+		return sampleContinuous(cmd, d, chain, rate, addr, dur)
 	}
 	m := metrics.NewSampling()
 	at, stop, err := serveSampling(m, addr)

@@ -246,7 +246,11 @@ func keptChain(ctx context.Context, pc *plan.Chain, rate uint32, k Keeping) Kept
 			continue
 		}
 		seen[n] = true
-		if k == nil || !k.Has(n) {
+		if k == nil {
+			kc.Problems = []string{"no node has an agent: kept sampling is the agents' (in a lab without agents, segchain trace --metrics-listen ADDR CHAIN runs the chain's declared sampling)"}
+			break
+		}
+		if !k.Has(n) {
 			kc.Problems = append(kc.Problems, fmt.Sprintf("%s: no agent", n))
 			continue
 		}
@@ -391,4 +395,13 @@ func FollowKept(ctx context.Context, d Domain, k Keeping, chain string, o Contin
 			o.Window(w)
 		}
 	}
+}
+
+// DeclaredRate is chain's chains[].oam.sample (0: none).
+func DeclaredRate(d Domain, chain string) (uint32, error) {
+	pc, _, err := findChain(d, chain)
+	if err != nil {
+		return 0, err
+	}
+	return sampledChains(d.Config, d.Plan)[pc.Name], nil
 }

@@ -234,3 +234,40 @@ func scrape(t *testing.T, target string) string {
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
 }
+
+// Without agents nothing keeps the sampling between commands: apply says
+// so, status names the way, and trace --metrics-listen without --sample
+// runs the chain's declared 1 in 100 itself while a stream runs.
+func TestKeptOAMWithoutAgents(t *testing.T) {
+	const rate = 100
+	e := labenv.New(t, labenv.Options{File: keptDomain(t, rate), Prefix: "oamn-", CLI: true, Binary: segchainBin})
+	out, err := e.Run("apply", "--lab", e.Name)
+	if err != nil || !strings.Contains(out, "chains[].oam: not kept on egress, ingress, nfv1, nfv2 (no agent") {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	kc := keptStatus(t, e)
+	if len(kc.Problems) != 1 || !strings.Contains(kc.Problems[0], "no node has an agent") {
+		t.Errorf("status problems %v, want the one saying kept sampling is the agents'", kc.Problems)
+	}
+	var tout string
+	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 7002, 1500, 500, func() {
+		tout, err = e.Run("trace", "--lab", e.Name, "--metrics-listen", "127.0.0.1:0", "--duration", "2s", "web")
+	})
+	if err != nil {
+		t.Fatalf("trace --metrics-listen: %v\n%s", err, tout)
+	}
+	if res.Lost != 0 {
+		t.Errorf("stream: %+v", res)
+	}
+	i := strings.Index(tout, "sampled web:")
+	if i < 0 {
+		t.Fatalf("no totals:\n%s", tout)
+	}
+	var p, m, c, inc, hm uint64
+	if _, err := fmt.Sscanf(tout[i:], "sampled web: %d packets, %d marked, %d seen at every hop, %d incomplete, %d not marked (HMAC)", &p, &m, &c, &inc, &hm); err != nil {
+		t.Fatalf("%v\n%s", err, tout)
+	}
+	if p == 0 || m != (p+rate-1)/rate || c != m || inc != 0 {
+		t.Errorf("%d packets, %d marked, %d seen at every hop, %d incomplete: want some, 1 in %d, all, 0\n%s", p, m, c, inc, rate, tout)
+	}
+}
