@@ -20,8 +20,18 @@ import (
 // a per-hop latency needs two nodes' and an agent sees one.
 
 // KeepRing is how many events (sightings and marks) a node keeps per
-// sampled chain for Sightings.
-const KeepRing = 1 << 16
+// sampled chain for Sightings: 80 bytes each, 1.3 MB per chain at most
+// (the ring grows as events come; an agent's memory is budgeted, #33).
+const KeepRing = 1 << 14
+
+// keptEvent is a SampleEvent in the ring, without its node (the ring's).
+type keptEvent struct {
+	At   int64
+	DA   [16]byte
+	ID   [48]byte
+	SL   uint8
+	Kind uint8
+}
 
 // KeptSample is one chain's sampling kept on a node.
 type KeptSample struct {
@@ -67,7 +77,7 @@ type keptSample struct {
 	done chan struct{}
 
 	mu       sync.Mutex
-	ring     []SampleEvent // ring[i%KeepRing] is event i+1
+	ring     []keptEvent // ring[i%KeepRing] is event i+1
 	seq      uint64        // events appended
 	arrivals map[string]uint64
 }
@@ -157,8 +167,7 @@ func (k *Keeper) start(spec KeptSample) (*keptSample, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks := &keptSample{spec: spec, s: s, stop: make(chan struct{}), done: make(chan struct{}),
-		ring: make([]SampleEvent, KeepRing), arrivals: map[string]uint64{}}
+	ks := &keptSample{spec: spec, s: s, stop: make(chan struct{}), done: make(chan struct{}), arrivals: map[string]uint64{}}
 	go ks.run(k.Every)
 	return ks, nil
 }
@@ -185,7 +194,12 @@ func (ks *keptSample) add(evs []SampleEvent) {
 		if e.Kind == 0 && !slices.Contains(ks.spec.SIDs, netip.AddrFrom16(e.DA)) {
 			continue // another chain's sampled packet
 		}
-		ks.ring[ks.seq%KeepRing] = e
+		ke := keptEvent{At: int64(e.At), DA: e.DA, ID: e.ID, SL: e.SL, Kind: e.Kind}
+		if len(ks.ring) < KeepRing {
+			ks.ring = append(ks.ring, ke)
+		} else {
+			ks.ring[ks.seq%KeepRing] = ke
+		}
 		ks.seq++
 		if e.Kind == 0 {
 			ks.arrivals[netip.AddrFrom16(e.DA).String()]++
@@ -212,18 +226,26 @@ func (k *Keeper) Sightings(chain string, after uint64) (SightingsAfter, error) {
 		return SightingsAfter{}, err
 	}
 	ks.add(ks.s.Take()) // what was read since the last tick
+	out := SightingsAfter{Kept: true, Counts: c}
+	out.Events, out.Next, out.Lost = ks.since(after)
+	return out, nil
+}
+
+// since returns the ring's events after sequence number after, the last
+// sequence number and how many after it the ring let go.
+func (ks *keptSample) since(after uint64) (evs []SampleEvent, next, lost uint64) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
-	out := SightingsAfter{Kept: true, Next: ks.seq, Counts: c}
-	first := after
+	first := min(after, ks.seq)
 	if ks.seq > KeepRing && first < ks.seq-KeepRing {
 		first = ks.seq - KeepRing
-		out.Lost = first - after
+		lost = first - after
 	}
 	for i := first; i < ks.seq; i++ {
-		out.Events = append(out.Events, ks.ring[i%KeepRing])
+		ke := ks.ring[i%KeepRing]
+		evs = append(evs, SampleEvent{At: time.Duration(ke.At), DA: ke.DA, ID: ke.ID, SL: ke.SL, Kind: ke.Kind})
 	}
-	return out, nil
+	return evs, ks.seq, lost
 }
 
 // Counts are the node's kept samplings' counts, by chain.

@@ -147,3 +147,29 @@ func TestKeptSamplingPairs(t *testing.T) {
 		t.Errorf("without nfv2: problems %v, incomplete %d, nfv2 %d packets", kc.Problems, kc.Incomplete, kc.Hops[2].Packets)
 	}
 }
+
+// The ring keeps the last KeepRing events of the chain's segments (others'
+// sampled packets left out) and says how many a late reader missed.
+func TestKeptRing(t *testing.T) {
+	seg := netip.MustParseAddr("fc00:2::646c:0")
+	ks := &keptSample{spec: KeptSample{Chain: "web", Tap: true, SIDs: []netip.Addr{seg}}, arrivals: map[string]uint64{}}
+	var evs []SampleEvent
+	for i := 0; i < KeepRing+10; i++ {
+		evs = append(evs, SampleEvent{At: time.Duration(i), DA: seg.As16()})
+		evs = append(evs, SampleEvent{At: time.Duration(i), DA: netip.MustParseAddr("fc00:9::1").As16()}) // another chain's
+	}
+	ks.add(evs)
+	got, next, lost := ks.since(0)
+	if len(got) != KeepRing || next != KeepRing+10 || lost != 10 || got[0].At != 10 || got[len(got)-1].At != KeepRing+9 {
+		t.Fatalf("since 0: %d events (first %v), next %d, lost %d: want %d from 10, %d, 10", len(got), got[0].At, next, lost, KeepRing, KeepRing+10)
+	}
+	if got, next, lost := ks.since(KeepRing + 8); len(got) != 2 || next != KeepRing+10 || lost != 0 || got[0].At != KeepRing+8 {
+		t.Errorf("since %d: %d events, next %d, lost %d", KeepRing+8, len(got), next, lost)
+	}
+	if got, _, _ := ks.since(KeepRing + 99); len(got) != 0 {
+		t.Errorf("since past the end: %d events", len(got))
+	}
+	if ks.arrivals[seg.String()] != KeepRing+10 || len(ks.arrivals) != 1 {
+		t.Errorf("arrivals %v", ks.arrivals)
+	}
+}

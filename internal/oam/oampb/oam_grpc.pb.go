@@ -83,7 +83,7 @@ type OAMClient interface {
 	Keep(ctx context.Context, in *KeepRequest, opts ...grpc.CallOption) (*KeepReply, error)
 	// Sightings returns what the node's kept sampling of chain saw after
 	// sequence number after (0: all the node still holds, its last
-	// 65536), with the marker's counts and the node's clocks: the caller
+	// 16384), with the marker's counts and the node's clocks: the caller
 	// (segchain status) pairs every node's sightings of a packet.
 	Sightings(ctx context.Context, in *SightingsRequest, opts ...grpc.CallOption) (*SightingsReply, error)
 }
@@ -226,7 +226,7 @@ type OAMServer interface {
 	Keep(context.Context, *KeepRequest) (*KeepReply, error)
 	// Sightings returns what the node's kept sampling of chain saw after
 	// sequence number after (0: all the node still holds, its last
-	// 65536), with the marker's counts and the node's clocks: the caller
+	// 16384), with the marker's counts and the node's clocks: the caller
 	// (segchain status) pairs every node's sightings of a packet.
 	Sightings(context.Context, *SightingsRequest) (*SightingsReply, error)
 	mustEmbedUnimplementedOAMServer()
