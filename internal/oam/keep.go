@@ -78,7 +78,7 @@ type keptSample struct {
 
 	mu       sync.Mutex
 	ring     []keptEvent // ring[i%KeepRing] is event i+1
-	seq      uint64        // events appended
+	seq      uint64      // events appended
 	arrivals map[string]uint64
 }
 
