@@ -135,10 +135,7 @@ func TestKeptOAMThroughAgents(t *testing.T) {
 	}
 	prom := testutil.StartPrometheus(t, "segchain-agents", append(targets, exporter)...)
 
-	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 7000, count, 1000, nil)
-	if res.Lost != 0 || res.Unique != count {
-		t.Errorf("stream: %+v, want all %d received", res, count)
-	}
+	chainStream(t, e, 7000, count, 1000, nil)
 	want := float64(count / rate)
 	var last string
 	for deadline := time.Now().Add(90 * time.Second); ; {
@@ -202,10 +199,7 @@ func TestKeptOAMThroughAgents(t *testing.T) {
 		if _, err := cl.Keep(context.Background(), "nfv2", oam.KeepSet{}); err != nil {
 			t.Fatal(err)
 		}
-		res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 7001, count, 1000, nil)
-		if res.Lost != 0 {
-			t.Errorf("stream: %+v", res)
-		}
+		chainStream(t, e, 7001, count, 1000, nil)
 		kc := keptStatus(t, e)
 		bad := checkKept(kc, 2*count, rate)
 		if len(bad) == 0 {
@@ -250,14 +244,11 @@ func TestKeptOAMWithoutAgents(t *testing.T) {
 		t.Errorf("status problems %v, want the one saying kept sampling is the agents'", kc.Problems)
 	}
 	var tout string
-	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", 7002, 1500, 500, func() {
+	chainStream(t, e, 7002, 1500, 500, func() {
 		tout, err = e.Run("trace", "--lab", e.Name, "--metrics-listen", "127.0.0.1:0", "--duration", "2s", "web")
 	})
 	if err != nil {
 		t.Fatalf("trace --metrics-listen: %v\n%s", err, tout)
-	}
-	if res.Lost != 0 {
-		t.Errorf("stream: %+v", res)
 	}
 	i := strings.Index(tout, "sampled web:")
 	if i < 0 {
@@ -269,5 +260,31 @@ func TestKeptOAMWithoutAgents(t *testing.T) {
 	}
 	if p == 0 || m != (p+rate-1)/rate || c != m || inc != 0 {
 		t.Errorf("%d packets, %d marked, %d seen at every hop, %d incomplete: want some, 1 in %d, all, 0\n%s", p, m, c, inc, rate, tout)
+	}
+}
+
+// chainStream sends count datagrams s → d through web and fails the test
+// when the chain lost one: every datagram reached d's UDP, received or
+// dropped by the receiver's full socket buffer (a starved receiver on a
+// loaded machine is not the chain losing packets).
+func chainStream(t *testing.T, e *labenv.Env, port, count, rate int, during func()) {
+	t.Helper()
+	udp := func() (in, rcvbuf uint64) {
+		m, err := oam.NodeStats(e.NS("d"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m["Udp6InDatagrams"], m["Udp6RcvbufErrors"]
+	}
+	in0, rb0 := udp()
+	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", port, count, rate, during)
+	in1, rb1 := udp()
+	switch {
+	case res.Sent != count:
+		t.Errorf("stream sent %d of %d: %+v", res.Sent, count, res)
+	case res.Lost != 0 && (in1-in0)+(rb1-rb0) < uint64(res.Sent):
+		t.Errorf("stream lost %d, d's UDP saw %d + %d dropped for a full socket buffer of %d sent: %+v", res.Lost, in1-in0, rb1-rb0, res.Sent, res)
+	case res.Lost != 0:
+		t.Logf("stream lost %d at the receiver's socket (Udp6RcvbufErrors +%d); the chain delivered all %d", res.Lost, rb1-rb0, res.Sent)
 	}
 }
