@@ -39,6 +39,14 @@ func (v *validator) chainOAM() {
 		if v.d.Compressed() {
 			v.errf(p, "not with sid.format %s: the SRH carries uSID containers, not the chain's SIDs the marker recognises", SIDFormatF3216)
 		}
+		for _, sv := range c.Services {
+			if s := v.d.Services[sv]; s != nil && s.IsPool() {
+				// The headend's selector rewrites the pool's SID per flow:
+				// the marker would not know the SRH, the taps not the
+				// instance's node.
+				v.errf(p, "service %s is a pool: sampling a chain through a pool is not supported", sv)
+			}
+		}
 		if (c.Mode == ModeEncapRed || c.Mode == ModeL2EncapRed) && len(c.Services) == 0 {
 			v.errf(p, "a one-SID reduced encapsulation (%s) has no SRH to set the O-flag in", c.Mode)
 		}
@@ -49,7 +57,7 @@ func init() {
 	for k, v := range map[string]string{
 		"Chain.oam":        "OAM kept running for the chain by apply on its nodes' agents, removed by destroy (docs/oam.md, \"Kept by apply\").",
 		"ChainOAM":         "A chain's kept OAM.",
-		"ChainOAM.sample":  "O-flag sampling (RFC 9259 §2.1): the headend sets the SRH's O-flag on 1 in N of the chain's packets (1..1073741824; 0: off); the agents of the chain's segment nodes timestamp them, export per-node counts and `segchain status` shows per-hop latency. Not for a chain signed with HMAC (it covers the flags) nor with sid.format f3216.",
+		"ChainOAM.sample":  "O-flag sampling (RFC 9259 §2.1): the headend sets the SRH's O-flag on 1 in N of the chain's packets (1..1073741824; 0: off); the agents of the chain's segment nodes timestamp them, export per-node counts and `segchain status` shows per-hop latency. Not for a chain signed with HMAC (it covers the flags), through a pool, nor with sid.format f3216.",
 		"ChainOAM.respond": "The nodes of the chain's SIDs answer ICMPv6 echo requests to their native SIDs (segchain's echo responder: Linux's seg6local drops them), so that `ping` and iputils' `ping -6 SID` get replies.",
 	} {
 		fieldDoc[k] = v
