@@ -55,6 +55,9 @@ struct oam_rx_event {
 	__u8 sl;	/* its Segments Left */
 	__u8 encap;	/* 1: an inner IP packet follows the outer header */
 	__u32 reason;	/* 0: an arrival; else the kernel dropped it: enum skb_drop_reason */
+	__u64 magic;	/* the marker it matched: a run still in flight when a
+			 * trace released its pooled tap reports the previous
+			 * trace's probe after the drain; the reader drops it */
 };
 
 const struct oam_rx_event *oam_rx_event_type __attribute__((unused));
@@ -180,6 +183,7 @@ static __always_inline int oam_see(struct sk_buff *skb, unsigned char *data, __u
 	ev.netns = inum;
 	ev.ifindex = BPF_CORE_READ(skb, dev, ifindex);
 	ev.seq = p.seq;
+	ev.magic = p.magic;
 	ev.len = BPF_CORE_READ(skb, len);
 	ev.reason = reason;
 	bpf_ringbuf_output(&oam_rx_events, &ev, sizeof(ev), 0);

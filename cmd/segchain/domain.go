@@ -15,6 +15,7 @@ import (
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/session"
 )
@@ -292,7 +293,11 @@ none): a one-chain change locks, observes and changes just the nodes the
 chain's change touches. Drift on the other nodes goes unnoticed then (a
 plain apply, or the agents' --reconcile, mends it); destroy, watch and a
 failed apply drop the record, and an apply drops it before its first change
-(one killed mid-way leaves none). See docs/scale.md.`,
+(one killed mid-way leaves none). See docs/scale.md.
+
+After the apply, each node's agent is handed what it keeps of the
+chains' OAM (chains[].oam: O-flag sampling, the native-SID echo
+responder; docs/oam.md "Kept by apply"); destroy hands it nothing.`,
 		Example: "  segchain lab up && segchain apply --lab default\n  segchain lab up -f examples/hmac.yaml --lab demo && segchain apply --lab demo\n  segchain apply --lab demo --changed-only",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -311,6 +316,9 @@ failed apply drop the record, and an apply drops it before its first change
 			defer stop()
 			res, err := s.Apply(ctx)
 			err = intr.verdict("apply", res, err)
+			if f.output == "json" && res != nil && err == nil {
+				err = keepOAM(ctx, cmd.ErrOrStderr(), s, false)
+			}
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
 					return perr
@@ -322,6 +330,9 @@ failed apply drop the record, and an apply drops it before its first change
 				printDiffs(cmd.OutOrStdout(), res.Diffs)
 			}
 			if err != nil {
+				return err
+			}
+			if err := keepOAM(ctx, cmd.ErrOrStderr(), s, false); err != nil {
 				return err
 			}
 			if res.Changes() == 0 {
@@ -391,6 +402,9 @@ the journals for the next command).`,
 			if dry {
 				fmt.Fprintf(cmd.OutOrStdout(), "%d change(s) would be made (%s)\n", res.Changes(), res.Summary())
 			} else {
+				if err := keepOAM(ctx, cmd.ErrOrStderr(), s, true); err != nil {
+					return err
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "removed: %d change(s)\n", res.Changes())
 			}
 			return nil
@@ -430,6 +444,10 @@ Under routing: bgp, every node's BGP sessions: state, prefixes received,
 why a session is down (NOTE: no carrier on DEV, bfd down on DEV, a
 NOTIFICATION), and with routing.bgp.bfd a BFD column (up, down, init,
 admin-down). See docs/routing.md.
+Chains with chains[].oam.sample: the kept O-flag sampling, paired here
+from the sightings each node's agent keeps: the marker's counts and per
+hop the sampled packets seen and their latency from the previous hop and
+from the headend, p50/p99 (-o json: sampling[]; docs/oam.md).
 With --lab and no -f, the domain is the file the lab was brought up from.
 
 Each node's state is in-sync, drift, not-applied (nothing of segchain's is
@@ -472,12 +490,14 @@ docs/apply.md.`,
 				return w.run(cmd, s.Controller(), f.output)
 			}
 			st := s.Status(cmd.Context())
+			sm := oamsvc.Status(cmd.Context(), s) // chains[].oam.sample (statusoam.go)
 			if f.output == "json" {
-				if err := writeJSON(cmd.OutOrStdout(), st); err != nil {
+				if err := writeJSON(cmd.OutOrStdout(), statusJSON{st, sm}); err != nil {
 					return err
 				}
 			} else {
 				printStatus(cmd.OutOrStdout(), st, verbose)
+				printSampling(cmd.OutOrStdout(), sm)
 			}
 			return statusExit(check, st)
 		},

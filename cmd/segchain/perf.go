@@ -14,6 +14,7 @@ import (
 	"github.com/segchain/segchain/internal/dataplane/netfilter/nfperf"
 	"github.com/segchain/segchain/internal/dataplane/srunaware/proxyperf"
 	"github.com/segchain/segchain/internal/dataplane/userspace/usvcperf"
+	"github.com/segchain/segchain/internal/oam/oamperf"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/pool/poolperf"
 )
@@ -27,6 +28,7 @@ func perfRegistry() (*perf.Registry, error) {
 	recipes = append(recipes, nfperf.Recipes()...)
 	recipes = append(recipes, usvcperf.Recipes()...)
 	recipes = append(recipes, poolperf.Recipes()...)
+	recipes = append(recipes, oamperf.Recipes()...)
 	recipes = append(recipes, perf.USIDRecipes()...)
 	return perf.NewRegistry(recipes...)
 }

@@ -91,6 +91,14 @@ http://ADDR/metrics with the marker's counts (segchain_sample_packets_total,
 _marked_total, _hmac_unmarked_total, _incomplete_total). It runs until
 interrupted, or for --duration when given, then prints the totals.
 
+With --metrics-listen ADDR and no --sample (through agents): the same
+histograms of the sampling the chain keeps (chains[].oam.sample, kept by
+apply on the agents): no program is attached; every second each node's
+new sightings are read from its agent and paired here (docs/oam.md, "Kept
+by apply"). segchain status shows the same per hop. In a lab without
+agents, nothing keeps it between commands: the chain's declared rate is
+sampled by this command as with --sample.
+
 Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 		Example: "  segchain trace --lab default web\n  segchain trace --lab default web --sample 100 --duration 2s\n  segchain trace --lab default web --sample 1000 --metrics-listen 127.0.0.1:9464 --duration 3s\n  segchain trace --lab default firewalled -o json",
 		Args:    cobra.ExactArgs(1),
@@ -106,6 +114,13 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 			d := oamsvc.Domain(s)
 			if d.Remote == nil && f.labNm == "" && len(d.Netns) == 0 {
 				return errors.New("no node to trace: name a lab (--lab NAME), or a domain file (-f FILE) whose nodes have an agent (nodes.NAME.agent) or a namespace (nodes.NAME.netns)")
+			}
+			if sample == 0 && metricsListen != "" {
+				var dur time.Duration
+				if cmd.Flags().Changed("duration") {
+					dur = duration
+				}
+				return followKept(cmd, d, args[0], metricsListen, dur)
 			}
 			if sample > 0 && metricsListen != "" {
 				var dur time.Duration
@@ -156,7 +171,7 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 300*time.Millisecond, "how long to wait for the probe's delivery")
 	cmd.Flags().Uint32Var(&sample, "sample", 0, "O-flag sampling of live traffic instead of a probe: the headend sets the O-flag on 1 in N of the chain's packets for --duration, every node timestamps them; per-hop counts and latencies")
 	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "with --sample: how long the headend marks")
-	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "with --sample: sample continuously and serve per-hop latency histograms for Prometheus on ADDR (host:port; e.g. 127.0.0.1:9464) until interrupted or --duration when given")
+	cmd.Flags().StringVar(&metricsListen, "metrics-listen", "", "serve per-hop latency histograms for Prometheus on ADDR (host:port; e.g. 127.0.0.1:9464) until interrupted or --duration when given: with --sample, of a continuous run in a lab; without, of the chain's kept sampling (chains[].oam.sample) through agents")
 	cmd.Flags().StringVar(&tap, "tap", oam.TapTracepoint, "where the probe is seen: tracepoint (one attach to net:netif_receive_skb for every node) or tcx (a TCX ingress program on every interface)")
 	return cmd
 }

@@ -12,22 +12,83 @@ import (
 
 	"github.com/segchain/segchain/internal/metrics"
 	"github.com/segchain/segchain/internal/oam"
+	"github.com/segchain/segchain/internal/oam/oamsvc"
 )
+
+// serveSampling serves m on addr until the returned stop.
+func serveSampling(m *metrics.Sampling, addr string) (net.Addr, func(), error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", m.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(l) }()
+	return l.Addr(), func() { hs.Close() }, nil
+}
+
+// followKept is trace --metrics-listen ADDR without --sample: the chain's
+// kept sampling (chains[].oam.sample) read from its agents and paired
+// here, served for Prometheus until interrupted or for dur (> 0).
+func followKept(cmd *cobra.Command, d oam.Domain, chain, addr string, dur time.Duration) error {
+	k, ok := d.Remote.(*oamsvc.Client)
+	if !ok {
+		// No agents (a lab's namespaces): nothing keeps the sampling
+		// between commands; run the chain's declared rate here instead.
+		rate, err := oam.DeclaredRate(d, chain)
+		if err != nil {
+			return err
+		}
+		if rate == 0 {
+			return fmt.Errorf("chain %s declares no sampling (chains[].oam.sample): give --sample N", chain)
+		}
+		return sampleContinuous(cmd, d, chain, rate, addr, dur)
+	}
+	m := metrics.NewSampling()
+	at, stop, err := serveSampling(m, addr)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ctx := cmd.Context()
+	if dur > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, dur)
+		defer cancel()
+	}
+	var total oam.SampleCounts
+	var complete, incomplete uint64
+	err = oam.FollowKept(ctx, d, k, chain, oam.ContinuousOptions{
+		Started: func() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "exporting %s's kept sampling: http://%s/metrics\n", chain, at)
+		},
+		Window: func(w oam.SampleWindow) {
+			w.Export(m)
+			total = w.Counts
+			if len(w.Hops) > 0 {
+				complete += w.Hops[0].Packets
+			}
+			incomplete += w.Incomplete
+		}})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "kept sampling of %s: %d packets, %d marked since apply; %d seen at every hop, %d incomplete while exported\n",
+		chain, total.Seen, total.Marked, complete, incomplete)
+	return nil
+}
 
 // sampleContinuous is trace --sample N --metrics-listen ADDR: continuous
 // sampling of chain served for Prometheus on addr, until interrupted or
 // for dur (> 0).
 func sampleContinuous(cmd *cobra.Command, d oam.Domain, chain string, rate uint32, addr string, dur time.Duration) error {
 	m := metrics.NewSampling()
-	l, err := net.Listen("tcp", addr)
+	at, stop, err := serveSampling(m, addr)
 	if err != nil {
-		return fmt.Errorf("--metrics-listen: %w", err)
+		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.Handler())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hs.Serve(l) }()
-	defer hs.Close()
+	defer stop()
 	ctx := cmd.Context()
 	if dur > 0 {
 		var cancel context.CancelFunc
@@ -38,7 +99,7 @@ func sampleContinuous(cmd *cobra.Command, d oam.Domain, chain string, rate uint3
 	var complete, incomplete uint64
 	err = oam.SampleContinuous(ctx, d, chain, oam.ContinuousOptions{Rate: rate,
 		Started: func() {
-			fmt.Fprintf(cmd.ErrOrStderr(), "sampling %s, 1 in %d, continuously: http://%s/metrics\n", chain, rate, l.Addr())
+			fmt.Fprintf(cmd.ErrOrStderr(), "sampling %s, 1 in %d, continuously: http://%s/metrics\n", chain, rate, at)
 		},
 		Window: func(w oam.SampleWindow) {
 			w.Export(m)

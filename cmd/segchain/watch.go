@@ -57,6 +57,9 @@ With --lab, each apply keeps the lab's routers' FRR in step with the domain
 				if res != nil && res.Interrupted {
 					cut = res
 				}
+				if err == nil && res != nil && !res.Interrupted {
+					err = keepOAM(ctx, cmd.ErrOrStderr(), s, false) // chains[].oam (statusoam.go)
+				}
 				if f.output == "json" {
 					ev := struct {
 						Time    time.Time          `json:"time"`

@@ -199,6 +199,8 @@ type Chain struct {
 	Return *Egress `yaml:"return,omitempty" json:"return,omitempty"`
 	// HMAC names a key of security.hmac to sign the SRH with.
 	HMAC string `yaml:"hmac,omitempty" json:"hmac,omitempty"`
+	// OAM keeps the chain's OAM running (internal/config/oam.go).
+	OAM *ChainOAM `yaml:"oam,omitempty" json:"oam,omitempty"`
 }
 
 // Match is the ingress classifier: every set field must match.

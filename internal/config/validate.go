@@ -148,6 +148,7 @@ func validate(d *Domain, pos positions) errorAcc {
 	v.chains()
 	v.proxyUse()
 	v.pools()
+	v.chainOAM()
 	v.perNode()
 	v.security()
 	v.routing()

@@ -112,7 +112,8 @@ func (c *correlator) expire(cutoff time.Duration, w *SampleWindow) {
 	}
 }
 
-func monoNow() time.Duration {
+// MonoNow is CLOCK_MONOTONIC now (bpf_ktime_get_ns's clock).
+func MonoNow() time.Duration {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
 	return time.Duration(ts.Nano())
@@ -173,7 +174,7 @@ func SampleContinuous(ctx context.Context, d Domain, chain string, o ContinuousO
 				s.Stop()
 				return err
 			}
-			window(s.Take(), counts, monoNow()-o.Settle)
+			window(s.Take(), counts, MonoNow()-o.Settle)
 		case <-ctx.Done():
 			// Stop lets the last marked packets arrive, then reads all.
 			evs, counts, err := s.Stop()

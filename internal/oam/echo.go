@@ -96,3 +96,50 @@ func (e *Echo) Close() error {
 	errs = append(errs, e.objs.Close())
 	return errors.Join(errs...)
 }
+
+// SIDs is how many SID prefixes the responder answers.
+func (e *Echo) SIDs() (int, error) {
+	n := 0
+	var k oamEchoOamSidKey
+	it := e.objs.OamSids.Iterate()
+	var v uint8
+	for it.Next(&k, &v) {
+		n++
+	}
+	return n, it.Err()
+}
+
+// Refresh reads namespace ns's SIDs again (an apply changed them) and
+// answers exactly those.
+func (e *Echo) Refresh(ns string) (int, error) {
+	sids, err := localSIDs(ns)
+	if err != nil {
+		return 0, err
+	}
+	want := map[oamEchoOamSidKey]bool{}
+	for _, p := range sids {
+		k := oamEchoOamSidKey{Prefixlen: uint32(p.Bits()), Addr: p.Addr().As16()}
+		want[k] = true
+		if err := e.objs.OamSids.Put(k, uint8(1)); err != nil {
+			return 0, fmt.Errorf("oam_sids %s: %w", p, err)
+		}
+	}
+	var k oamEchoOamSidKey
+	var v uint8
+	var gone []oamEchoOamSidKey
+	it := e.objs.OamSids.Iterate()
+	for it.Next(&k, &v) {
+		if !want[k] {
+			gone = append(gone, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return 0, err
+	}
+	for _, k := range gone {
+		if err := e.objs.OamSids.Delete(k); err != nil {
+			return 0, fmt.Errorf("oam_sids: %w", err)
+		}
+	}
+	return len(want), nil
+}

@@ -26,6 +26,7 @@ type oamRXOamRxEvent struct {
 	Sl      uint8
 	Encap   uint8
 	Reason  uint32
+	Magic   uint64
 }
 
 // Names of all BPF objects in the ELF.

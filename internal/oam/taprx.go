@@ -41,6 +41,7 @@ type RxTap struct {
 	rd     *ringbuf.Reader
 	nodeOf map[uint32]string // netns inode → node
 	ifName map[[2]uint32]string
+	magic  uint64 // this trace's marker: a sighting of another is dropped
 }
 
 // rxPool keeps the tracepoint tap's loaded programs and maps of a process
@@ -157,7 +158,7 @@ func AttachRx(netns map[string]string, magic uint64) (t *RxTap, err error) {
 	if err != nil {
 		return nil, err
 	}
-	t = &RxTap{objs: o, nodeOf: map[uint32]string{}, ifName: map[[2]uint32]string{}}
+	t = &RxTap{objs: o, nodeOf: map[uint32]string{}, ifName: map[[2]uint32]string{}, magic: magic}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -218,8 +219,8 @@ func (t *RxTap) Collect(deadline time.Time, done func([]Event) bool) ([]Event, e
 		}
 		decode(rec.RawSample, &ev)
 		node, ok := t.nodeOf[ev.Netns]
-		if !ok {
-			continue
+		if !ok || ev.Magic != t.magic {
+			continue // another namespace's, or a late sighting of the previous trace
 		}
 		e := Event{At: time.Duration(ev.Ts), Point: Point{Node: node, Iface: t.ifName[[2]uint32{ev.Netns, ev.Ifindex}], Ingress: true},
 			Seq: ev.Seq, SRH: ev.Srh == 1, SL: ev.Sl, Encap: ev.Encap == 1, Len: ev.Len}

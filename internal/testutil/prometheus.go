@@ -39,9 +39,10 @@ func (p *Prometheus) Log() string {
 	return p.log.String()
 }
 
-// StartPrometheus runs a Prometheus server that scrapes target (host:port,
-// /metrics) every second as job; it is killed when the test ends.
-func StartPrometheus(t *testing.T, job, target string) *Prometheus {
+// StartPrometheus runs a Prometheus server that scrapes each target
+// (host:port, /metrics) every second as job; it is killed when the test
+// ends.
+func StartPrometheus(t *testing.T, job string, targets ...string) *Prometheus {
 	t.Helper()
 	RequireTool(t, "prometheus")
 	dir := t.TempDir()
@@ -52,8 +53,8 @@ func StartPrometheus(t *testing.T, job, target string) *Prometheus {
 scrape_configs:
   - job_name: %s
     static_configs:
-      - targets: [%q]
-`, job, target)), 0o600); err != nil {
+      - targets: [%s]
+`, job, quoteAll(targets))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -113,4 +114,12 @@ func (p *Prometheus) Query(q string, drop ...string) (map[string]float64, string
 		out[strings.Join(ls, ",")] = v
 	}
 	return out, string(b), nil
+}
+
+func quoteAll(s []string) string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = strconv.Quote(v)
+	}
+	return strings.Join(q, ", ")
 }

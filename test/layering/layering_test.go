@@ -71,6 +71,7 @@ var layerOf = map[string]int{
 	"internal/dataplane/netfilter/nfperf":    tools,
 	"internal/dataplane/srunaware/proxyperf": tools,
 	"internal/pool/poolperf":                 tools,
+	"internal/oam/oamperf":                   tools,
 	"internal/dataplane/userspace/usvcperf":  tools,
 	"internal/testutil":                      tools,
 	"internal/svctest":                       tools,

@@ -269,7 +269,9 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 		defer stopReconcile()
 	}
 	g := server.NewGRPCServer(srv, tc, log)
-	oamsvc.Register(g, f.node, f.netns) // segchain trace through agents
+	osvc := oamsvc.Register(g, f.node, f.netns) // segchain trace through agents; chains[].oam kept
+	defer osvc.Close()
+	m.Register(osvc.Collector())
 	if f.metrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Guarded(access))

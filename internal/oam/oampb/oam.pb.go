@@ -34,6 +34,371 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type KeptSample struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Chain string                 `protobuf:"bytes,1,opt,name=chain,proto3" json:"chain,omitempty"`
+	// As SampleRequest's.
+	FirstSid []byte `protobuf:"bytes,2,opt,name=first_sid,json=firstSid,proto3" json:"first_sid,omitempty"`
+	LastSid  []byte `protobuf:"bytes,3,opt,name=last_sid,json=lastSid,proto3" json:"last_sid,omitempty"`
+	// rate > 0: the node is the chain's headend and marks 1 in rate.
+	Rate uint32 `protobuf:"varint,4,opt,name=rate,proto3" json:"rate,omitempty"`
+	// tap: the node has segments of the chain and timestamps its
+	// O-flagged arrivals.
+	Tap bool `protobuf:"varint,5,opt,name=tap,proto3" json:"tap,omitempty"`
+	// sids: the chain's segments on the node (16 bytes each): only
+	// arrivals with one of them as destination are kept and counted.
+	Sids          [][]byte `protobuf:"bytes,6,rep,name=sids,proto3" json:"sids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeptSample) Reset() {
+	*x = KeptSample{}
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeptSample) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeptSample) ProtoMessage() {}
+
+func (x *KeptSample) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeptSample.ProtoReflect.Descriptor instead.
+func (*KeptSample) Descriptor() ([]byte, []int) {
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *KeptSample) GetChain() string {
+	if x != nil {
+		return x.Chain
+	}
+	return ""
+}
+
+func (x *KeptSample) GetFirstSid() []byte {
+	if x != nil {
+		return x.FirstSid
+	}
+	return nil
+}
+
+func (x *KeptSample) GetLastSid() []byte {
+	if x != nil {
+		return x.LastSid
+	}
+	return nil
+}
+
+func (x *KeptSample) GetRate() uint32 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *KeptSample) GetTap() bool {
+	if x != nil {
+		return x.Tap
+	}
+	return false
+}
+
+func (x *KeptSample) GetSids() [][]byte {
+	if x != nil {
+		return x.Sids
+	}
+	return nil
+}
+
+type KeepRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Samples []*KeptSample          `protobuf:"bytes,1,rep,name=samples,proto3" json:"samples,omitempty"`
+	// respond: the echo responder answers ICMPv6 echo to the node's
+	// seg6local SIDs (their list is read again at every Keep).
+	Respond       bool `protobuf:"varint,2,opt,name=respond,proto3" json:"respond,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeepRequest) Reset() {
+	*x = KeepRequest{}
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeepRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeepRequest) ProtoMessage() {}
+
+func (x *KeepRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeepRequest.ProtoReflect.Descriptor instead.
+func (*KeepRequest) Descriptor() ([]byte, []int) {
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *KeepRequest) GetSamples() []*KeptSample {
+	if x != nil {
+		return x.Samples
+	}
+	return nil
+}
+
+func (x *KeepRequest) GetRespond() bool {
+	if x != nil {
+		return x.Respond
+	}
+	return false
+}
+
+type KeepReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// responder_sids: how many SID prefixes the responder answers.
+	ResponderSids uint32 `protobuf:"varint,1,opt,name=responder_sids,json=responderSids,proto3" json:"responder_sids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeepReply) Reset() {
+	*x = KeepReply{}
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeepReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeepReply) ProtoMessage() {}
+
+func (x *KeepReply) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeepReply.ProtoReflect.Descriptor instead.
+func (*KeepReply) Descriptor() ([]byte, []int) {
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *KeepReply) GetResponderSids() uint32 {
+	if x != nil {
+		return x.ResponderSids
+	}
+	return 0
+}
+
+type SightingsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Chain         string                 `protobuf:"bytes,1,opt,name=chain,proto3" json:"chain,omitempty"`
+	After         uint64                 `protobuf:"varint,2,opt,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SightingsRequest) Reset() {
+	*x = SightingsRequest{}
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SightingsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SightingsRequest) ProtoMessage() {}
+
+func (x *SightingsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SightingsRequest.ProtoReflect.Descriptor instead.
+func (*SightingsRequest) Descriptor() ([]byte, []int) {
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SightingsRequest) GetChain() string {
+	if x != nil {
+		return x.Chain
+	}
+	return ""
+}
+
+func (x *SightingsRequest) GetAfter() uint64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+type SightingsReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kept: the node keeps a sampling of chain (else nothing below).
+	Kept bool `protobuf:"varint,1,opt,name=kept,proto3" json:"kept,omitempty"`
+	// events: sightings (kind 0) and marks (kind 1): at_ns, kind, da, id,
+	// sl of SampleEvent.
+	Events []*SampleEvent `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	// next: the sequence number of the last event (the next call's after).
+	Next uint64 `protobuf:"varint,3,opt,name=next,proto3" json:"next,omitempty"`
+	// The marker's counts (the headend) since it was kept.
+	Seen   uint64 `protobuf:"varint,4,opt,name=seen,proto3" json:"seen,omitempty"`
+	Marked uint64 `protobuf:"varint,5,opt,name=marked,proto3" json:"marked,omitempty"`
+	Hmac   uint64 `protobuf:"varint,6,opt,name=hmac,proto3" json:"hmac,omitempty"`
+	// As TapEvent's.
+	ClockOffsetNs int64  `protobuf:"varint,7,opt,name=clock_offset_ns,json=clockOffsetNs,proto3" json:"clock_offset_ns,omitempty"`
+	BootId        string `protobuf:"bytes,8,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
+	// now_ns: the node's monotonic clock when it answered.
+	NowNs uint64 `protobuf:"varint,9,opt,name=now_ns,json=nowNs,proto3" json:"now_ns,omitempty"`
+	// lost: events the node's ring let go before anyone read them.
+	Lost          uint64 `protobuf:"varint,10,opt,name=lost,proto3" json:"lost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SightingsReply) Reset() {
+	*x = SightingsReply{}
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SightingsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SightingsReply) ProtoMessage() {}
+
+func (x *SightingsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SightingsReply.ProtoReflect.Descriptor instead.
+func (*SightingsReply) Descriptor() ([]byte, []int) {
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SightingsReply) GetKept() bool {
+	if x != nil {
+		return x.Kept
+	}
+	return false
+}
+
+func (x *SightingsReply) GetEvents() []*SampleEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *SightingsReply) GetNext() uint64 {
+	if x != nil {
+		return x.Next
+	}
+	return 0
+}
+
+func (x *SightingsReply) GetSeen() uint64 {
+	if x != nil {
+		return x.Seen
+	}
+	return 0
+}
+
+func (x *SightingsReply) GetMarked() uint64 {
+	if x != nil {
+		return x.Marked
+	}
+	return 0
+}
+
+func (x *SightingsReply) GetHmac() uint64 {
+	if x != nil {
+		return x.Hmac
+	}
+	return 0
+}
+
+func (x *SightingsReply) GetClockOffsetNs() int64 {
+	if x != nil {
+		return x.ClockOffsetNs
+	}
+	return 0
+}
+
+func (x *SightingsReply) GetBootId() string {
+	if x != nil {
+		return x.BootId
+	}
+	return ""
+}
+
+func (x *SightingsReply) GetNowNs() uint64 {
+	if x != nil {
+		return x.NowNs
+	}
+	return 0
+}
+
+func (x *SightingsReply) GetLost() uint64 {
+	if x != nil {
+		return x.Lost
+	}
+	return 0
+}
+
 type FlushRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Magic         uint64                 `protobuf:"fixed64,1,opt,name=magic,proto3" json:"magic,omitempty"`
@@ -43,7 +408,7 @@ type FlushRequest struct {
 
 func (x *FlushRequest) Reset() {
 	*x = FlushRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[0]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -55,7 +420,7 @@ func (x *FlushRequest) String() string {
 func (*FlushRequest) ProtoMessage() {}
 
 func (x *FlushRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[0]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -68,7 +433,7 @@ func (x *FlushRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlushRequest.ProtoReflect.Descriptor instead.
 func (*FlushRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{0}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *FlushRequest) GetMagic() uint64 {
@@ -87,7 +452,7 @@ type FlushReply struct {
 
 func (x *FlushReply) Reset() {
 	*x = FlushReply{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[1]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -99,7 +464,7 @@ func (x *FlushReply) String() string {
 func (*FlushReply) ProtoMessage() {}
 
 func (x *FlushReply) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[1]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -112,7 +477,7 @@ func (x *FlushReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlushReply.ProtoReflect.Descriptor instead.
 func (*FlushReply) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{1}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *FlushReply) GetFound() bool {
@@ -138,7 +503,7 @@ type SampleRequest struct {
 
 func (x *SampleRequest) Reset() {
 	*x = SampleRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[2]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -150,7 +515,7 @@ func (x *SampleRequest) String() string {
 func (*SampleRequest) ProtoMessage() {}
 
 func (x *SampleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[2]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -163,7 +528,7 @@ func (x *SampleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRequest.ProtoReflect.Descriptor instead.
 func (*SampleRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{2}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SampleRequest) GetFirstSid() []byte {
@@ -219,7 +584,7 @@ type SampleEvent struct {
 
 func (x *SampleEvent) Reset() {
 	*x = SampleEvent{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[3]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -231,7 +596,7 @@ func (x *SampleEvent) String() string {
 func (*SampleEvent) ProtoMessage() {}
 
 func (x *SampleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[3]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -244,7 +609,7 @@ func (x *SampleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleEvent.ProtoReflect.Descriptor instead.
 func (*SampleEvent) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{3}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SampleEvent) GetReady() bool {
@@ -344,7 +709,7 @@ type TapRequest struct {
 
 func (x *TapRequest) Reset() {
 	*x = TapRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[4]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -356,7 +721,7 @@ func (x *TapRequest) String() string {
 func (*TapRequest) ProtoMessage() {}
 
 func (x *TapRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[4]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -369,7 +734,7 @@ func (x *TapRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TapRequest.ProtoReflect.Descriptor instead.
 func (*TapRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{4}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TapRequest) GetMagic() uint64 {
@@ -421,7 +786,7 @@ type TapEvent struct {
 
 func (x *TapEvent) Reset() {
 	*x = TapEvent{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[5]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -433,7 +798,7 @@ func (x *TapEvent) String() string {
 func (*TapEvent) ProtoMessage() {}
 
 func (x *TapEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[5]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -446,7 +811,7 @@ func (x *TapEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TapEvent.ProtoReflect.Descriptor instead.
 func (*TapEvent) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{5}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TapEvent) GetReady() bool {
@@ -551,7 +916,7 @@ type InjectRequest struct {
 
 func (x *InjectRequest) Reset() {
 	*x = InjectRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[6]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +928,7 @@ func (x *InjectRequest) String() string {
 func (*InjectRequest) ProtoMessage() {}
 
 func (x *InjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[6]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +941,7 @@ func (x *InjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectRequest.ProtoReflect.Descriptor instead.
 func (*InjectRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{6}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *InjectRequest) GetIface() string {
@@ -601,7 +966,7 @@ type InjectReply struct {
 
 func (x *InjectReply) Reset() {
 	*x = InjectReply{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[7]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -613,7 +978,7 @@ func (x *InjectReply) String() string {
 func (*InjectReply) ProtoMessage() {}
 
 func (x *InjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[7]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -626,7 +991,7 @@ func (x *InjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectReply.ProtoReflect.Descriptor instead.
 func (*InjectReply) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{7}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{12}
 }
 
 type StatsRequest struct {
@@ -637,7 +1002,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +1014,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +1027,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{8}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{13}
 }
 
 type StatsReply struct {
@@ -675,7 +1040,7 @@ type StatsReply struct {
 
 func (x *StatsReply) Reset() {
 	*x = StatsReply{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +1052,7 @@ func (x *StatsReply) String() string {
 func (*StatsReply) ProtoMessage() {}
 
 func (x *StatsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +1065,7 @@ func (x *StatsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsReply.ProtoReflect.Descriptor instead.
 func (*StatsReply) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{9}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatsReply) GetNode() string {
@@ -721,7 +1086,35 @@ var File_segchain_oam_v1_oam_proto protoreflect.FileDescriptor
 
 const file_segchain_oam_v1_oam_proto_rawDesc = "" +
 	"\n" +
-	"\x19segchain/oam/v1/oam.proto\x12\x0fsegchain.oam.v1\"$\n" +
+	"\x19segchain/oam/v1/oam.proto\x12\x0fsegchain.oam.v1\"\x94\x01\n" +
+	"\n" +
+	"KeptSample\x12\x14\n" +
+	"\x05chain\x18\x01 \x01(\tR\x05chain\x12\x1b\n" +
+	"\tfirst_sid\x18\x02 \x01(\fR\bfirstSid\x12\x19\n" +
+	"\blast_sid\x18\x03 \x01(\fR\alastSid\x12\x12\n" +
+	"\x04rate\x18\x04 \x01(\rR\x04rate\x12\x10\n" +
+	"\x03tap\x18\x05 \x01(\bR\x03tap\x12\x12\n" +
+	"\x04sids\x18\x06 \x03(\fR\x04sids\"^\n" +
+	"\vKeepRequest\x125\n" +
+	"\asamples\x18\x01 \x03(\v2\x1b.segchain.oam.v1.KeptSampleR\asamples\x12\x18\n" +
+	"\arespond\x18\x02 \x01(\bR\arespond\"2\n" +
+	"\tKeepReply\x12%\n" +
+	"\x0eresponder_sids\x18\x01 \x01(\rR\rresponderSids\">\n" +
+	"\x10SightingsRequest\x12\x14\n" +
+	"\x05chain\x18\x01 \x01(\tR\x05chain\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\x04R\x05after\"\x9a\x02\n" +
+	"\x0eSightingsReply\x12\x12\n" +
+	"\x04kept\x18\x01 \x01(\bR\x04kept\x124\n" +
+	"\x06events\x18\x02 \x03(\v2\x1c.segchain.oam.v1.SampleEventR\x06events\x12\x12\n" +
+	"\x04next\x18\x03 \x01(\x04R\x04next\x12\x12\n" +
+	"\x04seen\x18\x04 \x01(\x04R\x04seen\x12\x16\n" +
+	"\x06marked\x18\x05 \x01(\x04R\x06marked\x12\x12\n" +
+	"\x04hmac\x18\x06 \x01(\x04R\x04hmac\x12&\n" +
+	"\x0fclock_offset_ns\x18\a \x01(\x03R\rclockOffsetNs\x12\x17\n" +
+	"\aboot_id\x18\b \x01(\tR\x06bootId\x12\x15\n" +
+	"\x06now_ns\x18\t \x01(\x04R\x05nowNs\x12\x12\n" +
+	"\x04lost\x18\n" +
+	" \x01(\x04R\x04lost\"$\n" +
 	"\fFlushRequest\x12\x14\n" +
 	"\x05magic\x18\x01 \x01(\x06R\x05magic\"\"\n" +
 	"\n" +
@@ -777,13 +1170,15 @@ const file_segchain_oam_v1_oam_proto_rawDesc = "" +
 	"\bcounters\x18\x02 \x03(\v2).segchain.oam.v1.StatsReply.CountersEntryR\bcounters\x1a;\n" +
 	"\rCountersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x012\xe2\x02\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x012\xf5\x03\n" +
 	"\x03OAM\x12?\n" +
 	"\x03Tap\x12\x1b.segchain.oam.v1.TapRequest\x1a\x19.segchain.oam.v1.TapEvent0\x01\x12F\n" +
 	"\x06Inject\x12\x1e.segchain.oam.v1.InjectRequest\x1a\x1c.segchain.oam.v1.InjectReply\x12C\n" +
 	"\x05Stats\x12\x1d.segchain.oam.v1.StatsRequest\x1a\x1b.segchain.oam.v1.StatsReply\x12H\n" +
 	"\x06Sample\x12\x1e.segchain.oam.v1.SampleRequest\x1a\x1c.segchain.oam.v1.SampleEvent0\x01\x12C\n" +
-	"\x05Flush\x12\x1d.segchain.oam.v1.FlushRequest\x1a\x1b.segchain.oam.v1.FlushReplyB1Z/github.com/segchain/segchain/internal/oam/oampbb\x06proto3"
+	"\x05Flush\x12\x1d.segchain.oam.v1.FlushRequest\x1a\x1b.segchain.oam.v1.FlushReply\x12@\n" +
+	"\x04Keep\x12\x1c.segchain.oam.v1.KeepRequest\x1a\x1a.segchain.oam.v1.KeepReply\x12O\n" +
+	"\tSightings\x12!.segchain.oam.v1.SightingsRequest\x1a\x1f.segchain.oam.v1.SightingsReplyB1Z/github.com/segchain/segchain/internal/oam/oampbb\x06proto3"
 
 var (
 	file_segchain_oam_v1_oam_proto_rawDescOnce sync.Once
@@ -797,37 +1192,48 @@ func file_segchain_oam_v1_oam_proto_rawDescGZIP() []byte {
 	return file_segchain_oam_v1_oam_proto_rawDescData
 }
 
-var file_segchain_oam_v1_oam_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_segchain_oam_v1_oam_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_segchain_oam_v1_oam_proto_goTypes = []any{
-	(*FlushRequest)(nil),  // 0: segchain.oam.v1.FlushRequest
-	(*FlushReply)(nil),    // 1: segchain.oam.v1.FlushReply
-	(*SampleRequest)(nil), // 2: segchain.oam.v1.SampleRequest
-	(*SampleEvent)(nil),   // 3: segchain.oam.v1.SampleEvent
-	(*TapRequest)(nil),    // 4: segchain.oam.v1.TapRequest
-	(*TapEvent)(nil),      // 5: segchain.oam.v1.TapEvent
-	(*InjectRequest)(nil), // 6: segchain.oam.v1.InjectRequest
-	(*InjectReply)(nil),   // 7: segchain.oam.v1.InjectReply
-	(*StatsRequest)(nil),  // 8: segchain.oam.v1.StatsRequest
-	(*StatsReply)(nil),    // 9: segchain.oam.v1.StatsReply
-	nil,                   // 10: segchain.oam.v1.StatsReply.CountersEntry
+	(*KeptSample)(nil),       // 0: segchain.oam.v1.KeptSample
+	(*KeepRequest)(nil),      // 1: segchain.oam.v1.KeepRequest
+	(*KeepReply)(nil),        // 2: segchain.oam.v1.KeepReply
+	(*SightingsRequest)(nil), // 3: segchain.oam.v1.SightingsRequest
+	(*SightingsReply)(nil),   // 4: segchain.oam.v1.SightingsReply
+	(*FlushRequest)(nil),     // 5: segchain.oam.v1.FlushRequest
+	(*FlushReply)(nil),       // 6: segchain.oam.v1.FlushReply
+	(*SampleRequest)(nil),    // 7: segchain.oam.v1.SampleRequest
+	(*SampleEvent)(nil),      // 8: segchain.oam.v1.SampleEvent
+	(*TapRequest)(nil),       // 9: segchain.oam.v1.TapRequest
+	(*TapEvent)(nil),         // 10: segchain.oam.v1.TapEvent
+	(*InjectRequest)(nil),    // 11: segchain.oam.v1.InjectRequest
+	(*InjectReply)(nil),      // 12: segchain.oam.v1.InjectReply
+	(*StatsRequest)(nil),     // 13: segchain.oam.v1.StatsRequest
+	(*StatsReply)(nil),       // 14: segchain.oam.v1.StatsReply
+	nil,                      // 15: segchain.oam.v1.StatsReply.CountersEntry
 }
 var file_segchain_oam_v1_oam_proto_depIdxs = []int32{
-	10, // 0: segchain.oam.v1.StatsReply.counters:type_name -> segchain.oam.v1.StatsReply.CountersEntry
-	4,  // 1: segchain.oam.v1.OAM.Tap:input_type -> segchain.oam.v1.TapRequest
-	6,  // 2: segchain.oam.v1.OAM.Inject:input_type -> segchain.oam.v1.InjectRequest
-	8,  // 3: segchain.oam.v1.OAM.Stats:input_type -> segchain.oam.v1.StatsRequest
-	2,  // 4: segchain.oam.v1.OAM.Sample:input_type -> segchain.oam.v1.SampleRequest
-	0,  // 5: segchain.oam.v1.OAM.Flush:input_type -> segchain.oam.v1.FlushRequest
-	5,  // 6: segchain.oam.v1.OAM.Tap:output_type -> segchain.oam.v1.TapEvent
-	7,  // 7: segchain.oam.v1.OAM.Inject:output_type -> segchain.oam.v1.InjectReply
-	9,  // 8: segchain.oam.v1.OAM.Stats:output_type -> segchain.oam.v1.StatsReply
-	3,  // 9: segchain.oam.v1.OAM.Sample:output_type -> segchain.oam.v1.SampleEvent
-	1,  // 10: segchain.oam.v1.OAM.Flush:output_type -> segchain.oam.v1.FlushReply
-	6,  // [6:11] is the sub-list for method output_type
-	1,  // [1:6] is the sub-list for method input_type
-	1,  // [1:1] is the sub-list for extension type_name
-	1,  // [1:1] is the sub-list for extension extendee
-	0,  // [0:1] is the sub-list for field type_name
+	0,  // 0: segchain.oam.v1.KeepRequest.samples:type_name -> segchain.oam.v1.KeptSample
+	8,  // 1: segchain.oam.v1.SightingsReply.events:type_name -> segchain.oam.v1.SampleEvent
+	15, // 2: segchain.oam.v1.StatsReply.counters:type_name -> segchain.oam.v1.StatsReply.CountersEntry
+	9,  // 3: segchain.oam.v1.OAM.Tap:input_type -> segchain.oam.v1.TapRequest
+	11, // 4: segchain.oam.v1.OAM.Inject:input_type -> segchain.oam.v1.InjectRequest
+	13, // 5: segchain.oam.v1.OAM.Stats:input_type -> segchain.oam.v1.StatsRequest
+	7,  // 6: segchain.oam.v1.OAM.Sample:input_type -> segchain.oam.v1.SampleRequest
+	5,  // 7: segchain.oam.v1.OAM.Flush:input_type -> segchain.oam.v1.FlushRequest
+	1,  // 8: segchain.oam.v1.OAM.Keep:input_type -> segchain.oam.v1.KeepRequest
+	3,  // 9: segchain.oam.v1.OAM.Sightings:input_type -> segchain.oam.v1.SightingsRequest
+	10, // 10: segchain.oam.v1.OAM.Tap:output_type -> segchain.oam.v1.TapEvent
+	12, // 11: segchain.oam.v1.OAM.Inject:output_type -> segchain.oam.v1.InjectReply
+	14, // 12: segchain.oam.v1.OAM.Stats:output_type -> segchain.oam.v1.StatsReply
+	8,  // 13: segchain.oam.v1.OAM.Sample:output_type -> segchain.oam.v1.SampleEvent
+	6,  // 14: segchain.oam.v1.OAM.Flush:output_type -> segchain.oam.v1.FlushReply
+	2,  // 15: segchain.oam.v1.OAM.Keep:output_type -> segchain.oam.v1.KeepReply
+	4,  // 16: segchain.oam.v1.OAM.Sightings:output_type -> segchain.oam.v1.SightingsReply
+	10, // [10:17] is the sub-list for method output_type
+	3,  // [3:10] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_segchain_oam_v1_oam_proto_init() }
@@ -841,7 +1247,7 @@ func file_segchain_oam_v1_oam_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_segchain_oam_v1_oam_proto_rawDesc), len(file_segchain_oam_v1_oam_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

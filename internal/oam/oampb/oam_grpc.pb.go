@@ -32,11 +32,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	OAM_Tap_FullMethodName    = "/segchain.oam.v1.OAM/Tap"
-	OAM_Inject_FullMethodName = "/segchain.oam.v1.OAM/Inject"
-	OAM_Stats_FullMethodName  = "/segchain.oam.v1.OAM/Stats"
-	OAM_Sample_FullMethodName = "/segchain.oam.v1.OAM/Sample"
-	OAM_Flush_FullMethodName  = "/segchain.oam.v1.OAM/Flush"
+	OAM_Tap_FullMethodName       = "/segchain.oam.v1.OAM/Tap"
+	OAM_Inject_FullMethodName    = "/segchain.oam.v1.OAM/Inject"
+	OAM_Stats_FullMethodName     = "/segchain.oam.v1.OAM/Stats"
+	OAM_Sample_FullMethodName    = "/segchain.oam.v1.OAM/Sample"
+	OAM_Flush_FullMethodName     = "/segchain.oam.v1.OAM/Flush"
+	OAM_Keep_FullMethodName      = "/segchain.oam.v1.OAM/Keep"
+	OAM_Sightings_FullMethodName = "/segchain.oam.v1.OAM/Sightings"
 )
 
 // OAMClient is the client API for OAM service.
@@ -72,6 +74,18 @@ type OAMClient interface {
 	// sighting of an earlier hop was made before, so it is in the ring.
 	// found is false when no tap of magic runs (it ended already).
 	Flush(ctx context.Context, in *FlushRequest, opts ...grpc.CallOption) (*FlushReply, error)
+	// Keep sets what the agent keeps running for the node between
+	// commands (a domain's chains[].oam, docs/oam.md "Kept by apply"):
+	// each sampled chain's part (the tap when the node has segments of the
+	// chain, the marker on its headend) and the native-SID echo responder.
+	// The request is the whole set: what it no longer names is detached
+	// (destroy sends an empty one). Programs live as long as the agent.
+	Keep(ctx context.Context, in *KeepRequest, opts ...grpc.CallOption) (*KeepReply, error)
+	// Sightings returns what the node's kept sampling of chain saw after
+	// sequence number after (0: all the node still holds, its last
+	// 16384), with the marker's counts and the node's clocks: the caller
+	// (segchain status) pairs every node's sightings of a packet.
+	Sightings(ctx context.Context, in *SightingsRequest, opts ...grpc.CallOption) (*SightingsReply, error)
 }
 
 type oAMClient struct {
@@ -150,6 +164,26 @@ func (c *oAMClient) Flush(ctx context.Context, in *FlushRequest, opts ...grpc.Ca
 	return out, nil
 }
 
+func (c *oAMClient) Keep(ctx context.Context, in *KeepRequest, opts ...grpc.CallOption) (*KeepReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KeepReply)
+	err := c.cc.Invoke(ctx, OAM_Keep_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *oAMClient) Sightings(ctx context.Context, in *SightingsRequest, opts ...grpc.CallOption) (*SightingsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SightingsReply)
+	err := c.cc.Invoke(ctx, OAM_Sightings_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OAMServer is the server API for OAM service.
 // All implementations must embed UnimplementedOAMServer
 // for forward compatibility.
@@ -183,6 +217,18 @@ type OAMServer interface {
 	// sighting of an earlier hop was made before, so it is in the ring.
 	// found is false when no tap of magic runs (it ended already).
 	Flush(context.Context, *FlushRequest) (*FlushReply, error)
+	// Keep sets what the agent keeps running for the node between
+	// commands (a domain's chains[].oam, docs/oam.md "Kept by apply"):
+	// each sampled chain's part (the tap when the node has segments of the
+	// chain, the marker on its headend) and the native-SID echo responder.
+	// The request is the whole set: what it no longer names is detached
+	// (destroy sends an empty one). Programs live as long as the agent.
+	Keep(context.Context, *KeepRequest) (*KeepReply, error)
+	// Sightings returns what the node's kept sampling of chain saw after
+	// sequence number after (0: all the node still holds, its last
+	// 16384), with the marker's counts and the node's clocks: the caller
+	// (segchain status) pairs every node's sightings of a packet.
+	Sightings(context.Context, *SightingsRequest) (*SightingsReply, error)
 	mustEmbedUnimplementedOAMServer()
 }
 
@@ -207,6 +253,12 @@ func (UnimplementedOAMServer) Sample(*SampleRequest, grpc.ServerStreamingServer[
 }
 func (UnimplementedOAMServer) Flush(context.Context, *FlushRequest) (*FlushReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Flush not implemented")
+}
+func (UnimplementedOAMServer) Keep(context.Context, *KeepRequest) (*KeepReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Keep not implemented")
+}
+func (UnimplementedOAMServer) Sightings(context.Context, *SightingsRequest) (*SightingsReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Sightings not implemented")
 }
 func (UnimplementedOAMServer) mustEmbedUnimplementedOAMServer() {}
 func (UnimplementedOAMServer) testEmbeddedByValue()             {}
@@ -305,6 +357,42 @@ func _OAM_Flush_Handler(srv interface{}, ctx context.Context, dec func(interface
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OAM_Keep_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KeepRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OAMServer).Keep(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OAM_Keep_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OAMServer).Keep(ctx, req.(*KeepRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OAM_Sightings_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SightingsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OAMServer).Sightings(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OAM_Sightings_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OAMServer).Sightings(ctx, req.(*SightingsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // OAM_ServiceDesc is the grpc.ServiceDesc for OAM service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -323,6 +411,14 @@ var OAM_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Flush",
 			Handler:    _OAM_Flush_Handler,
+		},
+		{
+			MethodName: "Keep",
+			Handler:    _OAM_Keep_Handler,
+		},
+		{
+			MethodName: "Sightings",
+			Handler:    _OAM_Sightings_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

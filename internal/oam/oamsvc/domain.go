@@ -67,3 +67,48 @@ func Domain(s *session.Session) oam.Domain {
 	}
 	return d
 }
+
+// anyOAM reports whether a chain of the domain keeps OAM.
+func anyOAM(s *session.Session) bool {
+	for _, c := range s.Domain.Chains {
+		if c != nil && c.OAM != nil && (c.OAM.Sample > 0 || c.OAM.Respond) {
+			return true
+		}
+	}
+	return false
+}
+
+// Keep hands every agent of session s what it keeps of the domain's
+// chains[].oam (apply), or nothing (destroy). Without any chains[].oam an
+// agent's refusal (an older build) is not an error: there was nothing to
+// keep, only old sets to drop.
+func Keep(ctx context.Context, s *session.Session, destroy bool) (*oam.KeepResult, error) {
+	d := Domain(s)
+	cl, _ := d.Remote.(*Client)
+	var k oam.Keeping
+	var agents []string
+	if cl != nil {
+		k = cl
+		for n := range cl.conns {
+			agents = append(agents, n)
+		}
+	}
+	r, err := oam.KeepDomain(ctx, d, k, agents, destroy)
+	if err != nil && (destroy || !anyOAM(s)) {
+		err = nil
+	}
+	return r, err
+}
+
+// Status is the kept sampling of session s's chains (segchain status).
+func Status(ctx context.Context, s *session.Session) []oam.KeptChain {
+	if !anyOAM(s) {
+		return nil
+	}
+	d := Domain(s)
+	var k oam.Keeping
+	if cl, ok := d.Remote.(*Client); ok {
+		k = cl
+	}
+	return oam.KeptSampling(ctx, d, k)
+}

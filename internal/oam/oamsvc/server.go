@@ -38,17 +38,24 @@ type Server struct {
 	mu   sync.Mutex
 	taps int
 	live map[uint64]*oam.RxTap // the running taps by magic (Flush)
+
+	keep *oam.Keeper // what apply keeps running (keep.go)
 }
 
 // New serves node, whose network namespace is netns ("": the agent's
 // own).
-func New(node, netns string) *Server { return &Server{node: node, netns: netns} }
+func New(node, netns string) *Server {
+	s := &Server{node: node, netns: netns}
+	s.keep = oam.NewKeeper(node, s.ns())
+	return s
+}
 
 // Register adds the OAM service of node (namespace netns) to g.
 // The tap is loaded now, in the background, so that a trace only attaches
 // it (an error here is met again, and reported, by the first trace).
-func Register(g *grpc.Server, node, netns string) {
-	pb.RegisterOAMServer(g, New(node, netns))
+func Register(g *grpc.Server, node, netns string) *Server {
+	s := New(node, netns)
+	pb.RegisterOAMServer(g, s)
 	go func() {
 		_ = oam.PrewarmRx()
 		// Loading parsed the kernel's BTF (megabytes of types), garbage
@@ -56,6 +63,7 @@ func Register(g *grpc.Server, node, netns string) {
 		// agent's resident set (issue #33's ≤ 10 MiB per agent).
 		debug.FreeOSMemory()
 	}()
+	return s
 }
 
 // ns is the namespace the tap and the injection work in: the named one,
