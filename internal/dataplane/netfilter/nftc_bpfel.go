@@ -44,6 +44,20 @@ const (
 	nfTCNfDropReasonNF_DROP_MAX          nfTCNfDropReason = 17
 )
 
+type nfTCNfFibEnt struct {
+	_       structs.HostLayout
+	Gen     uint32
+	Routes  uint32
+	Expires uint64
+	Iif     uint32
+	Pad     uint32
+	Src     [16]uint8
+	Dst     [16]uint8
+	Oif     uint32
+	Valid   uint32
+	Nh      [16]uint8
+}
+
 type nfTCNfSid struct {
 	_         structs.HostLayout
 	Id        uint32
@@ -87,14 +101,17 @@ type nfTCNfStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	nfTCMapNfCfgMap         = "nf_cfg_map"
-	nfTCMapNfNext           = "nf_next"
-	nfTCMapNfSids           = "nf_sids"
-	nfTCMapNfSlots          = "nf_slots"
-	nfTCMapNfStatsMap       = "nf_stats_map"
-	nfTCProgNfIn            = "nf_in"
-	nfTCProgNfOut           = "nf_out"
-	nfTCVarUnusedDropReason = "unused_drop_reason"
+	nfTCMapNfCfgMap          = "nf_cfg_map"
+	nfTCMapNfFibCache        = "nf_fib_cache"
+	nfTCMapNfNext            = "nf_next"
+	nfTCMapNfSids            = "nf_sids"
+	nfTCMapNfSlots           = "nf_slots"
+	nfTCMapNfStatsMap        = "nf_stats_map"
+	nfTCProgNfIn             = "nf_in"
+	nfTCProgNfOut            = "nf_out"
+	nfTCVarNfFibCacheJiffies = "nf_fib_cache_jiffies"
+	nfTCVarNfFibCacheOn      = "nf_fib_cache_on"
+	nfTCVarUnusedDropReason  = "unused_drop_reason"
 )
 
 // loadNfTC returns the embedded CollectionSpec for nfTC.
@@ -148,6 +165,7 @@ type nfTCProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type nfTCMapSpecs struct {
 	NfCfgMap   *ebpf.MapSpec `ebpf:"nf_cfg_map"`
+	NfFibCache *ebpf.MapSpec `ebpf:"nf_fib_cache"`
 	NfNext     *ebpf.MapSpec `ebpf:"nf_next"`
 	NfSids     *ebpf.MapSpec `ebpf:"nf_sids"`
 	NfSlots    *ebpf.MapSpec `ebpf:"nf_slots"`
@@ -158,7 +176,9 @@ type nfTCMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nfTCVariableSpecs struct {
-	UnusedDropReason *ebpf.VariableSpec `ebpf:"unused_drop_reason"`
+	NfFibCacheJiffies *ebpf.VariableSpec `ebpf:"nf_fib_cache_jiffies"`
+	NfFibCacheOn      *ebpf.VariableSpec `ebpf:"nf_fib_cache_on"`
+	UnusedDropReason  *ebpf.VariableSpec `ebpf:"unused_drop_reason"`
 }
 
 // nfTCObjects contains all objects after they have been loaded into the kernel.
@@ -182,6 +202,7 @@ func (o *nfTCObjects) Close() error {
 // It can be passed to loadNfTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nfTCMaps struct {
 	NfCfgMap   *ebpf.Map `ebpf:"nf_cfg_map"`
+	NfFibCache *ebpf.Map `ebpf:"nf_fib_cache"`
 	NfNext     *ebpf.Map `ebpf:"nf_next"`
 	NfSids     *ebpf.Map `ebpf:"nf_sids"`
 	NfSlots    *ebpf.Map `ebpf:"nf_slots"`
@@ -191,6 +212,7 @@ type nfTCMaps struct {
 func (m *nfTCMaps) Close() error {
 	return _NfTCClose(
 		m.NfCfgMap,
+		m.NfFibCache,
 		m.NfNext,
 		m.NfSids,
 		m.NfSlots,
@@ -202,7 +224,9 @@ func (m *nfTCMaps) Close() error {
 //
 // It can be passed to loadNfTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nfTCVariables struct {
-	UnusedDropReason *ebpf.Variable `ebpf:"unused_drop_reason"`
+	NfFibCacheJiffies *ebpf.Variable `ebpf:"nf_fib_cache_jiffies"`
+	NfFibCacheOn      *ebpf.Variable `ebpf:"nf_fib_cache_on"`
+	UnusedDropReason  *ebpf.Variable `ebpf:"unused_drop_reason"`
 }
 
 // nfTCPrograms contains all programs after they have been loaded into the kernel.

@@ -203,6 +203,18 @@ func upgrade(netns string, n *node) error {
 
 func (n *node) Close() error { return n.objs.Close() }
 
+// FIBCache selects nf_out's next-hop cache when the programs are loaded:
+// true, an answer of its FIB lookup is reused while the namespace's IPv6
+// routing generation (fib6_sernum) is unchanged; false, every packet
+// takes the full lookup, the path before issue #32 (the tests compare
+// the packets of both).
+var FIBCache = true
+
+// fibCacheJiffies overrides the cache entries' lifetime (0: the program's
+// own); the tests make it longer than a test so that only the routing
+// generation can renew an entry.
+var fibCacheJiffies uint64
+
 func (n *node) loadProgs() error {
 	if n.objs.NfIn != nil {
 		return nil
@@ -210,6 +222,16 @@ func (n *node) loadProgs() error {
 	s, err := spec()
 	if err != nil {
 		return err
+	}
+	if !FIBCache {
+		if err := s.Variables["nf_fib_cache_on"].Set(uint32(0)); err != nil {
+			return fmt.Errorf("End.AN.NF next-hop cache off: %w", err)
+		}
+	}
+	if fibCacheJiffies != 0 {
+		if err := s.Variables["nf_fib_cache_jiffies"].Set(fibCacheJiffies); err != nil {
+			return fmt.Errorf("End.AN.NF next-hop cache lifetime: %w", err)
+		}
 	}
 	if err := s.LoadAndAssign(&n.objs.nfTCPrograms, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}}); err != nil {
 		return fmt.Errorf("load End.AN.NF programs: %w", err)

@@ -1,0 +1,147 @@
+package netfilter
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// TestFIBCacheSamePackets: nf_out's next-hop cache (issue #32) must not
+// change a byte: the same IPv4 and IPv6 packets through the same rule set
+// (SNAT included) reach B identical, with the same counters, with the
+// cache on and off (every packet through the full bpf_fib_lookup, the
+// path before). Both runs use identical topologies (fixed MACs); the
+// cache run shows the entry it filled for B.
+func TestFIBCacheSamePackets(t *testing.T) {
+	testutil.RequireScapy(t)
+	const rules = `table ip nat {
+ chain p {
+  type nat hook postrouting priority 100
+  ip saddr 10.0.1.1 snat to 10.9.9.9
+ }
+}
+`
+	type result struct {
+		frames [][]byte
+		c      Counters
+		cached bool
+	}
+	run := func(cache bool) result {
+		old := FIBCache
+		FIBCache = cache
+		defer func() { FIBCache = old }()
+		tp := newTopo(t, 16)
+		testutil.Exec(t, tp.n, "ip", "link", "set", "n1", "address", "02:00:00:00:0b:02")
+		testutil.Exec(t, tp.b, "ip", "link", "set", "b0", "address", "02:00:00:00:0b:01")
+		tp.load(t, "nft", rules)
+		cb := capture(t, tp.b, "b0", "fc00:b::1", 6)
+		var ps []pkt
+		for i := 0; i < 3; i++ {
+			ps = append(ps, fromA("fc00:e::e0:7", udp4("10.0.1.1", "10.0.2.1", 1000+i, 5000)),
+				fromA("fc00:e::e0:8", udp6("fc00:1::1", "fc00:2::1", 2000+i, 5000)))
+		}
+		send(t, tp.a, "a0", ps...)
+		pcap := cb.Wait(5 * time.Second)
+		return result{frames: testutil.PcapFrames(t, pcap), c: counters(t, tp.n), cached: cachedNextHop(t, tp.n, "fc00:b::1")}
+	}
+	off, on := run(false), run(true)
+	if len(off.frames) != 6 || len(on.frames) != 6 {
+		t.Fatalf("B received %d packets without the cache, %d with it; want 6 each", len(off.frames), len(on.frames))
+	}
+	for i := range off.frames {
+		if !bytes.Equal(off.frames[i], on.frames[i]) {
+			t.Errorf("packet %d differs:\nfull lookup %x\ncached      %x", i, off.frames[i], on.frames[i])
+		}
+	}
+	if fmt.Sprint(off.c) != fmt.Sprint(on.c) {
+		t.Errorf("counters: full lookup %+v, cached %+v", off.c, on.c)
+	}
+	if off.cached || !on.cached {
+		t.Errorf("cache entry for fc00:b::1: %v with the cache off, %v with it on; want false, true", off.cached, on.cached)
+	}
+}
+
+// TestFIBCacheFollowsRouting: a cached next hop is dropped as soon as the
+// namespace's routing changes. Between packets of one flow through
+// End.AN.NF, N's route to the next SID (B) moves to A, back, and then a
+// policy rule (with its table filled before, so that only the rule
+// changes) sends it to A again; each packet must go where the routing
+// says at the time.
+func TestFIBCacheFollowsRouting(t *testing.T) {
+	testutil.RequireScapy(t)
+	// Entries live longer than the test: only the routing generation
+	// may renew them.
+	old := fibCacheJiffies
+	fibCacheJiffies = 1 << 40
+	defer func() { fibCacheJiffies = old }()
+	tp := newTopo(t, 16)
+	tp.load(t, "nft", nftForward("counter"))
+	port := 3000
+	step := func(what, to string) {
+		t.Helper()
+		ns, dev, other, odev := tp.b, "b0", tp.a, "a0"
+		if to == "A" {
+			ns, dev, other, odev = tp.a, "a0", tp.b, "b0"
+		}
+		c := capture(t, ns, dev, "fc00:b::1", 1)
+		o := capture(t, other, odev, "fc00:b::1", 1)
+		port++
+		send(t, tp.a, "a0", fromA("fc00:e::e0:7", udp4("10.0.1.1", "10.0.2.1", port, 5000)))
+		c.Wait(5 * time.Second)
+		if c.Count() != 1 {
+			t.Fatalf("%s: the packet did not reach %s", what, to)
+		}
+		// It reached one side: it cannot also be on the other.
+		if o.Count() != 0 {
+			t.Errorf("%s: the packet also reached the other side", what)
+		}
+	}
+	step("first packet (fills the cache)", "B")
+	step("second packet (from the cache)", "B")
+	testutil.Exec(t, tp.n, "ip", "-6", "route", "add", "fc00:b::1/128", "via", "fc00:a::1", "dev", "n0")
+	step("after a more specific route towards A", "A")
+	testutil.Exec(t, tp.n, "ip", "-6", "route", "del", "fc00:b::1/128")
+	step("after deleting it", "B")
+	testutil.Exec(t, tp.n, "ip", "-6", "route", "add", "fc00:b::1/128", "via", "fc00:a::1", "dev", "n0", "table", "100")
+	step("after a route in a table no rule uses", "B")
+	testutil.Exec(t, tp.n, "ip", "-6", "rule", "add", "from", "fc00:a::1", "lookup", "100", "pref", "50")
+	step("after a policy rule to that table", "A")
+	testutil.Exec(t, tp.n, "ip", "-6", "rule", "del", "pref", "50")
+	step("after deleting the rule", "B")
+}
+
+// cachedNextHop reports whether a CPU's nf_fib_cache of ns holds a valid
+// entry for the destination dst.
+func cachedNextHop(t *testing.T, ns, dst string) bool {
+	t.Helper()
+	want := netip.MustParseAddr(dst).As16()
+	found := false
+	err := state.Do(ns, func(n *node) error {
+		m, err := ebpf.LoadPinnedMap(n.dir+"/nf_fib_cache", nil)
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		var k uint32
+		var vs []nfTCNfFibEnt
+		it := m.Iterate()
+		for it.Next(&k, &vs) {
+			for _, v := range vs {
+				if v.Valid != 0 && v.Dst == want {
+					found = true
+				}
+			}
+		}
+		return it.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
