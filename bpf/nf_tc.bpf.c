@@ -129,7 +129,8 @@ volatile const __u64 nf_fib_cache_jiffies = 100;
 
 /* One cached answer of nf_out's FIB lookup: for (iif, src, dst) under
  * routing generation gen, forward out of oif to neighbour nh. Only
- * BPF_FIB_LKUP_RET_SUCCESS answers are cached. */
+ * answers that forward are cached (success, or no neighbour entry yet:
+ * the cached path resolves the neighbour per packet anyway). */
 struct nf_fib_ent {
 	__u32 gen;	/* fib6_sernum */
 	__u32 routes;	/* rt6_stats->fib_rt_entries */
@@ -619,7 +620,10 @@ int nf_out(struct __sk_buff *skb)
 	    addr_eq(ce->dst, &ip6.daddr) && addr_eq(ce->src, &ip6.saddr)) {
 		__u32 mtu = 0;
 
-		if (bpf_check_mtu(skb, ce->oif, &mtu, 0, 0) == BPF_MTU_CHK_RET_SUCCESS) {
+		/* IPv6 needs an MTU of 1280 on every link it runs on: a
+		 * packet that size or smaller (not GSO) fits without asking. */
+		if ((!skb->gso_size && skb->len <= ETH_HLEN + 1280) ||
+		    bpf_check_mtu(skb, ce->oif, &mtu, 0, 0) == BPF_MTU_CHK_RET_SUCCESS) {
 			struct bpf_redir_neigh nh = { .nh_family = AF_INET6 };
 
 			__builtin_memcpy(nh.ipv6_nh, ce->nh, 16);
@@ -636,22 +640,22 @@ int nf_out(struct __sk_buff *skb)
 	__builtin_memcpy(f.ipv6_src, &ip6.saddr, 16);
 	__builtin_memcpy(f.ipv6_dst, &ip6.daddr, 16);
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
+	/* Both answers name the egress interface and the next hop (f.ipv6_dst
+	 * is now the gateway, or the destination itself on a connected
+	 * route); the cached path resolves the neighbour itself. */
+	if ((rc == BPF_FIB_LKUP_RET_SUCCESS || rc == BPF_FIB_LKUP_RET_NO_NEIGH) && nf_fib_cache_on && ce) {
+		ce->gen = gen;
+		ce->routes = routes;
+		ce->expires = now + nf_fib_cache_jiffies;
+		ce->iif = s->ifindex;
+		__builtin_memcpy(ce->src, &ip6.saddr, 16);
+		__builtin_memcpy(ce->dst, &ip6.daddr, 16);
+		ce->oif = f.ifindex;
+		__builtin_memcpy(ce->nh, f.ipv6_dst, 16);
+		ce->valid = 1;
+	}
 	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
 		struct ethhdr *eth = pkt_eth(skb);
-
-		/* f.ipv6_dst is now the next hop (the gateway, or the
-		 * destination itself on a connected route). */
-		if (nf_fib_cache_on && ce) {
-			ce->gen = gen;
-			ce->routes = routes;
-			ce->expires = now + nf_fib_cache_jiffies;
-			ce->iif = s->ifindex;
-			__builtin_memcpy(ce->src, &ip6.saddr, 16);
-			__builtin_memcpy(ce->dst, &ip6.daddr, 16);
-			ce->oif = f.ifindex;
-			__builtin_memcpy(ce->nh, f.ipv6_dst, 16);
-			ce->valid = 1;
-		}
 
 		if (!eth)
 			return drop(st, NF_DROP_INTERNAL);

@@ -145,3 +145,35 @@ func cachedNextHop(t *testing.T, ns, dst string) bool {
 	}
 	return found
 }
+
+// TestFIBCacheMTU: a cached next hop does not skip the egress MTU. With
+// the link to B at 1280, a flow's small packet fills the cache, then a
+// 1358-byte one must take the full lookup and the stack's answer (an
+// ICMPv6 Packet Too Big to A), as without the cache, and the next small
+// one still reaches B.
+func TestFIBCacheMTU(t *testing.T) {
+	testutil.RequireScapy(t)
+	old := fibCacheJiffies
+	fibCacheJiffies = 1 << 40
+	defer func() { fibCacheJiffies = old }()
+	tp := newTopo(t, 16)
+	testutil.Exec(t, tp.n, "ip", "link", "set", "n1", "mtu", "1280")
+	testutil.Exec(t, tp.b, "ip", "link", "set", "b0", "mtu", "1280")
+	tp.load(t, "nft", nftForward("counter"))
+	big := `IP(src="10.0.1.1", dst="10.0.2.1", ttl=64) / UDP(sport=4001, dport=5000) / Raw(b"x" * 1250)`
+	cb := capture(t, tp.b, "b0", "fc00:b::1", 2)
+	ptb := testutil.StartInboundCapture(t, tp.a, "a0", "icmp6 and ip6[40] == 2", 1)
+	send(t, tp.a, "a0",
+		fromA("fc00:e::e0:7", udp4("10.0.1.1", "10.0.2.1", 4000, 5000)),
+		fromA("fc00:e::e0:7", big),
+		fromA("fc00:e::e0:7", udp4("10.0.1.1", "10.0.2.1", 4002, 5000)))
+	if !cachedNextHop(t, tp.n, "fc00:b::1") {
+		t.Errorf("no cache entry for fc00:b::1: the packets did not take the cached path")
+	}
+	ptb.Wait(5 * time.Second)
+	if ptb.Count() != 1 {
+		t.Errorf("A got %d ICMPv6 Packet Too Big for the 1358-byte packet, want 1", ptb.Count())
+	}
+	_, ports := got(t, cb)
+	want(t, "inner source ports at B", ports, []string{"4000", "4002"})
+}
