@@ -122,26 +122,30 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 volatile const __u32 nf_fib_cache_on = 1;
 
 #define NF_FIB_CACHE 256 /* per-CPU direct-mapped entries */
-/* An entry's lifetime, in jiffies (HZ is 100 to 1000: 0.1 to 1 s; the
- * tests set it longer): what moves neither counter (a forwarding sysctl
- * turned off ...) reaches the cache within it. */
-volatile const __u64 nf_fib_cache_jiffies = 100;
+/* An entry's lifetime in ns (100 ms; the tests set it longer): what moves
+ * neither counter reaches the cache within it — a neighbour's new MAC or
+ * its failure, a device's new address, the forwarding sysctl turned off. */
+volatile const __u64 nf_fib_cache_ns = 100000000;
 
 /* One cached answer of nf_out's FIB lookup: for (iif, src, dst) under
- * routing generation gen, forward out of oif to neighbour nh. Only
- * answers that forward are cached (success, or no neighbour entry yet:
- * the cached path resolves the neighbour per packet anyway). */
+ * routing generation gen, forward out of oif with these MACs. Only
+ * BPF_FIB_LKUP_RET_SUCCESS answers (a valid neighbour) are cached. Not the
+ * next hop for bpf_redirect_neigh: the skb still holds the loop route's
+ * dst, and a packet the neighbour layer queues (an unresolved neighbour)
+ * is sent, once resolved, through that dst's neighbour (the loop's, with
+ * its MACs) on the new device; the full lookup's no-neighbour path gives
+ * the helper no next hop, so it sets a dst of its own. */
 struct nf_fib_ent {
 	__u32 gen;	/* fib6_sernum */
 	__u32 routes;	/* rt6_stats->fib_rt_entries */
-	__u64 expires;	/* jiffies: a bound on staleness for what neither counts */
+	__u64 expires;	/* bpf_ktime_get_coarse_ns: a bound on staleness for what neither counts */
 	__u32 iif;
-	__u32 _pad;
+	__u32 oif;
 	__u8 src[16];
 	__u8 dst[16];
-	__u32 oif;
+	__u8 dmac[6];
+	__u8 smac[6];
 	__u32 valid;
-	__u8 nh[16];
 };
 
 /* addr_eq compares two IPv6 addresses (no memcmp in BPF). */
@@ -597,10 +601,10 @@ int nf_out(struct __sk_buff *skb)
 	/* The next-hop cache (issue #32): the lookup below walks the node's
 	 * policy rules and two tables (local, then the rule's) per packet, as
 	 * much as native End spends on its whole route lookup. An answer is
-	 * reused while the namespace's routing generation is unchanged; the
-	 * neighbour is resolved per packet by bpf_redirect_neigh (neighbour
-	 * changes do not move the generation) and the egress MTU checked per
-	 * packet (nor do MTU changes); anything else takes the full lookup. */
+	 * reused while the namespace's routing generation is unchanged and
+	 * for at most nf_fib_cache_ns (neighbour changes do not move the
+	 * generation); the egress MTU is checked per packet (nor do MTU
+	 * changes); anything else takes the full lookup. */
 	struct sk_buff___nf *kskb = bpf_cast_to_kern_ctx(skb);
 	/* Plain loads through the trusted kernel pointer: the verifier makes
 	 * them fault-safe loads in place (BPF_CORE_READ's helper calls cost
@@ -608,7 +612,7 @@ int nf_out(struct __sk_buff *skb)
 	struct net___nf *net = kskb->dev->nd_net.net;
 	__u32 gen = net->ipv6.fib6_sernum.counter;
 	__u32 routes = net->ipv6.rt6_stats->fib_rt_entries;
-	__u64 now = bpf_jiffies64();
+	__u64 now = bpf_ktime_get_coarse_ns();
 	__u32 ci = (ip6.daddr.in6_u.u6_addr32[3] ^ ip6.daddr.in6_u.u6_addr32[2] ^ ip6.saddr.in6_u.u6_addr32[3] ^
 		    s->ifindex);
 	struct nf_fib_ent *ce;
@@ -624,10 +628,13 @@ int nf_out(struct __sk_buff *skb)
 		 * packet that size or smaller (not GSO) fits without asking. */
 		if ((!skb->gso_size && skb->len <= ETH_HLEN + 1280) ||
 		    bpf_check_mtu(skb, ce->oif, &mtu, 0, 0) == BPF_MTU_CHK_RET_SUCCESS) {
-			struct bpf_redir_neigh nh = { .nh_family = AF_INET6 };
+			struct ethhdr *eth = pkt_eth(skb);
 
-			__builtin_memcpy(nh.ipv6_nh, ce->nh, 16);
-			return bpf_redirect_neigh(ce->oif, &nh, sizeof(nh), 0);
+			if (!eth)
+				return drop(st, NF_DROP_INTERNAL);
+			__builtin_memcpy(eth->h_dest, ce->dmac, ETH_ALEN);
+			__builtin_memcpy(eth->h_source, ce->smac, ETH_ALEN);
+			return bpf_redirect(ce->oif, 0);
 		}
 	}
 
@@ -640,22 +647,21 @@ int nf_out(struct __sk_buff *skb)
 	__builtin_memcpy(f.ipv6_src, &ip6.saddr, 16);
 	__builtin_memcpy(f.ipv6_dst, &ip6.daddr, 16);
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
-	/* Both answers name the egress interface and the next hop (f.ipv6_dst
-	 * is now the gateway, or the destination itself on a connected
-	 * route); the cached path resolves the neighbour itself. */
-	if ((rc == BPF_FIB_LKUP_RET_SUCCESS || rc == BPF_FIB_LKUP_RET_NO_NEIGH) && nf_fib_cache_on && ce) {
-		ce->gen = gen;
-		ce->routes = routes;
-		ce->expires = now + nf_fib_cache_jiffies;
-		ce->iif = s->ifindex;
-		__builtin_memcpy(ce->src, &ip6.saddr, 16);
-		__builtin_memcpy(ce->dst, &ip6.daddr, 16);
-		ce->oif = f.ifindex;
-		__builtin_memcpy(ce->nh, f.ipv6_dst, 16);
-		ce->valid = 1;
-	}
 	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
 		struct ethhdr *eth = pkt_eth(skb);
+
+		if (nf_fib_cache_on && ce) {
+			ce->gen = gen;
+			ce->routes = routes;
+			ce->expires = now + nf_fib_cache_ns;
+			ce->iif = s->ifindex;
+			__builtin_memcpy(ce->src, &ip6.saddr, 16);
+			__builtin_memcpy(ce->dst, &ip6.daddr, 16);
+			ce->oif = f.ifindex;
+			__builtin_memcpy(ce->dmac, f.dmac, ETH_ALEN);
+			__builtin_memcpy(ce->smac, f.smac, ETH_ALEN);
+			ce->valid = 1;
+		}
 
 		if (!eth)
 			return drop(st, NF_DROP_INTERNAL);

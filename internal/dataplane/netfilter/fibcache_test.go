@@ -40,6 +40,7 @@ func TestFIBCacheSamePackets(t *testing.T) {
 		testutil.Exec(t, tp.n, "ip", "link", "set", "n1", "address", "02:00:00:00:0b:02")
 		testutil.Exec(t, tp.b, "ip", "link", "set", "b0", "address", "02:00:00:00:0b:01")
 		tp.load(t, "nft", rules)
+		warmUp(t, tp)
 		cb := capture(t, tp.b, "b0", "fc00:b::1", 6)
 		var ps []pkt
 		for i := 0; i < 3; i++ {
@@ -77,9 +78,9 @@ func TestFIBCacheFollowsRouting(t *testing.T) {
 	testutil.RequireScapy(t)
 	// Entries live longer than the test: only the routing generation
 	// may renew them.
-	old := fibCacheJiffies
-	fibCacheJiffies = 1 << 40
-	defer func() { fibCacheJiffies = old }()
+	old := fibCacheNs
+	fibCacheNs = 1 << 62
+	defer func() { fibCacheNs = old }()
 	tp := newTopo(t, 16)
 	tp.load(t, "nft", nftForward("counter"))
 	port := 3000
@@ -147,19 +148,23 @@ func cachedNextHop(t *testing.T, ns, dst string) bool {
 }
 
 // TestFIBCacheMTU: a cached next hop does not skip the egress MTU. With
-// the link to B at 1280, a flow's small packet fills the cache, then a
+// the link to B at 1280 and B's neighbour entry resolved (only answers
+// with a neighbour are cached, and only they check the MTU: without one
+// the kernel queues the packet, with or without the cache), a flow's
+// small packet fills the cache, then a
 // 1358-byte one must take the full lookup and the stack's answer (an
 // ICMPv6 Packet Too Big to A), as without the cache, and the next small
 // one still reaches B.
 func TestFIBCacheMTU(t *testing.T) {
 	testutil.RequireScapy(t)
-	old := fibCacheJiffies
-	fibCacheJiffies = 1 << 40
-	defer func() { fibCacheJiffies = old }()
+	old := fibCacheNs
+	fibCacheNs = 1 << 62
+	defer func() { fibCacheNs = old }()
 	tp := newTopo(t, 16)
 	testutil.Exec(t, tp.n, "ip", "link", "set", "n1", "mtu", "1280")
 	testutil.Exec(t, tp.b, "ip", "link", "set", "b0", "mtu", "1280")
 	tp.load(t, "nft", nftForward("counter"))
+	warmUp(t, tp)
 	big := `IP(src="10.0.1.1", dst="10.0.2.1", ttl=64) / UDP(sport=4001, dport=5000) / Raw(b"x" * 1250)`
 	cb := capture(t, tp.b, "b0", "fc00:b::1", 2)
 	ptb := testutil.StartInboundCapture(t, tp.a, "a0", "icmp6 and ip6[40] == 2", 1)
@@ -176,4 +181,55 @@ func TestFIBCacheMTU(t *testing.T) {
 	}
 	_, ports := got(t, cb)
 	want(t, "inner source ports at B", ports, []string{"4000", "4002"})
+}
+
+// warmUp sends one packet A to B through End.AN.NF and waits for it at B:
+// N then has B's neighbour entry, so the next packets' FIB answers are
+// complete (cacheable) whatever the timing of neighbour discovery.
+func warmUp(t *testing.T, tp topo) {
+	t.Helper()
+	c := capture(t, tp.b, "b0", "fc00:b::1", 1)
+	send(t, tp.a, "a0", fromA("fc00:e::e0:7", udp6("fc00:1::1", "fc00:2::1", 999, 5000)))
+	c.Wait(5 * time.Second)
+	if c.Count() != 1 {
+		t.Fatal("the warm-up packet did not reach B")
+	}
+}
+
+// TestFIBCacheUnresolvedNeighbour: packets of a flow that reach nf_out
+// while N is still resolving B's address (B's neighbour advertisements
+// held back) wait in the neighbour queue and must reach B with B's and
+// N's MACs once it answers. A cache that also kept answers without a
+// neighbour entry and handed the next hop to bpf_redirect_neigh failed
+// this (TestTunLoopSamePackets caught it when the timing fell that way):
+// the queued packet still held the loop route's dst and went out, once
+// resolved, through the loop's neighbour, with the loop's MACs.
+func TestFIBCacheUnresolvedNeighbour(t *testing.T) {
+	testutil.RequireScapy(t)
+	old := fibCacheNs
+	fibCacheNs = 1 << 62
+	defer func() { fibCacheNs = old }()
+	tp := newTopo(t, 16)
+	testutil.Exec(t, tp.n, "ip", "link", "set", "n1", "address", "02:00:00:00:0b:02")
+	testutil.Exec(t, tp.b, "ip", "link", "set", "b0", "address", "02:00:00:00:0b:01")
+	tp.load(t, "nft", nftForward("counter"))
+	// B answers no neighbour solicitation until the packets are sent (N
+	// retries for 3 s before giving up).
+	testutil.Exec(t, tp.b, "nft", "add table ip6 hold; add chain ip6 hold o { type filter hook output priority 0; icmpv6 type nd-neighbor-advert drop; }")
+	cb := capture(t, tp.b, "b0", "fc00:b::1", 3)
+	send(t, tp.a, "a0",
+		fromA("fc00:e::e0:7", udp4("10.0.1.1", "10.0.2.1", 6000, 5000)),
+		fromA("fc00:e::e0:7", udp4("10.0.1.1", "10.0.2.1", 6001, 5000)),
+		fromA("fc00:e::e0:7", udp4("10.0.1.1", "10.0.2.1", 6002, 5000)))
+	testutil.Exec(t, tp.b, "nft", "delete table ip6 hold")
+	pcap := cb.Wait(10 * time.Second)
+	fr := testutil.PcapFrames(t, pcap)
+	if len(fr) != 3 {
+		t.Fatalf("B received %d packets, want 3", len(fr))
+	}
+	for i, f := range fr {
+		if got := fmt.Sprintf("%x %x", f[0:6], f[6:12]); got != "020000000b01 020000000b02" {
+			t.Errorf("packet %d: MACs at B (dst src) %s, want 020000000b01 020000000b02", i, got)
+		}
+	}
 }

@@ -50,12 +50,12 @@ type nfTCNfFibEnt struct {
 	Routes  uint32
 	Expires uint64
 	Iif     uint32
-	Pad     uint32
+	Oif     uint32
 	Src     [16]uint8
 	Dst     [16]uint8
-	Oif     uint32
+	Dmac    [6]uint8
+	Smac    [6]uint8
 	Valid   uint32
-	Nh      [16]uint8
 }
 
 type nfTCNfSid struct {
@@ -101,17 +101,17 @@ type nfTCNfStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	nfTCMapNfCfgMap          = "nf_cfg_map"
-	nfTCMapNfFibCache        = "nf_fib_cache"
-	nfTCMapNfNext            = "nf_next"
-	nfTCMapNfSids            = "nf_sids"
-	nfTCMapNfSlots           = "nf_slots"
-	nfTCMapNfStatsMap        = "nf_stats_map"
-	nfTCProgNfIn             = "nf_in"
-	nfTCProgNfOut            = "nf_out"
-	nfTCVarNfFibCacheJiffies = "nf_fib_cache_jiffies"
-	nfTCVarNfFibCacheOn      = "nf_fib_cache_on"
-	nfTCVarUnusedDropReason  = "unused_drop_reason"
+	nfTCMapNfCfgMap         = "nf_cfg_map"
+	nfTCMapNfFibCache       = "nf_fib_cache"
+	nfTCMapNfNext           = "nf_next"
+	nfTCMapNfSids           = "nf_sids"
+	nfTCMapNfSlots          = "nf_slots"
+	nfTCMapNfStatsMap       = "nf_stats_map"
+	nfTCProgNfIn            = "nf_in"
+	nfTCProgNfOut           = "nf_out"
+	nfTCVarNfFibCacheNs     = "nf_fib_cache_ns"
+	nfTCVarNfFibCacheOn     = "nf_fib_cache_on"
+	nfTCVarUnusedDropReason = "unused_drop_reason"
 )
 
 // loadNfTC returns the embedded CollectionSpec for nfTC.
@@ -176,9 +176,9 @@ type nfTCMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nfTCVariableSpecs struct {
-	NfFibCacheJiffies *ebpf.VariableSpec `ebpf:"nf_fib_cache_jiffies"`
-	NfFibCacheOn      *ebpf.VariableSpec `ebpf:"nf_fib_cache_on"`
-	UnusedDropReason  *ebpf.VariableSpec `ebpf:"unused_drop_reason"`
+	NfFibCacheNs     *ebpf.VariableSpec `ebpf:"nf_fib_cache_ns"`
+	NfFibCacheOn     *ebpf.VariableSpec `ebpf:"nf_fib_cache_on"`
+	UnusedDropReason *ebpf.VariableSpec `ebpf:"unused_drop_reason"`
 }
 
 // nfTCObjects contains all objects after they have been loaded into the kernel.
@@ -224,9 +224,9 @@ func (m *nfTCMaps) Close() error {
 //
 // It can be passed to loadNfTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nfTCVariables struct {
-	NfFibCacheJiffies *ebpf.Variable `ebpf:"nf_fib_cache_jiffies"`
-	NfFibCacheOn      *ebpf.Variable `ebpf:"nf_fib_cache_on"`
-	UnusedDropReason  *ebpf.Variable `ebpf:"unused_drop_reason"`
+	NfFibCacheNs     *ebpf.Variable `ebpf:"nf_fib_cache_ns"`
+	NfFibCacheOn     *ebpf.Variable `ebpf:"nf_fib_cache_on"`
+	UnusedDropReason *ebpf.Variable `ebpf:"unused_drop_reason"`
 }
 
 // nfTCPrograms contains all programs after they have been loaded into the kernel.

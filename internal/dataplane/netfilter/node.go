@@ -210,10 +210,10 @@ func (n *node) Close() error { return n.objs.Close() }
 // the packets of both).
 var FIBCache = true
 
-// fibCacheJiffies overrides the cache entries' lifetime (0: the program's
-// own); the tests make it longer than a test so that only the routing
-// generation can renew an entry.
-var fibCacheJiffies uint64
+// fibCacheNs overrides the cache entries' lifetime in ns (0: the
+// program's own); the tests make it longer than a test so that only the
+// routing generation can renew an entry.
+var fibCacheNs uint64
 
 func (n *node) loadProgs() error {
 	if n.objs.NfIn != nil {
@@ -228,8 +228,8 @@ func (n *node) loadProgs() error {
 			return fmt.Errorf("End.AN.NF next-hop cache off: %w", err)
 		}
 	}
-	if fibCacheJiffies != 0 {
-		if err := s.Variables["nf_fib_cache_jiffies"].Set(fibCacheJiffies); err != nil {
+	if fibCacheNs != 0 {
+		if err := s.Variables["nf_fib_cache_ns"].Set(fibCacheNs); err != nil {
 			return fmt.Errorf("End.AN.NF next-hop cache lifetime: %w", err)
 		}
 	}
