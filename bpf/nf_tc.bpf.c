@@ -44,6 +44,7 @@
 #include "lib/drop.h"
 #include "lib/pktcopy.h"
 #include "lib/csid.h"
+#include <bpf/bpf_core_read.h>
 
 #define NF_MAX_SIDS 64	   /* End.AN.NF SID prefixes per node */
 #define NF_SLOTS 8192	   /* stashed outer headers in flight, all SIDs */
@@ -75,6 +76,85 @@ enum nf_drop_reason {
 	NF_DROP_CSID_PADDING,	/* "csid-padding": a uSID container with a non-zero C-SID after its end-of-container zero */
 	NF_DROP_MAX,
 };
+
+/* The kernel's types nf_out reads the routing generation through
+ * (fib6_sernum of the packet's namespace), relocated by CO-RE against the
+ * running kernel's BTF; "___nf" flavours, as only these fields are
+ * declared. fib6_sernum changes with every IPv6 route added or replaced
+ * (fib6_add), every policy rule added or deleted (fib6_rule_flush_cache ->
+ * rt_genid_bump_ipv6), a multipath next hop going dead and a nexthop
+ * object replaced; a route deleted leaves it alone (the kernel's own
+ * cached routes notice by their node) but takes one from
+ * rt6_stats->fib_rt_entries. The pair changes with whatever can change
+ * the answer of the lookup nf_out caches. */
+typedef struct {
+	int counter;
+} nf_atomic_t;
+
+struct rt6_statistics___nf {
+	__u32 fib_rt_entries;
+} __attribute__((preserve_access_index));
+
+struct netns_ipv6___nf {
+	struct rt6_statistics___nf *rt6_stats;
+	nf_atomic_t fib6_sernum;
+} __attribute__((preserve_access_index));
+
+struct net___nf {
+	struct netns_ipv6___nf ipv6;
+} __attribute__((preserve_access_index));
+
+struct net_device___nf {
+	struct {
+		struct net___nf *net;
+	} nd_net;
+} __attribute__((preserve_access_index));
+
+struct sk_buff___nf {
+	struct net_device___nf *dev;
+} __attribute__((preserve_access_index));
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+/* nf_fib_cache_on: 0 turns the next-hop cache off (every packet takes the
+ * full bpf_fib_lookup, the path before issue #32; the tests compare
+ * both). Set at load time. */
+volatile const __u32 nf_fib_cache_on = 1;
+
+#define NF_FIB_CACHE 256 /* per-CPU direct-mapped entries */
+/* An entry's lifetime in ns (100 ms; the tests set it longer): what moves
+ * neither counter reaches the cache within it — a neighbour's new MAC or
+ * its failure, a device's new address, the forwarding sysctl turned off. */
+volatile const __u64 nf_fib_cache_ns = 100000000;
+
+/* One cached answer of nf_out's FIB lookup: for (iif, src, dst) under
+ * routing generation gen, forward out of oif with these MACs. Only
+ * BPF_FIB_LKUP_RET_SUCCESS answers (a valid neighbour) are cached. Not the
+ * next hop for bpf_redirect_neigh: the skb still holds the loop route's
+ * dst, and a packet the neighbour layer queues (an unresolved neighbour)
+ * is sent, once resolved, through that dst's neighbour (the loop's, with
+ * its MACs) on the new device; the full lookup's no-neighbour path gives
+ * the helper no next hop, so it sets a dst of its own. */
+struct nf_fib_ent {
+	__u32 gen;	/* fib6_sernum */
+	__u32 routes;	/* rt6_stats->fib_rt_entries */
+	__u64 expires;	/* bpf_ktime_get_coarse_ns: a bound on staleness for what neither counts */
+	__u32 iif;
+	__u32 oif;
+	__u8 src[16];
+	__u8 dst[16];
+	__u8 dmac[6];
+	__u8 smac[6];
+	__u32 valid;
+};
+
+/* addr_eq compares two IPv6 addresses (no memcmp in BPF). */
+static __always_inline int addr_eq(const void *a, const void *b)
+{
+	const __u32 *x = a, *y = b;
+
+	return ((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0;
+}
 
 /* Value of nf_sids. */
 struct nf_sid {
@@ -156,6 +236,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } nf_next SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NF_FIB_CACHE);
+	__type(key, __u32);
+	__type(value, struct nf_fib_ent);
+} nf_fib_cache SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -510,6 +597,47 @@ int nf_out(struct __sk_buff *skb)
 
 	/* The slot holds the outer IPv6 header as sent. */
 	__builtin_memcpy(&ip6, s->hdr, sizeof(ip6));
+
+	/* The next-hop cache (issue #32): the lookup below walks the node's
+	 * policy rules and two tables (local, then the rule's) per packet, as
+	 * much as native End spends on its whole route lookup. An answer is
+	 * reused while the namespace's routing generation is unchanged and
+	 * for at most nf_fib_cache_ns (neighbour changes do not move the
+	 * generation); the egress MTU is checked per packet (nor do MTU
+	 * changes); anything else takes the full lookup. */
+	struct sk_buff___nf *kskb = bpf_cast_to_kern_ctx(skb);
+	/* Plain loads through the trusted kernel pointer: the verifier makes
+	 * them fault-safe loads in place (BPF_CORE_READ's helper calls cost
+	 * a third of what the cache saves). */
+	struct net___nf *net = kskb->dev->nd_net.net;
+	__u32 gen = net->ipv6.fib6_sernum.counter;
+	__u32 routes = net->ipv6.rt6_stats->fib_rt_entries;
+	__u64 now = bpf_ktime_get_coarse_ns();
+	__u32 ci = (ip6.daddr.in6_u.u6_addr32[3] ^ ip6.daddr.in6_u.u6_addr32[2] ^ ip6.saddr.in6_u.u6_addr32[3] ^
+		    s->ifindex);
+	struct nf_fib_ent *ce;
+
+	ci = (ci ^ (ci >> 16) ^ (ci >> 8)) & (NF_FIB_CACHE - 1);
+	ce = bpf_map_lookup_elem(&nf_fib_cache, &ci);
+	if (nf_fib_cache_on && ce && ce->valid && ce->gen == gen && ce->routes == routes &&
+	    now < ce->expires && ce->iif == s->ifindex &&
+	    addr_eq(ce->dst, &ip6.daddr) && addr_eq(ce->src, &ip6.saddr)) {
+		__u32 mtu = 0;
+
+		/* IPv6 needs an MTU of 1280 on every link it runs on: a
+		 * packet that size or smaller (not GSO) fits without asking. */
+		if ((!skb->gso_size && skb->len <= ETH_HLEN + 1280) ||
+		    bpf_check_mtu(skb, ce->oif, &mtu, 0, 0) == BPF_MTU_CHK_RET_SUCCESS) {
+			struct ethhdr *eth = pkt_eth(skb);
+
+			if (!eth)
+				return drop(st, NF_DROP_INTERNAL);
+			__builtin_memcpy(eth->h_dest, ce->dmac, ETH_ALEN);
+			__builtin_memcpy(eth->h_source, ce->smac, ETH_ALEN);
+			return bpf_redirect(ce->oif, 0);
+		}
+	}
+
 	f.family = AF_INET6;
 	f.ifindex = s->ifindex;
 	/* tot_len 0: the helper checks the skb itself against the egress
@@ -521,6 +649,19 @@ int nf_out(struct __sk_buff *skb)
 	rc = bpf_fib_lookup(skb, &f, sizeof(f), 0);
 	if (rc == BPF_FIB_LKUP_RET_SUCCESS) {
 		struct ethhdr *eth = pkt_eth(skb);
+
+		if (nf_fib_cache_on && ce) {
+			ce->gen = gen;
+			ce->routes = routes;
+			ce->expires = now + nf_fib_cache_ns;
+			ce->iif = s->ifindex;
+			__builtin_memcpy(ce->src, &ip6.saddr, 16);
+			__builtin_memcpy(ce->dst, &ip6.daddr, 16);
+			ce->oif = f.ifindex;
+			__builtin_memcpy(ce->dmac, f.dmac, ETH_ALEN);
+			__builtin_memcpy(ce->smac, f.smac, ETH_ALEN);
+			ce->valid = 1;
+		}
 
 		if (!eth)
 			return drop(st, NF_DROP_INTERNAL);

@@ -106,13 +106,20 @@ func Defunct(program, keep string) []string {
 // caller can defer loading (verifying) the program. An unsupported TCX is
 // returned wrapping ebpf.ErrNotSupported.
 func AttachAll(netns, dir string, at ebpf.AttachType, prog func() (*ebpf.Program, error)) error {
+	return AttachAllExcept(netns, dir, at, nil, prog)
+}
+
+// AttachAllExcept is AttachAll leaving out the interfaces whose name skip
+// reports (nil: none), e.g. a device only the program's own redirects
+// feed, where running it would cost a hook per packet for nothing.
+func AttachAllExcept(netns, dir string, at ebpf.AttachType, skip func(name string) bool, prog func() (*ebpf.Program, error)) error {
 	return nsutil.Do(netns, func() error {
 		l, err := net.Interfaces()
 		if err != nil {
 			return err
 		}
 		for _, i := range l {
-			if i.Flags&net.FlagLoopback != 0 {
+			if i.Flags&net.FlagLoopback != 0 || (skip != nil && skip(i.Name)) {
 				continue
 			}
 			pin := filepath.Join(dir, fmt.Sprintf("tcx-%d", i.Index))

@@ -3,10 +3,16 @@ package netfilter
 import (
 	"bytes"
 	"fmt"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -80,4 +86,71 @@ table ip nat {
 	if fmt.Sprint(veth.c) != fmt.Sprint(tun.c) {
 		t.Errorf("counters: veth loop %+v, tun loop %+v", veth.c, tun.c)
 	}
+}
+
+// TestNfInNotOnLoopIn: nf_in runs on every interface of the node but the
+// loop's inner end, where only its own decapsulated packets enter (issue
+// #32: it ran there a second time per packet, for nothing). The loop's
+// outer end keeps it (a next SID handed to the stack may be another
+// End.AN.NF SID, TestNextSIDLocal), and an nf_in that an earlier version
+// left on LoopIn is taken off by the next attach.
+func TestNfInNotOnLoopIn(t *testing.T) {
+	tp := newTopo(t, 16)
+	for dev, n := range map[string]int{"n0": 1, "n1": 1, LoopOut: 1, LoopIn: 0} {
+		if got := tcxIngress(t, tp.n, dev); got != n {
+			t.Errorf("TCX ingress programs on %s: %d, want %d", dev, got, n)
+		}
+	}
+	// An earlier version's link on LoopIn, pinned where it pinned it.
+	err := state.Do(tp.n, func(n *node) error {
+		return nsutil.Do(tp.n, func() error {
+			i, err := net.InterfaceByName(LoopIn)
+			if err != nil {
+				return err
+			}
+			if err := n.loadProgs(); err != nil {
+				return err
+			}
+			lk, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: n.objs.NfIn, Attach: ebpf.AttachTCXIngress})
+			if err != nil {
+				return err
+			}
+			defer lk.Close()
+			return lk.Pin(filepath.Join(n.dir, fmt.Sprintf("tcx-%d", i.Index)))
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tcxIngress(t, tp.n, LoopIn); got != 1 {
+		t.Fatalf("the old layout's link on %s: %d programs", LoopIn, got)
+	}
+	if err := AttachNew(tp.n); err != nil {
+		t.Fatal(err)
+	}
+	if got := tcxIngress(t, tp.n, LoopIn); got != 0 {
+		t.Errorf("after the next attach, %d TCX ingress programs on %s, want 0", got, LoopIn)
+	}
+}
+
+// tcxIngress is the number of TCX ingress programs on dev of ns.
+func tcxIngress(t *testing.T, ns, dev string) int {
+	t.Helper()
+	var n int
+	err := nsutil.Do(ns, func() error {
+		i, err := net.InterfaceByName(dev)
+		if err != nil {
+			return err
+		}
+		r, err := link.QueryPrograms(link.QueryOptions{Target: i.Index, Attach: ebpf.AttachTCXIngress})
+		if err != nil {
+			return err
+		}
+		n = len(r.Programs)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

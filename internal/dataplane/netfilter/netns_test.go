@@ -89,7 +89,9 @@ type pkt struct{ src, sid, last, inner string }
 func send(t *testing.T, ns, dev string, pkts ...pkt) {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString("ps = []\n")
+	// One CPU sends, so one CPU's nf_out (and its per-CPU next-hop
+	// cache) handles every packet of a test.
+	b.WriteString("import os\nos.sched_setaffinity(0, {0})\nps = []\n")
 	for _, p := range pkts {
 		fmt.Fprintf(&b, "ps.append(IPv6(src=%q, dst=%q, hlim=64) / IPv6ExtHdrSegmentRouting(addresses=[%q, %q], segleft=1) / %s)\n",
 			p.src, p.sid, p.last, p.sid, p.inner)

@@ -44,6 +44,20 @@ const (
 	nfTCNfDropReasonNF_DROP_MAX          nfTCNfDropReason = 17
 )
 
+type nfTCNfFibEnt struct {
+	_       structs.HostLayout
+	Gen     uint32
+	Routes  uint32
+	Expires uint64
+	Iif     uint32
+	Oif     uint32
+	Src     [16]uint8
+	Dst     [16]uint8
+	Dmac    [6]uint8
+	Smac    [6]uint8
+	Valid   uint32
+}
+
 type nfTCNfSid struct {
 	_         structs.HostLayout
 	Id        uint32
@@ -88,12 +102,15 @@ type nfTCNfStats struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	nfTCMapNfCfgMap         = "nf_cfg_map"
+	nfTCMapNfFibCache       = "nf_fib_cache"
 	nfTCMapNfNext           = "nf_next"
 	nfTCMapNfSids           = "nf_sids"
 	nfTCMapNfSlots          = "nf_slots"
 	nfTCMapNfStatsMap       = "nf_stats_map"
 	nfTCProgNfIn            = "nf_in"
 	nfTCProgNfOut           = "nf_out"
+	nfTCVarNfFibCacheNs     = "nf_fib_cache_ns"
+	nfTCVarNfFibCacheOn     = "nf_fib_cache_on"
 	nfTCVarUnusedDropReason = "unused_drop_reason"
 )
 
@@ -148,6 +165,7 @@ type nfTCProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type nfTCMapSpecs struct {
 	NfCfgMap   *ebpf.MapSpec `ebpf:"nf_cfg_map"`
+	NfFibCache *ebpf.MapSpec `ebpf:"nf_fib_cache"`
 	NfNext     *ebpf.MapSpec `ebpf:"nf_next"`
 	NfSids     *ebpf.MapSpec `ebpf:"nf_sids"`
 	NfSlots    *ebpf.MapSpec `ebpf:"nf_slots"`
@@ -158,6 +176,8 @@ type nfTCMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type nfTCVariableSpecs struct {
+	NfFibCacheNs     *ebpf.VariableSpec `ebpf:"nf_fib_cache_ns"`
+	NfFibCacheOn     *ebpf.VariableSpec `ebpf:"nf_fib_cache_on"`
 	UnusedDropReason *ebpf.VariableSpec `ebpf:"unused_drop_reason"`
 }
 
@@ -182,6 +202,7 @@ func (o *nfTCObjects) Close() error {
 // It can be passed to loadNfTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nfTCMaps struct {
 	NfCfgMap   *ebpf.Map `ebpf:"nf_cfg_map"`
+	NfFibCache *ebpf.Map `ebpf:"nf_fib_cache"`
 	NfNext     *ebpf.Map `ebpf:"nf_next"`
 	NfSids     *ebpf.Map `ebpf:"nf_sids"`
 	NfSlots    *ebpf.Map `ebpf:"nf_slots"`
@@ -191,6 +212,7 @@ type nfTCMaps struct {
 func (m *nfTCMaps) Close() error {
 	return _NfTCClose(
 		m.NfCfgMap,
+		m.NfFibCache,
 		m.NfNext,
 		m.NfSids,
 		m.NfSlots,
@@ -202,6 +224,8 @@ func (m *nfTCMaps) Close() error {
 //
 // It can be passed to loadNfTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type nfTCVariables struct {
+	NfFibCacheNs     *ebpf.Variable `ebpf:"nf_fib_cache_ns"`
+	NfFibCacheOn     *ebpf.Variable `ebpf:"nf_fib_cache_on"`
 	UnusedDropReason *ebpf.Variable `ebpf:"unused_drop_reason"`
 }
 

@@ -3,6 +3,7 @@ package netfilter
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -202,6 +203,18 @@ func upgrade(netns string, n *node) error {
 
 func (n *node) Close() error { return n.objs.Close() }
 
+// FIBCache selects nf_out's next-hop cache when the programs are loaded:
+// true, an answer of its FIB lookup is reused while the namespace's IPv6
+// routing generation (fib6_sernum) is unchanged; false, every packet
+// takes the full lookup, the path before issue #32 (the tests compare
+// the packets of both).
+var FIBCache = true
+
+// fibCacheNs overrides the cache entries' lifetime in ns (0: the
+// program's own); the tests make it longer than a test so that only the
+// routing generation can renew an entry.
+var fibCacheNs uint64
+
 func (n *node) loadProgs() error {
 	if n.objs.NfIn != nil {
 		return nil
@@ -209,6 +222,16 @@ func (n *node) loadProgs() error {
 	s, err := spec()
 	if err != nil {
 		return err
+	}
+	if !FIBCache {
+		if err := s.Variables["nf_fib_cache_on"].Set(uint32(0)); err != nil {
+			return fmt.Errorf("End.AN.NF next-hop cache off: %w", err)
+		}
+	}
+	if fibCacheNs != 0 {
+		if err := s.Variables["nf_fib_cache_ns"].Set(fibCacheNs); err != nil {
+			return fmt.Errorf("End.AN.NF next-hop cache lifetime: %w", err)
+		}
 	}
 	if err := s.LoadAndAssign(&n.objs.nfTCPrograms, &ebpf.CollectionOptions{Maps: ebpf.MapOptions{PinPath: n.dir}}); err != nil {
 		return fmt.Errorf("load End.AN.NF programs: %w", err)
@@ -240,17 +263,27 @@ func (n *node) setup() error {
 	return n.attach(ls.out)
 }
 
-// attach attaches nf_in to the ingress of every interface lacking it and
-// nf_out to the egress of LoopOut.
+// attach attaches nf_in to the ingress of every interface lacking it but
+// LoopIn, and nf_out to the egress of LoopOut.
+//
+// Not LoopIn: only nf_in's own redirects enter there, decapsulated inner
+// packets that nf_in must not take again (it returned at once for them;
+// issue #32: the hook was a second nf_in run per packet). LoopOut's
+// ingress keeps nf_in: what nf_out hands to the stack enters there, and
+// its next SID may be an End.AN.NF SID of this node.
 func (n *node) attach(out int) error {
-	err := bpfpin.AttachAll(n.netns, n.dir, ebpf.AttachTCXIngress, func() (*ebpf.Program, error) {
-		if err := n.loadProgs(); err != nil {
-			return nil, err
-		}
-		return n.objs.NfIn, nil
-	})
+	err := bpfpin.AttachAllExcept(n.netns, n.dir, ebpf.AttachTCXIngress, func(name string) bool { return name == LoopIn },
+		func() (*ebpf.Program, error) {
+			if err := n.loadProgs(); err != nil {
+				return nil, err
+			}
+			return n.objs.NfIn, nil
+		})
 	if err != nil {
 		return fmt.Errorf("attach End.AN.NF: %w", err)
+	}
+	if err := n.detachLoopIn(); err != nil {
+		return err
 	}
 	pin := filepath.Join(n.dir, fmt.Sprintf("tcx-out-%d", out))
 	if _, err := os.Stat(pin); err == nil {
@@ -270,6 +303,39 @@ func (n *node) attach(out int) error {
 		}
 		return nil
 	})
+}
+
+// detachLoopIn removes nf_in from LoopIn where an earlier version
+// attached it (its link pin tcx-<LoopIn's ifindex>).
+func (n *node) detachLoopIn() error {
+	var idx int
+	_ = nsutil.Do(n.netns, func() error {
+		l, err := net.InterfaceByName(LoopIn)
+		if err == nil {
+			idx = l.Index
+		}
+		return err
+	})
+	if idx == 0 {
+		return nil
+	}
+	pin := filepath.Join(n.dir, fmt.Sprintf("tcx-%d", idx))
+	lk, err := link.LoadPinnedLink(pin, nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		// A link of a gone device: the pin alone.
+		if rerr := os.Remove(pin); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			return fmt.Errorf("detach End.AN.NF from %s: %w", LoopIn, err)
+		}
+		return nil
+	}
+	defer lk.Close()
+	if err := lk.Unpin(); err != nil {
+		return fmt.Errorf("detach End.AN.NF from %s: %w", LoopIn, err)
+	}
+	return nil
 }
 
 // teardown removes links, maps and the loop.
