@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
@@ -28,6 +29,27 @@ type Applied struct {
 	Domain string `json:"domain"`
 	// Nodes maps each node to the digest of its intent (IntentDigest).
 	Nodes map[string]string `json:"nodes"`
+	// OAM is the digest of the chains' kept OAM (OAMDigest), which apply
+	// hands the agents outside their intent.
+	OAM string `json:"oam,omitempty"`
+}
+
+// OAMDigest is the digest of every chain's chains[].oam ("" when no chain
+// has one): a change of it reaches nodes whose intent stays the same, so
+// apply --changed-only then contacts every node.
+func OAMDigest(d *config.Domain) string {
+	oams := map[string]*config.ChainOAM{}
+	for name, c := range d.Chains {
+		if c != nil && c.OAM != nil && *c.OAM != (config.ChainOAM{}) {
+			oams[name] = c.OAM
+		}
+	}
+	if len(oams) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(oams) // map keys sorted
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12])
 }
 
 // IntentDigest is a node's desired state's SHA-256 (of its JSON, whose
@@ -88,6 +110,10 @@ func (s *Session) changedScope() (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec != nil && rec.OAM != OAMDigest(s.Domain) {
+		fmt.Fprintln(s.log, "segchain: --changed-only: chains[].oam changed since the last apply: every node")
+		rec = nil
+	}
 	scope := map[string]bool{}
 	for _, n := range ChangedNodes(s.Plan, rec) {
 		scope[n] = true
@@ -115,7 +141,7 @@ func (s *Session) narrow() {
 // planned: the nodes in scope were just brought there, the others were
 // by the apply recorded before).
 func (s *Session) recordApplied() error {
-	rec := &Applied{Domain: s.Plan.Domain, Nodes: map[string]string{}}
+	rec := &Applied{Domain: s.Plan.Domain, Nodes: map[string]string{}, OAM: OAMDigest(s.Domain)}
 	for n, st := range s.Plan.Nodes {
 		rec.Nodes[n] = IntentDigest(st)
 	}

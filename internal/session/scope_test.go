@@ -139,6 +139,22 @@ func TestChangedOnlyContactsChangedNodes(t *testing.T) {
 	if got := applyCounting(t, d1, agents, dir, true, calls); !equal(got, []string{"sp0"}) {
 		t.Fatalf("after sp0's digest changed, contacted %v, want [sp0]", got)
 	}
+	// chains[].oam is handed to the agents outside their intent: a change
+	// of it (added, then removed) contacts every node, once.
+	var chain string
+	for name := range d1.Chains {
+		chain = name
+		break
+	}
+	for _, o := range []*config.ChainOAM{{Sample: 100}, nil} {
+		d1.Chains[chain].OAM = o
+		if got := applyCounting(t, d1, agents, dir, true, calls); len(got) != len(d1.Nodes) {
+			t.Fatalf("chains[].oam set to %+v: contacted %d of %d nodes", o, len(got), len(d1.Nodes))
+		}
+		if got := applyCounting(t, d1, agents, dir, true, calls); len(got) != 0 {
+			t.Fatalf("unchanged chains[].oam: contacted %v, want none", got)
+		}
+	}
 }
 
 func equal(a, b []string) bool {
