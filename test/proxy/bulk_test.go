@@ -1,16 +1,10 @@
 package proxy_test
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"fmt"
-	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -40,79 +34,6 @@ func bulkTopo(t *testing.T) *topo {
 	// verifies every checksum.
 	testutil.Exec(t, tp.nfv, "ethtool", "-K", "g0", "tso", "off", "gso", "off", "tx", "off")
 	return tp
-}
-
-// bulkTransfer sends n bytes over TCP from the client namespace to
-// addr:port in the server namespace and checks the server received them
-// intact (SHA-256), within timeout.
-func bulkTransfer(t *testing.T, cl, srv, addr string, n int, timeout time.Duration) error {
-	t.Helper()
-	var ln net.Listener
-	err := nsutil.Do(srv, func() error {
-		var err error
-		ln, err = net.Listen("tcp", net.JoinHostPort(addr, "0"))
-		return err
-	})
-	if err != nil {
-		t.Fatalf("listen in %s: %v", srv, err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	port := ln.Addr().(*net.TCPAddr).Port
-	payload := bytes.Repeat([]byte("segchain bulk 0123456789abcdef\n"), n/31+1)[:n]
-	want := sha256.Sum256(payload)
-	type result struct {
-		n   int64
-		sum [32]byte
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- result{err: err}
-			return
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(timeout))
-		h := sha256.New()
-		m, err := io.Copy(h, c)
-		var r result
-		r.n, r.err = m, err
-		copy(r.sum[:], h.Sum(nil))
-		got <- r
-	}()
-	start := time.Now()
-	var sendErr error
-	err = nsutil.Do(cl, func() error {
-		d := net.Dialer{Timeout: 5 * time.Second}
-		c, err := d.Dial("tcp", net.JoinHostPort(addr, fmt.Sprint(port)))
-		if err != nil {
-			return err
-		}
-		go func() {
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(timeout))
-			_, sendErr = c.Write(payload)
-			if tc, ok := c.(*net.TCPConn); ok {
-				_ = tc.CloseWrite()
-			}
-		}()
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("dial from %s: %w", cl, err)
-	}
-	select {
-	case r := <-got:
-		if r.err != nil || r.n != int64(n) || r.sum != want {
-			return fmt.Errorf("bulk TCP: server got %d of %d bytes (intact: %v) in %v, err %v, sender err %v",
-				r.n, n, r.sum == want, time.Since(start).Round(time.Millisecond), r.err, sendErr)
-		}
-		t.Logf("bulk TCP: %d bytes intact in %v", n, time.Since(start).Round(time.Millisecond))
-		return nil
-	case <-time.After(timeout + 2*time.Second):
-		return fmt.Errorf("bulk TCP: no result after %v", timeout)
-	}
 }
 
 func TestBulkTCP(t *testing.T) {
@@ -161,7 +82,7 @@ func TestBulkTCP(t *testing.T) {
 			}
 			testutil.Exec(t, tp.edge, append([]string{"ip", "route", "add", prefix},
 				append(strings.Fields(tc.route), "dev", "n0")...)...)
-			err := bulkTransfer(t, tp.cl, tp.srv, dst, bulkSize, 20*time.Second)
+			err := testutil.BulkTCP(t, tp.cl, tp.srv, dst, 0, bulkSize, 20*time.Second)
 			st := status(t, tp.nfv, tc.sid)
 			t.Logf("%s counters %+v", tc.sid, st.Counters)
 			if err != nil {
