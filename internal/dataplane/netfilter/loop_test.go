@@ -97,7 +97,7 @@ table ip nat {
 func TestNfInNotOnLoopIn(t *testing.T) {
 	tp := newTopo(t, 16)
 	for dev, n := range map[string]int{"n0": 1, "n1": 1, LoopOut: 1, LoopIn: 0} {
-		if got := tcxIngress(t, tp.n, dev); got != n {
+		if got := testutil.TCXIngressCount(t, tp.n, dev); got != n {
 			t.Errorf("TCX ingress programs on %s: %d, want %d", dev, got, n)
 		}
 	}
@@ -122,35 +122,13 @@ func TestNfInNotOnLoopIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tcxIngress(t, tp.n, LoopIn); got != 1 {
+	if got := testutil.TCXIngressCount(t, tp.n, LoopIn); got != 1 {
 		t.Fatalf("the old layout's link on %s: %d programs", LoopIn, got)
 	}
 	if err := AttachNew(tp.n); err != nil {
 		t.Fatal(err)
 	}
-	if got := tcxIngress(t, tp.n, LoopIn); got != 0 {
+	if got := testutil.TCXIngressCount(t, tp.n, LoopIn); got != 0 {
 		t.Errorf("after the next attach, %d TCX ingress programs on %s, want 0", got, LoopIn)
 	}
-}
-
-// tcxIngress is the number of TCX ingress programs on dev of ns.
-func tcxIngress(t *testing.T, ns, dev string) int {
-	t.Helper()
-	var n int
-	err := nsutil.Do(ns, func() error {
-		i, err := net.InterfaceByName(dev)
-		if err != nil {
-			return err
-		}
-		r, err := link.QueryPrograms(link.QueryOptions{Target: i.Index, Attach: ebpf.AttachTCXIngress})
-		if err != nil {
-			return err
-		}
-		n = len(r.Programs)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -1,18 +1,11 @@
 package srunaware
 
 import (
-	"net"
-
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
-
-	"github.com/segchain/segchain/internal/nsutil"
 
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -57,7 +50,7 @@ func TestNodeLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := tcxCount(t, ns, "up1"); n != 1 {
+	if n := testutil.TCXIngressCount(t, ns, "up1"); n != 1 {
 		t.Errorf("%d programs attached to up1, want 1", n)
 	}
 	links, _ := filepath.Glob(filepath.Join(dir, "tcx-*"))
@@ -132,7 +125,7 @@ func TestNodeLifecycle(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("pin dir %s still there after flush: %v", dir, err)
 	}
-	if n := tcxCount(t, ns, "sf0"); n != 0 {
+	if n := testutil.TCXIngressCount(t, ns, "sf0"); n != 0 {
 		t.Errorf("%d programs still attached to sf0 after flush", n)
 	}
 }
@@ -144,26 +137,4 @@ func mustSpec(t *testing.T, sid netip.Prefix, b, params string) Spec {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// tcxCount is the number of TCX ingress programs on dev.
-func tcxCount(t *testing.T, ns, dev string) int {
-	t.Helper()
-	var n int
-	err := nsutil.Do(ns, func() error {
-		i, err := net.InterfaceByName(dev)
-		if err != nil {
-			return err
-		}
-		r, err := link.QueryPrograms(link.QueryOptions{Target: i.Index, Attach: ebpf.AttachTCXIngress})
-		if err != nil {
-			return err
-		}
-		n = len(r.Programs)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -35,7 +35,7 @@ func TestTCXNext(t *testing.T) {
 	if err := (Extension{}).Add(b, netip.MustParsePrefix("fc00:2::ad/128"), "End.AD6", strings.Fields("nh6 fc00:5f::2 oif sf0 iif sf1")); err != nil {
 		t.Fatal(err)
 	}
-	if n := tcxCount(t, b, "x1"); n != 1 {
+	if n := testutil.TCXIngressCount(t, b, "x1"); n != 1 {
 		t.Fatalf("%d programs on x1, want the proxy", n)
 	}
 	dst := netip.MustParseAddr("fc00:99::2")
