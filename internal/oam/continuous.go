@@ -34,6 +34,16 @@ type ContinuousOptions struct {
 	Started func()
 }
 
+// defaults gives Every and Settle their default of a second.
+func (o *ContinuousOptions) defaults() {
+	if o.Every <= 0 {
+		o.Every = time.Second
+	}
+	if o.Settle <= 0 {
+		o.Settle = time.Second
+	}
+}
+
 // SampleWindow is what one window of a continuous run completed.
 type SampleWindow struct {
 	Chain string
@@ -126,12 +136,7 @@ func SampleContinuous(ctx context.Context, d Domain, chain string, o ContinuousO
 	if o.Rate == 0 {
 		return errors.New("sample rate: at least 1 (1 in N packets)")
 	}
-	if o.Every <= 0 {
-		o.Every = time.Second
-	}
-	if o.Settle <= 0 {
-		o.Settle = time.Second
-	}
+	o.defaults()
 	pc, _, err := findChain(d, chain)
 	if err != nil {
 		return err

@@ -307,12 +307,7 @@ func keptChain(ctx context.Context, pc *plan.Chain, rate uint32, k Keeping) Kept
 // more than o.Settle before that and not seen at every hop is
 // incomplete. The marker's counts are the headend's since apply kept it.
 func FollowKept(ctx context.Context, d Domain, k Keeping, chain string, o ContinuousOptions) error {
-	if o.Every <= 0 {
-		o.Every = time.Second
-	}
-	if o.Settle <= 0 {
-		o.Settle = time.Second
-	}
+	o.defaults()
 	pc, _, err := findChain(d, chain)
 	if err != nil {
 		return err
