@@ -198,7 +198,7 @@ func TestSinkLatencyTestRun(t *testing.T) {
 	env := fakeEnv()
 	u := udp(32)
 	dst := Addr("dst", 1, 1)
-	udpChecksum6(u, src6, dst)
+	UDPChecksum6(u, src6, dst)
 	tmpl := frame6(env, ipv6(src6, dst, protoUDP, u))
 	off, ok := stampSpot(tmpl)
 	if !ok {

@@ -206,7 +206,7 @@ func TestStampSpot(t *testing.T) {
 	env := fakeEnv()
 	u := udp(16)
 	dst := Addr("dst", 1, 1)
-	udpChecksum6(u, src6, dst)
+	UDPChecksum6(u, src6, dst)
 	ok64 := frame6(env, ipv6(src6, dst, protoUDP, u))
 	short := frame6(env, ipv6(src6, dst, protoUDP, udp(15)))
 	padded := append(append([]byte(nil), ok64...), make([]byte, 8)...)

@@ -51,8 +51,8 @@ func csumAdd(sum uint32, b []byte) uint32 {
 	return sum
 }
 
-// udpChecksum6 sets the UDP checksum for the pseudo header (src, final dst).
-func udpChecksum6(u []byte, src, dst netip.Addr) {
+// UDPChecksum6 sets the UDP checksum for the pseudo header (src, final dst).
+func UDPChecksum6(u []byte, src, dst netip.Addr) {
 	u[6], u[7] = 0, 0
 	s, d := src.As16(), dst.As16()
 	var ph [40]byte
@@ -114,7 +114,7 @@ func plain6(src, dst netip.Addr, size int) ([]byte, error) {
 		return nil, fmt.Errorf("IPv6 packet size %d < 48", size)
 	}
 	u := udp(size - 48)
-	udpChecksum6(u, src, dst)
+	UDPChecksum6(u, src, dst)
 	return ipv6(src, dst, protoUDP, u), nil
 }
 

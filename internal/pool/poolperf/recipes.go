@@ -273,31 +273,6 @@ func frame(env *perf.Env, dst netip.Addr, size int) ([]byte, error) {
 	for i := 8; i < len(u); i++ {
 		u[i] = byte(i)
 	}
-	binary.BigEndian.PutUint16(u[6:], udpSum6(s, d, u))
+	perf.UDPChecksum6(u, netip.AddrFrom16(s), dst)
 	return b, nil
-}
-
-// udpSum6 is the UDP checksum of u (its checksum field 0) over IPv6.
-func udpSum6(src, dst [16]byte, u []byte) uint16 {
-	var sum uint32
-	add := func(b []byte) {
-		for i := 0; i+1 < len(b); i += 2 {
-			sum += uint32(binary.BigEndian.Uint16(b[i:]))
-		}
-		if len(b)%2 == 1 {
-			sum += uint32(b[len(b)-1]) << 8
-		}
-	}
-	add(src[:])
-	add(dst[:])
-	sum += uint32(len(u)) + 17
-	add(u)
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	c := ^uint16(sum)
-	if c == 0 {
-		c = 0xffff
-	}
-	return c
 }

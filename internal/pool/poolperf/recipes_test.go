@@ -1,6 +1,7 @@
 package poolperf
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -101,4 +102,19 @@ func TestArmsSelectInOneRun(t *testing.T) {
 			t.Errorf("%s: its pool (id %d) counted none of its packets in 10 s: the arm went out unselected", a.name, i)
 		}
 	}
+}
+
+// The arms' frame carries a UDP checksum tshark finds good (the frame is
+// T.Encaps's, so the arms differ from it by the selector alone).
+func TestFrameChecksum(t *testing.T) {
+	env := &perf.Env{InMAC: []byte{2, 0, 0, 0, 0, 1}, TxMAC: []byte{2, 0, 0, 0, 0, 2}}
+	var frames [][]byte
+	for _, size := range []int{48, 64, 65, 512} {
+		b, err := frame(env, netip.MustParseAddr("fc00:4::d6"), size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, b)
+	}
+	testutil.VerifyChecksums(t, frames, []string{"48", "64", "65", "512"}, "udp.checksum.status")
 }
