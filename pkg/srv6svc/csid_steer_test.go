@@ -68,19 +68,7 @@ func TestParseUSIDAgreesWithSteering(t *testing.T) {
 // csid_padding. Bound as a full-SID prefix instead, the container without
 // SRH is malformed (what the binding did before uSIDs were wired).
 func TestXDPSteersUSID(t *testing.T) {
-	testutil.RequireRoot(t)
-	spec, err := loadSteerXDP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range spec.Maps {
-		m.Pinning = ebpf.PinNone
-	}
-	var objs steerXDPObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer objs.Close()
+	objs := loadSteerObjs(t)
 	const slot = 5
 	bind := func(t *testing.T, f CSIDFormat) {
 		key := sidKey(usidBound)

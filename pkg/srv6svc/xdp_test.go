@@ -93,19 +93,7 @@ func TestParseAgreesWithSteering(t *testing.T) {
 // passes to the kernel, counted nosock_bypass; a malformed one is dropped,
 // counted malformed; a frame to another address passes uncounted.
 func TestXDPSteersWellFormed(t *testing.T) {
-	testutil.RequireRoot(t)
-	spec, err := loadSteerXDP()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range spec.Maps {
-		m.Pinning = ebpf.PinNone
-	}
-	var objs steerXDPObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
-		t.Fatal(err)
-	}
-	defer objs.Close()
+	objs := loadSteerObjs(t)
 	key := steerXDPSvcKey{Prefixlen: 128, Addr: s1.As16()}
 	if err := objs.SvcSids.Put(&key, &steerXDPSvcVal{Slot: 3, Flags: 1, MaxLen: 9000}); err != nil {
 		t.Fatal(err)
@@ -153,4 +141,24 @@ func TestXDPSteersWellFormed(t *testing.T) {
 			t.Errorf("frame to an unbound address: action %d, counters %+v → %+v; want pass, unchanged", ret, before, stats(t))
 		}
 	})
+}
+
+// loadSteerObjs loads srv6svc_xdp's objects unpinned for one test (as
+// root), closed when it ends.
+func loadSteerObjs(t *testing.T) *steerXDPObjects {
+	t.Helper()
+	testutil.RequireRoot(t)
+	spec, err := loadSteerXDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range spec.Maps {
+		m.Pinning = ebpf.PinNone
+	}
+	var objs steerXDPObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objs.Close() })
+	return &objs
 }
