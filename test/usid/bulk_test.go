@@ -8,7 +8,6 @@ import (
 
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/dataplane/netfilter"
-	"github.com/segchain/segchain/internal/dataplane/srunaware"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -29,17 +28,8 @@ func TestBulkTCPThroughUSIDServices(t *testing.T) {
 		if err := testutil.BulkTCP(t, l.NS("s"), l.NS("d"), "fc00:4d::d", 8080, bulkBytes, 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		n, err := srunaware.Open(l.NS("nfv1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer n.Close()
-		sts, err := n.Show()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out uint64
-		for _, s := range sts {
+		for _, s := range l.proxies(t) {
 			if s.Spec.CSIDNFLen == 0 {
 				t.Errorf("proxy %+v is not a uSID proxy", s.Spec)
 			}

@@ -58,20 +58,26 @@ func (l *lab) proxyRun(t *testing.T) (sf, atD []string, deltas map[string]uint64
 	return sf, atD, deltas
 }
 
+// proxies is the state of nfv1's SR proxies.
+func (l *lab) proxies(t *testing.T) []srunaware.Status {
+	t.Helper()
+	n, err := srunaware.Open(l.NS("nfv1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	sts, err := n.Show()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sts
+}
+
 // proxyDrops is nfv1-fw's drop counter for reason.
 func (l *lab) proxyDrops(t *testing.T, reason string) func() uint64 {
 	return func() uint64 {
-		n, err := srunaware.Open(l.NS("nfv1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer n.Close()
-		sts, err := n.Show()
-		if err != nil {
-			t.Fatal(err)
-		}
 		var v uint64
-		for _, s := range sts {
+		for _, s := range l.proxies(t) {
 			v += s.Counters.Drops[reason]
 		}
 		return v
