@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/local"
@@ -234,15 +235,6 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	}); err != nil {
 		return fmt.Errorf("listen in netns %q: %w", f.netns, err)
 	}
-	key, _, err := bpfpin.Namespace(f.netns)
-	if err != nil {
-		return fmt.Errorf("node %s: %w", f.node, err)
-	}
-	// The node's intent: what the last apply handed (internal/agent/reconcile).
-	intents, err := reconcile.Open(f.stateDir, f.node)
-	if err != nil {
-		log.Error("intent not loaded", "err", err)
-	}
 	// The node's BGP speaker (routing: bgp) lives as long as the agent;
 	// the intent it ran before a restart runs again at once.
 	speaker := bgp.New(f.netns, f.stateDir, log)
@@ -250,28 +242,21 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 		log.Error("bgp: restore the persisted intent", "err", err)
 	}
 	defer speaker.Close()
-	local := &lockedLocal{Local: local.NewLocal(f.node, f.netns).WithRouter(speaker), key: key, intents: intents}
-	// ObserveDigest answers from the routing state kept from netlink
-	// events (docs/scale.md); without the watch it reads the kernel.
-	if err := local.Watch(ctx); err != nil {
-		log.Error("routing state not kept from events: every observation reads the kernel", "err", err)
+	local, intents, err := nodeLocal(ctx, f.node, f.netns, f.stateDir, speaker, log)
+	if err != nil {
+		return err
 	}
 	m := metrics.New(local, metrics.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, log)
 	m.WatchBFD(f.node, speaker)
 	go health.RunNode(ctx, f.netns, nil, log, nil) // this node's pool health checks (docs/pools.md)
-	jr := journal.New(filepath.Join(f.stateDir, "journal"), map[string]string{f.node: "node-" + f.node})
-	defer jr.Close()
-	srv := server.NewServer(local, log, server.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr,
-		server.Hooks{Op: m.Op, Execute: m.Execute})
-	srv.KeepIntents(intents)
+	ns := newNodeServer(local, intents, f.node, f.netns, f.stateDir, tc, server.Hooks{Op: m.Op, Execute: m.Execute}, bv, log)
+	defer ns.Close()
 	if f.reconcile {
-		stopReconcile := startReconcile(ctx, f, local, srv, jr, m, log)
+		stopReconcile := startReconcile(ctx, f, local, ns.srv, ns.jr, m, log)
 		defer stopReconcile()
 	}
-	g := server.NewGRPCServer(srv, tc, log)
-	osvc := oamsvc.Register(g, f.node, f.netns) // segchain trace through agents; chains[].oam kept
-	defer osvc.Close()
-	m.Register(osvc.Collector())
+	g := ns.g
+	m.Register(ns.oam.Collector())
 	if f.metrics != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", m.Guarded(access))
@@ -288,6 +273,56 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 	err = server.Serve(ctx, g, lis)
 	log.Info("agent stopped")
 	return err
+}
+
+// nodeLocal is a node's local agent as the daemon serves it: under the
+// node's lock, with its intent (what the last apply handed,
+// internal/agent/reconcile) and its routing state kept from netlink
+// events, so that ObserveDigest answers without reading the kernel
+// (docs/scale.md). router is the node's BGP speaker (nil: none).
+func nodeLocal(ctx context.Context, node, netns, stateDir string, router local.Router, log *slog.Logger) (*lockedLocal, *reconcile.Store, error) {
+	key, _, err := bpfpin.Namespace(netns)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node %s: %w", node, err)
+	}
+	intents, err := reconcile.Open(stateDir, node)
+	if err != nil {
+		log.Error("intent not loaded", "err", err)
+	}
+	l := local.NewLocal(node, netns)
+	if router != nil {
+		l = l.WithRouter(router)
+	}
+	ll := &lockedLocal{Local: l, key: key, intents: intents}
+	if err := ll.Watch(ctx); err != nil {
+		log.Error("routing state not kept from events: every observation reads the kernel", "err", err)
+	}
+	return ll, intents, nil
+}
+
+// nodeServer is a node's gRPC server with what it serves: the agent
+// service (its journal, the intents it keeps) and the OAM service
+// (segchain trace, chains[].oam kept).
+type nodeServer struct {
+	srv *server.Server
+	jr  *journal.Disk
+	g   *grpc.Server
+	oam *oamsvc.Server
+}
+
+func newNodeServer(l *lockedLocal, intents *reconcile.Store, node, netns, stateDir string, tc *tls.Config, hooks server.Hooks, bv Build, log *slog.Logger) *nodeServer {
+	jr := journal.New(filepath.Join(stateDir, "journal"), map[string]string{node: "node-" + node})
+	srv := server.NewServer(l, log, server.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr, hooks)
+	srv.KeepIntents(intents)
+	g := server.NewGRPCServer(srv, tc, log)
+	return &nodeServer{srv: srv, jr: jr, g: g, oam: oamsvc.Register(g, node, netns)}
+}
+
+// Close ends what the server keeps beyond its listener: the kept OAM
+// and the journal.
+func (n *nodeServer) Close() {
+	n.oam.Close()
+	n.jr.Close()
 }
 
 // lockedLocal runs each Execute under the node's lock (nodelock), like an

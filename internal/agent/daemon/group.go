@@ -10,20 +10,14 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/segchain/segchain/internal/agent"
-	"github.com/segchain/segchain/internal/agent/local"
-	"github.com/segchain/segchain/internal/agent/reconcile"
 	"github.com/segchain/segchain/internal/agent/rpc/server"
-	"github.com/segchain/segchain/internal/bpfpin"
-	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/nsutil"
-	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/pki"
 )
 
@@ -174,32 +168,21 @@ func groupNode(ctx context.Context, n agent.GroupNode, f groupFlags, bv Build, l
 	if err != nil {
 		return nil, "", err
 	}
-	key, _, err := bpfpin.Namespace(n.Netns)
-	if err != nil {
-		return nil, "", err
-	}
 	if err := os.MkdirAll(n.StateDir, 0o700); err != nil {
 		return nil, "", err
-	}
-	intents, err := reconcile.Open(n.StateDir, n.Node)
-	if err != nil {
-		log.Error("intent not loaded", "err", err)
 	}
 	lis, err := net.Listen("tcp", n.Listen)
 	if err != nil {
 		return nil, "", err
 	}
-	l := &lockedLocal{Local: local.NewLocal(n.Node, n.Netns), key: key, intents: intents}
-	if err := l.Watch(ctx); err != nil {
-		log.Error("routing state not kept from events: every observation reads the kernel", "err", err)
+	l, intents, err := nodeLocal(ctx, n.Node, n.Netns, n.StateDir, nil, log)
+	if err != nil {
+		lis.Close()
+		return nil, "", err
 	}
-	jr := journal.New(filepath.Join(n.StateDir, "journal"), map[string]string{n.Node: "node-" + n.Node})
-	srv := server.NewServer(l, log, server.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr, server.Hooks{})
-	srv.KeepIntents(intents)
-	g := server.NewGRPCServer(srv, tc, log)
-	oamsvc.Register(g, n.Node, n.Netns)
+	ns := newNodeServer(l, intents, n.Node, n.Netns, n.StateDir, tc, server.Hooks{}, bv, log)
 	return func() error {
-		defer jr.Close()
-		return server.Serve(ctx, g, lis)
+		defer ns.Close()
+		return server.Serve(ctx, ns.g, lis)
 	}, lis.Addr().String(), nil
 }
