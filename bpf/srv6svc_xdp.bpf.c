@@ -64,6 +64,8 @@ struct svc_stats {
 	__u64 too_big;        /* longer than the binding's pair takes: dropped */
 	__u64 csid_padding;   /* uSID binding: a non-zero C-SID after the
 			       * container's end (invalid padding): dropped */
+	__u64 hop_limit;      /* handed back to this binding by srv6svc_tc
+			       * with a hop limit <= 1: dropped */
 };
 
 /* svc_info: per slot, written by the service process (userspace counters
@@ -299,7 +301,8 @@ malformed:
 
 /* srv6svc_tc: TCX ingress on every binding's loop side, where the frames a
  * service sent enter the node's stack. A frame whose (new) destination is
- * a SID bound on this node goes straight to that binding's own veth. On a
+ * a SID bound on this node goes straight to that binding's own veth (a hop:
+ * hop limit - 1, below). On a
  * loop side in svc_fwd the rest is forwarded from here when the FIB can
  * (fib_forward); anything else continues into the stack. On the skb path
  * (not XDP) because frames sent over AF_XDP in copy mode are skbs already:
@@ -385,6 +388,26 @@ int srv6svc_tc(struct __sk_buff *skb)
 			return fib_forward(skb, eth, ip6);
 		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
 	}
+	/* Handed back to a binding of this node: a hop, as a router's
+	 * forwarding (and the FIB path above) makes it: hop limit - 1, and a
+	 * frame that arrives with <= 1 is dropped and counted, never sent on.
+	 * Without it a handler whose Forward leaves the destination on its
+	 * own SID (or SIDs that lead back to its binding) circulated between
+	 * this program and the binding forever (no hop of the loop touched
+	 * the frame): the hop limit bounds every such loop, at most 255
+	 * passes. Not "the binding it came from": two SIDs of one binding
+	 * in a row are a legitimate list, and only the handler knows which
+	 * SID a frame arrived with. No ICMPv6 Time Exceeded: the source is
+	 * the node's own service. */
+	if (ip6->hop_limit <= 1) {
+		__u32 idx = val->slot;
+		struct svc_stats *st = bpf_map_lookup_elem(&svc_counters, &idx);
+
+		if (st)
+			st->hop_limit++;
+		return TC_ACT_SHOT;
+	}
+	ip6->hop_limit--;
 	__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
 	return bpf_redirect(val->loop_ifindex, 0);
 }
