@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/dataplane/netfilter"
+	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/svctest"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -232,6 +233,18 @@ func TestNFVLANTags(t *testing.T) {
 		{1010, strings.Repeat(prio0, 8) + "Dot1Q(vlan=0)", true, "nine stacked priority tags: one in metadata, eight looked through"},
 		{1011, strings.Repeat(prio0, 9) + "Dot1Q(vlan=0)", false, "ten: more than nf_in looks through, dropped (vlan-stack)"},
 	}, 1)
+	// `segchain sid show` prints the drop on the loop's row.
+	es, err := netfilter.Extension{}.Show(tp.n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, e := range es {
+		lines = append(lines, localsid.FormatEntry(e))
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "End.AN.NF-loop dev sc-nfloop drop-vlan-stack 1") {
+		t.Errorf("sid show lacks the loop's drop-vlan-stack 1:\n%s", strings.Join(lines, "\n"))
+	}
 }
 
 // TestNFVLANDevice: with a VLAN device for 802.1Q VID 100 on the uplink
