@@ -219,9 +219,11 @@ static __always_inline int svc_untag(struct xdp_md *ctx, __be16 proto)
 	struct ethhdr *eth;
 
 	bpf_loop(SVC_VLAN_LOOPS, svc_vlan_step, &w, 0);
+	if (w.vid)
+		return XDP_PASS; /* the VLAN device's, or another host's */
 	if (svc_is_vlan(w.proto))
 		return XDP_DROP; /* more tags than 64 KiB hold: no such frame */
-	if (w.vid || w.proto != bpf_htons(ETH_P_IPV6) ||
+	if (w.proto != bpf_htons(ETH_P_IPV6) ||
 	    bpf_xdp_load_bytes(ctx, w.off + offsetof(struct ipv6hdr, daddr), key.addr, sizeof(key.addr)) < 0 ||
 	    !bpf_map_lookup_elem(&svc_sids, &key))
 		return XDP_PASS;

@@ -1,6 +1,7 @@
 package netfilter_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -76,6 +77,9 @@ type vlanCase struct {
 	// frame is for another host): nothing of it reaches netfilter or B.
 	deliver bool
 	why     string
+	// otherhost: the kernel drops it as for another host (counted as
+	// otherhost on the receiving interface, ip -s -s link).
+	otherhost bool
 }
 
 // sendVLAN sends the cases' frames in order from A, one CPU, then an
@@ -123,6 +127,22 @@ func (tp vlanTopo) loadRules(t *testing.T, cases []vlanCase) {
 	testutil.Exec(t, tp.n, "sh", "-c", "nft delete table inet h12v 2>/dev/null; printf '%s' \"$0\" | nft -f -", r.String())
 }
 
+// rxOtherhost is the kernel's count of frames dev received for another
+// host (a VLAN ID no VLAN device takes, among others) and dropped.
+func rxOtherhost(t *testing.T, ns, dev string) uint64 {
+	t.Helper()
+	var l []struct {
+		Stats struct {
+			RX map[string]uint64 `json:"rx"`
+		} `json:"stats64"`
+	}
+	out := testutil.Exec(t, ns, "ip", "-j", "-s", "-s", "link", "show", "dev", dev)
+	if err := json.Unmarshal([]byte(out), &l); err != nil || len(l) != 1 {
+		t.Fatalf("ip -j -s -s link show %s: %v: %s", dev, err, out)
+	}
+	return l[0].Stats.RX["otherhost"]
+}
+
 func loopDrops(t *testing.T, ns string) map[string]uint64 {
 	t.Helper()
 	ls, err := netfilter.Loop(ns)
@@ -149,6 +169,7 @@ func (tp vlanTopo) runVLAN(t *testing.T, cases []vlanCase, wantStack uint64) {
 	tp.loadRules(t, cases)
 	before := nfCounters(t, tp.n)
 	loopBefore := loopDrops(t, tp.n)
+	ohBefore := rxOtherhost(t, tp.n, "n0")
 	var want []string
 	for _, c := range cases {
 		if c.deliver {
@@ -186,6 +207,15 @@ func (tp vlanTopo) runVLAN(t *testing.T, cases []vlanCase, wantStack uint64) {
 		}
 	}
 	after := nfCounters(t, tp.n)
+	var oh uint64
+	for _, c := range cases {
+		if c.otherhost {
+			oh++
+		}
+	}
+	if d := rxOtherhost(t, tp.n, "n0") - ohBefore; d != oh {
+		t.Errorf("the kernel dropped %d frames on n0 as for another host, want %d", d, oh)
+	}
 	delivered := uint64(len(want))
 	if d := after.ToNetfilter - before.ToNetfilter; d != delivered {
 		t.Errorf("to-netfilter +%d, want +%d (the delivered ones only)", d, delivered)
@@ -221,17 +251,17 @@ func TestNFVLANTags(t *testing.T) {
 	tp := newVLANTopo(t)
 	prio0 := "Dot1Q(vlan=0, prio=5)/"
 	tp.runVLAN(t, []vlanCase{
-		{1001, "", true, "untagged"},
-		{1002, "Dot1Q(vlan=0, prio=5)", true, "802.1Q priority tag: untagged"},
-		{1003, "Dot1AD(vlan=0, prio=3)", true, "802.1ad priority tag: untagged"},
-		{1004, "Dot1Q(vlan=100)", false, "VID 100, no VLAN device: other host"},
-		{1005, "Dot1AD(vlan=100)", false, "802.1ad VID 100, no VLAN device: other host"},
-		{1006, "Dot1AD(vlan=0)/Dot1Q(vlan=0)", true, "stacked priority tags: untagged, after TCX"},
-		{1007, strings.Repeat(prio0, 3) + "Dot1Q(vlan=0)", true, "four stacked priority tags"},
-		{1008, "Dot1AD(vlan=0)/Dot1Q(vlan=100)", false, "priority tag, then VID 100: other host"},
-		{1009, "Dot1Q(vlan=100)/Dot1Q(vlan=0)", false, "VID 100, then a priority tag: other host"},
-		{1010, strings.Repeat(prio0, 8) + "Dot1Q(vlan=0)", true, "nine stacked priority tags: one in metadata, eight looked through"},
-		{1011, strings.Repeat(prio0, 9) + "Dot1Q(vlan=0)", false, "ten: more than nf_in looks through, dropped (vlan-stack)"},
+		{1001, "", true, "untagged", false},
+		{1002, "Dot1Q(vlan=0, prio=5)", true, "802.1Q priority tag: untagged", false},
+		{1003, "Dot1AD(vlan=0, prio=3)", true, "802.1ad priority tag: untagged", false},
+		{1004, "Dot1Q(vlan=100)", false, "VID 100, no VLAN device: other host", true},
+		{1005, "Dot1AD(vlan=100)", false, "802.1ad VID 100, no VLAN device: other host", true},
+		{1006, "Dot1AD(vlan=0)/Dot1Q(vlan=0)", true, "stacked priority tags: untagged, after TCX", false},
+		{1007, strings.Repeat(prio0, 3) + "Dot1Q(vlan=0)", true, "four stacked priority tags", false},
+		{1008, "Dot1AD(vlan=0)/Dot1Q(vlan=100)", false, "priority tag, then VID 100: other host", true},
+		{1009, "Dot1Q(vlan=100)/Dot1Q(vlan=0)", false, "VID 100, then an in-band tag: dropped by the kernel (no handler for 802.1Q)", false},
+		{1010, strings.Repeat(prio0, 8) + "Dot1Q(vlan=0)", true, "nine stacked priority tags: one in metadata, eight looked through", false},
+		{1011, strings.Repeat(prio0, 9) + "Dot1Q(vlan=0)", false, "ten: more than nf_in looks through, dropped (vlan-stack)", false},
 	}, 1)
 	// `segchain sid show` prints the drop on the loop's row.
 	es, err := netfilter.Extension{}.Show(tp.n)
@@ -263,11 +293,11 @@ func TestNFVLANDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp.runVLAN(t, []vlanCase{
-		{2001, "Dot1Q(vlan=100, prio=2)", true, "VID 100: through n0.100"},
-		{2002, "Dot1AD(vlan=100)", false, "802.1ad VID 100: n0.100 is 802.1Q, other host"},
-		{2003, "Dot1AD(vlan=0)/Dot1Q(vlan=100)", true, "priority tag, then VID 100: through n0.100"},
-		{2004, "Dot1Q(vlan=100)/Dot1Q(vlan=0)", true, "VID 100, then a priority tag: through n0.100, untagged there"},
-		{2005, "Dot1Q(vlan=200)", false, "VID 200: no device, other host"},
-		{2006, "Dot1Q(vlan=0)", true, "priority tag: untagged on n0, not n0.100"},
+		{2001, "Dot1Q(vlan=100, prio=2)", true, "VID 100: through n0.100", false},
+		{2002, "Dot1AD(vlan=100)", false, "802.1ad VID 100: n0.100 is 802.1Q, other host", true},
+		{2003, "Dot1AD(vlan=0)/Dot1Q(vlan=100)", true, "priority tag, then VID 100: through n0.100", false},
+		{2004, "Dot1Q(vlan=100)/Dot1Q(vlan=0)", true, "VID 100, then a priority tag: through n0.100, untagged there", false},
+		{2005, "Dot1Q(vlan=200)", false, "VID 200: no device, other host", true},
+		{2006, "Dot1Q(vlan=0)", true, "priority tag: untagged on n0, not n0.100", false},
 	}, 0)
 }

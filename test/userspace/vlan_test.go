@@ -1,6 +1,7 @@
 package userspace_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -13,6 +14,22 @@ import (
 	"github.com/segchain/segchain/internal/testutil"
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
+
+// rxOtherhost is the kernel's count of frames dev received for another
+// host (a VLAN ID no VLAN device takes, among others) and dropped.
+func rxOtherhost(t *testing.T, ns, dev string) uint64 {
+	t.Helper()
+	var l []struct {
+		Stats struct {
+			RX map[string]uint64 `json:"rx"`
+		} `json:"stats64"`
+	}
+	out := testutil.Exec(t, ns, "ip", "-j", "-s", "-s", "link", "show", "dev", dev)
+	if err := json.Unmarshal([]byte(out), &l); err != nil || len(l) != 1 {
+		t.Fatalf("ip -j -s -s link show %s: %v: %s", dev, err, out)
+	}
+	return l[0].Stats.RX["otherhost"]
+}
 
 // TestPrivilegedVLANTagsSteered: frames to a bound SID behind 802.1Q /
 // 802.1ad tags. The kernel removes priority tags (VID 0, however many,
@@ -44,22 +61,31 @@ func TestPrivilegedVLANTagsSteered(t *testing.T) {
 		port   int
 		tags   string
 		served bool
+		// otherhost: the kernel drops it as for another host (ip -s -s
+		// link's otherhost on the input); a VLAN ID in front of an
+		// in-band tag is dropped as an unknown protocol instead.
+		otherhost bool
 	}{
-		{1001, "", true},
-		{1002, "Dot1Q(vlan=0, prio=5)/", true},
-		{1003, "Dot1AD(vlan=0, prio=3)/", true},
-		{1004, "Dot1AD(vlan=0)/Dot1Q(vlan=0)/", true},
-		{1005, strings.Repeat(prio0, 4), true},
-		{1006, "Dot1Q(vlan=100)/", false},
-		{1007, "Dot1Q(vlan=0)/Dot1Q(vlan=100)/", false},
-		{1008, "Dot1AD(vlan=100)/Dot1Q(vlan=0)/", false},
-		{1009, strings.Repeat(prio0, 3) + "Dot1AD(vlan=7)/", false},
-		{1999, "", true}, // marker
+		{1001, "", true, false},
+		{1002, "Dot1Q(vlan=0, prio=5)/", true, false},
+		{1003, "Dot1AD(vlan=0, prio=3)/", true, false},
+		{1004, "Dot1AD(vlan=0)/Dot1Q(vlan=0)/", true, false},
+		{1005, strings.Repeat(prio0, 4), true, false},
+		{1006, "Dot1Q(vlan=100)/", false, true},
+		{1007, "Dot1Q(vlan=0)/Dot1Q(vlan=100)/", false, true},
+		{1008, "Dot1AD(vlan=100)/Dot1Q(vlan=0)/", false, false},
+		{1009, strings.Repeat(prio0, 3) + "Dot1AD(vlan=7)/", false, true},
+		{1999, "", true, false}, // marker
 	}
 	var b strings.Builder
 	b.WriteString("import os\nos.sched_setaffinity(0, {0})\nfr = []\n")
 	var want []string
+	var oh uint64
+	ohBefore := rxOtherhost(t, tp.NFV, tp.NIn)
 	for _, c := range cases {
+		if c.otherhost {
+			oh++
+		}
 		fmt.Fprintf(&b, "fr.append(Ether(dst=%q)/%sIPv6(src=TIN, dst='fc00:5::100', hlim=64)/"+
 			"IPv6ExtHdrSegmentRouting(addresses=[FINAL, NEXT, 'fc00:5::100'], segleft=2, nh=41)/"+
 			"IPv6(src='2001:db8::1', dst='2001:db8::2')/UDP(sport=%d, dport=9)/Raw(b'v'*16))\n", tp.NInMAC, c.tags, c.port)
@@ -89,6 +115,9 @@ func TestPrivilegedVLANTagsSteered(t *testing.T) {
 	}
 	if strings.Join(atSink, " ") != strings.Join(want, " ") {
 		t.Errorf("the sink got %v, want %v", atSink, want)
+	}
+	if d := rxOtherhost(t, tp.NFV, tp.NIn) - ohBefore; d != oh {
+		t.Errorf("the kernel dropped %d frames on %s as for another host, want %d", d, tp.NIn, oh)
 	}
 	if c.Steered != uint64(len(want)) || c.NoSocketBypass != 0 || c.DropMalformed != 0 {
 		t.Errorf("counters %+v: want %d steered, nothing bypassed or malformed", c, len(want))
