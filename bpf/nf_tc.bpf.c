@@ -74,6 +74,8 @@ enum nf_drop_reason {
 	NF_DROP_FAMILY,		/* "family": the packet came back neither IPv4 nor IPv6 */
 	NF_DROP_INTERNAL,	/* "internal" */
 	NF_DROP_CSID_PADDING,	/* "csid-padding": a uSID container with a non-zero C-SID after its end-of-container zero */
+	NF_DROP_VLAN_STACK,	/* "vlan-stack": more stacked priority tags (VID 0) than nf_in looks through */
+	NF_DROP_VLAN_POP,	/* "vlan-pop": the kernel refused to remove a SID's packet's priority tags */
 	NF_DROP_MAX,
 };
 
@@ -376,6 +378,78 @@ done:
 	return tag;
 }
 
+#define NF_VLAN_MAX 8		   /* in-band tags nf_in looks through (after the skb's) */
+#define NF_VLAN_VID 0x0fff	   /* the VLAN ID bits of a TCI */
+#define NF_VLAN_GO 0		   /* nf_vlan: the frame is plain IPv6 now, go on */
+
+static __always_inline int nf_is_vlan(__be16 proto)
+{
+	return proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD);
+}
+
+/* nf_vlan: a frame with a VLAN tag in the skb's metadata. The receive path
+ * moves the outer tag (802.1Q or 802.1ad) there before TCX runs; further
+ * tags stay in-band. What the kernel does after TCX (__netif_receive_skb_core):
+ *  - VID != 0: a VLAN device of that VID and protocol on this interface
+ *    takes the frame, the tag removed, and TCX runs again there (nf_in is
+ *    attached to it); without one the frame is for another host
+ *    (PACKET_OTHERHOST): IPv4/IPv6 drop it. Not IPv6 here either way.
+ *  - VID 0 (a priority tag): removed; a further tag is taken the same way
+ *    (VID != 0: as above, without TCX on this interface again), and after
+ *    priority tags only, the frame is processed as untagged IPv6 on this
+ *    interface — after TCX, which never saw it as IPv6.
+ * So nf_in leaves VID != 0 to the kernel, and takes a SID's packet behind
+ * priority tags only, as untagged (the tags popped: none travels on with
+ * the packet, as none does in the kernel's processing). A frame with more
+ * stacked priority tags than NF_VLAN_MAX is dropped and counted on the
+ * loop's row: its destination is out of sight, and passing it would let a
+ * SID's packet reach the kernel's routing past End.AN.NF. Anything else is
+ * left alone (TC_ACT_UNSPEC), unchanged. Only tagged frames pay for this. */
+static __always_inline int nf_vlan(struct __sk_buff *skb, __be16 proto)
+{
+	struct nf_sid_key k = { .prefixlen = 128 };
+	struct ipv6hdr ip6;
+	struct nf_stats *st;
+	__u32 off = ETH_HLEN, loop = NF_LOOP_STATS;
+	__be16 tag[2]; /* TCI, then the next protocol */
+	int i;
+
+	if (skb->vlan_tci & NF_VLAN_VID)
+		return TC_ACT_UNSPEC;
+	for (i = 0; i < NF_VLAN_MAX && nf_is_vlan(proto); i++) {
+		if (bpf_skb_load_bytes(skb, off, tag, sizeof(tag)) < 0)
+			return TC_ACT_UNSPEC; /* truncated: the kernel drops it */
+		if (tag[0] & bpf_htons(NF_VLAN_VID))
+			return TC_ACT_UNSPEC;
+		proto = tag[1];
+		off += sizeof(tag);
+	}
+	if (nf_is_vlan(proto)) {
+		st = bpf_map_lookup_elem(&nf_stats_map, &loop);
+		return drop(st, NF_DROP_VLAN_STACK);
+	}
+	if (proto != bpf_htons(ETH_P_IPV6) || bpf_skb_load_bytes(skb, off, &ip6, sizeof(ip6)) < 0 ||
+	    ip6.version != 6)
+		return TC_ACT_UNSPEC;
+	__builtin_memcpy(k.addr, &ip6.daddr, 16);
+	if (!bpf_map_lookup_elem(&nf_sids, &k))
+		return TC_ACT_UNSPEC; /* not ours: the kernel strips the tags itself */
+	/* Each pop clears the skb's tag and moves the next in-band one
+	 * there; all are priority tags (checked above). */
+	for (i = 0; i <= NF_VLAN_MAX && skb->vlan_present; i++)
+		if (bpf_skb_vlan_pop(skb) < 0)
+			break;
+	if (skb->vlan_present) {
+		__u32 id;
+		struct nf_sid *sid = bpf_map_lookup_elem(&nf_sids, &k);
+
+		id = sid ? sid->id : NF_LOOP_STATS;
+		st = bpf_map_lookup_elem(&nf_stats_map, &id);
+		return drop(st, NF_DROP_VLAN_POP);
+	}
+	return NF_VLAN_GO;
+}
+
 SEC("tc")
 int nf_in(struct __sk_buff *skb)
 {
@@ -394,7 +468,22 @@ int nf_in(struct __sk_buff *skb)
 
 	cursor_init_skb(&c, skb);
 	eth = cursor_eth(&c);
-	if (!eth || eth->h_proto != bpf_htons(ETH_P_IPV6))
+	if (!eth)
+		return TC_ACT_UNSPEC;
+	/* A tagged frame: what the kernel takes as IPv6 here (nf_vlan). The
+	 * Ethernet header says IPv6 for a frame tagged VID 100 too: the tag
+	 * is in the skb's metadata, not in the header. */
+	if (skb->vlan_present) {
+		int r = nf_vlan(skb, eth->h_proto);
+
+		if (r != NF_VLAN_GO)
+			return r;
+		cursor_init_skb(&c, skb);
+		eth = cursor_eth(&c);
+		if (!eth)
+			return TC_ACT_UNSPEC;
+	}
+	if (eth->h_proto != bpf_htons(ETH_P_IPV6))
 		return TC_ACT_UNSPEC;
 	ip6 = cursor_ipv6(&c);
 	if (!ip6 || ip6->version != 6)

@@ -64,6 +64,8 @@ struct svc_stats {
 	__u64 too_big;        /* longer than the binding's pair takes: dropped */
 	__u64 csid_padding;   /* uSID binding: a non-zero C-SID after the
 			       * container's end (invalid padding): dropped */
+	__u64 hop_limit;      /* handed back to this binding by srv6svc_tc
+			       * with a hop limit <= 1: dropped */
 };
 
 /* svc_info: per slot, written by the service process (userspace counters
@@ -160,6 +162,82 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } svc_infos SEC(".maps");
 
+#define SVC_VLAN_VID 0x0fff	/* the VLAN ID bits of a TCI */
+#define SVC_VLAN_LOOPS 16384	/* tags svc_untag reads at most: 64 KiB, more than a frame holds */
+#define SVC_UNTAGGED 0		/* svc_untag: the frame is untagged IPv6 now */
+
+static __always_inline int svc_is_vlan(__be16 proto)
+{
+	return proto == bpf_htons(ETH_P_8021Q) || proto == bpf_htons(ETH_P_8021AD);
+}
+
+/* svc_vlan_walk is what svc_vlan_step (a bpf_loop callback: verified once,
+ * not once per tag) reads and writes. */
+struct svc_vlan_walk {
+	struct xdp_md *ctx;
+	__u32 off;	/* the next tag, or what follows the last */
+	__be16 proto;	/* the type behind the tags read so far */
+	__u8 vid;	/* a tag with a VLAN ID (not a priority tag) was read */
+};
+
+static long svc_vlan_step(__u64 i, void *data)
+{
+	struct svc_vlan_walk *w = data;
+	__be16 tag[2]; /* struct vlan_hdr: TCI, then the type */
+
+	if (!svc_is_vlan(w->proto))
+		return 1;
+	if (bpf_xdp_load_bytes(w->ctx, w->off, tag, sizeof(tag)) < 0) {
+		w->proto = 0; /* truncated: the kernel drops it */
+		return 1;
+	}
+	if (tag[0] & bpf_htons(SVC_VLAN_VID)) {
+		w->vid = 1;
+		return 1;
+	}
+	w->proto = tag[1];
+	w->off += sizeof(tag);
+	return 0;
+}
+
+/* svc_untag: a frame with 802.1Q/802.1ad tags in front of its payload.
+ * What the kernel does with it after XDP (__netif_receive_skb_core): a tag
+ * with a VLAN ID goes to the VLAN device of that ID (which has no steering
+ * program) or, without one, is for another host and dropped; priority tags
+ * (VID 0), however many, are removed and the frame is processed as
+ * untagged — to a bound SID that meant the kernel's route for it: the
+ * on-failure bypass End route while the service was alive (the service
+ * skipped: an IPS bypassed), or no route. So the steering takes a bound
+ * SID's frame behind priority tags only, as untagged: the tags are removed
+ * here (the kernel ignores their priority too) and the frame goes on as
+ * any other. Anything else passes unchanged (XDP_PASS). */
+static __always_inline int svc_untag(struct xdp_md *ctx, __be16 proto)
+{
+	struct svc_vlan_walk w = { .ctx = ctx, .off = sizeof(struct ethhdr), .proto = proto };
+	struct svc_key key = { .prefixlen = 128 };
+	__u8 macs[2 * ETH_ALEN];
+	struct ethhdr *eth;
+
+	bpf_loop(SVC_VLAN_LOOPS, svc_vlan_step, &w, 0);
+	if (w.vid)
+		return XDP_PASS; /* the VLAN device's, or another host's */
+	if (svc_is_vlan(w.proto))
+		return XDP_DROP; /* more tags than 64 KiB hold: no such frame */
+	if (w.proto != bpf_htons(ETH_P_IPV6) ||
+	    bpf_xdp_load_bytes(ctx, w.off + offsetof(struct ipv6hdr, daddr), key.addr, sizeof(key.addr)) < 0 ||
+	    !bpf_map_lookup_elem(&svc_sids, &key))
+		return XDP_PASS;
+	if (bpf_xdp_load_bytes(ctx, 0, macs, sizeof(macs)) < 0 ||
+	    bpf_xdp_adjust_head(ctx, (int)(w.off - sizeof(struct ethhdr))))
+		return XDP_DROP; /* cannot happen: the IPv6 header follows */
+	eth = (void *)(long)ctx->data;
+	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+		return XDP_DROP;
+	__builtin_memcpy(eth, macs, sizeof(macs));
+	eth->h_proto = bpf_htons(ETH_P_IPV6);
+	return SVC_UNTAGGED;
+}
+
 SEC("xdp")
 int srv6svc_xdp(struct xdp_md *ctx)
 {
@@ -175,7 +253,20 @@ int srv6svc_xdp(struct xdp_md *ctx)
 	__u32 idx, q;
 	long ret;
 
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IPV6))
+	if ((void *)(eth + 1) > end)
+		return XDP_PASS;
+	if (svc_is_vlan(eth->h_proto)) {
+		int r = svc_untag(ctx, eth->h_proto);
+
+		if (r != SVC_UNTAGGED)
+			return r;
+		data = (void *)(long)ctx->data;
+		end = (void *)(long)ctx->data_end;
+		eth = data;
+		if ((void *)(eth + 1) > end)
+			return XDP_DROP;
+	}
+	if (eth->h_proto != bpf_htons(ETH_P_IPV6))
 		return XDP_PASS;
 	ip6 = (void *)(eth + 1);
 	if ((void *)(ip6 + 1) > end)
@@ -299,7 +390,8 @@ malformed:
 
 /* srv6svc_tc: TCX ingress on every binding's loop side, where the frames a
  * service sent enter the node's stack. A frame whose (new) destination is
- * a SID bound on this node goes straight to that binding's own veth. On a
+ * a SID bound on this node goes straight to that binding's own veth (a hop:
+ * hop limit - 1, below). On a
  * loop side in svc_fwd the rest is forwarded from here when the FIB can
  * (fib_forward); anything else continues into the stack. On the skb path
  * (not XDP) because frames sent over AF_XDP in copy mode are skbs already:
@@ -385,6 +477,26 @@ int srv6svc_tc(struct __sk_buff *skb)
 			return fib_forward(skb, eth, ip6);
 		return TC_ACT_UNSPEC; /* TCX_NEXT: the uapi headers here predate it */
 	}
+	/* Handed back to a binding of this node: a hop, as a router's
+	 * forwarding (and the FIB path above) makes it: hop limit - 1, and a
+	 * frame that arrives with <= 1 is dropped and counted, never sent on.
+	 * Without it a handler whose Forward leaves the destination on its
+	 * own SID (or SIDs that lead back to its binding) circulated between
+	 * this program and the binding forever (no hop of the loop touched
+	 * the frame): the hop limit bounds every such loop, at most 255
+	 * passes. Not "the binding it came from": two SIDs of one binding
+	 * in a row are a legitimate list, and only the handler knows which
+	 * SID a frame arrived with. No ICMPv6 Time Exceeded: the source is
+	 * the node's own service. */
+	if (ip6->hop_limit <= 1) {
+		__u32 idx = val->slot;
+		struct svc_stats *st = bpf_map_lookup_elem(&svc_counters, &idx);
+
+		if (st)
+			st->hop_limit++;
+		return TC_ACT_SHOT;
+	}
+	ip6->hop_limit--;
 	__builtin_memcpy(eth->h_dest, val->own_mac, ETH_ALEN);
 	return bpf_redirect(val->loop_ifindex, 0);
 }

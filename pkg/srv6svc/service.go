@@ -142,7 +142,12 @@ type Counters struct {
 	NoSocketBypass uint64 // no process on the queue; on-failure bypass
 	TooBig         uint64 // longer than the binding's pair takes (Mode's mtu=): dropped in XDP
 	CSIDPadding    uint64 // uSID binding: a container with invalid padding (a C-SID after its end), dropped in XDP
-	Modified       uint64 // inner packet changed by the handler
+	// DropHopLimit: a frame a service of this node sent to one of this
+	// binding's SIDs arrived with a hop limit <= 1, dropped (each such
+	// hand-over is a hop; a handler that forwards to its own SID dies
+	// here instead of looping). See docs/userspace.md "Loops".
+	DropHopLimit uint64
+	Modified     uint64 // inner packet changed by the handler
 }
 
 // Service is a binding: its SIDs' packets come to its workers.

@@ -62,6 +62,7 @@ func kernelCounters(m *ebpf.Map, slot uint32) Counters {
 		c.DropMalformed += s.Malformed
 		c.TooBig += s.TooBig
 		c.CSIDPadding += s.CsidPadding
+		c.DropHopLimit += s.HopLimit
 	}
 	return c
 }

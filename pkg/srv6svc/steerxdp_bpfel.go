@@ -45,6 +45,7 @@ type steerXDPSvcStats struct {
 	Malformed    uint64
 	TooBig       uint64
 	CsidPadding  uint64
+	HopLimit     uint64
 }
 
 type steerXDPSvcVal struct {

@@ -31,6 +31,8 @@ const (
 	DropFamily      = DropReason(nfTCNfDropReasonNF_DROP_FAMILY)
 	DropInternal    = DropReason(nfTCNfDropReasonNF_DROP_INTERNAL)
 	DropCsidPadding = DropReason(nfTCNfDropReasonNF_DROP_CSID_PADDING)
+	DropVlanStack   = DropReason(nfTCNfDropReasonNF_DROP_VLAN_STACK)
+	DropVlanPop     = DropReason(nfTCNfDropReasonNF_DROP_VLAN_POP)
 	numDropReasons  = int(nfTCNfDropReasonNF_DROP_MAX)
 )
 
@@ -52,6 +54,8 @@ var dropNames = [...]string{
 	DropFamily:      "family",
 	DropInternal:    "internal",
 	DropCsidPadding: "csid-padding",
+	DropVlanStack:   "vlan-stack",
+	DropVlanPop:     "vlan-pop",
 }
 
 // String is the reason's name as counters and JSON show it.

@@ -41,7 +41,9 @@ const (
 	nfTCNfDropReasonNF_DROP_FAMILY       nfTCNfDropReason = 14
 	nfTCNfDropReasonNF_DROP_INTERNAL     nfTCNfDropReason = 15
 	nfTCNfDropReasonNF_DROP_CSID_PADDING nfTCNfDropReason = 16
-	nfTCNfDropReasonNF_DROP_MAX          nfTCNfDropReason = 17
+	nfTCNfDropReasonNF_DROP_VLAN_STACK   nfTCNfDropReason = 17
+	nfTCNfDropReasonNF_DROP_VLAN_POP     nfTCNfDropReason = 18
+	nfTCNfDropReasonNF_DROP_MAX          nfTCNfDropReason = 19
 )
 
 type nfTCNfFibEnt struct {
@@ -94,7 +96,7 @@ type nfTCNfStats struct {
 	Returned    uint64
 	Accepted    uint64
 	ToStack     uint64
-	Drops       [17]uint64
+	Drops       [19]uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -88,7 +88,7 @@ func Entry(b srv6svc.Binding, sid netip.Prefix) localsid.Entry {
 		"packets": c.Steered, "bytes": c.SteeredBytes, "rx": c.RX, "tx": c.TX,
 		"drop-verdict": c.DropVerdict, "drop-malformed": c.DropMalformed, "drop-tx-full": c.DropTxFull,
 		"nosocket-drop": c.NoSocketDrop, "nosocket-bypass": c.NoSocketBypass, "too-big": c.TooBig, "modified": c.Modified,
-		"csid-padding": c.CSIDPadding,
+		"csid-padding": c.CSIDPadding, "drop-hop-limit": c.DropHopLimit,
 	}}
 }
 

@@ -39,7 +39,7 @@ func TestPrivilegedShowDel(t *testing.T) {
 		}
 		line := localsid.FormatEntry(entries[0])
 		t.Log(line)
-		for _, want := range []string{"fc00:5::1:0/112 End.ASM", "args-bits 16", "on-failure bypass", "queues 1", "state " + state, "xsk copy", "xdp nin:native,s6svc0k:native", "nosocket-drop 0"} {
+		for _, want := range []string{"fc00:5::1:0/112 End.ASM", "args-bits 16", "on-failure bypass", "queues 1", "state " + state, "xsk copy", "xdp nin:native,s6svc0k:native", "nosocket-drop 0", "drop-hop-limit 0"} {
 			if !strings.Contains(line, want) {
 				t.Errorf("sid show line lacks %q: %s", want, line)
 			}

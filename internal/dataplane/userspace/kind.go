@@ -168,7 +168,7 @@ func (NodeKind) Counters(netns string) ([]agent.SIDCounters, error) {
 			// domain's SID; status names the service from the plan).
 			out = append(out, agent.SIDCounters{SID: p, Behavior: e.Behavior, Route: localsid.FormatEntry(e),
 				Owned: true, Counted: true, Packets: c.Steered, Bytes: c.SteeredBytes,
-				Errors: c.DropMalformed + c.DropBadVerdict + c.DropTxFull + c.NoSocketDrop + c.TooBig + c.CSIDPadding, Detail: e.Counters})
+				Errors: c.DropMalformed + c.DropBadVerdict + c.DropTxFull + c.NoSocketDrop + c.TooBig + c.CSIDPadding + c.DropHopLimit, Detail: e.Counters})
 		}
 	}
 	return out, nil
