@@ -185,7 +185,10 @@ func (b *builder) poolSpec(name string, s *config.Service, ch Chain, hop int) po
 		case "echo", "tcp":
 			pr.Addr, _ = netip.ParseAddr(o.SFNh6)
 		case "srv6":
-			pr.Segs = append([]netip.Addr{sid}, rest...)
+			// The instance, then the rest of the chain, packed as the
+			// chain is (f3216: containers; otherwise the SIDs).
+			hops := append([]Hop{{SID: sid, Node: o.Node, Service: m.Service}}, ch.Hops[hop+1:]...)
+			pr.Segs = b.pack(hops, append([]netip.Addr{sid}, rest...))
 			pr.Src = src
 		}
 		sp.Probes = append(sp.Probes, pr)
