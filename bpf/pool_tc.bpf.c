@@ -1038,6 +1038,12 @@ int pool_in(struct __sk_buff *skb)
 
 	if (!sel)
 		return POOL_TCX_NEXT;
+	/* Only what the stack will route: a frame for another host, or
+	 * tagged with a VLAN this device is not (the core receive path drops
+	 * it after tc: PACKET_OTHERHOST), is not chosen for nor counted.
+	 * A priority tag (VID 0) is cleared and routed as untagged. */
+	if (skb->pkt_type != 0 /* PACKET_HOST */ || (skb->vlan_present && (skb->vlan_tci & 0x0fff)))
+		return POOL_TCX_NEXT;
 	__u32 set = *sel & 1;
 	struct pool_ruleset *rs = bpf_map_lookup_elem(&pool_rules, &set);
 	if (!rs || !rs->n)
