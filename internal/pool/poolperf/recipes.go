@@ -1,8 +1,9 @@
 // Package poolperf is the pool selector's recipes for `segchain perf`
-// (docs/pools.md, docs/benchmarks.md "#29"): H.Encaps whose first SID is
-// a pool's placeholder, rewritten at the headend to one of three
-// instances and re-routed, against T.Encaps in the same run, and two
-// candidate mechanisms' kernel halves.
+// (docs/pools.md, docs/benchmarks.md "#29"): a chain whose first SID is a
+// pool of three instances, chosen at ingress (segchain's path) or
+// rewritten after the encap (the older path, kept for local packets),
+// against a single-instance chain in the same run, and two candidate
+// mechanisms' kernel halves.
 package poolperf
 
 import (
