@@ -319,3 +319,39 @@ func syncKernel(netns string, specs []pool.Spec) error {
 	})
 	return errors.Join(append(errs, err)...)
 }
+
+// missingRules counts the rules specs want that netns lacks.
+func missingRules(netns string, specs []pool.Spec) (int, error) {
+	_, rules := kernelState(specs)
+	if len(rules) == 0 {
+		return 0, nil
+	}
+	have := map[string]bool{}
+	err := nsutil.Do(netns, func() error {
+		nh, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		defer nh.Close()
+		for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+			l, err := nh.RuleList(fam)
+			if err != nil {
+				return fmt.Errorf("pool selector: list rules: %w", err)
+			}
+			for _, r := range l {
+				if r.Protocol == RouteProto {
+					r.Family = fam
+					have[ruleKey(r)] = true
+				}
+			}
+		}
+		return nil
+	})
+	n := 0
+	for _, r := range rules {
+		if !have[ruleKey(r)] {
+			n++
+		}
+	}
+	return n, err
+}

@@ -104,6 +104,13 @@ func (NodeKind) Faults(netns string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "pool_sids")); err != nil {
 		return []string{fmt.Sprintf("pool selector: %d pools recorded, maps not pinned in %s", len(specs), dir)}, nil
 	}
+	// A marked packet whose rule is gone would fall to the chain's own
+	// route (the placeholder) and pass pool_out: no failover.
+	if missing, err := missingRules(netns, specs); err != nil {
+		return nil, err
+	} else if missing > 0 {
+		return []string{fmt.Sprintf("pool selector: %d per-instance rules missing (marked packets would go to the placeholder)", missing)}, nil
+	}
 	return nil, nil
 }
 
