@@ -129,7 +129,7 @@ func TestIngressClassifies(t *testing.T) {
 	p := testPool(pool.Failover)
 	shadow := nodestate.Rule{Family: 6, Priority: 2000, Dst: netip.MustParsePrefix("fc00:4d::/64"), Dport: nodestate.PortRange{From: 53}, Table: 1333, Owner: "chain dns"}
 	web := chainSel(1111, 3000, "fc00:4d::/48", p, true)
-	web.Rule.IPProto, web.Rule.Sport, web.Rule.Dport = 17, nodestate.PortRange{From: 1000, To: 2000}, nodestate.PortRange{From: 80, To: 90}
+	web.Rule.IPProto, web.Rule.Sport, web.Rule.Dport = 17, nodestate.PortRange{From: 1000, To: 2000}, nodestate.PortRange{From: 50, To: 90}
 	web.Rule.Src = netip.MustParsePrefix("fc00:1::/64")
 	other := chainSel(1444, 2500, "fc00:4e::/64", p, false)
 	other.Rule.Iif = "nosuchdev"
