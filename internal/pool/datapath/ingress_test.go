@@ -349,3 +349,35 @@ func TestIngressRecoveryTakesOnlyNewFlows(t *testing.T) {
 		}
 	}
 }
+
+// TestIngressFlowLabel: an IPv6 packet without ports (ICMPv6 here) is
+// hashed with its flow label in the ports' place, as the model's Flow
+// says: flows that differ only in their label are spread like flows of
+// different ports.
+func TestIngressFlowLabel(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	p := testPool(pool.Failover)
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ProgramRules([]pool.Spec{{Pool: p, Chains: []pool.ChainSel{chainSel(1111, 3000, "::/0", p, true)}}}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint32]bool{}
+	for fl := uint32(1); fl <= 40; fl++ {
+		label := fl * 0x1357 & 0xfffff
+		f := pool.Flow{Src: src, Dst: egress, Sport: uint16(label >> 16), Dport: uint16(label), Proto: 58}
+		b := testutil.Eth(mac, peer, 0x86dd, testutil.IPv6(src, egress, 58, 64, []byte{128, 0, 0, 0, 0, 1, 0, 1}))
+		b[14+1] = byte(label >> 16 & 0x0f)
+		b[14+2], b[14+3] = byte(label>>8), byte(label)
+		_, m := runIn(t, ns, h, ifx, b)
+		want := p.Decide(p.AllLive(), f.Hash(false))
+		if m != Mark(1111, want.Instance) {
+			t.Fatalf("flow label %#x: mark %#x, model instance %d (%#x)", label, m, want.Instance, Mark(1111, want.Instance))
+		}
+		seen[m] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("40 flow labels all on one instance: %v", seen)
+	}
+}
