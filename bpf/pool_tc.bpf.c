@@ -14,7 +14,18 @@
  * Policies when the flow's first choice is down (on_failure): failover
  * (next best live instance), bypass (the segment is removed from the SRH),
  * drop. With no live instance, failover falls back to all_down (bypass or
- * drop). Everything is counted per pool and instance. */
+ * drop). Everything is counted per pool and instance.
+ *
+ * pool_in (session 12, the main path: docs/pools.md "The data path") is
+ * the same choice made earlier, at TCX ingress of the headend, on the
+ * plain packet: it classifies the packet against the chains of the
+ * headend (pool_rules: their ip rules' selectors, in the rules' order),
+ * chooses the instance as above and only sets skb->mark; an ip rule
+ * (the chain's selectors + fwmark) sends the packet to a table of its
+ * own per (chain, instance) whose route is that instance's complete SID
+ * list, so the kernel's encap pushes it: no rewrite, no FIB lookup, no
+ * MAC write here. pool_out then lets marked packets pass and still
+ * selects what ingress could not see (locally originated packets). */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <linux/if_ether.h>
@@ -223,9 +234,64 @@ struct {
 	__type(value, __u32);
 } pool_scratch SEC(".maps");
 
+/* The chains' classifier (pool_in): one entry per chain rule of the
+ * headend that decides a pool's packets, in the rules' priority order
+ * (a chain without a pool that comes first keeps its packets: pool
+ * POOL_RULE_NONE). Prefixes as masked 64-bit words (IPv4: the address
+ * in the first word's low bytes, network order). */
+#define POOL_RULES_MAX 32
+#define POOL_RULE_NONE 0xffffffffu
+#define POOL_MARK_BYPASS 8        /* mark + 8: the table with the pool's segment removed */
+#define POOL_MARK_TOP 0xff000000u /* a pool mark's top byte is pool_mark_base's */
+
+enum pool_rule_flags {
+	POOL_RULE_NOBYPASS = 1 << 0, /* no segment after the pool: bypass drops (bypass-last) */
+};
+
+struct pool_rule {
+	__u64 src[2], src_mask[2];
+	__u64 dst[2], dst_mask[2];
+	__u32 family; /* 4 or 6 */
+	__u32 proto;  /* 0: any */
+	__u16 sport_lo, sport_hi, dport_lo, dport_hi; /* 0-0: any */
+	__u32 ifindex; /* 0: any */
+	__u32 pool;    /* pool id, POOL_RULE_NONE: not a pool's chain */
+	__u32 mark;    /* + instance, + POOL_MARK_BYPASS */
+	__u32 flags;   /* enum pool_rule_flags */
+};
+
+/* pool_rules holds two rule sets: pool_rsel[0] names the one in use;
+ * apply writes the other and then flips it (a reader never sees a set
+ * half written). One lookup per packet for the whole set. */
+struct pool_ruleset {
+	__u32 n;
+	__u32 pad;
+	struct pool_rule r[POOL_RULES_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct pool_ruleset);
+} pool_rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} pool_rsel SEC(".maps");
+
+/* The marks pool_in sets are pool_mark_base | chain table << 4 | k: the
+ * top byte says "chosen at ingress" (pool_out lets them pass). 0: no
+ * marks (pool_out selects every packet, as before session 12). */
+volatile const __u32 pool_mark_base = 0;
+
 /* Referenced so that bpf2go emits the Go types (-type). */
 const enum pool_drop_reason *pool_drop_reason_type __attribute__((unused));
 const enum pool_flags *pool_flags_type __attribute__((unused));
+const enum pool_rule_flags *pool_rule_flags_type __attribute__((unused));
 
 /* mix64 is splitmix64's finaliser: every input bit flips each output bit
  * with probability ~1/2. internal/pool's Mix is the same function. */
@@ -462,6 +528,77 @@ static __always_inline void count_drop(__u32 id, __u32 reason)
 		*v += 1;
 }
 
+#define POOL_DEC_PASS (-1)   /* not selected: the packet goes on as it is */
+#define POOL_DEC_BYPASS (-2) /* the pool's segment is to be removed (counted by the caller) */
+#define POOL_DEC_DROP (-3)   /* dropped by policy (counted) */
+
+/* pool_decide is the choice for a flow of hash h in pool id: its
+ * instance (counted, and a moved flow remembered), or POOL_DEC_*. One
+ * function for pool_in and pool_out: the same HRW, moved-flows LRU and
+ * policies (internal/pool's Decide is the model). */
+static __always_inline int pool_decide(__u32 id, struct pool_conf *c, struct pool_stats *st, __u32 live, __u64 h)
+{
+	int ch = pool_choose(c, live, h);
+	int any = (ch & 0xff) - 1, pick = ((ch >> 8) & 0xff) - 1;
+	if (any < 0)
+		return POOL_DEC_PASS;
+
+	/* A flow failover moved stays on its instance while that is live. */
+	struct pool_flow_key fk = {.pool = id, .hash = h};
+	int sticky = 0;
+	__u32 *has_moved = bpf_map_lookup_elem(&pool_sticky, &id);
+	if (!(c->flags & POOL_REBALANCE) && has_moved && *has_moved) {
+		struct pool_moved_val *mv = bpf_map_lookup_elem(&pool_moved, &fk);
+		if (mv) {
+			__u64 now = bpf_ktime_get_ns();
+			if (mv->inst < POOL_INST_MAX && ((live >> mv->inst) & 1) && now - mv->seen < POOL_STICKY_NS) {
+				if (mv->inst != (__u32)any) {
+					pick = mv->inst;
+					sticky = 1;
+				}
+				mv->seen = now;
+			} else {
+				bpf_map_delete_elem(&pool_moved, &fk);
+			}
+		}
+	}
+
+	if (pick != any && !sticky) {
+		int action = 0;
+		if (c->flags & POOL_FAIL_BYPASS)
+			action = 1;
+		else if (c->flags & POOL_FAIL_DROP)
+			action = 2;
+		else if (pick < 0)
+			action = (c->flags & POOL_ALLDOWN_BYPASS) ? 1 : 2;
+		if (action == 2) {
+			st->drop++;
+			count_drop(id, POOL_DROP_POLICY);
+			return POOL_DEC_DROP;
+		}
+		if (action == 1)
+			return POOL_DEC_BYPASS;
+	}
+	if (pick < 0 || pick >= POOL_INST_MAX)
+		return POOL_DEC_PASS;
+	/* pick is in range: the mask only shows the verifier so
+	 * (barrier_var: clang would drop a mask it proves useless). */
+	__u32 p = (__u32)pick;
+	barrier_var(p);
+	p &= POOL_INST_MAX - 1;
+	if (pick != any) {
+		st->moved++;
+		if (!sticky && !(c->flags & POOL_REBALANCE)) {
+			struct pool_moved_val mv = {.inst = p, .seen = bpf_ktime_get_ns()};
+			bpf_map_update_elem(&pool_moved, &fk, &mv, BPF_ANY);
+			if (has_moved && !*has_moved)
+				*has_moved = 1;
+		}
+	}
+	st->inst[p]++;
+	return p;
+}
+
 /* reroute sends the packet by its (new) destination: the FIB's next hop
  * (cached per destination), possibly another interface than the one it
  * was routed to. */
@@ -639,47 +776,13 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 		return TC_ACT_SHOT;
 	}
 
-	int ch = pool_choose(c, live, h);
-	int any = (ch & 0xff) - 1, pick = ((ch >> 8) & 0xff) - 1;
-	if (any < 0)
+	int d = pool_decide(id, c, st, live, h);
+	if (d == POOL_DEC_PASS)
 		return POOL_TCX_NEXT;
-
-	/* A flow failover moved stays on its instance while that is live. */
-	struct pool_flow_key fk = {.pool = id, .hash = h};
-	int sticky = 0;
-	__u32 *has_moved = bpf_map_lookup_elem(&pool_sticky, &id);
-	if (!(c->flags & POOL_REBALANCE) && has_moved && *has_moved) {
-		struct pool_moved_val *mv = bpf_map_lookup_elem(&pool_moved, &fk);
-		if (mv) {
-			__u64 now = bpf_ktime_get_ns();
-			if (mv->inst < POOL_INST_MAX && ((live >> mv->inst) & 1) && now - mv->seen < POOL_STICKY_NS) {
-				if (mv->inst != (__u32)any) {
-					pick = mv->inst;
-					sticky = 1;
-				}
-				mv->seen = now;
-			} else {
-				bpf_map_delete_elem(&pool_moved, &fk);
-			}
-		}
-	}
-
-	int action = 0; /* 0: rewrite to pick, 1: bypass, 2: drop */
-	if (pick != any && !sticky) {
-		if (c->flags & POOL_FAIL_BYPASS)
-			action = 1;
-		else if (c->flags & POOL_FAIL_DROP)
-			action = 2;
-		else if (pick < 0)
-			action = (c->flags & POOL_ALLDOWN_BYPASS) ? 1 : 2;
-	}
-	if (action == 2) {
-		st->drop++;
-		count_drop(id, POOL_DROP_POLICY);
+	if (d == POOL_DEC_DROP)
 		return TC_ACT_SHOT;
-	}
 	int da_changed = 0, rc;
-	if (action == 1) {
+	if (d == POOL_DEC_BYPASS) {
 		if (i == 0) {
 			st->errors++;
 			count_drop(id, POOL_DROP_BYPASS_LAST);
@@ -695,23 +798,9 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 			return POOL_TCX_NEXT;
 		rc = reroute(skb);
 	} else {
-		if (pick < 0 || pick >= POOL_INST_MAX)
-			return POOL_TCX_NEXT;
-		/* pick is in range: the mask only shows the verifier so
-		 * (barrier_var: clang would drop a mask it proves useless). */
-		__u32 p = (__u32)pick;
+		__u32 p = (__u32)d;
 		barrier_var(p);
 		p &= POOL_INST_MAX - 1;
-		if (pick != any) {
-			st->moved++;
-			if (!sticky && !(c->flags & POOL_REBALANCE)) {
-				struct pool_moved_val mv = {.inst = p, .seen = bpf_ktime_get_ns()};
-				bpf_map_update_elem(&pool_moved, &fk, &mv, BPF_ANY);
-				if (has_moved && !*has_moved)
-					*has_moved = 1;
-			}
-		}
-		st->inst[p]++;
 		if (same_sid(seg, c->inst[p].sid))
 			return POOL_TCX_NEXT; /* the placeholder is the choice */
 		/* Written directly (session 11, by measurement: the two
@@ -784,6 +873,10 @@ int pool_out(struct __sk_buff *skb)
 
 	if (pool_probe_mark && skb->mark == pool_probe_mark)
 		return POOL_TCX_NEXT;
+	/* Chosen at ingress (pool_in): its table's route pushed the
+	 * instance's SID list; no second selection. */
+	if (pool_mark_base && (skb->mark & POOL_MARK_TOP) == pool_mark_base)
+		return POOL_TCX_NEXT;
 	if (skb->protocol == bpf_htons(ETH_P_8021Q) || skb->protocol == bpf_htons(ETH_P_8021AD))
 		return tagged_pool(skb);
 	if (skb->protocol != bpf_htons(ETH_P_IPV6))
@@ -849,6 +942,152 @@ int pool_out(struct __sk_buff *skb)
 	 * pool_apply reads them directly. */
 	linear(skb, SEG_OFF(nsegs) + 64);
 	return pool_apply(skb, &srh, i, id, SEG_OFF(nsegs), seg);
+}
+
+/* The plain packet as the chains' rules see it (pool_in). */
+struct pool_pkt {
+	__u64 src[2], dst[2];
+	__u32 family, proto;
+	__u16 sport, dport;
+};
+
+/* pkt_of reads the addresses, protocol and ports the kernel's rule
+ * lookup matches on (fib rules' flow dissection: ports of TCP, UDP and
+ * SCTP, none for a fragment, whose IPv6 protocol is then the fragment
+ * header's). 0: parsed; -1: not an IP packet this can classify. */
+static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u8 *nh)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	__u16 *l4 = 0;
+
+	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip = data + ETH_LEN;
+		if ((void *)(ip + 1) > end)
+			return -1;
+		__builtin_memcpy(k->src, &ip->saddr, 16);
+		__builtin_memcpy(k->dst, &ip->daddr, 16);
+		k->family = 6;
+		k->proto = ip->nexthdr;
+		*nh = IPPROTO_IPV6;
+		l4 = (void *)(ip + 1);
+	} else if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = data + ETH_LEN;
+		if ((void *)(ip + 1) > end)
+			return -1;
+		k->src[0] = ip->saddr;
+		k->dst[0] = ip->daddr;
+		k->family = 4;
+		k->proto = ip->protocol;
+		*nh = IPPROTO_IPIP;
+		if (ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset */
+			return 0;
+		l4 = (void *)ip + ip->ihl * 4;
+	} else {
+		return -1;
+	}
+	if (k->proto == IPPROTO_TCP || k->proto == IPPROTO_UDP || k->proto == IPPROTO_SCTP) {
+		if ((void *)(l4 + 2) > end)
+			return 0; /* cut short: no ports (flow_of will drop it if it is a pool's) */
+		k->sport = bpf_ntohs(l4[0]);
+		k->dport = bpf_ntohs(l4[1]);
+	}
+	return 0;
+}
+
+static __always_inline int rule_matches(const struct pool_rule *r, const struct pool_pkt *k, __u32 ifindex)
+{
+	if (r->family != k->family)
+		return 0;
+	if (((k->dst[0] & r->dst_mask[0]) ^ r->dst[0]) | ((k->dst[1] & r->dst_mask[1]) ^ r->dst[1]))
+		return 0;
+	if (((k->src[0] & r->src_mask[0]) ^ r->src[0]) | ((k->src[1] & r->src_mask[1]) ^ r->src[1]))
+		return 0;
+	if (r->proto && r->proto != k->proto)
+		return 0;
+	if ((r->sport_lo | r->sport_hi) && (k->sport < r->sport_lo || k->sport > r->sport_hi))
+		return 0;
+	if ((r->dport_lo | r->dport_hi) && (k->dport < r->dport_lo || k->dport > r->dport_hi))
+		return 0;
+	if (r->ifindex && r->ifindex != ifindex)
+		return 0;
+	return 1;
+}
+
+/* pool_classify returns the index of the first rule of rs the packet
+ * matches (POOL_RULES_MAX: none). A global function: verified once. */
+__attribute__((noinline)) int pool_classify(struct pool_ruleset *rs, struct pool_pkt *k, __u32 ifindex)
+{
+	if (!rs || !k)
+		return POOL_RULES_MAX;
+	__u32 n = rs->n;
+	for (int i = 0; i < POOL_RULES_MAX; i++) {
+		if (i >= n)
+			break;
+		if (rule_matches(&rs->r[i], k, ifindex))
+			return i;
+	}
+	return POOL_RULES_MAX;
+}
+
+SEC("tcx/ingress")
+int pool_in(struct __sk_buff *skb)
+{
+	__u32 zero = 0, *sel = bpf_map_lookup_elem(&pool_rsel, &zero);
+	struct pool_pkt k = {};
+	__u8 nh = 0;
+
+	if (!sel)
+		return POOL_TCX_NEXT;
+	/* Only what the stack will route: a frame for another host, or
+	 * tagged with a VLAN this device is not (the core receive path drops
+	 * it after tc: PACKET_OTHERHOST), is not chosen for nor counted.
+	 * A priority tag (VID 0) is cleared and routed as untagged. */
+	if (skb->pkt_type != 0 /* PACKET_HOST */ || (skb->vlan_present && (skb->vlan_tci & 0x0fff)))
+		return POOL_TCX_NEXT;
+	__u32 set = *sel & 1;
+	struct pool_ruleset *rs = bpf_map_lookup_elem(&pool_rules, &set);
+	if (!rs || !rs->n)
+		return POOL_TCX_NEXT;
+	/* The IP header and the ports (IPv4 with options: 60 + 4). */
+	linear(skb, ETH_LEN + 64);
+	if (pkt_of(skb, &k, &nh))
+		return POOL_TCX_NEXT;
+	int ri = pool_classify(rs, &k, skb->ifindex);
+	if (ri < 0 || ri >= POOL_RULES_MAX)
+		return POOL_TCX_NEXT;
+	struct pool_rule *r = &rs->r[ri];
+	if (r->pool == POOL_RULE_NONE)
+		return POOL_TCX_NEXT; /* another chain's packet (or none's) */
+	__u32 id = r->pool, mark = r->mark, rflags = r->flags;
+	struct pool_conf *c = bpf_map_lookup_elem(&pool_confs, &id);
+	struct pool_stats *st = bpf_map_lookup_elem(&pool_counters, &id);
+	__u32 *lv = bpf_map_lookup_elem(&pool_live, &id);
+	if (!c || !st || !lv)
+		return POOL_TCX_NEXT;
+	__u32 live = *lv;
+	__u64 h = 0;
+	if (flow_of(skb, ETH_LEN, nh, !!(c->flags & POOL_SYMMETRIC), &h)) {
+		st->errors++;
+		count_drop(id, POOL_DROP_MALFORMED);
+		return TC_ACT_SHOT;
+	}
+	int d = pool_decide(id, c, st, live, h);
+	if (d == POOL_DEC_PASS)
+		return POOL_TCX_NEXT;
+	if (d == POOL_DEC_DROP)
+		return TC_ACT_SHOT;
+	if (d == POOL_DEC_BYPASS) {
+		if (rflags & POOL_RULE_NOBYPASS) {
+			st->errors++;
+			count_drop(id, POOL_DROP_BYPASS_LAST);
+			return TC_ACT_SHOT;
+		}
+		st->bypass++;
+		skb->mark = mark + POOL_MARK_BYPASS;
+		return POOL_TCX_NEXT;
+	}
+	skb->mark = mark + (__u32)d;
+	return POOL_TCX_NEXT;
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

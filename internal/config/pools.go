@@ -164,29 +164,9 @@ func (v *validator) pool(p, name string, s *Service, instanceOf map[string]strin
 		v.errf(p+".all_down", "%q: bypass or drop", s.AllDown)
 	}
 	v.health(p, name, s)
-	v.poolUSIDs(p, name, s)
-}
-
-// poolUSIDs: in an f3216 domain a pool and its instances need full SIDs.
-// The selector finds the pool's SID as an entry of the SRH and rewrites
-// those 128 bits; a uSID sits inside a container (with no SRH at all
-// for a one-container chain, encap.red) where it would find nothing, and
-// every flow would go to the pool's own instance with no failover.
-// Pinning a member's SID keeps it full (config.USIDReason), which makes
-// the chain a mixed one (encap with an SRH, docs/usid.md).
-func (v *validator) poolUSIDs(p, name string, s *Service) {
-	if !v.d.Compressed() {
-		return
-	}
-	why := "sid.format f3216: a pool and its instances need full SIDs (the pool selector rewrites a 128-bit SID list entry, not a uSID inside a container)"
-	if v.d.USIDReason(name) == "" {
-		v.errf(p, "%s; %s would get a uSID: pin its sid (%s.sid) or use sid.format full", why, name, p)
-	}
-	for i, in := range s.Instances {
-		if o, ok := v.d.Services[in.Service]; ok && o != nil && v.d.USIDReason(in.Service) == "" {
-			v.errf(fmt.Sprintf("%s.instances[%d].service", p, i), "%s; %s would get a uSID: pin its sid (services.%s.sid) or use sid.format full", why, in.Service, in.Service)
-		}
-	}
+	// Pools in f3216 domains may have uSID members (session 12): the
+	// selector marks at ingress and each instance's table holds its
+	// packed SID list (docs/pools.md, docs/usid.md).
 }
 
 func (v *validator) health(p, name string, s *Service) {

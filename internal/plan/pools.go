@@ -3,8 +3,10 @@ package plan
 import (
 	"net/netip"
 	"sort"
+	"strings"
 
 	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/pool"
 )
 
@@ -55,10 +57,103 @@ func (b *builder) pools() {
 			}
 			done[ch.Ingress+"/"+h.Service] = true
 			sp := b.poolSpec(h.Service, s, ch, i)
+			for _, o := range chains {
+				if o.Ingress != ch.Ingress {
+					continue
+				}
+				for j, oh := range o.Hops {
+					if oh.Service == h.Service {
+						if cs, ok := b.poolChain(o, j, sp.Pool); ok {
+							sp.Chains = append(sp.Chains, cs)
+						}
+					}
+				}
+			}
+			sp.Shadows = b.poolShadows(ch.Ingress, sp.Chains)
 			n := b.p.Nodes[ch.Ingress]
 			n.Services = append(n.Services, sp.Service())
 		}
 	}
+}
+
+// poolChain is chain direction ch's selection by pool p at hop i: its
+// rule and route at the headend and, per instance, the SID list with
+// that instance in the pool's place (packed as the chain is in an f3216
+// domain), and the list without the pool for bypass.
+func (b *builder) poolChain(ch Chain, i int, p pool.Pool) (pool.ChainSel, bool) {
+	n := b.p.Nodes[ch.Ingress]
+	cs := pool.ChainSel{Chain: ch.Name}
+	found := 0
+	for _, r := range n.Rules {
+		if r.Table == ch.Table {
+			cs.Rule = r
+			found++
+			break
+		}
+	}
+	for _, r := range n.Routes {
+		if r.Table == ch.Table && r.Seg6 != nil {
+			cs.Route = r
+			found++
+			break
+		}
+	}
+	if found != 2 {
+		return cs, false
+	}
+	encap := func(hops []Hop) *nodestate.Seg6Encap {
+		if len(hops) == 0 {
+			return nil
+		}
+		segs := make([]netip.Addr, len(hops))
+		for k, h := range hops {
+			segs[k] = h.SID
+		}
+		segs = b.pack(hops, segs)
+		return &nodestate.Seg6Encap{Mode: b.encapMode(kernelMode(ch.Mode), hops, len(segs), false), Segs: segs}
+	}
+	for _, in := range p.Instances {
+		hops := append([]Hop(nil), ch.Hops...)
+		hops[i].SID, hops[i].Service = in.SID, in.Name
+		cs.Instances = append(cs.Instances, *encap(hops))
+	}
+	cs.Bypass = encap(append(append([]Hop(nil), ch.Hops[:i]...), ch.Hops[i+1:]...))
+	return cs, true
+}
+
+// poolShadows are the headend's chain rules without a pool that come
+// before one of chains' rules and may match its packets (same family,
+// overlapping destinations): the selector's classifier leaves their
+// packets alone, as the kernel's rule order does.
+func (b *builder) poolShadows(node string, chains []pool.ChainSel) []nodestate.Rule {
+	mine := map[int]bool{}
+	for _, c := range chains {
+		mine[c.Rule.Table] = true
+	}
+	pooled := map[int]bool{}
+	for _, ch := range b.p.Chains {
+		if ch.Ingress != node {
+			continue
+		}
+		for _, h := range ch.Hops {
+			if s := b.d.Services[h.Service]; s != nil && s.IsPool() {
+				pooled[ch.Table] = true
+			}
+		}
+	}
+	var out []nodestate.Rule
+	for _, r := range b.p.Nodes[node].Rules {
+		if mine[r.Table] || pooled[r.Table] || !strings.HasPrefix(r.Owner, "chain ") {
+			continue
+		}
+		for _, c := range chains {
+			if r.Family == c.Rule.Family && r.Priority <= c.Rule.Priority && r.Dst.Overlaps(c.Rule.Dst) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
 }
 
 func (b *builder) poolSpec(name string, s *config.Service, ch Chain, hop int) pool.Spec {
@@ -90,7 +185,10 @@ func (b *builder) poolSpec(name string, s *config.Service, ch Chain, hop int) po
 		case "echo", "tcp":
 			pr.Addr, _ = netip.ParseAddr(o.SFNh6)
 		case "srv6":
-			pr.Segs = append([]netip.Addr{sid}, rest...)
+			// The instance, then the rest of the chain, packed as the
+			// chain is (f3216: containers; otherwise the SIDs).
+			hops := append([]Hop{{SID: sid, Node: o.Node, Service: m.Service}}, ch.Hops[hop+1:]...)
+			pr.Segs = b.pack(hops, append([]netip.Addr{sid}, rest...))
 			pr.Src = src
 		}
 		sp.Probes = append(sp.Probes, pr)

@@ -47,6 +47,31 @@ type Spec struct {
 	Pool   Pool    `json:"pool"`
 	Health Health  `json:"health"`
 	Probes []Probe `json:"probes"`
+	// Chains are the chain directions at this headend that name the
+	// pool: the selector's ingress program classifies packets by their
+	// rules and marks the chosen instance, whose table holds that
+	// instance's complete SID list (docs/pools.md "The data path").
+	Chains []ChainSel `json:"chains,omitempty"`
+	// Shadows are the rules of chains without a pool at this headend
+	// that come before one of Chains' (same family, overlapping
+	// destinations): their packets are theirs, not the pool's.
+	Shadows []nodestate.Rule `json:"shadows,omitempty"`
+}
+
+// ChainSel is one chain direction whose packets the pool chooses for.
+type ChainSel struct {
+	Chain string `json:"chain"`
+	// Rule is the chain's classification rule (selectors, priority, its
+	// table); Route its encap route (the placeholder's SID list).
+	Rule  nodestate.Rule  `json:"rule"`
+	Route nodestate.Route `json:"route"`
+	// Instances are, per instance (Pool.Instances' order), the chain's
+	// encap with that instance in the pool's place: its complete SID list
+	// (packed into containers in an f3216 domain).
+	Instances []nodestate.Seg6Encap `json:"instances"`
+	// Bypass is the encap without the pool's segment; nil when nothing
+	// follows it (a bypass is then dropped: bypass-last).
+	Bypass *nodestate.Seg6Encap `json:"bypass,omitempty"`
 }
 
 // Service is the spec as a node's service (SID: the placeholder /128).

@@ -2,6 +2,7 @@ package pools
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -49,6 +50,62 @@ func TestPoolF3216(t *testing.T) {
 	}
 	s1 := e.stats()
 	sent = e.send(ports(27100, 60))
+	want = e.expect(sent, e.pool.AllLive()&^2, nil)
+	if got := delta(s1, e.stats()); fmt.Sprint(got) != fmt.Sprint(want) || want[1] != 0 {
+		t.Errorf("fw2 down: instances got %v packets, model %v", got, want)
+	}
+}
+
+// TestPoolF3216USID: a pool whose members are uSIDs (refused before
+// session 12: the selector rewrote a full SID of the SRH and found none
+// in a container, so every flow went to the pool's own instance). Each
+// instance's table holds the chain packed with its uSID: flows spread
+// as the model says and all arrive; a frame to fw2 leaves the headend
+// with a container that starts with fw2's uSID as its destination and
+// the datagram inside (tshark); with fw2 down new flows avoid it.
+func TestPoolF3216USID(t *testing.T) {
+	testutil.RequireTool(t, "tshark")
+	e := setupFile(t, "testdata/pooled-f3216-usid.yaml", pool.Failover)
+	fw2 := e.pool.Instances[1].SID.As16()
+	if fw2[0] != 0xfc || fw2[1] != 0xbb {
+		t.Fatalf("fw2's SID %s is not a uSID", e.pool.Instances[1].SID)
+	}
+	// Frames to fw2's uSID (its container's first 48 bits), the data's
+	// and the probes'.
+	net48 := netip.PrefixFrom(netip.AddrFrom16([16]byte{fw2[0], fw2[1], fw2[2], fw2[3], fw2[4], fw2[5]}), 48)
+	capt := testutil.StartCapture(t, e.NS("ingress"), "eth-nfv2", "ip6 dst net "+net48.String()+" and not udp", 3)
+
+	s0 := e.stats()
+	sent := e.send(ports(27200, 60))
+	want := e.expect(sent, e.pool.AllLive(), nil)
+	if got := delta(s0, e.stats()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("spread: instances got %v packets, model %v", got, want)
+	}
+	if slices.Contains(want, 0) {
+		t.Fatalf("an instance got no flow of 60: %v", want)
+	}
+	capt.Wait(10 * time.Second)
+	pkts := testutil.Tshark(t, capt.Path(), "ipv6.dst")
+	data := 0
+	for _, p := range pkts {
+		dsts := p["ipv6.dst"]
+		if len(dsts) == 2 && dsts[1] == dstAddr.String() {
+			data++
+			if !net48.Contains(netip.MustParseAddr(dsts[0])) {
+				t.Errorf("frame to fw2: outer dst %s, want a container in %s", dsts[0], net48)
+			}
+		}
+	}
+	if data == 0 {
+		t.Fatalf("no data frame to fw2 (%s) captured on ingress's eth-nfv2: %v", net48, pkts)
+	}
+
+	// fw2 down: new flows go to fw1 and fw3 only, and arrive.
+	if err := e.he.SetInstance(0, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	s1 := e.stats()
+	sent = e.send(ports(27300, 60))
 	want = e.expect(sent, e.pool.AllLive()&^2, nil)
 	if got := delta(s1, e.stats()); fmt.Sprint(got) != fmt.Sprint(want) || want[1] != 0 {
 		t.Errorf("fw2 down: instances got %v packets, model %v", got, want)

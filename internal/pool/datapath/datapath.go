@@ -26,6 +26,7 @@ type Headend struct {
 	dir   string
 	objs  poolTCMaps
 	prog  *ebpf.Program // nil when reopened for the maps only
+	in    *ebpf.Program // pool_in; nil when reopened
 	mu    sync.Mutex
 }
 
@@ -39,6 +40,9 @@ func Open(netns string) (*Headend, error) {
 	if err := spec.Variables["pool_probe_mark"].Set(uint32(ProbeMark)); err != nil {
 		return nil, fmt.Errorf("set probe mark: %w", err)
 	}
+	if err := spec.Variables["pool_mark_base"].Set(uint32(MarkBase)); err != nil {
+		return nil, fmt.Errorf("set mark base: %w", err)
+	}
 	_, dir, err := prog.Dir(netns, true, nil)
 	if err != nil {
 		return nil, err
@@ -48,13 +52,26 @@ func Open(netns string) (*Headend, error) {
 	if err := prog.Assign(spec, &objs, dir); err != nil {
 		return nil, err
 	}
-	h.objs, h.prog = objs.poolTCMaps, objs.PoolOut
+	h.objs, h.prog, h.in = objs.poolTCMaps, objs.PoolOut, objs.PoolIn
 	if err := bpfpin.AttachAll(netns, dir, ebpf.AttachTCXEgress, func() (*ebpf.Program, error) { return h.prog, nil }); err != nil {
+		h.Close()
+		return nil, err
+	}
+	// pool_in's links pin in a directory of their own (one link pin per
+	// interface and directory).
+	if err := os.MkdirAll(filepath.Join(dir, inDir), 0o700); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("create pin dir: %w", err)
+	}
+	if err := bpfpin.AttachAll(netns, filepath.Join(dir, inDir), ebpf.AttachTCXIngress, func() (*ebpf.Program, error) { return h.in, nil }); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return h, nil
 }
+
+// inDir holds pool_in's link pins, under the selector's directory.
+const inDir = "in"
 
 // ErrNotInstalled: the namespace has no selector.
 var ErrNotInstalled = errors.New("no pool selector installed")
@@ -85,6 +102,9 @@ func (h *Headend) Close() error {
 	if h.prog != nil {
 		h.prog.Close()
 	}
+	if h.in != nil {
+		h.in.Close()
+	}
 	return h.objs.Close()
 }
 
@@ -96,6 +116,18 @@ func Remove(netns string) error {
 	}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
+	}
+	// The classifier off first (no more marks), then the tables and
+	// rules the marks chose, then the programs.
+	if h, err := Reopen(netns); err == nil {
+		_ = h.ProgramRules(nil)
+		h.Close()
+	}
+	if err := syncKernel(netns, nil); err != nil {
+		return err
+	}
+	if err := bpfpin.DetachAll(filepath.Join(dir, inDir)); err != nil {
+		return err
 	}
 	return bpfpin.Remove(dir)
 }
@@ -255,6 +287,9 @@ func (h *Headend) Stats(id, n int) (Stats, error) {
 
 // Prog is the selector program (tests run it with BPF_PROG_TEST_RUN).
 func (h *Headend) Prog() *ebpf.Program { return h.prog }
+
+// InProg is the ingress program pool_in.
+func (h *Headend) InProg() *ebpf.Program { return h.in }
 
 // ForgetMoved drops the flows failover moved in pool id: they return to
 // their first choice (as with rebalance) from the next packet.

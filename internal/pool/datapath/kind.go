@@ -104,6 +104,13 @@ func (NodeKind) Faults(netns string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "pool_sids")); err != nil {
 		return []string{fmt.Sprintf("pool selector: %d pools recorded, maps not pinned in %s", len(specs), dir)}, nil
 	}
+	// A marked packet whose rule is gone would fall to the chain's own
+	// route (the placeholder) and pass pool_out: no failover.
+	if missing, err := missingRules(netns, specs); err != nil {
+		return nil, err
+	} else if missing > 0 {
+		return []string{fmt.Sprintf("pool selector: %d per-instance rules missing (marked packets would go to the placeholder)", missing)}, nil
+	}
 	return nil, nil
 }
 
@@ -165,7 +172,22 @@ func (NodeKind) Apply(netns string, want, _ []nodestate.Service, _ map[netip.Pre
 	if err := h.Program(pools); err != nil {
 		return err
 	}
+	if err := Select(netns, h, specs); err != nil {
+		return err
+	}
 	return writeJSON(f, specs)
+}
+
+// Select programs the selection at ingress: the per-instance tables and
+// their rules first, then the classifier that marks packets into them.
+func Select(netns string, h *Headend, specs []pool.Spec) error {
+	if _, err := entries(specs); err != nil {
+		return err
+	}
+	if err := syncKernel(netns, specs); err != nil {
+		return err
+	}
+	return h.ProgramRules(specs)
 }
 
 // Capacity: at most pool.MaxPools per headend.
@@ -173,7 +195,12 @@ func (NodeKind) Capacity(_ string, want []nodestate.Service) error {
 	if len(want) > pool.MaxPools {
 		return fmt.Errorf("pool: %d pools at one headend, at most %d", len(want), pool.MaxPools)
 	}
-	return nil
+	specs, err := order(want)
+	if err != nil {
+		return err
+	}
+	_, err = entries(specs)
+	return err
 }
 
 // Counters reports each pool as a local SID (its placeholder): packets

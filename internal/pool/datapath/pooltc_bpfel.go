@@ -102,6 +102,37 @@ type poolTCPoolNh struct {
 	Expires uint64
 }
 
+type poolTCPoolRule struct {
+	_       structs.HostLayout
+	Src     [2]uint64
+	SrcMask [2]uint64
+	Dst     [2]uint64
+	DstMask [2]uint64
+	Family  uint32
+	Proto   uint32
+	SportLo uint16
+	SportHi uint16
+	DportLo uint16
+	DportHi uint16
+	Ifindex uint32
+	Pool    uint32
+	Mark    uint32
+	Flags   uint32
+}
+
+type poolTCPoolRuleFlags uint32
+
+const (
+	poolTCPoolRuleFlagsPOOL_RULE_NOBYPASS poolTCPoolRuleFlags = 1
+)
+
+type poolTCPoolRuleset struct {
+	_   structs.HostLayout
+	N   uint32
+	Pad uint32
+	R   [32]poolTCPoolRule
+}
+
 type poolTCPoolSlot struct {
 	_    structs.HostLayout
 	Seed uint64
@@ -130,13 +161,18 @@ const (
 	poolTCMapPoolLive           = "pool_live"
 	poolTCMapPoolMoved          = "pool_moved"
 	poolTCMapPoolNhs            = "pool_nhs"
+	poolTCMapPoolRsel           = "pool_rsel"
+	poolTCMapPoolRules          = "pool_rules"
 	poolTCMapPoolScratch        = "pool_scratch"
 	poolTCMapPoolSids           = "pool_sids"
 	poolTCMapPoolSticky         = "pool_sticky"
+	poolTCProgPoolIn            = "pool_in"
 	poolTCProgPoolOut           = "pool_out"
 	poolTCVarPoolDropReasonType = "pool_drop_reason_type"
 	poolTCVarPoolFlagsType      = "pool_flags_type"
+	poolTCVarPoolMarkBase       = "pool_mark_base"
 	poolTCVarPoolProbeMark      = "pool_probe_mark"
+	poolTCVarPoolRuleFlagsType  = "pool_rule_flags_type"
 )
 
 // loadPoolTC returns the embedded CollectionSpec for poolTC.
@@ -181,6 +217,7 @@ type poolTCSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type poolTCProgramSpecs struct {
+	PoolIn  *ebpf.ProgramSpec `ebpf:"pool_in"`
 	PoolOut *ebpf.ProgramSpec `ebpf:"pool_out"`
 }
 
@@ -196,6 +233,8 @@ type poolTCMapSpecs struct {
 	PoolLive     *ebpf.MapSpec `ebpf:"pool_live"`
 	PoolMoved    *ebpf.MapSpec `ebpf:"pool_moved"`
 	PoolNhs      *ebpf.MapSpec `ebpf:"pool_nhs"`
+	PoolRsel     *ebpf.MapSpec `ebpf:"pool_rsel"`
+	PoolRules    *ebpf.MapSpec `ebpf:"pool_rules"`
 	PoolScratch  *ebpf.MapSpec `ebpf:"pool_scratch"`
 	PoolSids     *ebpf.MapSpec `ebpf:"pool_sids"`
 	PoolSticky   *ebpf.MapSpec `ebpf:"pool_sticky"`
@@ -207,7 +246,9 @@ type poolTCMapSpecs struct {
 type poolTCVariableSpecs struct {
 	PoolDropReasonType *ebpf.VariableSpec `ebpf:"pool_drop_reason_type"`
 	PoolFlagsType      *ebpf.VariableSpec `ebpf:"pool_flags_type"`
+	PoolMarkBase       *ebpf.VariableSpec `ebpf:"pool_mark_base"`
 	PoolProbeMark      *ebpf.VariableSpec `ebpf:"pool_probe_mark"`
+	PoolRuleFlagsType  *ebpf.VariableSpec `ebpf:"pool_rule_flags_type"`
 }
 
 // poolTCObjects contains all objects after they have been loaded into the kernel.
@@ -238,6 +279,8 @@ type poolTCMaps struct {
 	PoolLive     *ebpf.Map `ebpf:"pool_live"`
 	PoolMoved    *ebpf.Map `ebpf:"pool_moved"`
 	PoolNhs      *ebpf.Map `ebpf:"pool_nhs"`
+	PoolRsel     *ebpf.Map `ebpf:"pool_rsel"`
+	PoolRules    *ebpf.Map `ebpf:"pool_rules"`
 	PoolScratch  *ebpf.Map `ebpf:"pool_scratch"`
 	PoolSids     *ebpf.Map `ebpf:"pool_sids"`
 	PoolSticky   *ebpf.Map `ebpf:"pool_sticky"`
@@ -253,6 +296,8 @@ func (m *poolTCMaps) Close() error {
 		m.PoolLive,
 		m.PoolMoved,
 		m.PoolNhs,
+		m.PoolRsel,
+		m.PoolRules,
 		m.PoolScratch,
 		m.PoolSids,
 		m.PoolSticky,
@@ -265,18 +310,22 @@ func (m *poolTCMaps) Close() error {
 type poolTCVariables struct {
 	PoolDropReasonType *ebpf.Variable `ebpf:"pool_drop_reason_type"`
 	PoolFlagsType      *ebpf.Variable `ebpf:"pool_flags_type"`
+	PoolMarkBase       *ebpf.Variable `ebpf:"pool_mark_base"`
 	PoolProbeMark      *ebpf.Variable `ebpf:"pool_probe_mark"`
+	PoolRuleFlagsType  *ebpf.Variable `ebpf:"pool_rule_flags_type"`
 }
 
 // poolTCPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadPoolTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type poolTCPrograms struct {
+	PoolIn  *ebpf.Program `ebpf:"pool_in"`
 	PoolOut *ebpf.Program `ebpf:"pool_out"`
 }
 
 func (p *poolTCPrograms) Close() error {
 	return _PoolTCClose(
+		p.PoolIn,
 		p.PoolOut,
 	)
 }

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -100,6 +101,12 @@ func openTest(t *testing.T) (*Headend, string, uint32) {
 		fixture.h, fixture.err = Open(ns)
 	})
 	if fixture.err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(fixture.err, &ve) {
+			for _, l := range ve.Log {
+				t.Log(l)
+			}
+		}
 		t.Fatal(fixture.err)
 	}
 	// Each test starts from no pool and clean counters.

@@ -1,8 +1,9 @@
 // Package poolperf is the pool selector's recipes for `segchain perf`
-// (docs/pools.md, docs/benchmarks.md "#29"): H.Encaps whose first SID is
-// a pool's placeholder, rewritten at the headend to one of three
-// instances and re-routed, against T.Encaps in the same run, and two
-// candidate mechanisms' kernel halves.
+// (docs/pools.md, docs/benchmarks.md "#29"): a chain whose first SID is a
+// pool of three instances, chosen at ingress (segchain's path) or
+// rewritten after the encap (the older path, kept for local packets),
+// against a single-instance chain in the same run, and two candidate
+// mechanisms' kernel halves.
 package poolperf
 
 import (
@@ -18,7 +19,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/segchain/segchain/internal/bpfpin"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/pool"
 	"github.com/segchain/segchain/internal/pool/datapath"
@@ -26,32 +27,40 @@ import (
 
 // Recipes:
 //
-//	T.Encaps.pool  encap seg6 mode encap segs P,far2 (as T.Encaps) with the
-//	               pool selector on the SUT: P is a pool of far3..far5
-//	               (weight 1 each, none of them P: every packet is
-//	               rewritten and re-routed). The selector is attached to
-//	               the SUT's interfaces, so the run's other arms (T.Encaps)
-//	               pay its scan of their SRH too: the ratio is the cost of
-//	               selecting, not of having the program.
-//
-//	T.Encaps.pool1 the same with a pool of one instance, P itself: the
-//	               selector hashes and chooses but rewrites nothing (the
-//	               cost of choosing without that of rewriting/re-routing).
-//	T.Encaps.poolmiss the same with a pool the packets do not carry (its
-//	               placeholder is not in their SID list): the selector
-//	               scans as for T.Encaps; a control of the recipe itself.
-//	T.Encaps.mark  a candidate, not segchain's: a per-instance table
-//	               chosen by skb mark (markTable).
+//	T.Encaps.rule  a single-instance chain as segchain installs one: an
+//	               ip rule (to hx(k)::/48) into the chain's table, whose
+//	               encap seg6 route pushes [far3, far2]. The baseline of
+//	               the pool arms (a headend classifies chains by rules).
+//	T.Encaps.pool  the same chain whose first SID is a pool of far3..far5
+//	               (weight 1 each), chosen as segchain does since session
+//	               12: pool_in (TCX ingress) classifies the packet by the
+//	               chain's rule, chooses and marks; a rule with the chain's
+//	               selectors and the mark sends it to the instance's table
+//	               (its complete SID list). No rewrite, no FIB lookup.
+//	T.Encaps.poolout the same pool chosen as before session 12 (the chain
+//	               has no selection at ingress): pool_out rewrites the
+//	               placeholder's SID list after the kernel's encap and
+//	               re-routes (what locally originated packets still get).
+//	T.Encaps.pool1 the old path with a pool of one instance, the
+//	               placeholder (chosen, not rewritten).
+//	T.Encaps.poolmiss the old recipe with a pool the packets do not carry:
+//	               a control of the recipe (the selector only scans).
+//	T.Encaps.mark  a candidate's kernel half (session 11, markTable).
 //	T.Encaps.nhgroup a candidate, not segchain's: the kernel picks one of
 //	               three per-instance SID lists (nhGroup).
 //
-// The arms of one run share the SUT and its selector: each arm's pool is
+// The selector is attached to the SUT's interfaces, so every arm of a
+// run (the baselines too) crosses pool_in (a classifier miss) and
+// pool_out (a scan): the ratios are the cost of selecting, not of having
+// the programs. The arms of one run share the SUT: each arm's pool is
 // added to those of the arms set up before it.
 func Recipes() []perf.Recipe {
 	return []perf.Recipe{
-		perf.NewRecipe("T.Encaps.pool", "headend: encap seg6 mode encap, 2 SIDs, the first a pool of 3 instances (segchain's selector)", setup(pool3)),
-		perf.NewRecipe("T.Encaps.pool1", "headend: as T.Encaps.pool, a pool of 1 instance (the placeholder: chosen, not rewritten)", setup(pool1)),
-		perf.NewRecipe("T.Encaps.poolmiss", "headend: as T.Encaps.pool, the pool not in the packets' SID list (control)", setup(poolMiss)),
+		perf.NewRecipe("T.Encaps.rule", "headend: a single-instance chain as segchain installs it (ip rule into the chain's table, encap seg6 mode encap, 2 SIDs): the pool arms' baseline", setup(ruleOnly)),
+		perf.NewRecipe("T.Encaps.pool", "headend: a chain (ip rule) whose first SID is a pool of 3 instances, chosen at ingress (segchain's pool_in marks, the instance's table pushes its SID list)", setup(poolIn)),
+		perf.NewRecipe("T.Encaps.poolout", "headend: encap seg6 mode encap, 2 SIDs, the first a pool of 3 instances rewritten after the encap by pool_out (the path before session 12, kept for local traffic)", setup(pool3)),
+		perf.NewRecipe("T.Encaps.pool1", "headend: as T.Encaps.poolout, a pool of 1 instance (the placeholder: chosen, not rewritten)", setup(pool1)),
+		perf.NewRecipe("T.Encaps.poolmiss", "headend: as T.Encaps.poolout, the pool not in the packets' SID list (control)", setup(poolMiss)),
 		perf.NewRecipe("T.Encaps.mark", "headend: a per-instance table's SID list chosen by skb mark (ip rule fwmark; the mark set by a TCX ingress program): the kernel's half of selecting by mark", markTable),
 		perf.NewRecipe("T.Encaps.nhgroup", "headend: the kernel alone picks one of 3 per-instance SID lists (a nexthop group of encap seg6 nexthops, its own hash): the kernel's half of selecting by route", nhGroup),
 	}
@@ -61,20 +70,45 @@ const (
 	pool3 = iota
 	pool1
 	poolMiss
+	poolIn
+	ruleOnly
 )
 
 func setup(kind int) func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	return func(env *perf.Env, k int, p perf.Params) ([]byte, error) { return setupKind(env, k, p, kind) }
 }
 
+// chainTable and chainPref are arm k's chain table and rule priority.
+func chainTable(k int) int { return 1100 + k }
+func chainPref(k int) int  { return 3000 + 2*k }
+
 func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 	if env.Do == nil {
 		return nil, fmt.Errorf("T.Encaps.pool needs the SUT's namespace here: %w", perf.ErrNotSupported)
 	}
 	ph := perf.Addr("far", k, 1)
-	segs := ph.String() + "," + perf.Addr("far", k, 2).String()
-	pfx := netip.PrefixFrom(perf.Addr("hx", k, 0), 48).String()
-	if out, err := env.Run("ip", "-6", "route", "replace", pfx, "encap", "seg6", "mode", "encap", "segs", segs, "dev", env.Out); err != nil {
+	far2 := perf.Addr("far", k, 2)
+	pfx := netip.PrefixFrom(perf.Addr("hx", k, 0), 48)
+	if kind == ruleOnly || kind == poolIn {
+		// The chain as plan installs it: its rule into its table.
+		first := ph
+		if kind == ruleOnly {
+			first = perf.Addr("far", k, 3)
+		}
+		table := fmt.Sprint(chainTable(k))
+		_, _ = env.Run("ip", "-6", "rule", "del", "pref", fmt.Sprint(chainPref(k))) // a run before this one's
+		for _, c := range [][]string{
+			{"ip", "-6", "route", "replace", pfx.String(), "encap", "seg6", "mode", "encap", "segs", first.String() + "," + far2.String(), "dev", env.Out, "table", table},
+			{"ip", "-6", "rule", "add", "to", pfx.String(), "lookup", table, "pref", fmt.Sprint(chainPref(k))},
+		} {
+			if out, err := env.Run(c...); err != nil {
+				return nil, fmt.Errorf("%v: %v: %s", c, err, out)
+			}
+		}
+		if kind == ruleOnly {
+			return frame(env, perf.Addr("hx", k, 1), p.Size)
+		}
+	} else if out, err := env.Run("ip", "-6", "route", "replace", pfx.String(), "encap", "seg6", "mode", "encap", "segs", ph.String()+","+far2.String(), "dev", env.Out); err != nil {
 		return nil, fmt.Errorf("headend route: %v: %s", err, out)
 	}
 	pl := pool.Pool{Name: fmt.Sprintf("perf%d", k), Placeholder: ph, OnFailure: pool.Failover, AllDown: pool.Drop, Symmetric: true}
@@ -89,6 +123,17 @@ func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 			pl.Instances = append(pl.Instances, pool.Instance{Name: fmt.Sprintf("far%d", i), SID: perf.Addr("far", k, i), Weight: 1})
 		}
 	}
+	sp := pool.Spec{Pool: pl}
+	if kind == poolIn {
+		cs := pool.ChainSel{Chain: fmt.Sprintf("perf%d", k),
+			Rule:   nodestate.Rule{Family: 6, Priority: chainPref(k), Dst: pfx, Table: chainTable(k)},
+			Route:  nodestate.Route{Dst: pfx, Table: chainTable(k), Dev: env.Out},
+			Bypass: &nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{far2}}}
+		for _, in := range pl.Instances {
+			cs.Instances = append(cs.Instances, nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{in.SID, far2}})
+		}
+		sp.Chains = []pool.ChainSel{cs}
+	}
 	var dir string
 	first := false
 	err := env.Do(func() error {
@@ -102,15 +147,27 @@ func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 		// share the SUT, so each arm adds its pool to those before it
 		// (programming only its own removed the earlier arms' pools, and
 		// their packets went out unselected: docs/benchmarks.md "#29").
-		pools, known := armPools.add(dir, k, pl)
+		specs, known := armPools.add(dir, k, sp)
 		first = !known
-		return h.Program(pools)
+		pools := make([]pool.Pool, len(specs))
+		for i, s := range specs {
+			pools[i] = s.Pool
+		}
+		if err := h.Program(pools); err != nil {
+			return err
+		}
+		// The selection at ingress as apply programs it: the instances'
+		// tables and rules, then the classifier.
+		return datapath.Select("", h, specs)
 	})
 	if err != nil {
 		return nil, err
 	}
 	if first && env.Cleanup != nil {
-		env.Cleanup(func() error { armPools.forget(dir); return bpfpin.Remove(dir) })
+		env.Cleanup(func() error {
+			armPools.forget(dir)
+			return env.Do(func() error { return datapath.Remove("") })
+		})
 	}
 	return frame(env, perf.Addr("hx", k, 1), p.Size)
 }
@@ -208,22 +265,22 @@ func markTable(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 }
 
 // armPools holds the pools the arms programmed per SUT (its pin dir).
-var armPools = &sutPools{by: map[string]map[int]pool.Pool{}}
+var armPools = &sutPools{by: map[string]map[int]pool.Spec{}}
 
 type sutPools struct {
 	mu sync.Mutex
-	by map[string]map[int]pool.Pool
+	by map[string]map[int]pool.Spec
 }
 
 // add records recipe k's pool on the SUT whose selector pins at dir and
 // returns every pool of that SUT (in recipe order) and whether the SUT
 // had pools before.
-func (s *sutPools) add(dir string, k int, p pool.Pool) ([]pool.Pool, bool) {
+func (s *sutPools) add(dir string, k int, p pool.Spec) ([]pool.Spec, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, known := s.by[dir]
 	if !known {
-		m = map[int]pool.Pool{}
+		m = map[int]pool.Spec{}
 		s.by[dir] = m
 	}
 	m[k] = p
@@ -232,7 +289,7 @@ func (s *sutPools) add(dir string, k int, p pool.Pool) ([]pool.Pool, bool) {
 		ks = append(ks, k)
 	}
 	sort.Ints(ks)
-	out := make([]pool.Pool, 0, len(ks))
+	out := make([]pool.Spec, 0, len(ks))
 	for _, k := range ks {
 		out = append(out, m[k])
 	}

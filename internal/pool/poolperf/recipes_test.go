@@ -1,7 +1,9 @@
 package poolperf
 
 import (
+	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +41,8 @@ func TestArmsSelectInOneRun(t *testing.T) {
 		kind int
 		n    int // instances
 	}{
-		{"T.Encaps.pool", pool3, 3},
+		{"T.Encaps.pool", poolIn, 3},
+		{"T.Encaps.poolout", pool3, 3},
 		{"T.Encaps.pool1", pool1, 1},
 		{"T.Encaps.poolmiss", poolMiss, 1},
 	}
@@ -83,7 +86,25 @@ func TestArmsSelectInOneRun(t *testing.T) {
 	if err := gen.SetRate(2000); err != nil {
 		t.Fatal(err)
 	}
-	for i, a := range arms[:2] {
+	// The ingress arm's packets must leave the kernel's encap with an
+	// instance's SID as their destination (an nft counter in
+	// POSTROUTING, before pool_out at TCX egress could rewrite them), none
+	// with the placeholder's: chosen at ingress, not by pool_out.
+	k0 := 2
+	nft := func(args ...string) string {
+		t.Helper()
+		out, err := env.Run(append([]string{"nft"}, args...)...)
+		if err != nil {
+			t.Fatalf("nft %v: %v: %s", args, err, out)
+		}
+		return out
+	}
+	nft("add", "table", "ip6", "s12pool")
+	nft("add", "chain", "ip6", "s12pool", "post", "{ type filter hook postrouting priority 0 ; }")
+	for _, n := range []int{1, 3, 4, 5} {
+		nft("add", "rule", "ip6", "s12pool", "post", "ip6", "daddr", perf.Addr("far", k0, n).String(), "counter", "comment", fmt.Sprintf("\"far%d\"", n))
+	}
+	for i, a := range arms[:3] {
 		if err := gen.Select(i); err != nil {
 			t.Fatal(err)
 		}
@@ -100,6 +121,23 @@ func TestArmsSelectInOneRun(t *testing.T) {
 		}
 		if stats(i, a.n) == 0 {
 			t.Errorf("%s: its pool (id %d) counted none of its packets in 10 s: the arm went out unselected", a.name, i)
+		}
+		if i == 0 {
+			counts := map[string]int{}
+			for _, line := range strings.Split(nft("list", "chain", "ip6", "s12pool", "post"), "\n") {
+				var n int
+				if j := strings.Index(line, "packets "); j >= 0 {
+					fmt.Sscanf(line[j:], "packets %d", &n)
+					for _, f := range []string{"far1", "far3", "far4", "far5"} {
+						if strings.Contains(line, "\""+f+"\"") {
+							counts[f] = n
+						}
+					}
+				}
+			}
+			if counts["far1"] != 0 || counts["far3"]+counts["far4"]+counts["far5"] == 0 {
+				t.Errorf("%s: packets leaving the encap by destination %v: want only instances (far3..5), none to the placeholder far1", a.name, counts)
+			}
 		}
 	}
 }

@@ -1,0 +1,383 @@
+package datapath
+
+import (
+	"fmt"
+	"math/rand"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/pool"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// plain is a chain's packet as the headend receives it: flow f, UDP.
+func plain(f pool.Flow) []byte {
+	if f.Src.Is4() {
+		return testutil.Eth(mac, peer, 0x0800, testutil.IPv4(f.Src.String(), f.Dst.String(), f.Proto, false, testutil.L4(f.Sport, f.Dport, []byte("payload!"))))
+	}
+	return testutil.Eth(mac, peer, 0x86dd, testutil.IPv6(f.Src, f.Dst, f.Proto, 64, testutil.L4(f.Sport, f.Dport, []byte("payload!"))))
+}
+
+// runIn runs pool_in on pkt (arriving on ifx) and returns its verdict and
+// the mark it left.
+func runIn(t *testing.T, ns string, h *Headend, ifx uint32, pkt []byte) (uint32, uint32) {
+	t.Helper()
+	var ret uint32
+	var out struct {
+		testutil.SkbCtx
+		_ [256]byte // the kernel writes a whole __sk_buff back
+	}
+	err := nsutil.Do(ns, func() error {
+		opts := &ebpf.RunOptions{Data: pkt, DataOut: make([]byte, len(pkt)), Context: testutil.SkbCtx{IngressIfindex: ifx, Ifindex: ifx}, ContextOut: &out}
+		var err error
+		ret, err = h.InProg().Run(opts)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ret, out.Mark
+}
+
+func chainSel(table, prio int, dst string, p pool.Pool, bypass bool) pool.ChainSel {
+	d := netip.MustParsePrefix(dst)
+	fam := 6
+	if d.Addr().Is4() {
+		fam = 4
+	}
+	cs := pool.ChainSel{Chain: "c", Rule: nodestate.Rule{Family: fam, Priority: prio, Dst: d, Table: table},
+		Route: nodestate.Route{Dst: d, Table: table, Dev: "lo"}}
+	for _, in := range p.Instances {
+		cs.Instances = append(cs.Instances, nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{in.SID, egress}})
+	}
+	if bypass {
+		cs.Bypass = &nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{egress}}
+	}
+	return cs
+}
+
+// TestIngressMatchesModel: pool_in's mark is the reference model's choice
+// for random IPv6 and IPv4 flows under every liveness word and policy:
+// Mark(table, instance), Mark(table, MarkBypass) or a drop.
+func TestIngressMatchesModel(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	r := rand.New(rand.NewSource(2912))
+	for _, pol := range []string{pool.Failover, pool.Bypass, pool.Drop} {
+		for _, sym := range []bool{false, true} {
+			p := testPool(pol)
+			p.Symmetric = sym
+			sp := pool.Spec{Pool: p, Chains: []pool.ChainSel{
+				chainSel(1111, 3000, "::/0", p, true), chainSel(1222, 3000, "0.0.0.0/0", p, true)}}
+			if err := h.Program([]pool.Pool{p}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.ProgramRules([]pool.Spec{sp}); err != nil {
+				t.Fatal(err)
+			}
+			for live := uint32(0); live < 8; live++ {
+				if err := h.SetLive(0, live); err != nil {
+					t.Fatal(err)
+				}
+				for n := 0; n < 40; n++ {
+					f := randFlow(r, n%4 == 0)
+					table := 1111
+					if f.Src.Is4() {
+						table = 1222
+					}
+					ret, mark := runIn(t, ns, h, ifx, plain(f))
+					want := p.Decide(live, f.Hash(sym))
+					switch want.Action {
+					case pool.Dropped:
+						if ret != 2 {
+							t.Fatalf("%s live %03b flow %v: verdict %d mark %#x, model drop", pol, live, f, ret, mark)
+						}
+					case pool.Bypassed:
+						if ret == 2 || mark != Mark(table, MarkBypass) {
+							t.Fatalf("%s live %03b flow %v: verdict %d mark %#x, model bypass (%#x)", pol, live, f, ret, mark, Mark(table, MarkBypass))
+						}
+					default:
+						if ret == 2 || mark != Mark(table, want.Instance) {
+							t.Fatalf("%s live %03b flow %v: verdict %d mark %#x, model instance %d (%#x)", pol, live, f, ret, mark, want.Instance, Mark(table, want.Instance))
+						}
+					}
+					if sym && want.Action == pool.Send {
+						if _, m := runIn(t, ns, h, ifx, plain(f.Reverse())); m != mark {
+							t.Fatalf("symmetric: reverse of %v marked %#x, forward %#x", f, m, mark)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestIngressClassifies: pool_in follows the chains' rules in their
+// order and with their selectors, as the kernel's rule lookup does: a
+// chain without a pool whose rule comes first keeps its packets
+// (unmarked), protocol, ports, source and input interface select, a
+// packet no rule matches and a non-IP frame are left alone, and bypass
+// with nothing after the pool is dropped (bypass-last).
+func TestIngressClassifies(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	p := testPool(pool.Failover)
+	shadow := nodestate.Rule{Family: 6, Priority: 2000, Dst: netip.MustParsePrefix("fc00:4d::/64"), Dport: nodestate.PortRange{From: 53}, Table: 1333, Owner: "chain dns"}
+	web := chainSel(1111, 3000, "fc00:4d::/48", p, true)
+	web.Rule.IPProto, web.Rule.Sport, web.Rule.Dport = 17, nodestate.PortRange{From: 1000, To: 2000}, nodestate.PortRange{From: 50, To: 90}
+	web.Rule.Src = netip.MustParsePrefix("fc00:1::/64")
+	other := chainSel(1444, 2500, "fc00:4e::/64", p, false)
+	other.Rule.Iif = "nosuchdev"
+	byIf := chainSel(1555, 2600, "fc00:4f::/64", p, false)
+	byIf.Rule.Iif = "pa"
+	v4 := chainSel(1666, 3000, "10.9.0.0/16", p, false)
+	v4.Rule.IPProto, v4.Rule.Dport = 17, nodestate.PortRange{From: 80}
+	sp := pool.Spec{Pool: p, Chains: []pool.ChainSel{web, other, byIf, v4}, Shadows: []nodestate.Rule{shadow}}
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ProgramRules([]pool.Spec{sp}); err != nil {
+		t.Fatal(err)
+	}
+	a := netip.MustParseAddr
+	marked := func(m uint32, table int) bool { return m&0xfffffff0 == Mark(table, 0) }
+	for _, c := range []struct {
+		what  string
+		f     pool.Flow
+		table int // 0: no mark
+	}{
+		{"web's packet", pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:4d::9"), Sport: 1500, Dport: 85, Proto: 17}, 1111},
+		{"dns (no pool, its rule first) keeps it", pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:4d::9"), Sport: 1500, Dport: 53, Proto: 17}, 0},
+		{"another protocol", pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:4d::9"), Sport: 1500, Dport: 85, Proto: 6}, 0},
+		{"source port out of range", pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:4d::9"), Sport: 999, Dport: 85, Proto: 17}, 0},
+		{"destination port out of range", pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:4d::9"), Sport: 1500, Dport: 91, Proto: 17}, 0},
+		{"another source", pool.Flow{Src: a("fc00:2::5"), Dst: a("fc00:4d::9"), Sport: 1500, Dport: 85, Proto: 17}, 0},
+		{"no rule", pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:99::9"), Sport: 1500, Dport: 85, Proto: 17}, 0},
+		{"iif of a missing device", pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:4e::9"), Sport: 1, Dport: 2, Proto: 17}, 0},
+		{"iif of the receiving device", pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:4f::9"), Sport: 1, Dport: 2, Proto: 17}, 1555},
+		{"IPv4", pool.Flow{Src: a("10.1.0.1"), Dst: a("10.9.3.4"), Sport: 7, Dport: 80, Proto: 17}, 1666},
+		{"IPv4 another port", pool.Flow{Src: a("10.1.0.1"), Dst: a("10.9.3.4"), Sport: 7, Dport: 81, Proto: 17}, 0},
+	} {
+		ret, m := runIn(t, ns, h, ifx, plain(c.f))
+		if ret == 2 {
+			t.Errorf("%s: dropped", c.what)
+			continue
+		}
+		if c.table == 0 && m != 0 {
+			t.Errorf("%s: marked %#x, want none", c.what, m)
+		}
+		if c.table != 0 && !marked(m, c.table) {
+			t.Errorf("%s: mark %#x, want chain table %d's", c.what, m, c.table)
+		}
+	}
+	// A non-first IPv4 fragment has no ports: the chain's port rule does
+	// not match it (the kernel's rule lookup sees none either).
+	fr := plain(pool.Flow{Src: a("10.1.0.1"), Dst: a("10.9.3.4"), Sport: 7, Dport: 80, Proto: 17})
+	fr[14+6] = 0x00
+	fr[14+7] = 0x10 // offset 16 (x 8 bytes)
+	fr[14+10], fr[14+11] = 0, 0
+	if _, m := runIn(t, ns, h, ifx, fr); m != 0 {
+		t.Errorf("IPv4 fragment: marked %#x, want none", m)
+	}
+	// ARP is not IP.
+	arp := testutil.Eth(mac, peer, 0x0806, make([]byte, 28))
+	if ret, m := runIn(t, ns, h, ifx, arp); ret == 2 || m != 0 {
+		t.Errorf("ARP: verdict %d mark %#x", ret, m)
+	}
+	// Bypass without a segment after the pool: dropped, bypass-last.
+	bp := testPool(pool.Bypass)
+	only := chainSel(1777, 3000, "::/0", bp, false)
+	if err := h.Program([]pool.Pool{bp}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ProgramRules([]pool.Spec{{Pool: bp, Chains: []pool.ChainSel{only}}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.SetLive(0, 0)
+	st0, err := h.Stats(0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ret, _ := runIn(t, ns, h, ifx, plain(pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:4d::9"), Sport: 1, Dport: 2, Proto: 17})); ret != 2 {
+		t.Errorf("bypass with nothing after the pool: verdict %d, want drop", ret)
+	}
+	st, err := h.Stats(0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Drops["bypass-last"]-st0.Drops["bypass-last"] != 1 {
+		t.Errorf("drops %v (before %v), want bypass-last +1", st.Drops, st0.Drops)
+	}
+}
+
+// TestEgressLetsMarkedPass: a packet pool_in chose for (its mark) is not
+// selected again by pool_out, even where its SRH holds a pool's SID.
+func TestEgressLetsMarkedPass(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	p := testPool(pool.Drop)
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.SetLive(0, 0)
+	in := frame(p, pool.Flow{Src: src, Dst: egress, Sport: 1, Dport: 2, Proto: 17})
+	if ret, out := runMark(t, ns, h, ifx, in, Mark(1111, 2)); ret == 2 || string(out) != string(in) {
+		t.Fatalf("marked packet: verdict %d, changed %v", ret, string(out) != string(in))
+	}
+	if ret, _ := runMark(t, ns, h, ifx, in, 0x28000002); ret != 2 {
+		t.Fatalf("a mark that is not a pool's: verdict %d, want 2 (the selector drops it)", ret)
+	}
+}
+
+// TestSelectKernelState: Select installs a table per instance (and
+// bypass) with the chain's route and that instance's SID list, and a
+// rule per table with the chain's selectors and the mark; a second
+// Select without the chain removes them.
+func TestSelectKernelState(t *testing.T) {
+	h, ns, _ := openTest(t)
+	p := testPool(pool.Failover)
+	cs := chainSel(1888, 3000, "fc00:4d::/64", p, true)
+	cs.Route.Dev = "pa"
+	cs.Rule.IPProto = 17
+	sp := pool.Spec{Pool: p, Chains: []pool.ChainSel{cs}}
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Select(ns, h, []pool.Spec{sp}); err != nil {
+		t.Fatal(err)
+	}
+	ip := func(args ...string) string {
+		out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	for k, in := range p.Instances {
+		m := Mark(1888, k)
+		got := ip("-6", "route", "show", "table", itoa(m))
+		if !strings.Contains(got, "fc00:4d::/64") || !strings.Contains(got, in.SID.String()) || !strings.Contains(got, "proto 204") {
+			t.Errorf("table %#x: %q, want the chain's route to %s, proto 204", m, got, in.SID)
+		}
+	}
+	if got := ip("-6", "route", "show", "table", itoa(Mark(1888, MarkBypass))); !strings.Contains(got, "segs 1 [ "+egress.String()+" ]") {
+		t.Errorf("bypass table: %q", got)
+	}
+	rules := ip("-6", "rule", "show")
+	if n := strings.Count(rules, "to fc00:4d::/64 fwmark 0x290076"); n != 4 {
+		t.Errorf("rules: %d with the chain's selectors and a mark, want 4:\n%s", n, rules)
+	}
+	if n, err := missingRules(ns, []pool.Spec{sp}); err != nil || n != 0 {
+		t.Fatalf("missing rules %d (%v), want 0", n, err)
+	}
+	ip("-6", "rule", "del", "pref", "2999", "fwmark", itoa(Mark(1888, 1)), "table", itoa(Mark(1888, 1)))
+	if n, _ := missingRules(ns, []pool.Spec{sp}); n != 1 {
+		t.Errorf("one rule deleted by hand: %d missing, want 1", n)
+	}
+	if err := Select(ns, h, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rules := ip("-6", "rule", "show"); strings.Contains(rules, "fwmark") {
+		t.Errorf("rules left after the chain went:\n%s", rules)
+	}
+	if got := ip("-6", "route", "show", "table", "all", "proto", "204"); strings.TrimSpace(got) != "" {
+		t.Errorf("routes left after the chain went:\n%s", got)
+	}
+}
+
+func itoa(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
+
+// TestIngressRecoveryTakesOnlyNewFlows: pool_in remembers the flows
+// failover moved (pool_moved), so a flow stays where it went when its
+// instance comes back and only new flows return, unless the pool
+// rebalances (the same decision code as pool_out's).
+func TestIngressRecoveryTakesOnlyNewFlows(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	for _, rebalance := range []bool{false, true} {
+		p := testPool(pool.Failover)
+		p.Rebalance = rebalance
+		p.Name = fmt.Sprintf("fw-in-%v", rebalance)
+		if err := h.Program([]pool.Pool{p}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.ProgramRules([]pool.Spec{{Pool: p, Chains: []pool.ChainSel{chainSel(1111, 3000, "::/0", p, true)}}}); err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewSource(5))
+		var old, fresh pool.Flow
+		for found := 0; found < 2; {
+			f := randFlow(r, false)
+			if first, _ := p.Choose(p.AllLive(), f.Hash(false)); first == 1 {
+				if found == 0 {
+					old = f
+				} else {
+					fresh = f
+				}
+				found++
+			}
+		}
+		send := func(f pool.Flow) int {
+			_, m := runIn(t, ns, h, ifx, plain(f))
+			return int(m - Mark(1111, 0))
+		}
+		if got := send(old); got != 1 {
+			t.Fatalf("old flow on %d before the failure, want 1", got)
+		}
+		if err := h.SetInstance(0, 1, false); err != nil {
+			t.Fatal(err)
+		}
+		moved := send(old)
+		if moved == 1 {
+			t.Fatal("old flow stayed on the failed instance")
+		}
+		if err := h.SetInstance(0, 1, true); err != nil {
+			t.Fatal(err)
+		}
+		want := moved
+		if rebalance {
+			want = 1
+		}
+		if got := send(old); got != want {
+			t.Errorf("rebalance %v: old flow on %d after recovery, want %d", rebalance, got, want)
+		}
+		if got := send(fresh); got != 1 {
+			t.Errorf("rebalance %v: new flow on %d after recovery, want 1", rebalance, got)
+		}
+	}
+}
+
+// TestIngressFlowLabel: an IPv6 packet without ports (ICMPv6 here) is
+// hashed with its flow label in the ports' place, as the model's Flow
+// says: flows that differ only in their label are spread like flows of
+// different ports.
+func TestIngressFlowLabel(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	p := testPool(pool.Failover)
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ProgramRules([]pool.Spec{{Pool: p, Chains: []pool.ChainSel{chainSel(1111, 3000, "::/0", p, true)}}}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[uint32]bool{}
+	for fl := uint32(1); fl <= 40; fl++ {
+		label := fl * 0x1357 & 0xfffff
+		f := pool.Flow{Src: src, Dst: egress, Sport: uint16(label >> 16), Dport: uint16(label), Proto: 58}
+		b := testutil.Eth(mac, peer, 0x86dd, testutil.IPv6(src, egress, 58, 64, []byte{128, 0, 0, 0, 0, 1, 0, 1}))
+		b[14+1] = byte(label >> 16 & 0x0f)
+		b[14+2], b[14+3] = byte(label>>8), byte(label)
+		_, m := runIn(t, ns, h, ifx, b)
+		want := p.Decide(p.AllLive(), f.Hash(false))
+		if m != Mark(1111, want.Instance) {
+			t.Fatalf("flow label %#x: mark %#x, model instance %d (%#x)", label, m, want.Instance, Mark(1111, want.Instance))
+		}
+		seen[m] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("40 flow labels all on one instance: %v", seen)
+	}
+}
