@@ -71,8 +71,9 @@ type events struct {
 
 // EventStats says how a watched agent's observations went: Dumps of
 // the routing state, Hits answered from the kept copy, Overflows of the
-// event socket (each makes the copy stale).
-type EventStats struct{ Dumps, Hits, Overflows uint64 }
+// event socket (each makes the copy stale), SysctlVisits to the node's
+// namespace to open sysctl files (none while the kept ones serve).
+type EventStats struct{ Dumps, Hits, Overflows, SysctlVisits uint64 }
 
 // Watch keeps the node's routing state from netlink events until ctx
 // ends (the agent daemon calls it once at start): ObserveCached then
@@ -126,6 +127,7 @@ func (l *Local) watch(ctx context.Context, rcvbuf int, hold chan struct{}) error
 	}
 	e := &events{fd: fd, stop: stop, done: make(chan struct{}), hold: hold}
 	l.ev = e
+	l.sys = &sysctlFiles{}
 	go e.read()
 	go func() {
 		<-ctx.Done()
@@ -138,6 +140,7 @@ func (l *Local) watch(ctx context.Context, rcvbuf int, hold chan struct{}) error
 		unix.Close(e.fd)
 		unix.Close(e.stop)
 		e.mu.Unlock()
+		l.sys.close()
 	}()
 	return nil
 }
@@ -222,7 +225,7 @@ func (l *Local) ObserveCached(ctx context.Context, want *nodestate.Node) (*nodes
 	if err := e.routing(l, h, got); err != nil {
 		return nil, err
 	}
-	return l.observeRest(h, want, got)
+	return l.observeRest(h, want, got, true)
 }
 
 // routing fills got's routing state from the kept copy, dumping it first
@@ -270,7 +273,7 @@ func (l *Local) EventStats() EventStats {
 	if l.ev == nil {
 		return EventStats{}
 	}
-	return EventStats{Dumps: l.ev.dumps.Load(), Hits: l.ev.hits.Load(), Overflows: l.ev.overflows.Load()}
+	return EventStats{Dumps: l.ev.dumps.Load(), Hits: l.ev.hits.Load(), Overflows: l.ev.overflows.Load(), SysctlVisits: l.sys.entered.Load()}
 }
 
 // changed marks the kept copy stale: the agent itself changes the node

@@ -28,7 +28,8 @@ type Local struct {
 	netns    string
 	stateDir string
 	router   Router
-	ev       *events // Watch: the routing state kept from events
+	ev       *events      // Watch: the routing state kept from events
+	sys      *sysctlFiles // Watch: the sysctl files kept open (sysctls.go)
 }
 
 // Router is a node's long-running routing speaker (routing: bgp): the
@@ -85,7 +86,7 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if err := l.observeRouting(h, got); err != nil {
 		return nil, err
 	}
-	return l.observeRest(h, want, got)
+	return l.observeRest(h, want, got, false)
 }
 
 // observeRouting reads what netlink reports every change of (routes,
@@ -104,8 +105,10 @@ func (l *Local) observeRouting(h *dataplane.Handle, got *nodestate.Node) error {
 }
 
 // observeRest reads the rest of the node into got (whose routing part is
-// filled): what no event reports a change of, read on every request.
-func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *nodestate.Node) (*nodestate.Node, error) {
+// filled): what no event reports a change of, read on every request;
+// with kept, the sysctls through the files a watched agent keeps open
+// (sysctls.go).
+func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *nodestate.Node, kept bool) (*nodestate.Node, error) {
 	var err error
 	if got.HMACKeys, err = h.HMACKeys(); err != nil && !errors.Is(err, dataplane.ErrNotSupported) {
 		return nil, fmt.Errorf("node %s: read hmac keys: %w", l.name, err)
@@ -146,7 +149,13 @@ func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *node
 	for i, s := range want.Sysctls {
 		keys[i] = s.Key
 	}
-	for i, v := range h.Sysctls(keys) {
+	var vals []string
+	if kept && l.sys != nil {
+		vals = l.sys.read(l.netns, keys)
+	} else {
+		vals = h.Sysctls(keys)
+	}
+	for i, v := range vals {
 		got.Sysctls = append(got.Sysctls, nodestate.Sysctl{Key: keys[i], Value: v})
 	}
 	if l.router != nil {
