@@ -81,6 +81,8 @@ type Session struct {
 	// intentDg are the plan's nodes' IntentDigest (intents), computed
 	// once.
 	intentDg map[string]string
+	// tickets are the remote agents' TLS session tickets (tickets.go).
+	tickets *tickets
 }
 
 // remoteConcurrency is how many nodes a controller works on at once when
@@ -144,7 +146,7 @@ func Open(o Options) (*Session, error) {
 func (s *Session) agents(c *controller.Controller) error {
 	d, l := s.Domain, s.Lab
 	var err error
-	if s.remote, err = remoteAgents(d, l, s.only); err != nil {
+	if s.remote, s.tickets, err = remoteAgents(d, l, s.only); err != nil {
 		return err
 	}
 	c.Agents = map[string]agent.Agent{}
