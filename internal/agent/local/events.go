@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
@@ -125,6 +126,12 @@ func (l *Local) watch(ctx context.Context, rcvbuf int, hold chan struct{}) error
 	if err != nil {
 		return fail("eventfd", err)
 	}
+	// The namespace's name for its eBPF pins, kept (bpfpin.Keep): every
+	// observation of the services and the boundary filter asks for it.
+	unkeep, err := bpfpin.Keep(l.netns)
+	if err != nil {
+		unkeep = func() {}
+	}
 	e := &events{fd: fd, stop: stop, done: make(chan struct{}), hold: hold}
 	l.ev = e
 	l.sys = &sysctlFiles{}
@@ -141,6 +148,7 @@ func (l *Local) watch(ctx context.Context, rcvbuf int, hold chan struct{}) error
 		unix.Close(e.stop)
 		e.mu.Unlock()
 		l.sys.close()
+		unkeep()
 	}()
 	return nil
 }
