@@ -41,13 +41,18 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 		tc := perNode(node)
 		if tk != nil {
 			// Resumed from the last command's ticket (tickets.go).
-			tc.ClientSessionCache = tk.forNode(node)
+			nt := tk.forNode(node)
+			tc.ClientSessionCache = nt
 			verify := tc.VerifyConnection
 			tc.VerifyConnection = func(cs tls.ConnectionState) error {
+				if err := verify(cs); err != nil {
+					return err
+				}
 				if cs.DidResume {
 					tk.resumed.Add(1)
+					nt.resumed.Store(true)
 				}
-				return verify(cs)
+				return nil
 			}
 		}
 		c, err := client.Dial(node, addr, tc)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 )
 
 // TLS session resumption across commands. Each command is a new process
@@ -55,8 +56,9 @@ type tickets struct {
 	dir  string
 	cert string // a digest of the controller's certificate
 	// offered and missed count the handshakes that offered a kept ticket
-	// and those that found none, resumed those the agent resumed (tests).
-	offered, missed, resumed atomic.Int64
+	// and those that found none, resumed those the agent resumed, written
+// the tickets written (tests).
+	offered, missed, resumed, written atomic.Int64
 }
 
 // newTickets keeps the tickets of the controller presenting cert in dir;
@@ -70,7 +72,7 @@ func newTickets(dir string, cert tls.Certificate) *tickets {
 }
 
 // forNode is the session cache of node's connections.
-func (t *tickets) forNode(node string) tls.ClientSessionCache {
+func (t *tickets) forNode(node string) *nodeTickets {
 	return &nodeTickets{t: t, node: node}
 }
 
@@ -80,7 +82,20 @@ func (t *tickets) forNode(node string) tls.ClientSessionCache {
 type nodeTickets struct {
 	t    *tickets
 	node string
+	// loadedAt is when the ticket Get handed was written; resumed is set
+	// when the agent accepted it (remote.go): Put then keeps that file
+	// while it is younger than ticketRefresh.
+	loadedAt atomic.Int64 // unix nanoseconds
+	resumed  atomic.Bool
 }
+
+// ticketRefresh is how long a ticket is offered again before the agent's
+// newer one replaces it: writing each agent's new ticket after every
+// command was a fifth of a no-op apply's CPU on the controller (a file
+// created per node). crypto/tls accepts a ticket again within its life
+// (7 days from the full handshake, the agent's ticket keys rotated
+// daily); an hour keeps it well inside that.
+const ticketRefresh = time.Hour
 
 type ticketFile struct {
 	Ticket []byte `json:"ticket"`
@@ -94,7 +109,13 @@ func (n *nodeTickets) path(key string) string {
 
 // Get implements tls.ClientSessionCache.
 func (n *nodeTickets) Get(key string) (*tls.ClientSessionState, bool) {
-	b, err := os.ReadFile(n.path(key))
+	p := n.path(key)
+	fi, err := os.Stat(p)
+	if err != nil {
+		n.t.missed.Add(1)
+		return nil, false
+	}
+	b, err := os.ReadFile(p)
 	if err != nil {
 		n.t.missed.Add(1)
 		return nil, false
@@ -115,6 +136,7 @@ func (n *nodeTickets) Get(key string) (*tls.ClientSessionState, bool) {
 		return nil, false
 	}
 	n.t.offered.Add(1)
+	n.loadedAt.Store(fi.ModTime().UnixNano())
 	return cs, true
 }
 
@@ -126,6 +148,10 @@ func (n *nodeTickets) Put(key string, cs *tls.ClientSessionState) {
 		os.Remove(p)
 		return
 	}
+	if n.resumed.Load() && time.Since(time.Unix(0, n.loadedAt.Load())) < ticketRefresh {
+		return // the kept ticket was accepted, and is recent
+	}
+	n.t.written.Add(1)
 	ticket, st, err := cs.ResumptionState()
 	if err != nil || st == nil {
 		return

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/agent/rpc/server"
@@ -83,11 +84,40 @@ func TestTicketsResumeAcrossCommands(t *testing.T) {
 	if st, err := os.Stat(files[0]); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("ticket file %s: %v, mode %v (want 0600)", files[0], err, st.Mode().Perm())
 	}
+	// Resumed, the kept ticket is offered again (no file written per
+	// command) while recent, and replaced by the agent's newer one once
+	// older than ticketRefresh.
+	age := func(d time.Duration) time.Time {
+		at := time.Now().Add(-d).Truncate(time.Second)
+		if err := os.Chtimes(files[0], at, at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	mtime := func() time.Time {
+		st, err := os.Stat(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ModTime()
+	}
+	recent := age(time.Minute)
 	for i := 0; i < 2; i++ {
 		if resumed, err := dialTickets(t, dir, "ctl", addr); err != nil || !resumed {
 			t.Fatalf("command %d after the first: resumed %v, %v (want resumed)", i+2, resumed, err)
 		}
+		if !mtime().Equal(recent) {
+			t.Fatalf("command %d after the first: a recent ticket accepted, yet the file was written again", i+2)
+		}
 	}
+	old := age(2 * ticketRefresh)
+	if resumed, err := dialTickets(t, dir, "ctl", addr); err != nil || !resumed {
+		t.Fatalf("with an old ticket: resumed %v, %v (want resumed)", resumed, err)
+	}
+	if mtime().Equal(old) {
+		t.Fatal("an old ticket accepted: the agent's newer one was not kept")
+	}
+	age(time.Minute)
 	// The agent restarted: its ticket keys are new, the ticket is refused
 	// and the handshake is a full one.
 	restarted, err := pki.ServerTLSAllow(pki.DirFiles(dir, pki.RoleNode, "n1"), nil)
@@ -95,8 +125,15 @@ func TestTicketsResumeAcrossCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr2 := ticketAgent(t, "n1", restarted)
+	before := mtime()
 	if resumed, err := dialTickets(t, dir, "ctl", addr2); err != nil || resumed {
 		t.Fatalf("agent restarted: resumed %v, %v (want a full handshake)", resumed, err)
+	}
+	if mtime().Equal(before) {
+		t.Fatal("agent restarted: its new ticket was not kept")
+	}
+	if resumed, err := dialTickets(t, dir, "ctl", addr2); err != nil || !resumed {
+		t.Fatalf("after the agent restarted, the next command: resumed %v, %v (want resumed)", resumed, err)
 	}
 	// An agent that can open the ticket but no longer allows the
 	// controller refuses the resumed session.
