@@ -57,7 +57,7 @@ type tickets struct {
 	cert string // a digest of the controller's certificate
 	// offered and missed count the handshakes that offered a kept ticket
 	// and those that found none, resumed those the agent resumed, written
-// the tickets written (tests).
+	// the tickets written (tests).
 	offered, missed, resumed, written atomic.Int64
 }
 
