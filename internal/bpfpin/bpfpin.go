@@ -68,7 +68,13 @@ func Stale(name string, ino uint64, program string) []string {
 // all lost their interface: deleting a namespace deletes its interfaces,
 // while its pins in bpffs would keep the maps alive. A directory that was
 // never attached cannot be judged and is not listed.
+//
+// A process that set SweepAtMost scans at most that often per program
+// (nil in between).
 func Defunct(program, keep string) []string {
+	if !sweepDue(program) {
+		return nil
+	}
 	root, err := Root()
 	if err != nil {
 		return nil

@@ -2,6 +2,7 @@ package bpfpin
 
 import (
 	"testing"
+	"time"
 
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/testutil"
@@ -47,5 +48,40 @@ func TestKeptNamespace(t *testing.T) {
 	release()
 	if again, _, err := Namespace(ns); err != nil || again != name {
 		t.Fatalf("released: %s %v, want %s", again, err, name)
+	}
+}
+
+// A process that bounds its sweeps scans for defunct directories once per
+// interval and program; by default every call scans.
+func TestSweepAtMost(t *testing.T) {
+	t.Cleanup(func() { SweepAtMost(0) })
+	scans := func() int {
+		sweeps.mu.Lock()
+		defer sweeps.mu.Unlock()
+		return sweeps.scans
+	}
+	s0 := scans()
+	Defunct("sweep-test-a", "")
+	Defunct("sweep-test-a", "")
+	Defunct("sweep-test-b", "")
+	if n := scans() - s0; n != 3 {
+		t.Fatalf("by default: %d scan(s) for 3 calls, want 3", n)
+	}
+	SweepAtMost(time.Hour)
+	s0 = scans()
+	Defunct("sweep-test-a", "")
+	Defunct("sweep-test-b", "")
+	Defunct("sweep-test-a", "")
+	Defunct("sweep-test-b", "")
+	if n := scans() - s0; n != 0 {
+		t.Fatalf("at most hourly, both just scanned: %d scan(s), want 0", n)
+	}
+	sweeps.mu.Lock()
+	sweeps.last["sweep-test-a"] = time.Now().Add(-2 * time.Hour)
+	sweeps.mu.Unlock()
+	Defunct("sweep-test-a", "")
+	Defunct("sweep-test-b", "")
+	if n := scans() - s0; n != 1 {
+		t.Fatalf("at most hourly, a's last scan 2 h ago: %d scan(s), want 1 (a's)", n)
 	}
 }
