@@ -10,6 +10,10 @@ import (
 	"github.com/segchain/segchain/internal/plan"
 )
 
+// Benchmarks of the controller's fixed and per-node costs (docs/scale.md,
+// "Where a command's CPU goes"): go test -run X -bench . ./internal/cpbench/
+
+// benchPlan plans the generated Clos fabric of n nodes.
 func benchPlan(b *testing.B, n int) *plan.Plan {
 	y, _ := lab.Fabric{Topology: "clos", Nodes: n, Summaries: true}.YAML()
 	d, err := config.Parse([]byte(y), ".")
@@ -23,6 +27,8 @@ func benchPlan(b *testing.B, n int) *plan.Plan {
 	return p
 }
 
+// BenchmarkDigestNode: nodestate.Digest of one node of a 250-node fabric
+// (the controller's once per node and command, an agent's per request).
 func BenchmarkDigestNode(b *testing.B) {
 	p := benchPlan(b, 250)
 	var nodes []*nodestate.Node
@@ -36,6 +42,7 @@ func BenchmarkDigestNode(b *testing.B) {
 	}
 }
 
+// BenchmarkJSONNode: a node's state as JSON (session.IntentDigest).
 func BenchmarkJSONNode(b *testing.B) {
 	p := benchPlan(b, 250)
 	var nodes []*nodestate.Node
@@ -49,6 +56,8 @@ func BenchmarkJSONNode(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadPlan1000: parsing and planning a 1,000-node fabric, what
+// every command pays before it contacts an agent.
 func BenchmarkLoadPlan1000(b *testing.B) {
 	y, _ := lab.Fabric{Topology: "clos", Nodes: 1000, Summaries: true}.YAML()
 	for i := 0; i < b.N; i++ {
