@@ -73,8 +73,9 @@ type events struct {
 // EventStats says how a watched agent's observations went: Dumps of
 // the routing state, Hits answered from the kept copy, Overflows of the
 // event socket (each makes the copy stale), SysctlVisits to the node's
-// namespace to open sysctl files (none while the kept ones serve).
-type EventStats struct{ Dumps, Hits, Overflows, SysctlVisits uint64 }
+// namespace to open sysctl files (none while the kept ones serve),
+// HandleOpens of the netlink handle observations keep.
+type EventStats struct{ Dumps, Hits, Overflows, SysctlVisits, HandleOpens uint64 }
 
 // Watch keeps the node's routing state from netlink events until ctx
 // ends (the agent daemon calls it once at start): ObserveCached then
@@ -148,6 +149,7 @@ func (l *Local) watch(ctx context.Context, rcvbuf int, hold chan struct{}) error
 		unix.Close(e.stop)
 		e.mu.Unlock()
 		l.sys.close()
+		l.closeObserver()
 		unkeep()
 	}()
 	return nil
@@ -224,16 +226,44 @@ func (l *Local) ObserveCached(ctx context.Context, want *nodestate.Node) (*nodes
 	if e == nil || !e.running() {
 		return l.Observe(ctx, want)
 	}
-	h, err := l.open()
-	if err != nil {
-		return nil, err
+	// One observation at a time, through the netlink handle the watch
+	// keeps (opening one entered the namespace for four sockets per
+	// request); its cache of interface names is dropped first, so it
+	// answers as a fresh one, and it is closed on any error.
+	l.obsMu.Lock()
+	defer l.obsMu.Unlock()
+	if l.obsH == nil {
+		h, err := l.open()
+		if err != nil {
+			return nil, err
+		}
+		l.obsH = h
+		l.obsOpens++
 	}
-	defer h.Close()
+	h := l.obsH
+	h.ForgetLinks()
 	got := &nodestate.Node{Name: l.name}
-	if err := e.routing(l, h, got); err != nil {
+	err := e.routing(l, h, got)
+	var n *nodestate.Node
+	if err == nil {
+		n, err = l.observeRest(h, want, got, true)
+	}
+	if err != nil {
+		h.Close()
+		l.obsH = nil
 		return nil, err
 	}
-	return l.observeRest(h, want, got, true)
+	return n, nil
+}
+
+// closeObserver closes the handle observations keep (the watch ended).
+func (l *Local) closeObserver() {
+	l.obsMu.Lock()
+	defer l.obsMu.Unlock()
+	if l.obsH != nil {
+		l.obsH.Close()
+		l.obsH = nil
+	}
 }
 
 // routing fills got's routing state from the kept copy, dumping it first
@@ -281,7 +311,10 @@ func (l *Local) EventStats() EventStats {
 	if l.ev == nil {
 		return EventStats{}
 	}
-	return EventStats{Dumps: l.ev.dumps.Load(), Hits: l.ev.hits.Load(), Overflows: l.ev.overflows.Load(), SysctlVisits: l.sys.entered.Load()}
+	l.obsMu.Lock()
+	opens := l.obsOpens
+	l.obsMu.Unlock()
+	return EventStats{Dumps: l.ev.dumps.Load(), Hits: l.ev.hits.Load(), Overflows: l.ev.overflows.Load(), SysctlVisits: l.sys.entered.Load(), HandleOpens: opens}
 }
 
 // changed marks the kept copy stale: the agent itself changes the node

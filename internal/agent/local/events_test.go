@@ -88,6 +88,11 @@ func TestWatchedDigestFollowsHandMadeChanges(t *testing.T) {
 		}
 		last = d
 	}
+	// Every observation went through the one netlink handle the watch
+	// keeps (and still saw each change).
+	if s := l.EventStats(); s.HandleOpens != 1 {
+		t.Fatalf("%d netlink handles opened for the kept observations, want 1", s.HandleOpens)
+	}
 	// The watch ended (the agent stopping): every request reads the
 	// kernel again.
 	stop()

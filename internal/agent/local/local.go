@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
@@ -30,6 +31,11 @@ type Local struct {
 	router   Router
 	ev       *events      // Watch: the routing state kept from events
 	sys      *sysctlFiles // Watch: the sysctl files kept open (sysctls.go)
+	// obsH is the netlink handle a watched agent's observations keep
+	// (ObserveCached), obsOpens how many were opened; both under obsMu.
+	obsMu    sync.Mutex
+	obsH     *dataplane.Handle
+	obsOpens uint64
 }
 
 // Router is a node's long-running routing speaker (routing: bgp): the
