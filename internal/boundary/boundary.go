@@ -529,6 +529,33 @@ func Remove(netns string) error {
 // prefixes, the trusted interfaces, and the boundary interfaces the filter
 // is not attached to in both directions.
 func Observe(netns string) (*nodestate.Boundary, error) {
+	return ObserveWith(netns, nil)
+}
+
+// Interfaces are netns's interfaces but loopback, as Observe reads them
+// (an agent that keeps them current from link events hands them to
+// ObserveWith instead of having them listed per request).
+type Interfaces []Iface
+
+// Iface is one interface: its index and name.
+type Iface struct {
+	Index int
+	Name  string
+}
+
+// ListInterfaces lists netns's interfaces but loopback.
+func ListInterfaces(netns string) (Interfaces, error) {
+	ifs, err := interfaces(netns)
+	out := make(Interfaces, len(ifs))
+	for i, f := range ifs {
+		out[i] = Iface{f.index, f.name}
+	}
+	return out, err
+}
+
+// ObserveWith is Observe with the namespace's interfaces listed by the
+// caller (nil: listed here).
+func ObserveWith(netns string, known Interfaces) (*nodestate.Boundary, error) {
 	n, err := openRead(netns)
 	if err != nil || n == nil {
 		return nil, err
@@ -557,8 +584,12 @@ func Observe(netns string) (*nodestate.Boundary, error) {
 	if st, err := os.ReadFile(stateFile(n.name)); err == nil {
 		_ = json.Unmarshal(st, &b.Trusted)
 	}
-	ifs, err := interfaces(netns)
-	if err != nil {
+	var ifs []iface
+	if known != nil {
+		for _, f := range known {
+			ifs = append(ifs, iface{f.Index, f.Name})
+		}
+	} else if ifs, err = interfaces(netns); err != nil {
 		return nil, err
 	}
 	trust := trustSet(b.Trusted)

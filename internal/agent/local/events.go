@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -61,6 +62,7 @@ type events struct {
 	routes  []nodestate.Route
 	foreign []nodestate.ForeignRoute
 	rules   []nodestate.Rule
+	links   boundary.Interfaces // the interfaces but loopback (link events make them stale too)
 
 	dumps, hits, overflows atomic.Uint64
 	done                   chan struct{}
@@ -243,10 +245,10 @@ func (l *Local) ObserveCached(ctx context.Context, want *nodestate.Node) (*nodes
 	h := l.obsH
 	h.ForgetLinks()
 	got := &nodestate.Node{Name: l.name}
-	err := e.routing(l, h, got)
+	links, err := e.routing(l, h, got)
 	var n *nodestate.Node
 	if err == nil {
-		n, err = l.observeRest(h, want, got, true)
+		n, err = l.observeRest(h, want, got, true, links)
 	}
 	if err != nil {
 		h.Close()
@@ -267,17 +269,17 @@ func (l *Local) closeObserver() {
 }
 
 // routing fills got's routing state from the kept copy, dumping it first
-// when it is stale.
-func (e *events) routing(l *Local, h *dataplane.Handle, got *nodestate.Node) error {
+// when it is stale, and returns the interfaces kept with it.
+func (e *events) routing(l *Local, h *dataplane.Handle, got *nodestate.Node) (boundary.Interfaces, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed || !e.running() {
 		// The watch ended: nothing marks the copy stale any more.
 		e.have = false
 		if got == nil {
-			return nil
+			return nil, nil
 		}
-		return l.observeRouting(h, got)
+		return nil, l.observeRouting(h, got)
 	}
 	if e.pending() {
 		e.gen.Add(1)
@@ -286,24 +288,28 @@ func (e *events) routing(l *Local, h *dataplane.Handle, got *nodestate.Node) err
 	if !e.have || e.at != g {
 		var fresh nodestate.Node
 		if err := l.observeRouting(h, &fresh); err != nil {
-			return err
+			return nil, err
+		}
+		links, err := boundary.ListInterfaces(l.netns)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: list interfaces: %w", l.name, err)
 		}
 		// Sorted once here: the copies handed out are sorted already.
 		fresh.Sort()
-		e.routes, e.foreign, e.rules, e.at, e.have = fresh.Routes, fresh.Foreign, fresh.Rules, g, true
+		e.routes, e.foreign, e.rules, e.links, e.at, e.have = fresh.Routes, fresh.Foreign, fresh.Rules, links, g, true
 		e.dumps.Add(1)
 	} else {
 		e.hits.Add(1)
 	}
 	if got == nil {
-		return nil
+		return nil, nil
 	}
 	// Copies of the slices (their elements are never changed in place):
 	// the caller appends to and sorts its own.
 	got.Routes = append([]nodestate.Route(nil), e.routes...)
 	got.Foreign = append([]nodestate.ForeignRoute(nil), e.foreign...)
 	got.Rules = append([]nodestate.Rule(nil), e.rules...)
-	return nil
+	return append(boundary.Interfaces{}, e.links...), nil
 }
 
 // EventStats is what the watch did so far (zero without Watch).
@@ -339,7 +345,7 @@ func (l *Local) warmAfter(d time.Duration) {
 			return
 		}
 		defer h.Close()
-		if err := l.ev.routing(l, h, nil); err != nil {
+		if _, err := l.ev.routing(l, h, nil); err != nil {
 			l.changed()
 		}
 	})

@@ -92,7 +92,7 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if err := l.observeRouting(h, got); err != nil {
 		return nil, err
 	}
-	return l.observeRest(h, want, got, false)
+	return l.observeRest(h, want, got, false, nil)
 }
 
 // observeRouting reads what netlink reports every change of (routes,
@@ -113,8 +113,9 @@ func (l *Local) observeRouting(h *dataplane.Handle, got *nodestate.Node) error {
 // observeRest reads the rest of the node into got (whose routing part is
 // filled): what no event reports a change of, read on every request;
 // with kept, the sysctls through the files a watched agent keeps open
-// (sysctls.go).
-func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *nodestate.Node, kept bool) (*nodestate.Node, error) {
+// (sysctls.go) and the interfaces it keeps from link events (links; nil:
+// listed here).
+func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *nodestate.Node, kept bool, links boundary.Interfaces) (*nodestate.Node, error) {
 	var err error
 	if got.HMACKeys, err = h.HMACKeys(); err != nil && !errors.Is(err, dataplane.ErrNotSupported) {
 		return nil, fmt.Errorf("node %s: read hmac keys: %w", l.name, err)
@@ -126,7 +127,7 @@ func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *node
 		}
 		got.Services = append(got.Services, svcs...)
 	}
-	if got.Boundary, err = boundary.Observe(l.netns); err != nil {
+	if got.Boundary, err = boundary.ObserveWith(l.netns, links); err != nil {
 		return nil, fmt.Errorf("node %s: read boundary: %w", l.name, err)
 	}
 	for _, k := range serviceKinds() {
