@@ -324,13 +324,17 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	}
 	fmt.Fprintf(log, "control-plane %d nodes: no-op apply\n", n)
 	pids := agentPIDs()
-	phase(pids) // the agents' CPU profiles: the no-op in a file of its own
+	if grp != nil {
+		phase(pids) // the agents' CPU profiles: the no-op in a file of its own
+	}
 	agents0 := cpuOf(pids)
 	if r.NoOp, out, err = apply(file); err != nil {
 		return r, err
 	}
 	r.NoOpControllerCPU, r.NoOpAgentsCPU = lastCPU, cpuOf(pids)-agents0
-	phase(pids)
+	if grp != nil {
+		phase(pids)
+	}
 	if !strings.Contains(out, "no changes") {
 		return r, fmt.Errorf("the second apply changed something:\n%s", out)
 	}
@@ -375,7 +379,8 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	return r, nil
 }
 
-// phase starts a new CPU profile file in each agent process when
+// phase starts a new CPU profile file in each agent group process (this
+// run started them, with devprofile.Env in their environment) when
 // devprofile.Env is set (SIGUSR1), so that the no-op's profile is apart
 // from the apply from scratch's; nothing otherwise.
 func phase(pids map[int]int) {
