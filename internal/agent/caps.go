@@ -76,9 +76,11 @@ type Caps struct {
 
 // StateDigester observes a node reduced to digests (nodestate.Digest),
 // changing nothing and needing no lease; with full, a state whose digest
-// is not want's comes whole too (Digests.Observed), as Observe's.
+// is not expect (want's own digest, nodestate.Digest(want, want), which
+// the caller computes once per node and command) comes whole too
+// (Digests.Observed), as Observe's.
 type StateDigester interface {
-	ObserveDigest(ctx context.Context, want *nodestate.Node, full bool) (Digests, error)
+	ObserveDigest(ctx context.Context, want *nodestate.Node, expect string, full bool) (Digests, error)
 }
 
 // Digests is what an agent reports of its node for an apply that may

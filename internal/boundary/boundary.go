@@ -87,6 +87,25 @@ func open(netns string, create bool) (*node, error) {
 	return n, nil
 }
 
+// openRead is open(netns, false) for reading the maps only (Observe: an
+// agent's every request): the pinned maps opened as they are, their
+// layout checked (bpfpin.OpenPinned), without a copy of the spec; any
+// doubt goes through open, which says what is wrong.
+func openRead(netns string) (*node, error) {
+	name, dir, err := loader.Dir(netns, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bnd_lpm")); err != nil {
+		return nil, nil
+	}
+	n := &node{netns: netns, name: name, dir: dir}
+	if err := loader.OpenPinned(&n.objs.boundaryTCMaps, dir); err != nil {
+		return open(netns, false)
+	}
+	return n, nil
+}
+
 // program returns the named program of the filter, loading (verifying)
 // it the first time: an apply loads only what it attaches — nothing when
 // every link is in place, not hmac_in without HMAC SIDs, never
@@ -510,7 +529,34 @@ func Remove(netns string) error {
 // prefixes, the trusted interfaces, and the boundary interfaces the filter
 // is not attached to in both directions.
 func Observe(netns string) (*nodestate.Boundary, error) {
-	n, err := open(netns, false)
+	return ObserveWith(netns, nil)
+}
+
+// Interfaces are netns's interfaces but loopback, as Observe reads them
+// (an agent that keeps them current from link events hands them to
+// ObserveWith instead of having them listed per request).
+type Interfaces []Iface
+
+// Iface is one interface: its index and name.
+type Iface struct {
+	Index int
+	Name  string
+}
+
+// ListInterfaces lists netns's interfaces but loopback.
+func ListInterfaces(netns string) (Interfaces, error) {
+	ifs, err := interfaces(netns)
+	out := make(Interfaces, len(ifs))
+	for i, f := range ifs {
+		out[i] = Iface{f.index, f.name}
+	}
+	return out, err
+}
+
+// ObserveWith is Observe with the namespace's interfaces listed by the
+// caller (nil: listed here).
+func ObserveWith(netns string, known Interfaces) (*nodestate.Boundary, error) {
+	n, err := openRead(netns)
 	if err != nil || n == nil {
 		return nil, err
 	}
@@ -538,8 +584,12 @@ func Observe(netns string) (*nodestate.Boundary, error) {
 	if st, err := os.ReadFile(stateFile(n.name)); err == nil {
 		_ = json.Unmarshal(st, &b.Trusted)
 	}
-	ifs, err := interfaces(netns)
-	if err != nil {
+	var ifs []iface
+	if known != nil {
+		for _, f := range known {
+			ifs = append(ifs, iface{f.Index, f.Name})
+		}
+	} else if ifs, err = interfaces(netns); err != nil {
 		return nil, err
 	}
 	trust := trustSet(b.Trusted)

@@ -23,6 +23,9 @@ const soNetnsCookie = 71
 // netns cookie (never reused, unlike inodes) tells it from a deleted
 // namespace whose inode it inherited.
 func Namespace(netns string) (name string, ino uint64, err error) {
+	if n, i, ok := keptName(netns); ok {
+		return n, i, nil // kept by a long-lived process (keep.go)
+	}
 	var cookie uint64
 	err = nsutil.Do(netns, func() error {
 		fi, err := os.Stat("/proc/thread-self/ns/net")
@@ -65,7 +68,13 @@ func Stale(name string, ino uint64, program string) []string {
 // all lost their interface: deleting a namespace deletes its interfaces,
 // while its pins in bpffs would keep the maps alive. A directory that was
 // never attached cannot be judged and is not listed.
+//
+// A process that set SweepAtMost scans at most that often per program
+// (nil in between).
 func Defunct(program, keep string) []string {
+	if !sweepDue(program) {
+		return nil
+	}
 	root, err := Root()
 	if err != nil {
 		return nil

@@ -53,6 +53,10 @@ type Controller struct {
 	// (digest.go).
 	statsMu sync.Mutex
 	stats   ObserveCounts
+	// wantDg memoises the plan's digest of each node's state
+	// (wantDigest; the plan's states are not changed once planned),
+	// guarded by statsMu.
+	wantDg map[*nodestate.Node]string
 	// dg are the current apply's agents' digests (digest.go); nil
 	// outside one.
 	dg *digests

@@ -23,6 +23,28 @@ type digests struct {
 	m  map[string]agent.Digests
 }
 
+// wantDigest is nodestate.Digest of the plan's state of node n, computed
+// once per controller: a no-op compares it with each agent's state and
+// intent and sends it as the expected digest (three uses a node).
+func (c *Controller) wantDigest(n string) string {
+	want := c.Plan.Nodes[n]
+	if want == nil {
+		return ""
+	}
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	if d, ok := c.wantDg[want]; ok {
+		return d
+	}
+	if c.wantDg == nil {
+		c.wantDg = map[*nodestate.Node]string{}
+	}
+	d := nodestate.Digest(want, want)
+	c.wantDg[want] = d
+	c.stats.PlanDigests++
+	return d
+}
+
 func (d *digests) get(n string) (agent.Digests, bool) {
 	if d == nil {
 		return agent.Digests{}, false
@@ -52,7 +74,7 @@ func (c *Controller) digestAll(ctx context.Context, names []string, full bool) *
 		if a == nil || a.Caps().Digest == nil {
 			return nil
 		}
-		g, err := a.Caps().Digest.ObserveDigest(ctx, c.Plan.Nodes[n], full)
+		g, err := a.Caps().Digest.ObserveDigest(ctx, c.Plan.Nodes[n], c.wantDigest(n), full)
 		if err == nil {
 			d.mu.Lock()
 			d.m[n] = g
@@ -67,14 +89,14 @@ func (c *Controller) digestAll(ctx context.Context, names []string, full bool) *
 func (c *Controller) inSync(d *digests, n string) bool {
 	g, ok := d.get(n)
 	want := c.Plan.Nodes[n]
-	return ok && !g.Unfinished && want != nil && g.State == nodestate.Digest(want, want)
+	return ok && !g.Unfinished && want != nil && g.State == c.wantDigest(n)
 }
 
 // intentKept: the node's agent keeps the plan's intent.
 func (c *Controller) intentKept(d *digests, n string) bool {
 	g, ok := d.get(n)
 	want := c.Plan.Nodes[n]
-	return ok && want != nil && g.Intent != "" && g.Intent == nodestate.Digest(want, want)
+	return ok && want != nil && g.Intent != "" && g.Intent == c.wantDigest(n)
 }
 
 // Unchanged reports whether every node in scope is as planned, keeps the
@@ -107,6 +129,9 @@ func (c *Controller) Unchanged(ctx context.Context) (bool, []Diff) {
 type ObserveCounts struct {
 	Full   int `json:"full"`
 	Digest int `json:"digest"`
+	// PlanDigests is how many times the plan's digest of a node was
+	// computed (once per node: wantDigest).
+	PlanDigests int `json:"plan_digests"`
 }
 
 func (c *Controller) countDigests(n int) {

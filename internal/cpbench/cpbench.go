@@ -14,6 +14,7 @@ import (
 
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/devprofile"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
@@ -323,11 +324,17 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	}
 	fmt.Fprintf(log, "control-plane %d nodes: no-op apply\n", n)
 	pids := agentPIDs()
+	if grp != nil {
+		phase(pids) // the agents' CPU profiles: the no-op in a file of its own
+	}
 	agents0 := cpuOf(pids)
 	if r.NoOp, out, err = apply(file); err != nil {
 		return r, err
 	}
 	r.NoOpControllerCPU, r.NoOpAgentsCPU = lastCPU, cpuOf(pids)-agents0
+	if grp != nil {
+		phase(pids)
+	}
 	if !strings.Contains(out, "no changes") {
 		return r, fmt.Errorf("the second apply changed something:\n%s", out)
 	}
@@ -370,6 +377,19 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 		return r, err
 	}
 	return r, nil
+}
+
+// phase starts a new CPU profile file in each agent group process (this
+// run started them, with devprofile.Env in their environment) when
+// devprofile.Env is set (SIGUSR1), so that the no-op's profile is apart
+// from the apply from scratch's; nothing otherwise.
+func phase(pids map[int]int) {
+	if os.Getenv(devprofile.Env) == "" {
+		return
+	}
+	for pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGUSR1)
+	}
 }
 
 // converged waits until ingress and egress route to each other's locator

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -91,9 +93,10 @@ func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
 		}
 		agents[n] = counted{c, ex}
 	}
+	records := t.TempDir()
 	apply := func(what string) (full, digest int, changed []string, executed map[string]int) {
 		t.Helper()
-		s, err := session.Open(session.Options{Domain: d, Agents: agents})
+		s, err := session.Open(session.Options{Domain: d, Agents: agents, AppliedDir: records})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,10 +115,20 @@ func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
 	if full, _, changed, _ := apply("apply from scratch"); full != len(p.Nodes) || len(changed) != len(p.Nodes) {
 		t.Fatalf("apply from scratch observed %d node(s) in full and changed %d, want %d", full, len(changed), len(p.Nodes))
 	}
+	// The record of the apply (apply --changed-only's) is left as it is
+	// by a no-op: nothing to write.
+	rec := filepath.Join(records, "domain-"+d.Name+".json")
+	old := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(rec, old, old); err != nil {
+		t.Fatal(err)
+	}
 	full, digest, changed, executed := apply("no-op apply")
 	if full != 0 || digest != len(p.Nodes) || len(changed) != 0 || len(executed) != 0 {
 		t.Fatalf("no-op apply: %d node(s) observed in full (want 0), %d by digest (want %d), changed %v, executed on %v",
 			full, digest, len(p.Nodes), changed, executed)
+	}
+	if st, err := os.Stat(rec); err != nil || !st.ModTime().Equal(old) {
+		t.Fatalf("no-op apply wrote the record of the apply again (%v)", err)
 	}
 
 	// Another: the agents answer from their kept routing state (the

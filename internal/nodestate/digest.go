@@ -31,27 +31,39 @@ func Digest(n, want *Node) string {
 	if want == nil {
 		want = &Node{}
 	}
-	var lines []string
+	// The text hashed is one line per item, "KIND ITEM\n", each kind's
+	// items sorted (a set: duplicates once) but the services'; built in
+	// one buffer (every request of every no-op digests a node).
+	buf := make([]byte, 0, 128*(len(n.Routes)+len(n.Rules)+len(want.Sysctls)+8))
+	line := func(kind, it string) {
+		buf = append(buf, kind...)
+		buf = append(buf, ' ')
+		buf = append(buf, it...)
+		buf = append(buf, '\n')
+	}
 	add := func(kind string, items []string) {
 		sort.Strings(items)
 		for i, it := range items {
 			if i > 0 && it == items[i-1] {
 				continue // a set: duplicates compare as one (rules)
 			}
-			lines = append(lines, kind+" "+it)
+			line(kind, it)
 		}
 	}
-	got := map[string]string{}
-	for _, s := range n.Sysctls {
-		got[s.Key] = s.Value
-	}
 	var sys []string
-	for _, s := range want.Sysctls {
-		sys = append(sys, s.Key+"="+got[s.Key])
+	if len(want.Sysctls) > 0 {
+		got := make(map[string]string, len(n.Sysctls))
+		for _, s := range n.Sysctls {
+			got[s.Key] = s.Value
+		}
+		sys = make([]string, 0, len(want.Sysctls))
+		for _, s := range want.Sysctls {
+			sys = append(sys, s.Key+"="+got[s.Key])
+		}
 	}
 	add("sysctl", sys)
 	if want.TunSrc != "" {
-		lines = append(lines, "tunsrc "+n.TunSrc)
+		line("tunsrc", n.TunSrc)
 	}
 	var keys []string
 	for _, k := range n.HMACKeys {
@@ -59,31 +71,41 @@ func Digest(n, want *Node) string {
 		keys = append(keys, strconv.FormatUint(uint64(k.ID), 10)+" "+k.Alg+" "+hex.EncodeToString(h[:]))
 	}
 	add("hmac", keys)
-	routes := make([]string, len(n.Routes))
-	for i, r := range n.Routes {
-		routes[i] = r.String()
-	}
 	// Routes are a set keyed by Key (which String determines): a
-	// duplicate would be one route to the kernel too.
+	// duplicate would be one route to the kernel too. Rendered into one
+	// shared buffer, the strings sliced from it.
+	routes := make([]string, len(n.Routes))
+	text := make([]byte, 0, 80*len(n.Routes))
+	ends := make([]int, len(n.Routes))
+	for i, r := range n.Routes {
+		text = r.appendTo(text)
+		ends[i] = len(text)
+	}
+	all := string(text)
+	for i := range routes {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		routes[i] = all[start:ends[i]]
+	}
 	add("route", routes)
 	rules := make([]string, len(n.Rules))
 	for i, r := range n.Rules {
 		rules[i] = r.Key()
 	}
 	add("rule", rules)
-	var svcs []string
+	// Services keep their order within a kind (stage compares lists).
 	for _, s := range n.Services {
 		var spec bytes.Buffer
 		if len(s.Spec) > 0 && json.Compact(&spec, s.Spec) != nil {
 			spec.Reset()
 			spec.Write(s.Spec)
 		}
-		svcs = append(svcs, s.Kind+" "+s.SID.Masked().String()+" "+spec.String())
+		line("service", s.Kind+" "+s.SID.Masked().String()+" "+spec.String())
 	}
-	// Services keep their order within a kind (stage compares lists).
-	lines = append(lines, prefixed("service", svcs)...)
-	lines = append(lines, "boundary "+n.Boundary.String())
-	lines = append(lines, "bgp "+n.BGP.String())
+	line("boundary", n.Boundary.String())
+	line("bgp", n.BGP.String())
 	var faults []string
 	for kind, fs := range n.Faults {
 		for _, f := range fs {
@@ -96,20 +118,8 @@ func Digest(n, want *Node) string {
 		foreign = append(foreign, strconv.Itoa(f.Protocol)+" "+f.Route.String())
 	}
 	add("foreign", foreign)
-	h := sha256.New()
-	for _, l := range lines {
-		h.Write([]byte(l))
-		h.Write([]byte{'\n'})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
-func prefixed(kind string, items []string) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = kind + " " + it
-	}
-	return out
+	h := sha256.Sum256(buf)
+	return hex.EncodeToString(h[:16])
 }
 
 // DigestWant is what Digest needs of a desired state besides the kernel:

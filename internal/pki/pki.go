@@ -298,23 +298,33 @@ func ServerTLSAllow(f Files, allow []string) (*tls.Config, error) {
 	for _, n := range allow {
 		allowed[n] = true
 	}
+	check := func(chains [][]*x509.Certificate) error {
+		if len(chains) == 0 || len(chains[0]) == 0 {
+			return fmt.Errorf("%w: no verified client certificate", ErrRole)
+		}
+		role, name, ok := Identity(chains[0][0])
+		if !ok || role != RoleController {
+			return fmt.Errorf("%w: client certificate %q is not a controller's (role %q)", ErrRole, chains[0][0].Subject.CommonName, role)
+		}
+		if len(allowed) > 0 && !allowed[name] {
+			return fmt.Errorf("%w: controller %q is not allowed to control this node (--allow-controller)", ErrRole, name)
+		}
+		return nil
+	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    p,
 		VerifyPeerCertificate: func(_ [][]byte, chains [][]*x509.Certificate) error {
-			if len(chains) == 0 || len(chains[0]) == 0 {
-				return fmt.Errorf("%w: no verified client certificate", ErrRole)
-			}
-			role, name, ok := Identity(chains[0][0])
-			if !ok || role != RoleController {
-				return fmt.Errorf("%w: client certificate %q is not a controller's (role %q)", ErrRole, chains[0][0].Subject.CommonName, role)
-			}
-			if len(allowed) > 0 && !allowed[name] {
-				return fmt.Errorf("%w: controller %q is not allowed to control this node (--allow-controller)", ErrRole, name)
-			}
-			return nil
+			return check(chains)
+		},
+		// Also on a connection resumed from a session ticket (controllers
+		// keep theirs across commands), where crypto/tls skips
+		// VerifyPeerCertificate: the chain the ticket carries is checked
+		// again.
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return check(cs.VerifiedChains)
 		},
 	}, nil
 }

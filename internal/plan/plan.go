@@ -410,8 +410,9 @@ func (b *builder) staticRoutes() error {
 			b.hostDefaults(src)
 			continue
 		}
+		mine := sum.memberships(src)
 		for i, ds := range dests {
-			if contains(ds.owners, src) || sum.summarised(src, i) {
+			if sum.summarisedFor(mine, i) || contains(ds.owners, src) {
 				continue
 			}
 			owner := b.nearest(src, ds.owners)
@@ -426,7 +427,7 @@ func (b *builder) staticRoutes() error {
 			}
 			b.addRoute(src, nodestate.Route{Dst: ds.prefix, Via: via, Dev: e.iface.Name, Owner: "routing"})
 		}
-		sum.routes(src)
+		sum.routes(src, mine)
 	}
 	return sum.err()
 }
@@ -456,6 +457,30 @@ func (b *builder) nearest(src string, owners []string) string {
 		}
 		if bestD < 0 || d < bestD || (d == bestD && o < best) {
 			best, bestD = o, d
+		}
+	}
+	return best
+}
+
+// nearestSorted is nearest of owners sorted by name, whose indices in the
+// graph are idx (-1: not in it), src's looked up once (every node routes
+// every block it is not a member of: a thousand nodes ask this tens of
+// thousands of times).
+func (b *builder) nearestSorted(src string, owners []string, idx []int) string {
+	i, ok := b.idx[src]
+	if !ok {
+		return ""
+	}
+	row := b.dist[i]
+	best, bestD := "", int32(-1)
+	for x, o := range owners {
+		j := idx[x]
+		if j < 0 || row[j] < 0 {
+			continue
+		}
+		// Sorted: the first of the nearest is the least name.
+		if bestD < 0 || row[j] < bestD {
+			best, bestD = o, row[j]
 		}
 	}
 	return best

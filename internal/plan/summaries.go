@@ -50,8 +50,10 @@ type summarizer struct {
 	errs   config.ErrorList
 	seen   map[string]bool
 	// cands are, per summary, its members that forward, sorted: the same
-	// for every node routing the block (computed once, not per node).
-	cands [][]string
+	// for every node routing the block (computed once, not per node);
+	// candIdx their indices in the builder's graph.
+	cands   [][]string
+	candIdx [][]int
 }
 
 func (b *builder) newSummarizer(ndest int, dest func(i int) (netip.Prefix, []string)) (*summarizer, error) {
@@ -120,13 +122,28 @@ func inside(p, block netip.Prefix) bool {
 	return p.Bits() >= block.Bits() && block.Contains(p.Addr())
 }
 
-// summarised: src reaches destination i through a summary route.
-func (s *summarizer) summarised(src string, i int) bool {
+// memberships are, per summary, whether src is a member: looked up once
+// per node instead of once per node and destination (a thousand nodes
+// have millions of those).
+func (s *summarizer) memberships(src string) []bool {
+	if len(s.sums) == 0 {
+		return nil
+	}
+	m := make([]bool, len(s.sums))
+	for k := range s.sums {
+		m[k] = s.member[k][src]
+	}
+	return m
+}
+
+// summarisedFor: src, a member of the summaries mine says, reaches
+// destination i through a summary route.
+func (s *summarizer) summarisedFor(mine []bool, i int) bool {
 	if len(s.sums) == 0 {
 		return false
 	}
 	k := s.in[i]
-	return k >= 0 && !s.member[k][src]
+	return k >= 0 && !mine[k]
 }
 
 // check records an error when member src's shortest path to destination i
@@ -148,15 +165,16 @@ func (s *summarizer) check(src string, i int, hop string, owners []string) {
 		Msg: fmt.Sprintf("member %s reaches %s inside %s through %s, which is outside it (its summary route would send the packet back): a block's members must reach what is inside it among themselves", src, owners[0], s.sums[k], hop)})
 }
 
-// routes adds src's summary routes: one per block src is not a member of,
-// towards the nearest member that forwards.
-func (s *summarizer) routes(src string) {
+// routes adds src's summary routes: one per block src is not a member of
+// (mine: memberships), towards the nearest member that forwards.
+func (s *summarizer) routes(src string, mine []bool) {
 	for k, sp := range s.sums {
-		if s.member[k][src] {
+		if mine[k] {
 			continue
 		}
 		if s.cands == nil {
 			s.cands = make([][]string, len(s.sums))
+			s.candIdx = make([][]int, len(s.sums))
 		}
 		if s.cands[k] == nil {
 			cands := []string{}
@@ -167,8 +185,17 @@ func (s *summarizer) routes(src string) {
 			}
 			sort.Strings(cands)
 			s.cands[k] = cands
+			idx := make([]int, len(cands))
+			for i, c := range cands {
+				if j, ok := s.b.idx[c]; ok {
+					idx[i] = j
+				} else {
+					idx[i] = -1
+				}
+			}
+			s.candIdx[k] = idx
 		}
-		m := s.b.nearest(src, s.cands[k])
+		m := s.b.nearestSorted(src, s.cands[k], s.candIdx[k])
 		if m == "" {
 			continue
 		}

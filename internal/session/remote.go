@@ -17,11 +17,14 @@ import (
 // remoteAgents dials the agent of every node that has one: the lab's
 // agents (lab up --agents, with the lab's PKI) or the domain's
 // nodes.NAME.agent (with security.pki).
-func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[string]*client.Client, error) {
+func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[string]*client.Client, *tickets, error) {
 	out := map[string]*client.Client{}
 	// The controller's files are read once, at the first node dialled
 	// (none: --changed-only with nothing changed reads none).
-	var perNode func(string) *tls.Config
+	var (
+		perNode func(string) *tls.Config
+		tk      *tickets
+	)
 	dial := func(node, addr string, files pki.Files) error {
 		if only != nil && !only[node] {
 			return nil // outside the apply's scope (--changed-only)
@@ -31,8 +34,28 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 			if perNode, err = pki.ClientTLSPerNode(files); err != nil {
 				return fmt.Errorf("node %s: %w", node, err)
 			}
+			if c := perNode(node); len(c.Certificates) > 0 {
+				tk = newTickets(ticketDir(files.Key), c.Certificates[0])
+			}
 		}
-		c, err := client.Dial(node, addr, perNode(node))
+		tc := perNode(node)
+		if tk != nil {
+			// Resumed from the last command's ticket (tickets.go).
+			nt := tk.forNode(node)
+			tc.ClientSessionCache = nt
+			verify := tc.VerifyConnection
+			tc.VerifyConnection = func(cs tls.ConnectionState) error {
+				if err := verify(cs); err != nil {
+					return err
+				}
+				if cs.DidResume {
+					tk.resumed.Add(1)
+					nt.resumed.Store(true)
+				}
+				return nil
+			}
+		}
+		c, err := client.Dial(node, addr, tc)
 		if err != nil {
 			return err
 		}
@@ -48,7 +71,7 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 				errs = append(errs, dial(n, a.Addr, files))
 			}
 		}
-		return out, errors.Join(errs...)
+		return out, tk, errors.Join(errs...)
 	}
 	ca, cert, key := d.PKIFiles()
 	files := pki.Files{CA: ca, Cert: cert, Key: key}
@@ -57,7 +80,7 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 			errs = append(errs, dial(n, a, files))
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, tk, errors.Join(errs...)
 }
 
 // agentHint is what an unreachable agent's error adds: how to see it and

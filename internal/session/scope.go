@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -77,14 +78,37 @@ func (s *Session) appliedPath() string {
 // ChangedNodes are the plan's nodes whose intent differs from the record
 // (all of them when there is none), sorted.
 func ChangedNodes(p *plan.Plan, rec *Applied) []string {
+	return changedNodes(intentDigests(p), rec)
+}
+
+func changedNodes(digests map[string]string, rec *Applied) []string {
 	var out []string
-	for n, st := range p.Nodes {
-		if rec == nil || rec.Nodes[n] != IntentDigest(st) {
+	for n, d := range digests {
+		if rec == nil || rec.Nodes[n] != d {
 			out = append(out, n)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// intentDigests is IntentDigest of every node of p.
+func intentDigests(p *plan.Plan) map[string]string {
+	out := make(map[string]string, len(p.Nodes))
+	for n, st := range p.Nodes {
+		out[n] = IntentDigest(st)
+	}
+	return out
+}
+
+// intents is intentDigests of the session's plan, computed once: a
+// command reads the record and writes it again, and each needs every
+// node's (a JSON encoding of its whole state).
+func (s *Session) intents() map[string]string {
+	if s.intentDg == nil {
+		s.intentDg = intentDigests(s.Plan)
+	}
+	return s.intentDg
 }
 
 func readApplied(path string) (*Applied, error) {
@@ -115,7 +139,7 @@ func (s *Session) changedScope() (map[string]bool, error) {
 		rec = nil
 	}
 	scope := map[string]bool{}
-	for _, n := range ChangedNodes(s.Plan, rec) {
+	for _, n := range changedNodes(s.intents(), rec) {
 		scope[n] = true
 	}
 	fmt.Fprintf(s.log, "segchain: --changed-only: %d of %d node(s) changed since the last apply\n", len(scope), len(s.Plan.Nodes))
@@ -139,15 +163,16 @@ func (s *Session) narrow() {
 
 // recordApplied writes the record after a successful apply (every node as
 // planned: the nodes in scope were just brought there, the others were
-// by the apply recorded before).
+// by the apply recorded before). A record that says so already is left
+// as it is (a no-op apply writes nothing).
 func (s *Session) recordApplied() error {
-	rec := &Applied{Domain: s.Plan.Domain, Nodes: map[string]string{}, OAM: OAMDigest(s.Domain)}
-	for n, st := range s.Plan.Nodes {
-		rec.Nodes[n] = IntentDigest(st)
-	}
+	rec := &Applied{Domain: s.Plan.Domain, Nodes: s.intents(), OAM: OAMDigest(s.Domain)}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
+	}
+	if old, err := os.ReadFile(s.appliedPath()); err == nil && bytes.Equal(old, b) {
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(s.appliedPath()), 0o755); err != nil {
 		return err

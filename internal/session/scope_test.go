@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/agenttest"
@@ -167,4 +168,33 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// A no-op apply --changed-only leaves the record of the last apply as it
+// is (no write: it already says what is applied); an apply that changes
+// the plan writes it again. (A plain no-op through agents that report
+// digests: internal/cpbench TestPrivilegedDigestsObserveOnlyDrift.)
+func TestNoOpKeepsRecord(t *testing.T) {
+	d0, d1 := fabricDomain(t, false), fabricDomain(t, true)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	agents := map[string]agent.Agent{}
+	for n := range d0.Nodes {
+		agents[n] = counted{Agent: agenttest.New(n), mu: &mu, calls: calls}
+	}
+	dir := t.TempDir()
+	applyCounting(t, d0, agents, dir, false, calls)
+	path := filepath.Join(dir, "domain-"+d0.Name+".json")
+	old := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	applyCounting(t, d0, agents, dir, true, calls)
+	if st, err := os.Stat(path); err != nil || !st.ModTime().Equal(old) {
+		t.Fatalf("no-op apply --changed-only wrote the record again (%v)", err)
+	}
+	applyCounting(t, d1, agents, dir, true, calls)
+	if st, err := os.Stat(path); err != nil || st.ModTime().Equal(old) {
+		t.Fatalf("a one-chain change did not write the record (%v)", err)
+	}
 }

@@ -78,6 +78,11 @@ type Session struct {
 	// only, if set, is the apply's scope (--changed-only): the only
 	// nodes given an agent.
 	only map[string]bool
+	// intentDg are the plan's nodes' IntentDigest (intents), computed
+	// once.
+	intentDg map[string]string
+	// tickets are the remote agents' TLS session tickets (tickets.go).
+	tickets *tickets
 }
 
 // remoteConcurrency is how many nodes a controller works on at once when
@@ -141,7 +146,7 @@ func Open(o Options) (*Session, error) {
 func (s *Session) agents(c *controller.Controller) error {
 	d, l := s.Domain, s.Lab
 	var err error
-	if s.remote, err = remoteAgents(d, l, s.only); err != nil {
+	if s.remote, s.tickets, err = remoteAgents(d, l, s.only); err != nil {
 		return err
 	}
 	c.Agents = map[string]agent.Agent{}
@@ -252,7 +257,7 @@ func (s *Session) unchanged(ctx context.Context) (*controller.Result, error) {
 	// would only add a round trip per node to the apply (a hint: without
 	// a record the agents are asked).
 	if s.records() {
-		if rec, err := readApplied(s.appliedPath()); err == nil && rec != nil && len(ChangedNodes(s.Plan, rec)) > 0 {
+		if rec, err := readApplied(s.appliedPath()); err == nil && rec != nil && len(changedNodes(s.intents(), rec)) > 0 {
 			return nil, nil
 		}
 	}

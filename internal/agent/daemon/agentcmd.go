@@ -281,6 +281,9 @@ func runAgent(ctx context.Context, f agentFlags, bv Build, stderr io.Writer) err
 // events, so that ObserveDigest answers without reading the kernel
 // (docs/scale.md). router is the node's BGP speaker (nil: none).
 func nodeLocal(ctx context.Context, node, netns, stateDir string, router local.Router, log *slog.Logger) (*lockedLocal, *reconcile.Store, error) {
+	// A long-lived agent collects dead namespaces' pins at most once a
+	// minute, not on every apply of every node it serves (docs/scale.md).
+	bpfpin.SweepAtMost(defunctSweep)
 	key, _, err := bpfpin.Namespace(netns)
 	if err != nil {
 		return nil, nil, fmt.Errorf("node %s: %w", node, err)
@@ -299,6 +302,10 @@ func nodeLocal(ctx context.Context, node, netns, stateDir string, router local.R
 	}
 	return ll, intents, nil
 }
+
+// defunctSweep is how often an agent looks for dead namespaces' pins
+// (bpfpin.SweepAtMost).
+const defunctSweep = time.Minute
 
 // nodeServer is a node's gRPC server with what it serves: the agent
 // service (its journal, the intents it keeps) and the OAM service

@@ -95,7 +95,7 @@ func TestGroupServesEachNodeAsItself(t *testing.T) {
 		if len(got.Routes) != 1 || !strings.Contains(got.Routes[0].String(), "fc00:"+n+"::") {
 			t.Errorf("node %s observed %v, want its own route alone", n, got.Routes)
 		}
-		d, err := c.ObserveDigest(ctx, &nodestate.Node{}, true)
+		d, err := c.ObserveDigest(ctx, &nodestate.Node{}, nodestate.Digest(nil, nil), true)
 		if err != nil {
 			t.Fatalf("node %s: digest: %v", n, err)
 		}

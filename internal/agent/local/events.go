@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
@@ -60,6 +62,7 @@ type events struct {
 	routes  []nodestate.Route
 	foreign []nodestate.ForeignRoute
 	rules   []nodestate.Rule
+	links   boundary.Interfaces // the interfaces but loopback (link events make them stale too)
 
 	dumps, hits, overflows atomic.Uint64
 	done                   chan struct{}
@@ -71,8 +74,10 @@ type events struct {
 
 // EventStats says how a watched agent's observations went: Dumps of
 // the routing state, Hits answered from the kept copy, Overflows of the
-// event socket (each makes the copy stale).
-type EventStats struct{ Dumps, Hits, Overflows uint64 }
+// event socket (each makes the copy stale), SysctlVisits to the node's
+// namespace to open sysctl files (none while the kept ones serve),
+// HandleOpens of the netlink handle observations keep.
+type EventStats struct{ Dumps, Hits, Overflows, SysctlVisits, HandleOpens uint64 }
 
 // Watch keeps the node's routing state from netlink events until ctx
 // ends (the agent daemon calls it once at start): ObserveCached then
@@ -124,8 +129,15 @@ func (l *Local) watch(ctx context.Context, rcvbuf int, hold chan struct{}) error
 	if err != nil {
 		return fail("eventfd", err)
 	}
+	// The namespace's name for its eBPF pins, kept (bpfpin.Keep): every
+	// observation of the services and the boundary filter asks for it.
+	unkeep, err := bpfpin.Keep(l.netns)
+	if err != nil {
+		unkeep = func() {}
+	}
 	e := &events{fd: fd, stop: stop, done: make(chan struct{}), hold: hold}
 	l.ev = e
+	l.sys = &sysctlFiles{}
 	go e.read()
 	go func() {
 		<-ctx.Done()
@@ -138,6 +150,9 @@ func (l *Local) watch(ctx context.Context, rcvbuf int, hold chan struct{}) error
 		unix.Close(e.fd)
 		unix.Close(e.stop)
 		e.mu.Unlock()
+		l.sys.close()
+		l.closeObserver()
+		unkeep()
 	}()
 	return nil
 }
@@ -213,30 +228,58 @@ func (l *Local) ObserveCached(ctx context.Context, want *nodestate.Node) (*nodes
 	if e == nil || !e.running() {
 		return l.Observe(ctx, want)
 	}
-	h, err := l.open()
-	if err != nil {
-		return nil, err
+	// One observation at a time, through the netlink handle the watch
+	// keeps (opening one entered the namespace for four sockets per
+	// request); its cache of interface names is dropped first, so it
+	// answers as a fresh one, and it is closed on any error.
+	l.obsMu.Lock()
+	defer l.obsMu.Unlock()
+	if l.obsH == nil {
+		h, err := l.open()
+		if err != nil {
+			return nil, err
+		}
+		l.obsH = h
+		l.obsOpens++
 	}
-	defer h.Close()
+	h := l.obsH
+	h.ForgetLinks()
 	got := &nodestate.Node{Name: l.name}
-	if err := e.routing(l, h, got); err != nil {
+	links, err := e.routing(l, h, got)
+	var n *nodestate.Node
+	if err == nil {
+		n, err = l.observeRest(h, want, got, true, links)
+	}
+	if err != nil {
+		h.Close()
+		l.obsH = nil
 		return nil, err
 	}
-	return l.observeRest(h, want, got)
+	return n, nil
+}
+
+// closeObserver closes the handle observations keep (the watch ended).
+func (l *Local) closeObserver() {
+	l.obsMu.Lock()
+	defer l.obsMu.Unlock()
+	if l.obsH != nil {
+		l.obsH.Close()
+		l.obsH = nil
+	}
 }
 
 // routing fills got's routing state from the kept copy, dumping it first
-// when it is stale.
-func (e *events) routing(l *Local, h *dataplane.Handle, got *nodestate.Node) error {
+// when it is stale, and returns the interfaces kept with it.
+func (e *events) routing(l *Local, h *dataplane.Handle, got *nodestate.Node) (boundary.Interfaces, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed || !e.running() {
 		// The watch ended: nothing marks the copy stale any more.
 		e.have = false
 		if got == nil {
-			return nil
+			return nil, nil
 		}
-		return l.observeRouting(h, got)
+		return nil, l.observeRouting(h, got)
 	}
 	if e.pending() {
 		e.gen.Add(1)
@@ -245,24 +288,28 @@ func (e *events) routing(l *Local, h *dataplane.Handle, got *nodestate.Node) err
 	if !e.have || e.at != g {
 		var fresh nodestate.Node
 		if err := l.observeRouting(h, &fresh); err != nil {
-			return err
+			return nil, err
+		}
+		links, err := boundary.ListInterfaces(l.netns)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: list interfaces: %w", l.name, err)
 		}
 		// Sorted once here: the copies handed out are sorted already.
 		fresh.Sort()
-		e.routes, e.foreign, e.rules, e.at, e.have = fresh.Routes, fresh.Foreign, fresh.Rules, g, true
+		e.routes, e.foreign, e.rules, e.links, e.at, e.have = fresh.Routes, fresh.Foreign, fresh.Rules, links, g, true
 		e.dumps.Add(1)
 	} else {
 		e.hits.Add(1)
 	}
 	if got == nil {
-		return nil
+		return nil, nil
 	}
 	// Copies of the slices (their elements are never changed in place):
 	// the caller appends to and sorts its own.
 	got.Routes = append([]nodestate.Route(nil), e.routes...)
 	got.Foreign = append([]nodestate.ForeignRoute(nil), e.foreign...)
 	got.Rules = append([]nodestate.Rule(nil), e.rules...)
-	return nil
+	return append(boundary.Interfaces{}, e.links...), nil
 }
 
 // EventStats is what the watch did so far (zero without Watch).
@@ -270,7 +317,10 @@ func (l *Local) EventStats() EventStats {
 	if l.ev == nil {
 		return EventStats{}
 	}
-	return EventStats{Dumps: l.ev.dumps.Load(), Hits: l.ev.hits.Load(), Overflows: l.ev.overflows.Load()}
+	l.obsMu.Lock()
+	opens := l.obsOpens
+	l.obsMu.Unlock()
+	return EventStats{Dumps: l.ev.dumps.Load(), Hits: l.ev.hits.Load(), Overflows: l.ev.overflows.Load(), SysctlVisits: l.sys.entered.Load(), HandleOpens: opens}
 }
 
 // changed marks the kept copy stale: the agent itself changes the node
@@ -295,7 +345,7 @@ func (l *Local) warmAfter(d time.Duration) {
 			return
 		}
 		defer h.Close()
-		if err := l.ev.routing(l, h, nil); err != nil {
+		if _, err := l.ev.routing(l, h, nil); err != nil {
 			l.changed()
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -88,6 +89,11 @@ func TestWatchedDigestFollowsHandMadeChanges(t *testing.T) {
 		}
 		last = d
 	}
+	// Every observation went through the one netlink handle the watch
+	// keeps (and still saw each change).
+	if s := l.EventStats(); s.HandleOpens != 1 {
+		t.Fatalf("%d netlink handles opened for the kept observations, want 1", s.HandleOpens)
+	}
 	// The watch ended (the agent stopping): every request reads the
 	// kernel again.
 	stop()
@@ -147,5 +153,44 @@ func TestWatchedDigestSurvivesOverflow(t *testing.T) {
 	testutil.Exec(t, ns, "ip", "-6", "route", "del", "fc00:77:7::/64")
 	if kept(t, l, "one route deleted after the storm") == d1 {
 		t.Fatal("a route deleted after the storm: the digest did not change")
+	}
+}
+
+// The interfaces a watched agent keeps for the boundary filter's
+// observation follow interfaces added, renamed and deleted by hand.
+func TestWatchedInterfacesFollowLinks(t *testing.T) {
+	ns, l := eventNode(t)
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	if err := l.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string) {
+		t.Helper()
+		if _, err := l.ObserveCached(ctx, &nodestate.Node{}); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		l.ev.mu.Lock()
+		kept := fmt.Sprint(l.ev.links)
+		l.ev.mu.Unlock()
+		now, err := boundary.ListInterfaces(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kept != fmt.Sprint(now) {
+			t.Fatalf("%s: interfaces kept %s, the kernel's %s", what, kept, fmt.Sprint(now))
+		}
+	}
+	same("first")
+	for _, c := range []struct {
+		what string
+		cmd  []string
+	}{
+		{"veth pair added", []string{"ip", "link", "add", "d7", "type", "veth", "peer", "name", "d6"}},
+		{"renamed", []string{"ip", "link", "set", "d7", "name", "d5"}},
+		{"deleted", []string{"ip", "link", "del", "d5"}},
+	} {
+		testutil.Exec(t, ns, c.cmd...)
+		same(c.what)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
@@ -28,7 +29,13 @@ type Local struct {
 	netns    string
 	stateDir string
 	router   Router
-	ev       *events // Watch: the routing state kept from events
+	ev       *events      // Watch: the routing state kept from events
+	sys      *sysctlFiles // Watch: the sysctl files kept open (sysctls.go)
+	// obsH is the netlink handle a watched agent's observations keep
+	// (ObserveCached), obsOpens how many were opened; both under obsMu.
+	obsMu    sync.Mutex
+	obsH     *dataplane.Handle
+	obsOpens uint64
 }
 
 // Router is a node's long-running routing speaker (routing: bgp): the
@@ -85,7 +92,7 @@ func (l *Local) Observe(_ context.Context, want *nodestate.Node) (*nodestate.Nod
 	if err := l.observeRouting(h, got); err != nil {
 		return nil, err
 	}
-	return l.observeRest(h, want, got)
+	return l.observeRest(h, want, got, false, nil)
 }
 
 // observeRouting reads what netlink reports every change of (routes,
@@ -104,8 +111,11 @@ func (l *Local) observeRouting(h *dataplane.Handle, got *nodestate.Node) error {
 }
 
 // observeRest reads the rest of the node into got (whose routing part is
-// filled): what no event reports a change of, read on every request.
-func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *nodestate.Node) (*nodestate.Node, error) {
+// filled): what no event reports a change of, read on every request;
+// with kept, the sysctls through the files a watched agent keeps open
+// (sysctls.go) and the interfaces it keeps from link events (links; nil:
+// listed here).
+func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *nodestate.Node, kept bool, links boundary.Interfaces) (*nodestate.Node, error) {
 	var err error
 	if got.HMACKeys, err = h.HMACKeys(); err != nil && !errors.Is(err, dataplane.ErrNotSupported) {
 		return nil, fmt.Errorf("node %s: read hmac keys: %w", l.name, err)
@@ -117,7 +127,7 @@ func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *node
 		}
 		got.Services = append(got.Services, svcs...)
 	}
-	if got.Boundary, err = boundary.Observe(l.netns); err != nil {
+	if got.Boundary, err = boundary.ObserveWith(l.netns, links); err != nil {
 		return nil, fmt.Errorf("node %s: read boundary: %w", l.name, err)
 	}
 	for _, k := range serviceKinds() {
@@ -146,7 +156,13 @@ func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *node
 	for i, s := range want.Sysctls {
 		keys[i] = s.Key
 	}
-	for i, v := range h.Sysctls(keys) {
+	var vals []string
+	if kept && l.sys != nil {
+		vals = l.sys.read(l.netns, keys)
+	} else {
+		vals = h.Sysctls(keys)
+	}
+	for i, v := range vals {
 		got.Sysctls = append(got.Sysctls, nodestate.Sysctl{Key: keys[i], Value: v})
 	}
 	if l.router != nil {

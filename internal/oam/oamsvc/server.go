@@ -11,6 +11,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -52,19 +53,33 @@ func New(node, netns string) *Server {
 
 // Register adds the OAM service of node (namespace netns) to g.
 // The tap is loaded now, in the background, so that a trace only attaches
-// it (an error here is met again, and reported, by the first trace).
+// it (an error here is met again, and reported, by the first trace):
+// once per process, however many nodes it serves. An agent group of 25
+// nodes loaded it 25 times at once (each saw the pool empty), parsing
+// the kernel's BTF each time: at 1,000 nodes that was most of the
+// agents' CPU while the first apply ran (docs/scale.md).
 func Register(g *grpc.Server, node, netns string) *Server {
 	s := New(node, netns)
 	pb.RegisterOAMServer(g, s)
-	go func() {
-		_ = oam.PrewarmRx()
-		// Loading parsed the kernel's BTF (megabytes of types), garbage
-		// now: hand it back to the system instead of keeping it in the
-		// agent's resident set (issue #33's ≤ 10 MiB per agent).
-		debug.FreeOSMemory()
-	}()
+	prewarmOnce.Do(func() {
+		prewarms.Add(1)
+		go func() {
+			_ = prewarm()
+			// Loading parsed the kernel's BTF (megabytes of types),
+			// garbage now: hand it back to the system instead of keeping
+			// it in the agent's resident set (issue #33's ≤ 10 MiB per
+			// agent).
+			debug.FreeOSMemory()
+		}()
+	})
 	return s
 }
+
+var (
+	prewarmOnce sync.Once
+	prewarm     = oam.PrewarmRx // tests count the calls
+	prewarms    atomic.Int64
+)
 
 // ns is the namespace the tap and the injection work in: the named one,
 // or the agent's own (a path, so that AttachRx reads its inode).

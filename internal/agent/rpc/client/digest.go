@@ -17,15 +17,16 @@ import (
 // ObserveDigest implements agent.StateDigester. It checks what Preflight
 // does (the node served, the protocol) on the way: an agent that passes
 // needs no other call for an apply with nothing to do. An agent older
-// than the RPC answers Unimplemented: agent.ErrTooOld.
-func (c *Client) ObserveDigest(ctx context.Context, want *nodestate.Node, full bool) (agent.Digests, error) {
+// than the RPC answers Unimplemented: agent.ErrTooOld. expect is
+// nodestate.Digest(want, want).
+func (c *Client) ObserveDigest(ctx context.Context, want *nodestate.Node, expect string, full bool) (agent.Digests, error) {
 	b, err := json.Marshal(nodestate.DigestWant(want))
 	if err != nil {
 		return agent.Digests{}, err
 	}
 	ctx, cancel := c.call(ctx)
 	defer cancel()
-	r, err := c.rpc.ObserveDigest(ctx, &pb.ObserveDigestRequest{WantJson: b, Expect: nodestate.Digest(want, want), Full: full})
+	r, err := c.rpc.ObserveDigest(ctx, &pb.ObserveDigestRequest{WantJson: b, Expect: expect, Full: full})
 	if status.Code(err) == codes.Unimplemented {
 		return agent.Digests{}, fmt.Errorf("node %s: agent %s: observe digest: %w", c.node, c.addr, agent.ErrTooOld)
 	}

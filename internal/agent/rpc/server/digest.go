@@ -51,7 +51,7 @@ func (s *Server) ObserveDigest(ctx context.Context, r *pb.ObserveDigestRequest) 
 	}
 	if ir, ok := s.intents.(IntentReader); ok {
 		if in := ir.Kept(); in != nil {
-			rep.Intent = nodestate.Digest(in, in)
+			rep.Intent = s.intentDigest(in)
 		}
 	}
 	if s.journal != nil {
@@ -62,4 +62,17 @@ func (s *Server) ObserveDigest(ctx context.Context, r *pb.ObserveDigestRequest) 
 		rep.Unfinished = ops != nil || who != ""
 	}
 	return rep, nil
+}
+
+// intentDigest is nodestate.Digest(in, in), computed once per intent kept
+// (a store hands a new *Node for each intent set, and never changes one):
+// every no-op apply asks for it.
+func (s *Server) intentDigest(in *nodestate.Node) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.intentDgOf != in {
+		s.intentDgOf, s.intentDg = in, nodestate.Digest(in, in)
+		s.intentDigests++
+	}
+	return s.intentDg
 }

@@ -69,6 +69,11 @@ type Server struct {
 	// awaiting, if set (tests), is called when AcquireLease starts waiting
 	// for a held lease to end.
 	awaiting func()
+	// intentDg is the digest of the kept intent intentDgOf (digest.go);
+	// intentDigests counts how many were computed (tests).
+	intentDgOf    *nodestate.Node
+	intentDg      string
+	intentDigests int
 }
 
 // leaseGrace: a controller killed a moment ago still holds its leases

@@ -1,0 +1,182 @@
+package session
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+)
+
+// TLS session resumption across commands. Each command is a new process
+// that dials every agent with a full TLS 1.3 handshake: both certificates
+// sent, parsed and verified, a signature made and checked on each side —
+// a third of a no-op apply's CPU on the controller and a fifth on the
+// agents (docs/scale.md). The agents issue session tickets (crypto/tls
+// does by default); the controller keeps each agent's last ticket in a
+// file beside its key, and the next command resumes with it (PSK with a
+// fresh ECDHE/ML-KEM key exchange: forward secrecy is kept; only the
+// certificates' exchange is skipped).
+//
+// What still holds on a resumed connection:
+//   - the agent decrypts the ticket with keys only its own process has
+//     (a restarted agent cannot, and the handshake is a full one), and it
+//     carries the controller's certificate chain the agent verified when
+//     the ticket was issued; the agent checks that chain still leads to
+//     its CA and has not expired, and pki's VerifyConnection checks its
+//     role and --allow-controller again;
+//   - the controller runs its VerifyConnection (pki.ClientTLSPerNode) on
+//     the agent's certificate kept with the ticket: the CA chain and the
+//     node's name, as on a full handshake;
+//   - crypto/tls bounds a ticket's life to 7 days from the full handshake
+//     it came from.
+//
+// A ticket file is as secret as the controller's key (it lets its holder
+// resume the controller's sessions): 0600 in a 0700 directory next to the
+// key, named after the controller's certificate and the node, so that two
+// controllers' keys in one directory never share tickets. Anything wrong
+// with a file (unreadable, garbled, another Go's format) is a miss: a
+// full handshake, and the file replaced.
+
+// NoTicketsEnv=1 turns resumption off (every command a full handshake):
+// the A/B arm of docs/benchmarks.md's #33 section.
+const NoTicketsEnv = "SEGCHAIN_NO_TLS_TICKETS"
+
+// ticketDir is where the tickets of the controller whose key is keyFile
+// are kept.
+func ticketDir(keyFile string) string {
+	return filepath.Join(filepath.Dir(keyFile), "tls-sessions")
+}
+
+// tickets are one controller's kept tickets, one file per agent.
+type tickets struct {
+	dir  string
+	cert string // a digest of the controller's certificate
+	// offered and missed count the handshakes that offered a kept ticket
+	// and those that found none, resumed those the agent resumed, written
+	// the tickets written (tests).
+	offered, missed, resumed, written atomic.Int64
+}
+
+// newTickets keeps the tickets of the controller presenting cert in dir;
+// nil when resumption is off.
+func newTickets(dir string, cert tls.Certificate) *tickets {
+	if os.Getenv(NoTicketsEnv) == "1" || len(cert.Certificate) == 0 {
+		return nil
+	}
+	h := sha256.Sum256(cert.Certificate[0])
+	return &tickets{dir: dir, cert: hex.EncodeToString(h[:8])}
+}
+
+// forNode is the session cache of node's connections.
+func (t *tickets) forNode(node string) *nodeTickets {
+	return &nodeTickets{t: t, node: node}
+}
+
+// nodeTickets is one agent's ticket (tls.ClientSessionCache): the cache key
+// crypto/tls passes (the server name or address) is part of the file's
+// name, so a node moved to another address starts afresh.
+type nodeTickets struct {
+	t    *tickets
+	node string
+	// loadedAt is when the ticket Get handed was written; resumed is set
+	// when the agent accepted it (remote.go): Put then keeps that file
+	// while it is younger than ticketRefresh.
+	loadedAt atomic.Int64 // unix nanoseconds
+	resumed  atomic.Bool
+}
+
+// ticketRefresh is how long a ticket is offered again before the agent's
+// newer one replaces it: writing each agent's new ticket after every
+// command was a fifth of a no-op apply's CPU on the controller (a file
+// created per node). crypto/tls accepts a ticket again within its life
+// (7 days from the full handshake, the agent's ticket keys rotated
+// daily); an hour keeps it well inside that.
+const ticketRefresh = time.Hour
+
+type ticketFile struct {
+	Ticket []byte `json:"ticket"`
+	State  []byte `json:"state"`
+}
+
+func (n *nodeTickets) path(key string) string {
+	h := sha256.Sum256([]byte(n.node + "\x00" + key))
+	return filepath.Join(n.t.dir, n.t.cert+"-"+hex.EncodeToString(h[:8]))
+}
+
+// Get implements tls.ClientSessionCache.
+func (n *nodeTickets) Get(key string) (*tls.ClientSessionState, bool) {
+	p := n.path(key)
+	fi, err := os.Stat(p)
+	if err != nil {
+		n.t.missed.Add(1)
+		return nil, false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		n.t.missed.Add(1)
+		return nil, false
+	}
+	var f ticketFile
+	if json.Unmarshal(b, &f) != nil {
+		n.t.missed.Add(1)
+		return nil, false
+	}
+	st, err := tls.ParseSessionState(f.State)
+	if err != nil {
+		n.t.missed.Add(1)
+		return nil, false
+	}
+	cs, err := tls.NewResumptionState(f.Ticket, st)
+	if err != nil {
+		n.t.missed.Add(1)
+		return nil, false
+	}
+	n.t.offered.Add(1)
+	n.loadedAt.Store(fi.ModTime().UnixNano())
+	return cs, true
+}
+
+// Put implements tls.ClientSessionCache: the agent's newest ticket
+// replaces the file (nil: the ticket was refused or expired, removed).
+func (n *nodeTickets) Put(key string, cs *tls.ClientSessionState) {
+	p := n.path(key)
+	if cs == nil {
+		os.Remove(p)
+		return
+	}
+	if n.resumed.Load() && time.Since(time.Unix(0, n.loadedAt.Load())) < ticketRefresh {
+		return // the kept ticket was accepted, and is recent
+	}
+	n.t.written.Add(1)
+	ticket, st, err := cs.ResumptionState()
+	if err != nil || st == nil {
+		return
+	}
+	sb, err := st.Bytes()
+	if err != nil {
+		return
+	}
+	b, err := json.Marshal(ticketFile{Ticket: ticket, State: sb})
+	if err != nil {
+		return
+	}
+	if os.MkdirAll(n.t.dir, 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(n.t.dir, ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	if cerr := tmp.Close(); werr != nil || cerr != nil {
+		os.Remove(tmp.Name())
+		return
+	}
+	if os.Rename(tmp.Name(), p) != nil {
+		os.Remove(tmp.Name())
+	}
+}
