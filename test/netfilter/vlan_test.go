@@ -1,7 +1,6 @@
 package netfilter_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -127,22 +126,6 @@ func (tp vlanTopo) loadRules(t *testing.T, cases []vlanCase) {
 	testutil.Exec(t, tp.n, "sh", "-c", "nft delete table inet h12v 2>/dev/null; printf '%s' \"$0\" | nft -f -", r.String())
 }
 
-// rxOtherhost is the kernel's count of frames dev received for another
-// host (a VLAN ID no VLAN device takes, among others) and dropped.
-func rxOtherhost(t *testing.T, ns, dev string) uint64 {
-	t.Helper()
-	var l []struct {
-		Stats struct {
-			RX map[string]uint64 `json:"rx"`
-		} `json:"stats64"`
-	}
-	out := testutil.Exec(t, ns, "ip", "-j", "-s", "-s", "link", "show", "dev", dev)
-	if err := json.Unmarshal([]byte(out), &l); err != nil || len(l) != 1 {
-		t.Fatalf("ip -j -s -s link show %s: %v: %s", dev, err, out)
-	}
-	return l[0].Stats.RX["otherhost"]
-}
-
 func loopDrops(t *testing.T, ns string) map[string]uint64 {
 	t.Helper()
 	ls, err := netfilter.Loop(ns)
@@ -169,7 +152,7 @@ func (tp vlanTopo) runVLAN(t *testing.T, cases []vlanCase, wantStack uint64) {
 	tp.loadRules(t, cases)
 	before := nfCounters(t, tp.n)
 	loopBefore := loopDrops(t, tp.n)
-	ohBefore := rxOtherhost(t, tp.n, "n0")
+	ohBefore := testutil.RxOtherhost(t, tp.n, "n0")
 	var want []string
 	for _, c := range cases {
 		if c.deliver {
@@ -213,7 +196,7 @@ func (tp vlanTopo) runVLAN(t *testing.T, cases []vlanCase, wantStack uint64) {
 			oh++
 		}
 	}
-	if d := rxOtherhost(t, tp.n, "n0") - ohBefore; d != oh {
+	if d := testutil.RxOtherhost(t, tp.n, "n0") - ohBefore; d != oh {
 		t.Errorf("the kernel dropped %d frames on n0 as for another host, want %d", d, oh)
 	}
 	delivered := uint64(len(want))

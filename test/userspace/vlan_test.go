@@ -1,7 +1,6 @@
 package userspace_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -14,22 +13,6 @@ import (
 	"github.com/segchain/segchain/internal/testutil"
 	"github.com/segchain/segchain/pkg/srv6svc"
 )
-
-// rxOtherhost is the kernel's count of frames dev received for another
-// host (a VLAN ID no VLAN device takes, among others) and dropped.
-func rxOtherhost(t *testing.T, ns, dev string) uint64 {
-	t.Helper()
-	var l []struct {
-		Stats struct {
-			RX map[string]uint64 `json:"rx"`
-		} `json:"stats64"`
-	}
-	out := testutil.Exec(t, ns, "ip", "-j", "-s", "-s", "link", "show", "dev", dev)
-	if err := json.Unmarshal([]byte(out), &l); err != nil || len(l) != 1 {
-		t.Fatalf("ip -j -s -s link show %s: %v: %s", dev, err, out)
-	}
-	return l[0].Stats.RX["otherhost"]
-}
 
 // TestPrivilegedVLANTagsSteered: frames to a bound SID behind 802.1Q /
 // 802.1ad tags. The kernel removes priority tags (VID 0, however many,
@@ -81,7 +64,7 @@ func TestPrivilegedVLANTagsSteered(t *testing.T) {
 	b.WriteString("import os\nos.sched_setaffinity(0, {0})\nfr = []\n")
 	var want []string
 	var oh uint64
-	ohBefore := rxOtherhost(t, tp.NFV, tp.NIn)
+	ohBefore := testutil.RxOtherhost(t, tp.NFV, tp.NIn)
 	for _, c := range cases {
 		if c.otherhost {
 			oh++
@@ -116,7 +99,7 @@ func TestPrivilegedVLANTagsSteered(t *testing.T) {
 	if strings.Join(atSink, " ") != strings.Join(want, " ") {
 		t.Errorf("the sink got %v, want %v", atSink, want)
 	}
-	if d := rxOtherhost(t, tp.NFV, tp.NIn) - ohBefore; d != oh {
+	if d := testutil.RxOtherhost(t, tp.NFV, tp.NIn) - ohBefore; d != oh {
 		t.Errorf("the kernel dropped %d frames on %s as for another host, want %d", d, tp.NIn, oh)
 	}
 	if c.Steered != uint64(len(want)) || c.NoSocketBypass != 0 || c.DropMalformed != 0 {
