@@ -24,8 +24,8 @@
  * (the chain's selectors + fwmark) sends the packet to a table of its
  * own per (chain, instance) whose route is that instance's complete SID
  * list, so the kernel's encap pushes it: no rewrite, no FIB lookup, no
- * MAC write here. pool_out then lets marked packets pass and still
- * selects what ingress could not see (locally originated packets). */
+ * MAC write here. pool_out then selects only what ingress could not see,
+ * locally originated packets (no input device); forwarded ones pass. */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <linux/if_ether.h>
@@ -871,6 +871,13 @@ int pool_out(struct __sk_buff *skb)
 	__u8 seg[16];
 	__u32 nsegs;
 
+	/* A forwarded packet (it has an input device) met pool_in at its
+	 * ingress: a pool chain's was chosen and marked there, any other is
+	 * no pool's. Only the headend's own packets are selected here, so
+	 * forwarded traffic pays one compare (docs/pools.md "What it
+	 * costs": scanning every forwarded SRH cost 5 %). */
+	if (skb->ingress_ifindex)
+		return POOL_TCX_NEXT;
 	if (pool_probe_mark && skb->mark == pool_probe_mark)
 		return POOL_TCX_NEXT;
 	/* Chosen at ingress (pool_in): its table's route pushed the

@@ -35,15 +35,13 @@ its interfaces. The arms:
   T.Encaps.rule+in+out   the single-instance chain on a headend with pools
                          (what a chain without a pool pays for the programs)
   T.Encaps.rule+in       the same with pool_in only
-  T.Encaps.poolout+out   the old path: the pool rewritten by pool_out after the
-                         encap (before session 12)
 
 The programs sit on interfaces, so the generator's template switch to an arm
 also attaches the arm's programs and the switch back to the reference detaches
 them, before the settle time (as "perf boundary" does). The testbed's
 forwarding sink is a TCX egress program on the output port, so the egress
-hook is entered in every arm: pool_out's arms pay its program, not the hook's
-entry. Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
+hook is entered in every arm: the "+out" arms pay pool_out's program, not the
+hook's entry (pool_out lets forwarded packets pass after one compare). Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
 median and 95 % CI) and the throughput ratio when enough windows had the SUT
 CPU to themselves. 40 rounds take about 1.5 minutes.`,
 		Example: "  flock /work/wt/bench.lock segchain perf pools --rounds 40",

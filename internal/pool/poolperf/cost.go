@@ -31,7 +31,7 @@ const (
 // attached while it is sent.
 type Slot struct {
 	Name   string
-	Recipe int // ruleOnly, poolIn or pool3
+	Recipe int // ruleOnly or poolIn
 	Progs  int
 }
 
@@ -43,13 +43,12 @@ var Slots = []Slot{
 	{"T.Encaps.pool+in", poolIn, progIn},
 	{"T.Encaps.rule+in+out", ruleOnly, progBoth},
 	{"T.Encaps.rule+in", ruleOnly, progIn},
-	{"T.Encaps.poolout+out", pool3, progOut},
 }
 
 // recipeK is each recipe's arm number k (its addresses, table, rule
 // priority). The baseline's rule comes first in the kernel's rule walk,
 // so the pool arm walks it too (a bias against the pool, not for it).
-var recipeK = map[int]int{ruleOnly: 1, poolIn: 2, pool3: 3}
+var recipeK = map[int]int{ruleOnly: 1, poolIn: 2}
 
 // progState is what is attached to the SUT's ports now.
 type progState struct {
@@ -119,7 +118,7 @@ func setupSlots(d perf.Driver, size int) (perf.SwitchingGenerator, *progState, e
 	env := d.Env()
 	gen := d.Generator()
 	frames := map[int][]byte{}
-	for _, r := range []int{ruleOnly, poolIn, pool3} {
+	for _, r := range []int{ruleOnly, poolIn} {
 		f, err := setupKind(env, recipeK[r], perf.Params{Size: size}, r)
 		if err != nil {
 			return perf.SwitchingGenerator{}, nil, err
