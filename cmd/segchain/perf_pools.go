@@ -35,6 +35,8 @@ its interfaces. The arms:
   T.Encaps.rule+in+out   the single-instance chain on a headend with pools
                          (what a chain without a pool pays for the programs)
   T.Encaps.rule+in       the same with pool_in only
+  T.Encaps.rule+empty-tcx  the single-instance chain with an empty TCX ingress
+                         program: what the hook alone costs
 
 The programs sit on interfaces, so the generator's template switch to an arm
 also attaches the arm's programs and the switch back to the reference detaches

@@ -1,5 +1,10 @@
 package perf
 
+import (
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
 // Per-arm state on one port. Some costs sit on an interface (a TCX or XDP
 // program), so within one generator run they cannot be present for one
 // arm's frames and absent for the reference's through different ports
@@ -45,3 +50,10 @@ type genLatDriver struct {
 }
 
 func (d genLatDriver) Generator() Generator { return d.g }
+
+// EmptyTC is a TC program that returns TC_ACT_UNSPEC (TCX_NEXT) at once:
+// attached, it measures what the hook itself costs.
+func EmptyTC() (*ebpf.Program, error) {
+	return ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}})
+}

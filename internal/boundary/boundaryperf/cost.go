@@ -134,12 +134,7 @@ func clsact(dev string, prog *ebpf.Program) error {
 	return err
 }
 
-// emptyProgram returns TC_ACT_UNSPEC (TCX_NEXT) at once; emptyXDP XDP_PASS.
-func emptyProgram() (*ebpf.Program, error) {
-	return ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}})
-}
-
+// emptyXDP returns XDP_PASS at once (the TCX one: perf.EmptyTC).
 func emptyXDP() (*ebpf.Program, error) {
 	return ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}})
@@ -249,7 +244,7 @@ func MeasureBaseline(d perf.Driver, rounds int, window time.Duration, baseline s
 			arms = append(arms, perf.Arm{Name: s.name, Slot: i})
 		}
 	}
-	empty, err := emptyProgram()
+	empty, err := perf.EmptyTC()
 	if err != nil {
 		return nil, err
 	}

@@ -21,10 +21,11 @@ import (
 
 // Programs on the SUT's ports during an arm.
 const (
-	progNone = iota // no pool program (a headend without pools)
-	progIn          // pool_in on the input port's TCX ingress
-	progOut         // pool_out on the output port's TCX egress
-	progBoth        // both, as apply installs them on a headend with pools
+	progNone  = iota // no pool program (a headend without pools)
+	progIn           // pool_in on the input port's TCX ingress
+	progOut          // pool_out on the output port's TCX egress
+	progBoth         // both, as apply installs them on a headend with pools
+	progEmpty        // an empty TCX ingress program: the hook's own cost
 )
 
 // Slot is one arm of the cost run: a recipe's frame and the programs
@@ -43,6 +44,7 @@ var Slots = []Slot{
 	{"T.Encaps.pool+in", poolIn, progIn},
 	{"T.Encaps.rule+in+out", ruleOnly, progBoth},
 	{"T.Encaps.rule+in", ruleOnly, progIn},
+	{"T.Encaps.rule+empty-tcx", ruleOnly, progEmpty},
 }
 
 // recipeK is each recipe's arm number k (its addresses, table, rule
@@ -55,6 +57,7 @@ type progState struct {
 	env     *perf.Env
 	mode    int
 	in, out *ebpf.Program
+	empty   *ebpf.Program
 	links   []link.Link
 }
 
@@ -88,6 +91,9 @@ func (s *progState) set(mode int) error {
 				return err
 			}
 		}
+		if mode == progEmpty {
+			return attach(s.env.In, s.empty, ebpf.AttachTCXIngress)
+		}
 		if mode == progOut || mode == progBoth {
 			return attach(s.env.Out, s.out, ebpf.AttachTCXEgress)
 		}
@@ -107,6 +113,9 @@ func (s *progState) close() error {
 	}
 	if s.out != nil {
 		s.out.Close()
+	}
+	if s.empty != nil {
+		s.empty.Close()
 	}
 	return err
 }
@@ -146,7 +155,10 @@ func setupSlots(d perf.Driver, size int) (perf.SwitchingGenerator, *progState, e
 		if st.in, err = h.InProg().Clone(); err != nil {
 			return err
 		}
-		st.out, err = h.Prog().Clone()
+		if st.out, err = h.Prog().Clone(); err != nil {
+			return err
+		}
+		st.empty, err = perf.EmptyTC()
 		return err
 	})
 	if err == nil {
