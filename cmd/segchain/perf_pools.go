@@ -46,7 +46,7 @@ hook is entered in every arm: the "+out" arms pay pool_out's program, not the
 hook's entry (pool_out lets forwarded packets pass after one compare). Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
 median and 95 % CI) and the throughput ratio when enough windows had the SUT
 CPU to themselves. 40 rounds take about 1.5 minutes.`,
-		Example: "  flock /work/wt/bench.lock segchain perf pools --rounds 40",
+		Example: "  flock /tmp/bench.lock segchain perf pools --rounds 40   # one benchmark at a time on a shared machine",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
