@@ -17,9 +17,10 @@ func newPerfPoolsCmd() *cobra.Command {
 		output string
 		rounds int
 		window time.Duration
+		wire   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "pools [--rounds 40] [--window 100ms] [-o json]",
+		Use:   "pools [--rounds 40] [--window 100ms] [--wire] [-o json]",
 		Short: "Measure what a pool of instances costs at the headend against a chain on a headend without pools",
 		Long: `Measures per-flow pool selection at the headend (docs/pools.md) on the built-in
 testbed with the sandwich method, 64-byte packets, one flow. The reference is a
@@ -43,7 +44,9 @@ also attaches the arm's programs and the switch back to the reference detaches
 them, before the settle time (as "perf boundary" does). The testbed's
 forwarding sink is a TCX egress program on the output port, so the egress
 hook is entered in every arm: the "+out" arms pay pool_out's program, not the
-hook's entry (pool_out lets forwarded packets pass after one compare). Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
+hook's entry (pool_out lets forwarded packets pass after one compare). With
+--wire the packets are counted at the tester's end of the wire instead: no
+program on the SUT's egress, so those arms pay the egress hook too. Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
 median and 95 % CI) and the throughput ratio when enough windows had the SUT
 CPU to themselves. 40 rounds take about 1.5 minutes.`,
 		Example: "  flock /tmp/bench.lock segchain perf pools --rounds 40   # one benchmark at a time on a shared machine",
@@ -63,7 +66,7 @@ CPU to themselves. 40 rounds take about 1.5 minutes.`,
 			if err := perf.PrepareSUT(drv.Env()); err != nil {
 				return err
 			}
-			res, err := poolperf.Measure(drv, rounds, window)
+			res, err := poolperf.Measure(drv, rounds, window, wire)
 			if err != nil {
 				return err
 			}
@@ -89,6 +92,7 @@ CPU to themselves. 40 rounds take about 1.5 minutes.`,
 	tb.register(cmd)
 	cmd.Flags().IntVar(&rounds, "rounds", 40, "sandwich rounds")
 	cmd.Flags().DurationVar(&window, "window", 100*time.Millisecond, "measured window per arm and round")
+	cmd.Flags().BoolVar(&wire, "wire", false, "count at the tester's wire instead of a TCX sink on the SUT's output port (no program on the SUT's egress: the pool_out arms pay the egress hook's entry)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }

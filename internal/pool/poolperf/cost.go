@@ -188,10 +188,19 @@ type Result struct {
 
 // Measure runs the sandwich on an up testbed d (PrepareSUT done): rounds
 // of Slots, 64-byte packets, against a single-instance chain with no pool
-// program attached.
-func Measure(d perf.Driver, rounds int, window time.Duration) (*Result, error) {
+// program attached. wire counts at the tester's wire instead of the
+// SUT's output port: then no TCX program runs on the SUT's egress (the
+// forwarding sink is one), so the arms with pool_out pay the egress
+// hook's entry too, as on a headend without other egress programs.
+func Measure(d perf.Driver, rounds int, window time.Duration, wire bool) (*Result, error) {
 	if d.Env().Do == nil {
 		return nil, fmt.Errorf("the pool programs need the SUT's namespace: %w", perf.ErrNotSupported)
+	}
+	if wire {
+		if err := d.Sink(perf.SinkWire); err != nil {
+			return nil, err
+		}
+		defer d.Sink(perf.SinkForward)
 	}
 	gen, st, err := setupSlots(d, 64)
 	if err != nil {

@@ -161,7 +161,7 @@ func TestPoolCost(t *testing.T) {
 		t.Skip("set SEGCHAIN_POOL_COST=ROUNDS to measure a pool's cost at the headend")
 	}
 	d := costTestbed(t, "s12pm")
-	res, err := Measure(d, rounds, 100*time.Millisecond)
+	res, err := Measure(d, rounds, 100*time.Millisecond, os.Getenv("SEGCHAIN_POOL_COST_WIRE") != "")
 	if err != nil {
 		t.Fatal(err)
 	}
