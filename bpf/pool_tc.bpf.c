@@ -24,8 +24,8 @@
  * (the chain's selectors + fwmark) sends the packet to a table of its
  * own per (chain, instance) whose route is that instance's complete SID
  * list, so the kernel's encap pushes it: no rewrite, no FIB lookup, no
- * MAC write here. pool_out then lets marked packets pass and still
- * selects what ingress could not see (locally originated packets). */
+ * MAC write here. pool_out then selects only what ingress could not see,
+ * locally originated packets (no input device); forwarded ones pass. */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
 #include <linux/if_ether.h>
@@ -452,7 +452,7 @@ static __always_inline int inner_flow(struct __sk_buff *skb, __u32 off, __u8 nh,
  * not IP), from the per-CPU cache when it holds the flow; -1: an IP
  * inner packet cut short. Out of line: its flow key's stack is not the
  * caller's. */
-static __attribute__((noinline)) int flow_of(struct __sk_buff *skb, __u32 off, __u8 nh, __u32 sym, __u64 *h)
+static __always_inline int flow_of_inl(struct __sk_buff *skb, __u32 off, __u8 nh, __u32 sym, __u64 *h)
 {
 	struct flow f;
 
@@ -483,12 +483,21 @@ static __attribute__((noinline)) int flow_of(struct __sk_buff *skb, __u32 off, _
 	return 0;
 }
 
+/* pool_out's copy out of line (its verification stays linear); pool_in
+ * inlines the body: a BPF-to-BPF call's return goes through the return
+ * thunk of this CPU's SRSO mitigation, a measurable part of the ingress
+ * program's cost (docs/pools.md "What it costs"). */
+static __attribute__((noinline)) int flow_of(struct __sk_buff *skb, __u32 off, __u8 nh, __u32 sym, __u64 *h)
+{
+	return flow_of_inl(skb, off, nh, sym, h);
+}
+
 /* pool_choose returns the instance of c with the flow's highest live
  * slot and its highest slot overall, packed: (any + 1) | (live + 1) << 8
  * (0: none). One flat loop over the slots keeps the verifier's work
  * linear; a global function, so that it is verified once on its own
  * rather than once per path that reaches it. */
-__attribute__((noinline)) int pool_choose(struct pool_conf *c, __u32 live, __u64 h)
+static __always_inline int choose_inl(struct pool_conf *c, __u32 live, __u64 h)
 {
 	__u64 best_any = 0, best_live = 0;
 	int a = -1, l = -1;
@@ -514,6 +523,12 @@ __attribute__((noinline)) int pool_choose(struct pool_conf *c, __u32 live, __u64
 	return (a + 1) | ((l + 1) << 8);
 }
 
+/* pool_out's copy: a global function, verified once on its own. */
+__attribute__((noinline)) int pool_choose(struct pool_conf *c, __u32 live, __u64 h)
+{
+	return choose_inl(c, live, h);
+}
+
 static __always_inline int same_sid(const __u8 *a, const __u8 *b)
 {
 	const __u64 *x = (const void *)a, *y = (const void *)b;
@@ -536,9 +551,9 @@ static __always_inline void count_drop(__u32 id, __u32 reason)
  * instance (counted, and a moved flow remembered), or POOL_DEC_*. One
  * function for pool_in and pool_out: the same HRW, moved-flows LRU and
  * policies (internal/pool's Decide is the model). */
-static __always_inline int pool_decide(__u32 id, struct pool_conf *c, struct pool_stats *st, __u32 live, __u64 h)
+static __always_inline int pool_decide(__u32 id, struct pool_conf *c, struct pool_stats *st, __u32 live, __u64 h, int inl)
 {
-	int ch = pool_choose(c, live, h);
+	int ch = inl ? choose_inl(c, live, h) : pool_choose(c, live, h);
 	int any = (ch & 0xff) - 1, pick = ((ch >> 8) & 0xff) - 1;
 	if (any < 0)
 		return POOL_DEC_PASS;
@@ -776,7 +791,7 @@ static __always_inline int pool_apply(struct __sk_buff *skb, struct ipv6_sr_hdr 
 		return TC_ACT_SHOT;
 	}
 
-	int d = pool_decide(id, c, st, live, h);
+	int d = pool_decide(id, c, st, live, h, 0);
 	if (d == POOL_DEC_PASS)
 		return POOL_TCX_NEXT;
 	if (d == POOL_DEC_DROP)
@@ -871,6 +886,13 @@ int pool_out(struct __sk_buff *skb)
 	__u8 seg[16];
 	__u32 nsegs;
 
+	/* A forwarded packet (it has an input device) met pool_in at its
+	 * ingress: a pool chain's was chosen and marked there, any other is
+	 * no pool's. Only the headend's own packets are selected here, so
+	 * forwarded traffic pays one compare (docs/pools.md "What it
+	 * costs": scanning every forwarded SRH cost 5 %). */
+	if (skb->ingress_ifindex)
+		return POOL_TCX_NEXT;
 	if (pool_probe_mark && skb->mark == pool_probe_mark)
 		return POOL_TCX_NEXT;
 	/* Chosen at ingress (pool_in): its table's route pushed the
@@ -1014,8 +1036,8 @@ static __always_inline int rule_matches(const struct pool_rule *r, const struct 
 }
 
 /* pool_classify returns the index of the first rule of rs the packet
- * matches (POOL_RULES_MAX: none). A global function: verified once. */
-__attribute__((noinline)) int pool_classify(struct pool_ruleset *rs, struct pool_pkt *k, __u32 ifindex)
+ * matches (POOL_RULES_MAX: none). Inline: no call's return thunk. */
+static __always_inline int pool_classify(struct pool_ruleset *rs, struct pool_pkt *k, __u32 ifindex)
 {
 	if (!rs || !k)
 		return POOL_RULES_MAX;
@@ -1066,12 +1088,12 @@ int pool_in(struct __sk_buff *skb)
 		return POOL_TCX_NEXT;
 	__u32 live = *lv;
 	__u64 h = 0;
-	if (flow_of(skb, ETH_LEN, nh, !!(c->flags & POOL_SYMMETRIC), &h)) {
+	if (flow_of_inl(skb, ETH_LEN, nh, !!(c->flags & POOL_SYMMETRIC), &h)) {
 		st->errors++;
 		count_drop(id, POOL_DROP_MALFORMED);
 		return TC_ACT_SHOT;
 	}
-	int d = pool_decide(id, c, st, live, h);
+	int d = pool_decide(id, c, st, live, h, 1);
 	if (d == POOL_DEC_PASS)
 		return POOL_TCX_NEXT;
 	if (d == POOL_DEC_DROP)

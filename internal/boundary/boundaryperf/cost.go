@@ -51,15 +51,6 @@ const (
 	modeBaseline           // the filter's TCX programs from another object (a previous build), same tables
 )
 
-// toggle is the testbed's generator whose Select also sets the SUT's input
-// port to the slot's mode.
-type toggle struct {
-	perf.Generator
-	env   *perf.Env
-	mode  map[int]int
-	state *portState
-}
-
 // portState is what is attached to the SUT's input port now.
 type portState struct {
 	mode     int
@@ -67,13 +58,6 @@ type portState struct {
 	emptyXDP *ebpf.Program
 	baseline string // the object modeBaseline attaches
 	links    []link.Link
-}
-
-func (g toggle) Select(slot int) error {
-	if err := g.state.set(g.env, g.mode[slot]); err != nil {
-		return err
-	}
-	return g.Generator.Select(slot)
 }
 
 func (s *portState) set(env *perf.Env, mode int) error {
@@ -150,23 +134,11 @@ func clsact(dev string, prog *ebpf.Program) error {
 	return err
 }
 
-// emptyProgram returns TC_ACT_UNSPEC (TCX_NEXT) at once; emptyXDP XDP_PASS.
-func emptyProgram() (*ebpf.Program, error) {
-	return ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}})
-}
-
+// emptyXDP returns XDP_PASS at once (the TCX one: perf.EmptyTC).
 func emptyXDP() (*ebpf.Program, error) {
 	return ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.XDP, License: "GPL",
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}})
 }
-
-type driver struct {
-	perf.Driver
-	g perf.Generator
-}
-
-func (d driver) Generator() perf.Generator { return d.g }
 
 // setFilter attaches (on) or detaches the filter on env.In only: every
 // other interface is trusted, and with off, env.In too.
@@ -206,18 +178,6 @@ type Result struct {
 
 // latencyRate is the paced rate of the latency phase (perf's default).
 const latencyRate = 20000
-
-// latDriver adds the testbed's latency measurement to driver.
-type latDriver struct {
-	driver
-	ld perf.LatencyDriver
-}
-
-func (d latDriver) SetLatency(on bool) error { return d.ld.SetLatency(on) }
-func (d latDriver) Stamped(slot int) bool    { return d.ld.Stamped(slot) }
-func (d latDriver) Latency(slot int) (perf.LatencyHist, perf.LatencyMisses, error) {
-	return d.ld.Latency(slot)
-}
 
 // Measure runs the sandwich on an up testbed d (PrepareSUT done): rounds
 // of IPv6 (reference, no filter), IPv6 with the filter, IPv6 with an empty
@@ -284,7 +244,7 @@ func MeasureBaseline(d perf.Driver, rounds int, window time.Duration, baseline s
 			arms = append(arms, perf.Arm{Name: s.name, Slot: i})
 		}
 	}
-	empty, err := emptyProgram()
+	empty, err := perf.EmptyTC()
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +262,10 @@ func MeasureBaseline(d perf.Driver, rounds int, window time.Duration, baseline s
 	if err := state.set(env, modeNone); err != nil {
 		return nil, err
 	}
-	td := driver{Driver: d, g: toggle{Generator: gen, env: env, mode: mode, state: state}}
+	// The generator's switch to a slot sets the port to the slot's mode
+	// (perf.SwitchingGenerator).
+	td := perf.WithGenerator(d, perf.SwitchingGenerator{Generator: gen,
+		Before: func(slot int) error { return state.set(env, mode[slot]) }})
 	ref, res, err := perf.Sandwich(td, perf.Arm{Name: "IPv6", Slot: 0}, arms, perf.SandwichConfig{
 		Rounds: rounds, Settle: 50 * time.Millisecond, Window: window, MinOverload: 1.1, MaxLost: 0.05, Seed: 13})
 	if err != nil {
@@ -315,8 +278,8 @@ func MeasureBaseline(d perf.Driver, rounds int, window time.Duration, baseline s
 	}
 	// Latency: every arm at one paced rate, its programs attached by the
 	// same template switch (perf.MeasureLatency; docs/benchmarks.md).
-	if ld, ok := d.(perf.LatencyDriver); ok {
-		lref, lres, err := perf.MeasureLatency(latDriver{driver: td, ld: ld}, perf.Arm{Name: "IPv6", Slot: 0}, arms,
+	if ltd, ok := td.(perf.LatencyDriver); ok {
+		lref, lres, err := perf.MeasureLatency(ltd, perf.Arm{Name: "IPv6", Slot: 0}, arms,
 			perf.LatencyConfig{Rounds: max(1, rounds/4), Settle: 50 * time.Millisecond, Window: 100 * time.Millisecond,
 				Rate: latencyRate, Seed: 17})
 		if err != nil {

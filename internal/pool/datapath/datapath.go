@@ -314,3 +314,10 @@ func (h *Headend) ForgetMoved(id int) error {
 
 // Dir is the selector's pin directory.
 func (h *Headend) Dir() string { return h.dir }
+
+// Detach takes both programs off every interface (their pinned links),
+// keeping the maps and h's program handles: the cost benchmark
+// (poolperf.Measure) attaches them per arm instead.
+func (h *Headend) Detach() error {
+	return errors.Join(bpfpin.DetachAll(filepath.Join(h.dir, inDir)), bpfpin.DetachAll(h.dir))
+}

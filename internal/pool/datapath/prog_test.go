@@ -250,18 +250,60 @@ func TestProbePasses(t *testing.T) {
 	if ret == 2 || string(out) != string(in) {
 		t.Fatalf("probe: verdict %d, changed %v", ret, string(out) != string(in))
 	}
-	if ret, _ = testutil.RunTC(t, ns, h.Prog(), ifx, in, 0); ret != 2 {
+	if ret, _ = runOut(t, ns, h, ifx, in); ret != 2 {
 		t.Fatalf("unmarked packet with every instance down under drop: verdict %d, want 2 (shot)", ret)
 	}
 }
 
-// runMark is testutil.RunTC with a packet mark.
+// TestForwardedPasses: a forwarded packet (it has an input device) leaves
+// pool_out untouched and uncounted even when it carries a pool's
+// placeholder (pool_in chose it at its ingress, or it is no pool
+// chain's); the same packet sent by the headend itself is selected.
+func TestForwardedPasses(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	p := testPool(pool.Drop)
+	if err := h.Program([]pool.Pool{p}); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.SetLive(0, 0)
+	in := frame(p, pool.Flow{Src: src, Dst: egress, Sport: 1, Dport: 2, Proto: 17})
+	var ret uint32
+	out := make([]byte, len(in))
+	err := nsutil.Do(ns, func() error {
+		opts := &ebpf.RunOptions{Data: in, DataOut: out, Context: testutil.SkbCtx{IngressIfindex: ifx, Ifindex: ifx}}
+		var err error
+		ret, err = h.Prog().Run(opts)
+		out = opts.DataOut
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ret == 2 || string(out) != string(in) {
+		t.Fatalf("forwarded packet: verdict %d, changed %v; want it passed untouched", ret, string(out) != string(in))
+	}
+	if s, err := h.Stats(0, len(p.Instances)); err != nil || s.Drop != 0 {
+		t.Fatalf("forwarded packet counted: %+v, %v", s, err)
+	}
+	if ret, _ = runOut(t, ns, h, ifx, in); ret != 2 {
+		t.Fatalf("the same packet sent locally with every instance down under drop: verdict %d, want 2 (shot)", ret)
+	}
+}
+
+// runOut runs pool_out on pkt as a locally originated packet leaving by
+// ifx (no input device: pool_out lets forwarded packets pass).
+func runOut(t *testing.T, ns string, h *Headend, ifx uint32, pkt []byte) (uint32, []byte) {
+	t.Helper()
+	return runMark(t, ns, h, ifx, pkt, 0)
+}
+
+// runMark runs pool_out on a local packet with a packet mark.
 func runMark(t *testing.T, ns string, h *Headend, ifx uint32, pkt []byte, mark uint32) (uint32, []byte) {
 	t.Helper()
 	var ret uint32
 	out := make([]byte, len(pkt))
 	err := nsutil.Do(ns, func() error {
-		opts := &ebpf.RunOptions{Data: pkt, DataOut: out, Context: testutil.SkbCtx{Mark: mark, IngressIfindex: ifx, Ifindex: ifx}}
+		opts := &ebpf.RunOptions{Data: pkt, DataOut: out, Context: testutil.SkbCtx{Mark: mark, Ifindex: ifx}}
 		var err error
 		ret, err = h.Prog().Run(opts)
 		out = opts.DataOut
@@ -301,7 +343,7 @@ func TestRecoveryTakesOnlyNewFlows(t *testing.T) {
 		}
 		send := func(f pool.Flow) int {
 			in := frame(p, f)
-			ret, out := testutil.RunTC(t, ns, h.Prog(), ifx, in, 0)
+			ret, out := runOut(t, ns, h, ifx, in)
 			return outcome(t, p, ret, in, out).Instance
 		}
 		if got := send(old); got != 1 {
@@ -330,15 +372,15 @@ func TestRecoveryTakesOnlyNewFlows(t *testing.T) {
 	}
 }
 
-// runBatch is testutil.RunTC for many packets in one visit of the
-// namespace (a loaded machine makes each setns slow).
+// runBatch is runOut for many packets in one visit of the namespace (a
+// loaded machine makes each setns slow).
 func runBatch(t *testing.T, ns string, h *Headend, ifx uint32, pkts [][]byte) ([]uint32, [][]byte) {
 	t.Helper()
 	rets := make([]uint32, len(pkts))
 	outs := make([][]byte, len(pkts))
 	err := nsutil.Do(ns, func() error {
 		for i, pkt := range pkts {
-			opts := &ebpf.RunOptions{Data: pkt, DataOut: make([]byte, len(pkt)), Context: testutil.SkbCtx{IngressIfindex: ifx, Ifindex: ifx}}
+			opts := &ebpf.RunOptions{Data: pkt, DataOut: make([]byte, len(pkt)), Context: testutil.SkbCtx{Ifindex: ifx}}
 			ret, err := h.Prog().Run(opts)
 			if err != nil {
 				return err
@@ -418,7 +460,7 @@ func TestUnparsedFrames(t *testing.T) {
 		"VLAN-tagged, no pool SID": vlan(testutil.Eth(peer, mac, 0x86dd, testutil.IPv6(src, egress, 17, 64, testutil.L4(1, 2, []byte("x"))))),
 	}
 	for what, in := range host {
-		ret, out := testutil.RunTC(t, ns, h.Prog(), ifx, in, 0)
+		ret, out := runOut(t, ns, h, ifx, in)
 		if ret == 2 || string(out) != string(in) {
 			t.Errorf("%s: verdict %d, changed %v; want it passed untouched", what, ret, string(out) != string(in))
 		}
@@ -447,7 +489,7 @@ func TestUnparsedFrames(t *testing.T) {
 	}
 	want := map[string]uint64{}
 	for what, c := range dropped {
-		if ret, _ := testutil.RunTC(t, ns, h.Prog(), ifx, c.in, 0); ret != 2 {
+		if ret, _ := runOut(t, ns, h, ifx, c.in); ret != 2 {
 			t.Errorf("%s: verdict %d, want 2 (dropped)", what, ret)
 		}
 		want[c.reason]++
@@ -473,7 +515,7 @@ func TestUnparsedFrames(t *testing.T) {
 		in   []byte
 		hash uint64
 	}{{"non-IP inner packet", noIP, 0}} {
-		ret, out := testutil.RunTC(t, ns, h.Prog(), ifx, c.in, 0)
+		ret, out := runOut(t, ns, h, ifx, c.in)
 		if got, want := outcome(t, p, ret, c.in, out), p.Decide(live, c.hash); got.Instance != want.Instance {
 			t.Errorf("%s: instance %d, model %d", c.what, got.Instance, want.Instance)
 		}

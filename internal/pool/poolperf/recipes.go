@@ -1,9 +1,9 @@
 // Package poolperf is the pool selector's recipes for `segchain perf`
 // (docs/pools.md, docs/benchmarks.md "#29"): a chain whose first SID is a
-// pool of three instances, chosen at ingress (segchain's path) or
-// rewritten after the encap (the older path, kept for local packets),
-// against a single-instance chain in the same run, and two candidate
-// mechanisms' kernel halves.
+// pool of three instances, chosen at ingress, against a single-instance
+// chain in the same run, and two candidate mechanisms' kernel halves; and
+// the cost run (Measure, `segchain perf pools`), which attaches the pool
+// programs per arm against a headend without them.
 package poolperf
 
 import (
@@ -37,40 +37,30 @@ import (
 //	               chain's rule, chooses and marks; a rule with the chain's
 //	               selectors and the mark sends it to the instance's table
 //	               (its complete SID list). No rewrite, no FIB lookup.
-//	T.Encaps.poolout the same pool chosen as before session 12 (the chain
-//	               has no selection at ingress): pool_out rewrites the
-//	               placeholder's SID list after the kernel's encap and
-//	               re-routes (what locally originated packets still get).
-//	T.Encaps.pool1 the old path with a pool of one instance, the
-//	               placeholder (chosen, not rewritten).
-//	T.Encaps.poolmiss the old recipe with a pool the packets do not carry:
-//	               a control of the recipe (the selector only scans).
 //	T.Encaps.mark  a candidate's kernel half (session 11, markTable).
 //	T.Encaps.nhgroup a candidate, not segchain's: the kernel picks one of
 //	               three per-instance SID lists (nhGroup).
 //
-// The selector is attached to the SUT's interfaces, so every arm of a
-// run (the baselines too) crosses pool_in (a classifier miss) and
-// pool_out (a scan): the ratios are the cost of selecting, not of having
-// the programs. The arms of one run share the SUT: each arm's pool is
-// added to those of the arms set up before it.
+// In a `perf run` the selector stays attached to the SUT's interfaces,
+// so every arm of a run (the baselines too) crosses pool_in (a classifier
+// miss) and pool_out (one compare: the packets are forwarded): the ratios
+// are the cost of choosing, not of having the programs; `segchain perf
+// pools` (Measure) measures against a headend without them. The arms of
+// one run share the SUT: each arm's pool is added to those of the arms
+// set up before it. (T.Encaps.poolout, .pool1, .poolmiss, pool_out's
+// rewrite of forwarded packets before session 12, went with that path:
+// pool_out now lets forwarded packets pass.)
 func Recipes() []perf.Recipe {
 	return []perf.Recipe{
 		perf.NewRecipe("T.Encaps.rule", "headend: a single-instance chain as segchain installs it (ip rule into the chain's table, encap seg6 mode encap, 2 SIDs): the pool arms' baseline", setup(ruleOnly)),
 		perf.NewRecipe("T.Encaps.pool", "headend: a chain (ip rule) whose first SID is a pool of 3 instances, chosen at ingress (segchain's pool_in marks, the instance's table pushes its SID list)", setup(poolIn)),
-		perf.NewRecipe("T.Encaps.poolout", "headend: encap seg6 mode encap, 2 SIDs, the first a pool of 3 instances rewritten after the encap by pool_out (the path before session 12, kept for local traffic)", setup(pool3)),
-		perf.NewRecipe("T.Encaps.pool1", "headend: as T.Encaps.poolout, a pool of 1 instance (the placeholder: chosen, not rewritten)", setup(pool1)),
-		perf.NewRecipe("T.Encaps.poolmiss", "headend: as T.Encaps.poolout, the pool not in the packets' SID list (control)", setup(poolMiss)),
 		perf.NewRecipe("T.Encaps.mark", "headend: a per-instance table's SID list chosen by skb mark (ip rule fwmark; the mark set by a TCX ingress program): the kernel's half of selecting by mark", markTable),
 		perf.NewRecipe("T.Encaps.nhgroup", "headend: the kernel alone picks one of 3 per-instance SID lists (a nexthop group of encap seg6 nexthops, its own hash): the kernel's half of selecting by route", nhGroup),
 	}
 }
 
 const (
-	pool3 = iota
-	pool1
-	poolMiss
-	poolIn
+	poolIn = iota
 	ruleOnly
 )
 
@@ -89,51 +79,36 @@ func setupKind(env *perf.Env, k int, p perf.Params, kind int) ([]byte, error) {
 	ph := perf.Addr("far", k, 1)
 	far2 := perf.Addr("far", k, 2)
 	pfx := netip.PrefixFrom(perf.Addr("hx", k, 0), 48)
-	if kind == ruleOnly || kind == poolIn {
-		// The chain as plan installs it: its rule into its table.
-		first := ph
-		if kind == ruleOnly {
-			first = perf.Addr("far", k, 3)
+	// The chain as plan installs it: its rule into its table.
+	lead := ph
+	if kind == ruleOnly {
+		lead = perf.Addr("far", k, 3)
+	}
+	table := fmt.Sprint(chainTable(k))
+	_, _ = env.Run("ip", "-6", "rule", "del", "pref", fmt.Sprint(chainPref(k))) // a run before this one's
+	for _, c := range [][]string{
+		{"ip", "-6", "route", "replace", pfx.String(), "encap", "seg6", "mode", "encap", "segs", lead.String() + "," + far2.String(), "dev", env.Out, "table", table},
+		{"ip", "-6", "rule", "add", "to", pfx.String(), "lookup", table, "pref", fmt.Sprint(chainPref(k))},
+	} {
+		if out, err := env.Run(c...); err != nil {
+			return nil, fmt.Errorf("%v: %v: %s", c, err, out)
 		}
-		table := fmt.Sprint(chainTable(k))
-		_, _ = env.Run("ip", "-6", "rule", "del", "pref", fmt.Sprint(chainPref(k))) // a run before this one's
-		for _, c := range [][]string{
-			{"ip", "-6", "route", "replace", pfx.String(), "encap", "seg6", "mode", "encap", "segs", first.String() + "," + far2.String(), "dev", env.Out, "table", table},
-			{"ip", "-6", "rule", "add", "to", pfx.String(), "lookup", table, "pref", fmt.Sprint(chainPref(k))},
-		} {
-			if out, err := env.Run(c...); err != nil {
-				return nil, fmt.Errorf("%v: %v: %s", c, err, out)
-			}
-		}
-		if kind == ruleOnly {
-			return frame(env, perf.Addr("hx", k, 1), p.Size)
-		}
-	} else if out, err := env.Run("ip", "-6", "route", "replace", pfx.String(), "encap", "seg6", "mode", "encap", "segs", ph.String()+","+far2.String(), "dev", env.Out); err != nil {
-		return nil, fmt.Errorf("headend route: %v: %s", err, out)
+	}
+	if kind == ruleOnly {
+		return frame(env, perf.Addr("hx", k, 1), p.Size)
 	}
 	pl := pool.Pool{Name: fmt.Sprintf("perf%d", k), Placeholder: ph, OnFailure: pool.Failover, AllDown: pool.Drop, Symmetric: true}
-	switch kind {
-	case pool1:
-		pl.Instances = []pool.Instance{{Name: "far1", SID: ph, Weight: 1}}
-	case poolMiss:
-		pl.Placeholder = perf.Addr("far", k, 9)
-		pl.Instances = []pool.Instance{{Name: "far9", SID: pl.Placeholder, Weight: 1}}
-	default:
-		for i := 3; i <= 5; i++ {
-			pl.Instances = append(pl.Instances, pool.Instance{Name: fmt.Sprintf("far%d", i), SID: perf.Addr("far", k, i), Weight: 1})
-		}
+	for i := 3; i <= 5; i++ {
+		pl.Instances = append(pl.Instances, pool.Instance{Name: fmt.Sprintf("far%d", i), SID: perf.Addr("far", k, i), Weight: 1})
 	}
-	sp := pool.Spec{Pool: pl}
-	if kind == poolIn {
-		cs := pool.ChainSel{Chain: fmt.Sprintf("perf%d", k),
-			Rule:   nodestate.Rule{Family: 6, Priority: chainPref(k), Dst: pfx, Table: chainTable(k)},
-			Route:  nodestate.Route{Dst: pfx, Table: chainTable(k), Dev: env.Out},
-			Bypass: &nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{far2}}}
-		for _, in := range pl.Instances {
-			cs.Instances = append(cs.Instances, nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{in.SID, far2}})
-		}
-		sp.Chains = []pool.ChainSel{cs}
+	cs := pool.ChainSel{Chain: fmt.Sprintf("perf%d", k),
+		Rule:   nodestate.Rule{Family: 6, Priority: chainPref(k), Dst: pfx, Table: chainTable(k)},
+		Route:  nodestate.Route{Dst: pfx, Table: chainTable(k), Dev: env.Out},
+		Bypass: &nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{far2}}}
+	for _, in := range pl.Instances {
+		cs.Instances = append(cs.Instances, nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{in.SID, far2}})
 	}
+	sp := pool.Spec{Pool: pl, Chains: []pool.ChainSel{cs}}
 	var dir string
 	first := false
 	err := env.Do(func() error {
