@@ -973,14 +973,76 @@ struct pool_pkt {
 	__u16 sport, dport;
 };
 
+/* The IPv6 extension headers the kernel's flow dissector walks to the
+ * transport header (hop-by-hop, routing, destination options), and how
+ * many of them it passes over at most (MAX_FLOW_DISSECT_HDRS; 16 on this
+ * kernel, checked against its rule lookup by
+ * TestIngressAgreesWithKernelRules). */
+#define POOL_NH_HOPOPTS 0
+#define POOL_NH_ROUTING 43
+#define POOL_NH_FRAGMENT 44
+#define POOL_NH_DSTOPTS 60
+#define POOL_EXT_MAX 16
+
+/* ports_off: where the flow dissector reads a protocol's ports
+ * (proto_ports_offset: TCP, UDP, DCCP, ESP, SCTP, UDP-Lite at 0, AH at
+ * 4); -1: it reads none. */
+static __always_inline int ports_off(__u32 proto)
+{
+	switch (proto) {
+	case IPPROTO_TCP:
+	case IPPROTO_UDP:
+	case IPPROTO_DCCP:
+	case IPPROTO_ESP:
+	case IPPROTO_SCTP:
+	case IPPROTO_UDPLITE:
+		return 0;
+	case IPPROTO_AH:
+		return 4;
+	}
+	return -1;
+}
+
+/* pkt_ext6 walks an IPv6 packet's extension headers from off (the first
+ * one's, whose type is k->proto) as the kernel's rule lookup dissects
+ * them (fib6_rules_early_flow_dissect): hop-by-hop, routing and
+ * destination options are passed over; a fragment header ends the walk
+ * with its next header as the protocol and no ports (not even in a
+ * first fragment); so do a header cut short and the dissector's limit,
+ * with the last type read as the protocol. Sets k->proto and *l4off
+ * (0: no ports). Only packets with extension headers pay for it. */
+static __always_inline void pkt_ext6(struct __sk_buff *skb, struct pool_pkt *k, __u32 off, __u32 *l4off)
+{
+	__u8 h[2];
+
+	*l4off = 0;
+	for (int i = 0; i <= POOL_EXT_MAX; i++) {
+		__u32 t = k->proto;
+
+		if (t != POOL_NH_HOPOPTS && t != POOL_NH_ROUTING && t != POOL_NH_DSTOPTS && t != POOL_NH_FRAGMENT) {
+			*l4off = off;
+			return;
+		}
+		if (i == POOL_EXT_MAX || off > 0xffff || bpf_skb_load_bytes(skb, off, h, sizeof(h)))
+			return;
+		k->proto = h[0];
+		if (t == POOL_NH_FRAGMENT)
+			return;
+		off += ((__u32)h[1] + 1) * 8;
+	}
+}
+
 /* pkt_of reads the addresses, protocol and ports the kernel's rule
- * lookup matches on (fib rules' flow dissection: ports of TCP, UDP and
- * SCTP, none for a fragment, whose IPv6 protocol is then the fragment
- * header's). 0: parsed; -1: not an IP packet this can classify. */
+ * lookup matches on (fib rules' flow dissection: the transport header
+ * behind IPv6 extension headers, ports where proto_ports_offset has
+ * them, none for a fragment). 0: parsed; -1: not an IP packet this can
+ * classify. */
 static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u8 *nh)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	__u16 *l4 = 0;
+	__u32 l4off;
+	__u16 pt[2];
+	int po;
 
 	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip = data + ETH_LEN;
@@ -991,7 +1053,7 @@ static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u
 		k->family = 6;
 		k->proto = ip->nexthdr;
 		*nh = IPPROTO_IPV6;
-		l4 = (void *)(ip + 1);
+		pkt_ext6(skb, k, ETH_LEN + sizeof(*ip), &l4off);
 	} else if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = data + ETH_LEN;
 		if ((void *)(ip + 1) > end)
@@ -1003,16 +1065,17 @@ static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u
 		*nh = IPPROTO_IPIP;
 		if (ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset */
 			return 0;
-		l4 = (void *)ip + ip->ihl * 4;
+		l4off = ETH_LEN + ip->ihl * 4;
 	} else {
 		return -1;
 	}
-	if (k->proto == IPPROTO_TCP || k->proto == IPPROTO_UDP || k->proto == IPPROTO_SCTP) {
-		if ((void *)(l4 + 2) > end)
-			return 0; /* cut short: no ports (flow_of will drop it if it is a pool's) */
-		k->sport = bpf_ntohs(l4[0]);
-		k->dport = bpf_ntohs(l4[1]);
-	}
+	po = ports_off(k->proto);
+	if (!l4off || po < 0)
+		return 0;
+	if (bpf_skb_load_bytes(skb, l4off + po, pt, sizeof(pt)))
+		return 0; /* cut short: no ports (flow_of will drop it if it is a pool's) */
+	k->sport = bpf_ntohs(pt[0]);
+	k->dport = bpf_ntohs(pt[1]);
 	return 0;
 }
 

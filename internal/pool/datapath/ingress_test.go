@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand"
 	"net/netip"
@@ -23,6 +24,26 @@ func plain(f pool.Flow) []byte {
 		return testutil.Eth(mac, peer, 0x0800, testutil.IPv4(f.Src.String(), f.Dst.String(), f.Proto, false, testutil.L4(f.Sport, f.Dport, []byte("payload!"))))
 	}
 	return testutil.Eth(mac, peer, 0x86dd, testutil.IPv6(f.Src, f.Dst, f.Proto, 64, testutil.L4(f.Sport, f.Dport, []byte("payload!"))))
+}
+
+// withExt is f's IPv6 packet with extension headers of the types exts
+// (8 bytes each: a PadN option, or a fragment header whose offset field
+// is frag) between the IPv6 header and the transport header.
+func withExt(f pool.Flow, exts []byte, frag uint16) []byte {
+	var b []byte
+	for i, typ := range exts {
+		next := f.Proto
+		if i+1 < len(exts) {
+			next = exts[i+1]
+		}
+		if typ == 44 {
+			b = append(b, next, 0, byte(frag>>8), byte(frag), 0, 0, 0, 7)
+		} else {
+			b = append(b, next, 0, 1, 4, 0, 0, 0, 0)
+		}
+	}
+	b = append(b, testutil.L4(f.Sport, f.Dport, []byte("payload!"))...)
+	return testutil.Eth(mac, peer, 0x86dd, testutil.IPv6(f.Src, f.Dst, exts[0], 64, b))
 }
 
 // runIn runs pool_in on pkt (arriving on ifx) and returns its verdict and
@@ -137,7 +158,9 @@ func TestIngressClassifies(t *testing.T) {
 	byIf.Rule.Iif = "pa"
 	v4 := chainSel(1666, 3000, "10.9.0.0/16", p, false)
 	v4.Rule.IPProto, v4.Rule.Dport = 17, nodestate.PortRange{From: 80}
-	sp := pool.Spec{Pool: p, Chains: []pool.ChainSel{web, other, byIf, v4}, Shadows: []nodestate.Rule{shadow}}
+	udp6 := chainSel(1888, 3000, "fc00:50::/64", p, false)
+	udp6.Rule.IPProto = 17
+	sp := pool.Spec{Pool: p, Chains: []pool.ChainSel{web, other, byIf, v4, udp6}, Shadows: []nodestate.Rule{shadow}}
 	if err := h.Program([]pool.Pool{p}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +206,31 @@ func TestIngressClassifies(t *testing.T) {
 	fr[14+10], fr[14+11] = 0, 0
 	if _, m := runIn(t, ns, h, ifx, fr); m != 0 {
 		t.Errorf("IPv4 fragment: marked %#x, want none", m)
+	}
+	// IPv6 extension headers, as the kernel's rule lookup dissects them
+	// (fib6_rules_early_flow_dissect): hop-by-hop, routing and destination
+	// options are passed over to the ports; a fragment header gives its
+	// next header as the protocol and no ports, in a first fragment too.
+	webf := pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:4d::9"), Sport: 1500, Dport: 85, Proto: 17}
+	udpf := pool.Flow{Src: a("fc00:1::5"), Dst: a("fc00:50::9"), Sport: 1500, Dport: 85, Proto: 17}
+	for _, c := range []struct {
+		what  string
+		f     pool.Flow
+		exts  []byte // extension header types, in order
+		frag  uint16 // the fragment header's offset field (with M)
+		table int
+	}{
+		{"hop-by-hop and destination options before UDP", webf, []byte{0, 60}, 0, 1111},
+		{"a routing header before UDP", webf, []byte{43}, 0, 1111},
+		{"first fragment: no ports for the port rule", webf, []byte{44}, 1, 0},
+		{"first fragment behind hop-by-hop: the protocol rule", udpf, []byte{0, 44}, 1, 1888},
+		{"non-first fragment: the protocol rule", udpf, []byte{44}, 0x100, 1888},
+		{"seventeen destination options: beyond the dissector", webf, bytes.Repeat([]byte{60}, 17), 0, 0},
+		{"sixteen destination options", webf, bytes.Repeat([]byte{60}, 16), 0, 1111},
+	} {
+		if _, m := runIn(t, ns, h, ifx, withExt(c.f, c.exts, c.frag)); (c.table == 0 && m != 0) || (c.table != 0 && !marked(m, c.table)) {
+			t.Errorf("%s: mark %#x, want chain table %d's (0: none)", c.what, m, c.table)
+		}
 	}
 	// ARP is not IP.
 	arp := testutil.Eth(mac, peer, 0x0806, make([]byte, 28))
