@@ -49,7 +49,7 @@ hook's entry (pool_out lets forwarded packets pass after one compare). With
 program on the SUT's egress, so those arms pay the egress hook too. Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
 median and 95 % CI) and the throughput ratio when enough windows had the SUT
 CPU to themselves. 40 rounds take about 1.5 minutes.`,
-		Example: "  flock /tmp/bench.lock segchain perf pools --rounds 40   # one benchmark at a time on a shared machine",
+		Example: "  segchain perf pools --rounds 40",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(output); err != nil {
