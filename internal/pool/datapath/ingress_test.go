@@ -2,7 +2,6 @@ package datapath
 
 import (
 	"bytes"
-	"fmt"
 	"math/rand"
 	"net/netip"
 	"os/exec"
@@ -345,57 +344,15 @@ func itoa(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
 // rebalances (the same decision code as pool_out's).
 func TestIngressRecoveryTakesOnlyNewFlows(t *testing.T) {
 	h, ns, ifx := openTest(t)
-	for _, rebalance := range []bool{false, true} {
-		p := testPool(pool.Failover)
-		p.Rebalance = rebalance
-		p.Name = fmt.Sprintf("fw-in-%v", rebalance)
-		if err := h.Program([]pool.Pool{p}); err != nil {
-			t.Fatal(err)
-		}
+	checkRecovery(t, h, "fw-in", 5, func(p pool.Pool) func(pool.Flow) int {
 		if err := h.ProgramRules([]pool.Spec{{Pool: p, Chains: []pool.ChainSel{chainSel(1111, 3000, "::/0", p, true)}}}); err != nil {
 			t.Fatal(err)
 		}
-		r := rand.New(rand.NewSource(5))
-		var old, fresh pool.Flow
-		for found := 0; found < 2; {
-			f := randFlow(r, false)
-			if first, _ := p.Choose(p.AllLive(), f.Hash(false)); first == 1 {
-				if found == 0 {
-					old = f
-				} else {
-					fresh = f
-				}
-				found++
-			}
-		}
-		send := func(f pool.Flow) int {
+		return func(f pool.Flow) int {
 			_, m := runIn(t, ns, h, ifx, plain(f))
 			return int(m - Mark(1111, 0))
 		}
-		if got := send(old); got != 1 {
-			t.Fatalf("old flow on %d before the failure, want 1", got)
-		}
-		if err := h.SetInstance(0, 1, false); err != nil {
-			t.Fatal(err)
-		}
-		moved := send(old)
-		if moved == 1 {
-			t.Fatal("old flow stayed on the failed instance")
-		}
-		if err := h.SetInstance(0, 1, true); err != nil {
-			t.Fatal(err)
-		}
-		want := moved
-		if rebalance {
-			want = 1
-		}
-		if got := send(old); got != want {
-			t.Errorf("rebalance %v: old flow on %d after recovery, want %d", rebalance, got, want)
-		}
-		if got := send(fresh); got != 1 {
-			t.Errorf("rebalance %v: new flow on %d after recovery, want 1", rebalance, got)
-		}
-	}
+	})
 }
 
 // TestIngressFlowLabel: an IPv6 packet without ports (ICMPv6 here) is

@@ -321,14 +321,29 @@ func runMark(t *testing.T, ns string, h *Headend, ifx uint32, pkt []byte, mark u
 // returns too.
 func TestRecoveryTakesOnlyNewFlows(t *testing.T) {
 	h, ns, ifx := openTest(t)
+	checkRecovery(t, h, "fw", 3, func(p pool.Pool) func(pool.Flow) int {
+		return func(f pool.Flow) int {
+			in := frame(p, f)
+			ret, out := runOut(t, ns, h, ifx, in)
+			return outcome(t, p, ret, in, out).Instance
+		}
+	})
+}
+
+// checkRecovery is the recovery scenario for one program, with and
+// without rebalance: program(p) sets the pool's selection up and returns
+// how to send a flow and read the instance it was given.
+func checkRecovery(t *testing.T, h *Headend, name string, seed int64, program func(p pool.Pool) func(pool.Flow) int) {
+	t.Helper()
 	for _, rebalance := range []bool{false, true} {
 		p := testPool(pool.Failover)
 		p.Rebalance = rebalance
-		p.Name = fmt.Sprintf("fw-%v", rebalance)
+		p.Name = fmt.Sprintf("%s-%v", name, rebalance)
 		if err := h.Program([]pool.Pool{p}); err != nil {
 			t.Fatal(err)
 		}
-		r := rand.New(rand.NewSource(3))
+		send := program(p)
+		r := rand.New(rand.NewSource(seed))
 		var old, fresh pool.Flow
 		for found := 0; found < 2; {
 			f := randFlow(r, false)
@@ -340,11 +355,6 @@ func TestRecoveryTakesOnlyNewFlows(t *testing.T) {
 				}
 				found++
 			}
-		}
-		send := func(f pool.Flow) int {
-			in := frame(p, f)
-			ret, out := runOut(t, ns, h, ifx, in)
-			return outcome(t, p, ret, in, out).Instance
 		}
 		if got := send(old); got != 1 {
 			t.Fatalf("old flow on %d before the failure, want 1", got)
