@@ -86,6 +86,24 @@ func (f *testbedFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.shareSUTCPU, "share-sut-cpu", false, "let segchain's own threads run on the SUT CPU too (default: confined to the generator CPU)")
 }
 
+// measureOn checks the sandwich flags, brings the testbed up, prepares
+// the SUT and runs measure on it; the testbed is down when it returns.
+func measureOn[T any](f *testbedFlags, rounds int, window time.Duration, measure func(*perf.NetnsDriver) (T, error)) (T, error) {
+	var zero T
+	if rounds < 1 || window <= 0 {
+		return zero, fmt.Errorf("need --rounds ≥ 1 and --window > 0")
+	}
+	drv, down, err := f.up()
+	if err != nil {
+		return zero, err
+	}
+	defer down()
+	if err := perf.PrepareSUT(drv.Env()); err != nil {
+		return zero, err
+	}
+	return measure(drv)
+}
+
 // upTestbed builds the netns testbed and tears it down on Ctrl-C/SIGTERM
 // too; the caller defers the returned down function.
 func (f *testbedFlags) up() (*perf.NetnsDriver, func(), error) {

@@ -57,18 +57,9 @@ TestBoundaryStackPath in internal/boundary/boundaryperf. 40 rounds take about
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			if rounds < 1 || window <= 0 {
-				return fmt.Errorf("need --rounds ≥ 1 and --window > 0")
-			}
-			drv, down, err := tb.up()
-			if err != nil {
-				return err
-			}
-			defer down()
-			if err := perf.PrepareSUT(drv.Env()); err != nil {
-				return err
-			}
-			res, err := boundaryperf.Measure(drv, rounds, window)
+			res, err := measureOn(&tb, rounds, window, func(drv *perf.NetnsDriver) (*boundaryperf.Result, error) {
+				return boundaryperf.Measure(drv, rounds, window)
+			})
 			if err != nil {
 				return err
 			}

@@ -55,18 +55,9 @@ CPU to themselves. 40 rounds take about 1.5 minutes.`,
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			if rounds < 1 || window <= 0 {
-				return fmt.Errorf("need --rounds ≥ 1 and --window > 0")
-			}
-			drv, down, err := tb.up()
-			if err != nil {
-				return err
-			}
-			defer down()
-			if err := perf.PrepareSUT(drv.Env()); err != nil {
-				return err
-			}
-			res, err := poolperf.Measure(drv, rounds, window, wire)
+			res, err := measureOn(&tb, rounds, window, func(drv *perf.NetnsDriver) (*poolperf.Result, error) {
+				return poolperf.Measure(drv, rounds, window, wire)
+			})
 			if err != nil {
 				return err
 			}
