@@ -110,6 +110,7 @@ var layerOf = map[string]int{
 	"internal/bgp":                 datapath,
 	"internal/frr":                 datapath,
 	"internal/perf":                datapath,
+	"internal/perf/perftest":       tools,
 	"internal/dump":                datapath,
 	"internal/ids":                 datapath,
 	"pkg/srv6svc":                  datapath,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/perf"
+	"github.com/segchain/segchain/internal/perf/perftest"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -18,23 +18,8 @@ func TestBoundaryCost(t *testing.T) {
 	if rounds <= 0 {
 		t.Skip("set SEGCHAIN_BOUNDARY_COST=ROUNDS to measure the boundary filter's cost")
 	}
-	testutil.RequireRoot(t)
 	testutil.RequireTool(t, "ethtool")
-	d := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: 0, SUTCPU: 1, Prefix: "h13bc"})
-	if err := d.Up(); err != nil {
-		if perf.IsNotSupported(err) {
-			t.Skipf("testbed: %v", err)
-		}
-		t.Fatalf("testbed up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := d.Down(); err != nil {
-			t.Errorf("testbed down: %v", err)
-		}
-	})
-	if err := perf.PrepareSUT(d.Env()); err != nil {
-		t.Fatal(err)
-	}
+	d := perftest.Testbed(t, "h13bc")
 	// SEGCHAIN_BOUNDARY_BASELINE=FILE adds an arm with that object's
 	// programs (e.g. `git show REV:internal/boundary/boundarytc_bpfel.o`).
 	res, err := MeasureBaseline(d, rounds, 100*time.Millisecond, os.Getenv("SEGCHAIN_BOUNDARY_BASELINE"))

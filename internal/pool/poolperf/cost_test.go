@@ -9,30 +9,9 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/perf"
+	"github.com/segchain/segchain/internal/perf/perftest"
 	"github.com/segchain/segchain/internal/pool/datapath"
-	"github.com/segchain/segchain/internal/testutil"
 )
-
-func costTestbed(t *testing.T, prefix string) *perf.NetnsDriver {
-	t.Helper()
-	testutil.RequireRoot(t)
-	d := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: 0, SUTCPU: 1, Prefix: prefix})
-	if err := d.Up(); err != nil {
-		if perf.IsNotSupported(err) {
-			t.Skipf("testbed: %v", err)
-		}
-		t.Fatalf("testbed up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := d.Down(); err != nil {
-			t.Errorf("testbed down: %v", err)
-		}
-	})
-	if err := perf.PrepareSUT(d.Env()); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 // TestCostSlotsSelect sends every slot of the cost run (Measure) through
 // its switching generator: the pool arms' packets must be chosen (their
@@ -42,7 +21,7 @@ func costTestbed(t *testing.T, prefix string) *perf.NetnsDriver {
 // (the reference's state) the pool arm's frame is counted by nobody: the
 // reference really has no pool program.
 func TestCostSlotsSelect(t *testing.T) {
-	d := costTestbed(t, "s12pc")
+	d := perftest.Testbed(t, "s12pc")
 	env := d.Env()
 	gen, st, err := setupSlots(d, 64)
 	if err != nil {
@@ -160,7 +139,7 @@ func TestPoolCost(t *testing.T) {
 	if rounds <= 0 {
 		t.Skip("set SEGCHAIN_POOL_COST=ROUNDS to measure a pool's cost at the headend")
 	}
-	d := costTestbed(t, "s12pm")
+	d := perftest.Testbed(t, "s12pm")
 	res, err := Measure(d, rounds, 100*time.Millisecond, os.Getenv("SEGCHAIN_POOL_COST_WIRE") != "")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/perf"
+	"github.com/segchain/segchain/internal/perf/perftest"
 	"github.com/segchain/segchain/internal/pool/datapath"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -19,23 +20,8 @@ import (
 // arms set up before it: in the three-arm runs the pool arm went out
 // unselected, as the control did.
 func TestArmsSelectInOneRun(t *testing.T) {
-	testutil.RequireRoot(t)
-	d := perf.NewNetnsDriver(perf.NetnsOptions{GenCPU: 0, SUTCPU: 1, Prefix: "s11pl"})
-	if err := d.Up(); err != nil {
-		if perf.IsNotSupported(err) {
-			t.Skipf("testbed: %v", err)
-		}
-		t.Fatalf("testbed up: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := d.Down(); err != nil {
-			t.Errorf("testbed down: %v", err)
-		}
-	})
+	d := perftest.Testbed(t, "s11pl")
 	env := d.Env()
-	if err := perf.PrepareSUT(env); err != nil {
-		t.Fatal(err)
-	}
 	arms := []struct {
 		name string
 		kind int
