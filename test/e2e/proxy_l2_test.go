@@ -89,7 +89,8 @@ const l2Bridge = `table bridge l2fw {
 `
 
 // udpCounts sends 5 datagrams from s to d on each port and returns how
-// many d received per port (d listens until 2 s pass without a datagram).
+// many d received per port (d waits up to 15 s for the first datagram,
+// then listens until 2 s pass without one).
 func udpCounts(t *testing.T, e *env, ports ...int) map[int]int {
 	t.Helper()
 	ps := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(ports)), ","), "[]")
@@ -100,10 +101,12 @@ for p in (%s,):
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s.bind(("::", p)); ss[s] = p
 n = {p: 0 for p in ss.values()}
 print("ready", flush=True)
+wait = 15  # for the first datagram: the sender starts after "ready", late on a loaded machine
 while True:
-    r, _, _ = select.select(list(ss), [], [], 2)
+    r, _, _ = select.select(list(ss), [], [], wait)
     if not r:
         break
+    wait = 2
     for s in r:
         s.recv(100); n[ss[s]] += 1
 print(" ".join("%%d=%%d" %% kv for kv in sorted(n.items())), flush=True)
