@@ -95,6 +95,7 @@ const remoteConcurrency = 16
 // nodes.NAME.agent), else an in-process agent in its namespace (the
 // lab's, or nodes.NAME.netns). Nothing is locked or changed yet.
 func Open(o Options) (*Session, error) {
+	tuneGC()
 	s := &Session{Lab: o.Lab, opts: o, log: o.Log, netns: map[string]string{}, remote: map[string]*client.Client{}}
 	if s.log == nil {
 		s.log = io.Discard
