@@ -72,7 +72,9 @@ func Dial(node, addr string, tlsConf *tls.Config) (*Client, error) {
 		creds = credentials.NewTLS(tlsConf)
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)),
+		// A fixed window: no bandwidth-estimating pings (rpc.Window).
+		grpc.WithInitialWindowSize(rpc.Window), grpc.WithInitialConnWindowSize(rpc.Window))
 	if err != nil {
 		return nil, fmt.Errorf("node %s: agent %s: %w", node, addr, err)
 	}
