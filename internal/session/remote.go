@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/config"
@@ -39,6 +40,9 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 			}
 		}
 		tc := perNode(node)
+		if classicalKEX() {
+			tc.CurvePreferences = []tls.CurveID{tls.X25519}
+		}
 		if tk != nil {
 			// Resumed from the last command's ticket (tickets.go).
 			nt := tk.forNode(node)
@@ -92,3 +96,13 @@ func agentHint(l *lab.Lab, node string) string {
 	}
 	return "is `segchain agent` running on that host? `systemctl status segchain-agent` there shows it, `systemctl restart segchain-agent` starts it again (docs/deploy.md)"
 }
+
+// ClassicalKEXEnv=1 makes the controller's handshakes with its agents
+// exchange keys by X25519 alone instead of crypto/tls's default hybrid
+// X25519MLKEM768 (docs/security.md, docs/scale.md): a fifth less of each
+// side's handshake CPU, at the price of the post-quantum half of the
+// exchange — traffic recorded now (intents, HMAC secrets) could be
+// decrypted by whoever breaks X25519 later. Off by default.
+const ClassicalKEXEnv = "SEGCHAIN_TLS_CLASSICAL_KEX"
+
+func classicalKEX() bool { return os.Getenv(ClassicalKEXEnv) == "1" }
