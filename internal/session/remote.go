@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/config"
@@ -36,7 +37,9 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 				return fmt.Errorf("node %s: %w", node, err)
 			}
 			if c := perNode(node); len(c.Certificates) > 0 {
-				tk = newTickets(ticketDir(files.Key), c.Certificates[0])
+				if tk = newTickets(ticketDir(files.Key), c.Certificates[0]); tk != nil {
+					tk.ca = caDigest(files.CA)
+				}
 			}
 		}
 		tc := perNode(node)
@@ -49,7 +52,14 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 			tc.ClientSessionCache = nt
 			verify := tc.VerifyConnection
 			tc.VerifyConnection = func(cs tls.ConnectionState) error {
-				if err := verify(cs); err != nil {
+				if cs.DidResume && nt.keptVerified(tk.ca) {
+					// The chain kept with the ticket, verified then
+					// against this CA (tickets.go).
+					if err := keptChain(cs, node, time.Now()); err != nil {
+						return err
+					}
+					tk.kept.Add(1)
+				} else if err := verify(cs); err != nil {
 					return err
 				}
 				if cs.DidResume {
