@@ -158,6 +158,9 @@ func (s *Session) agents(c *controller.Controller) error {
 	if s.early != nil {
 		// Dialled while planning (warm.go).
 		s.remote, s.tickets, err = s.early.remote, s.early.tickets, s.early.err
+		if err == nil {
+			err = s.early.use()
+		}
 	} else {
 		s.remote, s.tickets, err = remoteAgents(d, l, s.only)
 	}

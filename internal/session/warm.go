@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/segchain/segchain/internal/agent/rpc/client"
 )
@@ -18,7 +20,7 @@ import (
 // docs/scale.md). An --changed-only apply knows whom it contacts only
 // from the plan and dials after it, as before. Nothing is sent to an
 // agent before the plan exists: the first call is still the digests'
-// (or the preflight's).
+// (or the preflight's), made once every early set-up has ended.
 
 // early are the agents dialled before the plan was made.
 type early struct {
@@ -28,9 +30,15 @@ type early struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	// ready counts the connections set up before a call needed them
-	// (tests).
-	ready atomic.Int64
+	// (tests); failed are the others.
+	ready  atomic.Int64
+	mu     sync.Mutex
+	failed []*client.Client
 }
+
+// warmTimeout bounds the early set-up of one connection: past it the
+// first call waits for the connection as it would have.
+const warmTimeout = 5 * time.Second
 
 // dialEarly dials the domain's agents and sets their connections up in
 // the background.
@@ -57,15 +65,33 @@ func (s *Session) dialEarly() {
 			wg.Add(1)
 			go func(rc *client.Client) {
 				defer func() { <-sem; wg.Done() }()
-				cctx, cancel := context.WithTimeout(ctx, client.DefaultTimeout)
+				cctx, cancel := context.WithTimeout(ctx, warmTimeout)
 				defer cancel()
 				if rc.Connect(cctx) {
 					e.ready.Add(1)
+				} else if ctx.Err() == nil && cctx.Err() == nil {
+					e.mu.Lock()
+					e.failed = append(e.failed, rc)
+					e.mu.Unlock()
 				}
 			}(rc)
 		}
 		wg.Wait()
 	}()
+}
+
+// use waits for the set-up to end and dials again the agents whose
+// connection failed to set up: their first call then tries afresh, and
+// says why it fails, as without the early dial (an agent restarting at
+// that moment is not refused for an attempt made while planning).
+func (e *early) use() error {
+	<-e.done
+	var errs []error
+	for _, rc := range e.failed {
+		errs = append(errs, rc.Redial())
+	}
+	e.failed = nil
+	return errors.Join(errs...)
 }
 
 // stop ends the set-up (the session is closed) and waits for it.

@@ -116,3 +116,67 @@ func TestAgentsDialledWhilePlanning(t *testing.T) {
 		t.Error("--changed-only dialled its agents before the plan said which")
 	}
 }
+
+// An agent down while the command plans and up by its first call is
+// reached: the failed early connection is dialled again (the call does
+// not fail on the earlier attempt's error).
+func TestAgentDownWhilePlanningReachedAfter(t *testing.T) {
+	dir := t.TempDir()
+	if err := pki.Init(dir, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := config.Parse(examples.Default, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := pki.DirFiles(dir, pki.RoleController, "ctl")
+	d.Security.PKI = &config.PKI{CA: f.CA, Cert: f.Cert, Key: f.Key}
+	serve := func(n string, lis net.Listener) {
+		if _, err := pki.Issue(dir, pki.RoleNode, n, pki.IssueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tc, err := pki.ServerTLSAllow(pki.DirFiles(dir, pki.RoleNode, n), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := server.NewGRPCServer(server.NewServer(agenttest.New(n), nil, server.Build{}, nil, server.Hooks{}), tc, nil)
+		go g.Serve(lis)
+		t.Cleanup(g.Stop)
+	}
+	names := d.NodeNames()
+	down := names[0]
+	for _, n := range names {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Nodes[n].Agent = lis.Addr().String()
+		if n == down {
+			lis.Close() // refused while planning
+			continue
+		}
+		serve(n, lis)
+	}
+	s, err := Open(Options{Domain: d, AppliedDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.early == nil {
+		t.Fatal("no agent dialled while planning")
+	}
+	if got, want := s.early.ready.Load(), int64(len(names)-1); got != want {
+		t.Fatalf("%d connection(s) set up early, want %d (all but %s's)", got, want, down)
+	}
+	lis, err := net.Listen("tcp", d.Nodes[down].Agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(down, lis)
+	if err := s.remote[down].Preflight(context.Background()); err != nil {
+		t.Errorf("node %s, up by its first call: %v", down, err)
+	}
+}

@@ -35,3 +35,15 @@ func (c *Client) Connect(ctx context.Context) bool {
 
 // Ready: the connection is set up (tests).
 func (c *Client) Ready() bool { return c.conn.GetState() == connectivity.Ready }
+
+// Redial replaces a connection that failed to set up (Connect) with a
+// new one, not yet set up: the next call tries afresh and reports its own
+// error, as a first call does, instead of the earlier attempt's. Not
+// while a call may use the client.
+func (c *Client) Redial() error {
+	old := c.conn
+	if err := c.dial(); err != nil {
+		return err
+	}
+	return old.Close()
+}
