@@ -61,6 +61,9 @@ type Result struct {
 	// only the nodes whose intent changed.
 	NoOpChangedOnly     time.Duration `json:"noop_changed_only_ns"`
 	OneChainChangedOnly time.Duration `json:"one_chain_changed_only_ns"`
+	// NoOps are the no-ops repeated after the first (NoOpsEnv), each
+	// with its CPU.
+	NoOps []NoOpRun `json:"noops,omitempty"`
 	// Routing is the domain's routing mode; under bgp, Converged is the
 	// time from the start of the apply from scratch until ingress and
 	// egress route to each other's locator (BGP routes, protocol 199).
@@ -233,7 +236,9 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 		return r, err
 	}
 	var lastCPU time.Duration // the last apply's CPU (user + system)
-	run := func(args ...string) (time.Duration, string, error) {
+	var run2 func(exe string, args ...string) (time.Duration, string, error)
+	run := func(args ...string) (time.Duration, string, error) { return run2(exe, args...) }
+	run2 = func(exe string, args ...string) (time.Duration, string, error) {
 		start := time.Now()
 		cmd := exec.CommandContext(ctx, exe, args...)
 		out, err := cmd.CombinedOutput()
@@ -337,6 +342,14 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	}
 	if !strings.Contains(out, "no changes") {
 		return r, fmt.Errorf("the second apply changed something:\n%s", out)
+	}
+	if r.NoOps, err = repeatNoOps(exe, pids, func(exe string) (time.Duration, string, error) {
+		save := r.ControllerPeakKiB
+		d, out, err := run2(exe, "apply", "-f", file, "--lab", labName)
+		r.ControllerPeakKiB = save
+		return d, out, err
+	}, func() time.Duration { return lastCPU }); err != nil {
+		return r, err
 	}
 	fmt.Fprintf(log, "control-plane %d nodes: one-chain change\n", n)
 	if r.OneChain, _, err = apply(changed); err != nil {

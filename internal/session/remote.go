@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/config"
@@ -35,17 +37,29 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 				return fmt.Errorf("node %s: %w", node, err)
 			}
 			if c := perNode(node); len(c.Certificates) > 0 {
-				tk = newTickets(ticketDir(files.Key), c.Certificates[0])
+				if tk = newTickets(ticketDir(files.Key), c.Certificates[0]); tk != nil {
+					tk.ca = caDigest(files.CA)
+				}
 			}
 		}
 		tc := perNode(node)
+		if classicalKEX() {
+			tc.CurvePreferences = []tls.CurveID{tls.X25519}
+		}
 		if tk != nil {
 			// Resumed from the last command's ticket (tickets.go).
 			nt := tk.forNode(node)
 			tc.ClientSessionCache = nt
 			verify := tc.VerifyConnection
 			tc.VerifyConnection = func(cs tls.ConnectionState) error {
-				if err := verify(cs); err != nil {
+				if cs.DidResume && nt.keptVerified(tk.ca) {
+					// The chain kept with the ticket, verified then
+					// against this CA (tickets.go).
+					if err := keptChain(cs, node, time.Now()); err != nil {
+						return err
+					}
+					tk.kept.Add(1)
+				} else if err := verify(cs); err != nil {
 					return err
 				}
 				if cs.DidResume {
@@ -92,3 +106,13 @@ func agentHint(l *lab.Lab, node string) string {
 	}
 	return "is `segchain agent` running on that host? `systemctl status segchain-agent` there shows it, `systemctl restart segchain-agent` starts it again (docs/deploy.md)"
 }
+
+// ClassicalKEXEnv=1 makes the controller's handshakes with its agents
+// exchange keys by X25519 alone instead of crypto/tls's default hybrid
+// X25519MLKEM768 (docs/security.md, docs/scale.md): a fifth less of each
+// side's handshake CPU, at the price of the post-quantum half of the
+// exchange — traffic recorded now (intents, HMAC secrets) could be
+// decrypted by whoever breaks X25519 later. Off by default.
+const ClassicalKEXEnv = "SEGCHAIN_TLS_CLASSICAL_KEX"
+
+func classicalKEX() bool { return os.Getenv(ClassicalKEXEnv) == "1" }

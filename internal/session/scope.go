@@ -11,7 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"sync"
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/config"
@@ -92,11 +94,31 @@ func changedNodes(digests map[string]string, rec *Applied) []string {
 	return out
 }
 
-// intentDigests is IntentDigest of every node of p.
+// intentDigests is IntentDigest of every node of p, on every core: a
+// JSON encoding of every node's state, which a no-op apply needs before
+// it asks its agents (7 % of its CPU at 250 nodes, on one core while
+// the other waited).
 func intentDigests(p *plan.Plan) map[string]string {
-	out := make(map[string]string, len(p.Nodes))
-	for n, st := range p.Nodes {
-		out[n] = IntentDigest(st)
+	names := make([]string, 0, len(p.Nodes))
+	for n := range p.Nodes {
+		names = append(names, n)
+	}
+	dg := make([]string, len(names))
+	workers := min(runtime.GOMAXPROCS(0), len(names)/64+1)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(names); i += workers {
+				dg[i] = IntentDigest(p.Nodes[names[i]])
+			}
+		}(w)
+	}
+	wg.Wait()
+	out := make(map[string]string, len(names))
+	for i, n := range names {
+		out[n] = dg[i]
 	}
 	return out
 }

@@ -83,6 +83,8 @@ type Session struct {
 	intentDg map[string]string
 	// tickets are the remote agents' TLS session tickets (tickets.go).
 	tickets *tickets
+	// early are the agents dialled while planning (warm.go).
+	early *early
 }
 
 // remoteConcurrency is how many nodes a controller works on at once when
@@ -95,6 +97,7 @@ const remoteConcurrency = 16
 // nodes.NAME.agent), else an in-process agent in its namespace (the
 // lab's, or nodes.NAME.netns). Nothing is locked or changed yet.
 func Open(o Options) (*Session, error) {
+	tuneGC()
 	s := &Session{Lab: o.Lab, opts: o, log: o.Log, netns: map[string]string{}, remote: map[string]*client.Client{}}
 	if s.log == nil {
 		s.log = io.Discard
@@ -107,8 +110,14 @@ func Open(o Options) (*Session, error) {
 		}
 	}
 	devprofile.Phase("load")
+	s.Domain = d
+	// A plain command contacts every node: dial them while planning.
+	if o.Agents == nil && !o.ChangedOnly {
+		s.dialEarly()
+	}
 	p, err := plan.Build(d)
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
 	devprofile.Phase("plan")
@@ -146,7 +155,16 @@ func Open(o Options) (*Session, error) {
 func (s *Session) agents(c *controller.Controller) error {
 	d, l := s.Domain, s.Lab
 	var err error
-	if s.remote, s.tickets, err = remoteAgents(d, l, s.only); err != nil {
+	if s.early != nil {
+		// Dialled while planning (warm.go).
+		s.remote, s.tickets, err = s.early.remote, s.early.tickets, s.early.err
+		if err == nil {
+			err = s.early.use()
+		}
+	} else {
+		s.remote, s.tickets, err = remoteAgents(d, l, s.only)
+	}
+	if err != nil {
 		return err
 	}
 	c.Agents = map[string]agent.Agent{}
@@ -202,6 +220,12 @@ func (s *Session) agents(c *controller.Controller) error {
 
 // Close closes the connections to remote agents.
 func (s *Session) Close() {
+	if s.early != nil {
+		s.early.stop()
+		if s.remote == nil {
+			s.remote = s.early.remote
+		}
+	}
 	// In parallel, bounded: at 1,000 agents one after the other took
 	// seconds.
 	each(s.remote, func(rc *client.Client) error { return rc.Close() })

@@ -5,10 +5,14 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/segchain/segchain/internal/pki"
 )
 
 // TLS session resumption across commands. Each command is a new process
@@ -59,6 +63,10 @@ type tickets struct {
 	// and those that found none, resumed those the agent resumed, written
 	// the tickets written (tests).
 	offered, missed, resumed, written atomic.Int64
+	// ca is a digest of the domain CA's file (keptVerified); kept counts
+	// the resumed connections whose chain was checked that way (tests).
+	ca   string
+	kept atomic.Int64
 }
 
 // newTickets keeps the tickets of the controller presenting cert in dir;
@@ -87,6 +95,8 @@ type nodeTickets struct {
 	// while it is younger than ticketRefresh.
 	loadedAt atomic.Int64 // unix nanoseconds
 	resumed  atomic.Bool
+	// verifiedCA is the ticket's Verified.
+	verifiedCA atomic.Value // string
 }
 
 // ticketRefresh is how long a ticket is offered again before the agent's
@@ -100,6 +110,10 @@ const ticketRefresh = time.Hour
 type ticketFile struct {
 	Ticket []byte `json:"ticket"`
 	State  []byte `json:"state"`
+	// Verified is tickets.ca when the ticket was kept: the agent's chain
+	// in State passed VerifyConnection against that CA (a ticket is
+	// kept only from a connection whose handshake passed it).
+	Verified string `json:"verified,omitempty"`
 }
 
 func (n *nodeTickets) path(key string) string {
@@ -137,6 +151,7 @@ func (n *nodeTickets) Get(key string) (*tls.ClientSessionState, bool) {
 	}
 	n.t.offered.Add(1)
 	n.loadedAt.Store(fi.ModTime().UnixNano())
+	n.verifiedCA.Store(f.Verified)
 	return cs, true
 }
 
@@ -160,7 +175,7 @@ func (n *nodeTickets) Put(key string, cs *tls.ClientSessionState) {
 	if err != nil {
 		return
 	}
-	b, err := json.Marshal(ticketFile{Ticket: ticket, State: sb})
+	b, err := json.Marshal(ticketFile{Ticket: ticket, State: sb, Verified: n.t.ca})
 	if err != nil {
 		return
 	}
@@ -179,4 +194,51 @@ func (n *nodeTickets) Put(key string, cs *tls.ClientSessionState) {
 	if os.Rename(tmp.Name(), p) != nil {
 		os.Remove(tmp.Name())
 	}
+}
+
+// keptVerified: the resumed connection's agent chain is the one kept with
+// the ticket, verified against the CA whose digest is ca when the ticket
+// was kept: its signatures are not checked again (x509's Verify was 5 %
+// of a no-op's controller CPU). Checking them again would not guard the
+// ticket file either: whoever can write it can put there any agent's
+// real chain (certificates are public) with a key of their own; the file
+// is as secret as the controller's key beside it.
+func (n *nodeTickets) keptVerified(ca string) bool {
+	v, _ := n.verifiedCA.Load().(string)
+	return ca != "" && v == ca
+}
+
+// keptChain is what a resumed connection's chain, verified when its
+// ticket was kept (keptVerified), is still checked for: each certificate
+// within its validity at now, and the leaf a node's, naming node.
+func keptChain(cs tls.ConnectionState, node string, now time.Time) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("agent presented no certificate")
+	}
+	for _, c := range cs.PeerCertificates {
+		if now.Before(c.NotBefore) || now.After(c.NotAfter) {
+			return fmt.Errorf("agent certificate of node %s: %q is not valid at %s (valid %s to %s)",
+				node, c.Subject.CommonName, now.UTC().Format(time.RFC3339), c.NotBefore.UTC().Format(time.RFC3339), c.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	leaf := cs.PeerCertificates[0]
+	role, name, ok := pki.Identity(leaf)
+	if !ok || role != pki.RoleNode {
+		return fmt.Errorf("%w: agent certificate %q is not a node's (role %q)", pki.ErrRole, leaf.Subject.CommonName, role)
+	}
+	if name != node {
+		return fmt.Errorf("%w: agent certificate names node %q, want %q", pki.ErrRole, name, node)
+	}
+	return nil
+}
+
+// caDigest is a digest of the CA file's content ("" when unreadable: no
+// chain is then taken as verified).
+func caDigest(file string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }

@@ -31,6 +31,7 @@ const DefaultTimeout = 60 * time.Second
 type Client struct {
 	node    string
 	addr    string
+	creds   credentials.TransportCredentials
 	conn    *grpc.ClientConn
 	rpc     pb.AgentClient
 	timeout time.Duration
@@ -71,12 +72,23 @@ func Dial(node, addr string, tlsConf *tls.Config) (*Client, error) {
 	if tlsConf != nil {
 		creds = credentials.NewTLS(tlsConf)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)))
-	if err != nil {
-		return nil, fmt.Errorf("node %s: agent %s: %w", node, addr, err)
+	c := &Client{node: node, addr: addr, creds: creds, timeout: DefaultTimeout}
+	if err := c.dial(); err != nil {
+		return nil, err
 	}
-	return &Client{node: node, addr: addr, conn: conn, rpc: pb.NewAgentClient(conn), timeout: DefaultTimeout}, nil
+	return c, nil
+}
+
+func (c *Client) dial() error {
+	conn, err := grpc.NewClient(c.addr, grpc.WithTransportCredentials(c.creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)),
+		// A fixed window: no bandwidth-estimating pings (rpc.Window).
+		grpc.WithInitialWindowSize(rpc.Window), grpc.WithInitialConnWindowSize(rpc.Window))
+	if err != nil {
+		return fmt.Errorf("node %s: agent %s: %w", c.node, c.addr, err)
+	}
+	c.conn, c.rpc = conn, pb.NewAgentClient(conn)
+	return nil
 }
 
 // SetTimeout sets the per-call deadline.
@@ -113,7 +125,7 @@ func (c *Client) wrap(what string, err error) error {
 		// of the alert, depending on timing.
 		// An agent killed while the connection was being set up resets
 		// it the same way: both readings, and how to bring it back.
-		if m := st.Message(); st.Code() == codes.Unavailable && (strings.Contains(m, "broken pipe") || strings.Contains(m, "connection reset by peer")) {
+		if m := st.Message(); st.Code() == codes.Unavailable && (strings.Contains(m, "broken pipe") || strings.Contains(m, "connection reset by peer")) && !strings.Contains(m, "while dialing") {
 			stopped := ""
 			if c.hint != "" {
 				stopped = "; or it stopped: " + c.hint

@@ -47,3 +47,20 @@ func TestResetAfterHandshakeHints(t *testing.T) {
 		}
 	}
 }
+
+// A connection reset while dialling (an agent that died with its
+// listener's queue holding the connection) is an unreachable agent, not
+// one that closed the connection after the handshake.
+func TestResetWhileDialingUnreachable(t *testing.T) {
+	c := &Client{node: "nfv1", addr: "[fd00::5]:7070"}
+	c.SetHint("`segchain lab restart-agents --lab l nfv1` starts it again")
+	err := c.wrap("version", status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp [fd00::5]:7070: connect: connection reset by peer"`))
+	for _, want := range []string{"unreachable", "restart-agents --lab l nfv1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v: want %q in it", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "after the TLS handshake") {
+		t.Errorf("error %v: a reset while dialling called one after the handshake", err)
+	}
+}

@@ -58,6 +58,13 @@ func (s *Server) SetIntent(ctx context.Context, r *pb.SetIntentRequest) (*pb.Set
 	if err := s.intents.SetIntent(&want, by); err != nil {
 		return nil, s.fail(ctx, "SetIntent", err)
 	}
+	// Its digest now, not at the next ObserveDigest: every no-op apply
+	// after this one asks for it, and the first of them should find it.
+	if ir, ok := s.intents.(IntentReader); ok {
+		if in := ir.Kept(); in != nil {
+			s.intentDigest(in)
+		}
+	}
 	s.log.Info("intent stored", "peer", who(ctx), "by", by, "routes", len(want.Routes), "rules", len(want.Rules), "services", len(want.Services))
 	return &pb.SetIntentReply{}, nil
 }

@@ -154,3 +154,44 @@ func (s *Server) leaseID() string {
 	defer s.mu.Unlock()
 	return s.lease
 }
+
+// keptIntents is memIntents that says which intent it keeps.
+type keptIntents struct{ memIntents }
+
+func (k *keptIntents) Kept() *nodestate.Node {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.want
+}
+
+// The intent's digest is computed when the intent is handed, once: the
+// no-op applies after it (ObserveDigest) compute none.
+func TestIntentDigestAtSetIntent(t *testing.T) {
+	st := &keptIntents{}
+	e, srv, _ := serveIntents(t, st)
+	c := e.client(t, pki.DirFiles(e.dir, pki.RoleController, "ctl"), "nfv1")
+	ctx := context.Background()
+	want := &nodestate.Node{Name: "nfv1", TunSrc: "fc00:2::1"}
+	if err := c.AcquireLease(ctx, "ctl", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetIntent(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.intentDigests }
+	if n := count(); n != 1 {
+		t.Fatalf("%d intent digests computed by SetIntent, want 1", n)
+	}
+	for i := 0; i < 3; i++ {
+		d, err := c.ObserveDigest(ctx, want, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Intent != nodestate.Digest(want, want) {
+			t.Fatalf("intent digest %q, want %q", d.Intent, nodestate.Digest(want, want))
+		}
+	}
+	if n := count(); n != 1 {
+		t.Errorf("%d intent digests after three ObserveDigest, want 1 (the one SetIntent computed)", n)
+	}
+}

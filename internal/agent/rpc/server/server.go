@@ -94,9 +94,11 @@ func NewServer(a agent.Agent, log *slog.Logger, b Build, journal agent.Journal, 
 func (s *Server) Register(g *grpc.Server) { pb.RegisterAgentServer(g, s) }
 
 // ServerOptions are the gRPC server options every agent uses: the message
-// size limit.
+// size limit and a fixed window (rpc.Window: no bandwidth-estimating
+// pings).
 func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(rpc.MaxMessage), grpc.MaxSendMsgSize(rpc.MaxMessage)}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(rpc.MaxMessage), grpc.MaxSendMsgSize(rpc.MaxMessage),
+		grpc.InitialWindowSize(rpc.Window), grpc.InitialConnWindowSize(rpc.Window)}
 }
 
 func who(ctx context.Context) string {

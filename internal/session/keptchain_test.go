@@ -1,0 +1,134 @@
+package session
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/pki"
+)
+
+// A resumed connection's agent chain, verified when its ticket was kept
+// against the same CA, is not verified again (its signatures); a ticket
+// kept under another CA (or by an older build) is.
+func TestResumedChainKeptVerified(t *testing.T) {
+	dir := t.TempDir()
+	if err := pki.Init(dir, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ role, name string }{{pki.RoleController, "ctl"}, {pki.RoleNode, "n1"}} {
+		if _, err := pki.Issue(dir, c.role, c.name, pki.IssueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc, err := pki.ServerTLSAllow(pki.DirFiles(dir, pki.RoleNode, "n1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ticketAgent(t, "n1", tc)
+	f := pki.DirFiles(dir, pki.RoleController, "ctl")
+	command := func() (resumed bool, kept int64) {
+		t.Helper()
+		d := &config.Domain{Nodes: map[string]*config.Node{"n1": {Agent: addr}},
+			Security: config.Security{PKI: &config.PKI{CA: f.CA, Cert: f.Cert, Key: f.Key}}}
+		remote, tk, err := remoteAgents(d, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer remote["n1"].Close()
+		if err := remote["n1"].Preflight(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return tk.resumed.Load() > 0, tk.kept.Load()
+	}
+	if resumed, kept := command(); resumed || kept != 0 {
+		t.Fatalf("first command: resumed %v, %d kept chain(s) (want a full handshake)", resumed, kept)
+	}
+	for i := 0; i < 2; i++ {
+		if resumed, kept := command(); !resumed || kept != 1 {
+			t.Fatalf("command %d: resumed %v, %d chain(s) taken as verified (want resumed, 1)", i+2, resumed, kept)
+		}
+	}
+	// The ticket says another CA (or nothing: an older build's): the
+	// chain is verified again, and the session still resumed.
+	files, _ := filepath.Glob(filepath.Join(ticketDir(f.Key), "*"))
+	if len(files) != 1 {
+		t.Fatalf("%d ticket files, want 1", len(files))
+	}
+	for _, other := range []string{"0123", ""} {
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tf ticketFile
+		if err := json.Unmarshal(b, &tf); err != nil {
+			t.Fatal(err)
+		}
+		tf.Verified = other
+		if b, err = json.Marshal(tf); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(files[0], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if resumed, kept := command(); !resumed || kept != 0 {
+			t.Errorf("ticket verified under CA %q: resumed %v, %d chain(s) taken as verified (want resumed, 0)", other, resumed, kept)
+		}
+	}
+}
+
+// What a kept chain is still checked for: the node's name and role, and
+// every certificate's validity now.
+func TestKeptChain(t *testing.T) {
+	dir := t.TempDir()
+	if err := pki.Init(dir, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	load := func(role, name string) *x509.Certificate {
+		t.Helper()
+		if _, err := pki.Issue(dir, role, name, pki.IssueOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(pki.DirFiles(dir, role, name).Cert)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk, _ := pem.Decode(b)
+		c, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	n1, ctl := load(pki.RoleNode, "n1"), load(pki.RoleController, "ctl")
+	now := time.Now()
+	cs := func(c *x509.Certificate) tls.ConnectionState {
+		return tls.ConnectionState{PeerCertificates: []*x509.Certificate{c}}
+	}
+	if err := keptChain(cs(n1), "n1", now); err != nil {
+		t.Errorf("node n1's certificate: %v", err)
+	}
+	if err := keptChain(cs(n1), "n2", now); !errors.Is(err, pki.ErrRole) {
+		t.Errorf("n1's certificate for node n2: %v, want a role error", err)
+	}
+	if err := keptChain(cs(ctl), "ctl", now); !errors.Is(err, pki.ErrRole) {
+		t.Errorf("a controller's certificate: %v, want a role error", err)
+	}
+	if err := keptChain(cs(n1), "n1", n1.NotAfter.Add(time.Second)); err == nil {
+		t.Error("an expired certificate accepted")
+	}
+	if err := keptChain(cs(n1), "n1", n1.NotBefore.Add(-time.Second)); err == nil {
+		t.Error("a certificate not yet valid accepted")
+	}
+	if err := keptChain(tls.ConnectionState{}, "n1", now); err == nil {
+		t.Error("no certificate accepted")
+	}
+}
