@@ -20,15 +20,7 @@ import (
 // against the same CA, is not verified again (its signatures); a ticket
 // kept under another CA (or by an older build) is.
 func TestResumedChainKeptVerified(t *testing.T) {
-	dir := t.TempDir()
-	if err := pki.Init(dir, "kept"); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ role, name string }{{pki.RoleController, "ctl"}, {pki.RoleNode, "n1"}} {
-		if _, err := pki.Issue(dir, c.role, c.name, pki.IssueOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testCA(t, "kept", ctlAndN1...)
 	tc, err := pki.ServerTLSAllow(pki.DirFiles(dir, pki.RoleNode, "n1"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -88,10 +80,7 @@ func TestResumedChainKeptVerified(t *testing.T) {
 // What a kept chain is still checked for: the node's name and role, and
 // every certificate's validity now.
 func TestKeptChain(t *testing.T) {
-	dir := t.TempDir()
-	if err := pki.Init(dir, "kept"); err != nil {
-		t.Fatal(err)
-	}
+	dir := testCA(t, "kept")
 	load := func(role, name string) *x509.Certificate {
 		t.Helper()
 		if _, err := pki.Issue(dir, role, name, pki.IssueOptions{}); err != nil {

@@ -12,15 +12,7 @@ import (
 // (X25519 with ML-KEM-768) unless ClassicalKEXEnv=1 asks for X25519
 // alone; a resumed handshake exchanges keys the same way.
 func TestClassicalKEX(t *testing.T) {
-	dir := t.TempDir()
-	if err := pki.Init(dir, "kex"); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ role, name string }{{pki.RoleController, "ctl"}, {pki.RoleNode, "n1"}} {
-		if _, err := pki.Issue(dir, c.role, c.name, pki.IssueOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testCA(t, "kex", ctlAndN1...)
 	tc, err := pki.ServerTLSAllow(pki.DirFiles(dir, pki.RoleNode, "n1"), nil)
 	if err != nil {
 		t.Fatal(err)

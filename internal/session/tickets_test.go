@@ -54,15 +54,7 @@ func dialTickets(t *testing.T, dir, ctl, addr string) (bool, error) {
 // gone) gets a full handshake, and an agent whose allow list no longer
 // names the controller refuses the resumed session too.
 func TestTicketsResumeAcrossCommands(t *testing.T) {
-	dir := t.TempDir()
-	if err := pki.Init(dir, "tickets"); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ role, name string }{{pki.RoleController, "ctl"}, {pki.RoleNode, "n1"}} {
-		if _, err := pki.Issue(dir, c.role, c.name, pki.IssueOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testCA(t, "tickets", ctlAndN1...)
 	serverTLS := func(allow ...string) *tls.Config {
 		tc, err := pki.ServerTLSAllow(pki.DirFiles(dir, pki.RoleNode, "n1"), allow)
 		if err != nil {

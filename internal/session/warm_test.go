@@ -34,13 +34,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 // An --changed-only command, which knows its scope only from the plan,
 // dials nothing early.
 func TestAgentsDialledWhilePlanning(t *testing.T) {
-	dir := t.TempDir()
-	if err := pki.Init(dir, "warm"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dir := testCA(t, "warm", [2]string{pki.RoleController, "ctl"})
 	load := func() *config.Domain {
 		d, err := config.Parse(examples.Default, ".")
 		if err != nil {
@@ -121,13 +115,7 @@ func TestAgentsDialledWhilePlanning(t *testing.T) {
 // reached: the failed early connection is dialled again (the call does
 // not fail on the earlier attempt's error).
 func TestAgentDownWhilePlanningReachedAfter(t *testing.T) {
-	dir := t.TempDir()
-	if err := pki.Init(dir, "warm"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pki.Issue(dir, pki.RoleController, "ctl", pki.IssueOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	dir := testCA(t, "warm", [2]string{pki.RoleController, "ctl"})
 	d, err := config.Parse(examples.Default, ".")
 	if err != nil {
 		t.Fatal(err)
