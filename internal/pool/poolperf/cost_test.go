@@ -1,16 +1,12 @@
 package poolperf
 
 import (
-	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/perf/perftest"
-	"github.com/segchain/segchain/internal/pool/datapath"
 )
 
 // TestCostSlotsSelect sends every slot of the cost run (Measure) through
@@ -28,55 +24,10 @@ func TestCostSlotsSelect(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.close() })
-	nft := func(args ...string) string {
-		t.Helper()
-		out, err := env.Run(append([]string{"nft"}, args...)...)
-		if err != nil {
-			t.Fatalf("nft %v: %v: %s", args, err, out)
-		}
-		return out
-	}
 	k := recipeK[poolIn]
-	nft("add", "table", "ip6", "s12pc")
-	nft("add", "chain", "ip6", "s12pc", "post", "{ type filter hook postrouting priority 0 ; }")
-	for _, n := range []int{1, 3, 4, 5} {
-		nft("add", "rule", "ip6", "s12pc", "post", "ip6", "daddr", perf.Addr("far", k, n).String(), "counter", "comment", fmt.Sprintf("\"far%d\"", n))
-	}
-	byDst := func() map[string]int {
-		counts := map[string]int{}
-		for _, line := range strings.Split(nft("list", "chain", "ip6", "s12pc", "post"), "\n") {
-			var n int
-			if j := strings.Index(line, "packets "); j >= 0 {
-				fmt.Sscanf(line[j:], "packets %d", &n)
-				for _, f := range []string{"far1", "far3", "far4", "far5"} {
-					if strings.Contains(line, "\""+f+"\"") {
-						counts[f] = n
-					}
-				}
-			}
-		}
-		return counts
-	}
+	byDst := farByDst(t, env, "s12pc", k)
 	// The one pool: poolIn's, id 0.
-	stats := func(id int) (sum uint64) {
-		t.Helper()
-		err := env.Do(func() error {
-			h, err := datapath.Reopen("")
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			s, err := h.Stats(id, 3)
-			for _, v := range s.Instances {
-				sum += v
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
+	stats := func(id int) uint64 { return poolPackets(t, env, id, 3) }
 	poolID := map[int]int{poolIn: 0}
 	if err := gen.SetRate(2000); err != nil {
 		t.Fatal(err)

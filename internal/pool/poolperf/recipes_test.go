@@ -1,15 +1,12 @@
 package poolperf
 
 import (
-	"fmt"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/perf/perftest"
-	"github.com/segchain/segchain/internal/pool/datapath"
 	"github.com/segchain/segchain/internal/testutil"
 )
 
@@ -49,25 +46,6 @@ func TestArmsSelectInOneRun(t *testing.T) {
 	if err := d.Sink(perf.SinkForward); err != nil {
 		t.Fatal(err)
 	}
-	stats := func(id, n int) (sum uint64) {
-		t.Helper()
-		err := env.Do(func() error {
-			h, err := datapath.Reopen("")
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			s, err := h.Stats(id, n)
-			for _, v := range s.Instances {
-				sum += v
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sum
-	}
 	if err := gen.SetRate(2000); err != nil {
 		t.Fatal(err)
 	}
@@ -76,19 +54,7 @@ func TestArmsSelectInOneRun(t *testing.T) {
 	// POSTROUTING, before pool_out at TCX egress could rewrite them), none
 	// with the placeholder's: chosen at ingress, not by pool_out.
 	k0 := 2
-	nft := func(args ...string) string {
-		t.Helper()
-		out, err := env.Run(append([]string{"nft"}, args...)...)
-		if err != nil {
-			t.Fatalf("nft %v: %v: %s", args, err, out)
-		}
-		return out
-	}
-	nft("add", "table", "ip6", "s12pool")
-	nft("add", "chain", "ip6", "s12pool", "post", "{ type filter hook postrouting priority 0 ; }")
-	for _, n := range []int{1, 3, 4, 5} {
-		nft("add", "rule", "ip6", "s12pool", "post", "ip6", "daddr", perf.Addr("far", k0, n).String(), "counter", "comment", fmt.Sprintf("\"far%d\"", n))
-	}
+	byDst := farByDst(t, env, "s12pool", k0)
 	for i, a := range arms[:2] {
 		if err := gen.Select(i); err != nil {
 			t.Fatal(err)
@@ -98,28 +64,17 @@ func TestArmsSelectInOneRun(t *testing.T) {
 		}
 		// The pools are programmed in arm order: arm i's pool is id i.
 		deadline := time.Now().Add(10 * time.Second)
-		for stats(i, a.n) == 0 && time.Now().Before(deadline) {
+		for poolPackets(t, env, i, a.n) == 0 && time.Now().Before(deadline) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if err := gen.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		if stats(i, a.n) == 0 {
+		if poolPackets(t, env, i, a.n) == 0 {
 			t.Errorf("%s: its pool (id %d) counted none of its packets in 10 s: the arm went out unselected", a.name, i)
 		}
 		if i == 0 {
-			counts := map[string]int{}
-			for _, line := range strings.Split(nft("list", "chain", "ip6", "s12pool", "post"), "\n") {
-				var n int
-				if j := strings.Index(line, "packets "); j >= 0 {
-					fmt.Sscanf(line[j:], "packets %d", &n)
-					for _, f := range []string{"far1", "far3", "far4", "far5"} {
-						if strings.Contains(line, "\""+f+"\"") {
-							counts[f] = n
-						}
-					}
-				}
-			}
+			counts := byDst()
 			if counts["far1"] != 0 || counts["far3"]+counts["far4"]+counts["far5"] == 0 {
 				t.Errorf("%s: packets leaving the encap by destination %v: want only instances (far3..5), none to the placeholder far1", a.name, counts)
 			}
