@@ -244,9 +244,7 @@ func TestProbePasses(t *testing.T) {
 	}
 	_ = h.SetLive(0, 0)
 	in := frame(p, pool.Flow{Src: src, Dst: egress, Sport: 1, Dport: 2, Proto: 17})
-	var ret uint32
-	var out []byte
-	ret, out = runMark(t, ns, h, ifx, in, ProbeMark)
+	ret, out := runOutCtx(t, ns, h, in, testutil.SkbCtx{IngressIfindex: ifx, Ifindex: ifx})
 	if ret == 2 || string(out) != string(in) {
 		t.Fatalf("probe: verdict %d, changed %v", ret, string(out) != string(in))
 	}
@@ -300,10 +298,16 @@ func runOut(t *testing.T, ns string, h *Headend, ifx uint32, pkt []byte) (uint32
 // runMark runs pool_out on a local packet with a packet mark.
 func runMark(t *testing.T, ns string, h *Headend, ifx uint32, pkt []byte, mark uint32) (uint32, []byte) {
 	t.Helper()
+	return runOutCtx(t, ns, h, pkt, testutil.SkbCtx{Mark: mark, Ifindex: ifx})
+}
+
+// runOutCtx runs pool_out on pkt with the skb context ctx.
+func runOutCtx(t *testing.T, ns string, h *Headend, pkt []byte, ctx testutil.SkbCtx) (uint32, []byte) {
+	t.Helper()
 	var ret uint32
 	out := make([]byte, len(pkt))
 	err := nsutil.Do(ns, func() error {
-		opts := &ebpf.RunOptions{Data: pkt, DataOut: out, Context: testutil.SkbCtx{Mark: mark, Ifindex: ifx}}
+		opts := &ebpf.RunOptions{Data: pkt, DataOut: out, Context: ctx}
 		var err error
 		ret, err = h.Prog().Run(opts)
 		out = opts.DataOut
