@@ -277,6 +277,25 @@ func reportOf(t *testing.T, ns string) func() health.Report {
 
 // waitReport waits until the report says instance name is up (or down),
 // after a transition when moved.
+// waitLive waits up to 10 s for pool 0's liveness word to satisfy ok and
+// returns the last word read: the checker publishes its report before it
+// writes the word (status reads them in that order), so a report that
+// says down can be seen an instant before the word does.
+func waitLive(t *testing.T, e *env, ok func(uint32) bool) uint32 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		live, err := e.he.Live(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(live) || time.Now().After(deadline) {
+			return live
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func waitReport(t *testing.T, rep func() health.Report, name string, up, moved bool) health.InstanceStatus {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -349,7 +368,7 @@ func TestPoolFailover(t *testing.T) {
 	if !strings.Contains(st.Last.Reason, "srv6") {
 		t.Errorf("fw2's transition reason %q does not name the in-band probe", st.Last.Reason)
 	}
-	if live, _ := e.he.Live(0); live != 0b101 {
+	if live := waitLive(t, e, func(l uint32) bool { return l == 0b101 }); live != 0b101 {
 		t.Fatalf("liveness word %03b after fw2 failed, want 101", live)
 	}
 	for _, s := range cc.Status() {
@@ -404,7 +423,7 @@ func TestPoolFailover(t *testing.T) {
 	testutil.Exec(t, e.NS("sf1"), "ip", "link", "set", "eth-nfv1", "down")
 	waitHealth(t, cc, "fw1", false)
 	waitReport(t, c, "fw1", false, true)
-	if live, _ := e.he.Live(0); live&1 != 0 {
+	if live := waitLive(t, e, func(l uint32) bool { return l&1 == 0 }); live&1 != 0 {
 		t.Fatalf("liveness word %03b after fw1's carrier went, want bit 0 clear", live)
 	}
 	e.send(ports(40000, 30))
