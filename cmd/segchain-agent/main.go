@@ -14,6 +14,7 @@ import (
 
 	"github.com/segchain/segchain/internal/agent/daemon"
 	"github.com/segchain/segchain/internal/devprofile"
+	"github.com/segchain/segchain/internal/inheritfd"
 )
 
 // version and commit are set at link time, as segchain's (make build).
@@ -41,6 +42,10 @@ func build() daemon.Build {
 }
 
 func main() {
+	if err := inheritfd.CloseOnExec(); err != nil {
+		fmt.Fprintln(os.Stderr, "segchain-agent: inherited descriptors:", err)
+		os.Exit(1)
+	}
 	b := build()
 	root := daemon.Command(b)
 	root.Use = "segchain-agent --node NAME --listen ADDR (--pki DIR | --insecure) [--netns NS] [--metrics ADDR]"

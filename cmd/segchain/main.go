@@ -10,9 +10,14 @@ import (
 
 	"github.com/segchain/segchain/internal/agent/local"
 	"github.com/segchain/segchain/internal/devprofile"
+	"github.com/segchain/segchain/internal/inheritfd"
 )
 
 func main() {
+	if err := inheritfd.CloseOnExec(); err != nil {
+		fmt.Fprintln(os.Stderr, "segchain: inherited descriptors:", err)
+		os.Exit(1)
+	}
 	stopProfile := devprofile.Start(os.Args[1:])
 	err := newRootCmd().Execute()
 	devprofile.Phase("end")

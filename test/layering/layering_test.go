@@ -143,6 +143,7 @@ var layerOf = map[string]int{
 	"internal/pki":                 leaves,
 	"internal/bpfconst":            leaves,
 	"internal/devprofile":          leaves,
+	"internal/inheritfd":           leaves,
 	"internal/agent/rpc/agentpb":   leaves,
 	"internal/oam/oampb":           leaves,
 	"pkg/srv6svc/internal/offline": leaves,
