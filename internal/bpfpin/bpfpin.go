@@ -23,6 +23,9 @@ const soNetnsCookie = 71
 // netns cookie (never reused, unlike inodes) tells it from a deleted
 // namespace whose inode it inherited.
 func Namespace(netns string) (name string, ino uint64, err error) {
+	if n, i, ok := heldName(netns); ok {
+		return n, i, nil // held for one observation (hold.go)
+	}
 	if n, i, ok := keptName(netns); ok {
 		return n, i, nil // kept by a long-lived process (keep.go)
 	}

@@ -37,6 +37,9 @@ var ErrNoPersistentFS = errors.New("no persistent bpffs")
 // is known to be in the host's mount namespace; otherwise Root fails with
 // ErrNoPersistentFS.
 func Root() (string, error) {
+	if r, ok := heldRoot(); ok {
+		return filepath.Join(r, "segchain"), nil // hold.go
+	}
 	fs, err := hostFS()
 	if err != nil {
 		return "", err
@@ -57,6 +60,9 @@ var found struct {
 
 // hostFS finds the host's bpffs (see Root).
 func hostFS() (string, error) {
+	held.Lock()
+	held.lookups++
+	held.Unlock()
 	self, err := mountNS("self")
 	if err != nil {
 		return "", fmt.Errorf("identify mount namespace: %w", err)

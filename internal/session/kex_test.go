@@ -2,6 +2,7 @@ package session
 
 import (
 	"crypto/tls"
+	"slices"
 	"sync"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 // (X25519 with ML-KEM-768) unless ClassicalKEXEnv=1 asks for X25519
 // alone; a resumed handshake exchanges keys the same way.
 func TestClassicalKEX(t *testing.T) {
+	t.Setenv(HybridResumedEnv, "1") // the hybrid on resumption too (TestResumedKEX)
 	dir := testCA(t, "kex", ctlAndN1...)
 	tc, err := pki.ServerTLSAllow(pki.DirFiles(dir, pki.RoleNode, "n1"), nil)
 	if err != nil {
@@ -57,6 +59,67 @@ func TestClassicalKEX(t *testing.T) {
 		}
 		if got := last(); got != c.want {
 			t.Errorf("command %d (%s=%q): key exchange %v, want %v", i+1, ClassicalKEXEnv, c.env, got, c.want)
+		}
+	}
+}
+
+// A handshake that offers a kept ticket exchanges keys by X25519 alone;
+// every full handshake is the hybrid: a ticket the agent refuses (it
+// restarted) makes the handshake a full one with X25519, which is
+// dropped before any call and dialled again with the hybrid, and the
+// ticket then kept is the hybrid one's (resumekex.go).
+func TestResumedKEX(t *testing.T) {
+	dir := testCA(t, "rkex", ctlAndN1...)
+	type hs struct {
+		curve   tls.CurveID
+		resumed bool
+	}
+	var (
+		mu   sync.Mutex
+		seen []hs
+	)
+	agent := func(key byte) string {
+		tc, err := pki.ServerTLSAllow(pki.DirFiles(dir, pki.RoleNode, "n1"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tc.SetSessionTicketKeys([][32]byte{{key}})
+		verify := tc.VerifyConnection
+		tc.VerifyConnection = func(cs tls.ConnectionState) error {
+			mu.Lock()
+			seen = append(seen, hs{cs.CurveID, cs.DidResume})
+			mu.Unlock()
+			return verify(cs)
+		}
+		return ticketAgent(t, "n1", tc)
+	}
+	take := func() []hs {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
+	full := hs{tls.X25519MLKEM768, false}
+	addr := agent(1)
+	restarted := agent(2) // another agent process on the same host: other ticket keys
+	for i, c := range []struct {
+		addr, env string
+		want      []hs
+	}{
+		{addr, "", []hs{full}},
+		{addr, "", []hs{{tls.X25519, true}}},
+		{addr, "", []hs{{tls.X25519, true}}},
+		{restarted, "", []hs{{tls.X25519, false}, full}},
+		{restarted, "", []hs{{tls.X25519, true}}},
+		{restarted, "1", []hs{{tls.X25519MLKEM768, true}}},
+	} {
+		t.Setenv(HybridResumedEnv, c.env)
+		if _, err := dialTickets(t, dir, "ctl", c.addr); err != nil {
+			t.Fatalf("command %d: %v", i+1, err)
+		}
+		if got := take(); !slices.Equal(got, c.want) {
+			t.Errorf("command %d (%s=%q): the agent saw handshakes %v, want %v", i+1, HybridResumedEnv, c.env, got, c.want)
 		}
 	}
 }

@@ -69,7 +69,16 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 				return nil
 			}
 		}
-		c, err := client.Dial(node, addr, tc)
+		var (
+			c   *client.Client
+			err error
+		)
+		if tk != nil && !classicalKEX() && !hybridResumed() {
+			// X25519 alone when resuming (resumekex.go).
+			c, err = client.DialCreds(node, addr, newResumeCreds(tc, tc.ClientSessionCache.(*nodeTickets)))
+		} else {
+			c, err = client.Dial(node, addr, tc)
+		}
 		if err != nil {
 			return err
 		}

@@ -67,6 +67,9 @@ type tickets struct {
 	// the resumed connections whose chain was checked that way (tests).
 	ca   string
 	kept atomic.Int64
+	// classical counts the handshakes resumed with X25519 alone,
+	// redialled those whose ticket was refused (resumekex.go; tests).
+	classical, redialled atomic.Int64
 }
 
 // newTickets keeps the tickets of the controller presenting cert in dir;
@@ -119,6 +122,12 @@ type ticketFile struct {
 func (n *nodeTickets) path(key string) string {
 	h := sha256.Sum256([]byte(n.node + "\x00" + key))
 	return filepath.Join(n.t.dir, n.t.cert+"-"+hex.EncodeToString(h[:8]))
+}
+
+// has: a ticket is kept for the cache key (resumekex.go).
+func (n *nodeTickets) has(key string) bool {
+	_, err := os.Stat(n.path(key))
+	return err == nil
 }
 
 // Get implements tls.ClientSessionCache.

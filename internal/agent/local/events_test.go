@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -192,5 +193,25 @@ func TestWatchedInterfacesFollowLinks(t *testing.T) {
 	} {
 		testutil.Exec(t, ns, c.cmd...)
 		same(c.what)
+	}
+}
+
+// An observation resolves the pin root and names the node's namespace
+// once for all its eBPF kinds and checks (bpfpin.Hold), not once per
+// kind.
+func TestObservationResolvesPinRootOnce(t *testing.T) {
+	_, l := eventNode(t)
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	if err := l.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kept(t, l, "first")
+	lookups, _ := bpfpin.HoldStats()
+	if _, err := l.ObserveCached(ctx, &nodestate.Node{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := bpfpin.HoldStats(); n-lookups != 1 {
+		t.Fatalf("one observation resolved the pin root %d times, want 1", n-lookups)
 	}
 }

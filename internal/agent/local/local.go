@@ -13,6 +13,7 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/localsid"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -116,6 +117,9 @@ func (l *Local) observeRouting(h *dataplane.Handle, got *nodestate.Node) error {
 // (sysctls.go) and the interfaces it keeps from link events (links; nil:
 // listed here).
 func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *nodestate.Node, kept bool, links boundary.Interfaces) (*nodestate.Node, error) {
+	// The pin root and the namespace's name, once for every kind below
+	// (bpfpin.Hold).
+	defer bpfpin.Hold(l.netns)()
 	var err error
 	if got.HMACKeys, err = h.HMACKeys(); err != nil && !errors.Is(err, dataplane.ErrNotSupported) {
 		return nil, fmt.Errorf("node %s: read hmac keys: %w", l.name, err)

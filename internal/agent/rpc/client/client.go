@@ -72,6 +72,12 @@ func Dial(node, addr string, tlsConf *tls.Config) (*Client, error) {
 	if tlsConf != nil {
 		creds = credentials.NewTLS(tlsConf)
 	}
+	return DialCreds(node, addr, creds)
+}
+
+// DialCreds is Dial with the connection's credentials made by the caller
+// (the session's, which choose the key exchange per handshake).
+func DialCreds(node, addr string, creds credentials.TransportCredentials) (*Client, error) {
 	c := &Client{node: node, addr: addr, creds: creds, timeout: DefaultTimeout}
 	if err := c.dial(); err != nil {
 		return nil, err
