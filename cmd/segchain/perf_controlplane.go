@@ -121,7 +121,7 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	}
 	cmd.Flags().IntSliceVar(&sizes, "nodes", []int{10, 50, 100}, "domain sizes (nodes, at least 5)")
 	outputFlag(cmd, &output)
-	cmd.Flags().StringVar(&routing, "routing", "", "routing.mode of the generated domains: static (default) or bgp (then CONVERGED: from the start of the apply until the line's ends reach each other's locator over BGP)")
+	cmd.Flags().StringVar(&routing, "routing", "", "routing.mode of the generated domains: static (default) or bgp (then CONVERGED: from the start of the apply until every leaf routes to every other leaf's locator over BGP; docs/scale.md)")
 	cmd.Flags().StringVar(&topology, "topology", "line", "generated fabric: line, clos (clos3 above 64 nodes, else clos2), clos2 or clos3")
 	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "no lab: plan each size and print its figures (routes and ops per node, nodes a one-chain change touches, plan time and memory)")
 	cmd.Flags().BoolVar(&noSum, "no-summaries", false, "static Clos domains: no routing.summaries (every node routes every prefix)")

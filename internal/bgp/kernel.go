@@ -458,3 +458,43 @@ func (l *logger) Debug(string, gobgplog.Fields) {}
 func (l *logger) SetLevel(gobgplog.LogLevel) {}
 
 func (l *logger) GetLevel() gobgplog.LogLevel { return gobgplog.InfoLevel }
+
+// resyncTick is the periodic safety net: every prefix is marked for
+// recomputation only when the kernel's table differs from the record
+// (kernelDrifted), so an idle speaker reads its own table, not GoBGP's RIB.
+func (s *Speaker) resyncTick() {
+	if s.kernelDrifted() {
+		s.markAll()
+	}
+}
+
+// kernelDrifted reports whether the kernel's routes of the speaker's
+// protocol differ from its record: one missing, added or changed behind
+// its back, a legacy-metric route, or no record (or table) to compare.
+// Only run's goroutine calls it (it uses run's netlink socket).
+func (s *Speaker) kernelDrifted() bool {
+	if s.routes == nil {
+		return true
+	}
+	if s.h == nil {
+		h, err := s.handle()
+		if err != nil {
+			return true
+		}
+		s.h = h
+	}
+	cur, _, legacy, err := installed(s.h)
+	if err != nil {
+		s.closeHandle()
+		return true
+	}
+	if len(legacy) > 0 || len(cur) != len(s.routes) {
+		return true
+	}
+	for dst, r := range cur {
+		if o, ok := s.routes[dst]; !ok || o.String() != r.String() {
+			return true
+		}
+	}
+	return false
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -44,10 +45,26 @@ const legacyMetric = 20
 // intent the speaker runs, so that a restarted agent runs it again.
 const StateFile = "bgp.json"
 
-// resync is how often the installed routes are recomputed without any
-// event (a safety net against routes changed behind the speaker's back;
-// events recompute them at once).
+// resync is how often the speaker compares the kernel's table with its
+// record of what it installed (a safety net against routes changed behind
+// its back; BGP events recompute routes at once): only when they differ
+// is every prefix recomputed. Until session 13 every resync recomputed
+// every prefix, reading the whole RIB from GoBGP (ListPath marshals every
+// path): each speaker's idle work grew with the fabric's prefixes, all
+// speakers' with its square, and at 250 Clos nodes (192 speakers, 1,132
+// prefixes each) it was most of the agents' CPU (62 % in reconcile, 43 %
+// in ListPath, perf record) and kept a shared 2-core machine at load
+// 300–480 until the apply from scratch had not ended after 30 min.
 const resync = 10 * time.Second
+
+// fullResync is how often, on average, every prefix is recomputed from
+// the RIB without any event (a safety net against a lost table event),
+// jittered so that a fabric's speakers do not do it together.
+const fullResync = 5 * time.Minute
+
+func fullResyncIn() time.Duration {
+	return fullResync/2 + time.Duration(rand.Int64N(int64(fullResync)))
+}
 
 // coalesce is how long a recomputation waits for more BGP events after
 // the first. Recomputations after new paths are also rate-limited to
@@ -519,6 +536,8 @@ func (s *Speaker) run(ctx context.Context, srv *server.BgpServer) {
 	defer s.closeHandle()
 	t := time.NewTicker(resync)
 	defer t.Stop()
+	full := time.NewTimer(fullResyncIn())
+	defer full.Stop()
 	limit := rate.NewLimiter(rate.Every(perGap), burst)
 	for {
 		select {
@@ -541,7 +560,10 @@ func (s *Speaker) run(ctx context.Context, srv *server.BgpServer) {
 			}
 		case <-s.urgent:
 		case <-t.C:
+			s.resyncTick()
+		case <-full.C:
 			s.markAll()
+			full.Reset(fullResyncIn())
 		}
 		all, dsts := s.takeDirty()
 		if !all && len(dsts) == 0 {

@@ -65,10 +65,11 @@ type Result struct {
 	// with its CPU.
 	NoOps []NoOpRun `json:"noops,omitempty"`
 	// Routing is the domain's routing mode; under bgp, Converged is the
-	// time from the start of the apply from scratch until ingress and
-	// egress route to each other's locator (BGP routes, protocol 199).
+	// time from the start of the apply from scratch until every leaf
+	// routes to every other leaf's locator over BGP (bgpconv.go).
 	Routing   string        `json:"routing,omitempty"`
 	Converged time.Duration `json:"converged_ns,omitempty"`
+	BGPFigures
 	// ControllerPeakKiB is the largest peak resident set (getrusage
 	// maxrss) of the three apply commands: the controller's memory.
 	ControllerPeakKiB int `json:"controller_peak_kib"`
@@ -314,18 +315,23 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	}()
 	fmt.Fprintf(log, "control-plane %d nodes: apply from scratch\n", n)
 	slab0 := routeSlabKiB()
-	start := time.Now()
+	var bw *bgpWatch
+	if f.Routing == "bgp" {
+		if bw, err = watchBGP(ctx, labName, y, 10*time.Minute); err != nil {
+			return r, err
+		}
+		defer bw.close()
+	}
 	if r.FromScratch, out, err = apply(file); err != nil {
 		return r, err
 	}
 	r.RouteSlabKiB = routeSlabKiB() - slab0
 	r.Changes = appliedChanges(out)
-	if f.Routing == "bgp" {
+	if bw != nil {
 		fmt.Fprintf(log, "control-plane %d nodes: waiting for BGP to converge\n", n)
-		if err := converged(ctx, labName, y, 5*time.Minute); err != nil {
+		if r.BGPFigures, r.Converged, err = bw.wait(); err != nil {
 			return r, err
 		}
-		r.Converged = time.Since(start)
 	}
 	fmt.Fprintf(log, "control-plane %d nodes: no-op apply\n", n)
 	pids := agentPIDs()
@@ -385,6 +391,9 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 		r.AgentRSSAnonMeanKiB = anon / served
 		r.AgentPssMeanKiB = pss / served
 	}
+	if f.Routing == "bgp" {
+		frrMemory(labName, &r.BGPFigures)
+	}
 	fmt.Fprintf(log, "control-plane %d nodes: destroy\n", n)
 	if r.Destroy, _, err = run("destroy", "-f", file, "--lab", labName); err != nil {
 		return r, err
@@ -402,31 +411,6 @@ func phase(pids map[int]int) {
 	}
 	for pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGUSR1)
-	}
-}
-
-// converged waits until ingress and egress route to each other's locator
-// over BGP.
-func converged(ctx context.Context, labName, domain string, limit time.Duration) error {
-	d, err := config.Parse([]byte(domain), ".")
-	if err != nil {
-		return err
-	}
-	want := map[string]string{"ingress": d.Nodes["egress"].Locator, "egress": d.Nodes["ingress"].Locator}
-	deadline := time.Now().Add(limit)
-	for {
-		ok := true
-		for node, dst := range want {
-			out, err := exec.CommandContext(ctx, "ip", "-6", "-n", lab.NetnsName(labName, node), "route", "show", "proto", "199", dst).Output()
-			ok = ok && err == nil && strings.TrimSpace(string(out)) != ""
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("BGP did not converge in %v (ingress ↔ egress locators)", limit)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
