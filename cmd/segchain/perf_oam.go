@@ -31,9 +31,9 @@ The headend (reference T.Encaps: the kernel's encap seg6 route, 2 SIDs):
   T.Encaps+marker-tcx          the TCX marker (sessions 10-12) at 1:1000 on the
                                output port's egress
   T.Encaps+empty-tcx-egress    an empty TCX program there: the hook alone
-  T.Encaps.oam (route marker)  the route as encap bpf in, pushing the same SRH
+  T.Encaps.oam.route           the route as encap bpf in, pushing the same SRH
                                through the kernel's encapsulation, O-flag 1:1000
-  T.Encaps.bpf (route, no mark)  the same program marking none
+  T.Encaps.route               the same program marking none
 
 A segment node (reference End: seg6local End):
   End (A/A)                    the reference again

@@ -34,8 +34,8 @@ const (
 // Recipes of a slot's frame.
 const (
 	recTEncaps = iota // the kernel's encap seg6 route (perf's T.Encaps)
-	recRoute          // the route marker at 1:1000 (T.Encaps.oam)
-	recBPF            // the route marker marking none (T.Encaps.bpf)
+	recRoute          // the route marker at 1:1000 (T.Encaps.oam.route)
+	recBPF            // the route marker marking none (T.Encaps.route)
 	recEnd            // seg6local End (perf's End)
 )
 
@@ -54,8 +54,8 @@ var (
 		{"T.Encaps (A/A)", recTEncaps, attNone},
 		{"T.Encaps+marker-tcx", recTEncaps, attMarkerTCX},
 		{"T.Encaps+empty-tcx-egress", recTEncaps, attEmptyOut},
-		{"T.Encaps.oam (route marker)", recRoute, attNone},
-		{"T.Encaps.bpf (route, no mark)", recBPF, attNone},
+		{"T.Encaps.oam.route", recRoute, attNone},
+		{"T.Encaps.route", recBPF, attNone},
 	}
 	SegSlots = []Slot{
 		{"End", recEnd, attNone},

@@ -16,9 +16,16 @@ import (
 // Rate is the arm's sampling rate: 1 in Rate (the issue's 1:1000).
 const Rate = 1000
 
-// Recipes: T.Encaps.oam, T.Encaps.bpf, T.Encaps.xmit and T.Encaps.oam.tcx.
+// Recipes: T.Encaps.oam, T.Encaps.oam.route, T.Encaps.route and
+// T.Encaps.xmit.
 //
-//	T.Encaps.oam      the route of T.Encaps (same prefix, device, SID
+//	T.Encaps.oam      sessions 10-12's marker: a TCX egress program first
+//	                  on the SUT's output port, 1:1000, its marks read by
+//	                  this process. Every arm of a run that has it crosses
+//	                  it (the port is shared): T.Encaps's ratio then hides
+//	                  the hook's cost (segchain perf oam measures it
+//	                  against a headend without it).
+//	T.Encaps.oam.route the route of T.Encaps (same prefix, device, SID
 //	                  list far1,far2) as segchain's sampling marker holds
 //	                  it: `encap bpf in` whose program pushes the same SRH
 //	                  through the kernel's encapsulation and the O-flagged
@@ -26,22 +33,18 @@ const Rate = 1000
 //	                  of this process. Nothing on any interface: the
 //	                  baseline T.Encaps (the kernel's `encap seg6`) crosses
 //	                  no sampling program at all.
-//	T.Encaps.bpf      the same program marking none (rate 0): the cost of
+//	T.Encaps.route    the same program marking none (rate 0): the cost of
 //	                  the BPF encapsulation itself, without the marks.
 //	T.Encaps.xmit     a measurement: the route as `encap bpf xmit` via the
 //	                  first SID's gateway, the program pushing the whole
 //	                  outer header, no lookup after it (no HMAC, no GSO:
 //	                  not a replacement for the kernel's encapsulation).
-//	T.Encaps.oam.tcx  session 10's marker: a TCX egress program first on
-//	                  the SUT's output port. Every arm of a run that has it
-//	                  crosses it (the port is shared): run it alone with
-//	                  T.Encaps, whose ratio then hides the hook's cost.
 func Recipes() []perf.Recipe {
 	return []perf.Recipe{
-		perf.NewRecipe("T.Encaps.oam", fmt.Sprintf("headend: the T.Encaps route as encap bpf in (the kernel's H.Encaps through bpf_lwt_push_encap), O-flag on 1 in %d", Rate), routeSetup(Rate)),
-		perf.NewRecipe("T.Encaps.bpf", "headend: the T.Encaps route as encap bpf in, marking none", routeSetup(0)),
+		perf.NewRecipe("T.Encaps.oam", fmt.Sprintf("headend: encap seg6 mode encap, 2 SIDs, the chain O-flag sampled 1 in %d by segchain's TCX marker on the output port (crossed by every arm)", Rate), tcxSetup),
+		perf.NewRecipe("T.Encaps.oam.route", fmt.Sprintf("headend: the T.Encaps route as encap bpf in (the kernel's H.Encaps through bpf_lwt_push_encap), O-flag on 1 in %d", Rate), routeSetup(Rate)),
+		perf.NewRecipe("T.Encaps.route", "headend: the T.Encaps route as encap bpf in, marking none", routeSetup(0)),
 		perf.NewRecipe("T.Encaps.xmit", fmt.Sprintf("headend: the T.Encaps route as encap bpf xmit via the first SID's gateway, the program pushing the outer header itself, O-flag on 1 in %d (a measurement: no HMAC, no GSO)", Rate), xmitSetup),
-		perf.NewRecipe("T.Encaps.oam.tcx", fmt.Sprintf("headend: encap seg6 mode encap, 2 SIDs, O-flag on 1 in %d by a TCX egress marker on the output port (crossed by every arm)", Rate), tcxSetup),
 	}
 }
 
@@ -65,7 +68,7 @@ func route(env *perf.Env, k int) nodestate.Route {
 func routeSetup(rate uint32) func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	return func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 		if env.Do == nil {
-			return nil, fmt.Errorf("T.Encaps.oam needs the SUT's namespace here: %w", perf.ErrNotSupported)
+			return nil, fmt.Errorf("the route marker needs the SUT's namespace here: %w", perf.ErrNotSupported)
 		}
 		frame, err := tEncaps().Setup(env, k, p)
 		if err != nil {
@@ -85,7 +88,7 @@ func routeSetup(rate uint32) func(env *perf.Env, k int, p perf.Params) ([]byte, 
 				c, _ := m.Counts()
 				err := env.Do(m.Close)
 				if rate > 0 && c.Seen > 0 && (c.Marked == 0 || c.Marked != (c.Seen+uint64(rate)-1)/uint64(rate)) {
-					err = errors.Join(err, fmt.Errorf("T.Encaps.oam: the route marker counted %d packets and marked %d, want 1 in %d", c.Seen, c.Marked, rate))
+					err = errors.Join(err, fmt.Errorf("T.Encaps.oam.route: the route marker counted %d packets and marked %d, want 1 in %d", c.Seen, c.Marked, rate))
 				}
 				return err
 			})
@@ -128,7 +131,7 @@ func xmitSetup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 
 func tcxSetup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	if env.Do == nil {
-		return nil, fmt.Errorf("T.Encaps.oam.tcx needs the SUT's namespace here: %w", perf.ErrNotSupported)
+		return nil, fmt.Errorf("T.Encaps.oam needs the SUT's namespace here: %w", perf.ErrNotSupported)
 	}
 	frame, err := tEncaps().Setup(env, k, p)
 	if err != nil {
@@ -150,7 +153,7 @@ func tcxSetup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 			c, _ := m.Counts()
 			err := m.Close()
 			if c.Seen > 0 && c.Marked == 0 {
-				err = errors.Join(err, fmt.Errorf("T.Encaps.oam.tcx: the marker counted %d packets of its chain and marked none", c.Seen))
+				err = errors.Join(err, fmt.Errorf("T.Encaps.oam: the marker counted %d packets of its chain and marked none", c.Seen))
 			}
 			return err
 		})
