@@ -80,6 +80,9 @@ to themselves, and ns/packet. 30 rounds take about 2 minutes.`,
 				if err := tw.Flush(); err != nil {
 					return err
 				}
+				for _, s := range r.Skipped {
+					fmt.Fprintf(w, "not measured: %s\n", s)
+				}
 				fmt.Fprintln(w)
 			}
 			return nil

@@ -182,6 +182,9 @@ type Result struct {
 	Ref         string
 	RefNsPerPkt perf.Summary
 	Arms        []Arm
+	// Skipped names arms this kernel cannot have, with why (fentry is
+	// refused where the kernel has no function tracing).
+	Skipped []string `json:",omitempty"`
 }
 
 // Measure runs both sandwiches on an up testbed d (PrepareSUT done),
@@ -215,8 +218,23 @@ func Measure(d perf.Driver, rounds int, window time.Duration, wire bool) ([]Resu
 			return nil, err
 		}
 	}
+	// fentry needs the kernel's function tracing: without it, the arm
+	// is left out and said so.
+	var skipped []string
+	segSlots := SegSlots
+	if t, err := oam.AttachSIDTap(); err != nil {
+		skipped = append(skipped, fmt.Sprintf("End+tap-fentry: %v", err))
+		segSlots = nil
+		for _, s := range SegSlots {
+			if s.Attach != attTapFentry {
+				segSlots = append(segSlots, s)
+			}
+		}
+	} else if err := t.Close(); err != nil {
+		return nil, err
+	}
 	var out []Result
-	for si, slots := range [][]Slot{HeadSlots, SegSlots} {
+	for si, slots := range [][]Slot{HeadSlots, segSlots} {
 		gen := d.Generator()
 		mode := map[int]int{}
 		for i, s := range slots {
@@ -239,6 +257,9 @@ func Measure(d perf.Driver, rounds int, window time.Duration, wire bool) ([]Resu
 			return nil, err
 		}
 		r := Result{Ref: slots[0].Name, RefNsPerPkt: perf.Summarize(ref.NsPerPacket)}
+		if si == 1 {
+			r.Skipped = skipped
+		}
 		for _, a := range res {
 			r.Arms = append(r.Arms, Arm{Name: a.Name, CPURatio: perf.Summarize(a.CPURatio),
 				Throughput: perf.Summarize(a.Ratio), NsPerPkt: perf.Summarize(a.NsPerPacket)})
