@@ -67,7 +67,7 @@ behaviour adds to the baseline (its percentile minus the baseline's).
 
 See docs/benchmarks.md.`,
 	}
-	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd(), newPerfBoundaryCmd(), newPerfPoolsCmd(), newPerfControlPlaneCmd())
+	cmd.AddCommand(newPerfRunCmd(), newPerfLsCmd(), newPerfLimitCmd(), newPerfBoundaryCmd(), newPerfPoolsCmd(), newPerfOAMCmd(), newPerfControlPlaneCmd())
 	return cmd
 }
 

@@ -42,6 +42,7 @@ var skips = []struct{ match, reason string }{
 	{"segchain perf limit", "measures the machine for seconds per figure; perf's own tests cover it"},
 	{"segchain perf boundary", "a benchmark run takes minutes"},
 	{"segchain perf pools", "a benchmark run takes minutes"},
+	{"segchain perf oam", "a benchmark run takes minutes"},
 	{"segchain perf control-plane", "a benchmark run takes minutes"},
 	{"segchain agent --node", "a daemon that runs until stopped; test/agents runs real agents"},
 	{"lab restart-agents", "needs a lab brought up with --agents; test/agents restarts real agents"},

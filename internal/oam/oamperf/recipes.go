@@ -1,12 +1,14 @@
 // Package oamperf is O-flag sampling's recipe for `segchain perf`
 // (docs/oam.md, docs/benchmarks.md "#30"): T.Encaps whose chain the
-// headend's marker samples 1 in 1000, against T.Encaps in the same run.
+// headend samples 1 in 1000, against T.Encaps in the same run.
 package oamperf
 
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/oam"
 	"github.com/segchain/segchain/internal/perf"
 )
@@ -14,27 +16,42 @@ import (
 // Rate is the arm's sampling rate: 1 in Rate (the issue's 1:1000).
 const Rate = 1000
 
-// Recipes: T.Encaps.oam.
+// Recipes: T.Encaps.oam, T.Encaps.oam.route, T.Encaps.route and
+// T.Encaps.xmit.
 //
-//	T.Encaps.oam  encap seg6 mode encap segs far1,far2 (as T.Encaps),
-//	              and segchain's O-flag marker for that chain at 1:1000,
-//	              first in the TCX egress chain of the SUT's output port,
-//	              its marks read by a reader of this process. The marker is
-//	              on the port every arm leaves by, so the run's other arms
-//	              (T.Encaps) cross it too, with an SRH that is not its
-//	              chain's: T.Encaps.oam over T.Encaps is the cost of
-//	              sampling a chain (count, mark 1 in 1000, report the
-//	              mark) over that of a chain not sampled on a headend
-//	              where the marker runs (the marker's compare, ~30 ns of
-//	              program work: go test -bench Marker ./internal/oam).
+//	T.Encaps.oam      sessions 10-12's marker: a TCX egress program first
+//	                  on the SUT's output port, 1:1000, its marks read by
+//	                  this process. Every arm of a run that has it crosses
+//	                  it (the port is shared): T.Encaps's ratio then hides
+//	                  the hook's cost (segchain perf oam measures it
+//	                  against a headend without it).
+//	T.Encaps.oam.route the route of T.Encaps (same prefix, device, SID
+//	                  list far1,far2) as segchain's sampling marker holds
+//	                  it: `encap bpf in` whose program pushes the same SRH
+//	                  through the kernel's encapsulation and the O-flagged
+//	                  copy on 1 packet in 1000, its marks read by a reader
+//	                  of this process. Nothing on any interface: the
+//	                  baseline T.Encaps (the kernel's `encap seg6`) crosses
+//	                  no sampling program at all.
+//	T.Encaps.route    the same program marking none (rate 0): the cost of
+//	                  the BPF encapsulation itself, without the marks.
+//	T.Encaps.xmit     a measurement: the route as `encap bpf xmit` via the
+//	                  first SID's gateway, the program pushing the whole
+//	                  outer header, no lookup after it (no HMAC, no GSO:
+//	                  not a replacement for the kernel's encapsulation).
+//	T.Encaps.xmit0    the same route marking none.
 func Recipes() []perf.Recipe {
 	return []perf.Recipe{
-		perf.NewRecipe("T.Encaps.oam", fmt.Sprintf("headend: encap seg6 mode encap, 2 SIDs, the chain O-flag sampled 1 in %d by segchain's marker", Rate), setup),
+		perf.NewRecipe("T.Encaps.oam", fmt.Sprintf("headend: encap seg6 mode encap, 2 SIDs, the chain O-flag sampled 1 in %d by segchain's TCX marker on the output port (crossed by every arm)", Rate), tcxSetup),
+		perf.NewRecipe("T.Encaps.oam.route", fmt.Sprintf("headend: the T.Encaps route as encap bpf in (the kernel's H.Encaps through bpf_lwt_push_encap), O-flag on 1 in %d", Rate), routeSetup(Rate)),
+		perf.NewRecipe("T.Encaps.route", "headend: the T.Encaps route as encap bpf in, marking none", routeSetup(0)),
+		perf.NewRecipe("T.Encaps.xmit", fmt.Sprintf("headend: the T.Encaps route as encap bpf xmit via the first SID's gateway, the program pushing the outer header itself, O-flag on 1 in %d (a measurement: no HMAC, no GSO)", Rate), xmitSetup(Rate)),
+		perf.NewRecipe("T.Encaps.xmit0", "headend: T.Encaps.xmit marking none (its reference: the same route without sampling)", xmitSetup(0)),
 	}
 }
 
-// tEncaps is the native T.Encaps recipe: the arm's route and frame are
-// built by the same code as its control's.
+// tEncaps is the native T.Encaps recipe: the arms' routes and frames are
+// built by the same code as their control's.
 func tEncaps() perf.Recipe {
 	for _, r := range perf.NativeRecipes() {
 		if r.Name() == "T.Encaps" {
@@ -44,7 +61,83 @@ func tEncaps() perf.Recipe {
 	panic("perf has no T.Encaps recipe")
 }
 
-func setup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+// route is T.Encaps's route of arm k (perf's headend recipe).
+func route(env *perf.Env, k int) nodestate.Route {
+	return nodestate.Route{Dst: netip.PrefixFrom(perf.Addr("hx", k, 0), 48), Dev: env.Out,
+		Seg6: &nodestate.Seg6Encap{Mode: "encap", Segs: []netip.Addr{perf.Addr("far", k, 1), perf.Addr("far", k, 2)}}}
+}
+
+func routeSetup(rate uint32) func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	return func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+		if env.Do == nil {
+			return nil, fmt.Errorf("the route marker needs the SUT's namespace here: %w", perf.ErrNotSupported)
+		}
+		frame, err := tEncaps().Setup(env, k, p)
+		if err != nil {
+			return nil, err
+		}
+		var m *oam.RouteMarker
+		err = env.Do(func() error {
+			var err error
+			m, err = oam.AttachRouteMarker(route(env, k), rate)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if env.Cleanup != nil {
+			env.Cleanup(func() error {
+				c, _ := m.Counts()
+				err := env.Do(m.Close)
+				if rate > 0 && c.Seen > 0 && (c.Marked == 0 || c.Marked != (c.Seen+uint64(rate)-1)/uint64(rate)) {
+					err = errors.Join(err, fmt.Errorf("T.Encaps.oam.route: the route marker counted %d packets and marked %d, want 1 in %d", c.Seen, c.Marked, rate))
+				}
+				return err
+			})
+		}
+		return frame, nil
+	}
+}
+
+func xmitSetup(rate uint32) func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	return func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+		return xmitArm(env, k, p, rate)
+	}
+}
+
+func xmitArm(env *perf.Env, k int, p perf.Params, rate uint32) ([]byte, error) {
+	if env.Do == nil {
+		return nil, fmt.Errorf("T.Encaps.xmit needs the SUT's namespace here: %w", perf.ErrNotSupported)
+	}
+	frame, err := tEncaps().Setup(env, k, p)
+	if err != nil {
+		return nil, err
+	}
+	var m *oam.RouteMarker
+	err = env.Do(func() error {
+		var err error
+		// 63: the hop limit the kernel's T.Encaps leaves with (64, less
+		// the forwarding of the outer packet).
+		m, err = oam.AttachXmitRoute(route(env, k), netip.MustParseAddr(perf.SUTOut6), netip.MustParseAddr(perf.TesterRx6), 63, rate)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if env.Cleanup != nil {
+		env.Cleanup(func() error {
+			c, _ := m.Counts()
+			err := env.Do(m.Close)
+			if rate > 0 && c.Seen > 0 && c.Marked == 0 {
+				err = errors.Join(err, fmt.Errorf("T.Encaps.xmit: counted %d packets and marked none", c.Seen))
+			}
+			return err
+		})
+	}
+	return frame, nil
+}
+
+func tcxSetup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	if env.Do == nil {
 		return nil, fmt.Errorf("T.Encaps.oam needs the SUT's namespace here: %w", perf.ErrNotSupported)
 	}
