@@ -448,10 +448,31 @@ static __always_inline int inner_flow(struct __sk_buff *skb, __u32 off, __u8 nh,
 	return 0;
 }
 
+/* flow_hash_cached is flow_hash(f, sym) from the per-CPU cache when it
+ * holds the flow (and the cache then holds it). */
+static __always_inline __u64 flow_hash_cached(const struct flow *f, __u32 sym)
+{
+	/* The fold is symmetric, so both directions share a slot. */
+	__u32 x = f->a[0] ^ f->a[1] ^ f->a[2] ^ f->a[3] ^ f->b[0] ^ f->b[1] ^ f->b[2] ^ f->b[3] ^ f->pa ^ f->pb ^ f->proto;
+	x ^= x >> 16;
+	x = (x ^ (x >> 8)) & (POOL_FCACHE - 1);
+	struct pool_fc *fc = bpf_map_lookup_elem(&pool_fcache, &x);
+	if (fc && fc->valid && fc->sym == sym && same_flow(&fc->f, f))
+		return fc->h;
+	struct flow c = *f;
+	__u64 h = flow_hash(&c, sym);
+	if (fc) {
+		fc->f = *f;
+		fc->h = h;
+		fc->sym = sym;
+		fc->valid = 1;
+	}
+	return h;
+}
+
 /* flow_of sets *h to the hash of the inner packet at off (0 when it is
  * not IP), from the per-CPU cache when it holds the flow; -1: an IP
- * inner packet cut short. Out of line: its flow key's stack is not the
- * caller's. */
+ * inner packet cut short. */
 static __always_inline int flow_of_inl(struct __sk_buff *skb, __u32 off, __u8 nh, __u32 sym, __u64 *h)
 {
 	struct flow f;
@@ -464,22 +485,7 @@ static __always_inline int flow_of_inl(struct __sk_buff *skb, __u32 off, __u8 nh
 		*h = 0;
 		return 0;
 	}
-	/* The fold is symmetric, so both directions share a slot. */
-	__u32 x = f.a[0] ^ f.a[1] ^ f.a[2] ^ f.a[3] ^ f.b[0] ^ f.b[1] ^ f.b[2] ^ f.b[3] ^ f.pa ^ f.pb ^ f.proto;
-	x ^= x >> 16;
-	x = (x ^ (x >> 8)) & (POOL_FCACHE - 1);
-	struct pool_fc *fc = bpf_map_lookup_elem(&pool_fcache, &x);
-	if (fc && fc->valid && fc->sym == sym && same_flow(&fc->f, &f)) {
-		*h = fc->h;
-		return 0;
-	}
-	*h = flow_hash(&f, sym);
-	if (fc) {
-		fc->f = f;
-		fc->h = *h;
-		fc->sym = sym;
-		fc->valid = 1;
-	}
+	*h = flow_hash_cached(&f, sym);
 	return 0;
 }
 
@@ -966,11 +972,15 @@ int pool_out(struct __sk_buff *skb)
 	return pool_apply(skb, &srh, i, id, SEG_OFF(nsegs), seg);
 }
 
-/* The plain packet as the chains' rules see it (pool_in). */
+/* The plain packet as the chains' rules see it (pool_in), and what the
+ * flow key needs besides when pkt_of read it on the way (fkey): the
+ * common packet is parsed once for both. */
 struct pool_pkt {
 	__u64 src[2], dst[2];
 	__u32 family, proto;
 	__u16 sport, dport;
+	__u32 label; /* IPv6: the flow label */
+	__u32 fkey;  /* 1: the flow key is these fields (pkt_flow) */
 };
 
 /* The IPv6 extension headers the kernel's flow dissector walks to the
@@ -1037,10 +1047,15 @@ static __always_inline void pkt_ext6(struct __sk_buff *skb, struct pool_pkt *k, 
  * behind IPv6 extension headers, ports where proto_ports_offset has
  * them, none for a fragment). 0: parsed; -1: not an IP packet this can
  * classify. */
+static __always_inline int flow_ports(__u32 proto)
+{
+	return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP;
+}
+
 static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u8 *nh)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	__u32 l4off;
+	__u32 l4off, ext = 0;
 	__u16 pt[2];
 	int po;
 
@@ -1052,8 +1067,14 @@ static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u
 		__builtin_memcpy(k->dst, &ip->daddr, 16);
 		k->family = 6;
 		k->proto = ip->nexthdr;
+		k->label = ((ip->flow_lbl[0] & 0x0f) << 16) | (ip->flow_lbl[1] << 8) | ip->flow_lbl[2];
 		*nh = IPPROTO_IPV6;
 		pkt_ext6(skb, k, ETH_LEN + sizeof(*ip), &l4off);
+		ext = l4off != ETH_LEN + sizeof(*ip); /* passed over extension headers (or stopped at one) */
+		/* The flow key reads the first next header only: without
+		 * extension headers it is the classifier's protocol, and the
+		 * flow label stands in for the ports of the others. */
+		k->fkey = !ext && !flow_ports(k->proto);
 	} else if (skb->protocol == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = data + ETH_LEN;
 		if ((void *)(ip + 1) > end)
@@ -1063,20 +1084,53 @@ static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u
 		k->family = 4;
 		k->proto = ip->protocol;
 		*nh = IPPROTO_IPIP;
-		if (ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset */
+		if (ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset: the flow key reads it itself */
 			return 0;
 		l4off = ETH_LEN + ip->ihl * 4;
+		k->fkey = !flow_ports(k->proto); /* ports 0 in the flow key */
 	} else {
 		return -1;
 	}
 	po = ports_off(k->proto);
 	if (!l4off || po < 0)
 		return 0;
-	if (bpf_skb_load_bytes(skb, l4off + po, pt, sizeof(pt)))
-		return 0; /* cut short: no ports (flow_of will drop it if it is a pool's) */
+	/* Read directly where the caller made it linear (IPv4 options and
+	 * all: 64 bytes after the Ethernet header); past that (extension
+	 * headers), by the helper. */
+	__u32 o = l4off + po;
+	__u16 *l4 = data + (o & 0xff);
+	if (o <= 0xff && (void *)(l4 + 2) <= end) {
+		pt[0] = l4[0];
+		pt[1] = l4[1];
+	} else if (o > 0xffff || bpf_skb_load_bytes(skb, o, pt, sizeof(pt))) {
+		return 0; /* cut short: no ports (the flow key's parse will drop it if it is a pool's) */
+	}
 	k->sport = bpf_ntohs(pt[0]);
 	k->dport = bpf_ntohs(pt[1]);
+	/* TCP, UDP, SCTP without extension headers (IPv6) or fragments
+	 * (IPv4): the flow key has the classifier's ports. */
+	if (!ext && flow_ports(k->proto))
+		k->fkey = 1;
 	return 0;
+}
+
+/* pkt_flow is the flow key of a packet pkt_of parsed with k->fkey set:
+ * what inner_flow reads from the same headers. */
+static __always_inline void pkt_flow(const struct pool_pkt *k, struct flow *f)
+{
+	__builtin_memcpy(f->a, k->src, 16);
+	__builtin_memcpy(f->b, k->dst, 16);
+	f->proto = k->proto;
+	if (flow_ports(k->proto)) {
+		f->pa = k->sport;
+		f->pb = k->dport;
+	} else if (k->family == 6) {
+		f->pa = k->label >> 16;
+		f->pb = k->label & 0xffff;
+	} else {
+		f->pa = 0;
+		f->pb = 0;
+	}
 }
 
 static __always_inline int rule_matches(const struct pool_rule *r, const struct pool_pkt *k, __u32 ifindex)
@@ -1149,9 +1203,14 @@ int pool_in(struct __sk_buff *skb)
 	__u32 *lv = bpf_map_lookup_elem(&pool_live, &id);
 	if (!c || !st || !lv)
 		return POOL_TCX_NEXT;
-	__u32 live = *lv;
+	__u32 live = *lv, sym = !!(c->flags & POOL_SYMMETRIC);
 	__u64 h = 0;
-	if (flow_of_inl(skb, ETH_LEN, nh, !!(c->flags & POOL_SYMMETRIC), &h)) {
+	if (k.fkey) {
+		/* Parsed once: the classifier's fields are the flow key. */
+		struct flow f;
+		pkt_flow(&k, &f);
+		h = flow_hash_cached(&f, sym);
+	} else if (flow_of_inl(skb, ETH_LEN, nh, sym, &h)) {
 		st->errors++;
 		count_drop(id, POOL_DROP_MALFORMED);
 		return TC_ACT_SHOT;

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pool"
@@ -61,13 +62,26 @@ func TestProgramCost(t *testing.T) {
 		name  string
 		frame []byte
 	}{
+		{"", plain(f)},
 		{"pool_in: no rule matches", plain(other)},
 		{"pool_in: a pool of 3, marked", plain(f)},
 	}
+	// The control: an empty program run the same way (the harness's
+	// share of each figure).
+	empty, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SchedCLS, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
 	for round := 0; round < 3; round++ {
 		for _, c := range in {
 			var d time.Duration
 			var ret uint32
+			prog := h.InProg()
+			if c.name == "" {
+				prog, c.name = empty, "an empty program (control)"
+			}
 			err := nsutil.Do(ns, func() error {
 				var err error
 				// On the uplink (its MAC: a frame for this host), as
@@ -76,7 +90,7 @@ func TestProgramCost(t *testing.T) {
 				// syscall amortised over the repeats.)
 				opts := &ebpf.RunOptions{Data: c.frame, Repeat: uint32(n), Context: testutil.SkbCtx{IngressIfindex: ifx, Ifindex: ifx}}
 				t0 := time.Now()
-				ret, err = h.InProg().Run(opts)
+				ret, err = prog.Run(opts)
 				d = time.Since(t0) / time.Duration(n)
 				return err
 			})

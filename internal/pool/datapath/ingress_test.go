@@ -386,3 +386,106 @@ func TestIngressFlowLabel(t *testing.T) {
 		t.Errorf("40 flow labels all on one instance: %v", seen)
 	}
 }
+
+// TestIngressFlowKeyKinds: pool_in reads the common packet once for the
+// classifier and the flow key (session 13); whatever kind of packet, the
+// mark must still be the model's choice for the flow key the docs define
+// (docs/pools.md "Flow key"), which differs from the classifier's view:
+// ports of TCP, UDP and SCTP only (DCCP, ESP: the flow label in IPv6, 0
+// in IPv4), an IPv6 extension header's type as the protocol and the flow
+// label in the ports' place, an IPv4 first fragment's ports but none of
+// a later one's, IPv4 options before the ports; a pool's packet cut short
+// before its ports is dropped.
+func TestIngressFlowKeyKinds(t *testing.T) {
+	h, ns, ifx := openTest(t)
+	r := rand.New(rand.NewSource(1329))
+	for _, sym := range []bool{false, true} {
+		p := testPool(pool.Failover)
+		p.Symmetric = sym
+		sp := pool.Spec{Pool: p, Chains: []pool.ChainSel{
+			chainSel(1111, 3000, "::/0", p, true), chainSel(1222, 3000, "0.0.0.0/0", p, true)}}
+		if err := h.Program([]pool.Pool{p}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.ProgramRules([]pool.Spec{sp}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.SetLive(0, p.AllLive()); err != nil {
+			t.Fatal(err)
+		}
+		for n := 0; n < 24; n++ {
+			f6, f4 := randFlow(r, false), randFlow(r, true)
+			label := uint32(r.Intn(1 << 20))
+			withLabel := func(b []byte) []byte {
+				b[14+1] |= byte(label >> 16 & 0x0f)
+				b[14+2], b[14+3] = byte(label>>8), byte(label)
+				return b
+			}
+			l4 := testutil.L4(f6.Sport, f6.Dport, []byte("payload!"))
+			v6 := func(proto uint8, payload []byte) []byte {
+				return withLabel(testutil.Eth(mac, peer, 0x86dd, testutil.IPv6(f6.Src, f6.Dst, proto, 64, payload)))
+			}
+			byLabel := func(proto uint8) pool.Flow {
+				return pool.Flow{Src: f6.Src, Dst: f6.Dst, Sport: uint16(label >> 16), Dport: uint16(label), Proto: proto}
+			}
+			withPorts := func(f pool.Flow, proto uint8) pool.Flow { f.Proto = proto; return f }
+			v4 := func(proto uint8, payload []byte, frag uint16, opts int) []byte {
+				ip := testutil.IPv4(f4.Src.String(), f4.Dst.String(), proto, false, nil)
+				ip[0] = 0x45 + byte(opts/4)
+				ip = append(ip, make([]byte, opts)...) // NOPs... as zero (end of options) bytes
+				ip = append(ip, payload...)
+				ip[2], ip[3] = byte(len(ip)>>8), byte(len(ip))
+				ip[6], ip[7] = byte(frag>>8), byte(frag)
+				ip[10], ip[11] = 0, 0
+				c := testutil.Checksum(ip[:20+opts])
+				ip[10], ip[11] = byte(c>>8), byte(c)
+				return testutil.Eth(mac, peer, 0x0800, ip)
+			}
+			l44 := testutil.L4(f4.Sport, f4.Dport, []byte("payload!"))
+			noPorts4 := func(proto uint8) pool.Flow {
+				return pool.Flow{Src: f4.Src, Dst: f4.Dst, Proto: proto}
+			}
+			ext := withExt(f6, []byte{0}, 0)
+			frag := withExt(f6, []byte{44}, 1)
+			for _, c := range []struct {
+				what string
+				pkt  []byte
+				f    pool.Flow
+				drop bool
+			}{
+				{"IPv6 UDP", v6(17, l4), withPorts(f6, 17), false},
+				{"IPv6 TCP", v6(6, l4), withPorts(f6, 6), false},
+				{"IPv6 SCTP", v6(132, l4), withPorts(f6, 132), false},
+				{"IPv6 DCCP (the classifier's ports, the flow key's label)", v6(33, l4), byLabel(33), false},
+				{"IPv6 ESP", v6(50, l4), byLabel(50), false},
+				{"IPv6 ICMPv6", v6(58, []byte{128, 0, 0, 0, 0, 1, 0, 1}), byLabel(58), false},
+				{"IPv6 hop-by-hop before UDP", withLabel(ext), byLabel(0), false},
+				{"IPv6 first fragment", withLabel(frag), byLabel(44), false},
+				{"IPv6 UDP cut short", v6(17, l4[:2]), pool.Flow{}, true},
+				{"IPv4 UDP", v4(17, l44, 0, 0), withPorts(f4, 17), false},
+				{"IPv4 TCP with options", v4(6, l44, 0, 8), withPorts(f4, 6), false},
+				{"IPv4 ICMP", v4(1, []byte{8, 0, 0, 0, 0, 1, 0, 1}, 0, 0), noPorts4(1), false},
+				{"IPv4 DCCP", v4(33, l44, 0, 0), noPorts4(33), false},
+				{"IPv4 first fragment (ports in the flow key, not the classifier's)", v4(17, l44, 0x2000, 0), withPorts(f4, 17), false},
+				{"IPv4 later fragment", v4(17, l44, 0x0010, 0), noPorts4(17), false},
+				{"IPv4 UDP cut short", v4(17, l44[:2], 0, 0), pool.Flow{}, true},
+			} {
+				table := 1111
+				if c.pkt[12] == 0x08 {
+					table = 1222
+				}
+				ret, mark := runIn(t, ns, h, ifx, c.pkt)
+				if c.drop {
+					if ret != 2 {
+						t.Errorf("sym %v %s: verdict %d mark %#x, want a drop (malformed)", sym, c.what, ret, mark)
+					}
+					continue
+				}
+				want := Mark(table, p.Decide(p.AllLive(), c.f.Hash(sym)).Instance)
+				if ret == 2 || mark != want {
+					t.Errorf("sym %v %s (flow %v): verdict %d mark %#x, model %#x", sym, c.what, c.f, ret, mark, want)
+				}
+			}
+		}
+	}
+}
