@@ -2,7 +2,6 @@ package oamperf
 
 import (
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -83,12 +82,9 @@ func (s *attState) set(mode int) error {
 	if s.mode == mode {
 		return nil
 	}
-	for _, l := range s.links {
-		if err := l.Close(); err != nil {
-			return err
-		}
+	if err := perf.CloseLinks(&s.links); err != nil {
+		return err
 	}
-	s.links = nil
 	if s.marker != nil {
 		if err := s.marker.Close(); err != nil {
 			return err
@@ -103,16 +99,11 @@ func (s *attState) set(mode int) error {
 	}
 	err := s.env.Do(func() error {
 		attach := func(dev string, p *ebpf.Program, at ebpf.AttachType) error {
-			i, err := net.InterfaceByName(dev)
-			if err != nil {
-				return err
+			l, err := perf.AttachTCXHead(dev, p, at)
+			if err == nil {
+				s.links = append(s.links, l)
 			}
-			l, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: p, Attach: at, Anchor: link.Head()})
-			if err != nil {
-				return fmt.Errorf("attach to %s: %w", dev, err)
-			}
-			s.links = append(s.links, l)
-			return nil
+			return err
 		}
 		var err error
 		switch mode {

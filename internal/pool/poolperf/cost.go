@@ -2,7 +2,6 @@ package poolperf
 
 import (
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -65,26 +64,16 @@ func (s *progState) set(mode int) error {
 	if s.mode == mode {
 		return nil
 	}
-	for _, l := range s.links {
-		if err := l.Close(); err != nil {
-			return err
-		}
+	if err := perf.CloseLinks(&s.links); err != nil {
+		return err
 	}
-	s.links = nil
 	err := s.env.Do(func() error {
 		attach := func(dev string, p *ebpf.Program, at ebpf.AttachType) error {
-			i, err := net.InterfaceByName(dev)
-			if err != nil {
-				return err
+			l, err := perf.AttachTCXHead(dev, p, at)
+			if err == nil {
+				s.links = append(s.links, l)
 			}
-			// Head: before the testbed's forwarding sink on the output
-			// port (it ends the chain).
-			l, err := link.AttachTCX(link.TCXOptions{Interface: i.Index, Program: p, Attach: at, Anchor: link.Head()})
-			if err != nil {
-				return fmt.Errorf("attach to %s: %w", dev, err)
-			}
-			s.links = append(s.links, l)
-			return nil
+			return err
 		}
 		if mode == progIn || mode == progBoth {
 			if err := attach(s.env.In, s.in, ebpf.AttachTCXIngress); err != nil {
