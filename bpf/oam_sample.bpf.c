@@ -52,20 +52,7 @@ struct sk_buff {
  * verifier inlines the call). */
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
-/* oam_sample_event is a sampled packet marked (kind 1) or seen (kind 0). */
-struct oam_sample_event {
-	__u64 ts;		/* bpf_ktime_get_ns */
-	__u32 netns;		/* the receiving namespace's inode (kind 0) */
-	__u32 ifindex;
-	__u8 da[16];		/* the packet's destination */
-	__u8 id[OAM_ID_LEN];	/* the bytes after the SRH */
-	__u8 sl;		/* Segments Left */
-	__u8 kind;
-	__u8 pad[2];
-	__u32 chain;		/* kind 1: oam_chain_val.id */
-};
-
-const struct oam_sample_event *oam_sample_event_type __attribute__((unused));
+#include "lib/oam_events.h"
 
 /* The sampled chain's SRH as it leaves the headend: Segment List[Last
  * Entry] (its first SID) and Segment List[0] (all zero for H.Insert: the
@@ -74,37 +61,6 @@ const struct oam_sample_event *oam_sample_event_type __attribute__((unused));
 volatile const __u64 oam_first[2];
 volatile const __u64 oam_last[2];
 volatile const __u32 oam_rate;
-
-struct oam_chain_val {
-	__u64 seen;	/* the chain's packets that left the headend */
-	__u64 marked;
-	__u64 hmac;	/* not marked: the SRH carries an HMAC TLV */
-};
-
-const struct oam_chain_val *oam_chain_val_type __attribute__((unused));
-
-/* oam_chains[0]: the marker's counts (an array: its lookup is inlined). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct oam_chain_val);
-} oam_chains SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 20);
-} oam_sample_events SEC(".maps");
-
-struct srh_fixed {
-	__u8 nexthdr;
-	__u8 hdrlen;
-	__u8 type;
-	__u8 sl;
-	__u8 last;
-	__u8 flags;
-	__u16 tag;
-};
 
 /* has_hmac walks the SRH's TLVs (off: the first, end: the SRH's end). */
 static __always_inline int has_hmac(struct __sk_buff *skb, __u32 off, __u32 end)
