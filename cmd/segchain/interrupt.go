@@ -57,7 +57,8 @@ func sigCode(s os.Signal) int {
 // onInterrupt catches SIGINT and SIGTERM for a command that changes
 // nodes: the context it returns ends on the first; what tells the user
 // what happens now ("apply stops starting changes and undoes …"). Call
-// stop when the command is done.
+// stop when the command is done: interrupts after it are caught and
+// dropped, so the command exits with its own status.
 func onInterrupt(ctx context.Context, ew io.Writer, what string) (context.Context, *interrupt, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	in := &interrupt{ch: make(chan os.Signal, 2), ew: ew}
@@ -83,7 +84,12 @@ func onInterrupt(ctx context.Context, ew io.Writer, what string) (context.Contex
 		}
 	}()
 	return ctx, in, func() {
-		signal.Stop(in.ch)
+		// Not signal.Stop: an interrupt from now until the process exits
+		// (closing the agents' connections) would take the default action
+		// and kill the process after its changes were kept, and the
+		// caller would read "killed by SIGINT" for an apply that was
+		// complete. The channel stays registered; with no reader, the
+		// signal package drops what it cannot buffer.
 		close(done)
 		cancel(nil)
 	}
