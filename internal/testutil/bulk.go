@@ -17,6 +17,13 @@ import (
 // intact (SHA-256), within timeout.
 func BulkTCP(t testing.TB, cl, srv, addr string, port, n int, timeout time.Duration) error {
 	t.Helper()
+	return BulkTCPFrom(t, cl, "", srv, addr, port, n, timeout)
+}
+
+// BulkTCPFrom is BulkTCP with the client bound to source address from
+// ("": the kernel's choice), for traffic a chain selects by its source.
+func BulkTCPFrom(t testing.TB, cl, from, srv, addr string, port, n int, timeout time.Duration) error {
+	t.Helper()
 	var ln net.Listener
 	err := nsutil.Do(srv, func() error {
 		var err error
@@ -55,6 +62,9 @@ func BulkTCP(t testing.TB, cl, srv, addr string, port, n int, timeout time.Durat
 	var sendErr error
 	err = nsutil.Do(cl, func() error {
 		d := net.Dialer{Timeout: 5 * time.Second}
+		if from != "" {
+			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+		}
 		c, err := d.Dial("tcp", net.JoinHostPort(addr, fmt.Sprint(port)))
 		if err != nil {
 			return err

@@ -20,22 +20,7 @@ import (
 // down new local flows avoid it.
 func TestPoolLocalTraffic(t *testing.T) {
 	e := setup(t, pool.Failover)
-	var local netip.Addr
-	if err := nsutil.Do(e.NS("ingress"), func() error {
-		i, err := net.InterfaceByName("eth-s")
-		if err != nil {
-			return err
-		}
-		as, err := i.Addrs()
-		for _, a := range as {
-			if p, ok := netip.AddrFromSlice(a.(*net.IPNet).IP); ok && p.Is6() && !p.IsLinkLocalUnicast() {
-				local = p
-			}
-		}
-		return err
-	}); err != nil || !local.IsValid() {
-		t.Fatalf("ingress's address on eth-s: %v (%v)", local, err)
-	}
+	local := addrOn(t, e.NS("ingress"), "eth-s")
 	sendLocal := func(ps []int) map[int]int {
 		t.Helper()
 		sent := map[int]int{}
@@ -106,4 +91,26 @@ func TestPoolLocalTraffic(t *testing.T) {
 	if got := delta(s1, e.stats()); fmt.Sprint(got) != fmt.Sprint(want) || want[1] != 0 {
 		t.Errorf("fw2 down: local flows got %v packets, model %v", got, want)
 	}
+}
+
+// addrOn is namespace ns's global IPv6 address on interface iface.
+func addrOn(t *testing.T, ns, iface string) netip.Addr {
+	t.Helper()
+	var addr netip.Addr
+	if err := nsutil.Do(ns, func() error {
+		i, err := net.InterfaceByName(iface)
+		if err != nil {
+			return err
+		}
+		as, err := i.Addrs()
+		for _, a := range as {
+			if p, ok := netip.AddrFromSlice(a.(*net.IPNet).IP); ok && p.Is6() && !p.IsLinkLocalUnicast() {
+				addr = p
+			}
+		}
+		return err
+	}); err != nil || !addr.IsValid() {
+		t.Fatalf("%s's address on %s: %v (%v)", ns, iface, addr, err)
+	}
+	return addr
 }
