@@ -18,9 +18,10 @@ func newPerfPoolsCmd() *cobra.Command {
 		rounds int
 		window time.Duration
 		wire   bool
+		bound  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "pools [--rounds 40] [--window 100ms] [--wire] [-o json]",
+		Use:   "pools [--rounds 40] [--window 100ms] [--wire] [--boundary] [-o json]",
 		Short: "Measure what a pool of instances costs at the headend against a chain on a headend without pools",
 		Long: `Measures per-flow pool selection at the headend (docs/pools.md) on the built-in
 testbed with the sandwich method, 64-byte packets, one flow. The reference is a
@@ -46,7 +47,16 @@ forwarding sink is a TCX egress program on the output port, so the egress
 hook is entered in every arm: the "+out" arms pay pool_out's program, not the
 hook's entry (pool_out lets forwarded packets pass after one compare). With
 --wire the packets are counted at the tester's end of the wire instead: no
-program on the SUT's egress, so those arms pay the egress hook too. Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
+program on the SUT's egress, so those arms pay the egress hook too.
+
+With --boundary the SR domain boundary filter is on the input port for the
+whole run, every arm and the reference included, as apply puts it on a
+headend's host-facing interface by default (docs/security.md): the pool
+programs go after it on TCX ingress, as apply orders them, so the arms
+measure what a pool adds where the hook already runs a program
+(rule+empty-tcx: one more program behind the filter).
+
+Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
 median and 95 % CI) and the throughput ratio when enough windows had the SUT
 CPU to themselves. 40 rounds take about 1.5 minutes.`,
 		Example: "  segchain perf pools --rounds 40",
@@ -56,7 +66,7 @@ CPU to themselves. 40 rounds take about 1.5 minutes.`,
 				return err
 			}
 			res, err := measureOn(&tb, rounds, window, func(drv *perf.NetnsDriver) (*poolperf.Result, error) {
-				return poolperf.Measure(drv, rounds, window, wire)
+				return poolperf.Measure(drv, rounds, window, wire, bound)
 			})
 			if err != nil {
 				return err
@@ -65,8 +75,12 @@ CPU to themselves. 40 rounds take about 1.5 minutes.`,
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "reference %s (no pool program): %.1f ns/packet (median of %d windows)\n\n",
-				poolperf.Slots[0].Name, res.RefNsPerPkt.Median, res.RefNsPerPkt.Runs)
+			ref := "no pool program"
+			if bound {
+				ref += ", boundary filter on the input port in every arm"
+			}
+			fmt.Fprintf(w, "reference %s (%s): %.1f ns/packet (median of %d windows)\n\n",
+				poolperf.Slots[0].Name, ref, res.RefNsPerPkt.Median, res.RefNsPerPkt.Runs)
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "ARM\tR_CPU\tCI95\tTHROUGHPUT RATIO\tNS/PACKET")
 			for _, a := range res.Arms {
@@ -84,6 +98,7 @@ CPU to themselves. 40 rounds take about 1.5 minutes.`,
 	cmd.Flags().IntVar(&rounds, "rounds", 40, "sandwich rounds")
 	cmd.Flags().DurationVar(&window, "window", 100*time.Millisecond, "measured window per arm and round")
 	cmd.Flags().BoolVar(&wire, "wire", false, "count at the tester's wire instead of a TCX sink on the SUT's output port (no program on the SUT's egress: the pool_out arms pay the egress hook's entry)")
+	cmd.Flags().BoolVar(&bound, "boundary", false, "keep the boundary filter on the SUT's input port in every arm, as apply does on a host-facing interface (the pool programs go after it)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }

@@ -77,7 +77,7 @@ func (s *portState) set(env *perf.Env, mode int) error {
 	}
 	// Apply installs the tables either way; modeBaseline attaches its own
 	// programs over them.
-	if err := setFilter(env, mode == modeFilter || mode == modeEmptyFilter); err != nil {
+	if err := SetFilter(env, mode == modeFilter || mode == modeEmptyFilter); err != nil {
 		return err
 	}
 	err := env.Do(func() error {
@@ -140,9 +140,10 @@ func emptyXDP() (*ebpf.Program, error) {
 		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}})
 }
 
-// setFilter attaches (on) or detaches the filter on env.In only: every
-// other interface is trusted, and with off, env.In too.
-func setFilter(env *perf.Env, on bool) error {
+// SetFilter attaches (on) or detaches Filter on env.In only, as apply
+// attaches it to a boundary interface: every other interface is trusted,
+// and with off, env.In too.
+func SetFilter(env *perf.Env, on bool) error {
 	return env.Do(func() error {
 		ifs, err := net.Interfaces()
 		if err != nil {

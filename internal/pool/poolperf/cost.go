@@ -1,12 +1,14 @@
 package poolperf
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/segchain/segchain/internal/boundary/boundaryperf"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/pool/datapath"
 )
@@ -58,6 +60,10 @@ type progState struct {
 	in, out *ebpf.Program
 	empty   *ebpf.Program
 	links   []link.Link
+	// behind: the boundary filter holds the head of the input port's
+	// TCX ingress, so the arms' programs go after it, as apply orders
+	// them (boundary_in at the head, pool_in appended).
+	behind bool
 }
 
 func (s *progState) set(mode int) error {
@@ -69,7 +75,11 @@ func (s *progState) set(mode int) error {
 	}
 	err := s.env.Do(func() error {
 		attach := func(dev string, p *ebpf.Program, at ebpf.AttachType) error {
-			l, err := perf.AttachTCXHead(dev, p, at)
+			place := perf.AttachTCXHead
+			if s.behind && at == ebpf.AttachTCXIngress {
+				place = perf.AttachTCXTail
+			}
+			l, err := place(dev, p, at)
 			if err == nil {
 				s.links = append(s.links, l)
 			}
@@ -97,6 +107,9 @@ func (s *progState) set(mode int) error {
 
 func (s *progState) close() error {
 	err := s.set(progNone)
+	if s.behind {
+		err = errors.Join(err, boundaryperf.SetFilter(s.env, false))
+	}
 	if s.in != nil {
 		s.in.Close()
 	}
@@ -112,7 +125,7 @@ func (s *progState) close() error {
 // setupSlots sets every recipe up once on d's SUT, loads each slot's
 // frame and takes the pool programs off the SUT's interfaces (the slots
 // attach them). It returns the generator that switches them.
-func setupSlots(d perf.Driver, size int) (perf.SwitchingGenerator, *progState, error) {
+func setupSlots(d perf.Driver, size int, behindBoundary bool) (perf.SwitchingGenerator, *progState, error) {
 	env := d.Env()
 	gen := d.Generator()
 	frames := map[int][]byte{}
@@ -130,7 +143,7 @@ func setupSlots(d perf.Driver, size int) (perf.SwitchingGenerator, *progState, e
 		}
 		mode[i] = s.Progs
 	}
-	st := &progState{env: env, mode: -1}
+	st := &progState{env: env, mode: -1, behind: behindBoundary}
 	err := env.Do(func() error {
 		h, err := datapath.Open("")
 		if err != nil {
@@ -150,6 +163,9 @@ func setupSlots(d perf.Driver, size int) (perf.SwitchingGenerator, *progState, e
 		st.empty, err = perf.EmptyTC()
 		return err
 	})
+	if err == nil && behindBoundary {
+		err = boundaryperf.SetFilter(env, true)
+	}
 	if err == nil {
 		err = st.set(progNone)
 	}
@@ -181,7 +197,11 @@ type Result struct {
 // SUT's output port: then no TCX program runs on the SUT's egress (the
 // forwarding sink is one), so the arms with pool_out pay the egress
 // hook's entry too, as on a headend without other egress programs.
-func Measure(d perf.Driver, rounds int, window time.Duration, wire bool) (*Result, error) {
+// behindBoundary puts the boundary filter on the SUT's input port for the
+// whole run, reference included, as apply does on a host-facing
+// interface by default: the arms then measure what a pool adds on a
+// hook that already runs a program.
+func Measure(d perf.Driver, rounds int, window time.Duration, wire, behindBoundary bool) (*Result, error) {
 	if d.Env().Do == nil {
 		return nil, fmt.Errorf("the pool programs need the SUT's namespace: %w", perf.ErrNotSupported)
 	}
@@ -191,7 +211,7 @@ func Measure(d perf.Driver, rounds int, window time.Duration, wire bool) (*Resul
 		}
 		defer d.Sink(perf.SinkForward)
 	}
-	gen, st, err := setupSlots(d, 64)
+	gen, st, err := setupSlots(d, 64, behindBoundary)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,17 @@
 package poolperf
 
 import (
+	"net"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/perf/perftest"
 )
 
@@ -15,17 +21,32 @@ import (
 // alone they must leave the encap with an instance's SID (nft in
 // POSTROUTING), so the mark chose them —, and with no program attached
 // (the reference's state) the pool arm's frame is counted by nobody: the
-// reference really has no pool program.
+// reference really has no pool program. Behind the boundary filter
+// (perf pools --boundary) the same, with the filter first on the input
+// port's TCX ingress in every slot and pool_in after it.
 func TestCostSlotsSelect(t *testing.T) {
-	d := perftest.Testbed(t, "s12pc")
+	t.Run("alone", func(t *testing.T) { costSlotsSelect(t, "s12pc", false) })
+	t.Run("behind-boundary", func(t *testing.T) { costSlotsSelect(t, "s14pb", true) })
+}
+
+func costSlotsSelect(t *testing.T, prefix string, behind bool) {
+	d := perftest.Testbed(t, prefix)
 	env := d.Env()
-	gen, st, err := setupSlots(d, 64)
+	gen, st, err := setupSlots(d, 64, behind)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.close() })
+	if behind {
+		if err := st.set(progIn); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := ingressProgs(t, env), []string{"boundary_in", "pool_in"}; !slices.Equal(got, want) {
+			t.Fatalf("TCX ingress of %s: %v, want %v (the filter first, as apply orders them)", env.In, got, want)
+		}
+	}
 	k := recipeK[poolIn]
-	byDst := farByDst(t, env, "s12pc", k)
+	byDst := farByDst(t, env, prefix, k)
 	// The one pool: poolIn's, id 0.
 	stats := func(id int) uint64 { return poolPackets(t, env, id, 3) }
 	poolID := map[int]int{poolIn: 0}
@@ -82,6 +103,39 @@ func TestCostSlotsSelect(t *testing.T) {
 	}
 }
 
+// ingressProgs names the programs on env.In's TCX ingress, in order.
+func ingressProgs(t *testing.T, env *perf.Env) []string {
+	t.Helper()
+	var names []string
+	err := env.Do(func() error {
+		i, err := net.InterfaceByName(env.In)
+		if err != nil {
+			return err
+		}
+		r, err := link.QueryPrograms(link.QueryOptions{Target: i.Index, Attach: ebpf.AttachTCXIngress})
+		if err != nil {
+			return err
+		}
+		for _, p := range r.Programs {
+			prog, err := ebpf.NewProgramFromID(p.ID)
+			if err != nil {
+				return err
+			}
+			info, err := prog.Info()
+			prog.Close()
+			if err != nil {
+				return err
+			}
+			names = append(names, info.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
 // TestPoolCost measures the honest cost of a pool at the headend
 // (docs/pools.md, docs/benchmarks.md "#29"). It reports figures and
 // asserts nothing about them. Opt-in: SEGCHAIN_POOL_COST=ROUNDS.
@@ -91,7 +145,7 @@ func TestPoolCost(t *testing.T) {
 		t.Skip("set SEGCHAIN_POOL_COST=ROUNDS to measure a pool's cost at the headend")
 	}
 	d := perftest.Testbed(t, "s12pm")
-	res, err := Measure(d, rounds, 100*time.Millisecond, os.Getenv("SEGCHAIN_POOL_COST_WIRE") != "")
+	res, err := Measure(d, rounds, 100*time.Millisecond, os.Getenv("SEGCHAIN_POOL_COST_WIRE") != "", os.Getenv("SEGCHAIN_POOL_COST_BOUNDARY") != "")
 	if err != nil {
 		t.Fatal(err)
 	}
