@@ -55,6 +55,8 @@ func TestPrivilegedIproute2Oracle(t *testing.T) {
 			nodestate.Route{Dst: pfx("fc00:1::5/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.DX4", Nh4: ip("10.0.0.2"), Count: true}}},
 		{"End.DX6", "local fc00:1::6/128 encap seg6local action End.DX6 nh6 fc00:12::2 dev lo",
 			nodestate.Route{Dst: pfx("fc00:1::6/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.DX6", Nh6: ip("fc00:12::2")}}},
+		{"local delivery", "local fc00:1a::1/128 dev lo",
+			nodestate.Route{Dst: pfx("fc00:1a::1/128"), Table: 100, Local: true}},
 		{"End.DT6", "local fc00:1::7/128 encap seg6local action End.DT6 table 100 dev lo",
 			nodestate.Route{Dst: pfx("fc00:1::7/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.DT6", Table: 100}}},
 		{"End.B6 hmac", "local fc00:1::8/128 encap seg6local action End.B6 srh segs fc00:2::1,fc00:3::1 hmac 5 dev lo",

@@ -54,6 +54,9 @@ func Canonical(r nodestate.Route) nodestate.Route {
 		}
 		r.Seg6Local = &l
 	}
+	if r.Local && r.Dev == seg6LocalDevDef {
+		r.Dev = ""
+	}
 	return r
 }
 
@@ -189,6 +192,8 @@ func (r rawRoute) toRoute(names func(int) string) (nodestate.Route, *Counters, e
 		e.Oif = names(e.OifIndex)
 		out.Seg6Local = &e.Seg6Local
 		cnt = e.Counters
+	default:
+		out.Local = r.rtype == unix.RTN_LOCAL
 	}
 	return Canonical(out), cnt, nil
 }
@@ -413,13 +418,14 @@ func (h *Handle) writeRouteFd(msgType, flags int, r nodestate.Route, proto int, 
 		return err
 	}
 	dev := r.Dev
-	if r.Seg6Local != nil && (dev == "" || dev == seg6LocalDevDef) {
+	if r.Local || (r.Seg6Local != nil && (dev == "" || dev == seg6LocalDevDef)) {
 		// A unicast IPv6 route via the loopback device is turned into a
 		// reject route by the kernel (fib6_is_reject): packets to the SID
 		// would get "unreachable route". A route of type local is exempt
 		// and seg6local still redirects its input, so SIDs without a
 		// device are installed like `ip -6 route add local SID encap
-		// seg6local ... dev lo table main`.
+		// seg6local ... dev lo table main`. A Local route is the same
+		// without the encap.
 		dev = seg6LocalDevDef
 		msg.Type = unix.RTN_LOCAL
 		msg.Scope = unix.RT_SCOPE_HOST

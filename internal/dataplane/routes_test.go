@@ -116,6 +116,8 @@ func TestPrivilegedRouteRoundTrip(t *testing.T) {
 		{name: "End.B6.Encaps", route: local("fc00:1::11/128", nodestate.Seg6Local{Action: "End.B6.Encaps", Segs: segs, Count: true})},
 		{name: "End.B6.Encaps hmac", route: local("fc00:1::12/128", nodestate.Seg6Local{Action: "End.B6.Encaps", Segs: segs[:1], HMAC: 9})},
 		{name: "End in table", route: nodestate.Route{Dst: pfx("fc00:1::13/128"), Table: 300, Metric: 5, Seg6Local: &nodestate.Seg6Local{Action: "End"}}},
+		{name: "local delivery", route: nodestate.Route{Dst: pfx("fc00:1a::1/128"), Local: true}},
+		{name: "local delivery in table", route: nodestate.Route{Dst: pfx("fc00:1a::2/128"), Table: 100, Local: true}},
 		{name: "End on locator prefix", route: local("fc00:5::/64", nodestate.Seg6Local{Action: "End"})},
 		{name: "End.BPF", route: local("fc00:1::14/128", nodestate.Seg6Local{Action: "End.BPF", BPF: pinTrivialSeg6LocalProg(t)}), needs: feat.EndBPF},
 	}

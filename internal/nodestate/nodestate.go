@@ -153,6 +153,11 @@ type Route struct {
 	Metric    int          `json:"metric,omitempty"`
 	Seg6      *Seg6Encap   `json:"seg6,omitempty"`
 	Seg6Local *Seg6Local   `json:"seg6local,omitempty"`
+	// Local makes a plain route of type local (dev lo): packets looked up
+	// in its table are delivered to the node. A decapsulating End.DT6
+	// looks up its table alone, so the node's own addresses need one
+	// there (plan: a bidirectional chain's return at its headend).
+	Local bool `json:"local,omitempty"`
 	// Owner names the domain object the route serves ("chain web", "service fw1");
 	// informational only, never part of the identity.
 	Owner string `json:"owner,omitempty"`
@@ -322,6 +327,9 @@ func (r Route) appendTo(b []byte) []byte {
 	if r.Seg6Local != nil {
 		b = append(b, ' ')
 		b = append(b, r.Seg6Local.String()...)
+	}
+	if r.Local {
+		b = append(b, " local"...)
 	}
 	if r.Via.IsValid() {
 		b = append(b, " via "...)

@@ -179,6 +179,8 @@ type builder struct {
 	looped map[string]bool
 	// csid is the uSID format of an f3216 domain (usid.go).
 	csid csid.Format
+	// localRoutes records the local-delivery routes emitted (node + key).
+	localRoutes map[string]bool
 }
 
 func (b *builder) role(n string) string { return b.d.Nodes[n].Role }
@@ -665,6 +667,12 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 			return err
 		}
 		b.addRoute(egress.Node, r)
+		if r.Seg6Local.Action == "End.DT6" && r.Seg6Local.Table != 0 {
+			// Packets of the chain for the decapsulating node itself (a
+			// reverse chain's: replies to the headend's own connections).
+			d, _ := netip.ParsePrefix(match.Dst)
+			b.localDelivery(egress.Node, r.Seg6Local.Table, d, "chain "+cname)
+		}
 		b.addSID(egress.Node, cname+" egress", egress.Behavior, a)
 		segs = append(segs, a)
 		ch.Hops = append(ch.Hops, Hop{SID: a, Node: egress.Node, Service: cname + " egress", Behavior: egress.Behavior})
