@@ -34,8 +34,11 @@ func Render(node string, b *nodestate.BGP) Config {
 	for _, l := range lists.order {
 		for i, pr := range lists.blocks[l] {
 			// Everything inside the block but the block itself (the
-			// aggregate) is held back from this neighbour.
-			p("ipv6 prefix-list %s seq %d deny %s ge %d", l, 5*(i+1), pr, pr.Bits()+1)
+			// aggregate) is held back from this neighbour (a /128
+			// holds nothing else).
+			if pr.Bits() < 128 {
+				p("ipv6 prefix-list %s seq %d deny %s ge %d", l, 5*(i+1), pr, pr.Bits()+1)
+			}
 		}
 		p("ipv6 prefix-list %s seq %d permit any", l, 5*(len(lists.blocks[l])+1))
 	}
