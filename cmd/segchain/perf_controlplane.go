@@ -44,10 +44,11 @@ up as a lab with a real segchain agent per node (lab up --agents):
           every pod linked to the 2 super-spines of plane k
   clos    clos3 above 64 nodes, else clos2
 
-Clos chains visit 8 leaves spread over the fabric. Under static routing a
-Clos domain summarises each pod's block (routing.summaries; --no-summaries
-routes every prefix to every node instead). It measures, through the
-agents:
+Clos chains visit 8 leaves spread over the fabric. A Clos domain
+summarises each pod's block (routing.summaries: one static route per
+block, or under --routing bgp the spines' FRR aggregates; --no-summaries
+routes and announces every prefix to every node instead). It measures,
+through the agents:
 
   from scratch   apply on empty nodes
   no-op          apply again (observes every node, changes nothing)
@@ -121,10 +122,10 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	}
 	cmd.Flags().IntSliceVar(&sizes, "nodes", []int{10, 50, 100}, "domain sizes (nodes, at least 5)")
 	outputFlag(cmd, &output)
-	cmd.Flags().StringVar(&routing, "routing", "", "routing.mode of the generated domains: static (default) or bgp (then CONVERGED: from the start of the apply until every leaf routes to every other leaf's locator over BGP; docs/scale.md)")
+	cmd.Flags().StringVar(&routing, "routing", "", "routing.mode of the generated domains: static (default) or bgp (then CONVERGED: from the start of the apply until every leaf routes to every other leaf's locator over BGP, through its own or its pod's aggregate, with full ECMP; docs/scale.md)")
 	cmd.Flags().StringVar(&topology, "topology", "line", "generated fabric: line, clos (clos3 above 64 nodes, else clos2), clos2 or clos3")
 	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "no lab: plan each size and print its figures (routes and ops per node, nodes a one-chain change touches, plan time and memory)")
-	cmd.Flags().BoolVar(&noSum, "no-summaries", false, "static Clos domains: no routing.summaries (every node routes every prefix)")
+	cmd.Flags().BoolVar(&noSum, "no-summaries", false, "Clos domains: no routing.summaries (every node routes every prefix; under bgp no aggregation)")
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the times against the number of nodes to this file (.svg, .png)")
 	cmd.Flags().IntVar(&perProc, "agents-per-process", 0, "the lighter mode: the nodes' agents run K to a process (segchain agent group: each node its own listener on the host's loopback and its own mTLS identity) instead of one process per node (docs/scale.md)")
 	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "the agents' program (lab up --agent-exe; default: segchain-agent next to this binary if it is the same build, else this binary)")

@@ -340,7 +340,7 @@ func (s *Speaker) updateLocked(in *nodestate.BGP) error {
 	is := map[string]bool{}
 	for _, n := range in.Neighbors {
 		is[n.Addr.String()] = true
-		if o, ok := was[n.Addr.String()]; ok && o == n {
+		if o, ok := was[n.Addr.String()]; ok && o.String() == n.String() {
 			continue
 		} else if ok {
 			s.stopBFD(n.Addr.String())

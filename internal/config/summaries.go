@@ -17,15 +17,12 @@ func (d *Domain) SummaryPrefixes() []netip.Prefix {
 	return out
 }
 
-// summaries validates routing.summaries: IPv6 prefixes, static mode only,
-// no two overlapping (a prefix would then belong to two blocks).
+// summaries validates routing.summaries: IPv6 prefixes, no two
+// overlapping (a prefix would then belong to two blocks).
 func (v *validator) summaries() {
 	r := v.d.Routing
 	if len(r.Summaries) == 0 {
 		return
-	}
-	if r.Mode == RoutingBGP {
-		v.errf("routing.summaries", "only with routing.mode: static (under bgp, each speaker announces its own prefixes)")
 	}
 	var ok []netip.Prefix
 	var at []int

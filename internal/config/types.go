@@ -229,9 +229,9 @@ type Routing struct {
 	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
 	// BGP tunes routing: bgp.
 	BGP *BGPRouting `yaml:"bgp,omitempty" json:"bgp,omitempty"`
-	// Summaries are locator blocks (one per pod) that static routing
-	// summarises: a node outside a block gets one route to it
-	// (summaries.go, docs/routing.md). Opt-in; static mode only.
+	// Summaries are locator blocks (one per pod): under static routing a
+	// node outside a block gets one route to it, under bgp the member
+	// routers aggregate it (summaries.go, docs/routing.md). Opt-in.
 	Summaries []string `yaml:"summaries,omitempty" json:"summaries,omitempty"`
 }
 

@@ -79,6 +79,11 @@ func (c *Controller) bgpReplacements(replaced map[string][]netip.Prefix) map[str
 			for _, p := range b.Prefixes {
 				originated[p.Masked()] = true
 			}
+			// A router's aggregate (routing.summaries under bgp)
+			// replaces a static route to the block.
+			for _, p := range b.Aggregates {
+				originated[p.Masked()] = true
+			}
 		}
 	}
 	for _, n := range c.Plan.Nodes {
@@ -129,12 +134,24 @@ func (c *Controller) bgpInstalled(ctx context.Context, want map[string][]netip.P
 			}
 		}
 		for _, p := range dsts {
-			if !have[p] {
+			if !covered(have, p) {
 				return false, nil
 			}
 		}
 	}
 	return true, nil
+}
+
+// covered: a route in have is p or covers it (with routing.summaries
+// under bgp, a node outside a block learns only the block's aggregate
+// where its static routes named the prefixes inside).
+func covered(have map[netip.Prefix]bool, p netip.Prefix) bool {
+	for bits := p.Bits(); bits >= 0; bits-- {
+		if have[netip.PrefixFrom(p.Addr(), bits).Masked()] {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) bgpUp(ctx context.Context, nodes []string) bool {

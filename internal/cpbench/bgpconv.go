@@ -24,7 +24,8 @@ import (
 
 // BGPFigures are a routing: bgp run's convergence and routing memory.
 // Result.Converged is when every leaf (every SR node with a locator: a
-// speaker) had a BGP route to every other leaf's locator, since the apply
+// speaker) had a BGP route covering every other leaf's locator (its own
+// or, aggregated, its pod's block), since the apply
 // from scratch began; until session 12 it was when the ingress and the
 // egress alone reached each other, after the apply had ended.
 type BGPFigures struct {
@@ -44,6 +45,11 @@ type BGPFigures struct {
 	// found missing one again (a flap) before convergence.
 	BGPPolls int `json:"bgp_polls,omitempty"`
 	BGPLost  int `json:"bgp_lost,omitempty"`
+	// BGPLeafRoutesMean and BGPLeafRoutesMax are the leaves' BGP routes
+	// once converged: every locator and link of the fabric without
+	// aggregation, their own pod's plus one per block with it.
+	BGPLeafRoutesMean int `json:"bgp_leaf_routes_mean,omitempty"`
+	BGPLeafRoutesMax  int `json:"bgp_leaf_routes_max,omitempty"`
 	// FRR's memory per router (zebra + bgpd [+ bfdd]), after the applies.
 	FRRRouters     int `json:"frr_routers,omitempty"`
 	FRRRSSMeanKiB  int `json:"frr_rss_mean_kib,omitempty"`
@@ -120,12 +126,34 @@ func bgpWant(d *config.Domain) (map[string]map[netip.Prefix]int, error) {
 }
 
 // bgpCheck compares a leaf's BGP routes (destination → next hops) with
-// what it wants: reached when every wanted destination has a route, full
-// when each also has at least its equal-cost next hops.
+// what it wants: reached when every wanted locator is covered by a route
+// (the locator's own, or, with routing.summaries under bgp, its pod's
+// aggregate), full when the most specific covering route, the one the
+// kernel forwards by, also has at least the locator's equal-cost next
+// hops.
 func bgpCheck(want, have map[netip.Prefix]int) (reached, full bool) {
+	// The route lengths present, longest first: a covering route is
+	// looked up at each (a leaf holds a handful of lengths).
+	var lens []int
+	seen := map[int]bool{}
+	for p := range have {
+		if !seen[p.Bits()] {
+			seen[p.Bits()] = true
+			lens = append(lens, p.Bits())
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(lens)))
 	reached, full = true, true
 	for p, w := range want {
-		h, ok := have[p]
+		h, ok := 0, false
+		for _, l := range lens {
+			if l > p.Bits() {
+				continue
+			}
+			if h, ok = have[netip.PrefixFrom(p.Addr(), l).Masked()]; ok {
+				break
+			}
+		}
 		if !ok {
 			return false, false
 		}
@@ -271,12 +299,14 @@ func (w *bgpWatch) run(ctx context.Context) {
 		case <-time.After(pause):
 		}
 	}
+	total, most := 0, 0
 	for _, l := range w.leaves {
 		have, err := bgpRoutes(l.h)
 		if err != nil {
 			w.setErr(fmt.Errorf("leaf %s: routes: %w", l.name, err))
 			return
 		}
+		total, most = total+len(have), max(most, len(have))
 		if r, f := bgpCheck(l.want, have); !r || !f {
 			w.setErr(fmt.Errorf("leaf %s lost a BGP route or next hop after it had them all", l.name))
 			return
@@ -284,6 +314,9 @@ func (w *bgpWatch) run(ctx context.Context) {
 	}
 	w.mu.Lock()
 	w.figures.FirstBGPRoute, w.reached, w.figures.ConvergedECMP = first, reached, full
+	if len(w.leaves) > 0 {
+		w.figures.BGPLeafRoutesMean, w.figures.BGPLeafRoutesMax = total/len(w.leaves), most
+	}
 	w.mu.Unlock()
 }
 

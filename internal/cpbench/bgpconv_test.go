@@ -57,6 +57,7 @@ func TestBGPWantEveryLeafPair(t *testing.T) {
 
 func TestBGPCheck(t *testing.T) {
 	a, b := netip.MustParsePrefix("fc00:0:1::/64"), netip.MustParsePrefix("fc00:0:2::/64")
+	pod, other := netip.MustParsePrefix("fc00::/16"), netip.MustParsePrefix("fc01::/16")
 	want := map[netip.Prefix]int{a: 4, b: 4}
 	for _, c := range []struct {
 		have          map[netip.Prefix]int
@@ -67,6 +68,14 @@ func TestBGPCheck(t *testing.T) {
 		{map[netip.Prefix]int{a: 4, b: 1}, true, false},
 		{map[netip.Prefix]int{a: 4}, false, false},
 		{nil, false, false},
+		// Aggregated (routing.summaries under bgp): the block covers
+		// both; the kernel forwards by the most specific covering route,
+		// so its width is the one that counts.
+		{map[netip.Prefix]int{pod: 4}, true, true},
+		{map[netip.Prefix]int{pod: 2}, true, false},
+		{map[netip.Prefix]int{pod: 4, b: 1}, true, false},
+		{map[netip.Prefix]int{other: 4, a: 4}, false, false},
+		{map[netip.Prefix]int{netip.MustParsePrefix("fc00:0:1::1/128"): 4, pod: 4}, true, true},
 	} {
 		if r, f := bgpCheck(want, c.have); r != c.reached || f != c.full {
 			t.Errorf("have %v: reached %v full %v, want %v %v", c.have, r, f, c.reached, c.full)

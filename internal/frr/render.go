@@ -2,6 +2,7 @@ package frr
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/segchain/segchain/internal/nodestate"
@@ -29,6 +30,18 @@ func Render(node string, b *nodestate.BGP) Config {
 	var w strings.Builder
 	p := func(f string, a ...any) { fmt.Fprintf(&w, f+"\n", a...) }
 	p("hostname %s", node)
+	lists := summaryLists(b)
+	for _, l := range lists.order {
+		for i, pr := range lists.blocks[l] {
+			// Everything inside the block but the block itself (the
+			// aggregate) is held back from this neighbour (a /128
+			// holds nothing else).
+			if pr.Bits() < 128 {
+				p("ipv6 prefix-list %s seq %d deny %s ge %d", l, 5*(i+1), pr, pr.Bits()+1)
+			}
+		}
+		p("ipv6 prefix-list %s seq %d permit any", l, 5*(len(lists.blocks[l])+1))
+	}
 	p("router bgp %d", b.ASN)
 	p(" bgp router-id %s", b.RouterID)
 	p(" no bgp default ipv4-unicast")
@@ -60,8 +73,16 @@ func Render(node string, b *nodestate.BGP) Config {
 	for _, pr := range b.Prefixes {
 		p("  network %s", pr)
 	}
+	for _, a := range b.Aggregates {
+		// Announced while any route inside it is in the BGP table (a
+		// member's own network statements included).
+		p("  aggregate-address %s", a)
+	}
 	for _, n := range b.Neighbors {
 		p("  neighbor %s activate", n.Addr)
+		if l := lists.of[n.Addr.String()]; l != "" {
+			p("  neighbor %s prefix-list %s out", n.Addr, l)
+		}
 	}
 	p("  maximum-paths 8")
 	p(" exit-address-family")
@@ -71,6 +92,38 @@ func Render(node string, b *nodestate.BGP) Config {
 		c.BFDD = fmt.Sprintf("hostname %s\n%s", node, bfdBlock(b))
 	}
 	return c
+}
+
+// prefixLists are the outbound prefix lists of a router's neighbours
+// that are sent aggregates (nodestate.BGPNeighbor.Summarised): one per
+// distinct set of blocks, named in order of first use.
+type prefixLists struct {
+	order  []string
+	blocks map[string][]netip.Prefix
+	of     map[string]string // neighbour address → list
+}
+
+func summaryLists(b *nodestate.BGP) prefixLists {
+	l := prefixLists{blocks: map[string][]netip.Prefix{}, of: map[string]string{}}
+	byKey := map[string]string{}
+	for _, n := range b.Neighbors {
+		if len(n.Summarised) == 0 {
+			continue
+		}
+		var k strings.Builder
+		for _, p := range n.Summarised {
+			k.WriteString(p.String() + " ")
+		}
+		name, ok := byKey[k.String()]
+		if !ok {
+			name = fmt.Sprintf("segchain-summarised-%d", len(l.order)+1)
+			byKey[k.String()] = name
+			l.order = append(l.order, name)
+			l.blocks[name] = n.Summarised
+		}
+		l.of[n.Addr.String()] = name
+	}
+	return l
 }
 
 // BFDProfile is the bfdd profile with the domain's BFD timers that every

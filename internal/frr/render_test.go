@@ -56,3 +56,37 @@ func TestRenderRedundant(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderAggregates renders a 3-tier Clos's spine and super-spine under
+// routing: bgp with the pods' and planes' blocks in routing.summaries
+// (testdata/clos3-bgp.yaml) against testdata/clos3-NODE.conf: the spine
+// announces its pod's and its plane's block (aggregate-address) and sends
+// each neighbour outside a block only its aggregate (an outbound prefix
+// list); the super-spine, whose neighbours are all in its plane,
+// aggregates nothing. test/bgp TestPrivilegedBGPAggregates runs it.
+func TestRenderAggregates(t *testing.T) {
+	d, err := config.Load("testdata/clos3-bgp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"sp0x0", "ss0x0"} {
+		got := Render(n, p.FRR[n]).Integrated()
+		golden := filepath.Join("testdata", "clos3-"+n+".conf")
+		if *update {
+			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update)", err)
+		}
+		if diff := cmp.Diff(string(want), got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", golden, diff)
+		}
+	}
+}

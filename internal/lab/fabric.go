@@ -21,8 +21,9 @@ type Fabric struct {
 	Nodes int
 	// Routing is routing.mode ("": static).
 	Routing string
-	// Summaries, under static routing of a Clos fabric, summarises each
-	// pod's block (and each super-spine plane's) in routing.summaries.
+	// Summaries summarises each pod's block (and each super-spine plane's)
+	// of a Clos fabric in routing.summaries: static routes to the blocks,
+	// or under bgp the spines' aggregates.
 	Summaries bool
 	// Changed drops the first service of chain c0: a one-chain change.
 	Changed bool
@@ -295,10 +296,10 @@ func (f Fabric) closYAML(tiers, pods, leaves, spines int) string {
 		fmt.Fprintf(&b, "  c%d:\n    ingress: ingress\n    mode: encap\n    match: {dst: \"%s/64\", proto: udp, dport: \"%d\"}\n", c, hd, 10000+c)
 		fmt.Fprintf(&b, "    services: [%s]\n    egress: {node: egress, behavior: End.DX6, nh6: \"%sfffd\"}\n", strings.Join(list, ", "), hd)
 	}
-	if f.Routing != "" && f.Routing != "static" {
-		fmt.Fprintf(&b, "routing:\n  mode: %s\n", f.Routing)
-	} else if f.Summaries {
-		b.WriteString("routing:\n  mode: static\n  summaries:\n")
+	mode := cmp.Or(f.Routing, "static")
+	if f.Summaries {
+		// Under bgp the spines aggregate the blocks (docs/routing.md).
+		fmt.Fprintf(&b, "routing:\n  mode: %s\n  summaries:\n", mode)
 		for p := 0; p < pods; p++ {
 			fmt.Fprintf(&b, "    - \"fc%02x::/16\"\n", p)
 		}
@@ -307,6 +308,8 @@ func (f Fabric) closYAML(tiers, pods, leaves, spines int) string {
 				fmt.Fprintf(&b, "    - \"fd%02x::/16\"\n", k)
 			}
 		}
+	} else if mode != "static" {
+		fmt.Fprintf(&b, "routing:\n  mode: %s\n", mode)
 	}
 	return b.String()
 }

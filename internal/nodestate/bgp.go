@@ -25,6 +25,10 @@ type BGP struct {
 	Neighbors     []BGPNeighbor `json:"neighbors,omitempty"`
 	// Prefixes are what the node originates.
 	Prefixes []netip.Prefix `json:"prefixes,omitempty"`
+	// Aggregates are the routing.summaries blocks the node announces as
+	// one prefix (FRR's aggregate-address): blocks it is a member of, on a
+	// router (FRR) with a neighbor outside them. Empty on GoBGP speakers.
+	Aggregates []netip.Prefix `json:"aggregates,omitempty"`
 }
 
 // BGPNeighbor is one eBGP session over a point-to-point link.
@@ -37,6 +41,10 @@ type BGPNeighbor struct {
 	// BFD runs BFD on the session (internal/bfd in the agent's speaker,
 	// bfdd on FRR), with the intent's BFD timers.
 	BFD bool `json:"bfd,omitempty"`
+	// Summarised are the blocks (Aggregates) of which the peer is not a
+	// member: it is sent each block's aggregate instead of the prefixes
+	// inside it.
+	Summarised []netip.Prefix `json:"summarised,omitempty"`
 }
 
 // Sort puts neighbors and prefixes in canonical order.
@@ -50,6 +58,19 @@ func (b *BGP) Sort() {
 			return c < 0
 		}
 		return b.Prefixes[i].Bits() < b.Prefixes[j].Bits()
+	})
+	sortPrefixes(b.Aggregates)
+	for i := range b.Neighbors {
+		sortPrefixes(b.Neighbors[i].Summarised)
+	}
+}
+
+func sortPrefixes(ps []netip.Prefix) {
+	sort.Slice(ps, func(i, j int) bool {
+		if c := ps[i].Addr().Compare(ps[j].Addr()); c != 0 {
+			return c < 0
+		}
+		return ps[i].Bits() < ps[j].Bits()
 	})
 }
 
@@ -83,6 +104,9 @@ func (n BGPNeighbor) String() string {
 	if n.BFD {
 		s += " bfd"
 	}
+	for _, p := range n.Summarised {
+		s += " summarised " + p.String()
+	}
 	return s
 }
 
@@ -95,6 +119,10 @@ func (b *BGP) Lines() []string {
 	c := *b
 	c.Neighbors = append([]BGPNeighbor(nil), b.Neighbors...)
 	c.Prefixes = append([]netip.Prefix(nil), b.Prefixes...)
+	c.Aggregates = append([]netip.Prefix(nil), b.Aggregates...)
+	for i := range c.Neighbors {
+		c.Neighbors[i].Summarised = append([]netip.Prefix(nil), c.Neighbors[i].Summarised...)
+	}
 	c.Sort()
 	out := []string{c.Head()}
 	for _, n := range c.Neighbors {
@@ -102,6 +130,9 @@ func (b *BGP) Lines() []string {
 	}
 	for _, p := range c.Prefixes {
 		out = append(out, "network "+p.String())
+	}
+	for _, p := range c.Aggregates {
+		out = append(out, "aggregate "+p.String())
 	}
 	return out
 }

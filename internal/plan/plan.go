@@ -115,6 +115,9 @@ func Build(d *config.Domain) (*Plan, error) {
 	}
 	if d.Routing.Mode == config.RoutingBGP {
 		b.bgp()
+		if err := b.bgpSummaries(); err != nil {
+			return nil, err
+		}
 	} else if err := b.staticRoutes(); err != nil {
 		return nil, err
 	}

@@ -23,10 +23,18 @@ type Summary struct {
 	Covers int `json:"covers"`
 	// RoutedBy is how many SR nodes route the block as one prefix.
 	RoutedBy int `json:"routed_by"`
+	// AggregatedBy, under routing: bgp, are the routers (FRR) that
+	// announce the block as one prefix to the neighbours outside it
+	// (bgpsummaries.go).
+	AggregatedBy []string `json:"aggregated_by,omitempty"`
+	bgp          bool
 }
 
 // String is how plan explains the summary.
 func (s Summary) String() string {
+	if s.bgp {
+		return s.aggregateNote()
+	}
 	return fmt.Sprintf("summary %s: %d member node(s), %d prefix(es) inside; %d node(s) route it as one prefix towards the nearest member",
 		s.Prefix, len(s.Members), s.Covers, s.RoutedBy)
 }
