@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -143,9 +144,66 @@ func (l *Lab) startAgents(self, exe string, pfx netip.Prefix) error {
 	if err := l.startSupervisor(self); err != nil {
 		return err
 	}
-	for _, node := range l.NodeNames() {
-		if err := l.waitStarted(node, 1, 60*time.Second); err != nil {
-			return err
+	return l.waitAllStarted(l.NodeNames(), startStall)
+}
+
+// startStall bounds how long lab up waits without any agent starting.
+// Not a bound on the whole start: hundreds of agents (and a fabric's FRR
+// daemons) share the machine's cores, so the last may come up minutes
+// after the first, but a start that stops progressing is stuck.
+const startStall = 60 * time.Second
+
+// waitAllStarted waits until every node's first agent runs and answers:
+// it fails when none started for stall (then naming a node still
+// waiting), not when the whole start takes longer.
+func (l *Lab) waitAllStarted(nodes []string, stall time.Duration) error {
+	running := func(node string) bool {
+		r := l.AgentStatus(node)
+		return r.Gen >= 1 && r.State == AgentRunning && r.PID > 0
+	}
+	err := waitProgress(nodes, stall, running, func(node string) error { return l.waitAgent(node, stall) })
+	var st stalled
+	if errors.As(err, &st) {
+		r := l.AgentStatus(st.node)
+		return fmt.Errorf("node %s: the lab's supervisor started no agent for %v, %d of %d not running (%s: state %s, last exit %q; logs %s, %s)",
+			st.node, stall, st.left, len(nodes), st.node, r.State, r.LastExit, l.supervisorLog(), l.Agents[st.node].Log)
+	}
+	return err
+}
+
+// stalled is waitProgress's error: no node got ready for its bound.
+type stalled struct {
+	node string // the first still waiting
+	left int
+}
+
+func (s stalled) Error() string {
+	return fmt.Sprintf("node %s and %d more not started", s.node, s.left-1)
+}
+
+// waitProgress polls until running reports every node, calling ready on
+// each as it does; it fails (stalled) only when no node did for stall.
+func waitProgress(nodes []string, stall time.Duration, running func(string) bool, ready func(string) error) error {
+	pending := slices.Clone(nodes)
+	progress := time.Now()
+	for len(pending) > 0 {
+		left := pending[:0]
+		for _, node := range pending {
+			if !running(node) {
+				left = append(left, node)
+				continue
+			}
+			if err := ready(node); err != nil {
+				return err
+			}
+			progress = time.Now()
+		}
+		pending = left
+		if len(pending) > 0 && time.Since(progress) > stall {
+			return stalled{node: pending[0], left: len(pending)}
+		}
+		if len(pending) > 0 {
+			time.Sleep(min(50*time.Millisecond, stall/10))
 		}
 	}
 	return nil
