@@ -32,29 +32,9 @@ func (b *builder) bgpSummaries() error {
 	}
 	// The destinations BGP announces: link prefixes and locators (the
 	// refusals of a block inside one, or of an empty block, are static
-	// routing's).
-	type dest struct {
-		prefix netip.Prefix
-		owners []string
-	}
-	var dests []dest
-	seen := map[netip.Prefix]int{}
-	for _, i := range b.ifs {
-		for _, a := range i.Addrs {
-			p := a.Masked()
-			if idx, ok := seen[p]; ok {
-				dests[idx].owners = append(dests[idx].owners, i.Node)
-				continue
-			}
-			seen[p] = len(dests)
-			dests = append(dests, dest{prefix: p, owners: []string{i.Node}})
-		}
-	}
-	for _, n := range b.d.NodeNames() {
-		if loc := b.d.Nodes[n].Locator; loc != "" {
-			dests = append(dests, dest{prefix: netip.MustParsePrefix(loc).Masked(), owners: []string{n}})
-		}
-	}
+	// routing's; f3216, whose uSID blocks routedDests adds, is refused
+	// under bgp).
+	dests := b.routedDests()
 	s, err := b.newSummarizer(len(dests), func(i int) (netip.Prefix, []string) { return dests[i].prefix, dests[i].owners })
 	if err != nil {
 		return err

@@ -375,16 +375,17 @@ func (b *builder) hmac() error {
 	return nil
 }
 
-// staticRoutes computes shortest-path routes to every link prefix and
-// locator; hosts get default routes towards their first neighbour. With
-// routing.summaries, a node outside a summary block gets one route to the
-// block instead (summaries.go).
-func (b *builder) staticRoutes() error {
-	type dest struct {
-		prefix netip.Prefix
-		owners []string
-	}
-	var dests []dest
+// routedDest is a prefix routing must reach: a link's, whose owners are
+// the nodes on the link, or a node's locator (or uSID block), owned by it.
+type routedDest struct {
+	prefix netip.Prefix
+	owners []string
+}
+
+// routedDests lists every link prefix, then every locator and uSID /40,
+// each once: what static routes reach and what BGP announces.
+func (b *builder) routedDests() []routedDest {
+	var dests []routedDest
 	seen := map[netip.Prefix]int{}
 	for _, i := range b.ifs {
 		for _, a := range i.Addrs {
@@ -394,18 +395,27 @@ func (b *builder) staticRoutes() error {
 				continue
 			}
 			seen[p] = len(dests)
-			dests = append(dests, dest{prefix: p, owners: []string{i.Node}})
+			dests = append(dests, routedDest{prefix: p, owners: []string{i.Node}})
 		}
 	}
+	usid := b.usidDests()
 	for _, n := range b.d.NodeNames() {
 		if loc := b.d.Nodes[n].Locator; loc != "" {
-			p := netip.MustParsePrefix(loc).Masked()
-			dests = append(dests, dest{prefix: p, owners: []string{n}})
+			dests = append(dests, routedDest{prefix: netip.MustParsePrefix(loc).Masked(), owners: []string{n}})
 		}
-		if p, ok := b.usidDests()[n]; ok {
-			dests = append(dests, dest{prefix: p, owners: []string{n}})
+		if p, ok := usid[n]; ok {
+			dests = append(dests, routedDest{prefix: p, owners: []string{n}})
 		}
 	}
+	return dests
+}
+
+// staticRoutes computes shortest-path routes to every link prefix and
+// locator; hosts get default routes towards their first neighbour. With
+// routing.summaries, a node outside a summary block gets one route to the
+// block instead (summaries.go).
+func (b *builder) staticRoutes() error {
+	dests := b.routedDests()
 	sum, err := b.newSummarizer(len(dests), func(i int) (netip.Prefix, []string) { return dests[i].prefix, dests[i].owners })
 	if err != nil {
 		return err
