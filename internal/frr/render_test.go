@@ -40,19 +40,7 @@ func TestRenderRedundant(t *testing.T) {
 			if bfd {
 				golden = filepath.Join("testdata", "redundant-"+n+"-bfd.conf")
 			}
-			got := c.Integrated()
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update)", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("%s (-want +got):\n%s", golden, diff)
-			}
+			checkGolden(t, golden, c.Integrated())
 		}
 	}
 }
@@ -74,19 +62,23 @@ func TestRenderAggregates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"sp0x0", "ss0x0"} {
-		got := Render(n, p.FRR[n]).Integrated()
-		golden := filepath.Join("testdata", "clos3-"+n+".conf")
-		if *update {
-			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
+		checkGolden(t, filepath.Join("testdata", "clos3-"+n+".conf"), Render(n, p.FRR[n]).Integrated())
+	}
+}
+
+// checkGolden compares got with the golden file (-update rewrites it).
+func checkGolden(t *testing.T, golden, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
 		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run with -update)", err)
-		}
-		if diff := cmp.Diff(string(want), got); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", golden, diff)
-		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", golden, diff)
 	}
 }
