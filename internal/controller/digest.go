@@ -80,9 +80,27 @@ func (c *Controller) digestAll(ctx context.Context, names []string, full bool) *
 			d.m[n] = g
 			d.mu.Unlock()
 		}
+		c.statsMu.Lock()
+		if c.keptOAM == nil {
+			c.keptOAM = map[string]string{}
+		}
+		c.keptOAM[n] = g.KeptOAM // "" on an error: unknown
+		c.statsMu.Unlock()
 		return nil
 	})
 	return d
+}
+
+// KeptOAM is the digest of the OAM set node n's agent said it keeps when
+// this controller last asked for its digests (agent.Digests.KeptOAM),
+// "" when it was not asked or could not say. What an agent keeps changes
+// only by the OAM service's Keep (or the agent's restart, after which it
+// reports the empty set's): apply hands the set again only where this
+// differs from the set's digest (oamsvc.Keep).
+func (c *Controller) KeptOAM(n string) string {
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	return c.keptOAM[n]
 }
 
 // inSync: the node's state digest equals its plan's.

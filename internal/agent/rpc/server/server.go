@@ -74,6 +74,9 @@ type Server struct {
 	intentDgOf    *nodestate.Node
 	intentDg      string
 	intentDigests int
+	// keptOAM, if set, is the digest of the OAM set the node keeps
+	// (ReportKeptOAM).
+	keptOAM func() string
 }
 
 // leaseGrace: a controller killed a moment ago still holds its leases
