@@ -25,25 +25,37 @@ type digests struct {
 
 // wantDigest is nodestate.Digest of the plan's state of node n, computed
 // once per controller: a no-op compares it with each agent's state and
-// intent and sends it as the expected digest (three uses a node).
+// intent and sends it as the expected digest (three uses a node), and
+// the session records it (the record of the apply, PlanDigest).
 func (c *Controller) wantDigest(n string) string {
 	want := c.Plan.Nodes[n]
 	if want == nil {
 		return ""
 	}
 	c.statsMu.Lock()
-	defer c.statsMu.Unlock()
-	if d, ok := c.wantDg[want]; ok {
+	d, ok := c.wantDg[want]
+	c.statsMu.Unlock()
+	if ok {
 		return d
+	}
+	// Outside the lock: the nodes' digests are computed in parallel.
+	d = nodestate.Digest(want, want)
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	if old, ok := c.wantDg[want]; ok {
+		return old // another goroutine's, the same
 	}
 	if c.wantDg == nil {
 		c.wantDg = map[*nodestate.Node]string{}
 	}
-	d := nodestate.Digest(want, want)
 	c.wantDg[want] = d
 	c.stats.PlanDigests++
 	return d
 }
+
+// PlanDigest is nodestate.Digest(want, want) of the plan's state of node
+// n ("" when the plan has no such node), computed once per controller.
+func (c *Controller) PlanDigest(n string) string { return c.wantDigest(n) }
 
 func (d *digests) get(n string) (agent.Digests, bool) {
 	if d == nil {
