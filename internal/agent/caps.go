@@ -94,6 +94,10 @@ type Digests struct {
 	// Unfinished: the node's journal holds an unfinished command's ops
 	// (the next apply undoes them first).
 	Unfinished bool
+	// KeptOAM is the digest of the OAM set the node's OAM service keeps
+	// (chains[].oam; oam.KeepSet.Digest), "" when the agent cannot say:
+	// apply hands the set only where it differs (docs/scale.md).
+	KeptOAM string
 	// Observed is the node's state, asked for (full) and sent only when
 	// State is not want's digest.
 	Observed *nodestate.Node

@@ -57,6 +57,9 @@ type Controller struct {
 	// (wantDigest; the plan's states are not changed once planned),
 	// guarded by statsMu.
 	wantDg map[*nodestate.Node]string
+	// keptOAM is each agent's latest report of the OAM set it keeps
+	// (agent.Digests.KeptOAM; KeptOAM), guarded by statsMu.
+	keptOAM map[string]string
 	// dg are the current apply's agents' digests (digest.go); nil
 	// outside one.
 	dg *digests

@@ -25,25 +25,37 @@ type digests struct {
 
 // wantDigest is nodestate.Digest of the plan's state of node n, computed
 // once per controller: a no-op compares it with each agent's state and
-// intent and sends it as the expected digest (three uses a node).
+// intent and sends it as the expected digest (three uses a node), and
+// the session records it (the record of the apply, PlanDigest).
 func (c *Controller) wantDigest(n string) string {
 	want := c.Plan.Nodes[n]
 	if want == nil {
 		return ""
 	}
 	c.statsMu.Lock()
-	defer c.statsMu.Unlock()
-	if d, ok := c.wantDg[want]; ok {
+	d, ok := c.wantDg[want]
+	c.statsMu.Unlock()
+	if ok {
 		return d
+	}
+	// Outside the lock: the nodes' digests are computed in parallel.
+	d = nodestate.Digest(want, want)
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	if old, ok := c.wantDg[want]; ok {
+		return old // another goroutine's, the same
 	}
 	if c.wantDg == nil {
 		c.wantDg = map[*nodestate.Node]string{}
 	}
-	d := nodestate.Digest(want, want)
 	c.wantDg[want] = d
 	c.stats.PlanDigests++
 	return d
 }
+
+// PlanDigest is nodestate.Digest(want, want) of the plan's state of node
+// n ("" when the plan has no such node), computed once per controller.
+func (c *Controller) PlanDigest(n string) string { return c.wantDigest(n) }
 
 func (d *digests) get(n string) (agent.Digests, bool) {
 	if d == nil {
@@ -80,9 +92,27 @@ func (c *Controller) digestAll(ctx context.Context, names []string, full bool) *
 			d.m[n] = g
 			d.mu.Unlock()
 		}
+		c.statsMu.Lock()
+		if c.keptOAM == nil {
+			c.keptOAM = map[string]string{}
+		}
+		c.keptOAM[n] = g.KeptOAM // "" on an error: unknown
+		c.statsMu.Unlock()
 		return nil
 	})
 	return d
+}
+
+// KeptOAM is the digest of the OAM set node n's agent said it keeps when
+// this controller last asked for its digests (agent.Digests.KeptOAM),
+// "" when it was not asked or could not say. What an agent keeps changes
+// only by the OAM service's Keep (or the agent's restart, after which it
+// reports the empty set's): apply hands the set again only where this
+// differs from the set's digest (oamsvc.Keep).
+func (c *Controller) KeptOAM(n string) string {
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	return c.keptOAM[n]
 }
 
 // inSync: the node's state digest equals its plan's.

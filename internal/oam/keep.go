@@ -91,19 +91,39 @@ type Keeper struct {
 	mu      sync.Mutex
 	samples map[string]*keptSample
 	echo    *Echo
+	// digest is the KeepSet.Digest of the set last kept whole, "" after
+	// a Set that failed (what is kept is then unknown: the next apply
+	// hands the set again).
+	digest string
 }
 
 // NewKeeper keeps OAM for node, in namespace ns.
 func NewKeeper(node, ns string) *Keeper {
-	return &Keeper{node: node, ns: ns, Every: 100 * time.Millisecond, samples: map[string]*keptSample{}}
+	// A new Keeper keeps nothing: the empty set's.
+	return &Keeper{node: node, ns: ns, Every: 100 * time.Millisecond, samples: map[string]*keptSample{},
+		digest: KeepSet{}.Digest()}
+}
+
+// Digest is the KeepSet.Digest of what the node keeps, "" when unknown
+// (the last Set failed).
+func (k *Keeper) Digest() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.digest
 }
 
 // Set makes the node keep exactly samples and, when respond, the echo
 // responder (its SIDs read again); the rest is detached. It returns how
 // many SID prefixes the responder answers.
-func (k *Keeper) Set(samples []KeptSample, respond bool) (int, error) {
+func (k *Keeper) Set(samples []KeptSample, respond bool) (n int, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.digest = ""
+	defer func() {
+		if err == nil {
+			k.digest = KeepSet{Samples: samples, Respond: respond}.Digest()
+		}
+	}()
 	want := map[string]KeptSample{}
 	for _, s := range samples {
 		if s.Chain == "" {
@@ -132,7 +152,6 @@ func (k *Keeper) Set(samples []KeptSample, respond bool) (int, error) {
 		}
 		k.samples[name] = ks
 	}
-	n := 0
 	switch {
 	case !respond && k.echo != nil:
 		errs = append(errs, k.echo.Close())

@@ -2,6 +2,8 @@ package oam
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -135,11 +137,19 @@ type KeepResult struct {
 	// Unkept are the nodes that should keep something but have no agent
 	// (a lab without agents: segchain trace --sample runs sampling there).
 	Unkept []string `json:"unkept,omitempty"`
+	// Skipped counts the agents not handed their set: they keep it
+	// already (tests).
+	Skipped int `json:"-"`
 }
 
 // KeepDomain hands every agent of d its set (destroy: every agent an
 // empty one).
-func KeepDomain(ctx context.Context, d Domain, k Keeping, agents []string, destroy bool) (*KeepResult, error) {
+//
+// kept, if set, is the digest each agent reported of the set it keeps
+// (KeepSet.Digest; "" unknown): an agent that keeps its set already is
+// not handed it again, unless the set has the responder, whose SIDs are
+// read again by every Keep (an apply may have changed them).
+func KeepDomain(ctx context.Context, d Domain, k Keeping, agents []string, destroy bool, kept func(node string) string) (*KeepResult, error) {
 	want := map[string]*KeepSet{}
 	if !destroy {
 		var err error
@@ -164,6 +174,13 @@ func KeepDomain(ctx context.Context, d Domain, k Keeping, agents []string, destr
 		s := want[n]
 		if s == nil {
 			s = &KeepSet{}
+		}
+		if kept != nil && !s.Respond {
+			if dg := kept(n); dg != "" && dg == s.Digest() {
+				r.Kept[n] = *s
+				r.Skipped++
+				continue
+			}
 		}
 		wg.Add(1)
 		go func() {
@@ -399,4 +416,27 @@ func DeclaredRate(d Domain, chain string) (uint32, error) {
 		return 0, err
 	}
 	return sampledChains(d.Config, d.Plan)[pc.Name], nil
+}
+
+// Digest identifies what a node keeps of s: equal digests, equal kept
+// OAM (Keeper.Set keeps the same). The samples a node has nothing to do
+// for (no rate, no tap) are left out, as Set leaves them. The agents
+// report their Keeper's (Keeper.Digest) with their state's digest, so
+// that apply hands a set only to the agents that do not keep it already.
+func (s KeepSet) Digest() string {
+	var lines []string
+	for _, k := range s.Samples {
+		if k.Rate == 0 && !k.Tap {
+			continue
+		}
+		l := fmt.Sprintf("sample %q %x %x %d %t", k.Chain, k.Key.First, k.Key.Last, k.Rate, k.Tap)
+		for _, a := range k.SIDs {
+			l += " " + a.String()
+		}
+		lines = append(lines, l)
+	}
+	sort.Strings(lines)
+	lines = append(lines, fmt.Sprintf("respond %t", s.Respond))
+	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(h[:12])
 }

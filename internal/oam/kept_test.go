@@ -173,3 +173,54 @@ func TestKeptRing(t *testing.T) {
 		t.Errorf("arrivals %v", ks.arrivals)
 	}
 }
+
+// KeepSet.Digest says whether two sets keep the same: the samples'
+// order and the samples a node has nothing to do for do not count; a
+// rate, a tap, a SID, a chain's key and the responder do. A Keeper
+// reports the empty set's until it is handed one, the set it keeps after
+// a Set that worked, and "" (unknown) after one that failed.
+func TestKeepSetDigest(t *testing.T) {
+	a := KeptSample{Chain: "a", Key: ChainKey{First: [16]byte{1}}, Rate: 100, Tap: true, SIDs: []netip.Addr{netip.MustParseAddr("fc00:2::1")}}
+	b := KeptSample{Chain: "b", Tap: true}
+	idle := KeptSample{Chain: "idle"}
+	base := KeepSet{Samples: []KeptSample{a, b}}.Digest()
+	if d := (KeepSet{Samples: []KeptSample{b, idle, a}}).Digest(); d != base {
+		t.Errorf("order or an idle sample changed the digest")
+	}
+	if (KeepSet{}).Digest() != (KeepSet{Samples: []KeptSample{idle}}).Digest() {
+		t.Errorf("an idle sample alone differs from the empty set")
+	}
+	for name, f := range map[string]func(s *KeptSample){
+		"rate": func(s *KeptSample) { s.Rate = 10 },
+		"tap":  func(s *KeptSample) { s.Tap = false },
+		"sid":  func(s *KeptSample) { s.SIDs = []netip.Addr{netip.MustParseAddr("fc00:2::2")} },
+		"key":  func(s *KeptSample) { s.Key.Last[0] = 9 },
+		"name": func(s *KeptSample) { s.Chain = "c" },
+	} {
+		c := a
+		f(&c)
+		if (KeepSet{Samples: []KeptSample{c, b}}).Digest() == base {
+			t.Errorf("%s: same digest", name)
+		}
+	}
+	if (KeepSet{Samples: []KeptSample{a, b}, Respond: true}).Digest() == base {
+		t.Errorf("respond: same digest")
+	}
+
+	k := NewKeeper("n", "")
+	if k.Digest() != (KeepSet{}).Digest() {
+		t.Errorf("a new keeper reports %q, want the empty set's", k.Digest())
+	}
+	if _, err := k.Set([]KeptSample{{Chain: ""}}, false); err == nil {
+		t.Fatal("a sample without a chain was kept")
+	}
+	if k.Digest() != "" {
+		t.Errorf("after a failed Set the keeper reports %q, want unknown", k.Digest())
+	}
+	if _, err := k.Set([]KeptSample{idle}, false); err != nil {
+		t.Fatal(err)
+	}
+	if k.Digest() != (KeepSet{}).Digest() {
+		t.Errorf("after an empty Set the keeper reports %q, want the empty set's", k.Digest())
+	}
+}

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -49,8 +50,9 @@ func TestResumedChainKeptVerified(t *testing.T) {
 			t.Fatalf("command %d: resumed %v, %d chain(s) taken as verified (want resumed, 1)", i+2, resumed, kept)
 		}
 	}
-	// The ticket says another CA (or nothing: an older build's): the
-	// chain is verified again, and the session still resumed.
+	// The ticket says another CA (or nothing: an older build's, in its
+	// JSON form): the chain is verified again, and the session still
+	// resumed.
 	files, _ := filepath.Glob(filepath.Join(ticketDir(f.Key), "*"))
 	if len(files) != 1 {
 		t.Fatalf("%d ticket files, want 1", len(files))
@@ -60,13 +62,19 @@ func TestResumedChainKeptVerified(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var tf ticketFile
-		if err := json.Unmarshal(b, &tf); err != nil {
+		if !bytes.HasPrefix(b, []byte(ticketMagic)) {
+			t.Fatalf("ticket file not in the binary form: %q…", b[:min(len(b), 8)])
+		}
+		tf, err := decodeTicketFile(b)
+		if err != nil {
 			t.Fatal(err)
 		}
 		tf.Verified = other
-		if b, err = json.Marshal(tf); err != nil {
-			t.Fatal(err)
+		b = tf.encode()
+		if other == "" {
+			if b, err = json.Marshal(tf); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := os.WriteFile(files[0], b, 0o600); err != nil {
 			t.Fatal(err)
@@ -119,5 +127,31 @@ func TestKeptChain(t *testing.T) {
 	}
 	if err := keptChain(tls.ConnectionState{}, "n1", now); err == nil {
 		t.Error("no certificate accepted")
+	}
+}
+
+// A ticket file's binary form reads back as written; an older build's
+// JSON form is read too; a garbled file is an error (a miss: a full
+// handshake), never a crash.
+func TestTicketFileForm(t *testing.T) {
+	f := ticketFile{Ticket: []byte("ticket"), State: bytes.Repeat([]byte{0xa5}, 300), Verified: "ca"}
+	b := f.encode()
+	if got, err := decodeTicketFile(b); err != nil || !bytes.Equal(got.Ticket, f.Ticket) || !bytes.Equal(got.State, f.State) || got.Verified != f.Verified {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	j, _ := json.Marshal(f)
+	if got, err := decodeTicketFile(j); err != nil || !bytes.Equal(got.State, f.State) || got.Verified != "ca" {
+		t.Fatalf("JSON form: %+v, %v", got, err)
+	}
+	for name, bad := range map[string][]byte{
+		"truncated":  b[:len(b)-1],
+		"trailing":   append(append([]byte{}, b...), 0),
+		"magic only": []byte(ticketMagic),
+		"too long":   append([]byte(ticketMagic), 0xff, 0xff, 0xff, 0xff, 0x0f),
+		"not JSON":   []byte("garbage"),
+	} {
+		if _, err := decodeTicketFile(bad); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
 	}
 }

@@ -31,6 +31,9 @@ const AppliedDir = lab.AppliedDir
 type Applied struct {
 	Domain string `json:"domain"`
 	// Nodes maps each node to the digest of its intent (IntentDigest).
+	// Before session 14 it was a digest of the intent's JSON: such a
+	// record differs on every node, so the first --changed-only apply
+	// after an upgrade contacts every node (and the record is rewritten).
 	Nodes map[string]string `json:"nodes"`
 	// OAM is the digest of the chains' kept OAM (OAMDigest), which apply
 	// hands the agents outside their intent.
@@ -55,13 +58,15 @@ func OAMDigest(d *config.Domain) string {
 	return hex.EncodeToString(h[:12])
 }
 
-// IntentDigest is a node's desired state's SHA-256 (of its JSON, whose
-// lists the plan sorts and whose maps encoding/json sorts).
-func IntentDigest(n *nodestate.Node) string {
-	b, _ := json.Marshal(n)
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:12])
-}
+// IntentDigest is the digest of a node's desired state: nodestate.Digest
+// of it against itself, the digest the controller compares with the
+// agents' (the state they observe, the intent they keep). It covers what
+// an apply would change on the node — HMAC keys' secrets included, which
+// the intent's JSON (the record's digest before session 14) leaves out:
+// a secret read from a file that changed went unseen by --changed-only —
+// and is the controller's own (Controller.PlanDigest): a no-op computes
+// each node's once, where the JSON was 6 % of its CPU at 250 nodes.
+func IntentDigest(n *nodestate.Node) string { return nodestate.Digest(n, n) }
 
 // records: the session keeps the record of its applies (not a test's
 // fake agents', unless it names a directory).
@@ -80,7 +85,7 @@ func (s *Session) appliedPath() string {
 // ChangedNodes are the plan's nodes whose intent differs from the record
 // (all of them when there is none), sorted.
 func ChangedNodes(p *plan.Plan, rec *Applied) []string {
-	return changedNodes(intentDigests(p), rec)
+	return changedNodes(intentDigests(p, func(n string) string { return IntentDigest(p.Nodes[n]) }), rec)
 }
 
 func changedNodes(digests map[string]string, rec *Applied) []string {
@@ -94,11 +99,9 @@ func changedNodes(digests map[string]string, rec *Applied) []string {
 	return out
 }
 
-// intentDigests is IntentDigest of every node of p, on every core: a
-// JSON encoding of every node's state, which a no-op apply needs before
-// it asks its agents (7 % of its CPU at 250 nodes, on one core while
-// the other waited).
-func intentDigests(p *plan.Plan) map[string]string {
+// intentDigests is digest (IntentDigest) of every node of p, on every
+// core: a no-op apply needs them before it asks its agents.
+func intentDigests(p *plan.Plan, digest func(node string) string) map[string]string {
 	names := make([]string, 0, len(p.Nodes))
 	for n := range p.Nodes {
 		names = append(names, n)
@@ -111,7 +114,7 @@ func intentDigests(p *plan.Plan) map[string]string {
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < len(names); i += workers {
-				dg[i] = IntentDigest(p.Nodes[names[i]])
+				dg[i] = digest(names[i])
 			}
 		}(w)
 	}
@@ -125,10 +128,12 @@ func intentDigests(p *plan.Plan) map[string]string {
 
 // intents is intentDigests of the session's plan, computed once: a
 // command reads the record and writes it again, and each needs every
-// node's (a JSON encoding of its whole state).
+// node's. They are the controller's digests of the plan (PlanDigest),
+// which it also compares with the agents': each node's is computed once
+// per command.
 func (s *Session) intents() map[string]string {
 	if s.intentDg == nil {
-		s.intentDg = intentDigests(s.Plan)
+		s.intentDg = intentDigests(s.Plan, s.planCtl.PlanDigest)
 	}
 	return s.intentDg
 }

@@ -198,3 +198,70 @@ func TestNoOpKeepsRecord(t *testing.T) {
 		t.Fatalf("a one-chain change did not write the record (%v)", err)
 	}
 }
+
+// A secret read from a file is part of the record's digest: after the
+// key file changes, apply --changed-only contacts the nodes that install
+// that key (and changes the key there); before, the record was the
+// intent's JSON, which leaves secrets out, and no node was contacted.
+func TestChangedOnlySeesSecretChange(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../../examples/hmac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "hmac.yaml")
+	key := filepath.Join(dir, "secrets", "k1.key")
+	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		path, text string
+	}{{file, string(b)}, {key, "first-secret-of-this-test-32-bytes-long\n"}} {
+		if err := os.WriteFile(w.path, []byte(w.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func() *config.Domain {
+		t.Helper()
+		d, err := config.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := load()
+	var mu sync.Mutex
+	calls := map[string]int{}
+	agents := map[string]agent.Agent{}
+	for n := range d.Nodes {
+		agents[n] = counted{Agent: agenttest.New(n), mu: &mu, calls: calls}
+	}
+	records := t.TempDir()
+	applyCounting(t, d, agents, records, true, calls)
+	if got := applyCounting(t, load(), agents, records, true, calls); len(got) != 0 {
+		t.Fatalf("unchanged apply --changed-only contacted %v", got)
+	}
+	p, err := plan.Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keyed []string
+	for n, st := range p.Nodes {
+		if len(st.HMACKeys) > 0 {
+			keyed = append(keyed, n)
+		}
+	}
+	sort.Strings(keyed)
+	if len(keyed) == 0 {
+		t.Fatal("no node installs the key")
+	}
+	if err := os.WriteFile(key, []byte("second-secret-of-this-test-32-bytes-long\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := applyCounting(t, load(), agents, records, true, calls); !equal(got, keyed) {
+		t.Fatalf("apply --changed-only after the key file changed contacted %v, want the nodes with the key %v", got, keyed)
+	}
+	if got := applyCounting(t, load(), agents, records, true, calls); len(got) != 0 {
+		t.Fatalf("the next apply --changed-only contacted %v", got)
+	}
+}

@@ -79,8 +79,10 @@ type Session struct {
 	// nodes given an agent.
 	only map[string]bool
 	// intentDg are the plan's nodes' IntentDigest (intents), computed
-	// once.
+	// once, by planCtl: the controller, made before the scope (ctl is
+	// set once it is complete).
 	intentDg map[string]string
+	planCtl  *controller.Controller
 	// tickets are the remote agents' TLS session tickets (tickets.go).
 	tickets *tickets
 	// early are the agents dialled while planning (warm.go).
@@ -123,6 +125,7 @@ func Open(o Options) (*Session, error) {
 	devprofile.Phase("plan")
 	s.Domain, s.Plan = d, p
 	c := &controller.Controller{Plan: p, Agents: o.Agents, NodeTimeout: o.NodeTimeout}
+	s.planCtl = c
 	// --changed-only: the scope first, so that only its nodes' agents
 	// are dialled (scope.go).
 	if o.ChangedOnly && s.records() {

@@ -322,7 +322,11 @@ func newNodeServer(l *lockedLocal, intents *reconcile.Store, node, netns, stateD
 	srv := server.NewServer(l, log, server.Build{Version: bv.Version, Commit: bv.Commit, Go: bv.Go}, jr, hooks)
 	srv.KeepIntents(intents)
 	g := server.NewGRPCServer(srv, tc, log)
-	return &nodeServer{srv: srv, jr: jr, g: g, oam: oamsvc.Register(g, node, netns)}
+	o := oamsvc.Register(g, node, netns)
+	// The kept OAM's digest goes with the state's: apply hands the set
+	// only to the agents that do not keep it (docs/scale.md).
+	srv.ReportKeptOAM(o.KeptDigest)
+	return &nodeServer{srv: srv, jr: jr, g: g, oam: o}
 }
 
 // Close ends what the server keeps beyond its listener: the kept OAM

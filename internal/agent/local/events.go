@@ -279,7 +279,11 @@ func (e *events) routing(l *Local, h *dataplane.Handle, got *nodestate.Node) (bo
 		if got == nil {
 			return nil, nil
 		}
-		return nil, l.observeRouting(h, got)
+		if err := l.observeRouting(h, got); err != nil {
+			return nil, err
+		}
+		got.Sort() // as the kept copy (observeRest sorts the rest)
+		return nil, nil
 	}
 	if e.pending() {
 		e.gen.Add(1)

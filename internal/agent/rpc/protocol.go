@@ -17,3 +17,12 @@ const MaxMessage = 16 << 20
 // per command, to learn a window a message of MaxMessage does not need
 // on a controller's network (4 MiB at 1 ms is 4 GB/s).
 const Window = 4 << 20
+
+// ReadBuffer is both ends' read buffer per connection. The controller
+// dials every agent on every command, and grpc-go's default buffers (32
+// KiB to read and 32 KiB to write, per connection and side) were
+// allocated and zeroed for the few hundred bytes a no-op's call carries;
+// a frame larger than the buffer is read past it, so large states do not
+// pay. The write buffer is shared (grpc's SharedWriteBuffer: taken from
+// a pool for a write, handed back after its flush).
+const ReadBuffer = 4 << 10

@@ -93,7 +93,10 @@ func Keep(ctx context.Context, s *session.Session, destroy bool) (*oam.KeepResul
 			agents = append(agents, n)
 		}
 	}
-	r, err := oam.KeepDomain(ctx, d, k, agents, destroy)
+	// The agents' reports of what they keep, read with their digests by
+	// this command's apply: only those that differ are handed the set
+	// (docs/scale.md). destroy's controller asked none: every agent.
+	r, err := oam.KeepDomain(ctx, d, k, agents, destroy, s.Controller().KeptOAM)
 	if err != nil && (destroy || !anyOAM(s)) {
 		err = nil
 	}

@@ -24,6 +24,7 @@ import (
 
 // Keep implements pb.OAMServer.
 func (s *Server) Keep(_ context.Context, req *pb.KeepRequest) (*pb.KeepReply, error) {
+	s.keeps.Add(1)
 	var set []oam.KeptSample
 	for _, k := range req.GetSamples() {
 		if len(k.GetFirstSid()) != 16 || len(k.GetLastSid()) != 16 {
@@ -50,6 +51,11 @@ func (s *Server) Keep(_ context.Context, req *pb.KeepRequest) (*pb.KeepReply, er
 	}
 	return &pb.KeepReply{ResponderSids: uint32(n)}, nil
 }
+
+// KeptDigest is the digest of the set the node keeps (oam.KeepSet.Digest;
+// "" after a Keep that failed): the agent reports it with its state's
+// digest (server.Server.ReportKeptOAM).
+func (s *Server) KeptDigest() string { return s.keep.Digest() }
 
 // Sightings implements pb.OAMServer.
 func (s *Server) Sightings(_ context.Context, req *pb.SightingsRequest) (*pb.SightingsReply, error) {

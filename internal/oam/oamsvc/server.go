@@ -41,6 +41,8 @@ type Server struct {
 	live map[uint64]*oam.RxTap // the running taps by magic (Flush)
 
 	keep *oam.Keeper // what apply keeps running (keep.go)
+	// keeps counts the Keep calls served (tests).
+	keeps atomic.Int64
 }
 
 // New serves node, whose network namespace is netns ("": the agent's

@@ -1796,8 +1796,13 @@ type ObserveDigestReply struct {
 	Unfinished bool `protobuf:"varint,5,opt,name=unfinished,proto3" json:"unfinished,omitempty"`
 	// node_json and hmac_secrets are Observe's reply, sent only with full
 	// and a state digest other than expect.
-	NodeJson      []byte        `protobuf:"bytes,6,opt,name=node_json,json=nodeJson,proto3" json:"node_json,omitempty"`
-	HmacSecrets   []*HMACSecret `protobuf:"bytes,7,rep,name=hmac_secrets,json=hmacSecrets,proto3" json:"hmac_secrets,omitempty"`
+	NodeJson    []byte        `protobuf:"bytes,6,opt,name=node_json,json=nodeJson,proto3" json:"node_json,omitempty"`
+	HmacSecrets []*HMACSecret `protobuf:"bytes,7,rep,name=hmac_secrets,json=hmacSecrets,proto3" json:"hmac_secrets,omitempty"`
+	// kept_oam is the digest of the set the node's OAM service keeps
+	// (chains[].oam handed by the OAM service's Keep: oam.KeepSet.Digest),
+	// "" when unknown (a Keep that failed, an agent without the service):
+	// apply hands the set again only where it differs (docs/scale.md).
+	KeptOam       string `protobuf:"bytes,8,opt,name=kept_oam,json=keptOam,proto3" json:"kept_oam,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1879,6 +1884,13 @@ func (x *ObserveDigestReply) GetHmacSecrets() []*HMACSecret {
 		return x.HmacSecrets
 	}
 	return nil
+}
+
+func (x *ObserveDigestReply) GetKeptOam() string {
+	if x != nil {
+		return x.KeptOam
+	}
+	return ""
 }
 
 var File_segchain_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -1980,7 +1992,7 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\x14ObserveDigestRequest\x12\x1b\n" +
 	"\twant_json\x18\x01 \x01(\fR\bwantJson\x12\x16\n" +
 	"\x06expect\x18\x02 \x01(\tR\x06expect\x12\x12\n" +
-	"\x04full\x18\x03 \x01(\bR\x04full\"\xf1\x01\n" +
+	"\x04full\x18\x03 \x01(\bR\x04full\"\x8c\x02\n" +
 	"\x12ObserveDigestReply\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\rR\bprotocol\x12\x14\n" +
@@ -1990,7 +2002,8 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"unfinished\x18\x05 \x01(\bR\n" +
 	"unfinished\x12\x1b\n" +
 	"\tnode_json\x18\x06 \x01(\fR\bnodeJson\x12@\n" +
-	"\fhmac_secrets\x18\a \x03(\v2\x1d.segchain.agent.v1.HMACSecretR\vhmacSecrets2\xab\f\n" +
+	"\fhmac_secrets\x18\a \x03(\v2\x1d.segchain.agent.v1.HMACSecretR\vhmacSecrets\x12\x19\n" +
+	"\bkept_oam\x18\b \x01(\tR\akeptOam2\xab\f\n" +
 	"\x05Agent\x12J\n" +
 	"\x06Health\x12 .segchain.agent.v1.HealthRequest\x1a\x1e.segchain.agent.v1.HealthReply\x12M\n" +
 	"\aVersion\x12!.segchain.agent.v1.VersionRequest\x1a\x1f.segchain.agent.v1.VersionReply\x12M\n" +

@@ -89,7 +89,9 @@ func (c *Client) dial() error {
 	conn, err := grpc.NewClient(c.addr, grpc.WithTransportCredentials(c.creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(rpc.MaxMessage), grpc.MaxCallSendMsgSize(rpc.MaxMessage)),
 		// A fixed window: no bandwidth-estimating pings (rpc.Window).
-		grpc.WithInitialWindowSize(rpc.Window), grpc.WithInitialConnWindowSize(rpc.Window))
+		grpc.WithInitialWindowSize(rpc.Window), grpc.WithInitialConnWindowSize(rpc.Window),
+		// Small buffers per connection (rpc.ReadBuffer).
+		grpc.WithReadBufferSize(rpc.ReadBuffer), grpc.WithSharedWriteBuffer(true))
 	if err != nil {
 		return fmt.Errorf("node %s: agent %s: %w", c.node, c.addr, err)
 	}

@@ -39,7 +39,7 @@ func (c *Client) ObserveDigest(ctx context.Context, want *nodestate.Node, expect
 	if r.Node != c.node {
 		return agent.Digests{}, fmt.Errorf("node %s: agent %s serves node %q", c.node, c.addr, r.Node)
 	}
-	d := agent.Digests{State: r.State, Intent: r.Intent, Unfinished: r.Unfinished}
+	d := agent.Digests{State: r.State, Intent: r.Intent, Unfinished: r.Unfinished, KeptOAM: r.KeptOam}
 	if len(r.NodeJson) > 0 {
 		var got nodestate.Node
 		if err := json.Unmarshal(r.NodeJson, &got); err != nil {

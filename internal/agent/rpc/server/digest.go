@@ -61,8 +61,17 @@ func (s *Server) ObserveDigest(ctx context.Context, r *pb.ObserveDigestRequest) 
 		}
 		rep.Unfinished = ops != nil || who != ""
 	}
+	if s.keptOAM != nil {
+		rep.KeptOam = s.keptOAM()
+	}
 	return rep, nil
 }
+
+// ReportKeptOAM makes ObserveDigest report f(), the digest of the OAM
+// set the node's OAM service keeps (oamsvc.Server.KeptDigest), so that
+// apply hands the set only to the agents that do not keep it already:
+// without it, "" (unknown: every apply hands it).
+func (s *Server) ReportKeptOAM(f func() string) { s.keptOAM = f }
 
 // intentDigest is nodestate.Digest(in, in), computed once per intent kept
 // (a store hands a new *Node for each intent set, and never changes one):

@@ -74,6 +74,9 @@ type Server struct {
 	intentDgOf    *nodestate.Node
 	intentDg      string
 	intentDigests int
+	// keptOAM, if set, is the digest of the OAM set the node keeps
+	// (ReportKeptOAM).
+	keptOAM func() string
 }
 
 // leaseGrace: a controller killed a moment ago still holds its leases
@@ -98,7 +101,8 @@ func (s *Server) Register(g *grpc.Server) { pb.RegisterAgentServer(g, s) }
 // pings).
 func ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(rpc.MaxMessage), grpc.MaxSendMsgSize(rpc.MaxMessage),
-		grpc.InitialWindowSize(rpc.Window), grpc.InitialConnWindowSize(rpc.Window)}
+		grpc.InitialWindowSize(rpc.Window), grpc.InitialConnWindowSize(rpc.Window),
+		grpc.ReadBufferSize(rpc.ReadBuffer), grpc.SharedWriteBuffer(true)}
 }
 
 func who(ctx context.Context) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -129,5 +130,48 @@ func TestNoPingsPerCall(t *testing.T) {
 	}
 	if n := pings(t, rc.out.Bytes()); n != 0 {
 		t.Errorf("the agent sent %d PING(s), want 0", n)
+	}
+}
+
+// A connection's buffers are small: the controller dials every agent on
+// every command (a thousand connections a no-op), and grpc-go's default
+// 32 KiB read and 32 KiB write buffer per connection and side were
+// allocated and zeroed for messages of a few hundred bytes. Bytes
+// allocated per connection and call, both sides in this process.
+func TestConnectionBuffersSmall(t *testing.T) {
+	e := &env{fake: newFake(), log: &bytes.Buffer{}}
+	g := NewGRPCServer(NewServer(e.fake, nil, Build{}, nil, Hooks{}), nil, nil)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	want := &nodestate.Node{Name: "nfv1"}
+	call := func() {
+		c, err := client.Dial("nfv1", lis.Addr().String(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetTimeout(10 * time.Second)
+		if _, err := c.ObserveDigest(context.Background(), want, "", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call() // grpc-go's and the fake's one-time set-up
+	const n = 20
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for i := 0; i < n; i++ {
+		call()
+	}
+	runtime.ReadMemStats(&m1)
+	per := (m1.TotalAlloc - m0.TotalAlloc) / n
+	t.Logf("%d KiB allocated per connection and call", per>>10)
+	if per > 96<<10 {
+		t.Fatalf("%d KiB allocated per connection and call, want at most 96 (grpc-go's default buffers alone are 128)", per>>10)
 	}
 }
