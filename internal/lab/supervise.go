@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,30 @@ const (
 	BackoffMax   = 10 * time.Second
 	BackoffReset = 30 * time.Second
 )
+
+// MaxStarting agents may be starting (not yet accepting connections) at
+// once; a start that has not accepted for StartingHold no longer counts.
+// An agent's start is mostly CPU (it re-executes itself in its namespace
+// and loads the kernel's BTF), so hundreds started at once share the cores
+// evenly and none accepts for minutes: lab up of a 500-node fabric saw
+// none of 500 running after 60 s. Started a few at a time they come up
+// one after another.
+var (
+	MaxStarting  = 4 * runtime.NumCPU()
+	StartingHold = 20 * time.Second
+)
+
+// startingNow counts the runs starting now, only starts younger than
+// StartingHold (a start that hangs does not hold the others back).
+func startingNow(runs map[string]*AgentRun, now time.Time) int {
+	n := 0
+	for _, r := range runs {
+		if r.State == AgentStarting && now.Sub(r.Since) < StartingHold {
+			n++
+		}
+	}
+	return n
+}
 
 // Agent states in AgentRun.State.
 const (
@@ -342,6 +367,7 @@ func (l *Lab) Supervise(ctx context.Context, log io.Writer) error {
 	defer tick.Stop()
 	for round := 0; ; round++ {
 		now := time.Now()
+		starting := startingNow(runs, now)
 		// A lab gone without lab down (state file removed, or another
 		// supervisor recorded): this one stops, with its agents.
 		if round%10 == 9 && !l.stillMine() {
@@ -368,6 +394,7 @@ func (l *Lab) Supervise(ctx context.Context, log io.Writer) error {
 			case k != nil:
 				if r.State == AgentStarting && l.accepts(n) {
 					r.State, changed = AgentRunning, true
+					starting--
 					logf("node %s: agent pid %d accepts connections", n, k.pid)
 				}
 			case !want.Run:
@@ -383,6 +410,8 @@ func (l *Lab) Supervise(ctx context.Context, log io.Writer) error {
 				r.State, r.NextStart, r.Since, changed = AgentBackoff, now.Add(b), now, true
 				r.Restarts++
 				logf("node %s: agent exited (%s); restart %d in %v", n, r.LastExit, r.Restarts, b)
+			case starting >= MaxStarting:
+				// Others are still starting: this one waits its turn.
 			case want.Gen != r.Gen || r.State == AgentStopped || !now.Before(r.NextStart):
 				if want.Gen != r.Gen {
 					backoff[n] = 0 // an explicit (re)start
@@ -395,6 +424,7 @@ func (l *Lab) Supervise(ctx context.Context, log io.Writer) error {
 					r.State, r.NextStart, r.LastExit, r.Gen = AgentBackoff, now.Add(b), err.Error(), want.Gen
 				} else {
 					kids[n] = nk
+					starting++
 					r.PID, r.State, r.Gen, r.Since, r.NextStart = nk.pid, AgentStarting, want.Gen, now, time.Time{}
 					logf("node %s: started agent pid %d (gen %d)", n, nk.pid, want.Gen)
 				}

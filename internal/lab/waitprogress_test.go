@@ -46,3 +46,20 @@ func TestWaitProgress(t *testing.T) {
 		t.Errorf("ready's error: got %v, want %v", err, boom)
 	}
 }
+
+// startingNow counts the agents starting, not those running or backing
+// off, nor a start older than StartingHold (one that hangs must not hold
+// back the rest of a big lab's agents).
+func TestStartingNow(t *testing.T) {
+	now := time.Now()
+	runs := map[string]*AgentRun{
+		"a": {State: AgentStarting, Since: now.Add(-time.Second)},
+		"b": {State: AgentStarting, Since: now.Add(-StartingHold - time.Second)},
+		"c": {State: AgentRunning, Since: now},
+		"d": {State: AgentBackoff, Since: now},
+		"e": {State: AgentStarting, Since: now},
+	}
+	if got := startingNow(runs, now); got != 2 {
+		t.Errorf("startingNow = %d, want 2 (a and e)", got)
+	}
+}
