@@ -417,7 +417,12 @@ func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*
 		// an agent restart: a new lease.
 		r.LeaseId = ""
 	}
-	if r.LeaseId == "" || !live {
+	// Renewing a lease that expired with nobody taking it since (a
+	// renewal late on a loaded machine) revives it under the same id:
+	// a new id would strand the controller whenever the reply is lost
+	// (its call timed out after the agent answered), and its next
+	// Execute would be refused as "being applied by" itself.
+	if r.LeaseId == "" {
 		s.lease = newID()
 		s.holder = r.Holder
 		s.ended = make(chan struct{})
