@@ -38,6 +38,19 @@ func eventNode(t *testing.T) (string, *Local) {
 
 // kept observes l through what it keeps and afresh: the two must agree
 // (the digest the controller compares); it returns that digest.
+// watchedNode is eventNode with its agent watching the kernel's events
+// until the test ends.
+func watchedNode(t *testing.T) (string, *Local, context.Context) {
+	t.Helper()
+	ns, l := eventNode(t)
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	if err := l.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return ns, l, ctx
+}
+
 func kept(t *testing.T, l *Local, what string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -65,12 +78,7 @@ func kept(t *testing.T, l *Local, what string) string {
 // a request answered from them sorts none (sorting keyed every route, a
 // string built per route, per request: 6 % of a no-op's agent CPU).
 func TestKeptRoutesSortedOncePerDump(t *testing.T) {
-	_, l := eventNode(t)
-	ctx, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	if err := l.Watch(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, l, ctx := watchedNode(t)
 	kept(t, l, "first")
 	hits := 0
 	for i := 0; hits < 3; i++ {
@@ -197,12 +205,7 @@ func TestWatchedDigestSurvivesOverflow(t *testing.T) {
 // The interfaces a watched agent keeps for the boundary filter's
 // observation follow interfaces added, renamed and deleted by hand.
 func TestWatchedInterfacesFollowLinks(t *testing.T) {
-	ns, l := eventNode(t)
-	ctx, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	if err := l.Watch(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ns, l, ctx := watchedNode(t)
 	same := func(what string) {
 		t.Helper()
 		if _, err := l.ObserveCached(ctx, &nodestate.Node{}); err != nil {
@@ -237,12 +240,7 @@ func TestWatchedInterfacesFollowLinks(t *testing.T) {
 // once for all its eBPF kinds and checks (bpfpin.Hold), not once per
 // kind.
 func TestObservationResolvesPinRootOnce(t *testing.T) {
-	_, l := eventNode(t)
-	ctx, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	if err := l.Watch(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, l, ctx := watchedNode(t)
 	kept(t, l, "first")
 	lookups, _ := bpfpin.HoldStats()
 	if _, err := l.ObserveCached(ctx, &nodestate.Node{}); err != nil {

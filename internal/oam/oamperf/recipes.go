@@ -69,67 +69,48 @@ func route(env *perf.Env, k int) nodestate.Route {
 
 func routeSetup(rate uint32) func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	return func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
-		if env.Do == nil {
-			return nil, fmt.Errorf("the route marker needs the SUT's namespace here: %w", perf.ErrNotSupported)
-		}
-		frame, err := tEncaps().Setup(env, k, p)
-		if err != nil {
-			return nil, err
-		}
-		var m *oam.RouteMarker
-		err = env.Do(func() error {
-			var err error
-			m, err = oam.AttachRouteMarker(route(env, k), rate)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		if env.Cleanup != nil {
-			env.Cleanup(func() error {
-				c, _ := m.Counts()
-				err := env.Do(m.Close)
-				if rate > 0 && c.Seen > 0 && (c.Marked == 0 || c.Marked != (c.Seen+uint64(rate)-1)/uint64(rate)) {
-					err = errors.Join(err, fmt.Errorf("T.Encaps.oam.route: the route marker counted %d packets and marked %d, want 1 in %d", c.Seen, c.Marked, rate))
-				}
-				return err
-			})
-		}
-		return frame, nil
+		attach := func(r nodestate.Route) (*oam.RouteMarker, error) { return oam.AttachRouteMarker(r, rate) }
+		return markerArm(env, k, p, "T.Encaps.oam.route", attach, func(c oam.SampleCounts) bool {
+			return c.Marked != 0 && c.Marked == (c.Seen+uint64(rate)-1)/uint64(rate)
+		}, rate)
 	}
 }
 
 func xmitSetup(rate uint32) func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
 	return func(env *perf.Env, k int, p perf.Params) ([]byte, error) {
-		return xmitArm(env, k, p, rate)
+		// 63: the hop limit the kernel's T.Encaps leaves with (64, less
+		// the forwarding of the outer packet).
+		attach := func(r nodestate.Route) (*oam.RouteMarker, error) {
+			return oam.AttachXmitRoute(r, netip.MustParseAddr(perf.SUTOut6), netip.MustParseAddr(perf.TesterRx6), 63, rate)
+		}
+		return markerArm(env, k, p, "T.Encaps.xmit", attach, func(c oam.SampleCounts) bool { return c.Marked != 0 }, rate)
 	}
 }
 
-func xmitArm(env *perf.Env, k int, p perf.Params, rate uint32) ([]byte, error) {
+// markerArm sets up T.Encaps's arm k with its route made a route marker
+// by attach; at clean-up, with a rate, the marker's counts must pass ok.
+func markerArm(env *perf.Env, k int, p perf.Params, name string, attach func(nodestate.Route) (*oam.RouteMarker, error), ok func(oam.SampleCounts) bool, rate uint32) ([]byte, error) {
 	if env.Do == nil {
-		return nil, fmt.Errorf("T.Encaps.xmit needs the SUT's namespace here: %w", perf.ErrNotSupported)
+		return nil, fmt.Errorf("%s needs the SUT's namespace here: %w", name, perf.ErrNotSupported)
 	}
 	frame, err := tEncaps().Setup(env, k, p)
 	if err != nil {
 		return nil, err
 	}
 	var m *oam.RouteMarker
-	err = env.Do(func() error {
+	if err := env.Do(func() error {
 		var err error
-		// 63: the hop limit the kernel's T.Encaps leaves with (64, less
-		// the forwarding of the outer packet).
-		m, err = oam.AttachXmitRoute(route(env, k), netip.MustParseAddr(perf.SUTOut6), netip.MustParseAddr(perf.TesterRx6), 63, rate)
+		m, err = attach(route(env, k))
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	if env.Cleanup != nil {
 		env.Cleanup(func() error {
 			c, _ := m.Counts()
 			err := env.Do(m.Close)
-			if rate > 0 && c.Seen > 0 && c.Marked == 0 {
-				err = errors.Join(err, fmt.Errorf("T.Encaps.xmit: counted %d packets and marked none", c.Seen))
+			if rate > 0 && c.Seen > 0 && !ok(c) {
+				err = errors.Join(err, fmt.Errorf("%s: the marker counted %d packets and marked %d, want 1 in %d", name, c.Seen, c.Marked, rate))
 			}
 			return err
 		})
