@@ -68,3 +68,55 @@ func TestLeaseRenewedLateKeepsItsID(t *testing.T) {
 		t.Fatalf("late renewal after another controller took the lease: %v, want refused", err)
 	}
 }
+
+// A change under an expired lease's own id, nobody having taken it since,
+// revives it (a 500-node BGP apply's renewals came later than the TTL and
+// its next Execute was refused "no lease held"); the revived lease is held
+// again for its TTL, so another controller is refused meanwhile. Once
+// another controller took it, or it was released, the old id changes
+// nothing.
+func TestLeaseRevivedByItsHoldersChange(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	dir, tc := newPKI(t)
+	e := startWith(t, dir, tc, nil, func(s *Server) { s.now = clk.now })
+	ctx := context.Background()
+	c, _ := e.raw(t)
+	const holder = "pid 15003 (segchain apply) on host vm"
+	l, err := c.AcquireLease(ctx, &pb.AcquireLeaseRequest{Holder: holder, TtlSeconds: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := agent.MarshalOps([]agent.Op{addOp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.add(45 * time.Second) // no renewal came in time
+	if _, err := c.Execute(ctx, &pb.ExecuteRequest{LeaseId: l.LeaseId, OpsJson: ops}); err != nil {
+		t.Fatalf("execute under the expired, untaken lease: %v", err)
+	}
+	h, err := c.Health(ctx, &pb.HealthRequest{})
+	if err != nil || h.LeaseHolder != holder {
+		t.Fatalf("after the revival the lease holder is %q (%v), want %q", h.GetLeaseHolder(), err, holder)
+	}
+	clk.add(10 * time.Second) // within the revived TTL: still held
+	o, _ := e.raw(t)
+	other := &pb.AcquireLeaseRequest{Holder: "pid 2 (segchain apply) on host b", TtlSeconds: 30}
+	if _, err := o.AcquireLease(ctx, other); err == nil || !strings.Contains(err.Error(), "being applied by "+holder) {
+		t.Fatalf("another controller during the revived lease: %v, want refused", err)
+	}
+
+	clk.add(45 * time.Second) // expired again; this time another takes it
+	ol, err := o.AcquireLease(ctx, other)
+	if err != nil {
+		t.Fatalf("another controller after expiry: %v", err)
+	}
+	if _, err := c.Execute(ctx, &pb.ExecuteRequest{LeaseId: l.LeaseId, OpsJson: ops}); err == nil || !strings.Contains(err.Error(), "being applied by pid 2") {
+		t.Fatalf("execute under a lease another controller took: %v, want refused", err)
+	}
+	if _, err := o.ReleaseLease(ctx, &pb.ReleaseLeaseRequest{LeaseId: ol.LeaseId}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Execute(ctx, &pb.ExecuteRequest{LeaseId: ol.LeaseId, OpsJson: ops}); err == nil || !strings.Contains(err.Error(), "no lease held") {
+		t.Fatalf("execute under a released lease: %v, want refused", err)
+	}
+}

@@ -58,6 +58,7 @@ type Server struct {
 	lease  string
 	holder string
 	until  time.Time
+	ttl    time.Duration // the lease's last granted TTL (checkLease's revival)
 	// conn is the peer address of the connection the lease was taken or
 	// last renewed on: when it closes (the controller exited or was
 	// killed) the lease ends at once instead of at its expiry.
@@ -174,11 +175,22 @@ func (s *Server) Observe(ctx context.Context, r *pb.ObserveRequest) (*pb.Observe
 	return &pb.ObserveReply{NodeJson: b, HmacSecrets: rpc.KeySecrets(got.HMACKeys)}, nil
 }
 
-// checkLease verifies that id is the lease held now (renewing nothing).
+// checkLease verifies that id is the lease held now. A change under the
+// lease's own id after it expired with nobody taking it since revives it
+// for its TTL, by the rule a late renewal follows (AcquireLease): on a
+// loaded machine a long apply's renewals can come later than the TTL,
+// and refusing the controller's next change then failed a 500-node apply
+// that no other controller contended.
 func (s *Server) checkLease(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	live := s.lease != "" && s.now().Before(s.until)
+	now := s.now()
+	live := s.lease != "" && now.Before(s.until)
+	if !live && id != "" && id == s.lease {
+		s.until = now.Add(s.ttl)
+		s.log.Info("expired lease revived by its holder's change", "holder", s.holder, "ttl", s.ttl)
+		return nil
+	}
 	switch {
 	case !live:
 		return status.Error(codes.FailedPrecondition, "no lease held: the controller must acquire the node's lease before changing it")
@@ -428,7 +440,7 @@ func (s *Server) AcquireLease(ctx context.Context, r *pb.AcquireLeaseRequest) (*
 		s.ended = make(chan struct{})
 		s.log.Info("lease acquired", "peer", who(ctx), "holder", r.Holder, "ttl", ttl)
 	}
-	s.until = now.Add(ttl)
+	s.until, s.ttl = now.Add(ttl), ttl
 	s.conn = who(ctx)
 	return &pb.AcquireLeaseReply{LeaseId: s.lease, ExpiresUnix: s.until.Unix()}, nil
 }
