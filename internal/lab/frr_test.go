@@ -5,11 +5,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/frr"
+	"github.com/segchain/segchain/internal/testutil"
 )
 
 // redundantLab brings up examples/redundant.yaml's lab (torn down when the
@@ -172,5 +174,32 @@ func TestFRRSyncRouting(t *testing.T) {
 	}
 	if got, err := Get(name); err != nil || len(got.FRR) != 0 {
 		t.Errorf("state after the switch: %+v %v", got, err)
+	}
+}
+
+// An apply that retires no FRR instance leaves the lab's state file as it
+// was: every apply commits its routing change, and rewriting the file was
+// 1 % of a no-op's controller CPU at 250 nodes.
+func TestCommitNothingRetiredKeepsStateFile(t *testing.T) {
+	testutil.RequireRoot(t)
+	l := &Lab{Name: testutil.UniqueName("t-")}
+	if err := l.save(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(statePath(l.Name)) })
+	inode := func() uint64 {
+		t.Helper()
+		fi, err := os.Stat(statePath(l.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Sys().(*syscall.Stat_t).Ino
+	}
+	before := inode()
+	if err := (&RoutingChange{l: l, changed: map[string]frr.Config{}}).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if after := inode(); after != before {
+		t.Errorf("a commit that retired nothing rewrote the lab's state file (inode %d → %d)", before, after)
 	}
 }
