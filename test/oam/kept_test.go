@@ -280,7 +280,9 @@ func chainStream(t *testing.T, e *labenv.Env, port, count, rate int, during func
 	res := testutil.Stream(t, seqstream, e.NS("s"), e.NS("d"), "fc00:4d::d", port, count, rate, during)
 	in1, rb1 := udp()
 	switch {
-	case res.Sent != count:
+	case res.Sent < count, during == nil && res.Sent != count:
+		// With during, count is a minimum (testutil.Stream): a change
+		// slower than the stream, on a loaded machine, gets a longer one.
 		t.Errorf("stream sent %d of %d: %+v", res.Sent, count, res)
 	case res.Lost != 0 && (in1-in0)+(rb1-rb0) < uint64(res.Sent):
 		t.Errorf("stream lost %d, d's UDP saw %d + %d dropped for a full socket buffer of %d sent: %+v", res.Lost, in1-in0, rb1-rb0, res.Sent, res)

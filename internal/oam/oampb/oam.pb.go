@@ -496,7 +496,12 @@ type SampleRequest struct {
 	// rate: mark 1 in rate (0: do not mark, only see).
 	Rate uint32 `protobuf:"varint,3,opt,name=rate,proto3" json:"rate,omitempty"`
 	// duration_ms: at most 600000.
-	DurationMs    uint32 `protobuf:"varint,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	DurationMs uint32 `protobuf:"varint,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// run, when set, names the run for EndSample: the run then goes on
+	// past duration_ms until EndSample ends it (or the stream ends; at most
+	// 600000 ms in all), and its ready message says endable. An agent that
+	// predates run stops after duration_ms.
+	Run           string `protobuf:"bytes,5,opt,name=run,proto3" json:"run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -559,6 +564,101 @@ func (x *SampleRequest) GetDurationMs() uint32 {
 	return 0
 }
 
+func (x *SampleRequest) GetRun() string {
+	if x != nil {
+		return x.Run
+	}
+	return ""
+}
+
+type EndSampleRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Run           string                 `protobuf:"bytes,1,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSampleRequest) Reset() {
+	*x = EndSampleRequest{}
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSampleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSampleRequest) ProtoMessage() {}
+
+func (x *EndSampleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSampleRequest.ProtoReflect.Descriptor instead.
+func (*EndSampleRequest) Descriptor() ([]byte, []int) {
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *EndSampleRequest) GetRun() string {
+	if x != nil {
+		return x.Run
+	}
+	return ""
+}
+
+type EndSampleReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Found         bool                   `protobuf:"varint,1,opt,name=found,proto3" json:"found,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSampleReply) Reset() {
+	*x = EndSampleReply{}
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSampleReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSampleReply) ProtoMessage() {}
+
+func (x *EndSampleReply) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSampleReply.ProtoReflect.Descriptor instead.
+func (*EndSampleReply) Descriptor() ([]byte, []int) {
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *EndSampleReply) GetFound() bool {
+	if x != nil {
+		return x.Found
+	}
+	return false
+}
+
 type SampleEvent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ready bool                   `protobuf:"varint,1,opt,name=ready,proto3" json:"ready,omitempty"`
@@ -577,14 +677,16 @@ type SampleEvent struct {
 	Id []byte `protobuf:"bytes,10,opt,name=id,proto3" json:"id,omitempty"`
 	Sl uint32 `protobuf:"varint,11,opt,name=sl,proto3" json:"sl,omitempty"`
 	// boot_id: as TapEvent's (ready only).
-	BootId        string `protobuf:"bytes,12,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
+	BootId string `protobuf:"bytes,12,opt,name=boot_id,json=bootId,proto3" json:"boot_id,omitempty"`
+	// endable: the run waits for EndSample (ready only; the request set run).
+	Endable       bool `protobuf:"varint,13,opt,name=endable,proto3" json:"endable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SampleEvent) Reset() {
 	*x = SampleEvent{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +698,7 @@ func (x *SampleEvent) String() string {
 func (*SampleEvent) ProtoMessage() {}
 
 func (x *SampleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[8]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +711,7 @@ func (x *SampleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleEvent.ProtoReflect.Descriptor instead.
 func (*SampleEvent) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{8}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SampleEvent) GetReady() bool {
@@ -696,6 +798,13 @@ func (x *SampleEvent) GetBootId() string {
 	return ""
 }
 
+func (x *SampleEvent) GetEndable() bool {
+	if x != nil {
+		return x.Endable
+	}
+	return false
+}
+
 type TapRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// magic is the trace's marker: the first 8 bytes of the probe's
@@ -709,7 +818,7 @@ type TapRequest struct {
 
 func (x *TapRequest) Reset() {
 	*x = TapRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -721,7 +830,7 @@ func (x *TapRequest) String() string {
 func (*TapRequest) ProtoMessage() {}
 
 func (x *TapRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[9]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +843,7 @@ func (x *TapRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TapRequest.ProtoReflect.Descriptor instead.
 func (*TapRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{9}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TapRequest) GetMagic() uint64 {
@@ -786,7 +895,7 @@ type TapEvent struct {
 
 func (x *TapEvent) Reset() {
 	*x = TapEvent{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[10]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +907,7 @@ func (x *TapEvent) String() string {
 func (*TapEvent) ProtoMessage() {}
 
 func (x *TapEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[10]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +920,7 @@ func (x *TapEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TapEvent.ProtoReflect.Descriptor instead.
 func (*TapEvent) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{10}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TapEvent) GetReady() bool {
@@ -916,7 +1025,7 @@ type InjectRequest struct {
 
 func (x *InjectRequest) Reset() {
 	*x = InjectRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[11]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1037,7 @@ func (x *InjectRequest) String() string {
 func (*InjectRequest) ProtoMessage() {}
 
 func (x *InjectRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[11]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1050,7 @@ func (x *InjectRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectRequest.ProtoReflect.Descriptor instead.
 func (*InjectRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{11}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *InjectRequest) GetIface() string {
@@ -966,7 +1075,7 @@ type InjectReply struct {
 
 func (x *InjectReply) Reset() {
 	*x = InjectReply{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[12]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1087,7 @@ func (x *InjectReply) String() string {
 func (*InjectReply) ProtoMessage() {}
 
 func (x *InjectReply) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[12]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1100,7 @@ func (x *InjectReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InjectReply.ProtoReflect.Descriptor instead.
 func (*InjectReply) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{12}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{14}
 }
 
 type StatsRequest struct {
@@ -1002,7 +1111,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[13]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1123,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[13]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1136,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{13}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{15}
 }
 
 type StatsReply struct {
@@ -1040,7 +1149,7 @@ type StatsReply struct {
 
 func (x *StatsReply) Reset() {
 	*x = StatsReply{}
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[14]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1052,7 +1161,7 @@ func (x *StatsReply) String() string {
 func (*StatsReply) ProtoMessage() {}
 
 func (x *StatsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_oam_v1_oam_proto_msgTypes[14]
+	mi := &file_segchain_oam_v1_oam_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1065,7 +1174,7 @@ func (x *StatsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsReply.ProtoReflect.Descriptor instead.
 func (*StatsReply) Descriptor() ([]byte, []int) {
-	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{14}
+	return file_segchain_oam_v1_oam_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StatsReply) GetNode() string {
@@ -1119,13 +1228,18 @@ const file_segchain_oam_v1_oam_proto_rawDesc = "" +
 	"\x05magic\x18\x01 \x01(\x06R\x05magic\"\"\n" +
 	"\n" +
 	"FlushReply\x12\x14\n" +
-	"\x05found\x18\x01 \x01(\bR\x05found\"|\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\"\x8e\x01\n" +
 	"\rSampleRequest\x12\x1b\n" +
 	"\tfirst_sid\x18\x01 \x01(\fR\bfirstSid\x12\x19\n" +
 	"\blast_sid\x18\x02 \x01(\fR\alastSid\x12\x12\n" +
 	"\x04rate\x18\x03 \x01(\rR\x04rate\x12\x1f\n" +
 	"\vduration_ms\x18\x04 \x01(\rR\n" +
-	"durationMs\"\x91\x02\n" +
+	"durationMs\x12\x10\n" +
+	"\x03run\x18\x05 \x01(\tR\x03run\"$\n" +
+	"\x10EndSampleRequest\x12\x10\n" +
+	"\x03run\x18\x01 \x01(\tR\x03run\"&\n" +
+	"\x0eEndSampleReply\x12\x14\n" +
+	"\x05found\x18\x01 \x01(\bR\x05found\"\xab\x02\n" +
 	"\vSampleEvent\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12&\n" +
 	"\x0fclock_offset_ns\x18\x02 \x01(\x03R\rclockOffsetNs\x12\x12\n" +
@@ -1139,7 +1253,8 @@ const file_segchain_oam_v1_oam_proto_rawDesc = "" +
 	"\x02id\x18\n" +
 	" \x01(\fR\x02id\x12\x0e\n" +
 	"\x02sl\x18\v \x01(\rR\x02sl\x12\x17\n" +
-	"\aboot_id\x18\f \x01(\tR\x06bootId\"9\n" +
+	"\aboot_id\x18\f \x01(\tR\x06bootId\x12\x18\n" +
+	"\aendable\x18\r \x01(\bR\aendable\"9\n" +
 	"\n" +
 	"TapRequest\x12\x14\n" +
 	"\x05magic\x18\x01 \x01(\x06R\x05magic\x12\x15\n" +
@@ -1170,12 +1285,13 @@ const file_segchain_oam_v1_oam_proto_rawDesc = "" +
 	"\bcounters\x18\x02 \x03(\v2).segchain.oam.v1.StatsReply.CountersEntryR\bcounters\x1a;\n" +
 	"\rCountersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x012\xf5\x03\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x012\xc6\x04\n" +
 	"\x03OAM\x12?\n" +
 	"\x03Tap\x12\x1b.segchain.oam.v1.TapRequest\x1a\x19.segchain.oam.v1.TapEvent0\x01\x12F\n" +
 	"\x06Inject\x12\x1e.segchain.oam.v1.InjectRequest\x1a\x1c.segchain.oam.v1.InjectReply\x12C\n" +
 	"\x05Stats\x12\x1d.segchain.oam.v1.StatsRequest\x1a\x1b.segchain.oam.v1.StatsReply\x12H\n" +
-	"\x06Sample\x12\x1e.segchain.oam.v1.SampleRequest\x1a\x1c.segchain.oam.v1.SampleEvent0\x01\x12C\n" +
+	"\x06Sample\x12\x1e.segchain.oam.v1.SampleRequest\x1a\x1c.segchain.oam.v1.SampleEvent0\x01\x12O\n" +
+	"\tEndSample\x12!.segchain.oam.v1.EndSampleRequest\x1a\x1f.segchain.oam.v1.EndSampleReply\x12C\n" +
 	"\x05Flush\x12\x1d.segchain.oam.v1.FlushRequest\x1a\x1b.segchain.oam.v1.FlushReply\x12@\n" +
 	"\x04Keep\x12\x1c.segchain.oam.v1.KeepRequest\x1a\x1a.segchain.oam.v1.KeepReply\x12O\n" +
 	"\tSightings\x12!.segchain.oam.v1.SightingsRequest\x1a\x1f.segchain.oam.v1.SightingsReplyB1Z/github.com/segchain/segchain/internal/oam/oampbb\x06proto3"
@@ -1192,7 +1308,7 @@ func file_segchain_oam_v1_oam_proto_rawDescGZIP() []byte {
 	return file_segchain_oam_v1_oam_proto_rawDescData
 }
 
-var file_segchain_oam_v1_oam_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_segchain_oam_v1_oam_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_segchain_oam_v1_oam_proto_goTypes = []any{
 	(*KeptSample)(nil),       // 0: segchain.oam.v1.KeptSample
 	(*KeepRequest)(nil),      // 1: segchain.oam.v1.KeepRequest
@@ -1202,35 +1318,39 @@ var file_segchain_oam_v1_oam_proto_goTypes = []any{
 	(*FlushRequest)(nil),     // 5: segchain.oam.v1.FlushRequest
 	(*FlushReply)(nil),       // 6: segchain.oam.v1.FlushReply
 	(*SampleRequest)(nil),    // 7: segchain.oam.v1.SampleRequest
-	(*SampleEvent)(nil),      // 8: segchain.oam.v1.SampleEvent
-	(*TapRequest)(nil),       // 9: segchain.oam.v1.TapRequest
-	(*TapEvent)(nil),         // 10: segchain.oam.v1.TapEvent
-	(*InjectRequest)(nil),    // 11: segchain.oam.v1.InjectRequest
-	(*InjectReply)(nil),      // 12: segchain.oam.v1.InjectReply
-	(*StatsRequest)(nil),     // 13: segchain.oam.v1.StatsRequest
-	(*StatsReply)(nil),       // 14: segchain.oam.v1.StatsReply
-	nil,                      // 15: segchain.oam.v1.StatsReply.CountersEntry
+	(*EndSampleRequest)(nil), // 8: segchain.oam.v1.EndSampleRequest
+	(*EndSampleReply)(nil),   // 9: segchain.oam.v1.EndSampleReply
+	(*SampleEvent)(nil),      // 10: segchain.oam.v1.SampleEvent
+	(*TapRequest)(nil),       // 11: segchain.oam.v1.TapRequest
+	(*TapEvent)(nil),         // 12: segchain.oam.v1.TapEvent
+	(*InjectRequest)(nil),    // 13: segchain.oam.v1.InjectRequest
+	(*InjectReply)(nil),      // 14: segchain.oam.v1.InjectReply
+	(*StatsRequest)(nil),     // 15: segchain.oam.v1.StatsRequest
+	(*StatsReply)(nil),       // 16: segchain.oam.v1.StatsReply
+	nil,                      // 17: segchain.oam.v1.StatsReply.CountersEntry
 }
 var file_segchain_oam_v1_oam_proto_depIdxs = []int32{
 	0,  // 0: segchain.oam.v1.KeepRequest.samples:type_name -> segchain.oam.v1.KeptSample
-	8,  // 1: segchain.oam.v1.SightingsReply.events:type_name -> segchain.oam.v1.SampleEvent
-	15, // 2: segchain.oam.v1.StatsReply.counters:type_name -> segchain.oam.v1.StatsReply.CountersEntry
-	9,  // 3: segchain.oam.v1.OAM.Tap:input_type -> segchain.oam.v1.TapRequest
-	11, // 4: segchain.oam.v1.OAM.Inject:input_type -> segchain.oam.v1.InjectRequest
-	13, // 5: segchain.oam.v1.OAM.Stats:input_type -> segchain.oam.v1.StatsRequest
+	10, // 1: segchain.oam.v1.SightingsReply.events:type_name -> segchain.oam.v1.SampleEvent
+	17, // 2: segchain.oam.v1.StatsReply.counters:type_name -> segchain.oam.v1.StatsReply.CountersEntry
+	11, // 3: segchain.oam.v1.OAM.Tap:input_type -> segchain.oam.v1.TapRequest
+	13, // 4: segchain.oam.v1.OAM.Inject:input_type -> segchain.oam.v1.InjectRequest
+	15, // 5: segchain.oam.v1.OAM.Stats:input_type -> segchain.oam.v1.StatsRequest
 	7,  // 6: segchain.oam.v1.OAM.Sample:input_type -> segchain.oam.v1.SampleRequest
-	5,  // 7: segchain.oam.v1.OAM.Flush:input_type -> segchain.oam.v1.FlushRequest
-	1,  // 8: segchain.oam.v1.OAM.Keep:input_type -> segchain.oam.v1.KeepRequest
-	3,  // 9: segchain.oam.v1.OAM.Sightings:input_type -> segchain.oam.v1.SightingsRequest
-	10, // 10: segchain.oam.v1.OAM.Tap:output_type -> segchain.oam.v1.TapEvent
-	12, // 11: segchain.oam.v1.OAM.Inject:output_type -> segchain.oam.v1.InjectReply
-	14, // 12: segchain.oam.v1.OAM.Stats:output_type -> segchain.oam.v1.StatsReply
-	8,  // 13: segchain.oam.v1.OAM.Sample:output_type -> segchain.oam.v1.SampleEvent
-	6,  // 14: segchain.oam.v1.OAM.Flush:output_type -> segchain.oam.v1.FlushReply
-	2,  // 15: segchain.oam.v1.OAM.Keep:output_type -> segchain.oam.v1.KeepReply
-	4,  // 16: segchain.oam.v1.OAM.Sightings:output_type -> segchain.oam.v1.SightingsReply
-	10, // [10:17] is the sub-list for method output_type
-	3,  // [3:10] is the sub-list for method input_type
+	8,  // 7: segchain.oam.v1.OAM.EndSample:input_type -> segchain.oam.v1.EndSampleRequest
+	5,  // 8: segchain.oam.v1.OAM.Flush:input_type -> segchain.oam.v1.FlushRequest
+	1,  // 9: segchain.oam.v1.OAM.Keep:input_type -> segchain.oam.v1.KeepRequest
+	3,  // 10: segchain.oam.v1.OAM.Sightings:input_type -> segchain.oam.v1.SightingsRequest
+	12, // 11: segchain.oam.v1.OAM.Tap:output_type -> segchain.oam.v1.TapEvent
+	14, // 12: segchain.oam.v1.OAM.Inject:output_type -> segchain.oam.v1.InjectReply
+	16, // 13: segchain.oam.v1.OAM.Stats:output_type -> segchain.oam.v1.StatsReply
+	10, // 14: segchain.oam.v1.OAM.Sample:output_type -> segchain.oam.v1.SampleEvent
+	9,  // 15: segchain.oam.v1.OAM.EndSample:output_type -> segchain.oam.v1.EndSampleReply
+	6,  // 16: segchain.oam.v1.OAM.Flush:output_type -> segchain.oam.v1.FlushReply
+	2,  // 17: segchain.oam.v1.OAM.Keep:output_type -> segchain.oam.v1.KeepReply
+	4,  // 18: segchain.oam.v1.OAM.Sightings:output_type -> segchain.oam.v1.SightingsReply
+	11, // [11:19] is the sub-list for method output_type
+	3,  // [3:11] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -1247,7 +1367,7 @@ func file_segchain_oam_v1_oam_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_segchain_oam_v1_oam_proto_rawDesc), len(file_segchain_oam_v1_oam_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,7 @@ const (
 	OAM_Inject_FullMethodName    = "/segchain.oam.v1.OAM/Inject"
 	OAM_Stats_FullMethodName     = "/segchain.oam.v1.OAM/Stats"
 	OAM_Sample_FullMethodName    = "/segchain.oam.v1.OAM/Sample"
+	OAM_EndSample_FullMethodName = "/segchain.oam.v1.OAM/EndSample"
 	OAM_Flush_FullMethodName     = "/segchain.oam.v1.OAM/Flush"
 	OAM_Keep_FullMethodName      = "/segchain.oam.v1.OAM/Keep"
 	OAM_Sightings_FullMethodName = "/segchain.oam.v1.OAM/Sightings"
@@ -67,6 +68,12 @@ type OAMClient interface {
 	// one per sighting or mark, one with done set and the marker's counts
 	// last. The programs go when the run (or the stream) ends.
 	Sample(ctx context.Context, in *SampleRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SampleEvent], error)
+	// EndSample ends the node's Sample run named run (its request set run):
+	// the run stops as at the end of its duration, sends what it saw and
+	// done. The controller ends the segment nodes' runs once the headend's
+	// marking has ended, however late the headend started (a loaded
+	// machine). found is false when no such run goes on.
+	EndSample(ctx context.Context, in *EndSampleRequest, opts ...grpc.CallOption) (*EndSampleReply, error)
 	// Flush ends the node's Tap stream of magic once it has sent every
 	// sighting already made: the tap's ring buffer is read to its end, the
 	// stream then ends (OK). A trace calls it when its probe has reached the
@@ -154,6 +161,16 @@ func (c *oAMClient) Sample(ctx context.Context, in *SampleRequest, opts ...grpc.
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type OAM_SampleClient = grpc.ServerStreamingClient[SampleEvent]
 
+func (c *oAMClient) EndSample(ctx context.Context, in *EndSampleRequest, opts ...grpc.CallOption) (*EndSampleReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EndSampleReply)
+	err := c.cc.Invoke(ctx, OAM_EndSample_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *oAMClient) Flush(ctx context.Context, in *FlushRequest, opts ...grpc.CallOption) (*FlushReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(FlushReply)
@@ -210,6 +227,12 @@ type OAMServer interface {
 	// one per sighting or mark, one with done set and the marker's counts
 	// last. The programs go when the run (or the stream) ends.
 	Sample(*SampleRequest, grpc.ServerStreamingServer[SampleEvent]) error
+	// EndSample ends the node's Sample run named run (its request set run):
+	// the run stops as at the end of its duration, sends what it saw and
+	// done. The controller ends the segment nodes' runs once the headend's
+	// marking has ended, however late the headend started (a loaded
+	// machine). found is false when no such run goes on.
+	EndSample(context.Context, *EndSampleRequest) (*EndSampleReply, error)
 	// Flush ends the node's Tap stream of magic once it has sent every
 	// sighting already made: the tap's ring buffer is read to its end, the
 	// stream then ends (OK). A trace calls it when its probe has reached the
@@ -250,6 +273,9 @@ func (UnimplementedOAMServer) Stats(context.Context, *StatsRequest) (*StatsReply
 }
 func (UnimplementedOAMServer) Sample(*SampleRequest, grpc.ServerStreamingServer[SampleEvent]) error {
 	return status.Errorf(codes.Unimplemented, "method Sample not implemented")
+}
+func (UnimplementedOAMServer) EndSample(context.Context, *EndSampleRequest) (*EndSampleReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method EndSample not implemented")
 }
 func (UnimplementedOAMServer) Flush(context.Context, *FlushRequest) (*FlushReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Flush not implemented")
@@ -339,6 +365,24 @@ func _OAM_Sample_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type OAM_SampleServer = grpc.ServerStreamingServer[SampleEvent]
 
+func _OAM_EndSample_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EndSampleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OAMServer).EndSample(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OAM_EndSample_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OAMServer).EndSample(ctx, req.(*EndSampleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _OAM_Flush_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(FlushRequest)
 	if err := dec(in); err != nil {
@@ -407,6 +451,10 @@ var OAM_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Stats",
 			Handler:    _OAM_Stats_Handler,
+		},
+		{
+			MethodName: "EndSample",
+			Handler:    _OAM_EndSample_Handler,
 		},
 		{
 			MethodName: "Flush",

@@ -2,6 +2,8 @@ package oamsvc
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -280,8 +282,24 @@ func (t *remoteTap) Close() error {
 	return nil
 }
 
-// Sample implements oam.Remote: the other nodes' runs start first (and
-// last a second longer), the headend's marking once they all see.
+// sampleEndGrace is how long the segment nodes' runs go on after the
+// headend's marking ended (which itself waited 100 ms for its last marked
+// packets): the packets still between hops.
+const sampleEndGrace = 300 * time.Millisecond
+
+// newRunID names a sampling run for EndSample.
+func newRunID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Sample implements oam.Remote: the other nodes' runs start first, the
+// headend's marking once they all see, and the others' runs end once the
+// headend's has (EndSample): a headend that started late, on a loaded
+// machine, no longer marks after the segments stopped seeing (a run under
+// load reported 29 of 122 marked packets incomplete so). An agent that
+// predates EndSample runs a second longer than the headend's duration.
 func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oam.ChainKey, rate uint32, dur time.Duration, started func(), tl *oam.Timeline) ([]oam.SampleEvent, oam.SampleCounts, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -290,20 +308,30 @@ func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oa
 		counts oam.SampleCounts
 		err    error
 	}
+	runID := newRunID()
 	results := make(chan result, len(nodes))
-	run := func(n string, rate uint32, d time.Duration, ready chan<- error) {
+	var endMu sync.Mutex
+	endable := map[string]context.CancelFunc{} // the other nodes whose runs wait for EndSample
+	run := func(n string, rate uint32, d time.Duration, name string, ready chan<- error, results chan<- result) {
 		cl, ok := c.conns[n]
 		if !ok {
 			ready <- fmt.Errorf("node %s has no agent", n)
 			return
 		}
-		st, err := cl.Sample(sctx, &pb.SampleRequest{FirstSid: key.First[:], LastSid: key.Last[:], Rate: rate, DurationMs: uint32(d.Milliseconds())})
+		nctx, ncancel := context.WithCancel(sctx)
+		defer ncancel()
+		st, err := cl.Sample(nctx, &pb.SampleRequest{FirstSid: key.First[:], LastSid: key.Last[:], Rate: rate, DurationMs: uint32(d.Milliseconds()), Run: name})
 		if err == nil {
 			var first *pb.SampleEvent
 			if first, err = st.Recv(); err == nil && !first.GetReady() {
 				err = errors.New("the stream did not start with ready")
 			}
 			if err == nil {
+				if first.GetEndable() {
+					endMu.Lock()
+					endable[n] = ncancel
+					endMu.Unlock()
+				}
 				ready <- nil
 				off := tl.Offset(first.GetBootId(), time.Duration(first.GetClockOffsetNs()))
 				var r result
@@ -340,24 +368,37 @@ func (c *Client) Sample(ctx context.Context, nodes []string, head string, key oa
 	for _, n := range nodes {
 		if n != head {
 			others++
-			go run(n, 0, dur+time.Second, ready)
+			go run(n, 0, dur+time.Second, runID, ready, results)
 		}
 	}
 	if err := wait(ready, others); err != nil {
 		return nil, oam.SampleCounts{}, err
 	}
-	hready := make(chan error, 1)
-	go run(head, rate, dur, hready)
+	hready, hresult := make(chan error, 1), make(chan result, 1)
+	go run(head, rate, dur, "", hready, hresult)
 	if err := wait(hready, 1); err != nil {
 		return nil, oam.SampleCounts{}, err
 	}
 	if started != nil {
 		started()
 	}
-	var evs []oam.SampleEvent
-	var counts oam.SampleCounts
-	var errs []error
-	for i := 0; i < others+1; i++ {
+	hr := <-hresult
+	select {
+	case <-time.After(sampleEndGrace):
+	case <-ctx.Done():
+	}
+	endMu.Lock()
+	for n, ncancel := range endable {
+		// A run not ended so would go on to MaxSample: its stream is
+		// ended instead, and the node's result is that error.
+		if _, err := c.conns[n].EndSample(ctx, &pb.EndSampleRequest{Run: runID}); err != nil {
+			ncancel()
+		}
+	}
+	endMu.Unlock()
+	evs, counts := hr.evs, hr.counts
+	errs := []error{hr.err}
+	for i := 0; i < others; i++ {
 		r := <-results
 		evs = append(evs, r.evs...)
 		counts.Seen += r.counts.Seen

@@ -38,7 +38,8 @@ type Server struct {
 
 	mu   sync.Mutex
 	taps int
-	live map[uint64]*oam.RxTap // the running taps by magic (Flush)
+	live map[uint64]*oam.RxTap    // the running taps by magic (Flush)
+	runs map[string]chan struct{} // the endable Sample runs by name (EndSample)
 
 	keep *oam.Keeper // what apply keeps running (keep.go)
 	// keeps counts the Keep calls served (tests).
@@ -198,6 +199,18 @@ func (s *Server) Stats(context.Context, *pb.StatsRequest) (*pb.StatsReply, error
 	return &pb.StatsReply{Node: s.node, Counters: m}, nil
 }
 
+// EndSample implements pb.OAMServer.
+func (s *Server) EndSample(_ context.Context, req *pb.EndSampleRequest) (*pb.EndSampleReply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ended, ok := s.runs[req.GetRun()]
+	if ok {
+		close(ended)
+		delete(s.runs, req.GetRun())
+	}
+	return &pb.EndSampleReply{Found: ok}, nil
+}
+
 // MaxSample bounds a sampling run on a node.
 const MaxSample = 10 * time.Minute
 
@@ -219,6 +232,32 @@ func (s *Server) Sample(req *pb.SampleRequest, st pb.OAM_SampleServer) error {
 	s.mu.Unlock()
 	defer func() { s.mu.Lock(); s.taps--; s.mu.Unlock() }()
 
+	// A named run goes on until EndSample (at most MaxSample): the
+	// controller ends a segment node's run after the headend's marking
+	// ended, however late the headend started.
+	var ended chan struct{}
+	if run := req.GetRun(); run != "" {
+		ended = make(chan struct{})
+		s.mu.Lock()
+		if _, dup := s.runs[run]; dup {
+			s.mu.Unlock()
+			return status.Errorf(codes.AlreadyExists, "node %s: sample run %q goes on already", s.node, run)
+		}
+		if s.runs == nil {
+			s.runs = map[string]chan struct{}{}
+		}
+		s.runs[run] = ended
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			if s.runs[run] == ended {
+				delete(s.runs, run)
+			}
+			s.mu.Unlock()
+		}()
+		d = MaxSample
+	}
+
 	var key oam.ChainKey
 	copy(key.First[:], req.GetFirstSid())
 	copy(key.Last[:], req.GetLastSid())
@@ -226,12 +265,15 @@ func (s *Server) Sample(req *pb.SampleRequest, st pb.OAM_SampleServer) error {
 	if err != nil {
 		return status.Errorf(codes.Internal, "node %s: %v", s.node, err)
 	}
-	if err := st.Send(&pb.SampleEvent{Ready: true, ClockOffsetNs: int64(oam.ClockOffset()), BootId: oam.BootID()}); err != nil {
+	if err := st.Send(&pb.SampleEvent{Ready: true, ClockOffsetNs: int64(oam.ClockOffset()), BootId: oam.BootID(), Endable: ended != nil}); err != nil {
 		sm.Stop()
 		return err
 	}
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case <-time.After(d):
+	case <-t.C:
+	case <-ended: // nil (never) for an unnamed run
 	case <-st.Context().Done():
 	}
 	evs, counts, err := sm.Stop()
