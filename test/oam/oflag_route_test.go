@@ -8,10 +8,10 @@ import (
 
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/lab"
-	"github.com/segchain/segchain/internal/testutil/labenv"
 	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 // setupOF is setup with this file's namespace prefix.
