@@ -237,6 +237,12 @@ func printSample(w io.Writer, r *oam.SampleReport) {
 		fmt.Fprintf(w, ", %d not marked (HMAC)", r.HMAC)
 	}
 	fmt.Fprintln(w)
+	switch {
+	case r.Marker == oam.MarkerBoundary:
+		fmt.Fprintln(w, "marked by the headend's boundary filter (on the way in), O-flagged by the chain's route")
+	case r.Marker == oam.MarkerTCX && r.MarkerNote != "":
+		fmt.Fprintf(w, "marked by the TCX egress marker: %s\n", r.MarkerNote)
+	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tHOP\tNODE\tSID\tBEHAVIOR\tSERVICE\tPACKETS\tSTEP p50 µs\tp99\tmax\tAT p50 µs\tp99")
 	q := func(v *oam.Quantiles) (string, string, string) {

@@ -166,3 +166,35 @@ func (h *Handle) Rules() ([]nodestate.Rule, error) {
 	}
 	return out, nil
 }
+
+// AddMarkRule adds r narrowed to packets whose mark is mark (fwmark
+// mark/0xffffffff), stamped with protocol r.Protocol(): the rule of a
+// table a tc program steers to by skb->mark (O-flag sampling).
+func (h *Handle) AddMarkRule(r nodestate.Rule, mark uint32) error {
+	nr, err := h.toNetlinkRule(r)
+	if err == nil {
+		nr.Mark = mark
+		m := ^uint32(0)
+		nr.Mask = &m
+		err = h.nh.RuleAdd(nr)
+	}
+	if err != nil {
+		return fmt.Errorf("add rule %q fwmark %#x in netns %q: %w", r, mark, h.netns, err)
+	}
+	return nil
+}
+
+// DeleteMarkRule removes the rule AddMarkRule added.
+func (h *Handle) DeleteMarkRule(r nodestate.Rule, mark uint32) error {
+	nr, err := h.toNetlinkRule(r)
+	if err == nil {
+		nr.Mark = mark
+		m := ^uint32(0)
+		nr.Mask = &m
+		err = h.nh.RuleDel(nr)
+	}
+	if err != nil {
+		return fmt.Errorf("delete rule %q fwmark %#x in netns %q: %w", r, mark, h.netns, err)
+	}
+	return nil
+}

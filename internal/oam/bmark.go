@@ -1,0 +1,398 @@
+package oam
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/dataplane"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// Marking in the boundary filter (docs/oam.md "O-flag sampling"): the
+// headend's boundary_in gives 1 in Rate of the chain's packets a mark; a
+// rule "<the chain's selectors> fwmark M lookup M", one priority before
+// the chain's own, sends them to table M, a copy of the chain's table
+// whose route puts the O-flag in the SRH. The kernel encapsulates (and
+// signs) the marked packet as any other: no program on the way out, and
+// an HMAC chain can be sampled.
+
+// ProtoSample stamps the O-flagged tables' routes and rules: neither the
+// domain's (nodestate.Proto) nor another kind's, so apply's observation
+// never takes them for drift; their sampler owns them.
+const ProtoSample = 0xcd // 205
+
+// sampleMarkBase is the top byte of the marks (and table numbers) of
+// O-flagged tables: mark = base | slot<<16 | the chain's table.
+const sampleMarkBase = 0x2a000000
+
+func sampleMark(slot uint32, table int) uint32 {
+	return sampleMarkBase | slot<<16 | uint32(table)&0xffff
+}
+
+// errFallback wraps why a headend samples with the TCX marker instead.
+var errFallback = errors.New("boundary marking unavailable")
+
+// bnode is one namespace's boundary sampling, shared by the samplers of
+// this process (an agent keeps several chains): one reader of the ring
+// buffer, the selectors read, changed and written under bmu.
+type bnode struct {
+	samp *boundary.Sampling
+	ifs  []int
+	rd   *ringbuf.Reader
+	mu   sync.Mutex // subs, between the reader and the samplers (bmu may be held)
+	subs map[uint32]func(boundary.SampleEvent)
+	refs int
+	done chan struct{}
+}
+
+var (
+	bmu    sync.Mutex
+	bnodes = map[string]*bnode{}
+)
+
+// boundaryMarker is one chain's marking in a headend's boundary filter.
+type boundaryMarker struct {
+	ns     string
+	slot   uint32
+	routes []nodestate.Route // the O-flagged copies
+	rules  []nodestate.Rule  // narrowed by marks[i]
+	marks  []uint32
+	last   SampleCounts
+	closed bool
+}
+
+// routeKey is the ChainKey of a headend route's SRH and whether its
+// mode can be marked at ingress (L2 modes: the frame, not an IP packet,
+// is what the filter would match).
+func routeKey(e *nodestate.Seg6Encap) (k ChainKey, ok bool) {
+	segs := e.Segs
+	switch e.Mode {
+	case "encap.red":
+		if len(segs) < 2 {
+			return k, false
+		}
+		segs = segs[1:]
+	case "encap", "inline":
+	default:
+		return k, false
+	}
+	if len(segs) == 0 {
+		return k, false
+	}
+	k.First = segs[0].As16()
+	if e.Mode != "inline" {
+		k.Last = segs[len(segs)-1].As16()
+	}
+	return k, true
+}
+
+// startBoundaryMarker marks 1 in rate of the packets of the chain whose
+// headend routes in ns have key (their tables' rules are the chain's
+// selectors), reporting each marked packet to onMark. An error wrapping
+// errFallback: the TCX marker is the way (no boundary filter that marks
+// on this node, an L2 chain, too many selectors).
+func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(boundary.SampleEvent)) (*boundaryMarker, error) {
+	h, err := dataplane.Open(ns)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	routes, err := h.Routes()
+	if err != nil {
+		return nil, err
+	}
+	tables := map[int]uint32{} // chain table → id offset
+	for _, r := range routes {
+		if r.Seg6 == nil {
+			continue
+		}
+		k, ok := routeKey(r.Seg6)
+		if k != key {
+			continue
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %s is an L2 encapsulation", errFallback, r)
+		}
+		tables[r.Table] = 0
+		if r.Seg6.Mode == "inline" {
+			tables[r.Table] = 40 // H.Insert: the taps report the bytes after the SRH, the transport header
+		}
+	}
+	if len(tables) == 0 {
+		return nil, fmt.Errorf("%w: no headend route with the chain's SRH", errFallback)
+	}
+	rules, err := h.Rules()
+	if err != nil {
+		return nil, err
+	}
+	var mine []nodestate.Rule
+	for _, r := range rules {
+		if _, ok := tables[r.Table]; ok && r.Table != 0 {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		return nil, fmt.Errorf("%w: no rule selects the chain", errFallback)
+	}
+
+	bmu.Lock()
+	defer bmu.Unlock()
+	bn := bnodes[ns]
+	if bn == nil {
+		samp, ifs, err := boundary.OpenSampling(ns)
+		if err != nil {
+			if errors.Is(err, boundary.ErrNoSampling) {
+				return nil, fmt.Errorf("%w: %w", errFallback, err)
+			}
+			return nil, err
+		}
+		bn = &bnode{samp: samp, ifs: ifs, subs: map[uint32]func(boundary.SampleEvent){}, done: make(chan struct{})}
+		if bn.rd, err = ringbuf.NewReader(samp.Events()); err != nil {
+			samp.Close()
+			return nil, fmt.Errorf("boundary sampling ring buffer: %w", err)
+		}
+		go bn.read()
+		bnodes[ns] = bn
+	}
+	bn.refs++
+	m := &boundaryMarker{ns: ns}
+	ok := false
+	defer func() {
+		if !ok {
+			bn.release(ns)
+		}
+	}()
+	cur, err := bn.samp.Get()
+	if err != nil {
+		return nil, err
+	}
+	used := map[uint32]bool{}
+	for _, c := range cur {
+		used[c.Slot] = true
+	}
+	bn.mu.Lock()
+	for s := range bn.subs {
+		used[s] = true
+	}
+	bn.mu.Unlock()
+	m.slot = boundary.MaxSampleSels
+	for s := uint32(0); s < boundary.MaxSampleSels; s++ {
+		if !used[s] {
+			m.slot = s
+			break
+		}
+	}
+	if m.slot == boundary.MaxSampleSels || len(cur)+len(mine) > boundary.MaxSampleSels {
+		return nil, fmt.Errorf("%w: the boundary filter samples %d selectors already (at most %d)", errFallback, len(cur), boundary.MaxSampleSels)
+	}
+	sels := cur
+	for _, r := range mine {
+		c := boundary.SampleSel{Family: r.Family, Src: r.Src, Dst: r.Dst, Proto: r.IPProto,
+			Sport: ports(r.Sport), Dport: ports(r.Dport), Slot: m.slot, Rate: rate,
+			Mark: sampleMark(m.slot, r.Table), IDOff: tables[r.Table], Prio: uint32(r.Priority)}
+		if r.Iif != "" {
+			ix, err := ifindex(ns, r.Iif)
+			if err != nil {
+				return nil, err
+			}
+			if !contains(bn.ifs, ix) {
+				return nil, fmt.Errorf("%w: no boundary filter on %s, the chain's iif", errFallback, r.Iif)
+			}
+			c.Ifindex = ix
+		}
+		sels = append(sels, c)
+	}
+	sort.SliceStable(sels, func(i, j int) bool { return sels[i].Prio < sels[j].Prio })
+
+	// The O-flagged tables first, then their rules, then the mark: a
+	// marked packet always finds its table.
+	for _, r := range routes {
+		if _, ok := tables[r.Table]; !ok {
+			continue
+		}
+		o := r
+		o.Table = int(sampleMark(m.slot, r.Table))
+		o.Proto, o.Owner = 0, ""
+		if r.Seg6 != nil {
+			e := *r.Seg6
+			e.OFlag = true
+			o.Seg6 = &e
+		}
+		if err := h.ReplaceRouteAs(o, ProtoSample); err != nil {
+			m.undo(h)
+			return nil, err
+		}
+		m.routes = append(m.routes, o)
+	}
+	for _, r := range mine {
+		o := r
+		o.Priority--
+		o.Table = int(sampleMark(m.slot, r.Table))
+		o.Proto = ProtoSample
+		mark := sampleMark(m.slot, r.Table)
+		_ = h.DeleteMarkRule(o, mark) // one left by a sampler that died
+		if err := h.AddMarkRule(o, mark); err != nil {
+			m.undo(h)
+			return nil, err
+		}
+		m.rules = append(m.rules, o)
+		m.marks = append(m.marks, mark)
+	}
+	bn.mu.Lock()
+	bn.subs[m.slot] = onMark
+	bn.mu.Unlock()
+	if err := bn.samp.Set(sels); err != nil {
+		bn.mu.Lock()
+		delete(bn.subs, m.slot)
+		bn.mu.Unlock()
+		m.undo(h)
+		return nil, err
+	}
+	ok = true
+	return m, nil
+}
+
+func ports(p nodestate.PortRange) [2]uint16 {
+	if p.IsZero() {
+		return [2]uint16{}
+	}
+	to := p.To
+	if to == 0 {
+		to = p.From
+	}
+	return [2]uint16{p.From, to}
+}
+
+func contains(l []int, x int) bool {
+	for _, v := range l {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func ifindex(ns, name string) (ix int, err error) {
+	err = nsutil.Do(ns, func() error {
+		i, err := net.InterfaceByName(name)
+		if err == nil {
+			ix = i.Index
+		}
+		return err
+	})
+	return ix, err
+}
+
+// undo removes the rules and routes m added.
+func (m *boundaryMarker) undo(h *dataplane.Handle) error {
+	var errs []error
+	for i, r := range m.rules {
+		errs = append(errs, h.DeleteMarkRule(r, m.marks[i]))
+	}
+	for _, r := range m.routes {
+		errs = append(errs, h.DeleteRouteAs(r, ProtoSample))
+	}
+	m.rules, m.marks, m.routes = nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// Counts are the packets of the chain the filter counted and marked
+// (after close: the last read).
+func (m *boundaryMarker) Counts() (SampleCounts, error) {
+	bmu.Lock()
+	defer bmu.Unlock()
+	if m.closed {
+		return m.last, nil
+	}
+	bn := bnodes[m.ns]
+	if bn == nil {
+		return m.last, nil
+	}
+	seen, marked, err := bn.samp.Counts(m.slot)
+	if err != nil {
+		return SampleCounts{}, err
+	}
+	m.last = SampleCounts{Seen: seen, Marked: marked}
+	return m.last, nil
+}
+
+// Close stops marking: the selectors out of the filter first, then the
+// rules and the tables.
+func (m *boundaryMarker) Close() error {
+	if _, err := m.Counts(); err != nil {
+		return err
+	}
+	bmu.Lock()
+	defer bmu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	var errs []error
+	if bn := bnodes[m.ns]; bn != nil {
+		if cur, err := bn.samp.Get(); err == nil {
+			var keep []boundary.SampleSel
+			for _, c := range cur {
+				if c.Slot != m.slot {
+					keep = append(keep, c)
+				}
+			}
+			errs = append(errs, bn.samp.Set(keep))
+		} else {
+			errs = append(errs, err)
+		}
+		bn.mu.Lock()
+		delete(bn.subs, m.slot)
+		bn.mu.Unlock()
+		defer bn.release(m.ns)
+	}
+	h, err := dataplane.Open(m.ns)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	defer h.Close()
+	return errors.Join(append(errs, m.undo(h))...)
+}
+
+// release drops a reference to bn (bmu held); the last closes it.
+func (bn *bnode) release(ns string) {
+	if bn.refs--; bn.refs > 0 {
+		return
+	}
+	delete(bnodes, ns)
+	_ = bn.rd.Flush()
+	bn.rd.Close()
+	<-bn.done
+	bn.samp.Close()
+}
+
+// read hands each marked packet to its slot's sampler.
+func (bn *bnode) read() {
+	defer close(bn.done)
+	for {
+		rec, err := bn.rd.Read()
+		if err != nil {
+			if errors.Is(err, ringbuf.ErrFlushed) {
+				continue
+			}
+			return
+		}
+		ev, ok := boundary.DecodeEvent(rec.RawSample)
+		if !ok {
+			continue
+		}
+		bn.mu.Lock()
+		f := bn.subs[ev.Slot]
+		bn.mu.Unlock()
+		if f != nil {
+			f(ev)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package oam_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/oam"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// The HMAC chain sampled 1:100 in the boundary filter: the kernel
+// encapsulates the marked packets with the O-flagged copy of the route
+// and signs them, so exactly 20 of 2000 arrive at nfv1 (which requires a
+// valid HMAC) with flags 0x28 (tshark), the other 1980 with 0x08, every
+// segment sees the 20, and nothing is lost.
+func TestSampleHMAC(t *testing.T) {
+	testutil.RequireTool(t, "tshark")
+	e := setupOF(t, "../../examples/hmac.yaml", nil)
+	const count, rate = 2000, 100
+	nfv1, _ := e.lab.Netns("nfv1")
+	s, _ := e.lab.Netns("s")
+	d, _ := e.lab.Netns("d")
+	var res testutil.StreamResult
+	var pcap string
+	rep := e.sampled(t, "signed", rate, func() {
+		c := testutil.StartInboundCapture(t, nfv1, "eth-ingress", "ip6[6] == 43 and ip6[40+2] == 4", count)
+		res = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, count, 1000, nil)
+		pcap = c.Wait(5 * time.Second)
+	})
+	if res.Lost != 0 || res.Unique != count {
+		t.Errorf("stream: %+v, want all %d received through the HMAC-checking SIDs", res, count)
+	}
+	if rep.Marker != oam.MarkerBoundary {
+		t.Errorf("marked by %q (%s), want the boundary filter", rep.Marker, rep.MarkerNote)
+	}
+	if rep.Packets != count || rep.Marked != count/rate || rep.HMAC != 0 || rep.Incomplete != 0 {
+		t.Errorf("counted %d, marked %d, hmac %d, incomplete %d; want %d, %d, 0, 0", rep.Packets, rep.Marked, rep.HMAC, rep.Incomplete, count, count/rate)
+	}
+	for _, h := range rep.Hops {
+		if h.Packets != count/rate {
+			t.Errorf("hop %s %s: %d sampled packets, want %d", h.Kind, h.Node, h.Packets, count/rate)
+		}
+	}
+	flags := map[string]int{}
+	for _, p := range testutil.Tshark(t, pcap, "ipv6.routing.srh.flags") {
+		flags[p.First("ipv6.routing.srh.flags")]++
+	}
+	if flags["0x28"] != count/rate || flags["0x08"] != count-count/rate {
+		t.Errorf("nfv1 saw SRH flags %v, want 0x28 × %d and 0x08 × %d", flags, count/rate, count-count/rate)
+	}
+	noSampleState(t, e, "ingress")
+}
+
+// Without a boundary filter on the headend (taken off here), sampling
+// falls back to the TCX egress marker and says so; the counts stay exact.
+func TestSampleFallbackTCX(t *testing.T) {
+	testutil.RequireTool(t, "tshark")
+	e := setupOF(t, "../../examples/default.yaml", nil)
+	ing, _ := e.lab.Netns("ingress")
+	if err := boundary.Remove(ing); err != nil {
+		t.Fatal(err)
+	}
+	const count, rate = 500, 50
+	r1, _ := e.lab.Netns("r1")
+	s, _ := e.lab.Netns("s")
+	d, _ := e.lab.Netns("d")
+	var res testutil.StreamResult
+	var pcap string
+	rep := e.sampled(t, "web", rate, func() {
+		c := testutil.StartInboundCapture(t, r1, "eth-ingress", "ip6[6] == 43 and ip6[40+2] == 4", count)
+		res = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, count, 1000, nil)
+		pcap = c.Wait(5 * time.Second)
+	})
+	if res.Lost != 0 {
+		t.Errorf("stream: %+v", res)
+	}
+	if rep.Marker != oam.MarkerTCX || rep.MarkerNote == "" {
+		t.Errorf("marker %q (note %q), want the TCX marker and why", rep.Marker, rep.MarkerNote)
+	}
+	if rep.Packets != count || rep.Marked != count/rate || rep.Incomplete != 0 {
+		t.Errorf("counted %d, marked %d, incomplete %d; want %d, %d, 0", rep.Packets, rep.Marked, rep.Incomplete, count, count/rate)
+	}
+	flags := map[string]int{}
+	for _, p := range testutil.Tshark(t, pcap, "ipv6.routing.srh.flags") {
+		flags[p.First("ipv6.routing.srh.flags")]++
+	}
+	if flags["0x20"] != count/rate || flags["0x00"] != count-count/rate {
+		t.Errorf("r1 saw SRH flags %v, want 0x20 × %d and 0x00 × %d", flags, count/rate, count-count/rate)
+	}
+}
+
+// noSampleState checks that node holds no O-flagged table or rule
+// (protocol 205) once sampling ended, as iproute2 lists them.
+func noSampleState(t *testing.T, e *env, node string) {
+	t.Helper()
+	ns, _ := e.lab.Netns(node)
+	for _, args := range [][]string{
+		{"-6", "rule", "show", "proto", "205"}, {"-4", "rule", "show", "proto", "205"},
+		{"-6", "route", "show", "table", "all", "proto", "205"}, {"-4", "route", "show", "table", "all", "proto", "205"},
+	} {
+		out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+		if len(strings.TrimSpace(string(out))) != 0 {
+			t.Errorf("%s after sampling: ip %v:\n%s", node, args, out)
+		}
+	}
+}
