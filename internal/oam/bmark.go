@@ -6,6 +6,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf/ringbuf"
 
@@ -396,3 +397,29 @@ func (bn *bnode) read() {
 		}
 	}
 }
+
+// BoundaryMark is marking in a headend's boundary filter alone, its
+// marks counted (segchain perf oam's T.Encaps+boundary+mark-1000 arm).
+type BoundaryMark struct {
+	m     *boundaryMarker
+	marks atomic.Uint64
+}
+
+// MarkAtBoundary marks 1 in rate of the packets of the chain whose
+// headend route in ns has key, in ns's boundary filter (the O-rule and
+// the O-flagged table included).
+func MarkAtBoundary(ns string, key ChainKey, rate uint32) (*BoundaryMark, error) {
+	b := &BoundaryMark{}
+	m, err := startBoundaryMarker(ns, key, rate, func(boundary.SampleEvent) { b.marks.Add(1) })
+	if err != nil {
+		return nil, err
+	}
+	b.m = m
+	return b, nil
+}
+
+// Counts are the filter's counts.
+func (b *BoundaryMark) Counts() (SampleCounts, error) { return b.m.Counts() }
+
+// Close stops marking.
+func (b *BoundaryMark) Close() error { return b.m.Close() }
