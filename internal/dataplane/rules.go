@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -197,4 +198,37 @@ func (h *Handle) DeleteMarkRule(r nodestate.Rule, mark uint32) error {
 		return fmt.Errorf("delete rule %q fwmark %#x in netns %q: %w", r, mark, h.netns, err)
 	}
 	return nil
+}
+
+// DeleteProto deletes every IPv4 and IPv6 rule and route (any table) of
+// rtnetlink protocol proto: the state of one owner that is not the
+// domain's (O-flag sampling's tables).
+func (h *Handle) DeleteProto(proto int) error {
+	var errs []error
+	for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+		rules, err := h.nh.RuleList(fam)
+		if err != nil {
+			return fmt.Errorf("list rules in netns %q: %w", h.netns, err)
+		}
+		for _, r := range rules {
+			if int(r.Protocol) != proto {
+				continue
+			}
+			r.Family = fam
+			if err := h.nh.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("delete rule %s in netns %q: %w", r, h.netns, err))
+			}
+		}
+		routes, err := h.nh.RouteListFiltered(fam, &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: netlink.RouteProtocol(proto)},
+			netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+		if err != nil {
+			return fmt.Errorf("list routes in netns %q: %w", h.netns, err)
+		}
+		for _, r := range routes {
+			if err := h.nh.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("delete route %s table %d in netns %q: %w", r.Dst, r.Table, h.netns, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -154,6 +154,18 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 			}
 			return nil, err
 		}
+		// The first sampler of this process on the node: what another
+		// left (a sampler that died: its selectors, rules and tables)
+		// goes. One process samples a headend at a time (its agent, or
+		// segchain trace in a lab without agents).
+		if err := samp.Set(nil); err != nil {
+			samp.Close()
+			return nil, err
+		}
+		if err := removeSampleState(h); err != nil {
+			samp.Close()
+			return nil, err
+		}
 		bn = &bnode{samp: samp, ifs: ifs, subs: map[uint32]func(boundary.SampleEvent){}, done: make(chan struct{})}
 		if bn.rd, err = ringbuf.NewReader(samp.Events()); err != nil {
 			samp.Close()
@@ -423,3 +435,9 @@ func (b *BoundaryMark) Counts() (SampleCounts, error) { return b.m.Counts() }
 
 // Close stops marking.
 func (b *BoundaryMark) Close() error { return b.m.Close() }
+
+// removeSampleState deletes every rule and route of protocol ProtoSample
+// in h's namespace.
+func removeSampleState(h *dataplane.Handle) error {
+	return h.DeleteProto(ProtoSample)
+}
