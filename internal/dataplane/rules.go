@@ -219,14 +219,24 @@ func (h *Handle) DeleteProto(proto int) error {
 				errs = append(errs, fmt.Errorf("delete rule %s in netns %q: %w", r, h.netns, err))
 			}
 		}
-		routes, err := h.nh.RouteListFiltered(fam, &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Protocol: netlink.RouteProtocol(proto)},
-			netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+		raws, err := h.dumpRoutes(fam) // ours: vishvananda/netlink fails on an HMAC TLV
 		if err != nil {
-			return fmt.Errorf("list routes in netns %q: %w", h.netns, err)
+			return err
 		}
-		for _, r := range routes {
-			if err := h.nh.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
-				errs = append(errs, fmt.Errorf("delete route %s table %d in netns %q: %w", r.Dst, r.Table, h.netns, err))
+		for _, raw := range raws {
+			if raw.protocol != proto || raw.flags&unix.RTM_F_CLONED != 0 {
+				continue
+			}
+			dst := raw.dst
+			if !dst.IsValid() { // a default route carries no RTA_DST
+				dst = netip.IPv6Unspecified()
+				if fam == unix.AF_INET {
+					dst = netip.IPv4Unspecified()
+				}
+			}
+			r := nodestate.Route{Dst: netip.PrefixFrom(dst, raw.dstLen), Table: raw.table, Metric: raw.metric}
+			if err := h.DeleteRouteAs(r, proto); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, err)
 			}
 		}
 	}

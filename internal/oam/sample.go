@@ -278,9 +278,10 @@ func StartSamplerWith(netns map[string]string, head, headNS string, key ChainKey
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		return nil, fmt.Errorf("load the sampling programs: %w", err)
 	}
+	sp := s // the returns below set s to nil
 	defer func() {
 		if err != nil {
-			s.close()
+			sp.close()
 		}
 	}()
 	for node, ns := range netns {

@@ -1,7 +1,10 @@
 package oam_test
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/oam"
 	"github.com/segchain/segchain/internal/testutil"
+	"github.com/segchain/segchain/internal/testutil/labenv"
 )
 
 // The HMAC chain sampled 1:100 in the boundary filter: the kernel
@@ -98,6 +102,13 @@ func TestSampleFallbackTCX(t *testing.T) {
 func noSampleState(t *testing.T, e *env, node string) {
 	t.Helper()
 	ns, _ := e.lab.Netns(node)
+	noSampleStateNS(t, ns)
+}
+
+// noSampleStateNS is noSampleState for namespace ns.
+func noSampleStateNS(t *testing.T, ns string) {
+	t.Helper()
+	node := ns
 	for _, args := range [][]string{
 		{"-6", "rule", "show"}, {"-4", "rule", "show"},
 		{"-6", "route", "show", "table", "all", "proto", "205"}, {"-4", "route", "show", "table", "all", "proto", "205"},
@@ -110,4 +121,73 @@ func noSampleState(t *testing.T, e *env, node string) {
 			t.Errorf("%s after sampling: ip %v:\n%s", node, args, out)
 		}
 	}
+}
+
+// An HMAC chain's sampling kept by apply through the agents: the
+// headend's agent marks in its boundary filter (an O-flagged table and
+// its fwmark rule while it keeps it), the kernel signs the O-flag, nfv1
+// (which requires HMAC) and the egress forward every packet: status
+// pairs exactly 1 in 100 at every hop, none incomplete, none counted as
+// "not marked (HMAC)"; destroy leaves no O-flagged table or rule.
+func TestKeptOAMHMAC(t *testing.T) {
+	const count, rate = 2000, 100
+	b, err := os.ReadFile("../../examples/hmac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const signed = "    hmac: k1\n"
+	src := string(b)
+	if strings.Count(src, signed) != 1 {
+		t.Fatal("examples/hmac.yaml: the signed chain's hmac line not found once")
+	}
+	src = strings.Replace(src, signed, signed+fmt.Sprintf("    oam: {sample: %d}\n", rate), 1)
+	file := filepath.Join(t.TempDir(), "hmac-kept.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// hmac.yaml names its key file relative to itself.
+	if err := os.Symlink(mustAbs(t, "../../examples/secrets"), filepath.Join(filepath.Dir(file), "secrets")); err != nil {
+		t.Fatal(err)
+	}
+	e := labenv.New(t, labenv.Options{File: file, Prefix: "s15ofk-", CLI: true, Binary: segchainBin, Agents: true})
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(e.Lab.Agents["ingress"].Log)
+			t.Logf("ingress agent log:\n%s", b)
+		}
+	})
+	e.Must("apply", "--lab", e.Name)
+	rules, err := exec.Command("ip", "-n", e.NS("ingress"), "-6", "rule", "show").CombinedOutput()
+	if err != nil || !strings.Contains(string(rules), "fwmark") || !strings.Contains(string(rules), "proto 205") {
+		t.Fatalf("ingress keeps no O-flagged rule (boundary marking) while its agent samples: %v\n%s", err, rules)
+	}
+	chainStream(t, e, 7000, count, 1000, nil)
+	var kc oam.KeptChain
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		kc = keptStatusOf(t, e, "signed")
+		if kc.Window >= count/rate || time.Now().After(deadline) {
+			break
+		}
+	}
+	if kc.Packets != count || kc.Marked != count/rate || kc.HMAC != 0 || kc.Incomplete != 0 || len(kc.Problems) != 0 {
+		t.Errorf("status: counted %d, marked %d, hmac %d, incomplete %d, problems %v; want %d, %d, 0, 0, none", kc.Packets, kc.Marked, kc.HMAC, kc.Incomplete, kc.Problems, count, count/rate)
+	}
+	var hops []string
+	for _, h := range kc.Hops {
+		hops = append(hops, fmt.Sprintf("%s:%s:%d", h.Kind, h.Node, h.Packets))
+	}
+	if got, want := strings.Join(hops, " "), fmt.Sprintf("headend:ingress:%d sid:nfv1:%d egress:egress:%d", count/rate, count/rate, count/rate); got != want {
+		t.Errorf("hops %s, want %s", got, want)
+	}
+	e.Must("destroy", "--lab", e.Name)
+	noSampleStateNS(t, e.NS("ingress"))
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
