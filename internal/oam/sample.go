@@ -205,6 +205,21 @@ func (s *Sampler) Take() []SampleEvent {
 	return evs
 }
 
+// TakeBefore is Take of the events older than cutoff (monotonic clock),
+// in time order; the newer stay for the next call. The headend's marks
+// and the taps' sightings come from two ring buffers when the boundary
+// filter marks (two readers): a packet's mark may be read after its
+// first sightings, never after its own time plus the readers' delay.
+func (s *Sampler) TakeBefore(cutoff time.Duration) []SampleEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sort.SliceStable(s.events, func(i, j int) bool { return s.events[i].At < s.events[j].At })
+	n := sort.Search(len(s.events), func(i int) bool { return s.events[i].At >= cutoff })
+	evs := append([]SampleEvent(nil), s.events[:n]...)
+	s.events = append(s.events[:0], s.events[n:]...)
+	return evs
+}
+
 // Counts reads the marker's counts so far.
 func (s *Sampler) Counts() (SampleCounts, error) {
 	if s.bm != nil {
