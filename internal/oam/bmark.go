@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
@@ -61,12 +64,15 @@ var (
 // boundaryMarker is one chain's marking in a headend's boundary filter.
 type boundaryMarker struct {
 	ns     string
+	key    ChainKey
+	rate   uint32
 	slot   uint32
-	routes []nodestate.Route // the O-flagged copies
-	rules  []nodestate.Rule  // narrowed by marks[i]
-	marks  []uint32
+	cur    markState // what it holds
 	last   SampleCounts
 	closed bool
+	stop   chan struct{} // ends follow
+	done   chan struct{}
+	once   sync.Once
 }
 
 // routeKey is the ChainKey of a headend route's SRH and whether its
@@ -94,20 +100,46 @@ func routeKey(e *nodestate.Seg6Encap) (k ChainKey, ok bool) {
 	return k, true
 }
 
-// startBoundaryMarker marks 1 in rate of the packets of the chain whose
-// headend routes in ns have key (their tables' rules are the chain's
-// selectors), reporting each marked packet to onMark. An error wrapping
-// errFallback: the TCX marker is the way (no boundary filter that marks
-// on this node, an L2 chain, too many selectors).
-func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(boundary.SampleEvent)) (*boundaryMarker, error) {
-	h, err := dataplane.Open(ns)
-	if err != nil {
-		return nil, err
+// markState is what one chain's marking holds on its headend: the
+// O-flagged copies of its routes, the rules into them (narrowed by
+// marks[i]) and its selectors in the filter.
+type markState struct {
+	routes []nodestate.Route
+	rules  []nodestate.Rule
+	marks  []uint32
+	sels   []boundary.SampleSel
+}
+
+func (w markState) routeKeys() map[string]nodestate.Route {
+	out := map[string]nodestate.Route{}
+	for _, r := range w.routes {
+		out[r.String()] = r
 	}
-	defer h.Close()
+	return out
+}
+
+func (w markState) ruleKeys() map[string]int {
+	out := map[string]int{}
+	for i, r := range w.rules {
+		out[fmt.Sprintf("%s fwmark %#x", r, w.marks[i])] = i
+	}
+	return out
+}
+
+func (w markState) same(o markState) bool {
+	return fmt.Sprint(w.routeKeys()) == fmt.Sprint(o.routeKeys()) &&
+		fmt.Sprint(w.ruleKeys()) == fmt.Sprint(o.ruleKeys()) && fmt.Sprint(w.sels) == fmt.Sprint(o.sels)
+}
+
+// desired reads, in h's namespace, the headend routes whose SRH is key's
+// and the rules into their tables (the chain's selectors), and returns
+// what marking them in slot at rate holds. An error wrapping errFallback:
+// the filter cannot mark this chain.
+func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, ifs []int) (markState, error) {
+	var w markState
 	routes, err := h.Routes()
 	if err != nil {
-		return nil, err
+		return w, err
 	}
 	tables := map[int]uint32{} // chain table → id offset
 	for _, r := range routes {
@@ -119,7 +151,7 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 			continue
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: %s is an L2 encapsulation", errFallback, r)
+			return w, fmt.Errorf("%w: %s is an L2 encapsulation", errFallback, r)
 		}
 		tables[r.Table] = 0
 		if r.Seg6.Mode == "inline" {
@@ -127,20 +159,73 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 		}
 	}
 	if len(tables) == 0 {
-		return nil, fmt.Errorf("%w: no headend route with the chain's SRH", errFallback)
+		return w, fmt.Errorf("%w: no headend route with the chain's SRH", errFallback)
 	}
 	rules, err := h.Rules()
 	if err != nil {
+		return w, err
+	}
+	for _, r := range rules {
+		if _, ok := tables[r.Table]; !ok || r.Table == 0 {
+			continue
+		}
+		mark := sampleMark(slot, r.Table)
+		c := boundary.SampleSel{Family: r.Family, Src: r.Src, Dst: r.Dst, Proto: r.IPProto,
+			Sport: ports(r.Sport), Dport: ports(r.Dport), Slot: slot, Rate: rate,
+			Mark: mark, IDOff: tables[r.Table], Prio: uint32(r.Priority)}
+		if r.Iif != "" {
+			ix, err := ifindex(ns, r.Iif)
+			if err != nil {
+				return w, err
+			}
+			if !contains(ifs, ix) {
+				return w, fmt.Errorf("%w: no boundary filter on %s, the chain's iif", errFallback, r.Iif)
+			}
+			c.Ifindex = ix
+		}
+		w.sels = append(w.sels, c)
+		o := r
+		o.Priority-- // before the chain's own, as pools' rules
+		o.Table = int(mark)
+		o.Proto = ProtoSample
+		w.rules = append(w.rules, o)
+		w.marks = append(w.marks, mark)
+	}
+	if len(w.rules) == 0 {
+		return w, fmt.Errorf("%w: no rule selects the chain", errFallback)
+	}
+	for _, r := range routes {
+		if _, ok := tables[r.Table]; !ok {
+			continue
+		}
+		o := r
+		o.Table = int(sampleMark(slot, r.Table))
+		o.Proto, o.Owner = 0, ""
+		if r.Seg6 != nil {
+			e := *r.Seg6
+			e.OFlag = true
+			o.Seg6 = &e
+		}
+		w.routes = append(w.routes, o)
+	}
+	return w, nil
+}
+
+// startBoundaryMarker marks 1 in rate of the packets of the chain whose
+// headend routes in ns have key (their tables' rules are the chain's
+// selectors), reporting each marked packet to onMark, and follows the
+// chain's routes and rules (an apply that changes them) every second. An
+// error wrapping errFallback: the TCX marker is the way (no boundary
+// filter that marks on this node, an L2 chain, too many selectors).
+func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(boundary.SampleEvent)) (*boundaryMarker, error) {
+	h, err := dataplane.Open(ns)
+	if err != nil {
 		return nil, err
 	}
-	var mine []nodestate.Rule
-	for _, r := range rules {
-		if _, ok := tables[r.Table]; ok && r.Table != 0 {
-			mine = append(mine, r)
-		}
-	}
-	if len(mine) == 0 {
-		return nil, fmt.Errorf("%w: no rule selects the chain", errFallback)
+	defer h.Close()
+	// Before the filter: a chain it cannot mark falls back at once.
+	if _, err := desired(h, ns, key, rate, 0, nil); err != nil && errors.Is(err, errFallback) && !strings.Contains(err.Error(), "iif") {
+		return nil, err
 	}
 
 	bmu.Lock()
@@ -175,7 +260,7 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 		bnodes[ns] = bn
 	}
 	bn.refs++
-	m := &boundaryMarker{ns: ns}
+	m := &boundaryMarker{ns: ns, key: key, rate: rate, stop: make(chan struct{}), done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -202,74 +287,129 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 			break
 		}
 	}
-	if m.slot == boundary.MaxSampleSels || len(cur)+len(mine) > boundary.MaxSampleSels {
-		return nil, fmt.Errorf("%w: the boundary filter samples %d selectors already (at most %d)", errFallback, len(cur), boundary.MaxSampleSels)
+	if m.slot == boundary.MaxSampleSels {
+		return nil, fmt.Errorf("%w: the boundary filter samples %d chains already", errFallback, boundary.MaxSampleSels)
 	}
-	sels := cur
-	for _, r := range mine {
-		c := boundary.SampleSel{Family: r.Family, Src: r.Src, Dst: r.Dst, Proto: r.IPProto,
-			Sport: ports(r.Sport), Dport: ports(r.Dport), Slot: m.slot, Rate: rate,
-			Mark: sampleMark(m.slot, r.Table), IDOff: tables[r.Table], Prio: uint32(r.Priority)}
-		if r.Iif != "" {
-			ix, err := ifindex(ns, r.Iif)
-			if err != nil {
-				return nil, err
-			}
-			if !contains(bn.ifs, ix) {
-				return nil, fmt.Errorf("%w: no boundary filter on %s, the chain's iif", errFallback, r.Iif)
-			}
-			c.Ifindex = ix
-		}
-		sels = append(sels, c)
-	}
-	sort.SliceStable(sels, func(i, j int) bool { return sels[i].Prio < sels[j].Prio })
-
-	// The O-flagged tables first, then their rules, then the mark: a
-	// marked packet always finds its table.
-	for _, r := range routes {
-		if _, ok := tables[r.Table]; !ok {
-			continue
-		}
-		o := r
-		o.Table = int(sampleMark(m.slot, r.Table))
-		o.Proto, o.Owner = 0, ""
-		if r.Seg6 != nil {
-			e := *r.Seg6
-			e.OFlag = true
-			o.Seg6 = &e
-		}
-		if err := h.ReplaceRouteAs(o, ProtoSample); err != nil {
-			m.undo(h)
-			return nil, err
-		}
-		m.routes = append(m.routes, o)
-	}
-	for _, r := range mine {
-		o := r
-		o.Priority--
-		o.Table = int(sampleMark(m.slot, r.Table))
-		o.Proto = ProtoSample
-		mark := sampleMark(m.slot, r.Table)
-		_ = h.DeleteMarkRule(o, mark) // one left by a sampler that died
-		if err := h.AddMarkRule(o, mark); err != nil {
-			m.undo(h)
-			return nil, err
-		}
-		m.rules = append(m.rules, o)
-		m.marks = append(m.marks, mark)
+	w, err := desired(h, ns, key, rate, m.slot, bn.ifs)
+	if err != nil {
+		return nil, err
 	}
 	bn.mu.Lock()
 	bn.subs[m.slot] = onMark
 	bn.mu.Unlock()
-	if err := bn.samp.Set(sels); err != nil {
+	if err := m.install(h, bn, w); err != nil {
 		bn.mu.Lock()
 		delete(bn.subs, m.slot)
 		bn.mu.Unlock()
+		m.cur = w // what of it was added goes
 		m.undo(h)
 		return nil, err
 	}
 	ok = true
+	go m.follow()
 	return m, nil
+}
+
+// install makes w what m holds (bmu held): the new tables and rules
+// first, then the selectors, then what w no longer has goes — a marked
+// packet always finds its table.
+func (m *boundaryMarker) install(h *dataplane.Handle, bn *bnode, w markState) error {
+	var errs []error
+	oldRoutes, newRoutes := m.cur.routeKeys(), w.routeKeys()
+	oldRules, newRules := m.cur.ruleKeys(), w.ruleKeys()
+	for k, r := range newRoutes {
+		if _, ok := oldRoutes[k]; ok {
+			continue
+		}
+		if err := h.ReplaceRouteAs(r, ProtoSample); err != nil {
+			return err
+		}
+	}
+	for k, i := range newRules {
+		if _, ok := oldRules[k]; ok {
+			continue
+		}
+		_ = h.DeleteMarkRule(w.rules[i], w.marks[i]) // one left by a sampler that died
+		if err := h.AddMarkRule(w.rules[i], w.marks[i]); err != nil {
+			return err
+		}
+	}
+	cur, err := bn.samp.Get()
+	if err != nil {
+		return err
+	}
+	var sels []boundary.SampleSel
+	for _, c := range cur {
+		if c.Slot != m.slot {
+			sels = append(sels, c)
+		}
+	}
+	sels = append(sels, w.sels...)
+	if len(sels) > boundary.MaxSampleSels {
+		return fmt.Errorf("%w: %d sampled selectors on the node, at most %d", errFallback, len(sels), boundary.MaxSampleSels)
+	}
+	sort.SliceStable(sels, func(i, j int) bool { return sels[i].Prio < sels[j].Prio })
+	if err := bn.samp.Set(sels); err != nil {
+		return err
+	}
+	for k, i := range oldRules {
+		if _, ok := newRules[k]; !ok {
+			errs = append(errs, h.DeleteMarkRule(m.cur.rules[i], m.cur.marks[i]))
+		}
+	}
+	place := func(r nodestate.Route) string { return fmt.Sprintf("%d %s %d", r.Table, r.Dst, r.Metric) }
+	kept := map[string]bool{}
+	for _, r := range newRoutes {
+		kept[place(r)] = true
+	}
+	for _, r := range oldRoutes {
+		// A route replaced in place (same table, destination and
+		// metric) is the new one: deleting it would delete that.
+		if kept[place(r)] {
+			continue
+		}
+		if err := h.DeleteRouteAs(r, ProtoSample); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, err)
+		}
+	}
+	m.cur = w
+	return errors.Join(errs...)
+}
+
+// follow re-reads the chain's routes and rules every second until Close
+// and makes the O-flagged copies follow them (an apply that changed the
+// chain's SIDs, next hop or selectors without changing its key).
+func (m *boundaryMarker) follow() {
+	defer close(m.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			_ = m.resync()
+		}
+	}
+}
+
+func (m *boundaryMarker) resync() error {
+	h, err := dataplane.Open(m.ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	bmu.Lock()
+	defer bmu.Unlock()
+	bn := bnodes[m.ns]
+	if m.closed || bn == nil {
+		return nil
+	}
+	w, err := desired(h, m.ns, m.key, m.rate, m.slot, bn.ifs)
+	if err != nil || w.same(m.cur) {
+		return err // the chain gone: its copies stay until the sampler stops
+	}
+	return m.install(h, bn, w)
 }
 
 func ports(p nodestate.PortRange) [2]uint16 {
@@ -303,16 +443,17 @@ func ifindex(ns, name string) (ix int, err error) {
 	return ix, err
 }
 
-// undo removes the rules and routes m added.
+// undo removes the rules and routes m holds (what a failed install
+// added: every protocol-205 rule and table of m's slot).
 func (m *boundaryMarker) undo(h *dataplane.Handle) error {
 	var errs []error
-	for i, r := range m.rules {
-		errs = append(errs, h.DeleteMarkRule(r, m.marks[i]))
+	for i, r := range m.cur.rules {
+		errs = append(errs, h.DeleteMarkRule(r, m.cur.marks[i]))
 	}
-	for _, r := range m.routes {
+	for _, r := range m.cur.routes {
 		errs = append(errs, h.DeleteRouteAs(r, ProtoSample))
 	}
-	m.rules, m.marks, m.routes = nil, nil, nil
+	m.cur = markState{}
 	return errors.Join(errs...)
 }
 
@@ -339,6 +480,10 @@ func (m *boundaryMarker) Counts() (SampleCounts, error) {
 // Close stops marking: the selectors out of the filter first, then the
 // rules and the tables.
 func (m *boundaryMarker) Close() error {
+	m.once.Do(func() {
+		close(m.stop)
+		<-m.done
+	})
 	if _, err := m.Counts(); err != nil {
 		return err
 	}

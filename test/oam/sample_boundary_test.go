@@ -2,6 +2,7 @@ package oam_test
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/oam"
 	"github.com/segchain/segchain/internal/testutil"
 	"github.com/segchain/segchain/internal/testutil/labenv"
@@ -261,4 +263,39 @@ print(len(a), len(b), same, flagged)
 	if got, want := strings.TrimSpace(string(out)), fmt.Sprintf("%d %d %d %d", count, count, count-count/rate, count/rate); got != want {
 		t.Errorf("captures (without, with sampling; identical, O-flag only): %s, want %s", got, want)
 	}
+}
+
+// The O-flagged table follows the chain's: web's headend route replaced
+// while it is sampled (what an apply that drops nfv2-end would do, the
+// key — first and last SID — unchanged) is copied, O-flagged, within a
+// few seconds (iproute2 reads the protocol-205 route).
+func TestSampleFollowsRoute(t *testing.T) {
+	e := setupOF(t, "../../examples/default.yaml", nil)
+	pc := e.chain(t, "web")
+	ns, _ := e.lab.Netns(pc.Ingress)
+	e.sampled(t, "web", 100, func() {
+		r := headendRoute(t, ns, pc.Table, netip.MustParseAddr("fc00:4d::d"))
+		if len(r.Seg6.Segs) != 3 {
+			t.Fatalf("web's route %s: want 3 SIDs", r)
+		}
+		r.Seg6.Segs = []netip.Addr{r.Seg6.Segs[0], r.Seg6.Segs[2]}
+		h, err := dataplane.Open(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		if err := h.ReplaceRoute(r); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("segs 2 [ %s %s ]", r.Seg6.Segs[0], r.Seg6.Segs[1])
+		var out []byte
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			out, err = exec.Command("ip", "-n", ns, "-6", "route", "show", "table", "all", "proto", "205").CombinedOutput()
+			if err == nil && strings.Contains(string(out), want) {
+				return
+			}
+		}
+		t.Errorf("the O-flagged table did not follow web's route (want %q):\n%s", want, out)
+	})
+	noSampleState(t, e, pc.Ingress)
 }
