@@ -154,7 +154,7 @@ struct bnd_sample_sel {
 	__u32 proto;	   /* 0: any */
 	__u16 sport_lo, sport_hi; /* host order; sport_hi 0: any */
 	__u16 dport_lo, dport_hi;
-	__u32 slot;	   /* bnd_sample_ctrs index: the chain (direction) */
+	__u32 slot;	   /* bnd_sample_ctrs index: the chain (direction); >= BND_SAMPLE_MAX: a chain not sampled (its packets are not counted) */
 	__u32 rate;	   /* mark 1 in rate (0: count only) */
 	__u32 mark;	   /* skb->mark of a marked packet */
 	__u32 id_off;	   /* the reported bytes start this far after L3: 0 (H.Encaps), 40 (H.Insert) */
@@ -665,6 +665,8 @@ __noinline int bnd_sample_skb(struct __sk_buff *skb, __u32 l3, __u32 v6)
 				      bpf_ntohs(ports[0]), bpf_ntohs(ports[1])))
 			continue;
 		slot = c->slot;
+		if (slot >= BND_SAMPLE_MAX)
+			return 0; /* a chain not sampled whose rule comes first */
 		ctr = bpf_map_lookup_elem(&bnd_sample_ctrs, &slot);
 		if (!ctr)
 			return 0;

@@ -21,6 +21,11 @@ import (
 // MaxSampleSels is how many selectors one node samples (BND_SAMPLE_MAX).
 const MaxSampleSels = 8
 
+// SkipSlot is the slot of a selector that only stops the search: a chain
+// not sampled whose rule comes before a sampled one's (its packets are
+// the other chain's, not counted). Its Mark names the slot it serves.
+const SkipSlot = 0xff
+
 // SampleIDLen is the length of a marked packet's reported bytes.
 const SampleIDLen = 48
 
@@ -141,6 +146,14 @@ func DecodeEvent(b []byte) (SampleEvent, bool) {
 	return e, true
 }
 
+// Owner is the slot c serves (its own, or for a SkipSlot its Mark).
+func (c SampleSel) Owner() uint32 {
+	if c.Slot == SkipSlot {
+		return c.Mark
+	}
+	return c.Slot
+}
+
 // Get reads the node's sampled selectors.
 func (s *Sampling) Get() ([]SampleSel, error) {
 	var cfg boundaryTCBndSampleCfg
@@ -191,7 +204,7 @@ func (s *Sampling) Set(sels []SampleSel) error {
 	var cfg boundaryTCBndSampleCfg
 	zeroed := map[uint32]bool{}
 	for i, c := range sels {
-		if c.Slot >= MaxSampleSels {
+		if c.Slot >= MaxSampleSels && c.Slot != SkipSlot {
 			return fmt.Errorf("boundary sampling: slot %d", c.Slot)
 		}
 		e := &cfg.Sel[i]
@@ -200,7 +213,7 @@ func (s *Sampling) Set(sels []SampleSel) error {
 		e.Src, e.SrcMask = prefixWords(c.Src)
 		e.SportLo, e.SportHi, e.DportLo, e.DportHi = c.Sport[0], c.Sport[1], c.Dport[0], c.Dport[1]
 		e.Slot, e.Rate, e.Mark, e.IdOff, e.Prio = c.Slot, c.Rate, c.Mark, c.IDOff, c.Prio
-		if !zeroed[c.Slot] {
+		if c.Slot != SkipSlot && !zeroed[c.Slot] {
 			zeroed[c.Slot] = true
 			if err := s.n.objs.BndSampleCtrs.Put(c.Slot, boundaryTCBndSampleCtr{}); err != nil {
 				return fmt.Errorf("boundary sampling: zero counters: %w", err)

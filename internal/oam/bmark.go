@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -185,7 +186,7 @@ func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, if
 		}
 		w.sels = append(w.sels, c)
 		o := r
-		o.Priority-- // before the chain's own, as pools' rules
+		o.Priority-- // before the chain's own, as pools' rules (mine.Priority above: the chain's own)
 		o.Table = int(mark)
 		o.Proto = ProtoSample
 		w.rules = append(w.rules, o)
@@ -193,6 +194,27 @@ func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, if
 	}
 	if len(w.rules) == 0 {
 		return w, fmt.Errorf("%w: no rule selects the chain", errFallback)
+	}
+	// Another chain's rule that comes first for some of this chain's
+	// packets: a selector that stops the search, so that they are not
+	// counted (they leave by that chain's table).
+	for _, r := range rules {
+		if _, ok := tables[r.Table]; ok || r.Table == 0 || r.Protocol() != nodestate.Proto {
+			continue
+		}
+		for _, mine := range w.rules {
+			if r.Priority <= mine.Priority && rulesOverlap(r, mine) {
+				c := boundary.SampleSel{Family: r.Family, Src: r.Src, Dst: r.Dst, Proto: r.IPProto,
+					Sport: ports(r.Sport), Dport: ports(r.Dport), Slot: boundary.SkipSlot, Mark: slot, Prio: uint32(r.Priority)}
+				if r.Iif != "" {
+					if c.Ifindex, err = ifindex(ns, r.Iif); err != nil {
+						return w, err
+					}
+				}
+				w.sels = append(w.sels, c)
+				break
+			}
+		}
 	}
 	for _, r := range routes {
 		if _, ok := tables[r.Table]; !ok {
@@ -273,7 +295,7 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 	}
 	used := map[uint32]bool{}
 	for _, c := range cur {
-		used[c.Slot] = true
+		used[c.Owner()] = true
 	}
 	bn.mu.Lock()
 	for s := range bn.subs {
@@ -340,7 +362,7 @@ func (m *boundaryMarker) install(h *dataplane.Handle, bn *bnode, w markState) er
 	}
 	var sels []boundary.SampleSel
 	for _, c := range cur {
-		if c.Slot != m.slot {
+		if c.Owner() != m.slot {
 			sels = append(sels, c)
 		}
 	}
@@ -410,6 +432,21 @@ func (m *boundaryMarker) resync() error {
 		return err // the chain gone: its copies stay until the sampler stops
 	}
 	return m.install(h, bn, w)
+}
+
+// rulesOverlap reports whether some packet matches both rules.
+func rulesOverlap(a, b nodestate.Rule) bool {
+	pfx := func(x, y netip.Prefix) bool { return !x.IsValid() || !y.IsValid() || x.Overlaps(y) }
+	prt := func(x, y nodestate.PortRange) bool {
+		if x.IsZero() || y.IsZero() {
+			return true
+		}
+		xp, yp := ports(x), ports(y)
+		return xp[0] <= yp[1] && yp[0] <= xp[1]
+	}
+	return a.Family == b.Family && pfx(a.Src, b.Src) && pfx(a.Dst, b.Dst) &&
+		(a.IPProto == 0 || b.IPProto == 0 || a.IPProto == b.IPProto) &&
+		prt(a.Sport, b.Sport) && prt(a.Dport, b.Dport) && (a.Iif == "" || b.Iif == "" || a.Iif == b.Iif)
 }
 
 func ports(p nodestate.PortRange) [2]uint16 {
@@ -498,7 +535,7 @@ func (m *boundaryMarker) Close() error {
 		if cur, err := bn.samp.Get(); err == nil {
 			var keep []boundary.SampleSel
 			for _, c := range cur {
-				if c.Slot != m.slot {
+				if c.Owner() != m.slot {
 					keep = append(keep, c)
 				}
 			}

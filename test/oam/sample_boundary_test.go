@@ -299,3 +299,25 @@ func TestSampleFollowsRoute(t *testing.T) {
 	})
 	noSampleState(t, e, pc.Ingress)
 }
+
+// A more specific chain's packets are not web's: 500 datagrams to port
+// 6001 (chain filtered: UDP 6000-6999, same destination, its rule before
+// web's) and 500 to port 7000 (web) while web is sampled 1:10 — the
+// filter counts the 500 of web only and marks 50, all seen at every hop.
+func TestSampleSkipsMoreSpecificChain(t *testing.T) {
+	e := setupOF(t, "../../examples/default.yaml", nil)
+	s, _ := e.lab.Netns("s")
+	d, _ := e.lab.Netns("d")
+	const count, rate = 500, 10
+	var other, web testutil.StreamResult
+	rep := e.sampled(t, "web", rate, func() {
+		other = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 6001, count, 1000, nil)
+		web = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, count, 1000, nil)
+	})
+	if other.Lost != 0 || web.Lost != 0 {
+		t.Errorf("streams lost %d (filtered), %d (web)", other.Lost, web.Lost)
+	}
+	if rep.Marker != oam.MarkerBoundary || rep.Packets != count || rep.Marked != count/rate || rep.Incomplete != 0 {
+		t.Errorf("marker %q: counted %d, marked %d, incomplete %d; want the boundary filter, %d, %d, 0", rep.Marker, rep.Packets, rep.Marked, rep.Incomplete, count, count/rate)
+	}
+}
