@@ -71,7 +71,10 @@ tapped here, in their namespace.
 
 With --sample N (RFC 9259 §2.1, O-flag sampling): no probe; for
 --duration the chain's headend sets the SRH's O-flag on 1 in N of the
-chain's own packets as they leave it (a TCX egress program), and a TCX
+chain's own packets (its boundary filter marks them on the way in and a
+rule sends them to an O-flagged copy of the chain's route, so HMAC chains
+are signed with the flag; without a boundary filter on the headend, a TCX
+egress program, which skips HMAC chains: the output says which), and a TCX
 ingress program on the interfaces of the chain's segment nodes timestamps
 every O-flagged packet they receive. Each sampled packet's sightings are put together by the
 bytes after its SRH; the report has, per hop (the headend, then each
