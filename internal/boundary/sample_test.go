@@ -150,3 +150,30 @@ func equal(a, b []uint32) bool {
 	}
 	return true
 }
+
+// A selector in SkipSlot (another chain's rule that comes first) stops
+// the search: its packets are neither counted nor marked for the sampled
+// chain behind it; the chain's other packets are.
+func TestSampleProgramSkip(t *testing.T) {
+	n := loadTest(t, nodestate.Boundary{})
+	s := &Sampling{n: n}
+	src, out := a("fc00:1a::a"), a("fc00:4d::d")
+	frame := func(dport byte) []byte {
+		return eth6(testutil.IPv6(src, out, nhUDP, 64, []byte{0x0f, 0xa0, 0x17, dport, 0, 8, 0, 0}))
+	}
+	if err := s.Set([]SampleSel{
+		{Family: 6, Dst: netip.MustParsePrefix("fc00:4d::/64"), Proto: nhUDP, Dport: [2]uint16{6000, 6000}, Slot: SkipSlot, Mark: 3, Prio: 5},
+		{Family: 6, Dst: netip.MustParsePrefix("fc00:4d::/64"), Slot: 3, Rate: 1, Mark: 0x2a030001, Prio: 9},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, m := n.runMark(t, frame(0x70)); m != 0 { // 6000: the other chain's
+		t.Errorf("the other chain's packet marked %#x", m)
+	}
+	if _, m := n.runMark(t, frame(0x58)); m != 0x2a030001 { // 5976: the sampled chain's
+		t.Errorf("the sampled chain's packet marked %#x, want 0x2a030001", m)
+	}
+	if seen, marked, err := s.Counts(3); err != nil || seen != 1 || marked != 1 {
+		t.Errorf("slot 3: seen %d marked %d (%v), want 1 1", seen, marked, err)
+	}
+}
