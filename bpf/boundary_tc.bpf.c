@@ -26,6 +26,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/seg6.h>
 #include <linux/seg6_hmac.h>
@@ -129,6 +130,75 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } bnd_hmac_keys SEC(".maps");
+
+/* O-flag sampling at the headend (RFC 9259 §2.1; internal/oam, docs/oam.md
+ * "O-flag sampling"): boundary_in, on a packet it lets in, counts the
+ * packets matching a sampled chain's selectors (the chain's ip rules) and
+ * gives the 1st, (rate+1)-th, ... of them skb->mark = mark: an ip rule
+ * "<the chain's selectors> fwmark mark" one priority before the chain's
+ * own sends it to a table holding the chain's route with the O-flag in its
+ * SRH, so the kernel encapsulates (and, for a signed chain, signs) it
+ * O-flagged. Each marked packet is reported (bnd_sample_events). With no
+ * selector (n = 0, every node but a sampled chain's headend) the cost is
+ * one inlined array lookup and a compare. */
+#define BND_SAMPLE_MAX 8	/* sampled selectors on one node */
+#define BND_SAMPLE_ID_LEN 48	/* the bytes the taps report after the SRH */
+
+struct bnd_sample_sel {
+	__u32 family;	   /* 4 or 6 */
+	__u32 ifindex;	   /* the rule's iif (0: any) */
+	__u32 dst[4];	   /* masked, network order; IPv4: dst[0] */
+	__u32 dst_mask[4];
+	__u32 src[4];
+	__u32 src_mask[4];
+	__u32 proto;	   /* 0: any */
+	__u16 sport_lo, sport_hi; /* host order; sport_hi 0: any */
+	__u16 dport_lo, dport_hi;
+	__u32 slot;	   /* bnd_sample_ctrs index: the chain (direction); >= BND_SAMPLE_MAX: a chain not sampled (its packets are not counted) */
+	__u32 rate;	   /* mark 1 in rate (0: count only) */
+	__u32 mark;	   /* skb->mark of a marked packet */
+	__u32 id_off;	   /* the reported bytes start this far after L3: 0 (H.Encaps), 40 (H.Insert) */
+	__u32 prio;	   /* the rule's priority (Go keeps the selectors in the kernel's rule order) */
+};
+
+struct bnd_sample_cfg {
+	__u32 n; /* selectors in use, in the kernel's rule order */
+	__u32 pad;
+	struct bnd_sample_sel sel[BND_SAMPLE_MAX];
+};
+
+struct bnd_sample_ctr {
+	__u64 seen;   /* packets matching the slot's selectors */
+	__u64 marked; /* of them, given the mark */
+};
+
+struct bnd_sample_event {
+	__u64 ts;     /* bpf_ktime_get_ns */
+	__u32 slot;
+	__u32 ifindex;
+	__u8 id[BND_SAMPLE_ID_LEN];
+};
+
+const struct bnd_sample_event *unused_sample_event __attribute__((unused));
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bnd_sample_cfg);
+} bnd_sample SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BND_SAMPLE_MAX);
+	__type(key, __u32);
+	__type(value, struct bnd_sample_ctr);
+} bnd_sample_ctrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 18);
+} bnd_sample_events SEC(".maps");
 
 /* bnd_count counts a drop on ifindex. */
 static __noinline void bnd_count(__u32 ifindex, __u32 len, __u32 reason)
@@ -501,6 +571,135 @@ static __always_inline int bnd_in(void *ctx, int xdp, __u32 len, __u32 ifindex, 
 	return w.nsrh ? BND_DROP_SRH_NODE : BND_DROP_MALFORMED;
 }
 
+/* bnd_sample_match reports whether the packet (addresses a, s; proto;
+ * ports, when has_ports) matches selector c. */
+static __always_inline int bnd_sample_match(const struct bnd_sample_sel *c, __u32 family, __u32 ifindex,
+					    const __u32 *a, const __u32 *s, __u32 proto, int has_ports,
+					    __u16 sport, __u16 dport)
+{
+	int i;
+
+	if (c->family != family || (c->ifindex && c->ifindex != ifindex))
+		return 0;
+	for (i = 0; i < 4; i++)
+		if ((a[i] & c->dst_mask[i]) != c->dst[i] || (s[i] & c->src_mask[i]) != c->src[i])
+			return 0;
+	if (c->proto && c->proto != proto)
+		return 0;
+	if (c->sport_hi && (!has_ports || sport < c->sport_lo || sport > c->sport_hi))
+		return 0;
+	if (c->dport_hi && (!has_ports || dport < c->dport_lo || dport > c->dport_hi))
+		return 0;
+	return 1;
+}
+
+/* bnd_sample_skb samples the packet at l3 (IPv6 when v6, else IPv4) that
+ * boundary_in lets in: the first selector it matches counts it, and marks
+ * it when it is the 1st, (rate+1)-th, ... A global function: verified
+ * once, called only while some selector is set. */
+__noinline int bnd_sample_skb(struct __sk_buff *skb, __u32 l3, __u32 v6)
+{
+	struct bnd_sample_event *ev;
+	struct bnd_sample_cfg *cfg;
+	struct bnd_sample_ctr *ctr;
+	__u32 a[4] = {}, s[4] = {}, zero = 0, proto, tp, family = v6 ? 6 : 4, ifindex = skb->ingress_ifindex;
+	__u16 ports[2] = {};
+	int has_ports = 0, i;
+	__u64 n;
+
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+
+	cfg = bpf_map_lookup_elem(&bnd_sample, &zero);
+	if (!cfg)
+		return 0;
+	/* The headers are read straight from the linear data (boundary_in
+	 * found the IPv6 header there): no helper call on a packet not
+	 * sampled (with bpf_skb_load_bytes a selector cost ~85 ns a packet,
+	 * BenchmarkBoundaryInSampling). */
+	/* Untagged frames only (a tag in the data, not in skb->vlan_tci, is
+	 * rare; its packet is not sampled): a constant offset, no helper. */
+	if (l3 != sizeof(struct ethhdr))
+		return 0;
+	/* Verifier: a variable l3, bounded in a test, came back from the
+	 * stack without its bound; a constant needs none. */
+	l3 = sizeof(struct ethhdr);
+	if (v6) {
+		struct ipv6hdr *h = data + l3;
+
+		if ((void *)(h + 1) > end)
+			return 0;
+		__builtin_memcpy(a, &h->daddr, 16);
+		__builtin_memcpy(s, &h->saddr, 16);
+		proto = h->nexthdr;
+		tp = l3 + sizeof(*h);
+	} else {
+		struct iphdr *h = data + sizeof(struct ethhdr); /* untagged only */
+
+		if ((void *)(h + 1) > end)
+			return 0;
+		a[0] = h->daddr;
+		s[0] = h->saddr;
+		proto = h->protocol;
+		tp = l3 + h->ihl * 4;
+		if (h->frag_off & bpf_htons(0x3fff)) /* a fragment: no ports to match */
+			proto = proto | 0x100;
+	}
+	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP) {
+		/* Verifier: tp is at most l3 + 60 (IPv4 options). */
+		__u16 *pp = data + (tp & 0x7f);
+
+		if ((void *)(pp + 2) <= end) {
+			ports[0] = pp[0];
+			ports[1] = pp[1];
+			has_ports = 1;
+		}
+	}
+	proto &= 0xff;
+	for (i = 0; i < BND_SAMPLE_MAX; i++) {
+		const struct bnd_sample_sel *c = &cfg->sel[i];
+		__u32 slot;
+
+		if (i >= cfg->n)
+			return 0;
+		if (!bnd_sample_match(c, family, ifindex, a, s, proto, has_ports,
+				      bpf_ntohs(ports[0]), bpf_ntohs(ports[1])))
+			continue;
+		slot = c->slot;
+		if (slot >= BND_SAMPLE_MAX)
+			return 0; /* a chain not sampled whose rule comes first */
+		ctr = bpf_map_lookup_elem(&bnd_sample_ctrs, &slot);
+		if (!ctr)
+			return 0;
+		n = __sync_fetch_and_add(&ctr->seen, 1);
+		if (!c->rate || n % c->rate)
+			return 0;
+		skb->mark = c->mark;
+		__sync_fetch_and_add(&ctr->marked, 1);
+		ev = bpf_ringbuf_reserve(&bnd_sample_events, sizeof(*ev), 0);
+		if (!ev)
+			return 0;
+		ev->ts = bpf_ktime_get_ns();
+		ev->slot = slot;
+		ev->ifindex = ifindex;
+		/* A shorter packet: zeros, as the taps read it after the SRH. */
+		if (bpf_skb_load_bytes(skb, l3 + (c->id_off & 0xff), ev->id, BND_SAMPLE_ID_LEN) < 0)
+			__builtin_memset(ev->id, 0, BND_SAMPLE_ID_LEN);
+		bpf_ringbuf_submit(ev, 0);
+		return 0;
+	}
+	return 0;
+}
+
+/* bnd_sampling reports whether some selector is set: one array lookup,
+ * inlined by the verifier. */
+static __always_inline int bnd_sampling(void)
+{
+	__u32 zero = 0;
+	struct bnd_sample_cfg *cfg = bpf_map_lookup_elem(&bnd_sample, &zero);
+
+	return cfg && cfg->n;
+}
+
 static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 {
 	void *data = (void *)(long)skb->data;
@@ -509,6 +708,12 @@ static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 	int l3 = sizeof(struct ethhdr), r;
 
 	if (skb->protocol != bpf_htons(ETH_P_IPV6)) {
+		/* IPv4 (untagged) is not filtered, only sampled. */
+		if (skb->protocol == bpf_htons(ETH_P_IP)) {
+			if (ingress && bnd_sampling())
+				bnd_sample_skb(skb, sizeof(struct ethhdr), 0);
+			return TC_ACT_UNSPEC;
+		}
 		/* Tags in the data (the first one of a stack is in
 		 * skb->vlan_tci already, skb->protocol names the next). */
 		if (!eth_type_vlan(skb->protocol))
@@ -525,7 +730,11 @@ static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 	if (!ingress)
 		return bnd_kind_of(ip6) == BND_SID ? bnd_drop(skb, BND_DROP_LEAK_SID) : TC_ACT_UNSPEC;
 	r = bnd_in(skb, 0, skb->len, skb->ingress_ifindex, l3, ip6);
-	return r == BND_PASS ? TC_ACT_UNSPEC : bnd_drop(skb, r);
+	if (r != BND_PASS)
+		return bnd_drop(skb, r);
+	if (bnd_sampling())
+		bnd_sample_skb(skb, l3, 1);
+	return TC_ACT_UNSPEC;
 }
 
 /* hmac_reason mirrors the kernel's seg6_hmac_validate_skb with

@@ -41,13 +41,20 @@ A segment node (reference End: seg6local End):
   End+tap-tcx                  the TCX tap (sessions 10-12) on the input port
   End+empty-tcx-ingress        an empty TCX program there: the hook alone
 
+The headend behind the boundary filter (reference T.Encaps+boundary: T.Encaps
+as a chain — a rule, a table — with boundary_in on the input port, no sampling):
+  T.Encaps+boundary (A/A)      the reference again
+  T.Encaps+boundary+mark-1000  the filter marking 1:1000, the O-rule and the
+                               O-flagged table (session 15's mechanism)
+  T.Encaps+boundary+marker-tcx the TCX marker at 1:1000 on the output port
+
 Programs on interfaces and tracing programs are attached by the generator's
 switch to their arm and detached by the switch back to the reference. The
 testbed's forwarding sink is a TCX egress program on the output port, so the
 egress hook is entered in every arm unless --wire counts at the tester's wire
 instead. Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
 median and 95 % CI), the throughput ratio when enough windows had the SUT CPU
-to themselves, and ns/packet. 30 rounds take about 2 minutes.`,
+to themselves, and ns/packet. 30 rounds take about 3 minutes.`,
 		Example: "  segchain perf oam --rounds 30 --wire",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

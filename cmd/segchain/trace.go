@@ -71,7 +71,10 @@ tapped here, in their namespace.
 
 With --sample N (RFC 9259 §2.1, O-flag sampling): no probe; for
 --duration the chain's headend sets the SRH's O-flag on 1 in N of the
-chain's own packets as they leave it (a TCX egress program), and a TCX
+chain's own packets (its boundary filter marks them on the way in and a
+rule sends them to an O-flagged copy of the chain's route, so HMAC chains
+are signed with the flag; without a boundary filter on the headend, a TCX
+egress program, which skips HMAC chains: the output says which), and a TCX
 ingress program on the interfaces of the chain's segment nodes timestamps
 every O-flagged packet they receive. Each sampled packet's sightings are put together by the
 bytes after its SRH; the report has, per hop (the headend, then each
@@ -237,6 +240,12 @@ func printSample(w io.Writer, r *oam.SampleReport) {
 		fmt.Fprintf(w, ", %d not marked (HMAC)", r.HMAC)
 	}
 	fmt.Fprintln(w)
+	switch {
+	case r.Marker == oam.MarkerBoundary:
+		fmt.Fprintln(w, "marked by the headend's boundary filter (on the way in), O-flagged by the chain's route")
+	case r.Marker == oam.MarkerTCX && r.MarkerNote != "":
+		fmt.Fprintf(w, "marked by the TCX egress marker: %s\n", r.MarkerNote)
+	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tHOP\tNODE\tSID\tBEHAVIOR\tSERVICE\tPACKETS\tSTEP p50 µs\tp99\tmax\tAT p50 µs\tp99")
 	q := func(v *oam.Quantiles) (string, string, string) {

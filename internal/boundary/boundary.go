@@ -466,6 +466,14 @@ func (n *node) attach(trusted []string, hmac bool) error {
 			p := pin(n.dir, i.index, a.name)
 			keep[p] = true
 			if live(p) {
+				if a.name != "in" || n.samples(p) {
+					continue
+				}
+				// boundary_in of a segchain before O-flag sampling
+				// (session 15): the new one takes its place.
+				if err := n.replace(i, a, p); err != nil {
+					return err
+				}
 				continue
 			}
 			_ = unpin(p)
@@ -486,6 +494,42 @@ func (n *node) attach(trusted []string, hmac bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// samples reports whether the boundary_in linked at p reads the node's
+// sampling map (a program of this segchain, not an older one).
+func (n *node) samples(p string) bool {
+	info, err := n.objs.BndSample.Info()
+	if err != nil {
+		return false
+	}
+	id, _ := info.ID()
+	return samplingProgram(p, id) == nil
+}
+
+// replace puts the current program of a in place of the older one
+// linked at p: the new link first (head of the chain), then the old one
+// goes, so the interface is never without its filter.
+func (n *node) replace(i iface, a attachment, p string) error {
+	prog, err := n.program(a.prog)
+	if err != nil {
+		return err
+	}
+	return nsutil.Do(n.netns, func() error {
+		lk, err := link.AttachTCX(link.TCXOptions{Interface: i.index, Program: prog, Attach: a.at, Anchor: a.anchor})
+		if err != nil {
+			return fmt.Errorf("replace boundary on %s: tcx: %w", i.name, err)
+		}
+		defer lk.Close()
+		if err := unpin(p); err != nil {
+			_ = lk.Close()
+			return fmt.Errorf("replace boundary on %s: %w", i.name, err)
+		}
+		if err := lk.Pin(p); err != nil {
+			return fmt.Errorf("pin boundary link on %s: %w", i.name, err)
+		}
+		return nil
+	})
 }
 
 func (n *node) attachOne(i iface, prog *ebpf.Program, at ebpf.AttachType, anchor link.Anchor, p string) error {
@@ -593,9 +637,16 @@ func ObserveWith(netns string, known Interfaces) (*nodestate.Boundary, error) {
 		return nil, err
 	}
 	trust := trustSet(b.Trusted)
+	var sampleID ebpf.MapID
+	if info, err := n.objs.BndSample.Info(); err == nil {
+		sampleID, _ = info.ID()
+	}
 	for _, i := range ifs {
 		for _, a := range n.wantedOn(trust(i.name), len(b.HMACSIDs) > 0) {
-			if !live(pin(n.dir, i.index, a.name)) {
+			p := pin(n.dir, i.index, a.name)
+			// boundary_in must be this segchain's (it reads the sampling
+			// map): an older one is unfiltered too, so apply replaces it.
+			if a.name == "in" && samplingProgram(p, sampleID) != nil || !live(p) {
 				b.Unfiltered = append(b.Unfiltered, i.name)
 				break
 			}

@@ -70,20 +70,63 @@ const (
 	boundaryTCBndKindBND_SF       boundaryTCBndKind = 4
 )
 
+type boundaryTCBndSampleCfg struct {
+	_   structs.HostLayout
+	N   uint32
+	Pad uint32
+	Sel [8]struct {
+		_       structs.HostLayout
+		Family  uint32
+		Ifindex uint32
+		Dst     [4]uint32
+		DstMask [4]uint32
+		Src     [4]uint32
+		SrcMask [4]uint32
+		Proto   uint32
+		SportLo uint16
+		SportHi uint16
+		DportLo uint16
+		DportHi uint16
+		Slot    uint32
+		Rate    uint32
+		Mark    uint32
+		IdOff   uint32
+		Prio    uint32
+	}
+}
+
+type boundaryTCBndSampleCtr struct {
+	_      structs.HostLayout
+	Seen   uint64
+	Marked uint64
+}
+
+type boundaryTCBndSampleEvent struct {
+	_       structs.HostLayout
+	Ts      uint64
+	Slot    uint32
+	Ifindex uint32
+	Id      [48]uint8
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	boundaryTCMapBndCounters      = "bnd_counters"
-	boundaryTCMapBndHmacKeys      = "bnd_hmac_keys"
-	boundaryTCMapBndHmacSids      = "bnd_hmac_sids"
-	boundaryTCMapBndLpm           = "bnd_lpm"
-	boundaryTCProgBoundaryIn      = "boundary_in"
-	boundaryTCProgBoundaryOut     = "boundary_out"
-	boundaryTCProgBoundaryXdp     = "boundary_xdp"
-	boundaryTCProgHmacIn          = "hmac_in"
-	boundaryTCVarUnusedDropReason = "unused_drop_reason"
-	boundaryTCVarUnusedKind       = "unused_kind"
+	boundaryTCMapBndCounters       = "bnd_counters"
+	boundaryTCMapBndHmacKeys       = "bnd_hmac_keys"
+	boundaryTCMapBndHmacSids       = "bnd_hmac_sids"
+	boundaryTCMapBndLpm            = "bnd_lpm"
+	boundaryTCMapBndSample         = "bnd_sample"
+	boundaryTCMapBndSampleCtrs     = "bnd_sample_ctrs"
+	boundaryTCMapBndSampleEvents   = "bnd_sample_events"
+	boundaryTCProgBoundaryIn       = "boundary_in"
+	boundaryTCProgBoundaryOut      = "boundary_out"
+	boundaryTCProgBoundaryXdp      = "boundary_xdp"
+	boundaryTCProgHmacIn           = "hmac_in"
+	boundaryTCVarUnusedDropReason  = "unused_drop_reason"
+	boundaryTCVarUnusedKind        = "unused_kind"
+	boundaryTCVarUnusedSampleEvent = "unused_sample_event"
 )
 
 // loadBoundaryTC returns the embedded CollectionSpec for boundaryTC.
@@ -138,18 +181,22 @@ type boundaryTCProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type boundaryTCMapSpecs struct {
-	BndCounters *ebpf.MapSpec `ebpf:"bnd_counters"`
-	BndHmacKeys *ebpf.MapSpec `ebpf:"bnd_hmac_keys"`
-	BndHmacSids *ebpf.MapSpec `ebpf:"bnd_hmac_sids"`
-	BndLpm      *ebpf.MapSpec `ebpf:"bnd_lpm"`
+	BndCounters     *ebpf.MapSpec `ebpf:"bnd_counters"`
+	BndHmacKeys     *ebpf.MapSpec `ebpf:"bnd_hmac_keys"`
+	BndHmacSids     *ebpf.MapSpec `ebpf:"bnd_hmac_sids"`
+	BndLpm          *ebpf.MapSpec `ebpf:"bnd_lpm"`
+	BndSample       *ebpf.MapSpec `ebpf:"bnd_sample"`
+	BndSampleCtrs   *ebpf.MapSpec `ebpf:"bnd_sample_ctrs"`
+	BndSampleEvents *ebpf.MapSpec `ebpf:"bnd_sample_events"`
 }
 
 // boundaryTCVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type boundaryTCVariableSpecs struct {
-	UnusedDropReason *ebpf.VariableSpec `ebpf:"unused_drop_reason"`
-	UnusedKind       *ebpf.VariableSpec `ebpf:"unused_kind"`
+	UnusedDropReason  *ebpf.VariableSpec `ebpf:"unused_drop_reason"`
+	UnusedKind        *ebpf.VariableSpec `ebpf:"unused_kind"`
+	UnusedSampleEvent *ebpf.VariableSpec `ebpf:"unused_sample_event"`
 }
 
 // boundaryTCObjects contains all objects after they have been loaded into the kernel.
@@ -172,10 +219,13 @@ func (o *boundaryTCObjects) Close() error {
 //
 // It can be passed to loadBoundaryTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type boundaryTCMaps struct {
-	BndCounters *ebpf.Map `ebpf:"bnd_counters"`
-	BndHmacKeys *ebpf.Map `ebpf:"bnd_hmac_keys"`
-	BndHmacSids *ebpf.Map `ebpf:"bnd_hmac_sids"`
-	BndLpm      *ebpf.Map `ebpf:"bnd_lpm"`
+	BndCounters     *ebpf.Map `ebpf:"bnd_counters"`
+	BndHmacKeys     *ebpf.Map `ebpf:"bnd_hmac_keys"`
+	BndHmacSids     *ebpf.Map `ebpf:"bnd_hmac_sids"`
+	BndLpm          *ebpf.Map `ebpf:"bnd_lpm"`
+	BndSample       *ebpf.Map `ebpf:"bnd_sample"`
+	BndSampleCtrs   *ebpf.Map `ebpf:"bnd_sample_ctrs"`
+	BndSampleEvents *ebpf.Map `ebpf:"bnd_sample_events"`
 }
 
 func (m *boundaryTCMaps) Close() error {
@@ -184,6 +234,9 @@ func (m *boundaryTCMaps) Close() error {
 		m.BndHmacKeys,
 		m.BndHmacSids,
 		m.BndLpm,
+		m.BndSample,
+		m.BndSampleCtrs,
+		m.BndSampleEvents,
 	)
 }
 
@@ -191,8 +244,9 @@ func (m *boundaryTCMaps) Close() error {
 //
 // It can be passed to loadBoundaryTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type boundaryTCVariables struct {
-	UnusedDropReason *ebpf.Variable `ebpf:"unused_drop_reason"`
-	UnusedKind       *ebpf.Variable `ebpf:"unused_kind"`
+	UnusedDropReason  *ebpf.Variable `ebpf:"unused_drop_reason"`
+	UnusedKind        *ebpf.Variable `ebpf:"unused_kind"`
+	UnusedSampleEvent *ebpf.Variable `ebpf:"unused_sample_event"`
 }
 
 // boundaryTCPrograms contains all programs after they have been loaded into the kernel.

@@ -15,6 +15,9 @@ import (
 	"github.com/segchain/segchain/internal/srh"
 )
 
+// SRHFlagO is the SRH's O-flag (RFC 9259 §2.1), in the flags byte.
+const SRHFlagO = 0x20
+
 // ErrMalformed is wrapped by decoders when kernel bytes are inconsistent.
 var ErrMalformed = errors.New("malformed attribute")
 
@@ -116,6 +119,9 @@ func (e *Seg6Encap) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seg6: %w", err)
 	}
+	if e.OFlag {
+		srh[5] |= SRHFlagO // the kernel copies the flags as given (and signs them)
+	}
 	v := make([]byte, 4, 4+len(srh))
 	nl.NativeEndian().PutUint32(v, mode)
 	v = append(v, srh...)
@@ -141,6 +147,7 @@ func (e *Seg6Encap) Decode(b []byte) error {
 			return fmt.Errorf("seg6: %w", err)
 		}
 		e.Seg6Encap = nodestate.Seg6Encap{Mode: seg6ModeName(mode), Segs: segs, HMACKeyID: keyID}
+		e.OFlag = len(a.Value) > 9 && a.Value[4+5]&SRHFlagO != 0
 		return nil
 	}
 	return fmt.Errorf("seg6: no SEG6_IPTUNNEL_SRH: %w", ErrMalformed)
@@ -154,7 +161,7 @@ func (e *Seg6Encap) Equal(x netlink.Encap) bool {
 	if !ok {
 		return false
 	}
-	return e.Mode == o.Mode && e.HMACKeyID == o.HMACKeyID && slices.Equal(e.Segs, o.Segs)
+	return e.Mode == o.Mode && e.HMACKeyID == o.HMACKeyID && e.OFlag == o.OFlag && slices.Equal(e.Segs, o.Segs)
 }
 
 // Seg6LocalEncap is the netlink.Encap of an `encap seg6local` route

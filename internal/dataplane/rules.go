@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -165,4 +166,79 @@ func (h *Handle) Rules() ([]nodestate.Rule, error) {
 		}
 	}
 	return out, nil
+}
+
+// AddMarkRule adds r narrowed to packets whose mark is mark (fwmark
+// mark/0xffffffff), stamped with protocol r.Protocol(): the rule of a
+// table a tc program steers to by skb->mark (O-flag sampling).
+func (h *Handle) AddMarkRule(r nodestate.Rule, mark uint32) error {
+	nr, err := h.toNetlinkRule(r)
+	if err == nil {
+		nr.Mark = mark
+		m := ^uint32(0)
+		nr.Mask = &m
+		err = h.nh.RuleAdd(nr)
+	}
+	if err != nil {
+		return fmt.Errorf("add rule %q fwmark %#x in netns %q: %w", r, mark, h.netns, err)
+	}
+	return nil
+}
+
+// DeleteMarkRule removes the rule AddMarkRule added.
+func (h *Handle) DeleteMarkRule(r nodestate.Rule, mark uint32) error {
+	nr, err := h.toNetlinkRule(r)
+	if err == nil {
+		nr.Mark = mark
+		m := ^uint32(0)
+		nr.Mask = &m
+		err = h.nh.RuleDel(nr)
+	}
+	if err != nil {
+		return fmt.Errorf("delete rule %q fwmark %#x in netns %q: %w", r, mark, h.netns, err)
+	}
+	return nil
+}
+
+// DeleteProto deletes every IPv4 and IPv6 rule and route (any table) of
+// rtnetlink protocol proto: the state of one owner that is not the
+// domain's (O-flag sampling's tables).
+func (h *Handle) DeleteProto(proto int) error {
+	var errs []error
+	for _, fam := range []int{unix.AF_INET, unix.AF_INET6} {
+		rules, err := h.nh.RuleList(fam)
+		if err != nil {
+			return fmt.Errorf("list rules in netns %q: %w", h.netns, err)
+		}
+		for _, r := range rules {
+			if int(r.Protocol) != proto {
+				continue
+			}
+			r.Family = fam
+			if err := h.nh.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("delete rule %s in netns %q: %w", r, h.netns, err))
+			}
+		}
+		raws, err := h.dumpRoutes(fam) // ours: vishvananda/netlink fails on an HMAC TLV
+		if err != nil {
+			return err
+		}
+		for _, raw := range raws {
+			if raw.protocol != proto || raw.flags&unix.RTM_F_CLONED != 0 {
+				continue
+			}
+			dst := raw.dst
+			if !dst.IsValid() { // a default route carries no RTA_DST
+				dst = netip.IPv6Unspecified()
+				if fam == unix.AF_INET {
+					dst = netip.IPv4Unspecified()
+				}
+			}
+			r := nodestate.Route{Dst: netip.PrefixFrom(dst, raw.dstLen), Table: raw.table, Metric: raw.metric}
+			if err := h.DeleteRouteAs(r, proto); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

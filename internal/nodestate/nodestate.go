@@ -176,6 +176,10 @@ type Seg6Encap struct {
 	Mode      string       `json:"mode"` // encap, inline, l2encap, encap.red, l2encap.red
 	Segs      []netip.Addr `json:"segs"`
 	HMACKeyID uint32       `json:"hmac,omitempty"`
+	// OFlag sets the SRH's O-flag (0x20, RFC 9259 §2.1) on every packet
+	// the route encapsulates: the O-flagged copy of a sampled chain's
+	// route (internal/oam), never a domain route.
+	OFlag bool `json:"oflag,omitempty"`
 }
 
 // Seg6Local is an endpoint behaviour bound to a local SID.
@@ -241,6 +245,9 @@ func (e *Seg6Encap) String() string {
 	s := "encap seg6 mode " + e.Mode + " segs " + joinAddrs(e.Segs)
 	if e.HMACKeyID != 0 {
 		s += fmt.Sprintf(" hmac %d", e.HMACKeyID)
+	}
+	if e.OFlag {
+		s += " oflag"
 	}
 	return s
 }

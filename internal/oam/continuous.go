@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sort"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -179,13 +180,16 @@ func SampleContinuous(ctx context.Context, d Domain, chain string, o ContinuousO
 				s.Stop()
 				return err
 			}
-			window(s.Take(), counts, MonoNow()-o.Settle)
+			// Events settle 100 ms (the marks' reader and the taps'
+			// may hand a packet's events over in either order).
+			window(s.TakeBefore(MonoNow()-100*time.Millisecond), counts, MonoNow()-o.Settle)
 		case <-ctx.Done():
 			// Stop lets the last marked packets arrive, then reads all.
 			evs, counts, err := s.Stop()
 			if err != nil {
 				return err
 			}
+			sort.SliceStable(evs, func(i, j int) bool { return evs[i].At < evs[j].At })
 			window(evs, counts, time.Duration(1<<62))
 			return nil
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
+	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/plan"
@@ -43,6 +44,9 @@ type SampleOptions struct {
 	// MarkOnly attaches the marker and not the tap (the benchmark's arm
 	// that splits sampling's cost): the hops see nothing.
 	MarkOnly bool
+	// Marker chooses the headend's marker in a lab ("": the boundary
+	// filter when it can, MarkerTCX, MarkerBoundary).
+	Marker string
 }
 
 // Quantiles of a latency, in microseconds.
@@ -96,6 +100,10 @@ type SampleReport struct {
 	// on the way when the run ended).
 	Incomplete uint64  `json:"incomplete"`
 	TookMS     float64 `json:"took_ms"`
+	// Marker is how the headend marked (MarkerBoundary, MarkerTCX; empty
+	// through agents); MarkerNote why not in the boundary filter.
+	Marker     string `json:"marker,omitempty"`
+	MarkerNote string `json:"marker_note,omitempty"`
 }
 
 // ChainKey is the SRH a chain's packets leave the headend with: its first
@@ -166,7 +174,26 @@ type Sampler struct {
 	mu       sync.Mutex // events, between the reader and Take
 	events   []SampleEvent
 	readDone chan error
+	// bm marks in the headend's boundary filter (nil: the TCX marker
+	// marks, or nothing does).
+	bm *boundaryMarker
+	// Marker is how the headend marks: MarkerBoundary or MarkerTCX ("":
+	// not the headend); MarkerNote says why not in the boundary filter.
+	Marker     string
+	MarkerNote string
 }
+
+// How a headend marks (SampleReport.Marker, SampleOptions.Marker).
+const (
+	// MarkerBoundary: the boundary filter marks 1 in N of the chain's
+	// packets on their way in and a rule sends them to an O-flagged copy
+	// of the chain's table.
+	MarkerBoundary = "boundary"
+	// MarkerTCX: a TCX egress program sets the O-flag on the packets
+	// leaving (where the boundary filter cannot: none on the chain's way
+	// in, locally originated traffic, L2 modes; or asked for).
+	MarkerTCX = "tcx"
+)
 
 // Take returns the sightings and marks read so far and forgets them (a
 // continuous run reads them window by window).
@@ -178,8 +205,26 @@ func (s *Sampler) Take() []SampleEvent {
 	return evs
 }
 
+// TakeBefore is Take of the events older than cutoff (monotonic clock),
+// in time order; the newer stay for the next call. The headend's marks
+// and the taps' sightings come from two ring buffers when the boundary
+// filter marks (two readers): a packet's mark may be read after its
+// first sightings, never after its own time plus the readers' delay.
+func (s *Sampler) TakeBefore(cutoff time.Duration) []SampleEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sort.SliceStable(s.events, func(i, j int) bool { return s.events[i].At < s.events[j].At })
+	n := sort.Search(len(s.events), func(i int) bool { return s.events[i].At >= cutoff })
+	evs := append([]SampleEvent(nil), s.events[:n]...)
+	s.events = append(s.events[:0], s.events[n:]...)
+	return evs
+}
+
 // Counts reads the marker's counts so far.
 func (s *Sampler) Counts() (SampleCounts, error) {
+	if s.bm != nil {
+		return s.bm.Counts()
+	}
 	var v oamSampleOamChainVal
 	if err := s.objs.OamChains.Lookup(uint32(0), &v); err != nil {
 		return SampleCounts{}, fmt.Errorf("oam_chains: %w", err)
@@ -227,6 +272,14 @@ func attachAll(ns string, prog *ebpf.Program, at ebpf.AttachType) ([]link.Link, 
 // interface of node head's namespace headNS, last in its TCX egress
 // chains, marking 1 in rate of the packets of key.
 func StartSampler(netns map[string]string, head, headNS string, key ChainKey, rate uint32) (s *Sampler, err error) {
+	return StartSamplerWith(netns, head, headNS, key, rate, "")
+}
+
+// StartSamplerWith is StartSampler with the headend's marker chosen:
+// "" marks in the headend's boundary filter when it can (else with the
+// TCX marker, Marker and MarkerNote say so), MarkerTCX with the TCX
+// marker, MarkerBoundary in the boundary filter or fails.
+func StartSamplerWith(netns map[string]string, head, headNS string, key ChainKey, rate uint32, marker string) (s *Sampler, err error) {
 	spec, err := loadOamSample()
 	if err != nil {
 		return nil, fmt.Errorf("load the sampling programs' spec: %w", err)
@@ -240,9 +293,10 @@ func StartSampler(netns map[string]string, head, headNS string, key ChainKey, ra
 	if err := spec.LoadAndAssign(&s.objs, nil); err != nil {
 		return nil, fmt.Errorf("load the sampling programs: %w", err)
 	}
+	sp := s // the returns below set s to nil
 	defer func() {
 		if err != nil {
-			s.close()
+			sp.close()
 		}
 	}()
 	for node, ns := range netns {
@@ -262,7 +316,26 @@ func StartSampler(netns map[string]string, head, headNS string, key ChainKey, ra
 			return nil, fmt.Errorf("node %s: attach the tap: %w", node, err)
 		}
 	}
-	if rate > 0 {
+	if rate > 0 && marker != MarkerTCX {
+		s.bm, err = startBoundaryMarker(headNS, key, rate, func(ev boundary.SampleEvent) {
+			e := SampleEvent{At: time.Duration(ev.Ts), Kind: 1, Node: s.head, ID: ev.ID}
+			s.mu.Lock()
+			if len(s.events) < maxSampleEvents {
+				s.events = append(s.events, e)
+			}
+			s.mu.Unlock()
+		})
+		switch {
+		case err == nil:
+			s.Marker = MarkerBoundary
+		case errors.Is(err, errFallback) && marker == "":
+			s.MarkerNote = err.Error()
+		default:
+			return nil, fmt.Errorf("headend %s: %w", head, err)
+		}
+	}
+	if rate > 0 && s.bm == nil {
+		s.Marker = MarkerTCX
 		if s.marks, err = attachAll(headNS, s.objs.OamMark, ebpf.AttachTCXEgress); err != nil {
 			return nil, fmt.Errorf("headend %s: attach the marker: %w", head, err)
 		}
@@ -301,6 +374,9 @@ func StartSampler(netns map[string]string, head, headNS string, key ChainKey, ra
 }
 
 func (s *Sampler) close() {
+	if s.bm != nil {
+		s.bm.Close()
+	}
 	for _, l := range append(s.marks, s.taps...) {
 		l.Close()
 	}
@@ -315,6 +391,10 @@ func (s *Sampler) close() {
 // the tap and returns what the run saw and the marker's counts.
 func (s *Sampler) Stop() ([]SampleEvent, SampleCounts, error) {
 	defer s.close()
+	var berr error
+	if s.bm != nil {
+		berr = s.bm.Close()
+	}
 	for _, l := range s.marks {
 		l.Close()
 	}
@@ -332,7 +412,7 @@ func (s *Sampler) Stop() ([]SampleEvent, SampleCounts, error) {
 		return nil, SampleCounts{}, fmt.Errorf("read the sampling ring buffer: %w", err)
 	}
 	c, err := s.Counts()
-	if err != nil {
+	if err = errors.Join(berr, err); err != nil {
 		return nil, SampleCounts{}, err
 	}
 	return s.Take(), c, nil
@@ -361,6 +441,7 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 	}
 	var evs []SampleEvent
 	var counts SampleCounts
+	var marker, note string
 	if d.Remote != nil && d.Remote.Has(pc.Ingress) {
 		if o.MarkOnly {
 			return nil, errors.New("MarkOnly: in a lab only")
@@ -411,10 +492,11 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 		if o.MarkOnly {
 			watch = nil
 		}
-		s, err := StartSampler(watch, pc.Ingress, headNS, key, o.Rate)
+		s, err := StartSamplerWith(watch, pc.Ingress, headNS, key, o.Rate, o.Marker)
 		if err != nil {
 			return nil, err
 		}
+		marker, note = s.Marker, s.MarkerNote
 		if o.Started != nil {
 			o.Started()
 		}
@@ -426,7 +508,7 @@ func Sample(ctx context.Context, d Domain, chain string, o SampleOptions) (*Samp
 			return nil, err
 		}
 	}
-	r := &SampleReport{Chain: pc.Name, Mode: pc.Mode, Rate: o.Rate, Packets: counts.Seen, Marked: counts.Marked, HMAC: counts.HMAC}
+	r := &SampleReport{Chain: pc.Name, Mode: pc.Mode, Rate: o.Rate, Packets: counts.Seen, Marked: counts.Marked, HMAC: counts.HMAC, Marker: marker, MarkerNote: note}
 	r.Hops, r.Incomplete = correlate(pc, evs)
 	r.TookMS = ms(time.Since(start))
 	return r, nil

@@ -47,6 +47,12 @@ func keptDomain(t *testing.T, rate int) string {
 // keptStatus runs segchain status -o json and returns web's sampling.
 func keptStatus(t *testing.T, e *labenv.Env) oam.KeptChain {
 	t.Helper()
+	return keptStatusOf(t, e, "web")
+}
+
+// keptStatusOf is keptStatus for chain.
+func keptStatusOf(t *testing.T, e *labenv.Env, chain string) oam.KeptChain {
+	t.Helper()
 	out, err := e.Run("status", "--lab", e.Name, "-o", "json")
 	if err != nil {
 		t.Fatalf("status: %v\n%s", err, out)
@@ -57,8 +63,8 @@ func keptStatus(t *testing.T, e *labenv.Env) oam.KeptChain {
 	if err := json.Unmarshal([]byte(out[:strings.LastIndexByte(out, '}')+1]), &st); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(st.Sampling) != 1 || st.Sampling[0].Chain != "web" {
-		t.Fatalf("status sampling %+v, want web's", st.Sampling)
+	if len(st.Sampling) != 1 || st.Sampling[0].Chain != chain {
+		t.Fatalf("status sampling %+v, want %s's", st.Sampling, chain)
 	}
 	return st.Sampling[0]
 }

@@ -17,6 +17,12 @@ const seqstream = "../../scripts/seqstream.py"
 // first packet to after its last.
 func (e *env) sampled(t *testing.T, chain string, rate uint32, send func()) *oam.SampleReport {
 	t.Helper()
+	return e.sampledWith(t, chain, oam.SampleOptions{Rate: rate}, send)
+}
+
+// sampledWith is sampled with options (Rate, Marker).
+func (e *env) sampledWith(t *testing.T, chain string, o oam.SampleOptions, send func()) *oam.SampleReport {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := make(chan struct{})
@@ -26,7 +32,8 @@ func (e *env) sampled(t *testing.T, chain string, rate uint32, send func()) *oam
 	}
 	done := make(chan result, 1)
 	go func() {
-		r, err := oam.Sample(ctx, e.d, chain, oam.SampleOptions{Rate: rate, Duration: 10 * time.Minute, Started: func() { close(started) }})
+		o.Duration, o.Started = 10*time.Minute, func() { close(started) }
+		r, err := oam.Sample(ctx, e.d, chain, o)
 		done <- result{r, err}
 	}()
 	select {
@@ -68,6 +75,9 @@ func TestSampleOFlag(t *testing.T) {
 	if rep.Packets != count || rep.Marked != count/rate || rep.Incomplete != 0 {
 		t.Errorf("headend counted %d packets, marked %d, %d incomplete; want %d, %d, 0", rep.Packets, rep.Marked, rep.Incomplete, count, count/rate)
 	}
+	if rep.Marker != oam.MarkerBoundary {
+		t.Errorf("marked by %q (%s), want the boundary filter", rep.Marker, rep.MarkerNote)
+	}
 	var kinds []string
 	for _, h := range rep.Hops {
 		kinds = append(kinds, h.Kind+":"+h.Node)
@@ -90,15 +100,16 @@ func TestSampleOFlag(t *testing.T) {
 	}
 }
 
-// A chain whose SRH carries an HMAC is counted, never marked (the HMAC
-// covers the flags: a marked packet would fail verification), and its
-// traffic still arrives.
+// The TCX marker (the fallback where the boundary filter cannot mark)
+// counts a chain whose SRH carries an HMAC, never marks it (the HMAC
+// covers the flags: a packet marked after the kernel signed it would
+// fail verification), and its traffic still arrives.
 func TestSampleSkipsHMAC(t *testing.T) {
 	e := setup(t, "../../examples/hmac.yaml", nil)
 	s, _ := e.lab.Netns("s")
 	d, _ := e.lab.Netns("d")
 	var res testutil.StreamResult
-	rep := e.sampled(t, "signed", 1, func() {
+	rep := e.sampledWith(t, "signed", oam.SampleOptions{Rate: 1, Marker: oam.MarkerTCX}, func() {
 		res = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, 200, 1000, nil)
 	})
 	if res.Lost != 0 {

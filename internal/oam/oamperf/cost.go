@@ -2,11 +2,15 @@ package oamperf
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/dataplane"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/oam"
 	"github.com/segchain/segchain/internal/perf"
 )
@@ -28,6 +32,7 @@ const (
 	attTapFentry // oam_sid_tap on seg6_local_input_core
 	attTapTCX    // the TCX tap (oam_sampled) on the input port's ingress
 	attEmptyIn   // an empty TCX program on the input port's ingress
+	attBndMark   // the boundary filter (on the input port in every arm of its sandwich) marking 1:1000, the O-rule and O-table
 )
 
 // Recipes of a slot's frame.
@@ -36,6 +41,7 @@ const (
 	recRoute          // the route marker at 1:1000 (T.Encaps.oam.route)
 	recBPF            // the route marker marking none (T.Encaps.route)
 	recEnd            // seg6local End (perf's End)
+	recChain          // T.Encaps as a chain: its route in a table, a rule to it (as segchain's headend)
 )
 
 // Slot is one arm: its frame's recipe and what is attached meanwhile.
@@ -55,6 +61,15 @@ var (
 		{"T.Encaps+empty-tcx-egress", recTEncaps, attEmptyOut},
 		{"T.Encaps.oam.route", recRoute, attNone},
 		{"T.Encaps.route", recBPF, attNone},
+	}
+	// BndSlots: the headend behind the boundary filter (boundary_in on
+	// the input port in every arm), T.Encaps as segchain's chain (a rule,
+	// a table).
+	BndSlots = []Slot{
+		{"T.Encaps+boundary", recChain, attNone},
+		{"T.Encaps+boundary (A/A)", recChain, attNone},
+		{"T.Encaps+boundary+mark-1000", recChain, attBndMark},
+		{"T.Encaps+boundary+marker-tcx", recChain, attMarkerTCX},
 	}
 	SegSlots = []Slot{
 		{"End", recEnd, attNone},
@@ -76,6 +91,12 @@ type attState struct {
 	marker *oam.Marker
 	sid    *oam.SIDTap
 	key    oam.ChainKey
+	bmark  *oam.BoundaryMark
+	// keyOf: the chain's key while its sandwich runs (the TCX marker's).
+	chainKey oam.ChainKey
+	bnd      bool // the sandwich of the boundary filter runs
+	// bmSeen, bmMarked: the boundary marking arm's counts, summed.
+	bmSeen, bmMarked uint64
 }
 
 func (s *attState) set(mode int) error {
@@ -97,6 +118,18 @@ func (s *attState) set(mode int) error {
 		}
 		s.sid = nil
 	}
+	if s.bmark != nil {
+		c, err := s.bmark.Counts()
+		if err != nil {
+			return err
+		}
+		s.bmSeen += c.Seen
+		s.bmMarked += c.Marked
+		if err := s.env.Do(s.bmark.Close); err != nil {
+			return err
+		}
+		s.bmark = nil
+	}
 	err := s.env.Do(func() error {
 		attach := func(dev string, p *ebpf.Program, at ebpf.AttachType) error {
 			l, err := perf.AttachTCXHead(dev, p, at)
@@ -108,7 +141,13 @@ func (s *attState) set(mode int) error {
 		var err error
 		switch mode {
 		case attMarkerTCX:
-			s.marker, err = oam.AttachMarker(s.env.Out, s.key, Rate)
+			key := s.key
+			if s.bnd {
+				key = s.chainKey
+			}
+			s.marker, err = oam.AttachMarker(s.env.Out, key, Rate)
+		case attBndMark:
+			s.bmark, err = oam.MarkAtBoundary("", s.chainKey, Rate)
 		case attEmptyOut:
 			err = attach(s.env.Out, s.empty, ebpf.AttachTCXEgress)
 		case attTapFentry:
@@ -139,7 +178,37 @@ func (s *attState) close() error {
 }
 
 // recipeK is each recipe's arm number k (its addresses).
-var recipeK = map[int]int{recTEncaps: 1, recRoute: 2, recBPF: 3, recEnd: 4}
+var recipeK = map[int]int{recTEncaps: 1, recRoute: 2, recBPF: 3, recEnd: 4, recChain: 5}
+
+// chainTable is recChain's table (a rule sends its prefix there).
+const chainTable = 1005
+
+// chainSetup is T.Encaps with its route in a table a rule selects, as
+// segchain's headend holds a chain (the rule and route stamped as the
+// domain's: the sampler finds them so).
+func chainSetup(env *perf.Env, k int, p perf.Params) ([]byte, error) {
+	fr, err := tEncaps().Setup(env, k, p)
+	if err != nil {
+		return nil, err
+	}
+	r := route(env, k)
+	if _, err := env.Run("ip", "-6", "route", "del", r.Dst.String()); err != nil {
+		return nil, err
+	}
+	r.Table = chainTable
+	err = env.Do(func() error {
+		h, err := dataplane.Open("")
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		if err := h.ReplaceRoute(r); err != nil {
+			return err
+		}
+		return h.AddRule(nodestate.Rule{Family: 6, Priority: 20500, Dst: r.Dst, Table: chainTable})
+	})
+	return fr, err
+}
 
 func setupRecipe(env *perf.Env, r int, p perf.Params) ([]byte, error) {
 	k := recipeK[r]
@@ -150,6 +219,8 @@ func setupRecipe(env *perf.Env, r int, p perf.Params) ([]byte, error) {
 		return routeSetup(Rate)(env, k, p)
 	case recBPF:
 		return routeSetup(0)(env, k, p)
+	case recChain:
+		return chainSetup(env, k, p)
 	}
 	for _, n := range perf.NativeRecipes() {
 		if n.Name() == "End" {
@@ -176,6 +247,9 @@ type Result struct {
 	// Skipped names arms this kernel cannot have, with why (fentry is
 	// refused where the kernel has no function tracing).
 	Skipped []string `json:",omitempty"`
+	// Counted, Marked: the boundary marking arm's counts (its sandwich).
+	Counted uint64 `json:",omitempty"`
+	Marked  uint64 `json:",omitempty"`
 }
 
 // Measure runs both sandwiches on an up testbed d (PrepareSUT done),
@@ -204,7 +278,7 @@ func Measure(d perf.Driver, rounds int, window time.Duration, wire bool) ([]Resu
 		return nil, err
 	}
 	frames := map[int][]byte{}
-	for _, r := range []int{recTEncaps, recRoute, recBPF, recEnd} {
+	for _, r := range []int{recTEncaps, recRoute, recBPF, recEnd, recChain} {
 		if frames[r], err = setupRecipe(env, r, perf.Params{Size: 64}); err != nil {
 			return nil, err
 		}
@@ -224,8 +298,20 @@ func Measure(d perf.Driver, rounds int, window time.Duration, wire bool) ([]Resu
 	} else if err := t.Close(); err != nil {
 		return nil, err
 	}
+	st.chainKey = oam.ChainKey{First: perf.Addr("far", recipeK[recChain], 1).As16(), Last: perf.Addr("far", recipeK[recChain], 2).As16()}
 	var out []Result
-	for si, slots := range [][]Slot{HeadSlots, segSlots} {
+	for si, slots := range [][]Slot{HeadSlots, segSlots, BndSlots} {
+		if si == 2 {
+			// The boundary filter on the input port (the output port
+			// trusted: it faces the domain), for the whole sandwich.
+			if err := env.Do(func() error {
+				return boundary.Apply("", nodestate.Boundary{Trusted: []string{env.Out}, Locators: []netip.Prefix{netip.MustParsePrefix("fc00:ffff::/48")}})
+			}); err != nil {
+				return nil, fmt.Errorf("boundary filter: %w", err)
+			}
+			st.bnd = true
+			defer env.Do(func() error { return boundary.Remove("") })
+		}
 		gen := d.Generator()
 		mode := map[int]int{}
 		for i, s := range slots {
@@ -247,7 +333,13 @@ func Measure(d perf.Driver, rounds int, window time.Duration, wire bool) ([]Resu
 		if err := st.set(attNone); err != nil {
 			return nil, err
 		}
+		if si == 2 && (st.bmSeen == 0 || st.bmMarked < st.bmSeen/Rate) {
+			return nil, fmt.Errorf("T.Encaps+boundary+mark-1000: the filter counted %d of its packets, marked %d: not marking 1 in %d", st.bmSeen, st.bmMarked, Rate)
+		}
 		r := Result{Ref: slots[0].Name, RefNsPerPkt: perf.Summarize(ref.NsPerPacket)}
+		if si == 2 {
+			r.Counted, r.Marked = st.bmSeen, st.bmMarked
+		}
 		if si == 1 {
 			r.Skipped = skipped
 		}

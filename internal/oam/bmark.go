@@ -1,0 +1,625 @@
+package oam
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/dataplane"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+)
+
+// Marking in the boundary filter (docs/oam.md "O-flag sampling"): the
+// headend's boundary_in gives 1 in Rate of the chain's packets a mark; a
+// rule "<the chain's selectors> fwmark M lookup M", one priority before
+// the chain's own, sends them to table M, a copy of the chain's table
+// whose route puts the O-flag in the SRH. The kernel encapsulates (and
+// signs) the marked packet as any other: no program on the way out, and
+// an HMAC chain can be sampled.
+
+// ProtoSample stamps the O-flagged tables' routes and rules: neither the
+// domain's (nodestate.Proto) nor another kind's, so apply's observation
+// never takes them for drift; their sampler owns them.
+const ProtoSample = 0xcd // 205
+
+// sampleMarkBase is the top byte of the marks (and table numbers) of
+// O-flagged tables: mark = base | slot<<16 | the chain's table.
+const sampleMarkBase = 0x2a000000
+
+func sampleMark(slot uint32, table int) uint32 {
+	return sampleMarkBase | slot<<16 | uint32(table)&0xffff
+}
+
+// errFallback wraps why a headend samples with the TCX marker instead.
+var errFallback = errors.New("boundary marking unavailable")
+
+// bnode is one namespace's boundary sampling, shared by the samplers of
+// this process (an agent keeps several chains): one reader of the ring
+// buffer, the selectors read, changed and written under bmu.
+type bnode struct {
+	samp *boundary.Sampling
+	ifs  []int
+	rd   *ringbuf.Reader
+	mu   sync.Mutex // subs, between the reader and the samplers (bmu may be held)
+	subs map[uint32]func(boundary.SampleEvent)
+	refs int
+	done chan struct{}
+}
+
+var (
+	bmu    sync.Mutex
+	bnodes = map[string]*bnode{}
+)
+
+// boundaryMarker is one chain's marking in a headend's boundary filter.
+type boundaryMarker struct {
+	ns     string
+	key    ChainKey
+	rate   uint32
+	slot   uint32
+	cur    markState // what it holds
+	last   SampleCounts
+	closed bool
+	stop   chan struct{} // ends follow
+	done   chan struct{}
+	once   sync.Once
+}
+
+// routeKey is the ChainKey of a headend route's SRH and whether its
+// mode can be marked at ingress (L2 modes: the frame, not an IP packet,
+// is what the filter would match).
+func routeKey(e *nodestate.Seg6Encap) (k ChainKey, ok bool) {
+	segs := e.Segs
+	switch e.Mode {
+	case "encap.red":
+		if len(segs) < 2 {
+			return k, false
+		}
+		segs = segs[1:]
+	case "encap", "inline":
+	default:
+		return k, false
+	}
+	if len(segs) == 0 {
+		return k, false
+	}
+	k.First = segs[0].As16()
+	if e.Mode != "inline" {
+		k.Last = segs[len(segs)-1].As16()
+	}
+	return k, true
+}
+
+// markState is what one chain's marking holds on its headend: the
+// O-flagged copies of its routes, the rules into them (narrowed by
+// marks[i]) and its selectors in the filter.
+type markState struct {
+	routes []nodestate.Route
+	rules  []nodestate.Rule
+	marks  []uint32
+	sels   []boundary.SampleSel
+}
+
+func (w markState) routeKeys() map[string]nodestate.Route {
+	out := map[string]nodestate.Route{}
+	for _, r := range w.routes {
+		out[r.String()] = r
+	}
+	return out
+}
+
+func (w markState) ruleKeys() map[string]int {
+	out := map[string]int{}
+	for i, r := range w.rules {
+		out[fmt.Sprintf("%s fwmark %#x", r, w.marks[i])] = i
+	}
+	return out
+}
+
+func (w markState) same(o markState) bool {
+	return fmt.Sprint(w.routeKeys()) == fmt.Sprint(o.routeKeys()) &&
+		fmt.Sprint(w.ruleKeys()) == fmt.Sprint(o.ruleKeys()) && fmt.Sprint(w.sels) == fmt.Sprint(o.sels)
+}
+
+// desired reads, in h's namespace, the headend routes whose SRH is key's
+// and the rules into their tables (the chain's selectors), and returns
+// what marking them in slot at rate holds. An error wrapping errFallback:
+// the filter cannot mark this chain.
+func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, ifs []int) (markState, error) {
+	var w markState
+	routes, err := h.Routes()
+	if err != nil {
+		return w, err
+	}
+	tables := map[int]uint32{} // chain table → id offset
+	for _, r := range routes {
+		if r.Seg6 == nil {
+			continue
+		}
+		k, ok := routeKey(r.Seg6)
+		if k != key {
+			continue
+		}
+		if !ok {
+			return w, fmt.Errorf("%w: %s is an L2 encapsulation", errFallback, r)
+		}
+		tables[r.Table] = 0
+		if r.Seg6.Mode == "inline" {
+			tables[r.Table] = 40 // H.Insert: the taps report the bytes after the SRH, the transport header
+		}
+	}
+	if len(tables) == 0 {
+		return w, fmt.Errorf("%w: no headend route with the chain's SRH", errFallback)
+	}
+	rules, err := h.Rules()
+	if err != nil {
+		return w, err
+	}
+	for _, r := range rules {
+		if _, ok := tables[r.Table]; !ok || r.Table == 0 {
+			continue
+		}
+		mark := sampleMark(slot, r.Table)
+		c := boundary.SampleSel{Family: r.Family, Src: r.Src, Dst: r.Dst, Proto: r.IPProto,
+			Sport: ports(r.Sport), Dport: ports(r.Dport), Slot: slot, Rate: rate,
+			Mark: mark, IDOff: tables[r.Table], Prio: uint32(r.Priority)}
+		if r.Iif != "" {
+			ix, err := ifindex(ns, r.Iif)
+			if err != nil {
+				return w, err
+			}
+			if !contains(ifs, ix) {
+				return w, fmt.Errorf("%w: no boundary filter on %s, the chain's iif", errFallback, r.Iif)
+			}
+			c.Ifindex = ix
+		}
+		w.sels = append(w.sels, c)
+		o := r
+		o.Priority-- // before the chain's own, as pools' rules (mine.Priority above: the chain's own)
+		o.Table = int(mark)
+		o.Proto = ProtoSample
+		w.rules = append(w.rules, o)
+		w.marks = append(w.marks, mark)
+	}
+	if len(w.rules) == 0 {
+		return w, fmt.Errorf("%w: no rule selects the chain", errFallback)
+	}
+	// Another chain's rule that comes first for some of this chain's
+	// packets: a selector that stops the search, so that they are not
+	// counted (they leave by that chain's table).
+	for _, r := range rules {
+		if _, ok := tables[r.Table]; ok || r.Table == 0 || r.Protocol() != nodestate.Proto {
+			continue
+		}
+		for _, mine := range w.rules {
+			if r.Priority <= mine.Priority && rulesOverlap(r, mine) {
+				c := boundary.SampleSel{Family: r.Family, Src: r.Src, Dst: r.Dst, Proto: r.IPProto,
+					Sport: ports(r.Sport), Dport: ports(r.Dport), Slot: boundary.SkipSlot, Mark: slot, Prio: uint32(r.Priority)}
+				if r.Iif != "" {
+					if c.Ifindex, err = ifindex(ns, r.Iif); err != nil {
+						return w, err
+					}
+				}
+				w.sels = append(w.sels, c)
+				break
+			}
+		}
+	}
+	for _, r := range routes {
+		if _, ok := tables[r.Table]; !ok {
+			continue
+		}
+		o := r
+		o.Table = int(sampleMark(slot, r.Table))
+		o.Proto, o.Owner = 0, ""
+		if r.Seg6 != nil {
+			e := *r.Seg6
+			e.OFlag = true
+			o.Seg6 = &e
+		}
+		w.routes = append(w.routes, o)
+	}
+	return w, nil
+}
+
+// startBoundaryMarker marks 1 in rate of the packets of the chain whose
+// headend routes in ns have key (their tables' rules are the chain's
+// selectors), reporting each marked packet to onMark, and follows the
+// chain's routes and rules (an apply that changes them) every second. An
+// error wrapping errFallback: the TCX marker is the way (no boundary
+// filter that marks on this node, an L2 chain, too many selectors).
+func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(boundary.SampleEvent)) (*boundaryMarker, error) {
+	h, err := dataplane.Open(ns)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	// Before the filter: a chain it cannot mark falls back at once.
+	if _, err := desired(h, ns, key, rate, 0, nil); err != nil && errors.Is(err, errFallback) && !strings.Contains(err.Error(), "iif") {
+		return nil, err
+	}
+
+	bmu.Lock()
+	defer bmu.Unlock()
+	bn := bnodes[ns]
+	if bn == nil {
+		samp, ifs, err := boundary.OpenSampling(ns)
+		if err != nil {
+			if errors.Is(err, boundary.ErrNoSampling) {
+				return nil, fmt.Errorf("%w: %w", errFallback, err)
+			}
+			return nil, err
+		}
+		// The first sampler of this process on the node: what another
+		// left (a sampler that died: its selectors, rules and tables)
+		// goes. One process samples a headend at a time (its agent, or
+		// segchain trace in a lab without agents).
+		if err := samp.Set(nil); err != nil {
+			samp.Close()
+			return nil, err
+		}
+		if err := removeSampleState(h); err != nil {
+			samp.Close()
+			return nil, err
+		}
+		bn = &bnode{samp: samp, ifs: ifs, subs: map[uint32]func(boundary.SampleEvent){}, done: make(chan struct{})}
+		if bn.rd, err = ringbuf.NewReader(samp.Events()); err != nil {
+			samp.Close()
+			return nil, fmt.Errorf("boundary sampling ring buffer: %w", err)
+		}
+		go bn.read()
+		bnodes[ns] = bn
+	}
+	bn.refs++
+	m := &boundaryMarker{ns: ns, key: key, rate: rate, stop: make(chan struct{}), done: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			bn.release(ns)
+		}
+	}()
+	cur, err := bn.samp.Get()
+	if err != nil {
+		return nil, err
+	}
+	used := map[uint32]bool{}
+	for _, c := range cur {
+		used[c.Owner()] = true
+	}
+	bn.mu.Lock()
+	for s := range bn.subs {
+		used[s] = true
+	}
+	bn.mu.Unlock()
+	m.slot = boundary.MaxSampleSels
+	for s := uint32(0); s < boundary.MaxSampleSels; s++ {
+		if !used[s] {
+			m.slot = s
+			break
+		}
+	}
+	if m.slot == boundary.MaxSampleSels {
+		return nil, fmt.Errorf("%w: the boundary filter samples %d chains already", errFallback, boundary.MaxSampleSels)
+	}
+	w, err := desired(h, ns, key, rate, m.slot, bn.ifs)
+	if err != nil {
+		return nil, err
+	}
+	bn.mu.Lock()
+	bn.subs[m.slot] = onMark
+	bn.mu.Unlock()
+	if err := m.install(h, bn, w); err != nil {
+		bn.mu.Lock()
+		delete(bn.subs, m.slot)
+		bn.mu.Unlock()
+		m.cur = w // what of it was added goes
+		m.undo(h)
+		return nil, err
+	}
+	ok = true
+	go m.follow()
+	return m, nil
+}
+
+// install makes w what m holds (bmu held): the new tables and rules
+// first, then the selectors, then what w no longer has goes — a marked
+// packet always finds its table.
+func (m *boundaryMarker) install(h *dataplane.Handle, bn *bnode, w markState) error {
+	var errs []error
+	oldRoutes, newRoutes := m.cur.routeKeys(), w.routeKeys()
+	oldRules, newRules := m.cur.ruleKeys(), w.ruleKeys()
+	for k, r := range newRoutes {
+		if _, ok := oldRoutes[k]; ok {
+			continue
+		}
+		if err := h.ReplaceRouteAs(r, ProtoSample); err != nil {
+			return err
+		}
+	}
+	for k, i := range newRules {
+		if _, ok := oldRules[k]; ok {
+			continue
+		}
+		_ = h.DeleteMarkRule(w.rules[i], w.marks[i]) // one left by a sampler that died
+		if err := h.AddMarkRule(w.rules[i], w.marks[i]); err != nil {
+			return err
+		}
+	}
+	cur, err := bn.samp.Get()
+	if err != nil {
+		return err
+	}
+	var sels []boundary.SampleSel
+	for _, c := range cur {
+		if c.Owner() != m.slot {
+			sels = append(sels, c)
+		}
+	}
+	sels = append(sels, w.sels...)
+	if len(sels) > boundary.MaxSampleSels {
+		return fmt.Errorf("%w: %d sampled selectors on the node, at most %d", errFallback, len(sels), boundary.MaxSampleSels)
+	}
+	sort.SliceStable(sels, func(i, j int) bool { return sels[i].Prio < sels[j].Prio })
+	if err := bn.samp.Set(sels); err != nil {
+		return err
+	}
+	for k, i := range oldRules {
+		if _, ok := newRules[k]; !ok {
+			errs = append(errs, h.DeleteMarkRule(m.cur.rules[i], m.cur.marks[i]))
+		}
+	}
+	place := func(r nodestate.Route) string { return fmt.Sprintf("%d %s %d", r.Table, r.Dst, r.Metric) }
+	kept := map[string]bool{}
+	for _, r := range newRoutes {
+		kept[place(r)] = true
+	}
+	for _, r := range oldRoutes {
+		// A route replaced in place (same table, destination and
+		// metric) is the new one: deleting it would delete that.
+		if kept[place(r)] {
+			continue
+		}
+		if err := h.DeleteRouteAs(r, ProtoSample); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, err)
+		}
+	}
+	m.cur = w
+	return errors.Join(errs...)
+}
+
+// follow re-reads the chain's routes and rules every second until Close
+// and makes the O-flagged copies follow them (an apply that changed the
+// chain's SIDs, next hop or selectors without changing its key).
+func (m *boundaryMarker) follow() {
+	defer close(m.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			_ = m.resync()
+		}
+	}
+}
+
+func (m *boundaryMarker) resync() error {
+	h, err := dataplane.Open(m.ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	bmu.Lock()
+	defer bmu.Unlock()
+	bn := bnodes[m.ns]
+	if m.closed || bn == nil {
+		return nil
+	}
+	w, err := desired(h, m.ns, m.key, m.rate, m.slot, bn.ifs)
+	if err != nil || w.same(m.cur) {
+		return err // the chain gone: its copies stay until the sampler stops
+	}
+	return m.install(h, bn, w)
+}
+
+// rulesOverlap reports whether some packet matches both rules.
+func rulesOverlap(a, b nodestate.Rule) bool {
+	pfx := func(x, y netip.Prefix) bool { return !x.IsValid() || !y.IsValid() || x.Overlaps(y) }
+	prt := func(x, y nodestate.PortRange) bool {
+		if x.IsZero() || y.IsZero() {
+			return true
+		}
+		xp, yp := ports(x), ports(y)
+		return xp[0] <= yp[1] && yp[0] <= xp[1]
+	}
+	return a.Family == b.Family && pfx(a.Src, b.Src) && pfx(a.Dst, b.Dst) &&
+		(a.IPProto == 0 || b.IPProto == 0 || a.IPProto == b.IPProto) &&
+		prt(a.Sport, b.Sport) && prt(a.Dport, b.Dport) && (a.Iif == "" || b.Iif == "" || a.Iif == b.Iif)
+}
+
+func ports(p nodestate.PortRange) [2]uint16 {
+	if p.IsZero() {
+		return [2]uint16{}
+	}
+	to := p.To
+	if to == 0 {
+		to = p.From
+	}
+	return [2]uint16{p.From, to}
+}
+
+func contains(l []int, x int) bool {
+	for _, v := range l {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func ifindex(ns, name string) (ix int, err error) {
+	err = nsutil.Do(ns, func() error {
+		i, err := net.InterfaceByName(name)
+		if err == nil {
+			ix = i.Index
+		}
+		return err
+	})
+	return ix, err
+}
+
+// undo removes the rules and routes m holds (what a failed install
+// added: every protocol-205 rule and table of m's slot).
+func (m *boundaryMarker) undo(h *dataplane.Handle) error {
+	var errs []error
+	for i, r := range m.cur.rules {
+		errs = append(errs, h.DeleteMarkRule(r, m.cur.marks[i]))
+	}
+	for _, r := range m.cur.routes {
+		errs = append(errs, h.DeleteRouteAs(r, ProtoSample))
+	}
+	m.cur = markState{}
+	return errors.Join(errs...)
+}
+
+// Counts are the packets of the chain the filter counted and marked
+// (after close: the last read).
+func (m *boundaryMarker) Counts() (SampleCounts, error) {
+	bmu.Lock()
+	defer bmu.Unlock()
+	if m.closed {
+		return m.last, nil
+	}
+	bn := bnodes[m.ns]
+	if bn == nil {
+		return m.last, nil
+	}
+	seen, marked, err := bn.samp.Counts(m.slot)
+	if err != nil {
+		return SampleCounts{}, err
+	}
+	m.last = SampleCounts{Seen: seen, Marked: marked}
+	return m.last, nil
+}
+
+// Close stops marking: the selectors out of the filter first, then the
+// rules and the tables.
+func (m *boundaryMarker) Close() error {
+	m.once.Do(func() {
+		close(m.stop)
+		<-m.done
+	})
+	if _, err := m.Counts(); err != nil {
+		return err
+	}
+	bmu.Lock()
+	defer bmu.Unlock()
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	var errs []error
+	if bn := bnodes[m.ns]; bn != nil {
+		if cur, err := bn.samp.Get(); err == nil {
+			var keep []boundary.SampleSel
+			for _, c := range cur {
+				if c.Owner() != m.slot {
+					keep = append(keep, c)
+				}
+			}
+			errs = append(errs, bn.samp.Set(keep))
+		} else {
+			errs = append(errs, err)
+		}
+		bn.mu.Lock()
+		delete(bn.subs, m.slot)
+		bn.mu.Unlock()
+		defer bn.release(m.ns)
+	}
+	h, err := dataplane.Open(m.ns)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	defer h.Close()
+	return errors.Join(append(errs, m.undo(h))...)
+}
+
+// release drops a reference to bn (bmu held); the last closes it.
+func (bn *bnode) release(ns string) {
+	if bn.refs--; bn.refs > 0 {
+		return
+	}
+	delete(bnodes, ns)
+	_ = bn.rd.Flush()
+	bn.rd.Close()
+	<-bn.done
+	bn.samp.Close()
+}
+
+// read hands each marked packet to its slot's sampler.
+func (bn *bnode) read() {
+	defer close(bn.done)
+	for {
+		rec, err := bn.rd.Read()
+		if err != nil {
+			if errors.Is(err, ringbuf.ErrFlushed) {
+				continue
+			}
+			return
+		}
+		ev, ok := boundary.DecodeEvent(rec.RawSample)
+		if !ok {
+			continue
+		}
+		bn.mu.Lock()
+		f := bn.subs[ev.Slot]
+		bn.mu.Unlock()
+		if f != nil {
+			f(ev)
+		}
+	}
+}
+
+// BoundaryMark is marking in a headend's boundary filter alone, its
+// marks counted (segchain perf oam's T.Encaps+boundary+mark-1000 arm).
+type BoundaryMark struct {
+	m     *boundaryMarker
+	marks atomic.Uint64
+}
+
+// MarkAtBoundary marks 1 in rate of the packets of the chain whose
+// headend route in ns has key, in ns's boundary filter (the O-rule and
+// the O-flagged table included).
+func MarkAtBoundary(ns string, key ChainKey, rate uint32) (*BoundaryMark, error) {
+	b := &BoundaryMark{}
+	m, err := startBoundaryMarker(ns, key, rate, func(boundary.SampleEvent) { b.marks.Add(1) })
+	if err != nil {
+		return nil, err
+	}
+	b.m = m
+	return b, nil
+}
+
+// Counts are the filter's counts.
+func (b *BoundaryMark) Counts() (SampleCounts, error) { return b.m.Counts() }
+
+// Close stops marking.
+func (b *BoundaryMark) Close() error { return b.m.Close() }
+
+// removeSampleState deletes every rule and route of protocol ProtoSample
+// in h's namespace.
+func removeSampleState(h *dataplane.Handle) error {
+	return h.DeleteProto(ProtoSample)
+}
