@@ -55,6 +55,7 @@ type bnode struct {
 	subs map[uint32]func(boundary.SampleEvent)
 	refs int
 	done chan struct{}
+	lock *sampleLock // this process's hold on the node's sampling (samplelock.go)
 }
 
 var (
@@ -254,28 +255,40 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 	defer bmu.Unlock()
 	bn := bnodes[ns]
 	if bn == nil {
+		// One process samples a headend at a time (its agent, or
+		// segchain trace in a lab without agents): another one's
+		// sampling falls back to the TCX marker rather than clear it.
+		lock, err := lockSampling(ns)
+		if errors.Is(err, errSampledElsewhere) {
+			return nil, fmt.Errorf("%w: %w", errFallback, err)
+		}
+		if err != nil {
+			return nil, err
+		}
 		samp, ifs, err := boundary.OpenSampling(ns)
 		if err != nil {
+			lock.unlock()
 			if errors.Is(err, boundary.ErrNoSampling) {
 				return nil, fmt.Errorf("%w: %w", errFallback, err)
 			}
 			return nil, err
 		}
-		// The first sampler of this process on the node: what another
-		// left (a sampler that died: its selectors, rules and tables)
-		// goes. One process samples a headend at a time (its agent, or
-		// segchain trace in a lab without agents).
+		// The first sampler of this process on the node: what a sampler
+		// that died left (its selectors, rules and tables) goes.
 		if err := samp.Set(nil); err != nil {
 			samp.Close()
+			lock.unlock()
 			return nil, err
 		}
 		if err := removeSampleState(h); err != nil {
 			samp.Close()
+			lock.unlock()
 			return nil, err
 		}
-		bn = &bnode{samp: samp, ifs: ifs, subs: map[uint32]func(boundary.SampleEvent){}, done: make(chan struct{})}
+		bn = &bnode{samp: samp, ifs: ifs, subs: map[uint32]func(boundary.SampleEvent){}, done: make(chan struct{}), lock: lock}
 		if bn.rd, err = ringbuf.NewReader(samp.Events()); err != nil {
 			samp.Close()
+			lock.unlock()
 			return nil, fmt.Errorf("boundary sampling ring buffer: %w", err)
 		}
 		go bn.read()
@@ -566,6 +579,7 @@ func (bn *bnode) release(ns string) {
 	bn.rd.Close()
 	<-bn.done
 	bn.samp.Close()
+	bn.lock.unlock() // every marker undid its state before its release
 }
 
 // read hands each marked packet to its slot's sampler.

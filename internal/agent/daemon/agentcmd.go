@@ -33,6 +33,7 @@ import (
 	"github.com/segchain/segchain/internal/nodelock"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/oam"
 	"github.com/segchain/segchain/internal/oam/oamsvc"
 	"github.com/segchain/segchain/internal/pki"
 )
@@ -323,6 +324,12 @@ func newNodeServer(l *lockedLocal, intents *reconcile.Store, node, netns, stateD
 	srv.KeepIntents(intents)
 	g := server.NewGRPCServer(srv, tc, log)
 	o := oamsvc.Register(g, node, netns)
+	// A previous agent of this node that was killed while it sampled
+	// left its boundary marking (selectors, O-flagged tables and rules):
+	// it goes now, before they follow a chain that changed since.
+	if err := oam.ClearStaleSampling(o.Netns()); err != nil {
+		log.Warn("stale O-flag sampling state not cleared", "node", node, "err", err)
+	}
 	// The kept OAM's digest goes with the state's: apply hands the set
 	// only to the agents that do not keep it (docs/scale.md).
 	srv.ReportKeptOAM(o.KeptDigest)

@@ -84,6 +84,9 @@ var (
 	prewarms    atomic.Int64
 )
 
+// Netns is the namespace the service works in (ns).
+func (s *Server) Netns() string { return s.ns() }
+
 // ns is the namespace the tap and the injection work in: the named one,
 // or the agent's own (a path, so that AttachRx reads its inode).
 func (s *Server) ns() string {

@@ -1,0 +1,96 @@
+package oam_test
+
+import (
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/oam"
+	"github.com/segchain/segchain/internal/testutil/labenv"
+)
+
+// sampleState is what the headend ns holds of boundary marking: its
+// protocol-205 routes and its fwmark rules, as iproute2 lists them.
+func sampleState(t *testing.T, ns string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, args := range [][]string{{"-6", "rule", "show"}, {"-6", "route", "show", "table", "all", "proto", "205"}} {
+		out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "fwmark") || strings.Contains(l, "proto 205") {
+				b.WriteString(l + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// A sampler killed with SIGKILL (here `segchain trace --sample`) leaves
+// its boundary marking behind: the filter's selectors, the O-flagged
+// table and its rule, which would go on sending 1 in N of the chain's
+// packets by the SIDs it had then. While a sampler lives, another
+// process neither clears its state nor samples the same headend's filter
+// (it falls back to the TCX marker); once it died, ClearStaleSampling
+// (an agent's start) removes what it left.
+func TestSampleKilledSamplerCleared(t *testing.T) {
+	e := labenv.New(t, labenv.Options{File: "../../examples/default.yaml", Prefix: "s15st-", CLI: true, Binary: segchainBin})
+	e.Must("apply", "--lab", e.Name)
+	head := e.NS("ingress")
+
+	tr := exec.Command(segchainBin, "trace", "--lab", e.Name, "--sample", "10", "--duration", "60s", "web")
+	var out strings.Builder
+	tr.Stdout, tr.Stderr = &out, &out
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tr.Wait() }()
+	t.Cleanup(func() { _ = tr.Process.Kill(); <-done })
+	deadline := time.Now().Add(60 * time.Second)
+	for sampleState(t, head) == "" {
+		select {
+		case err := <-done:
+			t.Fatalf("trace ended before it marked: %v\n%s", err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no O-flagged table or rule on the headend after 60 s\n%s", out.String())
+		}
+	}
+	live := sampleState(t, head)
+
+	// A live sampler's state stays; a second process falls back.
+	if err := oam.ClearStaleSampling(head); err != nil {
+		t.Fatal(err)
+	}
+	if got := sampleState(t, head); got != live {
+		t.Fatalf("ClearStaleSampling changed a live sampler's state:\n%s\nnow:\n%s", live, got)
+	}
+	second, err := e.Run("trace", "--lab", e.Name, "--sample", "10", "--duration", "1s", "-o", "json", "web")
+	if err != nil || !strings.Contains(second, "another process samples") {
+		t.Errorf("a second sampler of the same headend: %v, want it marked by the TCX marker, saying why:\n%s", err, second)
+	}
+	if got := sampleState(t, head); got != live {
+		t.Fatalf("a second sampler changed the first one's state:\n%s\nnow:\n%s", live, got)
+	}
+
+	if err := tr.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	done <- nil // for the cleanup
+	if sampleState(t, head) == "" {
+		t.Fatal("the killed sampler left nothing: the test proves nothing")
+	}
+	if err := oam.ClearStaleSampling(head); err != nil {
+		t.Fatal(err)
+	}
+	if got := sampleState(t, head); got != "" {
+		t.Errorf("after ClearStaleSampling the killed sampler's state is still there:\n%s", got)
+	}
+}
