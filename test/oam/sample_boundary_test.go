@@ -26,16 +26,7 @@ func TestSampleHMAC(t *testing.T) {
 	testutil.RequireTool(t, "tshark")
 	e := setupOF(t, "../../examples/hmac.yaml", nil)
 	const count, rate = 2000, 100
-	nfv1, _ := e.lab.Netns("nfv1")
-	s, _ := e.lab.Netns("s")
-	d, _ := e.lab.Netns("d")
-	var res testutil.StreamResult
-	var pcap string
-	rep := e.sampled(t, "signed", rate, func() {
-		c := testutil.StartInboundCapture(t, nfv1, "eth-ingress", "ip6[6] == 43 and ip6[40+2] == 4", count)
-		res = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, count, 1000, nil)
-		pcap = c.Wait(5 * time.Second)
-	})
+	rep, res, pcap := e.sampledStream(t, "signed", rate, count, "nfv1")
 	if res.Lost != 0 || res.Unique != count {
 		t.Errorf("stream: %+v, want all %d received through the HMAC-checking SIDs", res, count)
 	}
@@ -70,16 +61,7 @@ func TestSampleFallbackTCX(t *testing.T) {
 		t.Fatal(err)
 	}
 	const count, rate = 500, 50
-	r1, _ := e.lab.Netns("r1")
-	s, _ := e.lab.Netns("s")
-	d, _ := e.lab.Netns("d")
-	var res testutil.StreamResult
-	var pcap string
-	rep := e.sampled(t, "web", rate, func() {
-		c := testutil.StartInboundCapture(t, r1, "eth-ingress", "ip6[6] == 43 and ip6[40+2] == 4", count)
-		res = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, count, 1000, nil)
-		pcap = c.Wait(5 * time.Second)
-	})
+	rep, res, pcap := e.sampledStream(t, "web", rate, count, "r1")
 	if res.Lost != 0 {
 		t.Errorf("stream: %+v", res)
 	}

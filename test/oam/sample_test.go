@@ -20,6 +20,24 @@ func (e *env) sampled(t *testing.T, chain string, rate uint32, send func()) *oam
 	return e.sampledWith(t, chain, oam.SampleOptions{Rate: rate}, send)
 }
 
+// sampledStream samples chain 1 in rate while count datagrams flow s → d
+// (port 7000), captured as they arrive at at's eth-ingress (SRv6 packets
+// only): the report, the stream's result and the capture.
+func (e *env) sampledStream(t *testing.T, chain string, rate uint32, count int, at string) (*oam.SampleReport, testutil.StreamResult, string) {
+	t.Helper()
+	atNS, _ := e.lab.Netns(at)
+	s, _ := e.lab.Netns("s")
+	d, _ := e.lab.Netns("d")
+	var res testutil.StreamResult
+	var pcap string
+	rep := e.sampled(t, chain, rate, func() {
+		c := testutil.StartInboundCapture(t, atNS, "eth-ingress", "ip6[6] == 43 and ip6[40+2] == 4", count)
+		res = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, count, 1000, nil)
+		pcap = c.Wait(5 * time.Second)
+	})
+	return rep, res, pcap
+}
+
 // sampledWith is sampled with options (Rate, Marker).
 func (e *env) sampledWith(t *testing.T, chain string, o oam.SampleOptions, send func()) *oam.SampleReport {
 	t.Helper()
@@ -59,16 +77,7 @@ func TestSampleOFlag(t *testing.T) {
 	e := setup(t, "../../examples/default.yaml", nil)
 	testutil.RequireTool(t, "tshark")
 	const count, rate = 2000, 100
-	r1, _ := e.lab.Netns("r1")
-	s, _ := e.lab.Netns("s")
-	d, _ := e.lab.Netns("d")
-	var res testutil.StreamResult
-	var pcap string
-	rep := e.sampled(t, "web", rate, func() {
-		c := testutil.StartInboundCapture(t, r1, "eth-ingress", "ip6[6] == 43 and ip6[40+2] == 4", count)
-		res = testutil.Stream(t, seqstream, s, d, "fc00:4d::d", 7000, count, 1000, nil)
-		pcap = c.Wait(5 * time.Second)
-	})
+	rep, res, pcap := e.sampledStream(t, "web", rate, count, "r1")
 	if res.Lost != 0 || res.Unique != count {
 		t.Errorf("stream: %+v, want all %d received", res, count)
 	}
