@@ -94,3 +94,45 @@ func TestSampleKilledSamplerCleared(t *testing.T) {
 		t.Errorf("after ClearStaleSampling the killed sampler's state is still there:\n%s", got)
 	}
 }
+
+// waitSampleState waits up to a minute for the headend ns to hold
+// boundary-marking state (want) or none.
+func waitSampleState(t *testing.T, ns string, want bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); (sampleState(t, ns) != "") != want; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: O-flagged table or rule present = %v after a minute, want %v:\n%s", ns, !want, want, sampleState(t, ns))
+		}
+	}
+}
+
+// The headend's agent keeping a chain's sampling is killed with SIGKILL:
+// the lab's supervisor restarts it, and the new agent removes the
+// boundary marking the killed one left as it starts (before any apply:
+// left alone, it would mark by the chain's old table); the next apply
+// hands it the set again and the marking is back.
+func TestKeptSamplingAgentKilled(t *testing.T) {
+	const rate = 100
+	e := labenv.New(t, labenv.Options{File: keptDomain(t, rate), Prefix: "s15ka-", CLI: true, Binary: segchainBin, Agents: true})
+	e.Must("apply", "--lab", e.Name)
+	head := e.NS("ingress")
+	waitSampleState(t, head, true)
+	pid := e.Lab.AgentStatus("ingress").PID
+	if pid <= 0 {
+		t.Fatalf("the headend's agent: %+v", e.Lab.AgentStatus("ingress"))
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if r := e.Lab.AgentStatus("ingress"); r.State == "running" && r.PID > 0 && r.PID != pid {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the headend's agent not restarted after SIGKILL: %+v", e.Lab.AgentStatus("ingress"))
+		}
+	}
+	waitSampleState(t, head, false)
+	e.Must("apply", "--lab", e.Name)
+	waitSampleState(t, head, true)
+}
