@@ -35,11 +35,7 @@ func portRange(p nodestate.PortRange) *netlink.RulePortRange {
 	if p.IsZero() {
 		return nil
 	}
-	to := p.To
-	if to == 0 {
-		to = p.From
-	}
-	return netlink.NewRulePortRange(p.From, to)
+	return netlink.NewRulePortRange(p.Bounds())
 }
 
 func (h *Handle) toNetlinkRule(r nodestate.Rule) (*netlink.Rule, error) {
@@ -172,30 +168,25 @@ func (h *Handle) Rules() ([]nodestate.Rule, error) {
 // mark/0xffffffff), stamped with protocol r.Protocol(): the rule of a
 // table a tc program steers to by skb->mark (O-flag sampling).
 func (h *Handle) AddMarkRule(r nodestate.Rule, mark uint32) error {
-	nr, err := h.toNetlinkRule(r)
-	if err == nil {
-		nr.Mark = mark
-		m := ^uint32(0)
-		nr.Mask = &m
-		err = h.nh.RuleAdd(nr)
-	}
-	if err != nil {
-		return fmt.Errorf("add rule %q fwmark %#x in netns %q: %w", r, mark, h.netns, err)
-	}
-	return nil
+	return h.markRule("add", h.nh.RuleAdd, r, mark)
 }
 
 // DeleteMarkRule removes the rule AddMarkRule added.
 func (h *Handle) DeleteMarkRule(r nodestate.Rule, mark uint32) error {
+	return h.markRule("delete", h.nh.RuleDel, r, mark)
+}
+
+// markRule applies op (RuleAdd, RuleDel) to r with fwmark mark/0xffffffff.
+func (h *Handle) markRule(verb string, op func(*netlink.Rule) error, r nodestate.Rule, mark uint32) error {
 	nr, err := h.toNetlinkRule(r)
 	if err == nil {
 		nr.Mark = mark
 		m := ^uint32(0)
 		nr.Mask = &m
-		err = h.nh.RuleDel(nr)
+		err = op(nr)
 	}
 	if err != nil {
-		return fmt.Errorf("delete rule %q fwmark %#x in netns %q: %w", r, mark, h.netns, err)
+		return fmt.Errorf("%s rule %q fwmark %#x in netns %q: %w", verb, r, mark, h.netns, err)
 	}
 	return nil
 }

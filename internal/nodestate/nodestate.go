@@ -225,6 +225,15 @@ type PortRange struct {
 
 func (p PortRange) IsZero() bool { return p.From == 0 && p.To == 0 }
 
+// Bounds is the range's first and last port (To 0: the range is From
+// alone; the zero range: 0, 0).
+func (p PortRange) Bounds() (from, to uint16) {
+	if p.To == 0 {
+		return p.From, p.From
+	}
+	return p.From, p.To
+}
+
 func (p PortRange) String() string {
 	if p.From == p.To {
 		return fmt.Sprint(p.From)

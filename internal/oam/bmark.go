@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -180,7 +181,7 @@ func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, if
 			if err != nil {
 				return w, err
 			}
-			if !contains(ifs, ix) {
+			if !slices.Contains(ifs, ix) {
 				return w, fmt.Errorf("%w: no boundary filter on %s, the chain's iif", errFallback, r.Iif)
 			}
 			c.Ifindex = ix
@@ -364,7 +365,6 @@ func (m *boundaryMarker) install(h *dataplane.Handle, bn *bnode, w markState) er
 		if _, ok := oldRules[k]; ok {
 			continue
 		}
-		_ = h.DeleteMarkRule(w.rules[i], w.marks[i]) // one left by a sampler that died
 		if err := h.AddMarkRule(w.rules[i], w.marks[i]); err != nil {
 			return err
 		}
@@ -463,23 +463,8 @@ func rulesOverlap(a, b nodestate.Rule) bool {
 }
 
 func ports(p nodestate.PortRange) [2]uint16 {
-	if p.IsZero() {
-		return [2]uint16{}
-	}
-	to := p.To
-	if to == 0 {
-		to = p.From
-	}
-	return [2]uint16{p.From, to}
-}
-
-func contains(l []int, x int) bool {
-	for _, v := range l {
-		if v == x {
-			return true
-		}
-	}
-	return false
+	from, to := p.Bounds()
+	return [2]uint16{from, to}
 }
 
 func ifindex(ns, name string) (ix int, err error) {

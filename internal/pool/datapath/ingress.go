@@ -103,14 +103,9 @@ func words(p netip.Prefix) (addr, mask [2]uint64) {
 }
 
 func bpfRule(e selEntry, ifindex func(string) uint32) poolTCPoolRule {
-	r := poolTCPoolRule{Family: uint32(e.rule.Family), Proto: uint32(e.rule.IPProto), Pool: e.pool,
-		SportLo: e.rule.Sport.From, SportHi: e.rule.Sport.To, DportLo: e.rule.Dport.From, DportHi: e.rule.Dport.To}
-	if r.SportHi == 0 {
-		r.SportHi = r.SportLo
-	}
-	if r.DportHi == 0 {
-		r.DportHi = r.DportLo
-	}
+	r := poolTCPoolRule{Family: uint32(e.rule.Family), Proto: uint32(e.rule.IPProto), Pool: e.pool}
+	r.SportLo, r.SportHi = e.rule.Sport.Bounds()
+	r.DportLo, r.DportHi = e.rule.Dport.Bounds()
 	r.Src, r.SrcMask = words(e.rule.Src)
 	r.Dst, r.DstMask = words(e.rule.Dst)
 	if e.rule.Iif != "" {
@@ -214,18 +209,10 @@ func markRule(cr nodestate.Rule, m uint32) netlink.Rule {
 	r.Src, r.Dst = ipNet(cr.Src), ipNet(cr.Dst)
 	r.IPProto = cr.IPProto
 	if !cr.Sport.IsZero() {
-		to := cr.Sport.To
-		if to == 0 {
-			to = cr.Sport.From
-		}
-		r.Sport = netlink.NewRulePortRange(cr.Sport.From, to)
+		r.Sport = netlink.NewRulePortRange(cr.Sport.Bounds())
 	}
 	if !cr.Dport.IsZero() {
-		to := cr.Dport.To
-		if to == 0 {
-			to = cr.Dport.From
-		}
-		r.Dport = netlink.NewRulePortRange(cr.Dport.From, to)
+		r.Dport = netlink.NewRulePortRange(cr.Dport.Bounds())
 	}
 	r.IifName = cr.Iif
 	r.Protocol = RouteProto
