@@ -57,6 +57,27 @@ type bnode struct {
 	refs int
 	done chan struct{}
 	lock *sampleLock // this process's hold on the node's sampling (samplelock.go)
+	// drained, while drain waits, is closed by the reader once it has
+	// handed out every record written before the flush (bn.mu).
+	drained chan struct{}
+}
+
+// drain hands out every record already in the ring buffer (bmu held):
+// a sampler that stops must get the marks of its last packets before
+// it unsubscribes — bulk TCP's last marks were lost so.
+func (bn *bnode) drain() {
+	d := make(chan struct{})
+	bn.mu.Lock()
+	bn.drained = d
+	bn.mu.Unlock()
+	if bn.rd.Flush() != nil {
+		return
+	}
+	select {
+	case <-d:
+	case <-bn.done: // the reader ended
+	case <-time.After(time.Second):
+	}
 }
 
 var (
@@ -541,6 +562,7 @@ func (m *boundaryMarker) Close() error {
 		} else {
 			errs = append(errs, err)
 		}
+		bn.drain() // no new mark now: the last ones reach this sampler
 		bn.mu.Lock()
 		delete(bn.subs, m.slot)
 		bn.mu.Unlock()
@@ -574,6 +596,12 @@ func (bn *bnode) read() {
 		rec, err := bn.rd.Read()
 		if err != nil {
 			if errors.Is(err, ringbuf.ErrFlushed) {
+				bn.mu.Lock()
+				if bn.drained != nil {
+					close(bn.drained)
+					bn.drained = nil
+				}
+				bn.mu.Unlock()
 				continue
 			}
 			return

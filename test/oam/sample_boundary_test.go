@@ -303,3 +303,40 @@ func TestSampleSkipsMoreSpecificChain(t *testing.T) {
 		t.Errorf("marker %q: counted %d, marked %d, incomplete %d; want the boundary filter, %d, %d, 0", rep.Marker, rep.Packets, rep.Marked, rep.Incomplete, count, count/rate)
 	}
 }
+
+// Bulk TCP from a host stack through the sampled web chain, with the
+// offloads a Linux host has on veth (TSO/GSO at s) and GRO on the
+// headend's host-facing interface: boundary_in sees and marks aggregated
+// packets up to 64 KB, and the kernel encapsulates the marked ones by the
+// O-flagged route as GSO packets. Every byte arrives intact, the filter
+// marked 1 in 5 of the packets it counted, and every segment saw each
+// marked packet.
+func TestSampleBulkTCP(t *testing.T) {
+	testutil.RequireTool(t, "ethtool")
+	e := setupOF(t, "../../examples/default.yaml", nil)
+	s, _ := e.lab.Netns("s")
+	d, _ := e.lab.Netns("d")
+	ing, _ := e.lab.Netns("ingress")
+	testutil.Exec(t, s, "ethtool", "-K", "eth-ingress", "tso", "on", "gso", "on")
+	testutil.Exec(t, ing, "ethtool", "-K", "eth-s", "gro", "on")
+	const rate = 5
+	var err error
+	rep := e.sampled(t, "web", rate, func() {
+		err = testutil.BulkTCP(t, s, d, "fc00:4d::d", 0, 2<<20, 30*time.Second)
+	})
+	if err != nil {
+		t.Fatalf("bulk TCP through the sampled chain: %v", err)
+	}
+	if rep.Marker != oam.MarkerBoundary {
+		t.Errorf("marked by %q (%s), want the boundary filter", rep.Marker, rep.MarkerNote)
+	}
+	if rep.Packets == 0 || rep.Marked != (rep.Packets+rate-1)/rate || rep.Incomplete != 0 {
+		t.Errorf("counted %d, marked %d, incomplete %d; want some, 1 in %d, 0", rep.Packets, rep.Marked, rep.Incomplete, rate)
+	}
+	for _, h := range rep.Hops {
+		if h.Packets != rep.Marked {
+			t.Errorf("hop %s %s: %d sampled packets, want %d", h.Kind, h.Node, h.Packets, rep.Marked)
+		}
+	}
+	noSampleState(t, e, "ingress")
+}
