@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -109,6 +112,12 @@ Exit status: 0 the probe was delivered, 2 the chain is broken, 1 error.`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
+			// SIGINT and SIGTERM end a sampling run as its duration does:
+			// the boundary marking it set (pinned selectors, O-flagged
+			// tables and rules) outlives a process killed by them.
+			ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stopSignals()
+			cmd.SetContext(ctx)
 			s, err := f.session(cmd, true)
 			if err != nil {
 				return err

@@ -42,26 +42,7 @@ func TestSampleKilledSamplerCleared(t *testing.T) {
 	e.Must("apply", "--lab", e.Name)
 	head := e.NS("ingress")
 
-	tr := exec.Command(segchainBin, "trace", "--lab", e.Name, "--sample", "10", "--duration", "60s", "web")
-	var out strings.Builder
-	tr.Stdout, tr.Stderr = &out, &out
-	if err := tr.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- tr.Wait() }()
-	t.Cleanup(func() { _ = tr.Process.Kill(); <-done })
-	deadline := time.Now().Add(60 * time.Second)
-	for sampleState(t, head) == "" {
-		select {
-		case err := <-done:
-			t.Fatalf("trace ended before it marked: %v\n%s", err, out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no O-flagged table or rule on the headend after 60 s\n%s", out.String())
-		}
-	}
+	tr, done, _ := startSampling(t, e.Name, head, "--duration", "60s")
 	live := sampleState(t, head)
 
 	// A live sampler's state stays; a second process falls back.
@@ -83,7 +64,6 @@ func TestSampleKilledSamplerCleared(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-done
-	done <- nil // for the cleanup
 	if sampleState(t, head) == "" {
 		t.Fatal("the killed sampler left nothing: the test proves nothing")
 	}
@@ -135,4 +115,64 @@ func TestKeptSamplingAgentKilled(t *testing.T) {
 	waitSampleState(t, head, false)
 	e.Must("apply", "--lab", e.Name)
 	waitSampleState(t, head, true)
+}
+
+// startSampling starts `segchain trace --sample 10 ARGS web` on lab and
+// waits until the headend ns holds its boundary marking; the process is
+// killed when the test ends, done receives its exit.
+func startSampling(t *testing.T, lab, head string, args ...string) (*exec.Cmd, chan error, *strings.Builder) {
+	t.Helper()
+	tr := exec.Command(segchainBin, append([]string{"trace", "--lab", lab, "--sample", "10"}, append(args, "web")...)...)
+	out := &strings.Builder{}
+	tr.Stdout, tr.Stderr = out, out
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tr.Wait() }()
+	t.Cleanup(func() { _ = tr.Process.Kill() })
+	deadline := time.Now().Add(60 * time.Second)
+	for sampleState(t, head) == "" {
+		select {
+		case err := <-done:
+			t.Fatalf("trace ended before it marked: %v\n%s", err, out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no O-flagged table or rule on the headend after 60 s\n%s", out.String())
+		}
+	}
+	return tr, done, out
+}
+
+// SIGINT and SIGTERM end a sampling run (one with a duration, and the
+// continuous exporter) as its duration does: it reports and exits 0, and
+// the headend keeps no boundary marking (a process killed by them left
+// its pinned selectors, O-flagged table and rule behind).
+func TestSampleSignalsLeaveNoState(t *testing.T) {
+	e := labenv.New(t, labenv.Options{File: "../../examples/default.yaml", Prefix: "s15sg-", CLI: true, Binary: segchainBin})
+	e.Must("apply", "--lab", e.Name)
+	head := e.NS("ingress")
+	for _, tc := range []struct {
+		name string
+		sig  syscall.Signal
+		args []string
+	}{
+		{"SIGINT", syscall.SIGINT, []string{"--duration", "60s"}},
+		{"SIGTERM", syscall.SIGTERM, []string{"--duration", "60s"}},
+		{"SIGTERM-continuous", syscall.SIGTERM, []string{"--metrics-listen", "127.0.0.1:0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, done, out := startSampling(t, e.Name, head, tc.args...)
+			if err := tr.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Errorf("trace after %v: %v, want exit 0\n%s", tc.sig, err, out.String())
+			}
+			if got := sampleState(t, head); got != "" {
+				t.Errorf("after %v the headend keeps:\n%s", tc.sig, got)
+			}
+		})
+	}
 }
