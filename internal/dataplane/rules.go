@@ -38,7 +38,11 @@ func portRange(p nodestate.PortRange) *netlink.RulePortRange {
 	return netlink.NewRulePortRange(p.Bounds())
 }
 
-func (h *Handle) toNetlinkRule(r nodestate.Rule) (*netlink.Rule, error) {
+// NetlinkRule is r (family 4 or 6) as an rtnetlink rule stamped with
+// protocol r.Protocol() and, when mark is not 0, narrowed to packets whose
+// mark is mark (fwmark mark/0xffffffff): the rule of a table a tc program
+// steers to by skb->mark (O-flag sampling, pools' instances).
+func NetlinkRule(r nodestate.Rule, mark uint32) (*netlink.Rule, error) {
 	fam, err := ruleFamily(r.Family)
 	if err != nil {
 		return nil, err
@@ -54,6 +58,10 @@ func (h *Handle) toNetlinkRule(r nodestate.Rule) (*netlink.Rule, error) {
 	nr.Dport = portRange(r.Dport)
 	nr.IifName = r.Iif
 	nr.Protocol = uint8(r.Protocol())
+	if mark != 0 {
+		m := ^uint32(0)
+		nr.Mark, nr.Mask = mark, &m
+	}
 	return nr, nil
 }
 
@@ -62,7 +70,7 @@ func (h *Handle) toNetlinkRule(r nodestate.Rule) (*netlink.Rule, error) {
 // rules that differ only in protocol apart, so an older segchain's rule is
 // renumbered by adding it anew and then deleting the old one.
 func (h *Handle) AddRule(r nodestate.Rule) error {
-	nr, err := h.toNetlinkRule(r)
+	nr, err := NetlinkRule(r, 0)
 	if err == nil {
 		err = h.nh.RuleAdd(nr)
 	}
@@ -75,7 +83,7 @@ func (h *Handle) AddRule(r nodestate.Rule) error {
 // DeleteRule removes the segchain rule matching every field of r,
 // protocol r.Protocol() included.
 func (h *Handle) DeleteRule(r nodestate.Rule) error {
-	nr, err := h.toNetlinkRule(r)
+	nr, err := NetlinkRule(r, 0)
 	if err == nil {
 		err = h.nh.RuleDel(nr)
 	}
@@ -178,11 +186,8 @@ func (h *Handle) DeleteMarkRule(r nodestate.Rule, mark uint32) error {
 
 // markRule applies op (RuleAdd, RuleDel) to r with fwmark mark/0xffffffff.
 func (h *Handle) markRule(verb string, op func(*netlink.Rule) error, r nodestate.Rule, mark uint32) error {
-	nr, err := h.toNetlinkRule(r)
+	nr, err := NetlinkRule(r, mark)
 	if err == nil {
-		nr.Mark = mark
-		m := ^uint32(0)
-		nr.Mask = &m
 		err = op(nr)
 	}
 	if err != nil {

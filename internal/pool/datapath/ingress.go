@@ -185,38 +185,16 @@ func kernelState(specs []pool.Spec) (routes []nodestate.Route, rules []netlink.R
 	return routes, rules
 }
 
-func ipNet(p netip.Prefix) *net.IPNet {
-	if !p.IsValid() {
-		return nil
-	}
-	p = p.Masked()
-	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
-}
-
 // markRule is the chain's rule narrowed to mark m, one priority before
 // the chain's own, into table m.
 func markRule(cr nodestate.Rule, m uint32) netlink.Rule {
-	r := netlink.NewRule()
-	r.Family = unix.AF_INET6
-	if cr.Family == 4 {
-		r.Family = unix.AF_INET
+	r := cr
+	r.Priority, r.Table, r.Proto = cr.Priority-1, int(m), RouteProto
+	if r.Family != 4 {
+		r.Family = 6
 	}
-	r.Priority = cr.Priority - 1
-	r.Table = int(m)
-	r.Mark = m
-	mask := ^uint32(0)
-	r.Mask = &mask
-	r.Src, r.Dst = ipNet(cr.Src), ipNet(cr.Dst)
-	r.IPProto = cr.IPProto
-	if !cr.Sport.IsZero() {
-		r.Sport = netlink.NewRulePortRange(cr.Sport.Bounds())
-	}
-	if !cr.Dport.IsZero() {
-		r.Dport = netlink.NewRulePortRange(cr.Dport.Bounds())
-	}
-	r.IifName = cr.Iif
-	r.Protocol = RouteProto
-	return *r
+	nr, _ := dataplane.NetlinkRule(r, m) // the family is 4 or 6: no error
+	return *nr
 }
 
 func ruleKey(r netlink.Rule) string {
