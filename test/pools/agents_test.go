@@ -18,6 +18,10 @@ import (
 // SF that stops forwarding as down — status --check exits 2 — and back.
 func TestPoolThroughAgents(t *testing.T) { poolThroughAgents(t, "testdata/pooled.yaml", false) }
 
+// TestPoolExample: examples/pools.yaml, with the checks' defaults (10 ms,
+// fall 2, rise 3), does what its header shows an operator.
+func TestPoolExample(t *testing.T) { poolThroughAgents(t, "../../examples/pools.yaml", false) }
+
 // TestPoolThroughAgentsBGP: the same under routing: bgp (the agents' BGP
 // speakers; the lab has no routers, so no FRR): the locators are learnt
 // by BGP (iproute2 shows them as the speaker's, proto 199), the selector's
