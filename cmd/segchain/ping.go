@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -106,6 +107,13 @@ some were not, 1 on error.`,
 					return fmt.Errorf("--respond on %s: %w", node, err)
 				}
 				defer r.Close()
+				if !r.Serves(target) {
+					what := "no seg6local route of " + node
+					if s, ok := d.SIDAt(target); ok {
+						what = fmt.Sprintf("%s's %s SID %s, served by segchain's tc program, not a seg6local route", node, s.Behavior, cmp.Or(s.Service, s.SID.String()))
+					}
+					return fmt.Errorf("--respond: the echo responder answers %s's seg6local SIDs; %s is %s", node, target, what)
+				}
 			}
 			replies, err := oam.Ping(ns, target, segs[:len(segs)-1], count, interval, f.timeout)
 			for i := range replies {
@@ -129,7 +137,11 @@ some were not, 1 on error.`,
 				fmt.Fprintf(w, "%d sent, %d echo replies\n", len(replies), ok)
 			}
 			if err == nil && ok < len(replies) {
-				return &exitStatus{code: exitChanges, msg: fmt.Sprintf("%d of %d echo requests not answered", len(replies)-ok, len(replies))}
+				msg := fmt.Sprintf("%d of %d echo requests not answered", len(replies)-ok, len(replies))
+				if hint := d.NoEchoHint(target); hint != "" && !respond && ok == 0 {
+					msg += ": " + hint + "; --respond attaches segchain's echo responder to it"
+				}
+				return &exitStatus{code: exitChanges, msg: msg}
 			}
 			return err
 		},
@@ -185,7 +197,11 @@ Exit status: 0 the target answered, 2 it did not, 1 on error.`,
 				printReplies(w, replies, "HOP")
 			}
 			if err == nil && !reached {
-				return &exitStatus{code: exitChanges, msg: fmt.Sprintf("%s did not answer", target)}
+				msg := fmt.Sprintf("%s did not answer", target)
+				if hint := d.NoEchoHint(target); hint != "" {
+					msg += ": " + hint + lastAnswered(replies)
+				}
+				return &exitStatus{code: exitChanges, msg: msg}
 			}
 			return err
 		},
@@ -194,6 +210,17 @@ Exit status: 0 the target answered, 2 it did not, 1 on error.`,
 	cmd.Args = cobra.MinimumNArgs(1)
 	cmd.Flags().IntVar(&maxHops, "max-hops", 16, "largest hop limit to try")
 	return cmd
+}
+
+// lastAnswered names the last hop that answered a traceroute ("" if
+// none did).
+func lastAnswered(rs []oam.Reply) string {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i].Type != "timeout" {
+			return fmt.Sprintf("; the last hop that answered was %d (%s)", rs[i].Seq, cmp.Or(rs[i].Node, rs[i].From))
+		}
+	}
+	return ""
 }
 
 func printReplies(w io.Writer, rs []oam.Reply, first string) {

@@ -19,6 +19,7 @@ import (
 type Echo struct {
 	objs  oamEchoObjects
 	links []link.Link
+	sids  []netip.Prefix
 }
 
 // AttachEcho attaches the responder to every interface but loopback of
@@ -29,7 +30,7 @@ func AttachEcho(ns string) (e *Echo, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e = &Echo{}
+	e = &Echo{sids: sids}
 	if err := loadOamEchoObjects(&e.objs, nil); err != nil {
 		return nil, fmt.Errorf("load the echo responder: %w", err)
 	}
@@ -72,6 +73,18 @@ func localSIDs(ns string) ([]netip.Prefix, error) {
 		return nil, fmt.Errorf("namespace %s: its seg6local routes: %w", ns, err)
 	}
 	return out, nil
+}
+
+// Serves reports whether a falls in one of the seg6local SIDs the
+// responder answers for (a SID segchain serves from a tc program, an SR
+// proxy's or End.AN.FW's, is none of them).
+func (e *Echo) Serves(a netip.Addr) bool {
+	for _, p := range e.sids {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // Answered is how many echo requests the responder answered.

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/plan"
 )
 
 // RFC 9259 ping and traceroute: ordinary ICMPv6 from a node's own stack,
@@ -259,10 +260,8 @@ func (d Domain) NodeOf(addr string) string {
 			}
 		}
 	}
-	for _, s := range d.Plan.SIDs {
-		if s.SID.Contains(a) {
-			return s.Node
-		}
+	if s, ok := d.SIDAt(a); ok {
+		return s.Node
 	}
 	for name, n := range d.Config.Nodes {
 		if p, err := netip.ParsePrefix(n.Locator); err == nil && p.Contains(a) {
@@ -270,6 +269,33 @@ func (d Domain) NodeOf(addr string) string {
 		}
 	}
 	return ""
+}
+
+// SIDAt is the plan's SID that a falls in (its LOC:FUNCT prefix, any
+// ARGS), if any.
+func (d Domain) SIDAt(a netip.Addr) (plan.SIDInfo, bool) {
+	for _, s := range d.Plan.SIDs {
+		if s.SID.Contains(a) {
+			return s, true
+		}
+	}
+	return plan.SIDInfo{}, false
+}
+
+// NoEchoHint says why target, a SID of the plan, answered no echo
+// request: Linux's seg6local behaviours (and segchain's tc-served SIDs)
+// do not process an upper-layer header addressed to a SID. "" when
+// target is no SID of the plan.
+func (d Domain) NoEchoHint(target netip.Addr) string {
+	s, ok := d.SIDAt(target)
+	if !ok {
+		return ""
+	}
+	what := s.Behavior + " SID"
+	if s.Service != "" {
+		what += " (" + s.Service + ")"
+	}
+	return fmt.Sprintf("%s is %s's %s, which answers no echo request by itself (Linux's seg6local does not process an upper-layer header sent to a SID; docs/oam.md)", target, s.Node, what)
 }
 
 // Resolve turns a SID list's words (addresses or service names of the
