@@ -150,9 +150,24 @@ func (w markState) ruleKeys() map[string]int {
 	return out
 }
 
+// same reports whether w and o hold the same routes, rules and selectors:
+// what install compares (a route's or a rule's whole text, its O-rule's
+// mark included), whatever order the rules were read in; the selectors
+// in order (the filter takes the first that matches).
 func (w markState) same(o markState) bool {
-	return fmt.Sprint(w.routeKeys()) == fmt.Sprint(o.routeKeys()) &&
-		fmt.Sprint(w.ruleKeys()) == fmt.Sprint(o.ruleKeys()) && fmt.Sprint(w.sels) == fmt.Sprint(o.sels)
+	return sameKeys(w.routeKeys(), o.routeKeys()) && sameKeys(w.ruleKeys(), o.ruleKeys()) && slices.Equal(w.sels, o.sels)
+}
+
+func sameKeys[V any](a, b map[string]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // desired reads, in h's namespace, the headend routes whose SRH is key's
