@@ -1,8 +1,12 @@
 package oam
 
 import (
+	"encoding/binary"
 	"net/netip"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/nodestate"
@@ -76,6 +80,58 @@ func TestMarkStateSame(t *testing.T) {
 			}
 			if got := tc.o.same(base); got != tc.want {
 				t.Errorf("same (reversed) = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// nlMsg builds a notification of type typ whose body is hdr followed by
+// the rtattrs attrs (type, value).
+func nlMsg(typ uint16, hdr []byte, attrs ...[]byte) syscall.NetlinkMessage {
+	b := append([]byte(nil), hdr...)
+	for _, a := range attrs {
+		l := unix.SizeofRtAttr + len(a) - 2
+		at := make([]byte, (l+3)&^3)
+		binary.NativeEndian.PutUint16(at, uint16(l))
+		copy(at[2:], a) // a: the type's two bytes, then the value
+		b = append(b, at...)
+	}
+	return syscall.NetlinkMessage{Header: syscall.NlMsghdr{Type: typ}, Data: b}
+}
+
+func attr(typ uint16, v ...byte) []byte {
+	b := binary.NativeEndian.AppendUint16(nil, typ)
+	return append(b, v...)
+}
+
+// What triggers a resync: a route or rule added or deleted by anyone but
+// boundary marking (protocol 205, its own changes: following them would
+// loop), not a cached clone; other notifications do not.
+func TestRouteNotificationTriggers(t *testing.T) {
+	rtmsg := func(proto byte, flags uint32) []byte {
+		b := []byte{unix.AF_INET6, 64, 0, 0, 254, proto, 0, unix.RTN_UNICAST}
+		return binary.NativeEndian.AppendUint32(b, flags)
+	}
+	ruleHdr := []byte{unix.AF_INET6, 64, 0, 0, 0, 0, 0, unix.FR_ACT_TO_TBL, 0, 0, 0, 0}
+	for _, tc := range []struct {
+		name string
+		m    syscall.NetlinkMessage
+		want bool
+	}{
+		{"route by apply", nlMsg(unix.RTM_NEWROUTE, rtmsg(202, 0)), true},
+		{"route deleted by ip", nlMsg(unix.RTM_DELROUTE, rtmsg(unix.RTPROT_BOOT, 0)), true},
+		{"the marker's route", nlMsg(unix.RTM_NEWROUTE, rtmsg(ProtoSample, 0)), false},
+		{"the marker's route deleted", nlMsg(unix.RTM_DELROUTE, rtmsg(ProtoSample, 0)), false},
+		{"a cached clone", nlMsg(unix.RTM_NEWROUTE, rtmsg(unix.RTPROT_KERNEL, unix.RTM_F_CLONED)), false},
+		{"rule by apply", nlMsg(unix.RTM_NEWRULE, ruleHdr, attr(unix.FRA_PRIORITY, 1, 0, 0, 0), attr(unix.FRA_PROTOCOL, 202)), true},
+		{"rule without protocol", nlMsg(unix.RTM_DELRULE, ruleHdr, attr(unix.FRA_TABLE, 1, 0, 0, 0)), true},
+		{"the marker's rule", nlMsg(unix.RTM_NEWRULE, ruleHdr, attr(unix.FRA_TABLE, 1, 0, 0, 0), attr(unix.FRA_PROTOCOL, ProtoSample)), false},
+		{"the marker's rule deleted", nlMsg(unix.RTM_DELRULE, ruleHdr, attr(unix.FRA_PROTOCOL, ProtoSample)), false},
+		{"an address", nlMsg(unix.RTM_NEWADDR, make([]byte, unix.SizeofIfAddrmsg)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rtTrigger(tc.m); got != tc.want {
+				t.Errorf("rtTrigger = %v, want %v", got, tc.want)
 			}
 		})
 	}
