@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -184,5 +185,65 @@ func TestLockSamplingSweeps(t *testing.T) {
 	l.unlock()
 	if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s after the first lockSampling: %v, want removed", p, err)
+	}
+}
+
+// watchRoutes in a namespace given by name, by path (segchain --netns
+// PATH; an agent's /proc/self/ns/net) and as the caller's own ("": an
+// agent in its namespace, `ip netns exec`): a route of anyone but
+// boundary marking is a trigger; a route or rule of protocol 205, and a
+// route in another namespace, are not.
+func TestWatchRoutes(t *testing.T) {
+	testutil.RequireRoot(t)
+	ns := newNS(t, "s16b-wr-")
+	other := newNS(t, "s16b-wo-")
+	for _, n := range []string{ns, other} {
+		testutil.Exec(t, n, "ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1")
+		testutil.Exec(t, n, "ip", "link", "set", "d0", "up")
+	}
+	for _, tc := range []struct{ name, arg string }{
+		{"name", ns}, {"path", nsutil.Path(ns)}, {"own", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kicks := make(chan bool, 100)
+			var w *rtWatch
+			open := func() error {
+				var err error
+				w, err = watchRoutes(tc.arg, func(o bool) { kicks <- o })
+				return err
+			}
+			var err error
+			if tc.arg == "" {
+				err = nsutil.Do(ns, open) // the caller's own namespace is ns
+			} else {
+				err = open()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.close()
+			// The kernel delivers in order: a trigger by the marker's
+			// route or rule or by the other namespace's route would be a
+			// kick before the one of apply's route, left over after it.
+			testutil.Exec(t, ns, "ip", "-6", "route", "add", "fd00:205::/64", "dev", "d0", "table", "4242", "proto", "205")
+			testutil.Exec(t, ns, "ip", "-6", "rule", "add", "pref", "4242", "fwmark", "7", "table", "4242", "proto", "205")
+			testutil.Exec(t, other, "ip", "-6", "route", "add", "fd00:1::/64", "dev", "d0", "table", "4242", "proto", "202")
+			testutil.Exec(t, ns, "ip", "-6", "route", "add", "fd00:202::/64", "dev", "d0", "table", "4242", "proto", "202")
+			select {
+			case o := <-kicks:
+				if o {
+					t.Error("an overrun, want a trigger")
+				}
+			case <-time.After(10 * time.Second): // a bound on the wait
+				t.Fatal("apply's route added: no trigger")
+			}
+			if len(kicks) != 0 {
+				t.Errorf("%d triggers more than apply's route", len(kicks))
+			}
+			w.close() // the deferred close again: a no-op
+			testutil.Exec(t, ns, "ip", "-6", "rule", "del", "pref", "4242")
+			testutil.Exec(t, ns, "ip", "-6", "route", "flush", "table", "4242")
+			testutil.Exec(t, other, "ip", "-6", "route", "flush", "table", "4242")
+		})
 	}
 }
