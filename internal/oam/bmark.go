@@ -268,6 +268,34 @@ func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, if
 	if len(w.rules) == 0 {
 		return w, fmt.Errorf("%w: no rule selects the chain", errFallback)
 	}
+	// A bridge's or a bond's port hands what it receives to its master,
+	// where the packet passes the filter again (the rules' iif: the
+	// master): a selector without iif counted it twice, so a port whose
+	// master the filter covers too counts nothing. (A VRF's port is not
+	// one: the packet does not pass the VRF device's TCX.)
+	fams := map[int]bool{}
+	for _, c := range w.sels {
+		if c.Ifindex == 0 {
+			fams[c.Family] = true
+		}
+	}
+	for _, ix := range ifs {
+		if len(fams) == 0 {
+			break
+		}
+		m, kind, err := h.LinkMaster(ix)
+		if err != nil {
+			return w, err
+		}
+		if m == 0 || (kind != "bridge" && kind != "bond" && kind != "team") || !slices.Contains(ifs, m) {
+			continue
+		}
+		for _, f := range []int{4, 6} {
+			if fams[f] {
+				w.sels = append(w.sels, boundary.SampleSel{Family: f, Ifindex: ix, Slot: boundary.SkipSlot, Mark: slot})
+			}
+		}
+	}
 	// Another chain's rule that comes first for some of this chain's
 	// packets: a selector that stops the search, so that they are not
 	// counted (they leave by that chain's table).

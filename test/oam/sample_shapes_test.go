@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/segchain/segchain/internal/boundary"
+	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/oam"
 	"github.com/segchain/segchain/internal/testutil"
 )
@@ -237,6 +240,62 @@ sendp([pkt(i) for i in range(%d)], iface="eth-ingress", inter=0.002, verbose=Fal
 		if i%3 == 0 && got[i] {
 			t.Errorf("d: datagram %d (VID 100, no VLAN device) received", i)
 		}
+	}
+	noSampleState(t, e, pc.Ingress)
+}
+
+// A headend whose host-facing interface is a bridge's port: eth-s
+// enslaved to br0 (before apply: the filter is on both). A frame to br0's
+// address passes boundary_in on eth-s, then the bridge hands it to br0,
+// where it passes again and is routed (iif br0). 100 datagrams of web's
+// flow (scapy) while web is sampled 1 in 10: the filter counts 100 and
+// marks 10, each seen at every hop (before: a selector without iif
+// matched on both passes — 200 counted, 1 in 5 marked).
+func TestSampleBridgePort(t *testing.T) {
+	testutil.RequireScapy(t)
+	e := setupOF(t, "../../examples/default.yaml", func(l *lab.Lab) {
+		ing, _ := l.Netns("ingress")
+		testutil.Exec(t, ing, "ip", "link", "add", "br0", "type", "bridge")
+		testutil.Exec(t, ing, "ip", "link", "set", "eth-s", "master", "br0")
+		testutil.Exec(t, ing, "ip", "link", "set", "br0", "up")
+	})
+	pc := e.chain(t, "web")
+	ing, _ := e.lab.Netns(pc.Ingress)
+	s, _ := e.lab.Netns("s")
+	samp, ifs, err := boundary.OpenSampling(ing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samp.Close()
+	for _, dev := range []string{"eth-s", "br0"} {
+		ix, _ := strconv.Atoi(strings.TrimSpace(testutil.Exec(t, ing, "cat", "/sys/class/net/"+dev+"/ifindex")))
+		if !slices.Contains(ifs, ix) {
+			t.Fatalf("the boundary filter is not on %s (%d): %v", dev, ix, ifs)
+		}
+	}
+	mac := strings.TrimSpace(testutil.Exec(t, ing, "cat", "/sys/class/net/br0/address"))
+	const n, rate = 100, 10
+	script := fmt.Sprintf(`
+import struct
+sendp([Ether(dst=%q)/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(sport=40000, dport=7000)/Raw(struct.pack(">Q", i) + b"b" * 32) for i in range(%d)], iface="eth-ingress", inter=0.002, verbose=False)
+`, mac, n)
+	d, _ := e.lab.Netns("d")
+	var atD string
+	rep := e.sampled(t, "web", rate, func() {
+		cd := testutil.StartInboundCapture(t, d, "eth-egress", "udp and dst port 7000", n)
+		testutil.RunScapyIn(t, s, script)
+		atD = cd.Wait(10 * time.Second)
+	})
+	if rep.Marker != oam.MarkerBoundary || rep.Packets != n || rep.Marked != n/rate || rep.Incomplete != 0 {
+		t.Errorf("marker %q (%s): counted %d, marked %d, incomplete %d; want the boundary filter, %d, %d, 0", rep.Marker, rep.MarkerNote, rep.Packets, rep.Marked, rep.Incomplete, n, n/rate)
+	}
+	for _, h := range rep.Hops {
+		if h.Packets != n/rate {
+			t.Errorf("hop %s %s: %d sampled packets, want %d", h.Kind, h.Node, h.Packets, n/rate)
+		}
+	}
+	if got := len(testutil.Tshark(t, atD, "data.data")); got != n {
+		t.Errorf("d received %d datagrams, want %d", got, n)
 	}
 	noSampleState(t, e, pc.Ingress)
 }
