@@ -142,6 +142,7 @@ struct {
  * selector (n = 0, every node but a sampled chain's headend) the cost is
  * one inlined array lookup and a compare. */
 #define BND_SAMPLE_MAX 8	/* sampled selectors on one node */
+#define BND_VLAN_VID 0x0fff	/* the VLAN ID bits of a TCI */
 #define BND_SAMPLE_ID_LEN 48	/* the bytes the taps report after the SRH */
 
 struct bnd_sample_sel {
@@ -609,6 +610,14 @@ __noinline int bnd_sample_skb(struct __sk_buff *skb, __u32 l3, __u32 v6)
 
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 
+	/* A frame whose tag, pulled into skb->vlan_tci before TCX, has a
+	 * non-zero VID is not a packet of this device: after TCX the kernel
+	 * hands it to that VLAN's device (its own pass through TCX, its
+	 * ifindex the rules' iif: counted there, once) or, with none, drops
+	 * it. Counted here it was counted twice, or counted and marked
+	 * without ever leaving. A priority tag (VID 0) stays on this device. */
+	if (skb->vlan_present && (skb->vlan_tci & BND_VLAN_VID))
+		return 0;
 	cfg = bpf_map_lookup_elem(&bnd_sample, &zero);
 	if (!cfg)
 		return 0;

@@ -19,6 +19,7 @@ import (
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/lab"
 	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/oam"
 )
 
 // labDeps are what the lab verbs need from the rest of the program.
@@ -190,7 +191,10 @@ func newLabDownCmd() *cobra.Command {
 		Short: "Delete a lab's namespaces and its state file",
 		Long: `Delete exactly the namespaces recorded in the lab's state file (veths
 die with them), then the state file. Namespaces the lab did not create are
-never touched. With --all-owned, do this for every lab that has a state file.`,
+never touched. With --all-owned, do this for every lab that has a state file.
+Then the O-flag sampling lock files of namespaces that no longer exist and
+that no process holds (a sampler killed before its lab went down) are
+removed from /run/segchain/sample.`,
 		Example: `  segchain lab down
   segchain lab down --lab demo
   segchain lab down --all-owned`,
@@ -201,7 +205,7 @@ never touched. With --all-owned, do this for every lab that has a state file.`,
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "lab %s is down\n", name)
-				return nil
+				return sweepSampleLocks(cmd.ErrOrStderr())
 			}
 			if cmd.Flags().Changed("lab") || cmd.Flags().Changed("name") {
 				return errors.New("--lab and --all-owned are exclusive")
@@ -218,12 +222,26 @@ never touched. With --all-owned, do this for every lab that has a state file.`,
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "lab %s is down\n", l.Name)
 			}
+			errs = append(errs, sweepSampleLocks(cmd.ErrOrStderr()))
 			return errors.Join(errs...)
 		},
 	}
 	labNameFlag(cmd, &name, "lab name")
 	cmd.Flags().BoolVar(&all, "all-owned", false, "take down every lab that has a state file")
 	return cmd
+}
+
+// sweepSampleLocks removes the sampling lock files the namespaces just
+// deleted left (a sampler killed before them: docs/oam.md), saying which.
+func sweepSampleLocks(w io.Writer) error {
+	gone, err := oam.SweepSampleLocks()
+	for _, p := range gone {
+		fmt.Fprintf(w, "removed the stale sampling lock %s\n", p)
+	}
+	if err != nil {
+		return fmt.Errorf("sampling locks: %w", err)
+	}
+	return nil
 }
 
 func newLabLsCmd() *cobra.Command {

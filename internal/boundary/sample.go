@@ -196,13 +196,24 @@ func wordsPrefix(family int, v, m [4]uint32) netip.Prefix {
 }
 
 // Set makes sels the node's sampled selectors (none: sampling off) and
-// zeroes the counters of their slots.
+// zeroes the counters of the slots that had no selector: a slot that
+// keeps counting (its chain's selectors followed a change) keeps its
+// counts, and the other chains' too.
 func (s *Sampling) Set(sels []SampleSel) error {
 	if len(sels) > MaxSampleSels {
 		return fmt.Errorf("boundary sampling: %d selectors, at most %d", len(sels), MaxSampleSels)
 	}
+	old, err := s.Get()
+	if err != nil {
+		return err
+	}
 	var cfg boundaryTCBndSampleCfg
 	zeroed := map[uint32]bool{}
+	for _, c := range old {
+		if c.Slot != SkipSlot {
+			zeroed[c.Slot] = true // counting: kept
+		}
+	}
 	for i, c := range sels {
 		if c.Slot >= MaxSampleSels && c.Slot != SkipSlot {
 			return fmt.Errorf("boundary sampling: slot %d", c.Slot)

@@ -177,3 +177,56 @@ func TestSampleProgramSkip(t *testing.T) {
 		t.Errorf("slot 3: seen %d marked %d (%v), want 1 1", seen, marked, err)
 	}
 }
+
+// Writing the selectors again (a sampler that followed its chain's
+// change, or another chain's sampler starting) keeps the counts of the
+// slots that go on counting; a slot new to the filter starts from zero,
+// and so does one that was off in between.
+func TestSampleSetKeepsCounts(t *testing.T) {
+	n := loadTest(t, nodestate.Boundary{})
+	s := &Sampling{n: n}
+	src, out := a("fc00:1a::a"), a("fc00:4d::d")
+	frame := eth6(testutil.IPv6(src, out, nhUDP, 64, []byte{0x0f, 0xa0, 0x1b, 0x58, 0, 8, 0, 0}))
+	one := SampleSel{Family: 6, Dst: netip.MustParsePrefix("fc00:4d::/64"), Slot: 1, Rate: 2, Mark: 0x2a010001, Prio: 10}
+	other := SampleSel{Family: 6, Dst: netip.MustParsePrefix("fc00:5d::/64"), Slot: 2, Rate: 2, Mark: 0x2a020001, Prio: 20}
+	counts := func(slot uint32) [2]uint64 {
+		t.Helper()
+		seen, marked, err := s.Counts(slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2]uint64{seen, marked}
+	}
+	if err := s.Set([]SampleSel{one}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		n.runMark(t, frame)
+	}
+	// The chain's selector followed a change (a port range), and another
+	// chain is sampled now.
+	moved := one
+	moved.Dport = [2]uint16{7000, 7000}
+	if err := s.Set([]SampleSel{moved, other}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(1); got != [2]uint64{3, 2} {
+		t.Errorf("slot 1 after its selector changed: seen, marked %v, want [3 2]", got)
+	}
+	n.runMark(t, frame)
+	if got := counts(1); got != [2]uint64{4, 2} {
+		t.Errorf("slot 1 after one more packet: %v, want [4 2]", got)
+	}
+	if got := counts(2); got != [2]uint64{0, 0} {
+		t.Errorf("slot 2, new: %v, want [0 0]", got)
+	}
+	if err := s.Set(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set([]SampleSel{one}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(1); got != [2]uint64{0, 0} {
+		t.Errorf("slot 1 sampled again after off: %v, want [0 0]", got)
+	}
+}

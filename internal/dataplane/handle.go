@@ -101,6 +101,24 @@ func (h *Handle) linkIndex(name string) (int, error) {
 	return l.Attrs().Index, nil
 }
 
+// LinkMaster is the device ifindex is enslaved to (its index and kind,
+// "bridge", "bond", "vrf", ...; 0 when none).
+func (h *Handle) LinkMaster(ifindex int) (int, string, error) {
+	l, err := h.nh.LinkByIndex(ifindex)
+	if err != nil {
+		return 0, "", fmt.Errorf("interface %d in netns %q: %w", ifindex, h.netns, err)
+	}
+	m := l.Attrs().MasterIndex
+	if m == 0 {
+		return 0, "", nil
+	}
+	ml, err := h.nh.LinkByIndex(m)
+	if err != nil {
+		return 0, "", fmt.Errorf("interface %d's master %d in netns %q: %w", ifindex, m, h.netns, err)
+	}
+	return m, ml.Type(), nil
+}
+
 // ForgetLinks drops the cached interface indexes: the next route or rule
 // written looks its interfaces up again (after an op that may have
 // created, removed or re-created interfaces).

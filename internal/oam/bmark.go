@@ -60,6 +60,40 @@ type bnode struct {
 	// drained, while drain waits, is closed by the reader once it has
 	// handed out every record written before the flush (bn.mu).
 	drained chan struct{}
+	// watch triggers the markers' resyncs (bwatch.go); nil: the
+	// subscription failed and the markers poll every second.
+	watch *rtWatch
+	kicks map[uint32]chan struct{} // each marker's trigger, by slot (bn.mu)
+	// resyncs counts the markers' reads of the routes and rules after
+	// their start (BoundaryResyncs).
+	resyncs atomic.Uint64
+}
+
+// kickAll triggers every marker's resync; a marker already triggered
+// stays so once (a burst is one trigger).
+func (bn *bnode) kickAll(bool) {
+	bn.mu.Lock()
+	defer bn.mu.Unlock()
+	for _, k := range bn.kicks {
+		select {
+		case k <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// BoundaryResyncs is how many times this process's boundary markers in
+// ns read the chains' routes and rules again since the first of them
+// started there (ok false: none marks in ns now). A test's window on
+// following by notification: nothing changed, nothing read.
+func BoundaryResyncs(ns string) (n uint64, ok bool) {
+	bmu.Lock()
+	defer bmu.Unlock()
+	bn := bnodes[ns]
+	if bn == nil {
+		return 0, false
+	}
+	return bn.resyncs.Load(), true
 }
 
 // drain hands out every record already in the ring buffer (bmu held):
@@ -94,6 +128,7 @@ type boundaryMarker struct {
 	cur    markState // what it holds
 	last   SampleCounts
 	closed bool
+	kick   chan struct{} // a route or rule changed (bnode.kickAll)
 	stop   chan struct{} // ends follow
 	done   chan struct{}
 	once   sync.Once
@@ -150,9 +185,24 @@ func (w markState) ruleKeys() map[string]int {
 	return out
 }
 
+// same reports whether w and o hold the same routes, rules and selectors:
+// what install compares (a route's or a rule's whole text, its O-rule's
+// mark included), whatever order the rules were read in; the selectors
+// in order (the filter takes the first that matches).
 func (w markState) same(o markState) bool {
-	return fmt.Sprint(w.routeKeys()) == fmt.Sprint(o.routeKeys()) &&
-		fmt.Sprint(w.ruleKeys()) == fmt.Sprint(o.ruleKeys()) && fmt.Sprint(w.sels) == fmt.Sprint(o.sels)
+	return sameKeys(w.routeKeys(), o.routeKeys()) && sameKeys(w.ruleKeys(), o.ruleKeys()) && slices.Equal(w.sels, o.sels)
+}
+
+func sameKeys[V any](a, b map[string]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // desired reads, in h's namespace, the headend routes whose SRH is key's
@@ -218,6 +268,34 @@ func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, if
 	if len(w.rules) == 0 {
 		return w, fmt.Errorf("%w: no rule selects the chain", errFallback)
 	}
+	// A bridge's or a bond's port hands what it receives to its master,
+	// where the packet passes the filter again (the rules' iif: the
+	// master): a selector without iif counted it twice, so a port whose
+	// master the filter covers too counts nothing. (A VRF's port is not
+	// one: the packet does not pass the VRF device's TCX.)
+	fams := map[int]bool{}
+	for _, c := range w.sels {
+		if c.Ifindex == 0 {
+			fams[c.Family] = true
+		}
+	}
+	for _, ix := range ifs {
+		if len(fams) == 0 {
+			break
+		}
+		m, kind, err := h.LinkMaster(ix)
+		if err != nil {
+			return w, err
+		}
+		if m == 0 || (kind != "bridge" && kind != "bond" && kind != "team") || !slices.Contains(ifs, m) {
+			continue
+		}
+		for _, f := range []int{4, 6} {
+			if fams[f] {
+				w.sels = append(w.sels, boundary.SampleSel{Family: f, Ifindex: ix, Slot: boundary.SkipSlot, Mark: slot})
+			}
+		}
+	}
 	// Another chain's rule that comes first for some of this chain's
 	// packets: a selector that stops the search, so that they are not
 	// counted (they leave by that chain's table).
@@ -259,7 +337,8 @@ func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, if
 // startBoundaryMarker marks 1 in rate of the packets of the chain whose
 // headend routes in ns have key (their tables' rules are the chain's
 // selectors), reporting each marked packet to onMark, and follows the
-// chain's routes and rules (an apply that changes them) every second. An
+// chain's routes and rules (an apply that changes them: the namespace's
+// route and rule notifications trigger a resync, follow). An
 // error wrapping errFallback: the TCX marker is the way (no boundary
 // filter that marks on this node, an L2 chain, too many selectors).
 func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(boundary.SampleEvent)) (*boundaryMarker, error) {
@@ -307,17 +386,21 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 			lock.unlock()
 			return nil, err
 		}
-		bn = &bnode{samp: samp, ifs: ifs, subs: map[uint32]func(boundary.SampleEvent){}, done: make(chan struct{}), lock: lock}
+		bn = &bnode{samp: samp, ifs: ifs, subs: map[uint32]func(boundary.SampleEvent){}, done: make(chan struct{}), lock: lock,
+			kicks: map[uint32]chan struct{}{}}
 		if bn.rd, err = ringbuf.NewReader(samp.Events()); err != nil {
 			samp.Close()
 			lock.unlock()
 			return nil, fmt.Errorf("boundary sampling ring buffer: %w", err)
 		}
+		// Subscribed before any marker reads the chain: a change after
+		// that read is a trigger. Without it: polled (follow).
+		bn.watch, _ = watchRoutes(ns, bn.kickAll)
 		go bn.read()
 		bnodes[ns] = bn
 	}
 	bn.refs++
-	m := &boundaryMarker{ns: ns, key: key, rate: rate, stop: make(chan struct{}), done: make(chan struct{})}
+	m := &boundaryMarker{ns: ns, key: key, rate: rate, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -347,8 +430,15 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 	if m.slot == boundary.MaxSampleSels {
 		return nil, fmt.Errorf("%w: the boundary filter samples %d chains already", errFallback, boundary.MaxSampleSels)
 	}
+	// Triggered from before the read: a change after it is followed.
+	bn.mu.Lock()
+	bn.kicks[m.slot] = m.kick
+	bn.mu.Unlock()
 	w, err := desired(h, ns, key, rate, m.slot, bn.ifs)
 	if err != nil {
+		bn.mu.Lock()
+		delete(bn.kicks, m.slot)
+		bn.mu.Unlock()
 		return nil, err
 	}
 	bn.mu.Lock()
@@ -357,13 +447,14 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 	if err := m.install(h, bn, w); err != nil {
 		bn.mu.Lock()
 		delete(bn.subs, m.slot)
+		delete(bn.kicks, m.slot)
 		bn.mu.Unlock()
 		m.cur = w // what of it was added goes
 		m.undo(h)
 		return nil, err
 	}
 	ok = true
-	go m.follow()
+	go m.follow(bn.watch != nil)
 	return m, nil
 }
 
@@ -432,12 +523,28 @@ func (m *boundaryMarker) install(h *dataplane.Handle, bn *bnode, w markState) er
 	return errors.Join(errs...)
 }
 
-// follow re-reads the chain's routes and rules every second until Close
-// and makes the O-flagged copies follow them (an apply that changed the
-// chain's SIDs, next hop or selectors without changing its key).
-func (m *boundaryMarker) follow() {
+// Following the chain: a burst of notifications (an apply rewriting a
+// chain's routes and rules) is one resync once they have been quiet for
+// settleQuiet (at most settleMax after the first); a safety resync every
+// safetyResync catches what a notification could not say.
+const (
+	settleQuiet  = 100 * time.Millisecond
+	settleMax    = time.Second
+	safetyResync = 30 * time.Second
+	pollResync   = time.Second // without notifications (the subscription failed)
+)
+
+// follow makes the O-flagged copies follow the chain's routes and rules
+// until Close (an apply that changed the chain's SIDs, next hop or
+// selectors without changing its key): on a notification (events), or
+// every second without.
+func (m *boundaryMarker) follow(events bool) {
 	defer close(m.done)
-	t := time.NewTicker(time.Second)
+	every := safetyResync
+	if !events {
+		every = pollResync
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -445,6 +552,32 @@ func (m *boundaryMarker) follow() {
 			return
 		case <-t.C:
 			_ = m.resync()
+		case <-m.kick:
+			if !m.settle() {
+				return
+			}
+			_ = m.resync()
+			t.Reset(every)
+		}
+	}
+}
+
+// settle waits until the notifications have been quiet for settleQuiet,
+// at most settleMax; false: the marker is closing.
+func (m *boundaryMarker) settle() bool {
+	quiet, most := time.NewTimer(settleQuiet), time.NewTimer(settleMax)
+	defer quiet.Stop()
+	defer most.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return false
+		case <-m.kick:
+			quiet.Reset(settleQuiet)
+		case <-quiet.C:
+			return true
+		case <-most.C:
+			return true
 		}
 	}
 }
@@ -461,6 +594,7 @@ func (m *boundaryMarker) resync() error {
 	if m.closed || bn == nil {
 		return nil
 	}
+	bn.resyncs.Add(1)
 	w, err := desired(h, m.ns, m.key, m.rate, m.slot, bn.ifs)
 	if err != nil || w.same(m.cur) {
 		return err // the chain gone: its copies stay until the sampler stops
@@ -565,6 +699,7 @@ func (m *boundaryMarker) Close() error {
 		bn.drain() // no new mark now: the last ones reach this sampler
 		bn.mu.Lock()
 		delete(bn.subs, m.slot)
+		delete(bn.kicks, m.slot)
 		bn.mu.Unlock()
 		defer bn.release(m.ns)
 	}
@@ -582,6 +717,9 @@ func (bn *bnode) release(ns string) {
 		return
 	}
 	delete(bnodes, ns)
+	if bn.watch != nil {
+		bn.watch.close()
+	}
 	_ = bn.rd.Flush()
 	bn.rd.Close()
 	<-bn.done

@@ -1,6 +1,9 @@
 package oam_test
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -174,5 +177,36 @@ func TestSampleSignalsLeaveNoState(t *testing.T) {
 				t.Errorf("after %v the headend keeps:\n%s", tc.sig, got)
 			}
 		})
+	}
+}
+
+// A sampler killed with SIGKILL, then its lab taken down: the sampling
+// lock file of the headend's namespace, which nobody could ever clear
+// again, is removed by `segchain lab down` (it stayed in
+// /run/segchain/sample for good).
+func TestLabDownRemovesStaleSampleLock(t *testing.T) {
+	e := labenv.New(t, labenv.Options{File: "../../examples/default.yaml", Prefix: "s16bld-", CLI: true, Binary: segchainBin})
+	e.Must("apply", "--lab", e.Name)
+	head := e.NS("ingress")
+	var st syscall.Stat_t
+	if err := syscall.Stat("/run/netns/"+head, &st); err != nil {
+		t.Fatal(err)
+	}
+	lock := fmt.Sprintf("/run/segchain/sample/netns-%d.lock", st.Ino)
+	t.Cleanup(func() { os.Remove(lock) })
+	tr, done, _ := startSampling(t, e.Name, head, "--duration", "60s")
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the sampler's lock file: %v", err)
+	}
+	if err := tr.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if _, err := os.Stat(lock); err != nil {
+		t.Fatalf("the killed sampler's lock file: %v (the test proves nothing)", err)
+	}
+	out := e.Must("lab", "down", "--lab", e.Name)
+	if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after lab down the killed sampler's lock file %s: %v, want removed\n%s", lock, err, out)
 	}
 }
