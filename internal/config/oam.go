@@ -37,7 +37,7 @@ func (v *validator) chainOAM() {
 		// marker must mark instead (no boundary filter on the headend's
 		// way in), its packets are counted, not marked.
 		if v.d.Compressed() {
-			v.errf(p, "not with sid.format %s: the SRH carries uSID containers, not the chain's SIDs the marker recognises", SIDFormatF3216)
+			v.errf(p, "not with sid.format %s: the SRH carries uSID containers, not the chain's SIDs the marker recognises", v.d.SID.Format)
 		}
 		for _, sv := range c.Services {
 			if s := v.d.Services[sv]; s != nil && s.IsPool() {

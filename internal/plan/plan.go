@@ -521,6 +521,7 @@ func (b *builder) sidPrefix(a netip.Addr) netip.Prefix {
 func (b *builder) endpoint(path, node, owner, behavior string, prm config.Params, sidAddr netip.Addr) (nodestate.Route, error) {
 	l := &nodestate.Seg6Local{Action: behavior, Iif: prm.Iif, Oif: prm.Oif, Table: prm.Table, VRFTable: prm.VRFTable,
 		Flavors: b.usidFlavors(behavior, sidAddr, prm.Flavors), Count: prm.Count == nil || *prm.Count}
+	b.usidLengths(l, sidAddr)
 	if prm.Nh4 != "" {
 		a, err := netip.ParseAddr(prm.Nh4)
 		if err != nil {
