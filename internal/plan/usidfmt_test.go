@@ -3,11 +3,13 @@ package plan
 import (
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/segchain/segchain/internal/config"
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/pool"
 )
 
 // Issue 31's general SID formats: a block of any length that is a
@@ -175,5 +177,57 @@ func TestCSIDLengthsDrift(t *testing.T) {
 	}
 	if !strings.Contains(r(48, 16).String(), "flavors next-csid lblen 48 nflen 16") {
 		t.Errorf("%s: want iproute2's spelling", r(48, 16))
+	}
+}
+
+// TestPoolsF4816: a pool's uSID members in f4816 — each instance's list
+// (and its probes') starts with the instance's uSID, the 16 bits after the
+// 48-bit block, and every next-csid route of the pooled domain carries
+// lblen 48.
+func TestPoolsF4816(t *testing.T) {
+	b, err := os.ReadFile("../../test/pools/testdata/pooled.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(string(b), "name: pools", "name: pools\nsid: "+f4816SID, 1)
+	d, err := config.Parse([]byte(y), "../../test/pools/testdata")
+	if err != nil {
+		t.Fatalf("a pool of uSID members in f4816: %v", err)
+	}
+	p, err := Build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := d.USIDFormat()
+	var sp pool.Spec
+	for _, s := range p.Nodes["ingress"].Services {
+		if s.Kind == pool.Name {
+			if sp, err = pool.SpecOf(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(sp.Chains) != 1 || len(sp.Chains[0].Instances) != 3 {
+		t.Fatalf("pool spec at ingress: chains %+v", sp.Chains)
+	}
+	for k, in := range sp.Pool.Instances {
+		v, ok := f.Value(in.SID)
+		if !ok {
+			t.Fatalf("instance %s: SID %s is not a uSID of %s", in.Name, in.SID, f.Block)
+		}
+		first, err := f.Decode(sp.Chains[0].Instances[k].Segs[0])
+		if err != nil || first.Active != v {
+			t.Errorf("instance %s (%s): list %v does not start with its uSID (%v)", in.Name, in.SID, sp.Chains[0].Instances[k].Segs, err)
+		}
+		if pr, err := f.Decode(sp.Probes[k].Segs[0]); err != nil || pr.Active != v {
+			t.Errorf("instance %s: probe list %v does not start with its uSID", in.Name, sp.Probes[k].Segs)
+		}
+	}
+	for n, ns := range p.Nodes {
+		for _, r := range ns.Routes {
+			if l := r.Seg6Local; l != nil && slices.Contains(l.Flavors, "next-csid") && (l.LBLen != 48 || l.NFLen != 16) {
+				t.Errorf("%s: %s: want lblen 48 nflen 16", n, r)
+			}
+		}
 	}
 }
