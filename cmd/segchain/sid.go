@@ -64,6 +64,8 @@ Parameters (iproute2 keywords):
   hmac KEYID            add an HMAC TLV keyed by KEYID (ip sr hmac)
   flavors F[,F]         psp, usp, usd, next-csid (RFC 8986, RFC 9800); Linux
                         implements psp (End) and next-csid (End, End.X)
+  lblen BITS nflen BITS next-csid's Locator-Block and uSID lengths (multiples
+                        of 8; without them the kernel's 32 and 16: F3216)
   endpoint PATH         pinned lwt_seg6local program (End.BPF)
 
 Behaviours:

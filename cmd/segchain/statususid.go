@@ -10,18 +10,20 @@ import (
 	"github.com/segchain/segchain/internal/plan"
 )
 
-// Compressed chains in status (sid.format f3216, docs/usid.md): each hop
-// that is a uSID shows its 16-bit form next to its address form, and the
-// SID list as pushed (containers) follows the hops.
+// Compressed chains in status (sid.format f3216, f4816, csid;
+// docs/usid.md): each hop that is a uSID shows its 16-bit form next to its
+// address form, and the SID list as pushed (containers) follows the hops.
 
 // usidForm is " (uSID 02d0)" for a hop of a compressed chain whose SID is a
-// uSID (not a full SID entry of the pushed list), else "".
+// uSID (in the chain's block, not a full SID entry of the pushed list),
+// else "". The uSID is the 16 bits after the block (LBL bits).
 func usidForm(ch plan.Chain, sid netip.Addr) string {
-	if len(ch.Segments) == 0 || slices.Contains(ch.Segments, sid) {
+	blk := ch.USIDBlock
+	if len(ch.Segments) == 0 || slices.Contains(ch.Segments, sid) || !blk.IsValid() || !blk.Contains(sid) || blk.Bits()%8 != 0 || blk.Bits() > 112 {
 		return ""
 	}
-	b := sid.As16()
-	return fmt.Sprintf(" (uSID %02x%02x)", b[4], b[5])
+	b, o := sid.As16(), blk.Bits()/8
+	return fmt.Sprintf(" (uSID %02x%02x)", b[o], b[o+1])
 }
 
 // printPushed prints the containers a compressed chain pushes.

@@ -37,7 +37,7 @@ func (v *validator) chainOAM() {
 		// marker must mark instead (no boundary filter on the headend's
 		// way in), its packets are counted, not marked.
 		if v.d.Compressed() {
-			v.errf(p, "not with sid.format %s: the SRH carries uSID containers, not the chain's SIDs the marker recognises", SIDFormatF3216)
+			v.errf(p, "not with sid.format %s: the SRH carries uSID containers, not the chain's SIDs the marker recognises", v.d.SID.Format)
 		}
 		for _, sv := range c.Services {
 			if s := v.d.Services[sv]; s != nil && s.IsPool() {
@@ -57,7 +57,7 @@ func init() {
 	for k, v := range map[string]string{
 		"Chain.oam":        "OAM kept running for the chain by apply on its nodes' agents, removed by destroy (docs/oam.md, \"Kept by apply\").",
 		"ChainOAM":         "A chain's kept OAM.",
-		"ChainOAM.sample":  "O-flag sampling (RFC 9259 §2.1): the headend sets the SRH's O-flag on 1 in N of the chain's packets (1..1073741824; 0: off); the agents of the chain's segment nodes timestamp them, export per-node counts and `segchain status` shows per-hop latency. A chain signed with HMAC is sampled where the headend's boundary filter marks (the kernel signs the O-flag); not through a pool, nor with sid.format f3216.",
+		"ChainOAM.sample":  "O-flag sampling (RFC 9259 §2.1): the headend sets the SRH's O-flag on 1 in N of the chain's packets (1..1073741824; 0: off); the agents of the chain's segment nodes timestamp them, export per-node counts and `segchain status` shows per-hop latency. A chain signed with HMAC is sampled where the headend's boundary filter marks (the kernel signs the O-flag); not through a pool, nor with a compressed sid.format (f3216, f4816, csid).",
 		"ChainOAM.respond": "The nodes of the chain's SIDs answer ICMPv6 echo requests to their native SIDs (segchain's echo responder: Linux's seg6local drops them), so that `ping` and iputils' `ping -6 SID` get replies.",
 	} {
 		fieldDoc[k] = v

@@ -28,8 +28,9 @@ var fieldDoc = map[string]string{
 	"SIDFormat.locator_bits":  "Bits of the locator (default 64, at least 16). Every node locator must be a prefix of exactly this length.",
 	"SIDFormat.function_bits": "Bits of FUNCT after the locator (default 48, at most 64).",
 	"SIDFormat.args_bits":     "Bits of ARGS after FUNCT (default 16, at most 64). locator_bits+function_bits+args_bits ≤ 128.",
-	"SIDFormat.format":        "full (default: every SID is 128 bits) or f3216: compressed SIDs (RFC 9800 NEXT-C-SID, uSIDs of 16 bits after a 32-bit block): each SR node gets the uN locator block:ID00::/40 (node id ≤ 255), compressible functions (native End, End.X, and the decapsulating egress behaviours) get one uSID each and chains pack them into containers (docs/usid.md).",
-	"SIDFormat.block":         "The f3216 locator block, a /32 (default fcbb:bb00::/32); must not overlap a locator or a link prefix.",
+	"SIDFormat.format":        "full (default: every SID is 128 bits) or compressed SIDs (RFC 9800 NEXT-C-SID, 16-bit uSIDs after a locator block): f3216 (a /32 block), f4816 (a /48 block) or csid (a block of any length that is a multiple of 8, 8..96). Each SR node gets the uN locator block:ID00::/(LBL+8) (node id ≤ 255), compressible functions (native End, End.X, and the decapsulating egress behaviours) get one uSID each and chains pack them into containers of (128 − LBL) / 16 uSIDs (docs/usid.md).",
+	"SIDFormat.block":         "The locator block of a compressed format; its length is the LBL (the kernel's lblen). f3216: a /32 (default fcbb:bb00::/32); f4816: a /48 (required); csid: a /8../96 whose length is a multiple of 8 (required). Must not overlap a locator or a link prefix.",
+	"SIDFormat.usid_bits":     "Bits of one uSID (LNL+FL, the kernel's nflen) in a compressed format: 16 (the default and the only length offered: a uSID is the node id's 8 bits and the function's 8).",
 
 	"Node":         "One machine (a network namespace in the lab).",
 	"Node.role":    "host (traffic source/sink outside the SR domain), ingress (classifies, pushes SID lists), egress (decapsulates), router (plain IPv6 transit), nfv (hosts service functions), edge (ingress and egress) or sf (runs an SR-unaware service function: a leaf like a host, but it forwards).",
@@ -144,19 +145,20 @@ var fieldDoc = map[string]string{
 
 // schemaEnum lists allowed values per field.
 var schemaEnum = map[string][]any{
-	"Node.role":         strs(Roles),
-	"Service.behavior":  strs(Behaviors),
-	"Service.kind":      strs(Kinds),
-	"Service.proxy":     strs(Proxies),
-	"Service.inner":     strs(Inners),
-	"Egress.behavior":   strs(EgressBehaviors),
-	"Chain.mode":        strs(Modes),
-	"Params.flavors":    strs(Flavors),
-	"HMACKey.algorithm": strs(HMACAlgorithms),
-	"Routing.mode":      strs(RoutingModes),
-	"Match.family":      {4, 6},
-	"Firewall.policy":   {PolicyAccept, PolicyDrop},
-	"SIDFormat.format":  strs(SIDFormats),
+	"Node.role":           strs(Roles),
+	"Service.behavior":    strs(Behaviors),
+	"Service.kind":        strs(Kinds),
+	"Service.proxy":       strs(Proxies),
+	"Service.inner":       strs(Inners),
+	"Egress.behavior":     strs(EgressBehaviors),
+	"Chain.mode":          strs(Modes),
+	"Params.flavors":      strs(Flavors),
+	"HMACKey.algorithm":   strs(HMACAlgorithms),
+	"Routing.mode":        strs(RoutingModes),
+	"Match.family":        {4, 6},
+	"Firewall.policy":     {PolicyAccept, PolicyDrop},
+	"SIDFormat.format":    strs(SIDFormats),
+	"SIDFormat.usid_bits": {USIDBits},
 }
 
 // schemaExtra adds keywords per field.

@@ -30,11 +30,18 @@ type SIDFormat struct {
 	LocatorBits  int `yaml:"locator_bits,omitempty" json:"locator_bits,omitempty"`
 	FunctionBits int `yaml:"function_bits,omitempty" json:"function_bits,omitempty"`
 	ArgsBits     int `yaml:"args_bits,omitempty" json:"args_bits,omitempty"`
-	// Format is full (default: 128-bit SIDs) or f3216 (RFC 9800 NEXT-C-SID
-	// uSIDs: a 32-bit block, 16-bit uSIDs; see usid.go and docs/usid.md).
+	// Format is full (default: 128-bit SIDs) or a compressed one (RFC 9800
+	// NEXT-C-SID uSIDs, see usid.go and docs/usid.md): f3216 (a 32-bit
+	// block), f4816 (a 48-bit block) or csid (a block of any length
+	// that is a multiple of 8, 8..96), each with 16-bit uSIDs.
 	Format string `yaml:"format,omitempty" json:"format,omitempty"`
-	// Block is the f3216 locator block (default fcbb:bb00::/32).
+	// Block is the locator block: its length is the LBL (the kernel's
+	// lblen). f3216: a /32 (default fcbb:bb00::/32); f4816: a /48; csid:
+	// any (required for both).
 	Block string `yaml:"block,omitempty" json:"block,omitempty"`
+	// USIDBits is the length of one uSID (LNL+FL, the kernel's nflen):
+	// 16, the default and the only length offered.
+	USIDBits int `yaml:"usid_bits,omitempty" json:"usid_bits,omitempty"`
 }
 
 // Node roles.

@@ -13,34 +13,61 @@ import (
 // SID formats (sid.format).
 const (
 	SIDFormatFull  = "full"
-	SIDFormatF3216 = "f3216"
+	SIDFormatF3216 = "f3216" // a /32 block, 16-bit uSIDs (RFC 9800's F3216)
+	SIDFormatF4816 = "f4816" // a /48 block, 16-bit uSIDs
+	SIDFormatCSID  = "csid"  // a block of any LBL (multiple of 8, 8..96), 16-bit uSIDs
 )
 
 // SIDFormats are the values of sid.format.
-var SIDFormats = []string{SIDFormatFull, SIDFormatF3216}
+var SIDFormats = []string{SIDFormatFull, SIDFormatF3216, SIDFormatF4816, SIDFormatCSID}
 
 // DefaultUSIDBlock is the f3216 locator block when sid.block is absent
-// (the block RFC 9800's and FRR's examples use).
+// (the block RFC 9800's and FRR's examples use). f4816 and csid have no
+// default: the block is the operator's allocation.
 const DefaultUSIDBlock = "fcbb:bb00::/32"
 
-// MaxUSIDNodeID is the largest node id an f3216 domain's SR nodes may have:
-// a node's uN is the uSID ID<<8 (its /40 holds its 255 function uSIDs).
+// USIDBits is the length of a uSID (sid.usid_bits, the kernel's nflen),
+// the only one offered: a node's uN is ID<<8 and its functions ID01..IDff
+// (an 8-bit node id, an 8-bit function). 8 would leave no room for
+// functions beside a node id; 24 or 32 would need another allocation of
+// node and function bits and a wider printing in every tool.
+const USIDBits = 16
+
+// MaxUSIDNodeID is the largest node id a compressed domain's SR nodes may
+// have: a node's uN is the uSID ID<<8 (its /(LBL+8) holds its 255
+// function uSIDs).
 const MaxUSIDNodeID = 0xff
 
-// Compressed reports whether the domain compresses SIDs (sid.format f3216).
-func (d *Domain) Compressed() bool { return d.SID.Format == SIDFormatF3216 }
+// MaxUSIDBlockBits is the longest block a compressed format takes: a /96
+// leaves two uSIDs a container; a longer one would hold one (no
+// compression, a route more per hop).
+const MaxUSIDBlockBits = 128 - 2*USIDBits
 
-// USIDFormat is the domain's C-SID format (F3216 in its block).
+// formatBlockBits is the block length of the formats that fix it.
+var formatBlockBits = map[string]int{SIDFormatF3216: 32, SIDFormatF4816: 48}
+
+// Compressed reports whether the domain compresses SIDs (sid.format
+// f3216, f4816 or csid).
+func (d *Domain) Compressed() bool {
+	switch d.SID.Format {
+	case SIDFormatF3216, SIDFormatF4816, SIDFormatCSID:
+		return true
+	}
+	return false
+}
+
+// USIDFormat is the domain's C-SID format: its block (LBL = the block's
+// length) and 16-bit uSIDs.
 func (d *Domain) USIDFormat() csid.Format {
 	b := d.SID.Block
-	if b == "" {
+	if b == "" && d.SID.Format == SIDFormatF3216 {
 		b = DefaultUSIDBlock
 	}
 	p, _ := netip.ParsePrefix(b)
-	return csid.F3216(p)
+	return csid.Format{Block: p.Masked(), NFLen: USIDBits}
 }
 
-// USIDLocator is the /40 of node n's uSIDs: block:ID00::/40 (its uN is
+// USIDLocator is the /(LBL+8) of node n's uSIDs: block:ID00:: (its uN is
 // ID00, its functions ID01..IDff). Invalid when n has no uN (not an SR
 // node with a locator, or the domain is not compressed).
 func (d *Domain) USIDLocator(n string) netip.Prefix {
@@ -161,7 +188,8 @@ func (d *Domain) USIDs() (map[string]netip.Addr, error) {
 	return out, errors.Join(errs...)
 }
 
-// usid checks sid.format and sid.block and what a compressed domain needs.
+// usid checks sid.format, sid.block, sid.usid_bits and what a compressed
+// domain needs.
 func (v *validator) usid() {
 	s := v.d.SID
 	if s.Format != "" && !contains(SIDFormats, s.Format) {
@@ -170,18 +198,40 @@ func (v *validator) usid() {
 	}
 	if !v.d.Compressed() {
 		if s.Block != "" {
-			v.errf("sid.block", "a locator block is for sid.format: f3216")
+			v.errf("sid.block", "a locator block is for a compressed sid.format (%s, %s, %s)", SIDFormatF3216, SIDFormatF4816, SIDFormatCSID)
+		}
+		if s.USIDBits != 0 {
+			v.errf("sid.usid_bits", "a uSID length is for a compressed sid.format (%s, %s, %s)", SIDFormatF3216, SIDFormatF4816, SIDFormatCSID)
 		}
 		return
 	}
-	if s.Block != "" {
+	if s.USIDBits != 0 && s.USIDBits != USIDBits {
+		v.errf("sid.usid_bits", "%d: only %d-bit uSIDs are offered (a uSID is an 8-bit node id and an 8-bit function: plan allocates no other split, and segchain's tools print 16-bit uSIDs)", s.USIDBits, USIDBits)
+		return
+	}
+	want := formatBlockBits[s.Format]
+	if s.Block == "" {
+		if s.Format != SIDFormatF3216 {
+			v.errf("sid.block", "sid.format %s needs a block (your allocation, e.g. \"2001:db8:aa::/48\"): it has no default", s.Format)
+			return
+		}
+	} else {
 		p, err := netip.ParsePrefix(s.Block)
 		switch {
 		case err != nil:
 			v.errf("sid.block", "%v", err)
 			return
-		case p.Bits() != 32:
-			v.errf("sid.block", "%s: f3216 wants a /32 block", s.Block)
+		case !p.Addr().Is6() || p.Addr().Is4In6():
+			v.errf("sid.block", "%s: want an IPv6 prefix", s.Block)
+			return
+		case want != 0 && p.Bits() != want:
+			v.errf("sid.block", "%s: %s wants a /%d block (sid.format csid takes other lengths)", s.Block, s.Format, want)
+			return
+		case p.Bits()%8 != 0 || p.Bits() == 0:
+			v.errf("sid.block", "%s: the block length (the kernel's lblen) must be a positive multiple of 8", s.Block)
+			return
+		case p.Bits() > MaxUSIDBlockBits:
+			v.errf("sid.block", "%s: a /%d block leaves %d bits, %d uSID(s) of %d bits a container: at most /%d (two uSIDs a container)", s.Block, p.Bits(), 128-p.Bits(), (128-p.Bits())/USIDBits, USIDBits, MaxUSIDBlockBits)
 			return
 		case p.Masked() != p:
 			v.errf("sid.block", "%s has host bits set", s.Block)
@@ -199,7 +249,7 @@ func (v *validator) usid() {
 			continue
 		}
 		if n.ID > MaxUSIDNodeID {
-			v.errf("nodes."+name+".id", "id %d: sid.format f3216 gives node ID the uN uSID ID<<8, so SR node ids are 1..%d", n.ID, MaxUSIDNodeID)
+			v.errf("nodes."+name+".id", "id %d: sid.format %s gives node ID the uN uSID ID<<8, so SR node ids are 1..%d", n.ID, s.Format, MaxUSIDNodeID)
 		}
 		if loc, err := netip.ParsePrefix(n.Locator); err == nil && loc.Overlaps(f.Block) {
 			v.errf("nodes."+name+".locator", "%s overlaps the uSID block %s", loc, f.Block)
@@ -214,6 +264,6 @@ func (v *validator) usid() {
 		}
 	}
 	if v.d.Routing.Mode == RoutingBGP {
-		v.errf("routing.mode", "bgp: sid.format f3216 needs routing: static (the BGP speakers do not advertise uN locators yet)")
+		v.errf("routing.mode", "bgp: sid.format %s needs routing: static (the BGP speakers do not advertise uN locators yet)", s.Format)
 	}
 }

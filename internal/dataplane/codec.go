@@ -176,10 +176,8 @@ type Seg6LocalEncap struct {
 	// program name so that a dump gives the pinned path back.
 	BPFFd int
 	// Filled by Decode.
-	Counters     *Counters
-	BPFProgID    uint32
-	LCBlockBits  uint8
-	LCNodeFnBits uint8
+	Counters  *Counters
+	BPFProgID uint32
 }
 
 var _ netlink.Encap = (*Seg6LocalEncap)(nil)
@@ -259,6 +257,18 @@ func (e *Seg6LocalEncap) Encode() ([]byte, error) {
 		}
 		nest := nl.NewRtAttr(seg6LocalFlavors|unix.NLA_F_NESTED, nil)
 		nest.AddRtAttr(seg6LocalFlvOperation, u32(ops))
+		if e.LBLen != 0 || e.NFLen != 0 {
+			// NEXT-C-SID's lengths (the kernel takes them with next-csid
+			// only, u8 bits each, and checks them: multiples of 8).
+			if !slices.Contains(e.Flavors, "next-csid") {
+				return nil, fmt.Errorf("seg6local: lblen %d nflen %d without flavor next-csid", e.LBLen, e.NFLen)
+			}
+			if e.LBLen <= 0 || e.LBLen > 255 || e.NFLen <= 0 || e.NFLen > 255 {
+				return nil, fmt.Errorf("seg6local: lblen %d nflen %d: want both, 1..255 bits", e.LBLen, e.NFLen)
+			}
+			nest.AddRtAttr(seg6LocalFlvLCBlockBits, []byte{uint8(e.LBLen)})
+			nest.AddRtAttr(seg6LocalFlvLCNodeFnBits, []byte{uint8(e.NFLen)})
+		}
 		add(nest)
 	}
 	return out, nil
@@ -395,11 +405,11 @@ func (e *Seg6LocalEncap) Decode(b []byte) error {
 					}
 				case seg6LocalFlvLCBlockBits:
 					if len(s.Value) >= 1 {
-						e.LCBlockBits = s.Value[0]
+						e.LBLen = int(s.Value[0])
 					}
 				case seg6LocalFlvLCNodeFnBits:
 					if len(s.Value) >= 1 {
-						e.LCNodeFnBits = s.Value[0]
+						e.NFLen = int(s.Value[0])
 					}
 				}
 			}

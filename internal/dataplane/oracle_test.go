@@ -43,8 +43,14 @@ func TestPrivilegedIproute2Oracle(t *testing.T) {
 			nodestate.Route{Dst: pfx("fc00:1::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End", Count: true}}},
 		{"End psp", "local fc00:1::1/128 encap seg6local action End flavors psp dev lo",
 			nodestate.Route{Dst: pfx("fc00:1::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End", Flavors: []string{"psp"}}}},
+		// Without lengths the kernel applies (and dumps) its defaults, F3216's.
 		{"End next-csid", "local fc00:1::1/128 encap seg6local action End flavors next-csid dev lo",
-			nodestate.Route{Dst: pfx("fc00:1::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End", Flavors: []string{"next-csid"}}}},
+			nodestate.Route{Dst: pfx("fc00:1::1/128"), Seg6Local: &nodestate.Seg6Local{Action: "End", Flavors: []string{"next-csid"}, LBLen: 32, NFLen: 16}}},
+		// F4816 (issue 31: a /48 block): segchain sends the lengths.
+		{"End next-csid lblen 48", "local 2001:db8:aa:100::/64 encap seg6local action End flavors next-csid lblen 48 nflen 16 count dev lo",
+			nodestate.Route{Dst: pfx("2001:db8:aa:100::/64"), Seg6Local: &nodestate.Seg6Local{Action: "End", Flavors: []string{"next-csid"}, LBLen: 48, NFLen: 16, Count: true}}},
+		{"End.X next-csid lblen 56", "local 2001:db8:aa:bb02:100::/72 encap seg6local action End.X nh6 fc00:12::2 oif dp0 flavors next-csid lblen 56 nflen 16 dev lo",
+			nodestate.Route{Dst: pfx("2001:db8:aa:bb02:100::/72"), Seg6Local: &nodestate.Seg6Local{Action: "End.X", Nh6: ip("fc00:12::2"), Oif: "dp0", Flavors: []string{"next-csid"}, LBLen: 56, NFLen: 16}}},
 		{"End.X oif", "local fc00:1::2/128 encap seg6local action End.X nh6 fc00:12::2 oif dp0 dev lo",
 			nodestate.Route{Dst: pfx("fc00:1::2/128"), Seg6Local: &nodestate.Seg6Local{Action: "End.X", Nh6: ip("fc00:12::2"), Oif: "dp0"}}},
 		{"End.T", "local fc00:1::3/128 encap seg6local action End.T table 100 dev lo",

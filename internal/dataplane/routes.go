@@ -49,6 +49,9 @@ func Canonical(r nodestate.Route) nodestate.Route {
 		if len(l.Flavors) == 0 {
 			l.Flavors = nil
 		}
+		// NEXT-C-SID's lengths: the kernel dumps them with next-csid
+		// (its defaults when none were sent), never without it.
+		l.LBLen, l.NFLen = l.CSIDLengths()
 		if r.Dev == seg6LocalDevDef {
 			r.Dev = ""
 		}

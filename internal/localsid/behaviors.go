@@ -21,6 +21,8 @@ const (
 	PSegs     Param = "segs"
 	PHMAC     Param = "hmac"
 	PFlavors  Param = "flavors"
+	PLBLen    Param = "lblen" // NEXT-C-SID's Locator-Block bits (with next-csid)
+	PNFLen    Param = "nflen" // NEXT-C-SID's Locator-Node+Function bits
 	PEndpoint Param = "endpoint"
 )
 
@@ -45,10 +47,10 @@ type Behavior struct {
 // the kernel's seg6_local action descriptors: the kernel silently ignores
 // attributes a behaviour does not use, so Parse rejects them instead.
 var behaviors = []Behavior{
-	{Name: "End", Optional: []Param{PFlavors}, Flavors: []string{"psp", "usp", "usd", "next-csid"},
+	{Name: "End", Optional: []Param{PFlavors, PLBLen, PNFLen}, Flavors: []string{"psp", "usp", "usd", "next-csid"},
 		Summary: "endpoint: SL--, DA <- next SID, forward by the new DA",
 		Example: "fc00:2::100 End"},
-	{Name: "End.X", Required: []Param{PNh6}, Optional: []Param{POif, PFlavors}, Flavors: []string{"psp", "usp", "usd", "next-csid"},
+	{Name: "End.X", Required: []Param{PNh6}, Optional: []Param{POif, PFlavors, PLBLen, PNFLen}, Flavors: []string{"psp", "usp", "usd", "next-csid"},
 		Summary: "endpoint with L3 cross-connect: End, then forward to nh6",
 		Example: "fc00:2::101 End.X nh6 fc00:23::3"},
 	{Name: "End.T", Required: []Param{PTable},
@@ -152,6 +154,8 @@ func metaVar(p Param) string {
 		return "KEYID"
 	case PFlavors:
 		return "psp|usp|usd|next-csid"
+	case PLBLen, PNFLen:
+		return "BITS"
 	case PEndpoint:
 		return "PINNED_PATH"
 	}

@@ -67,6 +67,9 @@ func Params(l *nodestate.Seg6Local) map[string]string {
 	if len(l.Flavors) > 0 {
 		m["flavors"] = strings.Join(l.Flavors, ",")
 	}
+	if l.LBLen != 0 || l.NFLen != 0 {
+		m["lblen"], m["nflen"] = strconv.Itoa(l.LBLen), strconv.Itoa(l.NFLen)
+	}
 	if l.BPF != "" {
 		m["endpoint"] = l.BPF
 	}
@@ -77,7 +80,7 @@ func Params(l *nodestate.Seg6Local) map[string]string {
 }
 
 // paramOrder is the order parameters are printed in.
-var paramOrder = []string{"nh4", "nh6", "table", "vrftable", "iif", "oif", "segs", "hmac", "flavors", "endpoint"}
+var paramOrder = []string{"nh4", "nh6", "table", "vrftable", "iif", "oif", "segs", "hmac", "flavors", "lblen", "nflen", "endpoint"}
 
 // Args renders a seg6local route back into `sid add` arguments: Parse(Args(r))
 // yields r again.

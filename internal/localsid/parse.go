@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -191,6 +192,19 @@ func Parse(args []string) (nodestate.Route, error) {
 			if l.Flavors, err = parseFlavors(b, v); err != nil {
 				return r, err
 			}
+		case "lblen", "nflen":
+			if err := set(Param(kw)); err != nil {
+				return r, err
+			}
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 || n > 128 || n%8 != 0 {
+				return r, fmt.Errorf("%s %q: want bits, a positive multiple of 8 (the kernel's next-csid)", kw, v)
+			}
+			if kw == "lblen" {
+				l.LBLen = n
+			} else {
+				l.NFLen = n
+			}
 		case "endpoint":
 			if err := set(PEndpoint); err != nil {
 				return r, err
@@ -198,6 +212,16 @@ func Parse(args []string) (nodestate.Route, error) {
 			l.BPF = v
 		}
 		i++
+	}
+	if seen[PLBLen] || seen[PNFLen] {
+		switch {
+		case !slices.Contains(l.Flavors, "next-csid"):
+			return r, errors.New("lblen and nflen are next-csid's lengths: give flavors next-csid")
+		case !seen[PLBLen] || !seen[PNFLen]:
+			return r, errors.New("lblen and nflen go together")
+		case l.LBLen+l.NFLen > 128:
+			return r, fmt.Errorf("lblen %d + nflen %d > 128", l.LBLen, l.NFLen)
+		}
 	}
 	for _, p := range b.Required {
 		if !seen[p] {
@@ -225,6 +249,7 @@ func Parse(args []string) (nodestate.Route, error) {
 var keywords = map[string]bool{
 	"dev": true, "nh4": true, "nh6": true, "ip": true, "oif": true, "iif": true,
 	"table": true, "vrftable": true, "segs": true, "hmac": true, "flavors": true, "endpoint": true,
+	"lblen": true, "nflen": true,
 }
 
 func isKeyword(s string) bool { return keywords[s] }

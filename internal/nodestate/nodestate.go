@@ -3,6 +3,7 @@ package nodestate
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -194,9 +195,36 @@ type Seg6Local struct {
 	Segs     []netip.Addr `json:"segs,omitempty"` // End.B6 / End.B6.Encaps, path order
 	HMAC     uint32       `json:"hmac,omitempty"`
 	Flavors  []string     `json:"flavors,omitempty"` // psp, usp, usd, next-csid
-	Count    bool         `json:"count,omitempty"`
+	// LBLen and NFLen are the NEXT-C-SID flavor's Locator-Block and
+	// Locator-Node+Function lengths in bits (SEG6_LOCAL_FLV_LCBLOCK_BITS,
+	// SEG6_LOCAL_FLV_LCNODE_FN_BITS; iproute2's lblen and nflen), sent
+	// with next-csid; 0 with next-csid means the kernel's default (32,
+	// 16). Only with next-csid.
+	LBLen int  `json:"lblen,omitempty"`
+	NFLen int  `json:"nflen,omitempty"`
+	Count bool `json:"count,omitempty"`
 	// BPF names a pinned program path for End.BPF.
 	BPF string `json:"bpf,omitempty"`
+}
+
+// Kernel defaults of the NEXT-C-SID lengths (SEG6_LOCAL_LCBLOCK_DBITS,
+// SEG6_LOCAL_LCNODE_FN_DBITS): F3216.
+const (
+	DefaultCSIDLBLen = 32
+	DefaultCSIDNFLen = 16
+)
+
+// CSIDLengths are the NEXT-C-SID lengths the kernel applies to l (what it
+// dumps and iproute2 prints): LBLen/NFLen, the kernel's defaults when
+// neither is set, and 0, 0 without flavor next-csid.
+func (l *Seg6Local) CSIDLengths() (lblen, nflen int) {
+	if !slices.Contains(l.Flavors, "next-csid") {
+		return 0, 0
+	}
+	if l.LBLen == 0 && l.NFLen == 0 {
+		return DefaultCSIDLBLen, DefaultCSIDNFLen
+	}
+	return l.LBLen, l.NFLen
 }
 
 // Rule is a policy-routing rule steering classified traffic into a table.
@@ -267,6 +295,9 @@ func (l *Seg6Local) String() string {
 	b.WriteString("encap seg6local action " + l.Action)
 	if len(l.Flavors) > 0 {
 		b.WriteString(" flavors " + strings.Join(l.Flavors, ","))
+	}
+	if lb, nf := l.CSIDLengths(); lb != 0 {
+		fmt.Fprintf(&b, " lblen %d nflen %d", lb, nf)
 	}
 	if l.Nh4.IsValid() {
 		b.WriteString(" nh4 " + l.Nh4.String())

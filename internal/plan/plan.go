@@ -61,6 +61,9 @@ type Chain struct {
 	// SIDs (f3216: the containers, path order) and Encap the kernel mode.
 	Segments []netip.Addr `json:"segments,omitempty"`
 	Encap    string       `json:"encap,omitempty"`
+	// USIDBlock is the uSID block of a compressed chain (its length the
+	// LBL; uSIDs are 16 bits): how status prints a hop's uSID.
+	USIDBlock netip.Prefix `json:"usid_block,omitzero"`
 	// Nodes are the nodes the chain's packets cross (headend, transit,
 	// segments, the SFs behind its proxies), sorted.
 	Nodes []string `json:"nodes,omitempty"`
@@ -521,6 +524,7 @@ func (b *builder) sidPrefix(a netip.Addr) netip.Prefix {
 func (b *builder) endpoint(path, node, owner, behavior string, prm config.Params, sidAddr netip.Addr) (nodestate.Route, error) {
 	l := &nodestate.Seg6Local{Action: behavior, Iif: prm.Iif, Oif: prm.Oif, Table: prm.Table, VRFTable: prm.VRFTable,
 		Flavors: b.usidFlavors(behavior, sidAddr, prm.Flavors), Count: prm.Count == nil || *prm.Count}
+	b.usidLengths(l, sidAddr)
 	if prm.Nh4 != "" {
 		a, err := netip.ParseAddr(prm.Nh4)
 		if err != nil {
@@ -708,6 +712,7 @@ func (b *builder) chain(name string, c *config.Chain, reverse bool, used map[int
 	if b.d.Compressed() {
 		segs = b.pack(ch.Hops, segs)
 		ch.Segments = segs
+		ch.USIDBlock = b.csid.Block
 		b.usidNotes(cname, ch.Hops)
 	}
 

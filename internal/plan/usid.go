@@ -43,7 +43,7 @@ func (b *builder) isUSID(a netip.Addr) bool {
 	return ok
 }
 
-// usidPrefix is the route of a uSID: block:uSID::/48, which matches the
+// usidPrefix is the route of a uSID: block:uSID::/(LBL+16), which matches the
 // uSID whatever follows it in the container.
 func (b *builder) usidPrefix(a netip.Addr) (netip.Prefix, bool) {
 	v, ok := b.csid.Value(a)
@@ -53,8 +53,8 @@ func (b *builder) usidPrefix(a netip.Addr) (netip.Prefix, bool) {
 	return b.csid.Prefix(v), true
 }
 
-// usidFlavors adds next-csid to End and End.X at a uSID. The kernel's
-// default lblen 32 / nflen 16 are F3216's, so no lengths are sent.
+// usidFlavors adds next-csid to End and End.X at a uSID (usidLengths
+// sets the format's lengths).
 func (b *builder) usidFlavors(behavior string, a netip.Addr, fl []string) []string {
 	if !b.isUSID(a) || (behavior != "End" && behavior != "End.X") || slices.Contains(fl, "next-csid") {
 		return fl
@@ -62,7 +62,18 @@ func (b *builder) usidFlavors(behavior string, a netip.Addr, fl []string) []stri
 	return append(append([]string(nil), fl...), "next-csid")
 }
 
-// usidNodes installs every SR node's uN (End next-csid at block:ID00::/48)
+// usidLengths sets the domain format's NEXT-C-SID lengths (lblen: the
+// block's, nflen: a uSID's) on a next-csid route of uSID a: sent on every
+// such route, F3216's too, though the kernel's defaults are F3216's, so
+// that the route says its format and one with other lengths is drift.
+func (b *builder) usidLengths(l *nodestate.Seg6Local, a netip.Addr) {
+	if !b.isUSID(a) || !slices.Contains(l.Flavors, "next-csid") {
+		return
+	}
+	l.LBLen, l.NFLen = b.csid.Block.Bits(), b.csid.NFLen
+}
+
+// usidNodes installs every SR node's uN (End next-csid at block:ID00::/(LBL+16))
 // and records it in the SID table.
 func (b *builder) usidNodes() {
 	if !b.d.Compressed() {
@@ -75,12 +86,13 @@ func (b *builder) usidNodes() {
 		}
 		un := b.csid.SID(b.d.USIDNode(n))
 		b.addRoute(n, nodestate.Route{Dst: b.csid.Prefix(b.d.USIDNode(n)),
-			Seg6Local: &nodestate.Seg6Local{Action: "End", Flavors: []string{"next-csid"}, Count: true}, Owner: "uN " + n})
+			Seg6Local: &nodestate.Seg6Local{Action: "End", Flavors: []string{"next-csid"},
+				LBLen: b.csid.Block.Bits(), NFLen: b.csid.NFLen, Count: true}, Owner: "uN " + n})
 		b.addSID(n, "uN", "End", un)
 	}
 }
 
-// usidDests are the /40 uSID locators the static routes lead to.
+// usidDests are the /(LBL+8) uSID locators the static routes lead to.
 func (b *builder) usidDests() map[string]netip.Prefix {
 	out := map[string]netip.Prefix{}
 	if !b.d.Compressed() {

@@ -16,19 +16,28 @@ import (
 
 // f3216 loads an example domain with sid.format: f3216 added.
 func f3216(t *testing.T, file string) (*config.Domain, error) {
+	return withSID(t, file, "{format: f3216}")
+}
+
+// withSID loads an example domain with the sid: line sid added.
+func withSID(t *testing.T, file, sid string) (*config.Domain, error) {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	re := regexp.MustCompile(`(?m)^name: .*$`)
-	b = re.ReplaceAll(b, []byte("$0\nsid: {format: f3216}"))
+	b = re.ReplaceAll(b, []byte("$0\nsid: "+sid))
 	return config.Parse(b, filepath.Dir(file))
 }
 
 // TestGoldenF3216 renders every example domain in f3216 (except the BGP
 // one, refused: see TestF3216Refusals) against testdata/<example>-f3216.golden.
-func TestGoldenF3216(t *testing.T) {
+func TestGoldenF3216(t *testing.T) { goldenFormat(t, "f3216", "{format: f3216}") }
+
+// goldenFormat renders every example domain (but the BGP one) with sid
+// against testdata/<example>-<suffix>.golden.
+func goldenFormat(t *testing.T, suffix, sid string) {
 	files, _ := filepath.Glob("../../examples/*.yaml")
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
@@ -36,7 +45,7 @@ func TestGoldenF3216(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			d, err := f3216(t, f)
+			d, err := withSID(t, f, sid)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +55,7 @@ func TestGoldenF3216(t *testing.T) {
 			}
 			var buf bytes.Buffer
 			p.Render(&buf)
-			golden := filepath.Join("testdata", name+"-f3216.golden")
+			golden := filepath.Join("testdata", name+"-"+suffix+".golden")
 			if *update {
 				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
 					t.Fatal(err)

@@ -20,6 +20,10 @@ type CSIDFormat struct{ LBLen, NFLen int }
 // F3216 is the deployed uSID format (segchain's sid.format: f3216).
 var F3216 = CSIDFormat{LBLen: 32, NFLen: 16}
 
+// F4816 is a 48-bit block with 16-bit uSIDs (segchain's sid.format:
+// f4816, five uSIDs a container).
+var F4816 = CSIDFormat{LBLen: 48, NFLen: 16}
+
 func (f CSIDFormat) ok() bool {
 	return f.LBLen > 0 && f.NFLen > 0 && f.LBLen%8 == 0 && f.NFLen%8 == 0 && f.LBLen+f.NFLen <= 128
 }
@@ -56,14 +60,18 @@ func AdvanceContainer(da netip.Addr, f CSIDFormat) (netip.Addr, bool) {
 // String is the format as "LB/NF" (F3216: "32/16").
 func (f CSIDFormat) String() string { return fmt.Sprintf("%d/%d", f.LBLen, f.NFLen) }
 
-// ParseCSIDFormat parses "f3216" or "LB/NF" (bits, e.g. "32/16").
+// ParseCSIDFormat parses "f3216", "f4816" or "LB/NF" (bits, e.g.
+// "32/16", "56/16": what segchain plan prints as a binding's usid).
 func ParseCSIDFormat(s string) (CSIDFormat, error) {
-	if strings.EqualFold(s, "f3216") {
+	switch strings.ToLower(s) {
+	case "f3216":
 		return F3216, nil
+	case "f4816":
+		return F4816, nil
 	}
 	var f CSIDFormat
 	if _, err := fmt.Sscanf(s, "%d/%d", &f.LBLen, &f.NFLen); err != nil || !f.ok() || f.String() != s {
-		return CSIDFormat{}, fmt.Errorf("C-SID format %q: want f3216 or LB/NF in bits, multiples of 8, at most 128 together (32/16)", s)
+		return CSIDFormat{}, fmt.Errorf("C-SID format %q: want f3216, f4816 or LB/NF in bits, multiples of 8, at most 128 together (32/16)", s)
 	}
 	return f, nil
 }

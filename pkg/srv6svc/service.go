@@ -465,7 +465,7 @@ func endRoute(p netip.Prefix, ifindex int, f CSIDFormat) error {
 	if f.ok() {
 		// A uSID: the kernel's End must shift the container as the
 		// process would (replacing a plain End a full binding left).
-		r.Encap = endNextCSID{}
+		r.Encap = endNextCSID{f}
 		if err := netlink.RouteReplace(r); err != nil {
 			return fmt.Errorf("End next-csid route for %s (on-failure bypass): %w", p, err)
 		}

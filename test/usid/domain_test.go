@@ -32,12 +32,13 @@ func withFormat(t *testing.T, file, format string, edits ...func(string) string)
 	for _, e := range edits {
 		b = []byte(e(string(b)))
 	}
-	b = regexp.MustCompile(`(?m)^name: (.*)$`).ReplaceAll(b, []byte("name: $1\nsid: {format: "+format+"}"))
-	// An SRH match on a node's SIDs names its locator; in f3216 the
+	f := formatOf(t, format)
+	b = regexp.MustCompile(`(?m)^name: (.*)$`).ReplaceAll(b, []byte("name: $1\nsid: "+f.sid))
+	// An SRH match on a node's SIDs names its locator; compressed, the
 	// previous segment is a container in nfv1's uN locator (docs/usid.md).
 	b = []byte(strings.Replace(string(b), `- "-m srh --srh-psid fc00:2::/64 --inner-src fc00:1a::/64 -j ACCEPT"`,
 		`- "-m srh --srh-psid fc00:2::/64 --inner-src fc00:1a::/64 -j ACCEPT"
-        - "-m srh --srh-psid fcbb:bb00:200::/40 --inner-src fc00:1a::/64 -j ACCEPT"`, 1))
+        - "-m srh --srh-psid `+f.nodeLocator(2).String()+` --inner-src fc00:1a::/64 -j ACCEPT"`, 1))
 	dir := t.TempDir()
 	out := filepath.Join(dir, filepath.Base(file))
 	if err := os.WriteFile(out, b, 0o644); err != nil {
@@ -63,6 +64,7 @@ func must[T any](v T, err error) T {
 type lab struct {
 	*labenv.Env
 	p *plan.Plan
+	f usidFormat
 }
 
 func up(t *testing.T, file, format string, edits ...func(string) string) *lab {
@@ -84,7 +86,7 @@ func up(t *testing.T, file, format string, edits ...func(string) string) *lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lab{Env: e, p: p}
+	return &lab{Env: e, p: p, f: formatOf(t, format)}
 }
 
 // hopCounters returns the packet counter of every chain hop's SID entry,
@@ -172,11 +174,19 @@ func (l *lab) run(t *testing.T) (deltas map[string]uint64, inner []string) {
 // TestDefaultDomainF3216SameAsFull applies the default domain in full and
 // in f3216 format, one after the other, sends the same packets and wants
 // the same per-hop counters and the same packets at d.
-func TestDefaultDomainF3216SameAsFull(t *testing.T) {
+func TestDefaultDomainF3216SameAsFull(t *testing.T) { defaultSameAsFull(t, config.SIDFormatF3216) }
+
+// TestDefaultDomainF4816SameAsFull is the same in f4816 (a /48 block,
+// five uSIDs a container; issue 31): every next-csid route carries lblen
+// 48 (iproute2), the wire, the boundary and malformed containers as in
+// f3216.
+func TestDefaultDomainF4816SameAsFull(t *testing.T) { defaultSameAsFull(t, config.SIDFormatF4816) }
+
+func defaultSameAsFull(t *testing.T, compressed string) {
 	file := "../../examples/default.yaml"
 	var deltas [2]map[string]uint64
 	var inner [2][]string
-	for i, format := range []string{config.SIDFormatFull, config.SIDFormatF3216} {
+	for i, format := range []string{config.SIDFormatFull, compressed} {
 		t.Run(format, func(t *testing.T) {
 			l := up(t, file, format)
 			deltas[i], inner[i] = l.run(t)
@@ -195,7 +205,8 @@ func TestDefaultDomainF3216SameAsFull(t *testing.T) {
 					t.Errorf("%s: hop %s counted %d packets, want at least 3", format, k, v)
 				}
 			}
-			if format == config.SIDFormatF3216 {
+			if format != config.SIDFormatFull {
+				l.checkRouteLengths(t)
 				l.checkWire(t)
 				l.checkBoundary(t)
 				l.checkMalformed(t)
@@ -206,10 +217,10 @@ func TestDefaultDomainF3216SameAsFull(t *testing.T) {
 		return // a subtest failed or was not run (-run .../f3216)
 	}
 	if diff := cmp.Diff(deltas[0], deltas[1]); diff != "" {
-		t.Errorf("per-hop counters differ (-full +f3216):\n%s", diff)
+		t.Errorf("per-hop counters differ (-full +%s):\n%s", compressed, diff)
 	}
 	if diff := cmp.Diff(inner[0], inner[1]); diff != "" {
-		t.Errorf("packets at d differ (-full +f3216):\n%s", diff)
+		t.Errorf("packets at d differ (-full +%s):\n%s", compressed, diff)
 	}
 }
 
@@ -237,12 +248,12 @@ func (l *lab) checkWire(t *testing.T) {
 		t.Errorf("outer next header %v, routing types %v: want IPv6-in-IPv6 without an SRH", got, p["ipv6.routing.type"])
 	}
 	da := netip.MustParseAddr(p.First("ipv6.dst"))
-	block, seq, err := rfcDecode(da)
+	block, seq, err := rfcDecode(da, l.f.lbl())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if netip.PrefixFrom(netip.AddrFrom16([16]byte{block[0], block[1], block[2], block[3]}), 32) != netip.MustParsePrefix(config.DefaultUSIDBlock) {
-		t.Errorf("block of %s: %x", da, block)
+	if block != l.f.block {
+		t.Errorf("block of %s: %s, want %s", da, block, l.f.block)
 	}
 	var want []netip.Addr
 	for _, h := range web.Hops {
@@ -273,10 +284,10 @@ func (l *lab) checkBoundary(t *testing.T) {
 	}
 	before := drops()
 	c := testutil.StartInboundCapture(t, l.NS("d"), "eth-egress", "udp port 7777", 0)
-	testutil.RunScapyIn(t, l.NS("s"), `
+	testutil.RunScapyIn(t, l.NS("s"), fmt.Sprintf(`
 for i in range(5):
-    send(IPv6(src="fc00:1a::a", dst="fcbb:bb00:2d0:3c7:4b6::")/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7777)/b"outside", verbose=0)
-`)
+    send(IPv6(src="fc00:1a::a", dst=%q)/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7777)/b"outside", verbose=0)
+`, l.f.container(0x2d0, 0x3c7, 0x4b6)))
 	if got := waitAtLeast(drops, before+5); got != before+5 {
 		t.Errorf("boundary sid-space drops at ingress eth-s: +%d, want +5", got-before)
 	}
@@ -309,12 +320,12 @@ func (l *lab) checkMalformed(t *testing.T) {
 	n1 := noRoutes("nfv1")
 	before := n1()
 	c := testutil.StartInboundCapture(t, l.NS("d"), "eth-egress", "udp port 7778", 0)
-	testutil.RunScapyIn(t, l.NS("ingress"), `
+	testutil.RunScapyIn(t, l.NS("ingress"), fmt.Sprintf(`
 inner = IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7778)/b"bad"
 for i in range(3):
-    send(IPv6(src="fc00:1::1", dst="fcbb:bb00:2d0:0:3c7:4b6::", nh=41)/inner, verbose=0)  # padding
-    send(IPv6(src="fc00:1::1", dst="fcbb:bb00:2ff:4b6::", nh=41)/inner, verbose=0)  # unknown uSID 02ff on nfv1
-`)
+    send(IPv6(src="fc00:1::1", dst=%q, nh=41)/inner, verbose=0)  # padding
+    send(IPv6(src="fc00:1::1", dst=%q, nh=41)/inner, verbose=0)  # unknown uSID 02ff on nfv1
+`, l.f.container(0x2d0, 0, 0x3c7, 0x4b6), l.f.container(0x2ff, 0x4b6)))
 	if got := waitAtLeast(n1, before+6); got < before+6 {
 		t.Errorf("nfv1 Ip6InNoRoutes +%d, want +6 (3 bad padding, 3 unknown uSID)", got-before)
 	}

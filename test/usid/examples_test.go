@@ -71,14 +71,21 @@ for i in range(3):
 // the same packets (compared without the SRH of an insert-mode chain,
 // whose segments are containers in f3216) and every hop counts the same.
 // One lab per example, both formats on it.
-func TestExamplesF3216SameAsFull(t *testing.T) {
+func TestExamplesF3216SameAsFull(t *testing.T) { examplesSameAsFull(t, config.SIDFormatF3216) }
+
+// TestExamplesF4816SameAsFull is the same in f4816 (issue 31): End.AN.FW
+// (firewall.yaml), End.X, End.DX2 and End.B6 (behaviors.yaml), both
+// directions (bidirectional.yaml) and HMAC in a /48 block.
+func TestExamplesF4816SameAsFull(t *testing.T) { examplesSameAsFull(t, config.SIDFormatF4816) }
+
+func examplesSameAsFull(t *testing.T, compressed string) {
 	for _, ex := range examples {
 		t.Run(strings.TrimSuffix(ex.file, ".yaml"), func(t *testing.T) {
 			file := filepath.Join("../../examples", ex.file)
 			l := up(t, file, config.SIDFormatFull, ex.edits...)
 			var got [2][]string
 			var deltas [2]map[string]uint64
-			for i, format := range []string{config.SIDFormatFull, config.SIDFormatF3216} {
+			for i, format := range []string{config.SIDFormatFull, compressed} {
 				if i > 0 {
 					l.switchTo(t, file, format, ex.edits...)
 				}
@@ -107,11 +114,12 @@ func TestExamplesF3216SameAsFull(t *testing.T) {
 				}
 			}
 			if diff := cmp.Diff(got[0], got[1]); diff != "" {
-				t.Errorf("packets at %s differ (-full +f3216):\n%s", ex.to, diff)
+				t.Errorf("packets at %s differ (-full +%s):\n%s", ex.to, compressed, diff)
 			}
 			if diff := cmp.Diff(deltas[0], deltas[1]); diff != "" {
-				t.Errorf("per-hop counters differ (-full +f3216):\n%s", diff)
+				t.Errorf("per-hop counters differ (-full +%s):\n%s", compressed, diff)
 			}
+			l.checkRouteLengths(t)
 		})
 	}
 }
@@ -129,6 +137,7 @@ func (l *lab) switchTo(t *testing.T, file, format string, edits ...func(string) 
 	if l.p, err = plan.Build(d); err != nil {
 		t.Fatal(err)
 	}
+	l.f = formatOf(t, format)
 }
 
 // withoutSRH is an IPv6 packet in hex, with an SRH right after the IPv6

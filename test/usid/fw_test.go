@@ -23,9 +23,17 @@ func basicFirewall(s string) string {
 
 // TestFirewallUSID: End.AN.FW serving a uSID in the middle of a container
 // (chain filtered: nfv1-end, nfv2-fw, egress in one DA) applies its rules
-// to the inner packet and shifts the container on accept.
+// to the inner packet and shifts the container on accept; a chain of
+// seven uSIDs spills into a second container. In f3216 (six uSIDs a
+// container) and in f4816 (five).
 func TestFirewallUSID(t *testing.T) {
-	l := up(t, "../../examples/default.yaml", config.SIDFormatF3216, basicFirewall, longChain)
+	for _, format := range []string{config.SIDFormatF3216, config.SIDFormatF4816} {
+		t.Run(format, func(t *testing.T) { firewallUSID(t, format) })
+	}
+}
+
+func firewallUSID(t *testing.T, format string) {
+	l := up(t, "../../examples/default.yaml", format, basicFirewall, longChain)
 	t.Run("a chain longer than one container spills into the SRH", func(t *testing.T) { l.checkLong(t) })
 	var fwSID netip.Addr
 	for _, c := range l.p.Chains {
@@ -74,7 +82,7 @@ for i in range(3):
 	if len(w) == 0 {
 		t.Fatal("nothing captured at nfv2")
 	}
-	_, seq, err := rfcDecode(netip.MustParseAddr(w[0].First("ipv6.dst")))
+	_, seq, err := rfcDecode(netip.MustParseAddr(w[0].First("ipv6.dst")), l.f.lbl())
 	if err != nil || len(seq) == 0 || seq[0] != fwSID || len(w[0]["ipv6.routing.type"]) != 0 {
 		t.Errorf("at nfv2: DA %s (C-SIDs %v, %v), routing types %v; want the firewall's uSID %s active, no SRH",
 			w[0].First("ipv6.dst"), seq, err, w[0]["ipv6.routing.type"], fwSID)
@@ -138,11 +146,11 @@ for i in range(3):
 	}
 	p := w[0]
 	// Independent reading: the DA's C-SIDs then the SRH entry's.
-	_, first, err := rfcDecode(netip.MustParseAddr(p.First("ipv6.dst")))
+	_, first, err := rfcDecode(netip.MustParseAddr(p.First("ipv6.dst")), l.f.lbl())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, second, err := rfcDecode(netip.MustParseAddr(p.First("ipv6.routing.srh.addr")))
+	_, second, err := rfcDecode(netip.MustParseAddr(p.First("ipv6.routing.srh.addr")), l.f.lbl())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package usid
 import (
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -46,11 +47,17 @@ func unpinned(t *testing.T) func(string) string {
 // packets byte for byte, and the per-hop counters are the same. A container
 // with invalid padding for End.AN.NF is dropped and counted by it
 // (csid-padding).
-func TestNetfilterF3216SameAsFull(t *testing.T) {
+func TestNetfilterF3216SameAsFull(t *testing.T) { netfilterSameAsFull(t, config.SIDFormatF3216) }
+
+// TestNetfilterF4816SameAsFull is the same in f4816 (issue 31): End.AN.FW
+// and End.AN.NF shift 16-bit uSIDs after a 48-bit block.
+func TestNetfilterF4816SameAsFull(t *testing.T) { netfilterSameAsFull(t, config.SIDFormatF4816) }
+
+func netfilterSameAsFull(t *testing.T, compressed string) {
 	testutil.RequireTool(t, "nft")
 	var atD [2][]string
 	var deltas [2]map[string]uint64
-	for i, format := range []string{config.SIDFormatFull, config.SIDFormatF3216} {
+	for i, format := range []string{config.SIDFormatFull, compressed} {
 		t.Run(format, func(t *testing.T) {
 			l := up(t, "../../examples/netfilter.yaml", format, unpinned(t))
 			if err := testutil.Ping(l.NS("s"), mustAddr("fc00:4d::d"), 5*time.Second); err != nil {
@@ -70,17 +77,17 @@ func TestNetfilterF3216SameAsFull(t *testing.T) {
 			for k, v := range after {
 				deltas[i][k] = v - before[k]
 			}
-			if format != config.SIDFormatF3216 {
+			if format == config.SIDFormatFull {
 				return
 			}
-			var nf [16]byte
+			var nf netip.Addr
 			for _, ch := range l.p.Chains {
 				for _, h := range ch.Hops {
 					if !l.isUSID(h.SID) {
 						t.Errorf("chain %s: %s kept a full SID %s", ch.Name, h.Service, h.SID)
 					}
 					if h.Service == "nf" {
-						nf = h.SID.As16()
+						nf = h.SID
 					}
 				}
 			}
@@ -91,14 +98,14 @@ func TestNetfilterF3216SameAsFull(t *testing.T) {
 		return
 	}
 	if diff := cmp.Diff(atD[0], atD[1]); diff != "" {
-		t.Errorf("packets at d differ (-full +f3216):\n%s", diff)
+		t.Errorf("packets at d differ (-full +%s):\n%s", compressed, diff)
 	}
 	if diff := cmp.Diff(deltas[0], deltas[1]); diff != "" {
-		t.Errorf("per-hop counters differ (-full +f3216):\n%s", diff)
+		t.Errorf("per-hop counters differ (-full +%s):\n%s", compressed, diff)
 	}
 }
 
-func (l *lab) checkNFPadding(t *testing.T, nf [16]byte) {
+func (l *lab) checkNFPadding(t *testing.T, nf netip.Addr) {
 	t.Helper()
 	drops := func() uint64 {
 		sts, err := netfilter.List(l.NS("nfv2"))
@@ -113,7 +120,7 @@ func (l *lab) checkNFPadding(t *testing.T, nf [16]byte) {
 	}
 	before := drops()
 	c := testutil.StartInboundCapture(t, l.NS("d"), "eth-egress", "udp port 7780", 0)
-	da := fmt.Sprintf("fcbb:bb00:%02x%02x:0:4b6::", nf[4], nf[5])
+	da := l.f.container(l.f.usid(nf), 0, 0x4b6).String()
 	testutil.RunScapyIn(t, l.NS("nfv1"), fmt.Sprintf(`
 for i in range(4):
     send(IPv6(src="fc00:2::1", dst=%q, nh=41)/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7780)/b"pad", verbose=0)

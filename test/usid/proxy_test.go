@@ -93,7 +93,13 @@ func (l *lab) proxyDrops(t *testing.T, reason string) func() uint64 {
 // ending its container), and a container with invalid padding sent to it
 // from inside the domain is dropped and counted by the proxy
 // (csid-padding), never reaching d.
-func TestProxyTypesF3216SameAsFull(t *testing.T) {
+func TestProxyTypesF3216SameAsFull(t *testing.T) { proxyTypesSameAsFull(t, config.SIDFormatF3216) }
+
+// TestProxyTypesF4816SameAsFull is the same in f4816 (issue 31): the
+// proxies shift 16-bit uSIDs after a 48-bit block (usid 48/16).
+func TestProxyTypesF4816SameAsFull(t *testing.T) { proxyTypesSameAsFull(t, config.SIDFormatF4816) }
+
+func proxyTypesSameAsFull(t *testing.T, compressed string) {
 	const dynamic = "proxy: dynamic\n    inner: ipv6\n"
 	for _, tc := range []struct{ name, yaml, behavior string }{
 		{"static", "proxy: static\n    inner: ipv6\n", srunaware.EndAS},
@@ -102,7 +108,7 @@ func TestProxyTypesF3216SameAsFull(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var sf, atD [2][]string
 			var deltas [2]map[string]uint64
-			for i, format := range []string{config.SIDFormatFull, config.SIDFormatF3216} {
+			for i, format := range []string{config.SIDFormatFull, compressed} {
 				t.Run(format, func(t *testing.T) {
 					l := up(t, "../../examples/default.yaml", format, func(s string) string {
 						if !strings.Contains(s, dynamic) {
@@ -123,11 +129,11 @@ func TestProxyTypesF3216SameAsFull(t *testing.T) {
 							fw = c
 						}
 					}
-					if format == config.SIDFormatF3216 {
+					if format != config.SIDFormatFull {
 						if !l.isUSID(fw.Hops[0].SID) {
-							t.Fatalf("nfv1-fw kept a full SID %s in f3216", fw.Hops[0].SID)
+							t.Fatalf("nfv1-fw kept a full SID %s in %s", fw.Hops[0].SID, format)
 						}
-						l.checkProxyPadding(t, fw.Hops[0].SID.As16())
+						l.checkProxyPadding(t, fw.Hops[0].SID)
 					}
 				})
 			}
@@ -135,13 +141,13 @@ func TestProxyTypesF3216SameAsFull(t *testing.T) {
 				return
 			}
 			if diff := cmp.Diff(sf[0], sf[1]); diff != "" {
-				t.Errorf("the SF's packets differ (-full +f3216):\n%s", diff)
+				t.Errorf("the SF's packets differ (-full +%s):\n%s", compressed, diff)
 			}
 			if diff := cmp.Diff(atD[0], atD[1]); diff != "" {
-				t.Errorf("packets at d differ (-full +f3216):\n%s", diff)
+				t.Errorf("packets at d differ (-full +%s):\n%s", compressed, diff)
 			}
 			if diff := cmp.Diff(deltas[0], deltas[1]); diff != "" {
-				t.Errorf("per-hop counters differ (-full +f3216):\n%s", diff)
+				t.Errorf("per-hop counters differ (-full +%s):\n%s", compressed, diff)
 			}
 		})
 	}
@@ -149,12 +155,12 @@ func TestProxyTypesF3216SameAsFull(t *testing.T) {
 
 // checkProxyPadding sends, from the ingress, containers whose active uSID
 // is the proxy's and that have a uSID after an end-of-container zero.
-func (l *lab) checkProxyPadding(t *testing.T, px [16]byte) {
+func (l *lab) checkProxyPadding(t *testing.T, px netip.Addr) {
 	t.Helper()
 	drops := l.proxyDrops(t, "csid-padding")
 	before := drops()
 	c := testutil.StartInboundCapture(t, l.NS("d"), "eth-egress", "udp port 7779", 0)
-	da := fmt.Sprintf("fcbb:bb00:%02x%02x:0:%s::", px[4], px[5], "3c7")
+	da := l.f.container(l.f.usid(px), 0, 0x3c7).String()
 	testutil.RunScapyIn(t, l.NS("ingress"), fmt.Sprintf(`
 for i in range(4):
     send(IPv6(src="fc00:1::1", dst=%q, nh=41)/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7779)/b"pad", verbose=0)
@@ -170,6 +176,4 @@ for i in range(4):
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 // isUSID reports whether a is in the domain's uSID block.
-func (l *lab) isUSID(a netip.Addr) bool {
-	return netip.MustParsePrefix(config.DefaultUSIDBlock).Contains(a)
-}
+func (l *lab) isUSID(a netip.Addr) bool { return l.f.block.Contains(a) }

@@ -43,10 +43,18 @@ func unpinnedUserspace(t *testing.T) func(string) string {
 // (rfcShift, the test's own reading) and the hop limit less one. d gets
 // the same packets in both formats, and the process sees each of them. A
 // container with invalid padding to acct is dropped and counted.
-func TestUserspaceF3216SameAsFull(t *testing.T) {
+func TestUserspaceF3216SameAsFull(t *testing.T) { userspaceSameAsFull(t, config.SIDFormatF3216) }
+
+// TestUserspaceF4816SameAsFull is the same in f4816 (issue 31): the
+// process binds acct's /64 as a uSID of format 48/16 (srv6svc.F4816), its
+// steering program and Forward work on 16-bit uSIDs after a 48-bit block.
+func TestUserspaceF4816SameAsFull(t *testing.T) { userspaceSameAsFull(t, config.SIDFormatF4816) }
+
+func userspaceSameAsFull(t *testing.T, compressed string) {
 	testutil.RequireScapy(t)
+	uf := formatOf(t, compressed)
 	var atD [2][]string
-	for i, format := range []string{config.SIDFormatFull, config.SIDFormatF3216} {
+	for i, format := range []string{config.SIDFormatFull, compressed} {
 		t.Run(format, func(t *testing.T) {
 			file := withFormat(t, "../../examples/userspace.yaml", format, unpinnedUserspace(t))
 			e := labenv.New(t, labenv.Options{File: file, Prefix: "us"})
@@ -64,19 +72,18 @@ func TestUserspaceF3216SameAsFull(t *testing.T) {
 			for _, c := range p.Chains {
 				ch = c
 			}
-			if format == config.SIDFormatF3216 {
-				if acct.Bits() != 48 || !netip.MustParsePrefix(config.DefaultUSIDBlock).Contains(acct.Addr()) {
-					t.Fatalf("acct's SID %s: want a uSID /48", acct)
+			if format != config.SIDFormatFull {
+				if acct.Bits() != uf.lbl()+16 || !uf.block.Contains(acct.Addr()) {
+					t.Fatalf("acct's SID %s: want a uSID /%d in %s", acct, uf.lbl()+16, uf.block)
 				}
 				// acct, ids and the egress in one container, no SRH.
-				a, c := acct.Addr().As16(), ch.Segments[0].As16()
-				if ch.Encap != "encap.red" || len(ch.Segments) != 1 || [2]byte(c[4:6]) != [2]byte(a[4:6]) {
+				if ch.Encap != "encap.red" || len(ch.Segments) != 1 || uf.usid(ch.Segments[0]) != uf.usid(acct.Addr()) {
 					t.Fatalf("chain pushed as %s %v, want encap.red with one container starting with acct's uSID", ch.Encap, ch.Segments)
 				}
 			}
 			var csid srv6svc.CSIDFormat
-			if format == config.SIDFormatF3216 {
-				csid = srv6svc.F3216
+			if format != config.SIDFormatFull {
+				csid = srv6svc.CSIDFormat{LBLen: uf.lbl(), NFLen: 16}
 			}
 			var seen atomic.Int64
 			svc, err := srv6svc.Listen(srv6svc.Config{Name: "acct", Netns: e.NS("nfv1"), Interfaces: []string{"eth-ingress"},
@@ -108,9 +115,9 @@ for i in range(5):
 			if len(atD[i]) != 5 || seen.Load() != 5 {
 				t.Errorf("d received %d packets, the service saw %d; want 5 and 5", len(atD[i]), seen.Load())
 			}
-			if format == config.SIDFormatF3216 {
-				checkShifted(t, testutil.PcapFrames(t, in.Wait(10*time.Second)), testutil.PcapFrames(t, out.Wait(10*time.Second)))
-				checkUserspacePadding(t, e, acct, svc)
+			if format != config.SIDFormatFull {
+				checkShifted(t, uf.lbl(), testutil.PcapFrames(t, in.Wait(10*time.Second)), testutil.PcapFrames(t, out.Wait(10*time.Second)))
+				checkUserspacePadding(t, e, uf, acct, svc)
 			}
 		})
 	}
@@ -118,14 +125,14 @@ for i in range(5):
 		return
 	}
 	if diff := cmp.Diff(atD[0], atD[1]); diff != "" {
-		t.Errorf("packets at d differ (-full +f3216):\n%s", diff)
+		t.Errorf("packets at d differ (-full +%s):\n%s", compressed, diff)
 	}
 }
 
 // checkShifted: each frame the service sent (out, at nfv2) is the frame it
 // received (in, as the ingress sent them to nfv1) from the IPv6 header on, with the destination
 // shifted by RFC 9800's End with NEXT-C-SID and the hop limit less one.
-func checkShifted(t *testing.T, in, out [][]byte) {
+func checkShifted(t *testing.T, lbl int, in, out [][]byte) {
 	t.Helper()
 	if len(in) != 5 || len(out) != 5 {
 		t.Fatalf("captured %d packets into acct and %d out of it, want 5 and 5", len(in), len(out))
@@ -135,7 +142,7 @@ func checkShifted(t *testing.T, in, out [][]byte) {
 		if want[6] != 41 {
 			t.Errorf("packet %d into acct: next header %d, want 41 (no SRH)", i, want[6])
 		}
-		da, err := rfcShift(netip.AddrFrom16([16]byte(want[24:40])))
+		da, err := rfcShift(netip.AddrFrom16([16]byte(want[24:40])), lbl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,12 +158,11 @@ func checkShifted(t *testing.T, in, out [][]byte) {
 // checkUserspacePadding: containers to acct with invalid padding (a uSID
 // after the end-of-container zero), sent inside the domain, are dropped
 // by the steering program and counted (CSIDPadding); none reaches d.
-func checkUserspacePadding(t *testing.T, e *labenv.Env, acct netip.Prefix, svc *srv6svc.Service) {
+func checkUserspacePadding(t *testing.T, e *labenv.Env, uf usidFormat, acct netip.Prefix, svc *srv6svc.Service) {
 	t.Helper()
 	before := svc.Counters().CSIDPadding
 	c := testutil.StartInboundCapture(t, e.NS("d"), "eth-egress", "udp port 7781", 0)
-	a := acct.Addr().As16()
-	da := fmt.Sprintf("fcbb:bb00:%02x%02x:0:4b6::", a[4], a[5])
+	da := uf.container(uf.usid(acct.Addr()), 0, 0x4b6).String()
 	testutil.RunScapyIn(t, e.NS("ingress"), fmt.Sprintf(`
 for i in range(4):
     send(IPv6(src="fc00:1::1", dst=%q, nh=41)/IPv6(src="fc00:1a::a", dst="fc00:4d::d")/UDP(dport=7781)/b"pad", verbose=0)

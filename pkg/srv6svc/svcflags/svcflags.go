@@ -47,7 +47,7 @@ func (f *Flags) Register(fs *flag.FlagSet, name string) {
 	fs.StringVar(&f.Netns, "netns", "", "network namespace of the node (a name under /run/netns); default: this process's")
 	fs.StringVar(&f.OnFailure, "on-failure", "drop", "what happens to the SIDs' packets while this process is not running: drop or bypass")
 	fs.Var(&f.SIDs, "sid", "SID or SID/LEN prefix (low bits are ARGS) to bind; repeatable or comma-separated")
-	fs.StringVar(&f.USID, "usid", "", "the SIDs are uSIDs (RFC 9800 NEXT-C-SID) of this format: f3216 (or LB/NF in bits, e.g. 32/16); bind each as block:uSID::/48, the prefix `segchain plan` shows; forward shifts the container (docs/usid.md)")
+	fs.StringVar(&f.USID, "usid", "", "the SIDs are uSIDs (RFC 9800 NEXT-C-SID) of this format: f3216, f4816 (or LB/NF in bits, e.g. 32/16, 56/16); bind each as block:uSID::/(LB+NF), the prefix `segchain plan` shows; forward shifts the container (docs/usid.md)")
 	fs.Var(&f.Devs, "dev", "interface where the SIDs' traffic arrives; repeatable or comma-separated")
 	fs.IntVar(&f.Queues, "queues", 0, "receive queues per interface to serve (0: all)")
 	fs.BoolVar(&f.Batch, "batch", false, "asynchronous batched mode (default: synchronous, one packet at a time)")
