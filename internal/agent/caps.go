@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/segchain/segchain/internal/nodestate"
@@ -21,6 +22,7 @@ import (
 //	Steps            yes          yes (locked)    -                  -
 //	Boundary         yes          yes             yes                yes
 //	Routes           yes          yes             yes                yes
+//	MTU              yes          yes             yes                yes
 //	Links            yes          yes             -                  yes
 //	Preflight        -            -               yes                -
 //	Intents          -            -               yes                -
@@ -50,6 +52,10 @@ type Caps struct {
 	// Routes reads the node's IPv6 main table (status' chain paths, BGP
 	// settling). Without it: ErrTooOld.
 	Routes RouteReader
+	// MTU reads the node's interface MTUs and route lookups (status'
+	// headroom check, docs/deploy.md "MTU"). Without it: ErrTooOld, the
+	// check is skipped for the node.
+	MTU MTUReader
 	// Links reports the node's interfaces coming up (watch and the
 	// agent's reconcile re-apply at once). Without it they re-apply only
 	// on their own schedule.
@@ -140,6 +146,13 @@ type BoundaryReader interface {
 // internal/chainpath).
 type RouteReader interface {
 	MainRoutes(ctx context.Context) ([]nodestate.FIBRoute, error)
+}
+
+// MTUReader reports the node's interfaces and their MTU and, for each
+// destination, the interface and MTU of the route the kernel picks for it
+// (status checks that each chain's headers fit, docs/deploy.md "MTU").
+type MTUReader interface {
+	MTUs(ctx context.Context, dsts []netip.Addr) (*nodestate.MTUs, error)
 }
 
 // LinkWatcher reports the node's interfaces coming up (see

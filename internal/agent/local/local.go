@@ -71,7 +71,7 @@ func (l *Local) Node() string { return l.name }
 // Caps implements agent.Agent: everything but what only a remote agent
 // does (preflight, intents, journaling its own ops).
 func (l *Local) Caps() agent.Caps {
-	return agent.Caps{Features: l, Check: l, Steps: l, Boundary: l, Routes: l, Links: l}
+	return agent.Caps{Features: l, Check: l, Steps: l, Boundary: l, Routes: l, MTU: l, Links: l}
 }
 
 func (l *Local) open() (*dataplane.Handle, error) {
@@ -476,6 +476,21 @@ func unsupported(f dataplane.Features, node string, want *nodestate.Node) []stri
 		}
 	}
 	return out
+}
+
+// MTUs implements agent.MTUReader: the namespace's interfaces and its
+// route lookups of dsts, with netlink in the node's namespace.
+func (l *Local) MTUs(_ context.Context, dsts []netip.Addr) (*nodestate.MTUs, error) {
+	h, err := l.open()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	m, err := h.MTUs(dsts)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", l.name, err)
+	}
+	return m, nil
 }
 
 // MainRoutes implements agent.RouteReader: the namespace's IPv6 main

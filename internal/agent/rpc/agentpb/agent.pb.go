@@ -1716,6 +1716,96 @@ func (x *RoutesReply) GetRoutesJson() []byte {
 	return nil
 }
 
+type MTUsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dsts are the IPv6 addresses to look the route of up.
+	Dsts          []string `protobuf:"bytes,1,rep,name=dsts,proto3" json:"dsts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MTUsRequest) Reset() {
+	*x = MTUsRequest{}
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MTUsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MTUsRequest) ProtoMessage() {}
+
+func (x *MTUsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MTUsRequest.ProtoReflect.Descriptor instead.
+func (*MTUsRequest) Descriptor() ([]byte, []int) {
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *MTUsRequest) GetDsts() []string {
+	if x != nil {
+		return x.Dsts
+	}
+	return nil
+}
+
+type MTUsReply struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// mtus_json is a nodestate.MTUs (JSON).
+	MtusJson      []byte `protobuf:"bytes,1,opt,name=mtus_json,json=mtusJson,proto3" json:"mtus_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MTUsReply) Reset() {
+	*x = MTUsReply{}
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MTUsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MTUsReply) ProtoMessage() {}
+
+func (x *MTUsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MTUsReply.ProtoReflect.Descriptor instead.
+func (*MTUsReply) Descriptor() ([]byte, []int) {
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *MTUsReply) GetMtusJson() []byte {
+	if x != nil {
+		return x.MtusJson
+	}
+	return nil
+}
+
 type ObserveDigestRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// want_json is the desired nodestate.Node (JSON) reduced to what the
@@ -1733,7 +1823,7 @@ type ObserveDigestRequest struct {
 
 func (x *ObserveDigestRequest) Reset() {
 	*x = ObserveDigestRequest{}
-	mi := &file_segchain_agent_v1_agent_proto_msgTypes[36]
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1745,7 +1835,7 @@ func (x *ObserveDigestRequest) String() string {
 func (*ObserveDigestRequest) ProtoMessage() {}
 
 func (x *ObserveDigestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_agent_v1_agent_proto_msgTypes[36]
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1758,7 +1848,7 @@ func (x *ObserveDigestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveDigestRequest.ProtoReflect.Descriptor instead.
 func (*ObserveDigestRequest) Descriptor() ([]byte, []int) {
-	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{36}
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ObserveDigestRequest) GetWantJson() []byte {
@@ -1809,7 +1899,7 @@ type ObserveDigestReply struct {
 
 func (x *ObserveDigestReply) Reset() {
 	*x = ObserveDigestReply{}
-	mi := &file_segchain_agent_v1_agent_proto_msgTypes[37]
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1911,7 @@ func (x *ObserveDigestReply) String() string {
 func (*ObserveDigestReply) ProtoMessage() {}
 
 func (x *ObserveDigestReply) ProtoReflect() protoreflect.Message {
-	mi := &file_segchain_agent_v1_agent_proto_msgTypes[37]
+	mi := &file_segchain_agent_v1_agent_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1924,7 @@ func (x *ObserveDigestReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObserveDigestReply.ProtoReflect.Descriptor instead.
 func (*ObserveDigestReply) Descriptor() ([]byte, []int) {
-	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{37}
+	return file_segchain_agent_v1_agent_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ObserveDigestReply) GetNode() string {
@@ -1988,7 +2078,11 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\rRoutesRequest\".\n" +
 	"\vRoutesReply\x12\x1f\n" +
 	"\vroutes_json\x18\x01 \x01(\fR\n" +
-	"routesJson\"_\n" +
+	"routesJson\"!\n" +
+	"\vMTUsRequest\x12\x12\n" +
+	"\x04dsts\x18\x01 \x03(\tR\x04dsts\"(\n" +
+	"\tMTUsReply\x12\x1b\n" +
+	"\tmtus_json\x18\x01 \x01(\fR\bmtusJson\"_\n" +
 	"\x14ObserveDigestRequest\x12\x1b\n" +
 	"\twant_json\x18\x01 \x01(\fR\bwantJson\x12\x16\n" +
 	"\x06expect\x18\x02 \x01(\tR\x06expect\x12\x12\n" +
@@ -2003,7 +2097,7 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"unfinished\x12\x1b\n" +
 	"\tnode_json\x18\x06 \x01(\fR\bnodeJson\x12@\n" +
 	"\fhmac_secrets\x18\a \x03(\v2\x1d.segchain.agent.v1.HMACSecretR\vhmacSecrets\x12\x19\n" +
-	"\bkept_oam\x18\b \x01(\tR\akeptOam2\xab\f\n" +
+	"\bkept_oam\x18\b \x01(\tR\akeptOam2\xf1\f\n" +
 	"\x05Agent\x12J\n" +
 	"\x06Health\x12 .segchain.agent.v1.HealthRequest\x1a\x1e.segchain.agent.v1.HealthReply\x12M\n" +
 	"\aVersion\x12!.segchain.agent.v1.VersionRequest\x1a\x1f.segchain.agent.v1.VersionReply\x12M\n" +
@@ -2021,7 +2115,8 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\fJournalClear\x12&.segchain.agent.v1.JournalClearRequest\x1a$.segchain.agent.v1.JournalClearReply\x12k\n" +
 	"\x11JournalUnfinished\x12+.segchain.agent.v1.JournalUnfinishedRequest\x1a).segchain.agent.v1.JournalUnfinishedReply\x12S\n" +
 	"\tSetIntent\x12#.segchain.agent.v1.SetIntentRequest\x1a!.segchain.agent.v1.SetIntentReply\x12J\n" +
-	"\x06Routes\x12 .segchain.agent.v1.RoutesRequest\x1a\x1e.segchain.agent.v1.RoutesReply\x12_\n" +
+	"\x06Routes\x12 .segchain.agent.v1.RoutesRequest\x1a\x1e.segchain.agent.v1.RoutesReply\x12D\n" +
+	"\x04MTUs\x12\x1e.segchain.agent.v1.MTUsRequest\x1a\x1c.segchain.agent.v1.MTUsReply\x12_\n" +
 	"\rObserveDigest\x12'.segchain.agent.v1.ObserveDigestRequest\x1a%.segchain.agent.v1.ObserveDigestReplyB9Z7github.com/segchain/segchain/internal/agent/rpc/agentpbb\x06proto3"
 
 var (
@@ -2036,7 +2131,7 @@ func file_segchain_agent_v1_agent_proto_rawDescGZIP() []byte {
 	return file_segchain_agent_v1_agent_proto_rawDescData
 }
 
-var file_segchain_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_segchain_agent_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_segchain_agent_v1_agent_proto_goTypes = []any{
 	(*HMACSecret)(nil),               // 0: segchain.agent.v1.HMACSecret
 	(*OpSecret)(nil),                 // 1: segchain.agent.v1.OpSecret
@@ -2074,14 +2169,16 @@ var file_segchain_agent_v1_agent_proto_goTypes = []any{
 	(*SetIntentReply)(nil),           // 33: segchain.agent.v1.SetIntentReply
 	(*RoutesRequest)(nil),            // 34: segchain.agent.v1.RoutesRequest
 	(*RoutesReply)(nil),              // 35: segchain.agent.v1.RoutesReply
-	(*ObserveDigestRequest)(nil),     // 36: segchain.agent.v1.ObserveDigestRequest
-	(*ObserveDigestReply)(nil),       // 37: segchain.agent.v1.ObserveDigestReply
-	nil,                              // 38: segchain.agent.v1.OriginalsReply.SysctlsEntry
+	(*MTUsRequest)(nil),              // 36: segchain.agent.v1.MTUsRequest
+	(*MTUsReply)(nil),                // 37: segchain.agent.v1.MTUsReply
+	(*ObserveDigestRequest)(nil),     // 38: segchain.agent.v1.ObserveDigestRequest
+	(*ObserveDigestReply)(nil),       // 39: segchain.agent.v1.ObserveDigestReply
+	nil,                              // 40: segchain.agent.v1.OriginalsReply.SysctlsEntry
 }
 var file_segchain_agent_v1_agent_proto_depIdxs = []int32{
 	0,  // 0: segchain.agent.v1.ObserveReply.hmac_secrets:type_name -> segchain.agent.v1.HMACSecret
 	1,  // 1: segchain.agent.v1.ExecuteRequest.op_secrets:type_name -> segchain.agent.v1.OpSecret
-	38, // 2: segchain.agent.v1.OriginalsReply.sysctls:type_name -> segchain.agent.v1.OriginalsReply.SysctlsEntry
+	40, // 2: segchain.agent.v1.OriginalsReply.sysctls:type_name -> segchain.agent.v1.OriginalsReply.SysctlsEntry
 	0,  // 3: segchain.agent.v1.SetIntentRequest.hmac_secrets:type_name -> segchain.agent.v1.HMACSecret
 	0,  // 4: segchain.agent.v1.ObserveDigestReply.hmac_secrets:type_name -> segchain.agent.v1.HMACSecret
 	2,  // 5: segchain.agent.v1.Agent.Health:input_type -> segchain.agent.v1.HealthRequest
@@ -2101,27 +2198,29 @@ var file_segchain_agent_v1_agent_proto_depIdxs = []int32{
 	30, // 19: segchain.agent.v1.Agent.JournalUnfinished:input_type -> segchain.agent.v1.JournalUnfinishedRequest
 	32, // 20: segchain.agent.v1.Agent.SetIntent:input_type -> segchain.agent.v1.SetIntentRequest
 	34, // 21: segchain.agent.v1.Agent.Routes:input_type -> segchain.agent.v1.RoutesRequest
-	36, // 22: segchain.agent.v1.Agent.ObserveDigest:input_type -> segchain.agent.v1.ObserveDigestRequest
-	3,  // 23: segchain.agent.v1.Agent.Health:output_type -> segchain.agent.v1.HealthReply
-	5,  // 24: segchain.agent.v1.Agent.Version:output_type -> segchain.agent.v1.VersionReply
-	7,  // 25: segchain.agent.v1.Agent.Observe:output_type -> segchain.agent.v1.ObserveReply
-	9,  // 26: segchain.agent.v1.Agent.Execute:output_type -> segchain.agent.v1.ExecuteReply
-	11, // 27: segchain.agent.v1.Agent.Check:output_type -> segchain.agent.v1.CheckReply
-	13, // 28: segchain.agent.v1.Agent.Unsupported:output_type -> segchain.agent.v1.UnsupportedReply
-	15, // 29: segchain.agent.v1.Agent.Counters:output_type -> segchain.agent.v1.CountersReply
-	17, // 30: segchain.agent.v1.Agent.BoundaryCounters:output_type -> segchain.agent.v1.BoundaryCountersReply
-	19, // 31: segchain.agent.v1.Agent.Forget:output_type -> segchain.agent.v1.ForgetReply
-	21, // 32: segchain.agent.v1.Agent.Originals:output_type -> segchain.agent.v1.OriginalsReply
-	23, // 33: segchain.agent.v1.Agent.AcquireLease:output_type -> segchain.agent.v1.AcquireLeaseReply
-	25, // 34: segchain.agent.v1.Agent.ReleaseLease:output_type -> segchain.agent.v1.ReleaseLeaseReply
-	27, // 35: segchain.agent.v1.Agent.JournalRecord:output_type -> segchain.agent.v1.JournalRecordReply
-	29, // 36: segchain.agent.v1.Agent.JournalClear:output_type -> segchain.agent.v1.JournalClearReply
-	31, // 37: segchain.agent.v1.Agent.JournalUnfinished:output_type -> segchain.agent.v1.JournalUnfinishedReply
-	33, // 38: segchain.agent.v1.Agent.SetIntent:output_type -> segchain.agent.v1.SetIntentReply
-	35, // 39: segchain.agent.v1.Agent.Routes:output_type -> segchain.agent.v1.RoutesReply
-	37, // 40: segchain.agent.v1.Agent.ObserveDigest:output_type -> segchain.agent.v1.ObserveDigestReply
-	23, // [23:41] is the sub-list for method output_type
-	5,  // [5:23] is the sub-list for method input_type
+	36, // 22: segchain.agent.v1.Agent.MTUs:input_type -> segchain.agent.v1.MTUsRequest
+	38, // 23: segchain.agent.v1.Agent.ObserveDigest:input_type -> segchain.agent.v1.ObserveDigestRequest
+	3,  // 24: segchain.agent.v1.Agent.Health:output_type -> segchain.agent.v1.HealthReply
+	5,  // 25: segchain.agent.v1.Agent.Version:output_type -> segchain.agent.v1.VersionReply
+	7,  // 26: segchain.agent.v1.Agent.Observe:output_type -> segchain.agent.v1.ObserveReply
+	9,  // 27: segchain.agent.v1.Agent.Execute:output_type -> segchain.agent.v1.ExecuteReply
+	11, // 28: segchain.agent.v1.Agent.Check:output_type -> segchain.agent.v1.CheckReply
+	13, // 29: segchain.agent.v1.Agent.Unsupported:output_type -> segchain.agent.v1.UnsupportedReply
+	15, // 30: segchain.agent.v1.Agent.Counters:output_type -> segchain.agent.v1.CountersReply
+	17, // 31: segchain.agent.v1.Agent.BoundaryCounters:output_type -> segchain.agent.v1.BoundaryCountersReply
+	19, // 32: segchain.agent.v1.Agent.Forget:output_type -> segchain.agent.v1.ForgetReply
+	21, // 33: segchain.agent.v1.Agent.Originals:output_type -> segchain.agent.v1.OriginalsReply
+	23, // 34: segchain.agent.v1.Agent.AcquireLease:output_type -> segchain.agent.v1.AcquireLeaseReply
+	25, // 35: segchain.agent.v1.Agent.ReleaseLease:output_type -> segchain.agent.v1.ReleaseLeaseReply
+	27, // 36: segchain.agent.v1.Agent.JournalRecord:output_type -> segchain.agent.v1.JournalRecordReply
+	29, // 37: segchain.agent.v1.Agent.JournalClear:output_type -> segchain.agent.v1.JournalClearReply
+	31, // 38: segchain.agent.v1.Agent.JournalUnfinished:output_type -> segchain.agent.v1.JournalUnfinishedReply
+	33, // 39: segchain.agent.v1.Agent.SetIntent:output_type -> segchain.agent.v1.SetIntentReply
+	35, // 40: segchain.agent.v1.Agent.Routes:output_type -> segchain.agent.v1.RoutesReply
+	37, // 41: segchain.agent.v1.Agent.MTUs:output_type -> segchain.agent.v1.MTUsReply
+	39, // 42: segchain.agent.v1.Agent.ObserveDigest:output_type -> segchain.agent.v1.ObserveDigestReply
+	24, // [24:43] is the sub-list for method output_type
+	5,  // [5:24] is the sub-list for method input_type
 	5,  // [5:5] is the sub-list for extension type_name
 	5,  // [5:5] is the sub-list for extension extendee
 	0,  // [0:5] is the sub-list for field type_name
@@ -2138,7 +2237,7 @@ func file_segchain_agent_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_segchain_agent_v1_agent_proto_rawDesc), len(file_segchain_agent_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   39,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

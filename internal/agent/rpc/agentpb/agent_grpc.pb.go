@@ -51,6 +51,7 @@ const (
 	Agent_JournalUnfinished_FullMethodName = "/segchain.agent.v1.Agent/JournalUnfinished"
 	Agent_SetIntent_FullMethodName         = "/segchain.agent.v1.Agent/SetIntent"
 	Agent_Routes_FullMethodName            = "/segchain.agent.v1.Agent/Routes"
+	Agent_MTUs_FullMethodName              = "/segchain.agent.v1.Agent/MTUs"
 	Agent_ObserveDigest_FullMethodName     = "/segchain.agent.v1.Agent/ObserveDigest"
 )
 
@@ -101,6 +102,12 @@ type AgentClient interface {
 	// every next hop (status follows them to show each chain's path). An
 	// agent older than this RPC answers Unimplemented.
 	Routes(ctx context.Context, in *RoutesRequest, opts ...grpc.CallOption) (*RoutesReply, error)
+	// MTUs returns the node's interfaces and their MTU and, for each
+	// destination asked, the interface and MTU of the route the kernel
+	// picks for it (status' headroom check, docs/deploy.md "MTU").
+	// Changes nothing, needs no lease. An agent older than this RPC
+	// answers Unimplemented: the check skips the node.
+	MTUs(ctx context.Context, in *MTUsRequest, opts ...grpc.CallOption) (*MTUsReply, error)
 	// ObserveDigest is Observe reduced to a digest (nodestate.Digest) of
 	// what the controller compares, with what else a no-op apply needs to
 	// know of the node: a controller that finds the digest equal to its
@@ -290,6 +297,16 @@ func (c *agentClient) Routes(ctx context.Context, in *RoutesRequest, opts ...grp
 	return out, nil
 }
 
+func (c *agentClient) MTUs(ctx context.Context, in *MTUsRequest, opts ...grpc.CallOption) (*MTUsReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MTUsReply)
+	err := c.cc.Invoke(ctx, Agent_MTUs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *agentClient) ObserveDigest(ctx context.Context, in *ObserveDigestRequest, opts ...grpc.CallOption) (*ObserveDigestReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ObserveDigestReply)
@@ -347,6 +364,12 @@ type AgentServer interface {
 	// every next hop (status follows them to show each chain's path). An
 	// agent older than this RPC answers Unimplemented.
 	Routes(context.Context, *RoutesRequest) (*RoutesReply, error)
+	// MTUs returns the node's interfaces and their MTU and, for each
+	// destination asked, the interface and MTU of the route the kernel
+	// picks for it (status' headroom check, docs/deploy.md "MTU").
+	// Changes nothing, needs no lease. An agent older than this RPC
+	// answers Unimplemented: the check skips the node.
+	MTUs(context.Context, *MTUsRequest) (*MTUsReply, error)
 	// ObserveDigest is Observe reduced to a digest (nodestate.Digest) of
 	// what the controller compares, with what else a no-op apply needs to
 	// know of the node: a controller that finds the digest equal to its
@@ -416,6 +439,9 @@ func (UnimplementedAgentServer) SetIntent(context.Context, *SetIntentRequest) (*
 }
 func (UnimplementedAgentServer) Routes(context.Context, *RoutesRequest) (*RoutesReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Routes not implemented")
+}
+func (UnimplementedAgentServer) MTUs(context.Context, *MTUsRequest) (*MTUsReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method MTUs not implemented")
 }
 func (UnimplementedAgentServer) ObserveDigest(context.Context, *ObserveDigestRequest) (*ObserveDigestReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ObserveDigest not implemented")
@@ -747,6 +773,24 @@ func _Agent_Routes_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Agent_MTUs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MTUsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServer).MTUs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Agent_MTUs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServer).MTUs(ctx, req.(*MTUsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Agent_ObserveDigest_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ObserveDigestRequest)
 	if err := dec(in); err != nil {
@@ -839,6 +883,10 @@ var Agent_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Routes",
 			Handler:    _Agent_Routes_Handler,
+		},
+		{
+			MethodName: "MTUs",
+			Handler:    _Agent_MTUs_Handler,
 		},
 		{
 			MethodName: "ObserveDigest",

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -61,7 +62,7 @@ func (c *Client) JournalOnExecute(who string) { c.journalWho = who }
 // JournalOnExecute, Execute journals each op on the agent before it
 // runs it.
 func (c *Client) Caps() agent.Caps {
-	return agent.Caps{Features: c, Check: c, Boundary: c, Routes: c, Preflight: c, Intents: c, Digest: c, JournalsEachOp: c.journalWho != ""}
+	return agent.Caps{Features: c, Check: c, Boundary: c, Routes: c, MTU: c, Preflight: c, Intents: c, Digest: c, JournalsEachOp: c.journalWho != ""}
 }
 
 // Dial returns the client of node's agent at addr. With tlsConf nil the
@@ -276,6 +277,29 @@ func (c *Client) BoundaryCounters(ctx context.Context) ([]nodestate.BoundaryCoun
 	var out []nodestate.BoundaryCounter
 	if err := json.Unmarshal(r.CountersJson, &out); err != nil {
 		return nil, c.wrap("boundary counters", err)
+	}
+	return out, nil
+}
+
+// MTUs implements agent.MTUReader. An agent built before the MTUs RPC
+// answers Unimplemented: that is agent.ErrTooOld.
+func (c *Client) MTUs(ctx context.Context, dsts []netip.Addr) (*nodestate.MTUs, error) {
+	ctx, cancel := c.call(ctx)
+	defer cancel()
+	req := &pb.MTUsRequest{}
+	for _, d := range dsts {
+		req.Dsts = append(req.Dsts, d.String())
+	}
+	r, err := c.rpc.MTUs(ctx, req)
+	if status.Code(err) == codes.Unimplemented {
+		return nil, fmt.Errorf("node %s: agent %s: mtus: %w", c.node, c.addr, agent.ErrTooOld)
+	}
+	if err != nil {
+		return nil, c.wrap("mtus", err)
+	}
+	out := &nodestate.MTUs{}
+	if err := json.Unmarshal(r.MtusJson, out); err != nil {
+		return nil, c.wrap("mtus", err)
 	}
 	return out, nil
 }

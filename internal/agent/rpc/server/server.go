@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -560,6 +561,31 @@ func (s *Server) JournalUnfinished(ctx context.Context, _ *pb.JournalUnfinishedR
 		}
 	}
 	return rep, nil
+}
+
+// MTUs implements pb.AgentServer.
+func (s *Server) MTUs(ctx context.Context, req *pb.MTUsRequest) (*pb.MTUsReply, error) {
+	mr := s.agent.Caps().MTU
+	if mr == nil {
+		return nil, status.Error(codes.Unimplemented, "the node's agent cannot read its MTUs")
+	}
+	dsts := make([]netip.Addr, 0, len(req.Dsts))
+	for _, d := range req.Dsts {
+		a, err := netip.ParseAddr(d)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "mtus: destination %q: %v", d, err)
+		}
+		dsts = append(dsts, a)
+	}
+	m, err := mr.MTUs(ctx, dsts)
+	if err != nil {
+		return nil, s.fail(ctx, "MTUs", err)
+	}
+	b, err := encode("mtus", m)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.MTUsReply{MtusJson: b}, nil
 }
 
 // Routes implements pb.AgentServer.
