@@ -24,3 +24,35 @@ type PathMTU struct {
 	MTU   int    `json:"mtu,omitempty"`
 	Error string `json:"error,omitempty"`
 }
+
+// Overhead is how many bytes the route's encapsulation adds to every
+// packet it steers (docs/deploy.md, "MTU"): an outer IPv6 header (40)
+// unless it inserts, an SRH of 8 + 16 per entry, the HMAC TLV (40) when
+// it signs, and the inner Ethernet header (14) of an L2 encapsulation.
+// H.Encaps holds every segment in the SRH; H.Encaps.Red leaves the first
+// out and the SRH with it when that was the only one (and it does not
+// sign); H.Insert holds the packet's own destination as well.
+func (e *Seg6Encap) Overhead() int {
+	n := len(e.Segs)
+	hmac := e.HMACKeyID != 0
+	var outer, entries int
+	switch e.Mode {
+	case "inline":
+		entries = n + 1
+	case "encap.red", "l2encap.red":
+		outer, entries = 40, n-1
+	default: // encap, l2encap
+		outer, entries = 40, n
+	}
+	size := outer
+	if entries > 0 || hmac {
+		size += 8 + 16*max(entries, 0)
+	}
+	if hmac {
+		size += 40
+	}
+	if e.Mode == "l2encap" || e.Mode == "l2encap.red" {
+		size += 14
+	}
+	return size
+}
