@@ -318,6 +318,9 @@ responder; docs/oam.md "Kept by apply"); destroy hands it nothing.`,
 			err = intr.verdict("apply", res, err)
 			if f.output == "json" && res != nil && err == nil {
 				err = keepOAM(ctx, cmd.ErrOrStderr(), s, false)
+				if err == nil {
+					warnMTU(ctx, cmd.ErrOrStderr(), s)
+				}
 			}
 			if f.output == "json" && res != nil {
 				if perr := writeJSON(cmd.OutOrStdout(), res); perr != nil {
@@ -340,6 +343,7 @@ responder; docs/oam.md "Kept by apply"); destroy hands it nothing.`,
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %d change(s): %s\n", res.Changes(), summaryPast(res.Summary()))
 			}
+			warnMTU(ctx, cmd.ErrOrStderr(), s)
 			return nil
 		},
 	}
@@ -738,4 +742,5 @@ func printStatus(w io.Writer, st *controller.Status, verbose bool) {
 	printBGP(w, st.Nodes)
 	printBoundary(w, st.Nodes)
 	printDrift(w, st, verbose)
+	printMTU(w, st)
 }

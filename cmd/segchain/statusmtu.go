@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/segchain/segchain/internal/controller"
+	"github.com/segchain/segchain/internal/session"
+)
+
+// printMTU ends status' text with the chains whose hosts' full-size
+// packets no longer fit at their headend once encapsulated (a line each,
+// controller.MTUWarning) and the headends that could not be checked.
+// They are warnings: status --check does not fail for them.
+func printMTU(w io.Writer, st *controller.Status) {
+	if len(st.MTU) == 0 && len(st.MTUNotes) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	for _, m := range st.MTU {
+		fmt.Fprintln(w, m)
+	}
+	for _, n := range st.MTUNotes {
+		fmt.Fprintln(w, n)
+	}
+}
+
+// warnMTU is apply's headroom check once the apply succeeded: each chain
+// that does not fit is a warning on w (never a failure), each headend
+// that could not say a note.
+func warnMTU(ctx context.Context, w io.Writer, s *session.Session) {
+	warnings, notes := s.Controller().Headroom(ctx)
+	for _, m := range warnings {
+		fmt.Fprintf(w, "segchain: warning: %s\n", m)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "segchain: note: %s\n", n)
+	}
+}
