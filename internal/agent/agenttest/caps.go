@@ -2,6 +2,7 @@ package agenttest
 
 import (
 	"context"
+	"net/netip"
 
 	"github.com/segchain/segchain/internal/nodestate"
 )
@@ -20,4 +21,12 @@ type BoundaryFunc func(ctx context.Context) ([]nodestate.BoundaryCounter, error)
 // BoundaryCounters implements agent.BoundaryReader.
 func (f BoundaryFunc) BoundaryCounters(ctx context.Context) ([]nodestate.BoundaryCounter, error) {
 	return f(ctx)
+}
+
+// MTUFunc is an agent.MTUReader.
+type MTUFunc func(ctx context.Context, dsts []netip.Addr) (*nodestate.MTUs, error)
+
+// MTUs implements agent.MTUReader.
+func (f MTUFunc) MTUs(ctx context.Context, dsts []netip.Addr) (*nodestate.MTUs, error) {
+	return f(ctx, dsts)
 }

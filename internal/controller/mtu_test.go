@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/agent/agenttest"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/plan"
+)
+
+// headroomPlan: chain web headed at h (host s on eth-s, r1 on eth-r1, a
+// spare eth-x to host t), H.Encaps of 3 SIDs (96 bytes) in table 1001.
+func headroomPlan(iif string) *plan.Plan {
+	segs := []netip.Addr{mustAddr("fc00:2::e"), mustAddr("fc00:3::e"), mustAddr("fc00:4::d6")}
+	h := &nodestate.Node{Name: "h",
+		Routes: []nodestate.Route{{Dst: mustPrefix("::/0"), Table: 1001, Dev: "eth-r1",
+			Seg6: &nodestate.Seg6Encap{Mode: "encap", Segs: segs}}},
+		Rules: []nodestate.Rule{{Family: 6, Priority: 1001, Iif: iif, Table: 1001}},
+	}
+	return &plan.Plan{Domain: "t", Nodes: map[string]*nodestate.Node{"h": h},
+		Chains: []plan.Chain{{Name: "web", Ingress: "h", Mode: "encap", Table: 1001, Nodes: []string{"h", "r1"}}},
+		Links: []plan.Link{{Node: "h", Iface: "eth-s", Peer: "s"}, {Node: "h", Iface: "eth-r1", Peer: "r1"},
+			{Node: "h", Iface: "eth-x", Peer: "t"}},
+	}
+}
+
+func mtus(links map[string]int, dev string) agenttest.MTUFunc {
+	return func(_ context.Context, dsts []netip.Addr) (*nodestate.MTUs, error) {
+		m := &nodestate.MTUs{Links: links}
+		for _, d := range dsts {
+			m.Paths = append(m.Paths, nodestate.PathMTU{Dst: d, Dev: dev, MTU: links[dev]})
+		}
+		return m, nil
+	}
+}
+
+func TestHeadroom(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		iif   string
+		links map[string]int
+		want  string // the warning, "" none
+	}{
+		{"fabric 9000", "", map[string]int{"eth-s": 1500, "eth-r1": 9000, "eth-x": 1500}, ""},
+		{"all 1500", "", map[string]int{"eth-s": 1500, "eth-r1": 1500, "eth-x": 1500},
+			"mtu: chain web at h: 1500 (eth-s) + 96 bytes of SRv6 headers > 1500 (eth-r1): Linux drops packets over 1404 bytes"},
+		{"largest host side", "", map[string]int{"eth-s": 1500, "eth-r1": 1560, "eth-x": 1480},
+			"mtu: chain web at h: 1500 (eth-s) + 96 bytes of SRv6 headers > 1560 (eth-r1): Linux drops packets over 1464 bytes"},
+		{"just fits", "", map[string]int{"eth-s": 1500, "eth-r1": 1596, "eth-x": 1500}, ""},
+		{"one byte short", "", map[string]int{"eth-s": 1500, "eth-r1": 1595, "eth-x": 1500},
+			"mtu: chain web at h: 1500 (eth-s) + 96 bytes of SRv6 headers > 1595 (eth-r1): Linux drops packets over 1499 bytes"},
+		{"iif only", "eth-x", map[string]int{"eth-s": 9000, "eth-r1": 1500, "eth-x": 1480},
+			"mtu: chain web at h: 1480 (eth-x) + 96 bytes of SRv6 headers > 1500 (eth-r1): Linux drops packets over 1404 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, agents := newCtl(headroomPlan(tc.iif))
+			agents["h"].With = agent.Caps{MTU: mtus(tc.links, "eth-r1")}
+			warns, notes := c.Headroom(context.Background())
+			if len(notes) != 0 {
+				t.Errorf("notes %v", notes)
+			}
+			switch {
+			case tc.want == "" && len(warns) != 0:
+				t.Errorf("warnings %v, want none", warns)
+			case tc.want != "" && (len(warns) != 1 || !strings.HasPrefix(warns[0].String(), tc.want)):
+				t.Errorf("warnings %v, want one: %s", warns, tc.want)
+			}
+		})
+	}
+}
+
+// TestHeadroomOldAgent: an agent without the MTUs RPC (ErrTooOld, or no
+// capability) is a note, not a warning nor an error; Status carries it.
+func TestHeadroomOldAgent(t *testing.T) {
+	for _, caps := range []agent.Caps{{}, {MTU: agenttest.MTUFunc(func(context.Context, []netip.Addr) (*nodestate.MTUs, error) {
+		return nil, agent.ErrTooOld
+	})}} {
+		c, agents := newCtl(headroomPlan(""))
+		agents["h"].With = caps
+		warns, notes := c.Headroom(context.Background())
+		if len(warns) != 0 || len(notes) != 1 || !strings.Contains(notes[0], "node h: its agent cannot report MTUs") {
+			t.Errorf("warnings %v, notes %v: want one note for h", warns, notes)
+		}
+		st := c.Status(context.Background())
+		if len(st.MTUNotes) != 1 {
+			t.Errorf("status mtu notes %v", st.MTUNotes)
+		}
+	}
+}
