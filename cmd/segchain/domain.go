@@ -454,6 +454,14 @@ hop the sampled packets seen and their latency from the previous hop and
 from the headend, p50/p99 (-o json: sampling[]; docs/oam.md).
 With --lab and no -f, the domain is the file the lab was brought up from.
 
+At each chain's headend, whether its hosts' full-size packets still fit
+once the chain's SRv6 headers are added: where they do not, a line
+  mtu: chain web at ingress: 1500 (eth-s) + 96 bytes of SRv6 headers > 1500 (eth-r1): ...
+(-o json: mtu[]; a headend whose agent predates the MTUs RPC: mtu_notes[]).
+Linux drops such packets with no Packet Too Big to their sender
+(docs/deploy.md, "MTU"). A warning, not drift: --check does not exit 2
+for it; apply prints the same lines on stderr.
+
 Each node's state is in-sync, drift, not-applied (nothing of segchain's is
 on it: never applied, destroyed, or all of it lost) or unknown (could not
 be read); each chain's likewise from the nodes it crosses (-o json:
