@@ -3,9 +3,13 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -277,5 +281,50 @@ func TestDomainFiles(t *testing.T) {
 	}
 	if got := domainFiles(nf); len(got) != 1 || filepath.Base(got[0]) != "netfilter.nft" {
 		t.Fatalf("netfilter domain's files: %v, want its rule set", got)
+	}
+}
+
+// Everything plan.Build and config's loader read besides the Domain is
+// in the input digest (inputDigest's comment lists it): the files they
+// open are the domain file and the files the domain names by a "_file"
+// or "ruleset" key, and they read no environment. A new file read or
+// environment variable in a package the plan depends on fails this test
+// until inputDigest covers it and the list below names it.
+func TestPlanInputsKnown(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}={{.Dir}}{{end}}", "../plan").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	known := map[string]int{
+		"internal/config/load.go":             1, // the domain file
+		"internal/config/resolve.go":          1, // security.hmac.*.secret_file
+		"internal/config/limits.go":           1, // the domain file's size
+		"internal/service/firewall/config.go": 1, // rules_file
+		"internal/service/netfilter/kind.go":  1, // ruleset
+		// Reference files and ParseFile: config uses neither (it parses
+		// the bytes it was given: yamlpos.go).
+		"github.com/goccy/go-yaml/decode.go":        1,
+		"github.com/goccy/go-yaml/parser/parser.go": 1,
+	}
+	re := regexp.MustCompile(`\bos\.(ReadFile|Open|OpenFile|ReadDir|Stat|Lstat|Getenv|LookupEnv|Environ|Getwd|Hostname)\(|\btime\.Now\(|math/rand|crypto/rand`)
+	got := map[string]int{}
+	for _, line := range strings.Fields(string(out)) {
+		pkg, dir, _ := strings.Cut(line, "=")
+		files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(re.FindAll(b, -1)); n > 0 {
+				got[strings.TrimPrefix(pkg, "github.com/segchain/segchain/")+"/"+filepath.Base(f)] = n
+			}
+		}
+	}
+	if !maps.Equal(got, known) {
+		t.Fatalf("files of the plan's dependencies that read files, the environment, the clock or randomness: %v, want %v: add the new input to inputDigest (noop.go) and here", got, known)
 	}
 }
