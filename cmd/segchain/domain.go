@@ -297,6 +297,13 @@ plain apply, or the agents' --reconcile, mends it); destroy, watch and a
 failed apply drop the record, and an apply drops it before its first change
 (one killed mid-way leaves none). See docs/scale.md.
 
+A plain apply whose inputs are those of the last successful apply (the
+segchain build, the domain file's bytes, every file it names, the lab)
+makes no plan: each agent observes its node against the intent it keeps,
+and when every node is in sync with it apply says "not planned" (-o json:
+"not_planned": true). Any difference, drift included, and it plans and
+applies as ever. See docs/apply.md, "A no-op without a plan".
+
 After the apply, each node's agent is handed what it keeps of the
 chains' OAM (chains[].oam: O-flag sampling, the native-SID echo
 responder; docs/oam.md "Kept by apply"); destroy hands it nothing.`,

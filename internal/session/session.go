@@ -422,6 +422,11 @@ func (s *Session) Watch(ctx context.Context, report func(trigger []string, res *
 // Status is every chain's and node's state (controller.Status), with a
 // lab's FRR routers' BGP sessions read through vtysh.
 func (s *Session) Status(ctx context.Context) *controller.Status {
+	if s.planned() != nil {
+		// Open defers the plan only for Apply (NoOpFirst); a plan that
+		// fails here failed for Open's callers before.
+		return &controller.Status{Domain: s.Domain.Name}
+	}
 	st := s.ctl.Status(ctx)
 	s.labRouters(st)
 	return st
