@@ -115,8 +115,12 @@ func hashFile(h hash.Hash, field func([]byte), path string) {
 // resolved against d.Dir, absolute, sorted, each once.
 func domainFiles(d *config.Domain) []string {
 	seen := map[string]bool{}
+	may := map[reflect.Type]bool{}
 	var walk func(v reflect.Value)
 	walk = func(v reflect.Value) {
+		if !mayHoldFile(v.Type(), may) {
+			return // e.g. the nodes, links: most of a large domain
+		}
 		switch v.Kind() {
 		case reflect.Pointer, reflect.Interface:
 			if !v.IsNil() {
@@ -129,9 +133,8 @@ func domainFiles(d *config.Domain) []string {
 				if !f.IsExported() {
 					continue
 				}
-				key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 				fv := v.Field(i)
-				if fv.Kind() == reflect.String && (strings.HasSuffix(key, "_file") || key == "ruleset") {
+				if fileKey(f) {
 					if p := fv.String(); p != "" {
 						if !filepath.IsAbs(p) {
 							p = filepath.Join(d.Dir, p)
@@ -163,6 +166,39 @@ func domainFiles(d *config.Domain) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// fileKey: a string field under this YAML key names a file.
+func fileKey(f reflect.StructField) bool {
+	key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return f.Type.Kind() == reflect.String && (strings.HasSuffix(key, "_file") || key == "ruleset")
+}
+
+// mayHoldFile: a value of type t may hold a field naming a file
+// (fileKey), directly or through its fields, elements or an interface
+// (whose dynamic type is not known from t). memo holds the answers of
+// one walk; a type being decided counts as no (a cycle adds nothing).
+func mayHoldFile(t reflect.Type, memo map[reflect.Type]bool) bool {
+	if v, ok := memo[t]; ok {
+		return v
+	}
+	memo[t] = false
+	v := false
+	switch t.Kind() {
+	case reflect.Interface:
+		v = true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		v = mayHoldFile(t.Elem(), memo)
+	case reflect.Map:
+		v = mayHoldFile(t.Elem(), memo)
+	case reflect.Struct:
+		for i := 0; i < t.NumField() && !v; i++ {
+			f := t.Field(i)
+			v = f.IsExported() && (fileKey(f) || mayHoldFile(f.Type, memo))
+		}
+	}
+	memo[t] = v
+	return v
 }
 
 // buildIdentity is the running executable's Go build ID (its ELF note,
