@@ -203,13 +203,12 @@ func mayHoldFile(t reflect.Type, memo map[reflect.Type]bool) bool {
 
 // buildIdentity is the running executable's Go build ID (its ELF note,
 // a hash of everything the linker was given) and the Go release, "" when
-// it cannot be read (then no record is trusted).
+// it cannot be read (then no record is trusted). It is read through
+// /proc/self/exe, the file this process runs even when its path now names
+// another (a binary replaced while the command ran must not lend the old
+// code's record the new build's identity).
 var buildIdentity = sync.OnceValue(func() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	f, err := elf.Open(exe)
+	f, err := elf.Open("/proc/self/exe")
 	if err != nil {
 		return ""
 	}
