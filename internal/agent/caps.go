@@ -26,6 +26,7 @@ import (
 //	Intents          -            -               yes                -
 //	JournalsEachOp   -            -               JournalOnExecute   yes
 //	Digest           -            -               yes                -
+//	Kept             -            -               yes                -
 //
 // A remote agent (rpc/client) declares every capability the protocol has
 // an RPC for; the agent's server answers for the agent behind it (an
