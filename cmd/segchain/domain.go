@@ -30,6 +30,8 @@ type domainFlags struct {
 	nodeTimeout time.Duration
 	// changedOnly: apply --changed-only (session.Options.ChangedOnly).
 	changedOnly bool
+	// noOpFirst: apply (session.Options.NoOpFirst).
+	noOpFirst bool
 }
 
 // registerLock adds --no-wait to a verb that changes nodes.
@@ -57,7 +59,7 @@ func defaultDomain() (*config.Domain, error) { return loadDomain("") }
 // plan, the agents, journals, locks, leases and the lab's FRR hook); what
 // it tells the user goes to cmd's stderr.
 func (f *domainFlags) session(cmd *cobra.Command, dryRun bool) (*session.Session, error) {
-	o := session.Options{File: f.file, NoWait: f.noWait, DryRun: dryRun, NodeTimeout: f.nodeTimeout, Log: cmd.ErrOrStderr(), ChangedOnly: f.changedOnly}
+	o := session.Options{File: f.file, NoWait: f.noWait, DryRun: dryRun, NodeTimeout: f.nodeTimeout, Log: cmd.ErrOrStderr(), ChangedOnly: f.changedOnly, NoOpFirst: f.noOpFirst && !dryRun}
 	if f.labNm != "" {
 		l, err := getLab(f.labNm)
 		if err != nil {
@@ -295,6 +297,13 @@ plain apply, or the agents' --reconcile, mends it); destroy, watch and a
 failed apply drop the record, and an apply drops it before its first change
 (one killed mid-way leaves none). See docs/scale.md.
 
+A plain apply whose inputs are those of the last successful apply (the
+segchain build, the domain file's bytes, every file it names, the lab)
+makes no plan: each agent observes its node against the intent it keeps,
+and when every node is in sync with it apply says "not planned" (-o json:
+"not_planned": true). Any difference, drift included, and it plans and
+applies as ever. See docs/apply.md, "A no-op without a plan".
+
 After the apply, each node's agent is handed what it keeps of the
 chains' OAM (chains[].oam: O-flag sampling, the native-SID echo
 responder; docs/oam.md "Kept by apply"); destroy hands it nothing.`,
@@ -304,6 +313,7 @@ responder; docs/oam.md "Kept by apply"); destroy hands it nothing.`,
 			if err := checkOutput(f.output); err != nil {
 				return err
 			}
+			f.noOpFirst = true // a no-op needs no plan (docs/scale.md)
 			s, err := f.session(cmd, false)
 			if err != nil {
 				return err
@@ -338,7 +348,9 @@ responder; docs/oam.md "Kept by apply"); destroy hands it nothing.`,
 			if err := keepOAM(ctx, cmd.ErrOrStderr(), s, false); err != nil {
 				return err
 			}
-			if res.Changes() == 0 {
+			if res.Changes() == 0 && res.NotPlanned {
+				fmt.Fprintln(cmd.OutOrStdout(), "no changes: the domain is already applied (unchanged since the last apply: every node keeps its intent; not planned)")
+			} else if res.Changes() == 0 {
 				fmt.Fprintln(cmd.OutOrStdout(), "no changes: the domain is already applied")
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %d change(s): %s\n", res.Changes(), summaryPast(res.Summary()))

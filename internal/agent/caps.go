@@ -28,6 +28,7 @@ import (
 //	Intents          -            -               yes                -
 //	JournalsEachOp   -            -               JournalOnExecute   yes
 //	Digest           -            -               yes                -
+//	Kept             -            -               yes                -
 //
 // A remote agent (rpc/client) declares every capability the protocol has
 // an RPC for; the agent's server answers for the agent behind it (an
@@ -78,6 +79,11 @@ type Caps struct {
 	// where the digest differs from its intent's. Without it every node
 	// is observed in full.
 	Digest StateDigester
+	// Kept reports the node's digests against the intent its agent keeps
+	// (the digest alone sent, no desired state): a no-op apply whose
+	// inputs are those of the last apply needs no plan (docs/scale.md,
+	// "Session 16"). Without it such an apply plans as any other.
+	Kept KeptDigester
 }
 
 // StateDigester observes a node reduced to digests (nodestate.Digest),
@@ -87,6 +93,15 @@ type Caps struct {
 // (Digests.Observed), as Observe's.
 type StateDigester interface {
 	ObserveDigest(ctx context.Context, want *nodestate.Node, expect string, full bool) (Digests, error)
+}
+
+// KeptDigester observes a node against the intent its agent keeps, if
+// and only if that intent's digest (nodestate.Digest(intent, intent)) is
+// expect: Digests.Kept says it was (State is then the node observed
+// against it); false when the agent keeps no intent, another one (its
+// digest in Intent), or does not know the request (an older agent).
+type KeptDigester interface {
+	ObserveKeptDigest(ctx context.Context, expect string) (Digests, error)
 }
 
 // Digests is what an agent reports of its node for an apply that may
@@ -107,6 +122,9 @@ type Digests struct {
 	// Observed is the node's state, asked for (full) and sent only when
 	// State is not want's digest.
 	Observed *nodestate.Node
+	// Kept: asked by ObserveKeptDigest, the agent observed the node
+	// against the intent it keeps, whose digest was the one expected.
+	Kept bool
 }
 
 // FeatureChecker tells, before anything changes, what of a node's desired

@@ -79,6 +79,10 @@ type Result struct {
 	// Recovered are the unfinished journals of killed commands found
 	// (and, unless a dry run, undone) first.
 	Recovered []Recovery `json:"recovered,omitempty"`
+	// NotPlanned: a no-op apply found every node unchanged against the
+	// intent its agent keeps, those of the last apply, whose inputs were
+	// this command's: it made no plan (docs/scale.md, "Session 16").
+	NotPlanned bool `json:"not_planned,omitempty"`
 }
 
 // Changes counts the ops over all nodes.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sort"
 	"sync"
 
 	"github.com/segchain/segchain/internal/agent"
@@ -154,6 +155,67 @@ func (c *Controller) Unchanged(ctx context.Context) (bool, []Diff) {
 	return true, diffs
 }
 
+// KeptUnchanged is Unchanged without a plan: every node of expect (its
+// intent's digest as of the last apply, whose inputs are this command's:
+// docs/scale.md, "Session 16") is asked, by its agent's KeptDigester, to
+// observe against the intent it keeps if that intent's digest is the one
+// expected. True when every one did, its state's digest is that too and
+// its journal has nothing unfinished: an apply would change nothing, and
+// hand nothing. False at the first doubt (drift: some agent answered
+// against the intent expected and its node differs from it, or has an
+// unfinished journal) — an agent without the
+// capability (in-process, older), unreachable, keeping no intent or
+// another, drift, an unfinished journal — and the caller then plans and
+// applies as ever. It takes no lock or lease and needs no Plan (the
+// Agents of every node of expect); Diffs are the nodes' empty diffs.
+func (c *Controller) KeptUnchanged(ctx context.Context, expect map[string]string) (ok, drift bool, diffs []Diff) {
+	names := make([]string, 0, len(expect))
+	for n, dg := range expect {
+		if a := c.Agents[n]; a == nil || a.Caps().Kept == nil || dg == "" {
+			return false, false, nil
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var mu sync.Mutex
+	ok = true
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c.each(ctx, names, func(ctx context.Context, _ int, n string) error {
+		g, err := c.Agents[n].Caps().Kept.ObserveKeptDigest(ctx, expect[n])
+		c.statsMu.Lock()
+		if c.keptOAM == nil {
+			c.keptOAM = map[string]string{}
+		}
+		c.keptOAM[n] = g.KeptOAM // "" on an error: unknown
+		c.statsMu.Unlock()
+		if err != nil || !g.Kept || g.Unfinished || g.State != expect[n] || g.Intent != expect[n] {
+			mu.Lock()
+			ok = false
+			// The node answered against the intent expected and
+			// differs from it (or its journal is unfinished): the
+			// plan's digests would say no as well.
+			drift = drift || err == nil && g.Kept && g.Intent == expect[n]
+			mu.Unlock()
+			cancel() // the answer is no: the others need not be asked
+		}
+		return nil
+	})
+	if !ok {
+		return false, drift, nil
+	}
+	diffs = make([]Diff, len(names))
+	for i, n := range names {
+		diffs[i] = Diff{Node: n}
+	}
+	c.statsMu.Lock()
+	c.stats.Digest += len(names)
+	c.stats.Kept += len(names)
+	c.stats.PlanSkipped = true
+	c.statsMu.Unlock()
+	return true, false, diffs
+}
+
 // ObserveCounts is how many nodes a controller observed in full and how
 // many by their digests alone (tests, benchmarks).
 type ObserveCounts struct {
@@ -162,6 +224,11 @@ type ObserveCounts struct {
 	// PlanDigests is how many times the plan's digest of a node was
 	// computed (once per node: wantDigest).
 	PlanDigests int `json:"plan_digests"`
+	// Kept is how many nodes were found unchanged against the intents
+	// their agents keep (KeptUnchanged), PlanSkipped whether the command
+	// did so without a plan (docs/scale.md, "Session 16").
+	Kept        int  `json:"kept,omitempty"`
+	PlanSkipped bool `json:"plan_skipped,omitempty"`
 }
 
 func (c *Controller) countDigests(n int) {

@@ -64,6 +64,9 @@ type Result struct {
 	// NoOps are the no-ops repeated after the first (NoOpsEnv), each
 	// with its CPU.
 	NoOps []NoOpRun `json:"noops,omitempty"`
+	// NoOpNotPlanned: the no-op made no plan (apply's "not planned":
+	// docs/scale.md, "Session 16").
+	NoOpNotPlanned bool `json:"noop_not_planned,omitempty"`
 	// Routing is the domain's routing mode; under bgp, Converged is the
 	// time from the start of the apply from scratch until every leaf
 	// routes to every other leaf's locator over BGP (bgpconv.go).
@@ -349,6 +352,7 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	if !strings.Contains(out, "no changes") {
 		return r, fmt.Errorf("the second apply changed something:\n%s", out)
 	}
+	r.NoOpNotPlanned = notPlanned(out)
 	if r.NoOps, err = repeatNoOps(exe, pids, func(exe string) (time.Duration, string, error) {
 		save := r.ControllerPeakKiB
 		d, out, err := run2(exe, "apply", "-f", file, "--lab", labName)

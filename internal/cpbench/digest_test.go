@@ -17,6 +17,8 @@ import (
 	"github.com/segchain/segchain/internal/agent/reconcile"
 	"github.com/segchain/segchain/internal/agent/rpc/client"
 	"github.com/segchain/segchain/internal/agent/rpc/server"
+	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/plan"
 	"github.com/segchain/segchain/internal/session"
 )
 
@@ -54,45 +56,7 @@ func (c counted) Execute(ctx context.Context, ops []agent.Op) (int, error) {
 // apply fetch that node's state alone and repair it alone.
 func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
 	d, p, l := fabricLab(t, "dig")
-	ctx, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	ex := &executions{n: map[string]int{}}
-	agents := map[string]agent.Agent{}
-	locals := map[string]*local.Local{}
-	for n := range p.Nodes {
-		ns, _ := l.Netns(n)
-		la := local.NewLocal(n, ns)
-		t.Cleanup(func() { _ = la.Forget(context.Background()) })
-		// As the agent daemon: routing state kept from the kernel's
-		// events (docs/scale.md, "Digests kept from events").
-		if err := la.Watch(ctx); err != nil {
-			t.Fatal(err)
-		}
-		locals[n] = la
-		st, err := reconcile.Open(t.TempDir(), n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := server.NewServer(la, nil, server.Build{}, nil, server.Hooks{})
-		srv.KeepIntents(st)
-		g := server.NewGRPCServer(srv, nil, nil)
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go server.Serve(ctx, g, lis)
-		c, err := client.Dial(n, lis.Addr().String(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		// SetIntent needs the node's lease (the session takes none for
-		// agents it is handed).
-		if err := c.AcquireLease(ctx, "test", time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		agents[n] = counted{c, ex}
-	}
+	ex, agents, locals := realAgents(t, p, l)
 	records := t.TempDir()
 	apply := func(what string) (full, digest int, changed []string, executed map[string]int) {
 		t.Helper()
@@ -180,4 +144,51 @@ func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
 	if full, _, changed, executed = apply("no-op apply after repair"); full != 0 || len(changed) != 0 || len(executed) != 0 {
 		t.Fatalf("no-op apply after the repair: %d observed in full, changed %v, executed on %v", full, changed, executed)
 	}
+}
+
+// realAgents serves each node of p in lab l by a real agent server over
+// gRPC (a watched local agent, an intent store), its client's Executes
+// counted.
+func realAgents(t *testing.T, p *plan.Plan, l *lab.Lab) (*executions, map[string]agent.Agent, map[string]*local.Local) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	ex := &executions{n: map[string]int{}}
+	agents := map[string]agent.Agent{}
+	locals := map[string]*local.Local{}
+	for n := range p.Nodes {
+		ns, _ := l.Netns(n)
+		la := local.NewLocal(n, ns)
+		t.Cleanup(func() { _ = la.Forget(context.Background()) })
+		// As the agent daemon: routing state kept from the kernel's
+		// events (docs/scale.md, "Digests kept from events").
+		if err := la.Watch(ctx); err != nil {
+			t.Fatal(err)
+		}
+		locals[n] = la
+		st, err := reconcile.Open(t.TempDir(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := server.NewServer(la, nil, server.Build{}, nil, server.Hooks{})
+		srv.KeepIntents(st)
+		g := server.NewGRPCServer(srv, nil, nil)
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go server.Serve(ctx, g, lis)
+		c, err := client.Dial(n, lis.Addr().String(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		// SetIntent needs the node's lease (the session takes none for
+		// agents it is handed).
+		if err := c.AcquireLease(ctx, "test", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		agents[n] = counted{c, ex}
+	}
+	return ex, agents, locals
 }

@@ -26,7 +26,12 @@ type NoOpRun struct {
 	Wall          time.Duration `json:"wall_ns"`
 	ControllerCPU time.Duration `json:"controller_cpu_ns"`
 	AgentsCPU     time.Duration `json:"agents_cpu_ns"`
+	// NotPlanned: this no-op made no plan (docs/scale.md, "Session 16").
+	NotPlanned bool `json:"not_planned,omitempty"`
 }
+
+// notPlanned: apply's output says it made no plan.
+func notPlanned(out string) bool { return strings.Contains(out, "not planned") }
 
 // repeatNoOps runs NoOpsEnv more no-ops with apply(exe), cpu being the
 // last apply's CPU.
@@ -47,7 +52,7 @@ func repeatNoOps(exe string, pids map[int]int, apply func(exe string) (time.Dura
 		if !strings.Contains(o, "no changes") {
 			return out, fmt.Errorf("repeated no-op %d changed something:\n%s", i+1, o)
 		}
-		out = append(out, NoOpRun{Exe: name, Wall: d, ControllerCPU: cpu(), AgentsCPU: cpuOf(pids) - a0})
+		out = append(out, NoOpRun{Exe: name, Wall: d, ControllerCPU: cpu(), AgentsCPU: cpuOf(pids) - a0, NotPlanned: notPlanned(o)})
 	}
 	return out, nil
 }

@@ -151,7 +151,17 @@ type KeepResult struct {
 // read again by every Keep (an apply may have changed them).
 func KeepDomain(ctx context.Context, d Domain, k Keeping, agents []string, destroy bool, kept func(node string) string) (*KeepResult, error) {
 	want := map[string]*KeepSet{}
-	if !destroy {
+	// No plan: an apply that made none (a no-op, docs/scale.md "Session
+	// 16"), which it does only for a domain without chains[].oam: every
+	// set empty.
+	if !destroy && d.Plan == nil && d.Config != nil {
+		for name, c := range d.Config.Chains {
+			if c != nil && c.OAM != nil && *c.OAM != (config.ChainOAM{}) {
+				return nil, fmt.Errorf("chain %s: chains[].oam kept without a plan", name)
+			}
+		}
+	}
+	if !destroy && d.Plan != nil {
 		var err error
 		if want, err = KeepPlan(d.Config, d.Plan); err != nil {
 			return nil, err

@@ -38,6 +38,13 @@ type Applied struct {
 	// OAM is the digest of the chains' kept OAM (OAMDigest), which apply
 	// hands the agents outside their intent.
 	OAM string `json:"oam,omitempty"`
+	// Input is the digest of everything the plan was a function of
+	// (the build, the domain file's bytes, the files it names, the lab:
+	// inputDigest, noop.go), "" when it could not be said: a command
+	// whose inputs have this digest would make the same plan, so a no-op
+	// apply checks the agents against the intents they keep without
+	// planning (docs/scale.md, "Session 16").
+	Input string `json:"input,omitempty"`
 }
 
 // OAMDigest is the digest of every chain's chains[].oam ("" when no chain
@@ -75,9 +82,9 @@ func (s *Session) records() bool { return s.opts.Agents == nil || s.opts.Applied
 // appliedPath is where the record of the session's domain (in its lab,
 // if any) is kept.
 func (s *Session) appliedPath() string {
-	name := "domain-" + s.Plan.Domain
+	name := "domain-" + s.Domain.Name // the plan's Domain
 	if s.Lab != nil {
-		name = "lab-" + s.Lab.Name + "-" + s.Plan.Domain
+		name = "lab-" + s.Lab.Name + "-" + s.Domain.Name
 	}
 	return filepath.Join(cmp.Or(s.opts.AppliedDir, AppliedDir), name+".json")
 }
@@ -193,7 +200,7 @@ func (s *Session) narrow() {
 // by the apply recorded before). A record that says so already is left
 // as it is (a no-op apply writes nothing).
 func (s *Session) recordApplied() error {
-	rec := &Applied{Domain: s.Plan.Domain, Nodes: s.intents(), OAM: OAMDigest(s.Domain)}
+	rec := &Applied{Domain: s.Plan.Domain, Nodes: s.intents(), OAM: OAMDigest(s.Domain), Input: s.input}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -58,6 +59,15 @@ type Options struct {
 	// AppliedDir is where the records of applies are kept ("":
 	// AppliedDir). Sessions of tests' fake Agents keep none unless set.
 	AppliedDir string
+	// NoOpFirst: the caller will Apply (segchain apply). When this
+	// command's inputs are those of the last recorded apply (noop.go),
+	// Open makes no plan and Apply first checks the agents against the
+	// intents they keep; it plans only if one differs or cannot say.
+	// Every other method plans first.
+	NoOpFirst bool
+	// identity, if set, replaces the build's identity in the input
+	// digest (tests: another build).
+	identity string
 }
 
 // Session is one domain's agents, journals, locks and hooks.
@@ -87,6 +97,12 @@ type Session struct {
 	tickets *tickets
 	// early are the agents dialled while planning (warm.go).
 	early *early
+	// src is the domain file as read; input the digest of the plan's
+	// inputs (noop.go), "" when it cannot be said; kept, when Open made
+	// no plan, the record whose intents Apply checks first.
+	src   *domainSource
+	input string
+	kept  *Applied
 }
 
 // remoteConcurrency is how many nodes a controller works on at once when
@@ -107,7 +123,7 @@ func Open(o Options) (*Session, error) {
 	d := o.Domain
 	if d == nil {
 		var err error
-		if d, err = LoadDomain(DomainFile(o.Lab, o.File, s.log)); err != nil {
+		if d, s.src, err = loadDomainSource(DomainFile(o.Lab, o.File, s.log)); err != nil {
 			return nil, err
 		}
 	}
@@ -117,27 +133,58 @@ func Open(o Options) (*Session, error) {
 	if o.Agents == nil && !o.ChangedOnly {
 		s.dialEarly()
 	}
+	s.input = s.inputDigest()
+	devprofile.Phase("input digest")
+	// A no-op needs no plan (noop.go): Apply asks the agents first.
+	if rec := s.keptEligible(); rec != nil {
+		ok, err := s.openKept(rec)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		if ok {
+			devprofile.Phase("agents dialled (no plan)")
+			return s, nil
+		}
+	}
+	if err := s.plan(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// plan plans the domain and builds the controller: its agents, journals,
+// locks and hooks (the rest of Open).
+func (s *Session) plan() error {
+	o, d := s.opts, s.Domain
 	p, err := plan.Build(d)
 	if err != nil {
 		s.Close()
-		return nil, err
+		return err
 	}
 	devprofile.Phase("plan")
 	s.Domain, s.Plan = d, p
+	// The inputs read again after the plan: a file that changed while
+	// the command planned leaves the record without them (the next
+	// apply plans).
+	if s.input != "" && s.inputDigest() != s.input {
+		s.input = ""
+	}
+	s.kept = nil
 	c := &controller.Controller{Plan: p, Agents: o.Agents, NodeTimeout: o.NodeTimeout}
 	s.planCtl = c
 	// --changed-only: the scope first, so that only its nodes' agents
 	// are dialled (scope.go).
 	if o.ChangedOnly && s.records() {
 		if s.only, err = s.changedScope(); err != nil {
-			return nil, err
+			return err
 		}
 		devprofile.Phase("changed-only scope")
 	}
 	if o.Agents == nil {
 		if err := s.agents(c); err != nil {
 			s.Close()
-			return nil, err
+			return err
 		}
 	}
 	devprofile.Phase("agents dialled")
@@ -151,7 +198,16 @@ func Open(o Options) (*Session, error) {
 	if s.only != nil {
 		s.narrow()
 	}
-	return s, nil
+	return nil
+}
+
+// planned makes the plan Open left out (NoOpFirst) for a method other
+// than Apply's no-op.
+func (s *Session) planned() error {
+	if s.Plan != nil {
+		return nil
+	}
+	return s.plan()
 }
 
 // agents fills c with one agent per planned node and the journals.
@@ -172,7 +228,7 @@ func (s *Session) agents(c *controller.Controller) error {
 	}
 	c.Agents = map[string]agent.Agent{}
 	var missing []string
-	for name := range s.Plan.Nodes {
+	for _, name := range s.Domain.NodeNames() { // the plan's nodes
 		if s.only != nil && !s.only[name] {
 			continue
 		}
@@ -242,7 +298,24 @@ func (s *Session) Controller() *controller.Controller { return s.ctl }
 // node's lock and lease, the remote agents preflighted once; with
 // DryRun it only computes the changes (segchain plan) and locks nothing.
 func (s *Session) Apply(ctx context.Context) (*controller.Result, error) {
-	res, err := s.unchanged(ctx)
+	var res *controller.Result
+	var err error
+	drift := false
+	if s.Plan == nil {
+		// Open made no plan: the agents first (noop.go).
+		var ok bool
+		if res, ok, drift, err = s.keptNoOp(ctx); ok {
+			return res, err // the record says so already: not rewritten
+		}
+		if err := s.plan(); err != nil {
+			return nil, err
+		}
+	}
+	if !drift {
+		// (After drift found against the kept intents, which are the
+		// plan's, the plan's digests would say no again: not asked.)
+		res, err = s.unchanged(ctx)
+	}
 	if res == nil {
 		if !s.opts.DryRun && s.records() {
 			// No record while nodes change: an apply killed mid-way
@@ -307,6 +380,9 @@ func (s *Session) unchanged(ctx context.Context) (*controller.Result, error) {
 // Destroy removes what the domain installed on its nodes
 // (controller.Destroy), locked as Apply; with DryRun it only says what.
 func (s *Session) Destroy(ctx context.Context) (*controller.Result, error) {
+	if err := s.planned(); err != nil {
+		return nil, err
+	}
 	if !s.opts.DryRun && s.records() {
 		s.forgetApplied()
 	}
@@ -334,6 +410,9 @@ func (s *Session) change(ctx context.Context, run func(context.Context, bool) (*
 // (controller.Watch), each apply locked, leased and preflighted as
 // Apply's; it returns when ctx ends.
 func (s *Session) Watch(ctx context.Context, report func(trigger []string, res *controller.Result, err error)) error {
+	if err := s.planned(); err != nil {
+		return err
+	}
 	if s.records() {
 		s.forgetApplied() // watch's applies keep no record
 	}
@@ -343,6 +422,11 @@ func (s *Session) Watch(ctx context.Context, report func(trigger []string, res *
 // Status is every chain's and node's state (controller.Status), with a
 // lab's FRR routers' BGP sessions read through vtysh.
 func (s *Session) Status(ctx context.Context) *controller.Status {
+	if s.planned() != nil {
+		// Open defers the plan only for Apply (NoOpFirst); a plan that
+		// fails here failed for Open's callers before.
+		return &controller.Status{Domain: s.Domain.Name}
+	}
 	st := s.ctl.Status(ctx)
 	s.labRouters(st)
 	return st
@@ -391,11 +475,34 @@ func routersInStep(l *lab.Lab, d *config.Domain) func() (func(error) error, erro
 
 // LoadDomain reads the domain file, or the built-in default ("").
 func LoadDomain(path string) (*config.Domain, error) {
+	d, _, err := loadDomainSource(path)
+	return d, err
+}
+
+// loadDomainSource is LoadDomain with the bytes it parsed (config.Load's
+// read, kept for the input digest: noop.go).
+func loadDomainSource(path string) (*config.Domain, *domainSource, error) {
 	if path == "" {
-		return config.Parse(examples.Default, ".")
+		d, err := config.Parse(examples.Default, ".")
+		return d, &domainSource{data: examples.Default}, err
 	}
-	d, err := config.Load(path)
-	return d, config.InFile(path, err)
+	if fi, err := os.Stat(path); err == nil && fi.Size() > config.MaxFileSize {
+		_, err := config.Load(path) // refused before it is read
+		return nil, nil, config.InFile(path, err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, config.InFile(path, fmt.Errorf("load domain: %w", err))
+	}
+	d, err := config.Parse(data, filepath.Dir(path))
+	if err != nil {
+		return nil, nil, config.InFile(path, err)
+	}
+	abs, aerr := filepath.Abs(path)
+	if aerr != nil {
+		return d, nil, nil // no input digest: the full path
+	}
+	return d, &domainSource{path: abs, data: data}, nil
 }
 
 // DomainFile picks the domain file of a verb run with a lab: the file the

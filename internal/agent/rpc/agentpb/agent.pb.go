@@ -1815,8 +1815,18 @@ type ObserveDigestRequest struct {
 	// expect is the digest the controller expects (its intent's); with
 	// full, a state whose digest differs comes back whole (node_json), so
 	// that one round trip serves both cases.
-	Expect        string `protobuf:"bytes,2,opt,name=expect,proto3" json:"expect,omitempty"`
-	Full          bool   `protobuf:"varint,3,opt,name=full,proto3" json:"full,omitempty"`
+	Expect string `protobuf:"bytes,2,opt,name=expect,proto3" json:"expect,omitempty"`
+	Full   bool   `protobuf:"varint,3,opt,name=full,proto3" json:"full,omitempty"`
+	// kept asks the agent to observe against the intent it keeps
+	// (SetIntent) instead of want_json, which is then left empty, if and
+	// only if that intent's digest (nodestate.Digest(intent, intent)) is
+	// expect: a no-op apply whose inputs did not change since the last
+	// apply needs no plan (docs/scale.md, "Session 16"). An agent that
+	// keeps no intent, or another one, observes nothing and answers with
+	// kept false (its intent's digest, if any, in intent); an agent older
+	// than the field does not set kept in its reply either: the controller
+	// then plans and asks again as before. full is ignored with kept.
+	Kept          bool `protobuf:"varint,4,opt,name=kept,proto3" json:"kept,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1872,6 +1882,13 @@ func (x *ObserveDigestRequest) GetFull() bool {
 	return false
 }
 
+func (x *ObserveDigestRequest) GetKept() bool {
+	if x != nil {
+		return x.Kept
+	}
+	return false
+}
+
 type ObserveDigestReply struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// node is the node the agent serves; protocol as VersionReply's.
@@ -1892,7 +1909,10 @@ type ObserveDigestReply struct {
 	// (chains[].oam handed by the OAM service's Keep: oam.KeepSet.Digest),
 	// "" when unknown (a Keep that failed, an agent without the service):
 	// apply hands the set again only where it differs (docs/scale.md).
-	KeptOam       string `protobuf:"bytes,8,opt,name=kept_oam,json=keptOam,proto3" json:"kept_oam,omitempty"`
+	KeptOam string `protobuf:"bytes,8,opt,name=kept_oam,json=keptOam,proto3" json:"kept_oam,omitempty"`
+	// kept: the request asked for kept, the agent keeps an intent whose
+	// digest is expect, and state is the node observed against it.
+	Kept          bool `protobuf:"varint,9,opt,name=kept,proto3" json:"kept,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1981,6 +2001,13 @@ func (x *ObserveDigestReply) GetKeptOam() string {
 		return x.KeptOam
 	}
 	return ""
+}
+
+func (x *ObserveDigestReply) GetKept() bool {
+	if x != nil {
+		return x.Kept
+	}
+	return false
 }
 
 var File_segchain_agent_v1_agent_proto protoreflect.FileDescriptor
@@ -2082,11 +2109,12 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"\vMTUsRequest\x12\x12\n" +
 	"\x04dsts\x18\x01 \x03(\tR\x04dsts\"(\n" +
 	"\tMTUsReply\x12\x1b\n" +
-	"\tmtus_json\x18\x01 \x01(\fR\bmtusJson\"_\n" +
+	"\tmtus_json\x18\x01 \x01(\fR\bmtusJson\"s\n" +
 	"\x14ObserveDigestRequest\x12\x1b\n" +
 	"\twant_json\x18\x01 \x01(\fR\bwantJson\x12\x16\n" +
 	"\x06expect\x18\x02 \x01(\tR\x06expect\x12\x12\n" +
-	"\x04full\x18\x03 \x01(\bR\x04full\"\x8c\x02\n" +
+	"\x04full\x18\x03 \x01(\bR\x04full\x12\x12\n" +
+	"\x04kept\x18\x04 \x01(\bR\x04kept\"\xa0\x02\n" +
 	"\x12ObserveDigestReply\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\rR\bprotocol\x12\x14\n" +
@@ -2097,7 +2125,8 @@ const file_segchain_agent_v1_agent_proto_rawDesc = "" +
 	"unfinished\x12\x1b\n" +
 	"\tnode_json\x18\x06 \x01(\fR\bnodeJson\x12@\n" +
 	"\fhmac_secrets\x18\a \x03(\v2\x1d.segchain.agent.v1.HMACSecretR\vhmacSecrets\x12\x19\n" +
-	"\bkept_oam\x18\b \x01(\tR\akeptOam2\xf1\f\n" +
+	"\bkept_oam\x18\b \x01(\tR\akeptOam\x12\x12\n" +
+	"\x04kept\x18\t \x01(\bR\x04kept2\xf1\f\n" +
 	"\x05Agent\x12J\n" +
 	"\x06Health\x12 .segchain.agent.v1.HealthRequest\x1a\x1e.segchain.agent.v1.HealthReply\x12M\n" +
 	"\aVersion\x12!.segchain.agent.v1.VersionRequest\x1a\x1f.segchain.agent.v1.VersionReply\x12M\n" +

@@ -62,7 +62,7 @@ func (c *Client) JournalOnExecute(who string) { c.journalWho = who }
 // JournalOnExecute, Execute journals each op on the agent before it
 // runs it.
 func (c *Client) Caps() agent.Caps {
-	return agent.Caps{Features: c, Check: c, Boundary: c, Routes: c, MTU: c, Preflight: c, Intents: c, Digest: c, JournalsEachOp: c.journalWho != ""}
+	return agent.Caps{Features: c, Check: c, Boundary: c, Routes: c, MTU: c, Preflight: c, Intents: c, Digest: c, Kept: c, JournalsEachOp: c.journalWho != ""}
 }
 
 // Dial returns the client of node's agent at addr. With tlsConf nil the

@@ -24,9 +24,22 @@ func (c *Client) ObserveDigest(ctx context.Context, want *nodestate.Node, expect
 	if err != nil {
 		return agent.Digests{}, err
 	}
+	return c.observeDigest(ctx, &pb.ObserveDigestRequest{WantJson: b, Expect: expect, Full: full})
+}
+
+// ObserveKeptDigest implements agent.KeptDigester: ObserveDigest against
+// the intent the agent keeps, if its digest is expect, with no desired
+// state sent. An agent that does not know the request (older than
+// session 16) answers as to an empty want, without kept: Digests.Kept
+// false, which the caller takes as "plan and ask again".
+func (c *Client) ObserveKeptDigest(ctx context.Context, expect string) (agent.Digests, error) {
+	return c.observeDigest(ctx, &pb.ObserveDigestRequest{Expect: expect, Kept: true})
+}
+
+func (c *Client) observeDigest(ctx context.Context, req *pb.ObserveDigestRequest) (agent.Digests, error) {
 	ctx, cancel := c.call(ctx)
 	defer cancel()
-	r, err := c.rpc.ObserveDigest(ctx, &pb.ObserveDigestRequest{WantJson: b, Expect: expect, Full: full})
+	r, err := c.rpc.ObserveDigest(ctx, req)
 	if status.Code(err) == codes.Unimplemented {
 		return agent.Digests{}, fmt.Errorf("node %s: agent %s: observe digest: %w", c.node, c.addr, agent.ErrTooOld)
 	}
@@ -39,7 +52,7 @@ func (c *Client) ObserveDigest(ctx context.Context, want *nodestate.Node, expect
 	if r.Node != c.node {
 		return agent.Digests{}, fmt.Errorf("node %s: agent %s serves node %q", c.node, c.addr, r.Node)
 	}
-	d := agent.Digests{State: r.State, Intent: r.Intent, Unfinished: r.Unfinished, KeptOAM: r.KeptOam}
+	d := agent.Digests{State: r.State, Intent: r.Intent, Unfinished: r.Unfinished, KeptOAM: r.KeptOam, Kept: req.Kept && r.Kept}
 	if len(r.NodeJson) > 0 {
 		var got nodestate.Node
 		if err := json.Unmarshal(r.NodeJson, &got); err != nil {

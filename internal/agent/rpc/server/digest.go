@@ -28,30 +28,50 @@ type CachedObserver interface {
 // with the intent kept and the journal's state, so that a controller
 // whose intent matches fetches nothing more (docs/scale.md); the state
 // itself too when asked (full) and it differs from what is expected.
+//
+// With r.Kept (a no-op apply that did not plan: docs/scale.md, "Session
+// 16") the desired state is the intent the agent keeps, used only if its
+// digest is r.Expect; otherwise (no intent kept, or another) nothing is
+// observed and the reply says so (kept false), with the digest of the
+// intent kept, if any: the controller then plans and asks again.
 func (s *Server) ObserveDigest(ctx context.Context, r *pb.ObserveDigestRequest) (*pb.ObserveDigestReply, error) {
-	var want nodestate.Node
-	if err := decode("want", r.WantJson, &want); err != nil {
-		return nil, s.fail(ctx, "ObserveDigest", err)
-	}
-	want.Name = s.agent.Node()
-	observe := s.agent.Observe
-	if c, ok := s.agent.(CachedObserver); ok {
-		observe = c.ObserveCached
-	}
-	got, err := observe(ctx, nodestate.DigestWant(&want))
-	if err != nil {
-		return nil, s.fail(ctx, "ObserveDigest", err)
-	}
-	rep := &pb.ObserveDigestReply{Node: s.agent.Node(), Protocol: rpc.Protocol, State: nodestate.Digest(got, &want)}
-	if r.Full && rep.State != r.Expect {
-		if rep.NodeJson, err = encode("node", got); err != nil {
-			return nil, err
-		}
-		rep.HmacSecrets = rpc.KeySecrets(got.HMACKeys)
-	}
+	rep := &pb.ObserveDigestReply{Node: s.agent.Node(), Protocol: rpc.Protocol}
+	var kept *nodestate.Node
 	if ir, ok := s.intents.(IntentReader); ok {
-		if in := ir.Kept(); in != nil {
-			rep.Intent = s.intentDigest(in)
+		if kept = ir.Kept(); kept != nil {
+			rep.Intent = s.intentDigest(kept)
+		}
+	}
+	var want nodestate.Node
+	switch {
+	case r.Kept && (kept == nil || rep.Intent != r.Expect):
+		// Not the intent expected: nothing to observe against.
+	case r.Kept:
+		// What the digest depends on besides the kernel, as the
+		// controller's want_json would carry it (DigestWant).
+		want = *nodestate.DigestWant(kept)
+	default:
+		if err := decode("want", r.WantJson, &want); err != nil {
+			return nil, s.fail(ctx, "ObserveDigest", err)
+		}
+	}
+	if !r.Kept || rep.Intent == r.Expect && kept != nil {
+		want.Name = s.agent.Node()
+		observe := s.agent.Observe
+		if c, ok := s.agent.(CachedObserver); ok {
+			observe = c.ObserveCached
+		}
+		got, err := observe(ctx, nodestate.DigestWant(&want))
+		if err != nil {
+			return nil, s.fail(ctx, "ObserveDigest", err)
+		}
+		rep.State = nodestate.Digest(got, &want)
+		rep.Kept = r.Kept
+		if r.Full && !r.Kept && rep.State != r.Expect {
+			if rep.NodeJson, err = encode("node", got); err != nil {
+				return nil, err
+			}
+			rep.HmacSecrets = rpc.KeySecrets(got.HMACKeys)
 		}
 	}
 	if s.journal != nil {
