@@ -329,7 +329,7 @@ responder; docs/oam.md "Kept by apply"); destroy hands it nothing.`,
 			if f.output == "json" && res != nil && err == nil {
 				err = keepOAM(ctx, cmd.ErrOrStderr(), s, false)
 				if err == nil {
-					warnMTU(ctx, cmd.ErrOrStderr(), s)
+					warnMTU(ctx, cmd.ErrOrStderr(), s, res)
 				}
 			}
 			if f.output == "json" && res != nil {
@@ -355,7 +355,7 @@ responder; docs/oam.md "Kept by apply"); destroy hands it nothing.`,
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "applied %d change(s): %s\n", res.Changes(), summaryPast(res.Summary()))
 			}
-			warnMTU(ctx, cmd.ErrOrStderr(), s)
+			warnMTU(ctx, cmd.ErrOrStderr(), s, res)
 			return nil
 		},
 	}

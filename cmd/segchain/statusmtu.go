@@ -28,8 +28,13 @@ func printMTU(w io.Writer, st *controller.Status) {
 
 // warnMTU is apply's headroom check once the apply succeeded: each chain
 // that does not fit is a warning on w (never a failure), each headend
-// that could not say a note.
-func warnMTU(ctx context.Context, w io.Writer, s *session.Session) {
+// that could not say a note. A no-op apply that made no plan (docs/scale.md)
+// checks nothing: the apply that last changed the nodes warned, and status
+// checks every time.
+func warnMTU(ctx context.Context, w io.Writer, s *session.Session, res *controller.Result) {
+	if res == nil || res.NotPlanned || s.Controller() == nil {
+		return
+	}
 	warnings, notes := s.Controller().Headroom(ctx)
 	for _, m := range warnings {
 		fmt.Fprintf(w, "segchain: warning: %s\n", m)

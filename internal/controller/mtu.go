@@ -56,7 +56,13 @@ type headroomChain struct {
 // chain's first SID (agent.MTUReader). It never fails: a headend that
 // cannot say (an agent older than the MTUs RPC, an unreachable node) is
 // a note and its chains are not checked.
+//
+// A controller without a plan (a no-op apply that skipped planning,
+// internal/session) has no chains to check: nothing.
 func (c *Controller) Headroom(ctx context.Context) (warnings []MTUWarning, notes []string) {
+	if c.Plan == nil {
+		return nil, nil
+	}
 	byNode := map[string][]headroomChain{}
 	for _, ch := range c.Plan.Chains {
 		want := c.Plan.Nodes[ch.Ingress]

@@ -91,3 +91,12 @@ func TestHeadroomOldAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadroomNoPlan: a controller without a plan (a no-op apply that
+// made none) checks nothing and does not panic.
+func TestHeadroomNoPlan(t *testing.T) {
+	c := &Controller{}
+	if w, n := c.Headroom(context.Background()); w != nil || n != nil {
+		t.Errorf("no plan: %v %v", w, n)
+	}
+}
