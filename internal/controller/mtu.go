@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path"
 	"slices"
 	"sort"
 
@@ -147,13 +148,7 @@ func (c *Controller) headroomAt(node string, chains []headroomChain, m *nodestat
 		p := m.Paths[i]
 		in := hc.in
 		if in == nil {
-			// The hosts' side: the headend's links to nodes the chain
-			// does not cross, other than the way out.
-			for _, l := range c.Plan.Links {
-				if l.Node == node && !hc.cross[l.Peer] && l.Iface != p.Dev {
-					in = append(in, l.Iface)
-				}
-			}
+			in = c.hostSide(node, hc, p.Dev)
 		}
 		w := MTUWarning{Chain: hc.name, Node: node, Overhead: hc.overhead, Out: p.Dev, OutMTU: p.MTU, Limit: p.MTU - hc.overhead}
 		for _, i := range in {
@@ -166,4 +161,40 @@ func (c *Controller) headroomAt(node string, chains []headroomChain, m *nodestat
 		}
 	}
 	return out
+}
+
+// hostSide are the headend's interfaces a chain without iif takes its
+// packets from, other than the way out: its boundary interfaces (those
+// not facing another node of the domain: hosts, foreign uplinks), or,
+// with the boundary filter off, its links to nodes the chain does not
+// cross. An uplink to another SR node (a second spine) carries the
+// domain's own traffic, already within its MTU: counting it as an input
+// warned of every multi-homed headend.
+func (c *Controller) hostSide(node string, hc headroomChain, out string) []string {
+	var b *nodestate.Boundary
+	if want := c.Plan.Nodes[node]; want != nil {
+		b = want.Boundary
+	}
+	var in []string
+	for _, l := range c.Plan.Links {
+		if l.Node != node || l.Iface == out {
+			continue
+		}
+		if b != nil && trustedIface(b.Trusted, l.Iface) || b == nil && hc.cross[l.Peer] {
+			continue
+		}
+		in = append(in, l.Iface)
+	}
+	return in
+}
+
+// trustedIface: iface is one of the boundary's trusted interfaces (a name
+// or a glob such as s6svc*).
+func trustedIface(trusted []string, iface string) bool {
+	for _, t := range trusted {
+		if ok, _ := path.Match(t, iface); ok || t == iface {
+			return true
+		}
+	}
+	return false
 }

@@ -73,6 +73,38 @@ func TestHeadroom(t *testing.T) {
 	}
 }
 
+// TestHeadroomMultihomed: a headend with a second uplink to another node
+// of the domain (a second spine, MTU 9000 like the way out) takes no
+// chain input from it: its boundary filter trusts it, so no warning; the
+// host side still counts. (Before, every interface to a node the chain
+// does not cross was an input: each chain of a generated Clos lab, whose
+// leaves have several spines, was warned of.)
+func TestHeadroomMultihomed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		host int
+		want string
+	}{
+		{"fabric 9000", 1500, ""},
+		{"host side too large", 8960, "mtu: chain web at h: 8960 (eth-s) + 96 bytes of SRv6 headers > 9000 (eth-r1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := headroomPlan("")
+			p.Links = append(p.Links, plan.Link{Node: "h", Iface: "eth-r2", Peer: "r2"})
+			p.Nodes["h"].Boundary = &nodestate.Boundary{Trusted: []string{"eth-r1", "eth-r2", "s6svc*"}}
+			c, agents := newCtl(p)
+			agents["h"].With = agent.Caps{MTU: mtus(map[string]int{"eth-s": tc.host, "eth-r1": 9000, "eth-r2": 9000, "eth-x": 1500}, "eth-r1")}
+			warns, _ := c.Headroom(context.Background())
+			switch {
+			case tc.want == "" && len(warns) != 0:
+				t.Errorf("warnings %v, want none", warns)
+			case tc.want != "" && (len(warns) != 1 || !strings.HasPrefix(warns[0].String(), tc.want)):
+				t.Errorf("warnings %v, want one: %s", warns, tc.want)
+			}
+		})
+	}
+}
+
 // TestHeadroomOldAgent: an agent without the MTUs RPC (ErrTooOld, or no
 // capability) is a note, not a warning nor an error; Status carries it.
 func TestHeadroomOldAgent(t *testing.T) {
