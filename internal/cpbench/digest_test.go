@@ -114,7 +114,25 @@ func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
 
 	// Drift by hand: a leaf loses one of its summary routes.
 	leaf := "l1"
-	var lost string
+	lost, restored := loseSummaryRoute(t, p, l, leaf)
+	full, _, changed, executed = apply("apply after drift")
+	if full != 1 || fmt.Sprint(changed) != "["+leaf+"]" || len(executed) != 1 || executed[leaf] == 0 {
+		t.Fatalf("apply after %s lost %s: %d node(s) observed in full (want 1), changed %v, executed on %v (want %s alone)",
+			leaf, lost, full, changed, executed, leaf)
+	}
+	if !restored() {
+		t.Fatalf("%s's route %s not restored", leaf, lost)
+	}
+	if full, _, changed, executed = apply("no-op apply after repair"); full != 0 || len(changed) != 0 || len(executed) != 0 {
+		t.Fatalf("no-op apply after the repair: %d observed in full, changed %v, executed on %v", full, changed, executed)
+	}
+}
+
+// loseSummaryRoute deletes one of leaf's summary routes (a /16 of its
+// plan, not SRv6) by hand with iproute2: drift of the kernel's state.
+// restored says whether it is back.
+func loseSummaryRoute(t *testing.T, p *plan.Plan, l *lab.Lab, leaf string) (lost string, restored func() bool) {
+	t.Helper()
 	for _, r := range p.Nodes[leaf].Routes {
 		if r.Seg6 == nil && r.Seg6Local == nil && r.Dst.Bits() == 16 {
 			lost = r.Dst.String()
@@ -133,17 +151,7 @@ func TestPrivilegedDigestsObserveOnlyDrift(t *testing.T) {
 		return string(out)
 	}
 	ip("del", lost)
-	full, _, changed, executed = apply("apply after drift")
-	if full != 1 || fmt.Sprint(changed) != "["+leaf+"]" || len(executed) != 1 || executed[leaf] == 0 {
-		t.Fatalf("apply after %s lost %s: %d node(s) observed in full (want 1), changed %v, executed on %v (want %s alone)",
-			leaf, lost, full, changed, executed, leaf)
-	}
-	if !strings.Contains(ip("show", lost), lost) {
-		t.Fatalf("%s's route %s not restored", leaf, lost)
-	}
-	if full, _, changed, executed = apply("no-op apply after repair"); full != 0 || len(changed) != 0 || len(executed) != 0 {
-		t.Fatalf("no-op apply after the repair: %d observed in full, changed %v, executed on %v", full, changed, executed)
-	}
+	return lost, func() bool { return strings.Contains(ip("show", lost), lost) }
 }
 
 // realAgents serves each node of p in lab l by a real agent server over

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/segchain/segchain/internal/config"
@@ -90,30 +88,12 @@ func TestPrivilegedNoOpWithoutPlan(t *testing.T) {
 
 	// Drift of the kernel's state: a leaf loses one of its summary routes.
 	leaf := "l1"
-	var lost string
-	for _, r := range p.Nodes[leaf].Routes {
-		if r.Seg6 == nil && r.Seg6Local == nil && r.Dst.Bits() == 16 {
-			lost = r.Dst.String()
-			break
-		}
-	}
-	if lost == "" {
-		t.Fatalf("%s has no summary route", leaf)
-	}
-	ns, _ := l.Netns(leaf)
-	ip := func(args ...string) string {
-		out, err := exec.Command("ip", append([]string{"-n", ns, "-6", "route"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip route %v: %v: %s", args, err, out)
-		}
-		return string(out)
-	}
-	ip("del", lost)
+	lost, restored := loseSummaryRoute(t, p, l, leaf)
 	if o := apply("apply after drift"); o.notPlanned || o.full != 1 || fmt.Sprint(o.changed) != "["+leaf+"]" || len(o.executed) != 1 || o.executed[leaf] == 0 {
 		t.Fatalf("apply after %s lost %s: not planned %v (want false), %d node(s) observed in full (want 1), changed %v, executed on %v (want %s alone)",
 			leaf, lost, o.notPlanned, o.full, o.changed, o.executed, leaf)
 	}
-	if !strings.Contains(ip("show", lost), lost) {
+	if !restored() {
 		t.Fatalf("%s's route %s not restored", leaf, lost)
 	}
 	noOp("no-op apply after the repair")

@@ -109,10 +109,10 @@ pkts = [Ether(dst=%q)/IPv6(src="fc00:1a::a", dst="fc00:4d::d", hlim=64)/UDP(spor
 sendp(pkts, iface="eth-ingress", inter=0.05, verbose=False)
 `, mac, web.Limit)
 	cd := testutil.StartInboundCapture(t, d, "eth-egress", "udp and dst port 7000", 0)
-	before := snmp6(t, ing)
+	before := testutil.SNMP6(t, ing)
 	testutil.RunScapyIn(t, s, script)
 	atD := cd.Wait(2 * time.Second)
-	after := snmp6(t, ing)
+	after := testutil.SNMP6(t, ing)
 	var lens []int
 	for _, p := range testutil.Tshark(t, atD, "ipv6.plen") {
 		n, _ := strconv.Atoi(p.First("ipv6.plen"))
@@ -138,16 +138,4 @@ func TestMTUHeadroomAgents(t *testing.T) {
 	if out := e.Must("status", "-f", domainFile, "--lab", e.Name); !strings.Contains(out, webLine+"\n") {
 		t.Fatalf("status does not say\n%s\n---\n%s", webLine, out)
 	}
-}
-
-// snmp6 is a namespace's /proc/net/snmp6.
-func snmp6(t *testing.T, ns string) map[string]int {
-	t.Helper()
-	out := map[string]int{}
-	for _, l := range strings.Split(testutil.Exec(t, ns, "cat", "/proc/net/snmp6"), "\n") {
-		if f := strings.Fields(l); len(f) == 2 {
-			out[f[0]], _ = strconv.Atoi(f[1])
-		}
-	}
-	return out
 }

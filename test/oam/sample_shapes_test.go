@@ -27,18 +27,6 @@ func linkMTU(t *testing.T, ns, iface string) int {
 	return n
 }
 
-// snmp6 is ns's IPv6 MIB counters (/proc/net/snmp6: the kernel's own).
-func snmp6(t *testing.T, ns string) map[string]int {
-	t.Helper()
-	out := map[string]int{}
-	for _, l := range strings.Split(testutil.Exec(t, ns, "cat", "/proc/net/snmp6"), "\n") {
-		if f := strings.Fields(l); len(f) == 2 {
-			out[f[0]], _ = strconv.Atoi(f[1])
-		}
-	}
-	return out
-}
-
 // seqOf is the sequence number the scapy senders put first in the UDP
 // payload (tshark's data.data, hex).
 func seqOf(p testutil.Packet) int {
@@ -97,12 +85,12 @@ sendp(pkts, iface="eth-ingress", inter=0.002, verbose=False)
 		cr1 := testutil.StartInboundCapture(t, r1, "eth-ingress", "ip6[6] == 43 and ip6[40+2] == 4", 0)
 		cd := testutil.StartInboundCapture(t, d, "eth-egress", "udp and dst port 7000", n)
 		cs := testutil.StartInboundCapture(t, s, "eth-ingress", "icmp6 and ip6[40] == 2", 0)
-		before = snmp6(t, ing)
+		before = testutil.SNMP6(t, ing)
 		testutil.RunScapyIn(t, s, script)
 		atD = cd.Wait(10 * time.Second)
 		// What else would come has come: d has its last datagram.
 		atR1, atS = cr1.Wait(time.Second), cs.Wait(time.Second)
-		after = snmp6(t, ing)
+		after = testutil.SNMP6(t, ing)
 	})
 
 	// r1: the 10 that fit, exactly the MTU, 5 O-flagged.
