@@ -17,14 +17,25 @@ import (
 // Load reads, defaults and validates the domain file at path. Problems in
 // the file are returned as an ErrorList.
 func Load(path string) (*Domain, error) {
+	d, _, err := LoadSource(path)
+	return d, err
+}
+
+// LoadSource is Load with the bytes it parsed (apply's input digest
+// hashes exactly what was planned).
+func LoadSource(path string) (*Domain, []byte, error) {
 	if err := statSize(path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("load domain: %w", err)
+		return nil, nil, fmt.Errorf("load domain: %w", err)
 	}
-	return Parse(data, filepath.Dir(path))
+	d, err := Parse(data, filepath.Dir(path))
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, data, nil
 }
 
 // Parse decodes a domain file strictly, applies the defaults and validates

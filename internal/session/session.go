@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -486,15 +485,7 @@ func loadDomainSource(path string) (*config.Domain, *domainSource, error) {
 		d, err := config.Parse(examples.Default, ".")
 		return d, &domainSource{data: examples.Default}, err
 	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() > config.MaxFileSize {
-		_, err := config.Load(path) // refused before it is read
-		return nil, nil, config.InFile(path, err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, config.InFile(path, fmt.Errorf("load domain: %w", err))
-	}
-	d, err := config.Parse(data, filepath.Dir(path))
+	d, data, err := config.LoadSource(path)
 	if err != nil {
 		return nil, nil, config.InFile(path, err)
 	}
