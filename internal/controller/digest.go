@@ -93,15 +93,21 @@ func (c *Controller) digestAll(ctx context.Context, names []string, full bool) *
 			d.m[n] = g
 			d.mu.Unlock()
 		}
-		c.statsMu.Lock()
-		if c.keptOAM == nil {
-			c.keptOAM = map[string]string{}
-		}
-		c.keptOAM[n] = g.KeptOAM // "" on an error: unknown
-		c.statsMu.Unlock()
+		c.noteKeptOAM(n, g.KeptOAM)
 		return nil
 	})
 	return d
+}
+
+// noteKeptOAM records the digest of the OAM set node n's agent keeps, as
+// it answered a digest request ("" on an error: unknown).
+func (c *Controller) noteKeptOAM(n, dg string) {
+	c.statsMu.Lock()
+	defer c.statsMu.Unlock()
+	if c.keptOAM == nil {
+		c.keptOAM = map[string]string{}
+	}
+	c.keptOAM[n] = dg
 }
 
 // KeptOAM is the digest of the OAM set node n's agent said it keeps when
@@ -161,12 +167,11 @@ func (c *Controller) Unchanged(ctx context.Context) (bool, []Diff) {
 // observe against the intent it keeps if that intent's digest is the one
 // expected. True when every one did, its state's digest is that too and
 // its journal has nothing unfinished: an apply would change nothing, and
-// hand nothing. False at the first doubt (drift: some agent answered
-// against the intent expected and its node differs from it, or has an
-// unfinished journal) — an agent without the
+// hand nothing. False at the first doubt — an agent without the
 // capability (in-process, older), unreachable, keeping no intent or
-// another, drift, an unfinished journal — and the caller then plans and
-// applies as ever. It takes no lock or lease and needs no Plan (the
+// another, an unfinished journal, drift — and the caller then plans and
+// applies as ever; drift says that an agent answered against the intent
+// expected and its node differs from it (or its journal is unfinished). It takes no lock or lease and needs no Plan (the
 // Agents of every node of expect); Diffs are the nodes' empty diffs.
 func (c *Controller) KeptUnchanged(ctx context.Context, expect map[string]string) (ok, drift bool, diffs []Diff) {
 	names := make([]string, 0, len(expect))
@@ -183,12 +188,7 @@ func (c *Controller) KeptUnchanged(ctx context.Context, expect map[string]string
 	defer cancel()
 	c.each(ctx, names, func(ctx context.Context, _ int, n string) error {
 		g, err := c.Agents[n].Caps().Kept.ObserveKeptDigest(ctx, expect[n])
-		c.statsMu.Lock()
-		if c.keptOAM == nil {
-			c.keptOAM = map[string]string{}
-		}
-		c.keptOAM[n] = g.KeptOAM // "" on an error: unknown
-		c.statsMu.Unlock()
+		c.noteKeptOAM(n, g.KeptOAM)
 		if err != nil || !g.Kept || g.Unfinished || g.State != expect[n] || g.Intent != expect[n] {
 			mu.Lock()
 			ok = false
