@@ -42,20 +42,17 @@ func (s *Server) ObserveDigest(ctx context.Context, r *pb.ObserveDigestRequest) 
 			rep.Intent = s.intentDigest(kept)
 		}
 	}
-	var want nodestate.Node
-	switch {
-	case r.Kept && (kept == nil || rep.Intent != r.Expect):
-		// Not the intent expected: nothing to observe against.
-	case r.Kept:
-		// What the digest depends on besides the kernel, as the
-		// controller's want_json would carry it (DigestWant).
-		want = *nodestate.DigestWant(kept)
-	default:
-		if err := decode("want", r.WantJson, &want); err != nil {
+	// With r.Kept, an intent kept that is not the one expected leaves
+	// nothing to observe against.
+	if !r.Kept || kept != nil && rep.Intent == r.Expect {
+		var want nodestate.Node
+		if r.Kept {
+			// What the digest depends on besides the kernel, as the
+			// controller's want_json would carry it (DigestWant).
+			want = *nodestate.DigestWant(kept)
+		} else if err := decode("want", r.WantJson, &want); err != nil {
 			return nil, s.fail(ctx, "ObserveDigest", err)
 		}
-	}
-	if !r.Kept || rep.Intent == r.Expect && kept != nil {
 		want.Name = s.agent.Node()
 		observe := s.agent.Observe
 		if c, ok := s.agent.(CachedObserver); ok {
