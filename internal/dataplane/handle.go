@@ -85,8 +85,9 @@ func (h *Handle) request(msgType, flags int) *nl.NetlinkRequest {
 	return req
 }
 
-// linkIndex resolves an interface name inside the namespace.
-func (h *Handle) linkIndex(name string) (int, error) {
+// LinkIndex resolves an interface name inside the namespace (cached for
+// the handle's life: ForgetLinks).
+func (h *Handle) LinkIndex(name string) (int, error) {
 	if i, ok := h.links[name]; ok {
 		return i, nil
 	}

@@ -441,7 +441,7 @@ func (h *Handle) writeRouteFd(msgType, flags int, r nodestate.Route, proto int, 
 		}
 	}
 	if dev != "" {
-		idx, err := h.linkIndex(dev)
+		idx, err := h.LinkIndex(dev)
 		if err != nil {
 			return err
 		}
@@ -464,12 +464,12 @@ func (h *Handle) writeRouteFd(msgType, flags int, r nodestate.Route, proto int, 
 		le := &Seg6LocalEncap{Seg6Local: *r.Seg6Local}
 		var err error
 		if le.Iif != "" {
-			if le.IifIndex, err = h.linkIndex(le.Iif); err != nil {
+			if le.IifIndex, err = h.LinkIndex(le.Iif); err != nil {
 				return err
 			}
 		}
 		if le.Oif != "" {
-			if le.OifIndex, err = h.linkIndex(le.Oif); err != nil {
+			if le.OifIndex, err = h.LinkIndex(le.Oif); err != nil {
 				return err
 			}
 		}

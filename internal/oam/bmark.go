@@ -3,7 +3,6 @@ package oam
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"sort"
@@ -18,7 +17,6 @@ import (
 	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/dataplane"
 	"github.com/segchain/segchain/internal/nodestate"
-	"github.com/segchain/segchain/internal/nsutil"
 )
 
 // Marking in the boundary filter (docs/oam.md "O-flag sampling"): the
@@ -209,7 +207,7 @@ func sameKeys[V any](a, b map[string]V) bool {
 // and the rules into their tables (the chain's selectors), and returns
 // what marking them in slot at rate holds. An error wrapping errFallback:
 // the filter cannot mark this chain.
-func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, ifs []int) (markState, error) {
+func desired(h *dataplane.Handle, key ChainKey, rate, slot uint32, ifs []int) (markState, error) {
 	var w markState
 	routes, err := h.Routes()
 	if err != nil {
@@ -244,19 +242,14 @@ func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, if
 			continue
 		}
 		mark := sampleMark(slot, r.Table)
-		c := boundary.SampleSel{Family: r.Family, Src: r.Src, Dst: r.Dst, Proto: r.IPProto,
-			Sport: ports(r.Sport), Dport: ports(r.Dport), Slot: slot, Rate: rate,
-			Mark: mark, IDOff: tables[r.Table], Prio: uint32(r.Priority)}
-		if r.Iif != "" {
-			ix, err := ifindex(ns, r.Iif)
-			if err != nil {
-				return w, err
-			}
-			if !slices.Contains(ifs, ix) {
-				return w, fmt.Errorf("%w: no boundary filter on %s, the chain's iif", errFallback, r.Iif)
-			}
-			c.Ifindex = ix
+		c, err := selectorOf(h, r, slot, mark)
+		if err != nil {
+			return w, err
 		}
+		if c.Ifindex != 0 && !slices.Contains(ifs, c.Ifindex) {
+			return w, fmt.Errorf("%w: no boundary filter on %s, the chain's iif", errFallback, r.Iif)
+		}
+		c.Rate, c.IDOff = rate, tables[r.Table]
 		w.sels = append(w.sels, c)
 		o := r
 		o.Priority-- // before the chain's own, as pools' rules (mine.Priority above: the chain's own)
@@ -305,12 +298,9 @@ func desired(h *dataplane.Handle, ns string, key ChainKey, rate, slot uint32, if
 		}
 		for _, mine := range w.rules {
 			if r.Priority <= mine.Priority && rulesOverlap(r, mine) {
-				c := boundary.SampleSel{Family: r.Family, Src: r.Src, Dst: r.Dst, Proto: r.IPProto,
-					Sport: ports(r.Sport), Dport: ports(r.Dport), Slot: boundary.SkipSlot, Mark: slot, Prio: uint32(r.Priority)}
-				if r.Iif != "" {
-					if c.Ifindex, err = ifindex(ns, r.Iif); err != nil {
-						return w, err
-					}
+				c, err := selectorOf(h, r, boundary.SkipSlot, slot)
+				if err != nil {
+					return w, err
 				}
 				w.sels = append(w.sels, c)
 				break
@@ -348,7 +338,7 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 	}
 	defer h.Close()
 	// Before the filter: a chain it cannot mark falls back at once.
-	if _, err := desired(h, ns, key, rate, 0, nil); err != nil && errors.Is(err, errFallback) && !strings.Contains(err.Error(), "iif") {
+	if _, err := desired(h, key, rate, 0, nil); err != nil && errors.Is(err, errFallback) && !strings.Contains(err.Error(), "iif") {
 		return nil, err
 	}
 
@@ -434,7 +424,7 @@ func startBoundaryMarker(ns string, key ChainKey, rate uint32, onMark func(bound
 	bn.mu.Lock()
 	bn.kicks[m.slot] = m.kick
 	bn.mu.Unlock()
-	w, err := desired(h, ns, key, rate, m.slot, bn.ifs)
+	w, err := desired(h, key, rate, m.slot, bn.ifs)
 	if err != nil {
 		bn.mu.Lock()
 		delete(bn.kicks, m.slot)
@@ -595,7 +585,7 @@ func (m *boundaryMarker) resync() error {
 		return nil
 	}
 	bn.resyncs.Add(1)
-	w, err := desired(h, m.ns, m.key, m.rate, m.slot, bn.ifs)
+	w, err := desired(h, m.key, m.rate, m.slot, bn.ifs)
 	if err != nil || w.same(m.cur) {
 		return err // the chain gone: its copies stay until the sampler stops
 	}
@@ -622,15 +612,19 @@ func ports(p nodestate.PortRange) [2]uint16 {
 	return [2]uint16{from, to}
 }
 
-func ifindex(ns, name string) (ix int, err error) {
-	err = nsutil.Do(ns, func() error {
-		i, err := net.InterfaceByName(name)
-		if err == nil {
-			ix = i.Index
+// selectorOf is the filter's selector of rule r (its iif resolved in h's
+// namespace) for slot, with mark.
+func selectorOf(h *dataplane.Handle, r nodestate.Rule, slot, mark uint32) (boundary.SampleSel, error) {
+	c := boundary.SampleSel{Family: r.Family, Src: r.Src, Dst: r.Dst, Proto: r.IPProto,
+		Sport: ports(r.Sport), Dport: ports(r.Dport), Slot: slot, Mark: mark, Prio: uint32(r.Priority)}
+	if r.Iif != "" {
+		ix, err := h.LinkIndex(r.Iif)
+		if err != nil {
+			return c, err
 		}
-		return err
-	})
-	return ix, err
+		c.Ifindex = ix
+	}
+	return c, nil
 }
 
 // undo removes the rules and routes m holds (what a failed install
