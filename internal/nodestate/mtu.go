@@ -1,6 +1,10 @@
 package nodestate
 
-import "net/netip"
+import (
+	"net/netip"
+
+	"github.com/segchain/segchain/internal/csid"
+)
 
 // MTUs is what a node says of the sizes it forwards: every interface's
 // MTU and, for each destination asked, the route the kernel would take
@@ -34,21 +38,19 @@ type PathMTU struct {
 // sign); H.Insert holds the packet's own destination as well.
 func (e *Seg6Encap) Overhead() int {
 	n := len(e.Segs)
-	hmac := e.HMACKeyID != 0
-	var outer, entries int
+	var size int
 	switch e.Mode {
 	case "inline":
-		entries = n + 1
+		size = 8 + 16*(n+1)
 	case "encap.red", "l2encap.red":
-		outer, entries = 40, n-1
+		size = csid.HeaderBytes(n, true)
 	default: // encap, l2encap
-		outer, entries = 40, n
+		size = csid.HeaderBytes(n, false)
 	}
-	size := outer
-	if entries > 0 || hmac {
-		size += 8 + 16*max(entries, 0)
-	}
-	if hmac {
+	if e.HMACKeyID != 0 {
+		if size == 40 { // reduced to no SRH: signing keeps one
+			size += 8
+		}
 		size += 40
 	}
 	if e.Mode == "l2encap" || e.Mode == "l2encap.red" {
