@@ -75,18 +75,28 @@ func goldenFormat(t *testing.T, suffix, sid string) {
 
 // TestF3216Refusals: what f3216 cannot do is refused with the field path.
 func TestF3216Refusals(t *testing.T) {
-	base, err := os.ReadFile("../../examples/default.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct{ name, sid, edit, want string }{
+	sidRefusals(t, []sidRefusal{
 		{"bgp", "{format: f3216}", "routing:\n  mode: bgp\n", "routing.mode"},
 		{"unknown format", "{format: f6464}", "", "sid.format"},
 		{"block length", "{format: f3216, block: \"fcbb:bb00::/48\"}", "", "sid.block"},
 		{"block overlap", "{format: f3216, block: \"fc00:4d::/32\"}", "", "overlaps the uSID block"},
 		{"block without f3216", "{block: \"fcbb:bb00::/32\"}", "", "sid.block"},
 		{"node id", "{format: f3216}", "", "nodes.nfv1.id"},
-	} {
+	})
+}
+
+// sidRefusal is a sid: block (and an edit of the default domain's
+// routing block) that config must refuse with an error containing want;
+// the case named "node id" also gives nfv1 the id 300.
+type sidRefusal struct{ name, sid, edit, want string }
+
+// sidRefusals parses examples/default.yaml with each case's sid block.
+func sidRefusals(t *testing.T, cases []sidRefusal) {
+	base, err := os.ReadFile("../../examples/default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			y := strings.Replace(string(base), "name: default", "name: default\nsid: "+tc.sid, 1)
 			if tc.edit != "" {
@@ -97,7 +107,7 @@ func TestF3216Refusals(t *testing.T) {
 			}
 			_, err := config.Parse([]byte(y), "../../examples")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want one naming %q", err, tc.want)
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
 	}

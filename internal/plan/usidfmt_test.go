@@ -25,11 +25,7 @@ func TestGoldenF4816(t *testing.T) { goldenFormat(t, "f4816", f4816SID) }
 // TestUSIDFormatRefusals: what the general formats cannot take is refused
 // with the field path and the reason.
 func TestUSIDFormatRefusals(t *testing.T) {
-	base, err := os.ReadFile("../../examples/default.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct{ name, sid, edit, want string }{
+	sidRefusals(t, []sidRefusal{
 		{"f4816 without block", "{format: f4816}", "", "sid.block (line 38:6): sid.format f4816 needs a block"},
 		{"csid without block", "{format: csid}", "", "sid.block (line 38:6): sid.format csid needs a block"},
 		{"f4816 with a /32", `{format: f4816, block: "fcbb:bb00::/32"}`, "", "f4816 wants a /48 block"},
@@ -45,21 +41,7 @@ func TestUSIDFormatRefusals(t *testing.T) {
 		{"block overlaps a link", `{format: f4816, block: "fc00:1a::/48"}`, "", "links[0].ipv6"},
 		{"node id", `{format: f4816, block: "2001:db8:aa::/48"}`, "", "nodes.nfv1.id (line 44:32): id 300: sid.format f4816 gives node ID the uN uSID ID<<8"},
 		{"bgp", `{format: f4816, block: "2001:db8:aa::/48"}`, "routing:\n  mode: bgp\n", "routing.mode"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			y := strings.Replace(string(base), "name: default", "name: default\nsid: "+tc.sid, 1)
-			if tc.edit != "" {
-				y = strings.Replace(y, "routing:\n  mode: static\n", tc.edit, 1)
-			}
-			if tc.name == "node id" {
-				y = strings.Replace(y, "nfv1:    {role: nfv,     id: 2,", "nfv1:    {role: nfv,     id: 300,", 1)
-			}
-			_, err := config.Parse([]byte(y), "../../examples")
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want one containing %q", err, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // TestUSIDFormatPack: the container holds (128 − LBL) / 16 uSIDs (5 in
