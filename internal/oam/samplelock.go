@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -255,8 +254,8 @@ func netnsReachable(ino uint64) bool {
 				return true
 			}
 		}
-		var mnt syscall.Stat_t
-		if syscall.Stat(filepath.Join(dir, "ns", "mnt"), &mnt) != nil || mnts[mnt.Ino] {
+		var mnt unix.Stat_t
+		if unix.Stat(filepath.Join(dir, "ns", "mnt"), &mnt) != nil || mnts[mnt.Ino] {
 			continue
 		}
 		mnts[mnt.Ino] = true
