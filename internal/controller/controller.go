@@ -383,10 +383,11 @@ type Status struct {
 	// Faults are the broken eBPF objects observed per node (detached
 	// programs, missing or foreign link pins, bad maps, orphans).
 	Faults map[string][]string `json:"faults,omitempty"`
-	// MTU are the chains whose hosts' full-size packets do not fit their
-	// headend's way out once encapsulated (Headroom; docs/deploy.md,
-	// "MTU"): a warning, not drift. MTUNotes are the headends it could
-	// not check (an agent older than the MTUs RPC).
+	// MTU are the chains whose hosts' full-size packets do not fit once
+	// encapsulated, at the headend's way out or a later node's on the
+	// traced path (Headroom; docs/deploy.md, "MTU"): a warning, not
+	// drift. MTUNotes are the nodes it could not check (an agent older
+	// than the MTUs RPC).
 	MTU      []MTUWarning `json:"mtu,omitempty"`
 	MTUNotes []string     `json:"mtu_notes,omitempty"`
 }
@@ -497,7 +498,11 @@ func (c *Controller) Status(ctx context.Context) *Status {
 		st.Chains = append(st.Chains, ChainStatus{Chain: ch, Path: tr.Chain(ch.Ingress, ch.Hops),
 			State: chainState(ch.Nodes, state, broken[ch.Name])})
 	}
-	st.MTU, st.MTUNotes = c.Headroom(ctx)
+	paths := map[string][]chainpath.Segment{}
+	for _, cs := range st.Chains {
+		paths[cs.Chain.Name] = cs.Path
+	}
+	st.MTU, st.MTUNotes = c.Headroom(ctx, paths)
 	return st
 }
 

@@ -18,6 +18,20 @@ type MTUs struct {
 	Paths []PathMTU `json:"paths,omitempty"`
 }
 
+// Path is the answer for dst when its route was found and has an MTU
+// (none from a nil MTUs: a node that did not answer).
+func (m *MTUs) Path(dst netip.Addr) (PathMTU, bool) {
+	if m == nil {
+		return PathMTU{}, false
+	}
+	for _, p := range m.Paths {
+		if p.Dst == dst {
+			return p, p.Dev != "" && p.MTU != 0
+		}
+	}
+	return PathMTU{}, false
+}
+
 // PathMTU is the route lookup of one destination.
 type PathMTU struct {
 	Dst netip.Addr `json:"dst"`
