@@ -31,6 +31,18 @@ func headroomPlan(iif string) *plan.Plan {
 	}
 }
 
+// wantWarning: no warning when want is "", else exactly one starting
+// with want.
+func wantWarning(t *testing.T, warns []MTUWarning, want string) {
+	t.Helper()
+	switch {
+	case want == "" && len(warns) != 0:
+		t.Errorf("warnings %v, want none", warns)
+	case want != "" && (len(warns) != 1 || !strings.HasPrefix(warns[0].String(), want)):
+		t.Errorf("warnings %v, want one: %s", warns, want)
+	}
+}
+
 func mtus(links map[string]int, dev string) agenttest.MTUFunc {
 	return func(_ context.Context, dsts []netip.Addr) (*nodestate.MTUs, error) {
 		m := &nodestate.MTUs{Links: links}
@@ -66,12 +78,7 @@ func TestHeadroom(t *testing.T) {
 			if len(notes) != 0 {
 				t.Errorf("notes %v", notes)
 			}
-			switch {
-			case tc.want == "" && len(warns) != 0:
-				t.Errorf("warnings %v, want none", warns)
-			case tc.want != "" && (len(warns) != 1 || !strings.HasPrefix(warns[0].String(), tc.want)):
-				t.Errorf("warnings %v, want one: %s", warns, tc.want)
-			}
+			wantWarning(t, warns, tc.want)
 		})
 	}
 }
@@ -98,12 +105,7 @@ func TestHeadroomMultihomed(t *testing.T) {
 			c, agents := newCtl(p)
 			agents["h"].With = agent.Caps{MTU: mtus(map[string]int{"eth-s": tc.host, "eth-r1": 9000, "eth-r2": 9000, "eth-x": 1500}, "eth-r1")}
 			warns, _ := c.Headroom(context.Background(), nil)
-			switch {
-			case tc.want == "" && len(warns) != 0:
-				t.Errorf("warnings %v, want none", warns)
-			case tc.want != "" && (len(warns) != 1 || !strings.HasPrefix(warns[0].String(), tc.want)):
-				t.Errorf("warnings %v, want one: %s", warns, tc.want)
-			}
+			wantWarning(t, warns, tc.want)
 		})
 	}
 }
@@ -206,12 +208,7 @@ func TestHeadroomSegments(t *testing.T) {
 			if len(notes) != 0 {
 				t.Errorf("notes %v", notes)
 			}
-			switch {
-			case tc.want == "" && len(warns) != 0:
-				t.Errorf("warnings %v, want none", warns)
-			case tc.want != "" && (len(warns) != 1 || !strings.HasPrefix(warns[0].String(), tc.want)):
-				t.Errorf("warnings %v, want one: %s", warns, tc.want)
-			}
+			wantWarning(t, warns, tc.want)
 			slices.Sort(asked)
 			if !slices.Equal(asked, tc.asked) {
 				t.Errorf("asked %v, want %v", asked, tc.asked)
