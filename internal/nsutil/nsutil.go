@@ -64,6 +64,38 @@ func Do(name string, fn func() error) error {
 	return fnErr
 }
 
+// Pin runs fn on a goroutine of its own whose OS thread enters namespace
+// name and never leaves it: the thread stays locked to that goroutine
+// until fn returns, and the runtime then discards it (a goroutine that
+// exits locked takes its thread with it), so no thread of the process is
+// ever reused in the wrong namespace. It is for work that must run inside
+// a namespace for as long as it runs, such as a GoBGP server's loop, which
+// opens its listener on its own goroutine (internal/bgp). Pin returns once
+// the thread is in the namespace, or why it could not enter it (fn then
+// does not run). The namespace lives at least as long as fn runs.
+func Pin(name string, fn func()) error {
+	if name == "" {
+		return errors.New("pin to a namespace: no namespace named")
+	}
+	target, err := netns.GetFromPath(Path(name))
+	if err != nil {
+		return fmt.Errorf("open netns %s: %w", name, err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: see above
+		err := netns.Set(target)
+		target.Close()
+		if err != nil {
+			errc <- fmt.Errorf("enter netns %s: %w", name, err)
+			return
+		}
+		errc <- nil
+		fn()
+	}()
+	return <-errc
+}
+
 // Create makes a new named namespace (like `ip netns add`) without
 // switching the caller's namespace.
 //

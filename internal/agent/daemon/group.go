@@ -17,6 +17,7 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/rpc/server"
+	"github.com/segchain/segchain/internal/bgp"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pki"
 )
@@ -42,9 +43,15 @@ and intent (under its state_dir), and its routing state kept from the
 kernel's events, exactly as 'segchain agent' serves one node. What a
 controller sees of a node is the same; the process is shared.
 
-What the group does not do, unlike 'segchain agent': BGP (a speaker needs
-the whole process inside the node's namespace: a BGP intent is refused as
-"no BGP speaker"), --reconcile, --metrics, pool health checks. Listeners
+Under routing: bgp each node has its own GoBGP speaker, whose listener
+and sessions live in the node's namespace (its loop runs on a thread
+pinned there). It never dials (GoBGP dials from threads of its own): its
+neighbours must be FRR routers, which dial, as in a Clos fabric; a link
+to another GoBGP speaker (a line of agents) is refused at apply's
+preflight with the reason, and needs 'segchain agent'.
+
+What the group does not do, unlike 'segchain agent': --reconcile,
+--metrics (BFD and BGP included), pool health checks. The gRPC listeners
 are opened in the group's own namespace (the host's), not the node's:
 port 0 takes any free port, and --ready FILE receives {"NODE": "ADDR"}
 once every node is served.
@@ -157,9 +164,10 @@ func runGroup(ctx context.Context, f groupFlags, bv Build, stderr io.Writer) err
 	return errors.Join(errs...)
 }
 
-// groupNode sets up one node of a group as runAgent does (without BGP,
-// reconcile, metrics and pool health checks) and returns its serve loop
-// and listening address.
+// groupNode sets up one node of a group as runAgent does (without
+// reconcile, metrics and pool health checks; its BGP speaker shares the
+// process: bgp.NewShared) and returns its serve loop and listening
+// address.
 func groupNode(ctx context.Context, n agent.GroupNode, f groupFlags, bv Build, log *slog.Logger) (func() error, string, error) {
 	if !nsutil.Exists(n.Netns) {
 		return nil, "", fmt.Errorf("no network namespace %q", n.Netns)
@@ -175,13 +183,21 @@ func groupNode(ctx context.Context, n agent.GroupNode, f groupFlags, bv Build, l
 	if err != nil {
 		return nil, "", err
 	}
-	l, intents, err := nodeLocal(ctx, n.Node, n.Netns, n.StateDir, nil, log)
+	// The node's BGP speaker, as runAgent's: the intent it ran before a
+	// restart runs again at once.
+	speaker := bgp.NewShared(n.Netns, n.StateDir, log)
+	if err := speaker.Restore(); err != nil {
+		log.Error("bgp: restore the persisted intent", "err", err)
+	}
+	l, intents, err := nodeLocal(ctx, n.Node, n.Netns, n.StateDir, speaker, log)
 	if err != nil {
+		speaker.Close()
 		lis.Close()
 		return nil, "", err
 	}
 	ns := newNodeServer(l, intents, n.Node, n.Netns, n.StateDir, tc, server.Hooks{}, bv, log)
 	return func() error {
+		defer speaker.Close()
 		defer ns.Close()
 		return server.Serve(ctx, ns.g, lis)
 	}, lis.Addr().String(), nil
