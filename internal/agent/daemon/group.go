@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/rpc/server"
 	"github.com/segchain/segchain/internal/bgp"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pki"
 )
@@ -25,6 +27,44 @@ import (
 type groupFlags struct {
 	nodes, pkiDir, ready, logFormat string
 	allowControllers                []string
+	// procs raises GOMAXPROCS once (speakerProcs) for nodeCount nodes.
+	procs     *sync.Once
+	nodeCount int
+}
+
+// groupSpeaker is a node's BGP speaker in a group: the first intent that
+// starts one raises the process's GOMAXPROCS to the number of nodes it
+// serves (unless GOMAXPROCS is set in its environment). A speaker's
+// sessions live on timers (1 s keepalives, a 3 s hold time in the
+// generated fabrics) run by the process's Go scheduler; with one P per
+// core (2 here) the keepalives of 25 speakers queue behind their route
+// work inside a process whose share of a loaded machine is that of two
+// threads: at 250 nodes, 25 to a process, the hold timers expired
+// thousands of times and BGP never converged (docs/scale.md, Session 17).
+// One P per node served lets each node's goroutines be scheduled by the
+// kernel as a process of its own was.
+type groupSpeaker struct {
+	*bgp.Speaker
+	raise func()
+}
+
+func (g groupSpeaker) Set(in *nodestate.BGP) error {
+	if in != nil {
+		g.raise()
+	}
+	return g.Speaker.Set(in)
+}
+
+// speakerProcs raises GOMAXPROCS to n, once, unless the environment sets it.
+func speakerProcs(once *sync.Once, n int, log *slog.Logger) func() {
+	return func() {
+		once.Do(func() {
+			if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) >= n {
+				return
+			}
+			log.Info("bgp: one P per node served", "gomaxprocs", n, "was", runtime.GOMAXPROCS(n))
+		})
+	}
 }
 
 // groupCommand is `segchain agent group`: several nodes' agents in one
@@ -125,6 +165,8 @@ func runGroup(ctx context.Context, f groupFlags, bv Build, stderr io.Writer) err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	f.procs = &sync.Once{}
+	f.nodeCount = len(nodes)
 	ready := map[string]string{}
 	var wg sync.WaitGroup
 	errc := make(chan error, len(nodes))
@@ -185,9 +227,12 @@ func groupNode(ctx context.Context, n agent.GroupNode, f groupFlags, bv Build, l
 	}
 	// The node's BGP speaker, as runAgent's: the intent it ran before a
 	// restart runs again at once.
-	speaker := bgp.NewShared(n.Netns, n.StateDir, log)
+	speaker := groupSpeaker{Speaker: bgp.NewShared(n.Netns, n.StateDir, log), raise: speakerProcs(f.procs, f.nodeCount, log)}
 	if err := speaker.Restore(); err != nil {
 		log.Error("bgp: restore the persisted intent", "err", err)
+	}
+	if speaker.Intent() != nil {
+		speaker.raise()
 	}
 	l, intents, err := nodeLocal(ctx, n.Node, n.Netns, n.StateDir, speaker, log)
 	if err != nil {
