@@ -62,7 +62,10 @@ func speakerProcs(once *sync.Once, n int, log *slog.Logger) func() {
 			if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) >= n {
 				return
 			}
-			log.Info("bgp: one P per node served", "gomaxprocs", n, "was", runtime.GOMAXPROCS(n))
+			was := runtime.GOMAXPROCS(n)
+			if log != nil {
+				log.Info("bgp: one P per node served", "gomaxprocs", n, "was", was)
+			}
 		})
 	}
 }
