@@ -65,14 +65,17 @@ func Do(name string, fn func() error) error {
 }
 
 // Pin runs fn on a goroutine of its own whose OS thread enters namespace
-// name and never leaves it: the thread stays locked to that goroutine
-// until fn returns, and the runtime then discards it (a goroutine that
-// exits locked takes its thread with it), so no thread of the process is
-// ever reused in the wrong namespace. It is for work that must run inside
-// a namespace for as long as it runs, such as a GoBGP server's loop, which
-// opens its listener on its own goroutine (internal/bgp). Pin returns once
-// the thread is in the namespace, or why it could not enter it (fn then
-// does not run). The namespace lives at least as long as fn runs.
+// name and stays there, locked to that goroutine, for as long as fn runs
+// (goroutines fn starts run on other threads: they are not in the
+// namespace). It is for work that must stay inside a namespace and
+// creates sockets there as it goes, such as a GoBGP server's loop, which
+// opens its listener on its own goroutine (internal/bgp). When fn
+// returns, the thread goes back to the caller's namespace and is
+// unlocked; if it cannot, the goroutine exits locked and the runtime
+// discards the thread (as Create explains, a thread exited that way may
+// be the main one, which the runtime parks instead: restoring first
+// keeps it from holding the namespace). Pin returns once the thread is in
+// the namespace, or why it could not enter it (fn then does not run).
 func Pin(name string, fn func()) error {
 	if name == "" {
 		return errors.New("pin to a namespace: no namespace named")
@@ -83,15 +86,25 @@ func Pin(name string, fn func()) error {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: see above
-		err := netns.Set(target)
-		target.Close()
+		defer target.Close()
+		runtime.LockOSThread()
+		orig, err := netns.Get()
 		if err != nil {
+			errc <- fmt.Errorf("get current netns: %w", err)
+			runtime.UnlockOSThread()
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(target); err != nil {
 			errc <- fmt.Errorf("enter netns %s: %w", name, err)
+			runtime.UnlockOSThread()
 			return
 		}
 		errc <- nil
 		fn()
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		} // else still locked: the goroutine's exit discards the thread
 	}()
 	return <-errc
 }
