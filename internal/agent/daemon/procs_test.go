@@ -13,9 +13,9 @@ func TestSpeakerProcs(t *testing.T) {
 	was := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(was) })
 	for _, c := range []struct {
-		name       string
-		env        string
-		start, n   int
+		name        string
+		env         string
+		start, n    int
 		want, want2 int // after the first call, after a second one for 3n
 	}{
 		{"raised to the nodes served", "", 2, 25, 25, 25},
