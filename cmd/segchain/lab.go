@@ -100,7 +100,8 @@ segchain-agent binary (make build) is the same agent, linking only its own
 packages. See docs/agents.md.
 
 A domain with routing: bgp implies --agents (each SR node's BGP speaker
-runs in its agent) and starts FRR (zebra, bgpd, bfdd with bfd) in every
+runs in its agent; --agents=false starts none, for agents served
+otherwise: segchain agent group, docs/scale.md) and starts FRR (zebra, bgpd, bfdd with bfd) in every
 router node, with the configuration segchain generates; 'lab down' stops
 it. 'apply --lab' keeps the routers' FRR in step with the domain it
 applies (started for bgp, restarted when its configuration changes,
@@ -142,7 +143,8 @@ routing). The file is kept as /run/segchain/labs/NAME.generated.yaml
 			if err != nil {
 				return err
 			}
-			l, err := lab.UpDomain(d, lab.UpOptions{Name: name, File: file, Agents: agents, AgentExe: agentExe}, cmd.ErrOrStderr())
+			l, err := lab.UpDomain(d, lab.UpOptions{Name: name, File: file, Agents: agents, AgentExe: agentExe,
+				NoAgents: cmd.Flags().Changed("agents") && !agents}, cmd.ErrOrStderr())
 			if err != nil {
 				if generate != "" {
 					os.Remove(file)

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
 )
 
 // Metric is the route priority of installed best paths: above the
@@ -92,6 +93,8 @@ type Speaker struct {
 	netns    string
 	stateDir string
 	log      *slog.Logger
+	// shared: the process serves other nodes too (NewShared).
+	shared bool
 
 	// mu serialises Set, Sessions and Intent; the speaker's goroutines
 	// (route installation, the link watcher) never take it: they read the
@@ -145,6 +148,51 @@ func New(netns, stateDir string, log *slog.Logger) *Speaker {
 		bfd:   map[string]*bfdPeer{}, bfdDown: map[string]bool{}, bfdEv: make(chan bfdEvent, 64)}
 }
 
+// NewShared returns a stopped speaker for the node in namespace netns
+// whose process is shared with other nodes and lives in another namespace
+// (segchain agent group: the lighter mode, docs/scale.md). A socket keeps
+// the namespace of the thread that made it, so:
+//   - GoBGP's loop (Serve), which opens the listener when the speaker
+//     starts, runs on a thread pinned in netns for good (nsutil.Pin): the
+//     listener and every connection it accepts are the node's;
+//   - GoBGP dials from goroutines of its own, on any thread, so this
+//     speaker never dials: every session is passive, and its intent is
+//     refused unless every neighbour runs FRR, which dials (Check); a
+//     link to another GoBGP speaker needs a speaker in a process of its
+//     own (segchain agent);
+//   - routes, the carrier watch and BFD already use sockets opened in
+//     netns (a netlink handle at the namespace, nsutil.Do).
+//
+// A stopped or restarted speaker leaves its old loop's thread behind,
+// still in netns, until the process ends (GoBGP's Serve never returns),
+// as an unshared speaker leaves its goroutine.
+func NewShared(netns, stateDir string, log *slog.Logger) *Speaker {
+	s := New(netns, stateDir, log)
+	s.shared = true
+	return s
+}
+
+// Check says why this speaker cannot run intent in (nil: it can). A
+// speaker sharing its process (NewShared) needs every neighbour to dial.
+func (s *Speaker) Check(in *nodestate.BGP) error {
+	if !s.shared || in == nil {
+		return nil
+	}
+	if s.netns == "" {
+		return errors.New("routing: bgp: a speaker sharing its process needs the node's namespace")
+	}
+	var peers []string
+	for _, n := range in.Neighbors {
+		if !n.PeerFRR {
+			peers = append(peers, fmt.Sprintf("%s (%s)", n.Node, n.Addr))
+		}
+	}
+	if len(peers) > 0 {
+		return fmt.Errorf("routing: bgp: this node's BGP speaker shares its process with other nodes (segchain agent group), so it never dials: GoBGP dials from threads outside the node's namespace; only FRR routers are known to dial it, and neighbour(s) %s run GoBGP: give this node an agent process of its own (segchain agent, lab up --agents)", strings.Join(peers, ", "))
+	}
+	return nil
+}
+
 // Restore runs the intent persisted by the last Set, if any (agent start).
 // The routes a previous run installed stay in the kernel meanwhile and are
 // adopted: the first recomputation keeps, changes or removes them.
@@ -159,6 +207,9 @@ func (s *Speaker) Restore() error {
 	var in nodestate.BGP
 	if err := json.Unmarshal(b, &in); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(s.stateDir, StateFile), err)
+	}
+	if err := s.Check(&in); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -198,6 +249,9 @@ func (s *Speaker) Set(in *nodestate.BGP) error {
 		}
 		s.log.Info("bgp speaker stopped, routes removed")
 		return err
+	}
+	if err := s.Check(in); err != nil {
+		return err // refused before anything stops
 	}
 	c := *in
 	c.Sort()
@@ -255,7 +309,15 @@ func (s *Speaker) startLocked(in *nodestate.BGP) error {
 	s.bfdDown = map[string]bool{}
 	s.stateMu.Unlock()
 	srv := server.NewBgpServer(server.LoggerOption(&logger{s: s}))
-	go srv.Serve()
+	if s.shared {
+		// The listener StartBgp opens below is opened on Serve's
+		// goroutine (a management operation): in the node's namespace.
+		if err := nsutil.Pin(s.netns, srv.Serve); err != nil {
+			return fmt.Errorf("bgp: run the speaker in the node's namespace: %w", err)
+		}
+	} else {
+		go srv.Serve()
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.srv, s.intent, s.stopRun, s.runCtx = srv, in, cancel, runCtx
 	s.live.Store(in)
@@ -401,7 +463,9 @@ func (s *Speaker) addPeer(ctx context.Context, in *nodestate.BGP, n nodestate.BG
 		// for minutes (seen at 100 nodes: 107 s).
 		Transport: &api.Transport{
 			LocalAddress: n.Local.String(),
-			PassiveMode:  n.Local.Compare(n.Addr) > 0,
+			// A shared speaker cannot dial from the node's namespace
+			// (NewShared): it waits, and its FRR neighbours dial.
+			PassiveMode: s.shared || n.Local.Compare(n.Addr) > 0,
 		},
 		Timers: &api.Timers{Config: &api.TimersConfig{
 			HoldTime: uint64(in.Hold), KeepaliveInterval: uint64(in.Keepalive),

@@ -139,6 +139,16 @@ type Options struct {
 	PerProcess int
 }
 
+// check refuses what the lighter mode cannot measure, before any lab:
+// BGP between agents (the line), whose speakers, sharing a process, can
+// only wait for their neighbours to dial (internal/bgp NewShared).
+func (o Options) check() error {
+	if o.PerProcess > 0 && o.Fabric.Routing == "bgp" && o.Fabric.Topology == "line" {
+		return fmt.Errorf("control-plane benchmark: --agents-per-process under --routing bgp needs a Clos topology: in a line every node's BGP neighbours are other agents' GoBGP speakers, and a speaker sharing its process (segchain agent group) cannot dial (GoBGP dials from threads of its own, outside the node's namespace), only wait; in a Clos fabric the leaves' neighbours are FRR routers, which dial")
+	}
+	return nil
+}
+
 // Run measures each size with the segchain binary exe, the agents being
 // agentExe's (lab up --agent-exe; "": exe's own agent); labs are named
 // prefix-N and removed afterwards, even on failure. Progress goes to log.
@@ -155,6 +165,9 @@ func RunRouting(ctx context.Context, exe, agentExe, prefix string, sizes []int, 
 func RunOptions(ctx context.Context, exe, prefix string, sizes []int, o Options, log io.Writer) ([]Result, error) {
 	if o.Fabric.Topology == "" {
 		o.Fabric.Topology = "line"
+	}
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	var out []Result
 	for _, n := range sizes {
@@ -217,6 +230,8 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	up := []string{"lab", "up", "-f", "", "--lab", labName}
 	if o.PerProcess == 0 {
 		up = append(up, "--agents")
+	} else if f.Routing == "bgp" {
+		up = append(up, "--agents=false") // the groups run the speakers
 	}
 	r.PerProcess = o.PerProcess
 	if o.AgentExe != "" && o.PerProcess == 0 {

@@ -13,6 +13,10 @@ import (
 type UpOptions struct {
 	Name, File string // the lab's name ("" = the default) and the domain file it records
 	Agents     bool   // an agent per node under a supervisor (routing: bgp implies it)
+	// NoAgents: no agent at all, even under routing: bgp (lab up
+	// --agents=false): the caller serves the nodes' agents itself, such
+	// as segchain agent group (docs/scale.md, the lighter mode).
+	NoAgents bool
 	// AgentExe runs `AgentExe agent ...` as the agents ("" = this
 	// program, which is the supervisor in any case).
 	AgentExe string
@@ -28,7 +32,13 @@ func UpDomain(d *config.Domain, o UpOptions, note io.Writer) (*Lab, error) {
 		return nil, err
 	}
 	topo.Name, topo.File = o.Name, o.File
-	if d.Routing.Mode == config.RoutingBGP && !o.Agents {
+	if o.NoAgents && o.Agents {
+		return nil, errors.New("lab up: agents and no agents: give one")
+	}
+	if d.Routing.Mode == config.RoutingBGP && o.NoAgents {
+		fmt.Fprintln(note, "routing: bgp without agents: the SR nodes' BGP speakers run in the agents you start (segchain agent group)")
+	}
+	if d.Routing.Mode == config.RoutingBGP && !o.Agents && !o.NoAgents {
 		// A BGP speaker lives as long as a process does: the nodes'
 		// agents run them (docs/routing.md).
 		fmt.Fprintln(note, "routing: bgp: starting an agent in every node (implies --agents)")

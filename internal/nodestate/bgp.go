@@ -41,6 +41,15 @@ type BGPNeighbor struct {
 	// BFD runs BFD on the session (internal/bfd in the agent's speaker,
 	// bfdd on FRR), with the intent's BFD timers.
 	BFD bool `json:"bfd,omitempty"`
+	// PeerFRR: the peer is a router running FRR, which opens the session
+	// itself (FRR dials its neighbours). A GoBGP speaker sharing its
+	// process with other nodes (segchain agent group) only waits for its
+	// neighbours to dial (internal/bgp), so it needs this on every one.
+	// Left out of String, hence of equality and the digests: it changes
+	// nothing a speaker runs (a shared speaker waits for every neighbour
+	// anyway), only whether a shared speaker accepts the intent, which it
+	// checks on every apply; and digests stay those of earlier builds.
+	PeerFRR bool `json:"peer_frr,omitempty"`
 	// Summarised are the blocks (Aggregates) of which the peer is not a
 	// member: it is sent each block's aggregate instead of the prefixes
 	// inside it.

@@ -64,6 +64,51 @@ func Do(name string, fn func() error) error {
 	return fnErr
 }
 
+// Pin runs fn on a goroutine of its own whose OS thread enters namespace
+// name and stays there, locked to that goroutine, for as long as fn runs
+// (goroutines fn starts run on other threads: they are not in the
+// namespace). It is for work that must stay inside a namespace and
+// creates sockets there as it goes, such as a GoBGP server's loop, which
+// opens its listener on its own goroutine (internal/bgp). When fn
+// returns, the thread goes back to the caller's namespace and is
+// unlocked; if it cannot, the goroutine exits locked and the runtime
+// discards the thread (as Create explains, a thread exited that way may
+// be the main one, which the runtime parks instead: restoring first
+// keeps it from holding the namespace). Pin returns once the thread is in
+// the namespace, or why it could not enter it (fn then does not run).
+func Pin(name string, fn func()) error {
+	if name == "" {
+		return errors.New("pin to a namespace: no namespace named")
+	}
+	target, err := netns.GetFromPath(Path(name))
+	if err != nil {
+		return fmt.Errorf("open netns %s: %w", name, err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		defer target.Close()
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- fmt.Errorf("get current netns: %w", err)
+			runtime.UnlockOSThread()
+			return
+		}
+		defer orig.Close()
+		if err := netns.Set(target); err != nil {
+			errc <- fmt.Errorf("enter netns %s: %w", name, err)
+			runtime.UnlockOSThread()
+			return
+		}
+		errc <- nil
+		fn()
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		} // else still locked: the goroutine's exit discards the thread
+	}()
+	return <-errc
+}
+
 // Create makes a new named namespace (like `ip netns add`) without
 // switching the caller's namespace.
 //

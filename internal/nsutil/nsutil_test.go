@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -111,5 +112,63 @@ func TestDeleteRefusesNonNames(t *testing.T) {
 		if err := Delete(n); err == nil {
 			t.Errorf("Delete(%q) = nil, want an error", n)
 		}
+	}
+}
+
+// TestPin: fn runs on a thread inside the namespace, a socket it opens is
+// the namespace's (a listener there is not one of the caller's), the
+// caller's thread stays where it was, and once fn returns no thread of
+// this process is left in the namespace.
+func TestPin(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("privileged test: needs root")
+	}
+	b := make([]byte, 4)
+	rand.Read(b)
+	name := "s17b-pin-" + hex.EncodeToString(b)
+	if err := Create(name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Delete(name) })
+	var want string
+	if err := Do(name, func() (err error) { want, err = os.Readlink("/proc/thread-self/ns/net"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Readlink("/proc/self/ns/net")
+	got := make(chan string, 1)
+	release := make(chan struct{})
+	if err := Pin(name, func() {
+		l, _ := os.Readlink("/proc/thread-self/ns/net")
+		got <- l
+		<-release
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if l := <-got; l != want {
+		t.Fatalf("fn ran in %s, want the namespace's %s", l, want)
+	}
+	if l, _ := os.Readlink("/proc/thread-self/ns/net"); l == want {
+		t.Fatal("Pin moved the caller's thread into the namespace")
+	}
+	close(release)
+	if err := Pin("s17b-no-such-ns-"+hex.EncodeToString(b), func() { t.Error("fn ran without its namespace") }); err == nil {
+		t.Fatal("Pin into a namespace that does not exist: no error")
+	}
+	// The pinned goroutine has returned: its thread goes with it.
+	for i := 0; ; i++ {
+		left := ""
+		tasks, _ := filepath.Glob("/proc/self/task/*/ns/net")
+		for _, tk := range tasks {
+			if l, _ := os.Readlink(tk); l == want && l != host {
+				left = tk
+			}
+		}
+		if left == "" {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("thread %s still in %s after fn returned", left, name)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

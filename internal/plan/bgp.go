@@ -63,7 +63,8 @@ func (b *builder) bgp() {
 				Node: peer, Addr: addr, Local: local, Dev: e.iface.Name, ASN: b.d.ASN(peer),
 				// Both ends run BFD: the agents' speakers (internal/bfd)
 				// and FRR (bfdd) alike.
-				BFD: r.BFD,
+				BFD:     r.BFD,
+				PeerFRR: b.d.Speaker(peer) == config.SpeakerFRR,
 			})
 		}
 		in.Sort()

@@ -55,6 +55,15 @@ func TestBGPPlan(t *testing.T) {
 	if n, ok := p.FRR["r1"].Neighbor(netip.MustParseAddr("fc00:25::2")); !ok || n.Node != "nfv1" || n.ASN != config.DefaultASNBase+2 {
 		t.Errorf("r1's neighbor nfv1: %+v %v", n, ok)
 	}
+	// A neighbor says whether its peer runs FRR (which dials: what an
+	// agent group's speaker needs, internal/bgp NewShared).
+	for node, b := range map[string]*nodestate.BGP{"ingress": in, "r1": p.FRR["r1"]} {
+		for _, n := range b.Neighbors {
+			if want := n.Node == "r1" || n.Node == "r2"; n.PeerFRR != want {
+				t.Errorf("%s's neighbor %s: PeerFRR %v, want %v", node, n.Node, n.PeerFRR, want)
+			}
+		}
+	}
 	// Same SIDs and policies as under static routing.
 	d.Routing = config.Routing{Mode: config.RoutingStatic}
 	ps, err := Build(d)

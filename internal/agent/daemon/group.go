@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 
@@ -17,6 +18,8 @@ import (
 
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/rpc/server"
+	"github.com/segchain/segchain/internal/bgp"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pki"
 )
@@ -24,6 +27,47 @@ import (
 type groupFlags struct {
 	nodes, pkiDir, ready, logFormat string
 	allowControllers                []string
+	// procs raises GOMAXPROCS once (speakerProcs) for nodeCount nodes.
+	procs     *sync.Once
+	nodeCount int
+}
+
+// groupSpeaker is a node's BGP speaker in a group: the first intent that
+// starts one raises the process's GOMAXPROCS to the number of nodes it
+// serves (unless GOMAXPROCS is set in its environment). A speaker's
+// sessions live on timers (1 s keepalives, a 3 s hold time in the
+// generated fabrics) run by the process's Go scheduler; with one P per
+// core (2 here) the keepalives of 25 speakers queue behind their route
+// work inside a process whose share of a loaded machine is that of two
+// threads: at 250 nodes, 25 to a process, the hold timers expired
+// thousands of times and BGP never converged (docs/scale.md, Session 17).
+// One P per node served lets each node's goroutines be scheduled by the
+// kernel as a process of its own was.
+type groupSpeaker struct {
+	*bgp.Speaker
+	raise func()
+}
+
+func (g groupSpeaker) Set(in *nodestate.BGP) error {
+	if in != nil {
+		g.raise()
+	}
+	return g.Speaker.Set(in)
+}
+
+// speakerProcs raises GOMAXPROCS to n, once, unless the environment sets it.
+func speakerProcs(once *sync.Once, n int, log *slog.Logger) func() {
+	return func() {
+		once.Do(func() {
+			if os.Getenv("GOMAXPROCS") != "" || runtime.GOMAXPROCS(0) >= n {
+				return
+			}
+			was := runtime.GOMAXPROCS(n)
+			if log != nil {
+				log.Info("bgp: one P per node served", "gomaxprocs", n, "was", was)
+			}
+		})
+	}
 }
 
 // groupCommand is `segchain agent group`: several nodes' agents in one
@@ -42,9 +86,15 @@ and intent (under its state_dir), and its routing state kept from the
 kernel's events, exactly as 'segchain agent' serves one node. What a
 controller sees of a node is the same; the process is shared.
 
-What the group does not do, unlike 'segchain agent': BGP (a speaker needs
-the whole process inside the node's namespace: a BGP intent is refused as
-"no BGP speaker"), --reconcile, --metrics, pool health checks. Listeners
+Under routing: bgp each node has its own GoBGP speaker, whose listener
+and sessions live in the node's namespace (its loop runs on a thread
+pinned there). It never dials (GoBGP dials from threads of its own): its
+neighbours must be FRR routers, which dial, as in a Clos fabric; a link
+to another GoBGP speaker (a line of agents) is refused at apply's
+preflight with the reason, and needs 'segchain agent'.
+
+What the group does not do, unlike 'segchain agent': --reconcile,
+--metrics (BFD and BGP included), pool health checks. The gRPC listeners
 are opened in the group's own namespace (the host's), not the node's:
 port 0 takes any free port, and --ready FILE receives {"NODE": "ADDR"}
 once every node is served.
@@ -118,6 +168,8 @@ func runGroup(ctx context.Context, f groupFlags, bv Build, stderr io.Writer) err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	f.procs = &sync.Once{}
+	f.nodeCount = len(nodes)
 	ready := map[string]string{}
 	var wg sync.WaitGroup
 	errc := make(chan error, len(nodes))
@@ -157,9 +209,10 @@ func runGroup(ctx context.Context, f groupFlags, bv Build, stderr io.Writer) err
 	return errors.Join(errs...)
 }
 
-// groupNode sets up one node of a group as runAgent does (without BGP,
-// reconcile, metrics and pool health checks) and returns its serve loop
-// and listening address.
+// groupNode sets up one node of a group as runAgent does (without
+// reconcile, metrics and pool health checks; its BGP speaker shares the
+// process: bgp.NewShared) and returns its serve loop and listening
+// address.
 func groupNode(ctx context.Context, n agent.GroupNode, f groupFlags, bv Build, log *slog.Logger) (func() error, string, error) {
 	if !nsutil.Exists(n.Netns) {
 		return nil, "", fmt.Errorf("no network namespace %q", n.Netns)
@@ -175,13 +228,24 @@ func groupNode(ctx context.Context, n agent.GroupNode, f groupFlags, bv Build, l
 	if err != nil {
 		return nil, "", err
 	}
-	l, intents, err := nodeLocal(ctx, n.Node, n.Netns, n.StateDir, nil, log)
+	// The node's BGP speaker, as runAgent's: the intent it ran before a
+	// restart runs again at once.
+	speaker := groupSpeaker{Speaker: bgp.NewShared(n.Netns, n.StateDir, log), raise: speakerProcs(f.procs, f.nodeCount, log)}
+	if err := speaker.Restore(); err != nil {
+		log.Error("bgp: restore the persisted intent", "err", err)
+	}
+	if speaker.Intent() != nil {
+		speaker.raise()
+	}
+	l, intents, err := nodeLocal(ctx, n.Node, n.Netns, n.StateDir, speaker, log)
 	if err != nil {
+		speaker.Close()
 		lis.Close()
 		return nil, "", err
 	}
 	ns := newNodeServer(l, intents, n.Node, n.Netns, n.StateDir, tc, server.Hooks{}, bv, log)
 	return func() error {
+		defer speaker.Close()
 		defer ns.Close()
 		return server.Serve(ctx, ns.g, lis)
 	}, lis.Addr().String(), nil

@@ -432,6 +432,14 @@ func (l *Local) Unsupported(_ context.Context, want *nodestate.Node) ([]string, 
 	if want.BGP != nil && l.router == nil {
 		out = append(out, errNoRouter(l.name).Error())
 	}
+	// A speaker that cannot run this intent (one sharing its process
+	// with other nodes: internal/bgp NewShared) refuses it here, before
+	// anything changes.
+	if c, ok := l.router.(interface{ Check(*nodestate.BGP) error }); ok && want.BGP != nil {
+		if err := c.Check(want.BGP); err != nil {
+			out = append(out, err.Error())
+		}
+	}
 	return out, nil
 }
 

@@ -49,6 +49,9 @@ type Options struct {
 	// BGP: the domain is routing: bgp; lab up starts an agent per node
 	// and FRR on the routers, and both are required.
 	BGP bool
+	// NoAgents: lab up --agents=false, no agent at all even under BGP
+	// (the test serves the nodes' agents itself: segchain agent group).
+	NoAgents bool
 	// Tools the test needs besides the binary (RequireTool).
 	Tools []string
 }
@@ -125,6 +128,9 @@ func (e *Env) upWithBinary() {
 	if o.Agents && !o.BGP {
 		args = append(args, "--agents")
 	}
+	if o.NoAgents {
+		args = append(args, "--agents=false")
+	}
 	e.Must(args...)
 	l, err := lab.Get(e.Name)
 	if err != nil {
@@ -132,8 +138,11 @@ func (e *Env) upWithBinary() {
 	}
 	e.Lab = l
 	left.add(e.Name)
-	if (o.Agents || o.BGP) && len(l.Agents) != len(l.Nodes) {
+	if (o.Agents || o.BGP) && !o.NoAgents && len(l.Agents) != len(l.Nodes) {
 		t.Fatalf("lab has %d agents for %d nodes", len(l.Agents), len(l.Nodes))
+	}
+	if o.NoAgents && len(l.Agents) != 0 {
+		t.Fatalf("lab up --agents=false: the lab has %d agents", len(l.Agents))
 	}
 	if o.BGP && len(l.FRR) == 0 {
 		t.Fatal("routing: bgp lab runs no FRR")
