@@ -305,9 +305,13 @@ func (s *Session) openKept(rec *Applied) (bool, error) {
 		if s.early.err != nil {
 			return false, nil // the full path says why
 		}
-		if err := s.early.use(); err != nil {
-			return false, err
-		}
+		// Not waiting for every connection (early.use): each node is
+		// asked as soon as its own is set up (a call waits for its
+		// connection while it is being set up), so the first answers
+		// come while the last connections are made (docs/scale.md,
+		// "Session 17"). A connection that failed to set up fails its
+		// call: the node cannot say, and the full path (agents) waits
+		// for the set-up, dials such agents again and asks them afresh.
 		agents = map[string]agent.Agent{}
 		for n, rc := range s.remote {
 			agents[n] = rc
