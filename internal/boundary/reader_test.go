@@ -101,3 +101,38 @@ func TestPrivilegedReaderNoticesReplacedMaps(t *testing.T) {
 	check("removed and applied again", []netip.Prefix{b}, 3)
 	check("kept again", []netip.Prefix{b}, 3)
 }
+
+// BenchmarkObserve compares an observation that opens the maps (as before
+// session 17) with the Reader's, on one namespace with the filter on two
+// interfaces: go test -run X -bench Observe ./internal/boundary/ (root).
+func BenchmarkObserve(b *testing.B) {
+	testutil.RequireRoot(b)
+	ns := testutil.NewNetns(b, "s17n")
+	testutil.Exec(b, ns, "ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1")
+	testutil.Exec(b, ns, "ip", "link", "set", "d0", "up")
+	testutil.Exec(b, ns, "ip", "link", "set", "d1", "up")
+	b.Cleanup(func() { _ = Remove(ns) })
+	if err := Apply(ns, nodestate.Boundary{Locators: []netip.Prefix{netip.MustParsePrefix("fc00:a::/48")}}); err != nil {
+		b.Fatal(err)
+	}
+	ifs, err := ListInterfaces(ns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ObserveWith", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ObserveWith(ns, ifs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Reader", func(b *testing.B) {
+		r := NewReader(ns)
+		defer r.Close()
+		for b.Loop() {
+			if _, err := r.Observe(ifs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
