@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 
 	"github.com/segchain/segchain/internal/agent/daemon"
+	"github.com/segchain/segchain/internal/agent/rpc"
 	"github.com/segchain/segchain/internal/devprofile"
 	"github.com/segchain/segchain/internal/inheritfd"
 )
@@ -55,6 +56,7 @@ func main() {
 	alias := daemon.Command(b)
 	alias.Hidden = true
 	root.AddCommand(alias)
+	rpc.QuietLog() // before any gRPC use
 	stopProfile := devprofile.Start(append([]string{"agent"}, os.Args[1:]...))
 	err := root.Execute()
 	stopProfile()

@@ -299,8 +299,9 @@ failed apply drop the record, and an apply drops it before its first change
 
 A plain apply whose inputs are those of the last successful apply (the
 segchain build, the domain file's bytes, every file it names, the lab)
-makes no plan: each agent observes its node against the intent it keeps,
-and when every node is in sync with it apply says "not planned" (-o json:
+makes no plan, and does not parse the file again: each agent observes its
+node against the intent it keeps, and when every node is in sync with it
+apply says "not planned" (-o json:
 "not_planned": true). Any difference, drift included, and it plans and
 applies as ever. See docs/apply.md, "A no-op without a plan".
 

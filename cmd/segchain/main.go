@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/segchain/segchain/internal/agent/local"
+	"github.com/segchain/segchain/internal/agent/rpc"
 	"github.com/segchain/segchain/internal/devprofile"
 	"github.com/segchain/segchain/internal/inheritfd"
 )
@@ -18,6 +19,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "segchain: inherited descriptors:", err)
 		os.Exit(1)
 	}
+	rpc.QuietLog() // before any gRPC use
 	stopProfile := devprofile.Start(os.Args[1:])
 	err := newRootCmd().Execute()
 	devprofile.Phase("end")

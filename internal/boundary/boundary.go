@@ -605,6 +605,16 @@ func ObserveWith(netns string, known Interfaces) (*nodestate.Boundary, error) {
 		return nil, err
 	}
 	defer n.close()
+	var sampleID ebpf.MapID
+	if info, err := n.objs.BndSample.Info(); err == nil {
+		sampleID, _ = info.ID()
+	}
+	return observe(n, sampleID, known)
+}
+
+// observe reads the boundary of n's maps (sampleID: bnd_sample's), its
+// interfaces being known (nil: listed here).
+func observe(n *node, sampleID ebpf.MapID, known Interfaces) (*nodestate.Boundary, error) {
 	got, err := n.entries()
 	if err != nil {
 		return nil, err
@@ -633,14 +643,10 @@ func ObserveWith(netns string, known Interfaces) (*nodestate.Boundary, error) {
 		for _, f := range known {
 			ifs = append(ifs, iface{f.Index, f.Name})
 		}
-	} else if ifs, err = interfaces(netns); err != nil {
+	} else if ifs, err = interfaces(n.netns); err != nil {
 		return nil, err
 	}
 	trust := trustSet(b.Trusted)
-	var sampleID ebpf.MapID
-	if info, err := n.objs.BndSample.Info(); err == nil {
-		sampleID, _ = info.ID()
-	}
 	for _, i := range ifs {
 		for _, a := range n.wantedOn(trust(i.name), len(b.HMACSIDs) > 0) {
 			p := pin(n.dir, i.index, a.name)

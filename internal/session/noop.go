@@ -68,6 +68,15 @@ func (s *Session) inputDigest() string {
 	if s.src == nil {
 		return ""
 	}
+	return s.inputDigestOf(domainFiles(s.Domain))
+}
+
+// inputDigestOf is inputDigest with the files the domain names given
+// (domainFiles' answer, or the one kept with the record: unparsed.go).
+func (s *Session) inputDigestOf(files []string) string {
+	if s.src == nil {
+		return ""
+	}
 	id := s.opts.identity
 	if id == "" {
 		id = buildIdentity()
@@ -91,7 +100,7 @@ func (s *Session) inputDigest() string {
 		field([]byte("lab " + s.Lab.Name))
 		field([]byte(s.Lab.File))
 	}
-	for _, f := range domainFiles(s.Domain) {
+	for _, f := range files {
 		hashFile(h, field, f)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
@@ -229,6 +238,9 @@ var buildIdentity = sync.OnceValue(func() string {
 type domainSource struct {
 	path string // absolute; "" for the built-in default
 	data []byte
+	// given is the path as the command named it (config.LoadSource's:
+	// Domain.Dir is its directory).
+	given string
 }
 
 // keptEligible is the record whose intents this command may check its
@@ -243,7 +255,11 @@ func (s *Session) keptEligible() *Applied {
 	if !o.NoOpFirst || o.DryRun || o.ChangedOnly || !s.records() || s.input == "" {
 		return nil
 	}
-	if s.Lab != nil && (len(s.Lab.FRR) > 0 || anyFRRSpeaker(s.Domain)) {
+	frr := s.keptFRR // an unparsed domain's (unparsed.go)
+	if !s.unparsed {
+		frr = anyFRRSpeaker(s.Domain)
+	}
+	if s.Lab != nil && (len(s.Lab.FRR) > 0 || frr) {
 		return nil
 	}
 	if OAMDigest(s.Domain) != "" {
@@ -289,9 +305,13 @@ func (s *Session) openKept(rec *Applied) (bool, error) {
 		if s.early.err != nil {
 			return false, nil // the full path says why
 		}
-		if err := s.early.use(); err != nil {
-			return false, err
-		}
+		// Not waiting for every connection (early.use): each node is
+		// asked as soon as its own is set up (a call waits for its
+		// connection while it is being set up), so the first answers
+		// come while the last connections are made (docs/scale.md,
+		// "Session 17"). A connection that failed to set up fails its
+		// call: the node cannot say, and the full path (agents) waits
+		// for the set-up, dials such agents again and asks them afresh.
 		agents = map[string]agent.Agent{}
 		for n, rc := range s.remote {
 			agents[n] = rc

@@ -93,8 +93,8 @@ func editRecord(t *testing.T, path string, edit func(a *Applied)) {
 // the plan too.
 func TestNoOpWithoutPlanOnlyForSameInputs(t *testing.T) {
 	type env struct {
-		file, records, record string
-		o                     Options
+		file, records, record, inputs string
+		o                             Options
 	}
 	cases := []struct {
 		name    string
@@ -102,6 +102,7 @@ func TestNoOpWithoutPlanOnlyForSameInputs(t *testing.T) {
 		files   []string
 		change  func(t *testing.T, e *env)
 		skip    bool // the plan is skipped
+		parsed  bool // and the domain parsed all the same (unparsed.go)
 	}{
 		{name: "unchanged", skip: true},
 		{name: "unchanged netfilter domain", example: "netfilter.yaml", files: []string{"netfilter.nft"}, skip: true},
@@ -132,6 +133,18 @@ func TestNoOpWithoutPlanOnlyForSameInputs(t *testing.T) {
 		}},
 		{name: "node only in record", change: func(t *testing.T, e *env) {
 			editRecord(t, e.record, func(a *Applied) { a.Nodes["gone"] = a.Nodes[slices.Sorted(mapKeys(a.Nodes))[0]] })
+		}},
+		{name: "inputs not kept", skip: true, parsed: true, change: func(t *testing.T, e *env) { os.Remove(e.inputs) }},
+		{name: "inputs kept corrupted", skip: true, parsed: true, change: func(t *testing.T, e *env) {
+			if err := os.WriteFile(e.inputs, []byte(`{"input":`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "inputs kept without the files named", skip: true, parsed: true, change: func(t *testing.T, e *env) {
+			editInputs(t, e.inputs, func(k *keptInputs) { k.Files = nil })
+		}},
+		{name: "inputs kept with another digest", skip: true, parsed: true, change: func(t *testing.T, e *env) {
+			editInputs(t, e.inputs, func(k *keptInputs) { k.Input = "another" })
 		}},
 		{name: "dry run", change: func(t *testing.T, e *env) { e.o.DryRun = true }},
 		{name: "changed-only", change: func(t *testing.T, e *env) { e.o.ChangedOnly = true }},
@@ -167,6 +180,10 @@ func TestNoOpWithoutPlanOnlyForSameInputs(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close()
+			e.inputs = s.keptInputsPath(s.src.path)
+			if _, err := os.Stat(e.inputs); err != nil {
+				t.Fatalf("the apply kept no inputs: %v", err)
+			}
 			if tc.change != nil {
 				tc.change(t, e)
 			}
@@ -179,7 +196,13 @@ func TestNoOpWithoutPlanOnlyForSameInputs(t *testing.T) {
 				t.Fatalf("plan skipped: %v, want %v", skipped, tc.skip)
 			}
 			if !tc.skip {
+				if s.unparsed {
+					t.Fatal("planned an unparsed domain")
+				}
 				return
+			}
+			if s.unparsed == tc.parsed {
+				t.Fatalf("domain left unparsed: %v, want %v", s.unparsed, !tc.parsed)
 			}
 			res, err := s.Apply(context.Background())
 			if err != nil {
@@ -193,6 +216,26 @@ func TestNoOpWithoutPlanOnlyForSameInputs(t *testing.T) {
 				t.Fatalf("observed %+v, want the plan skipped and %d node(s) kept", o, len(d.Nodes))
 			}
 		})
+	}
+}
+
+// editInputs rewrites the inputs kept for a no-op without a parse.
+func editInputs(t *testing.T, path string, edit func(k *keptInputs)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k keptInputs
+	if err := json.Unmarshal(b, &k); err != nil {
+		t.Fatal(err)
+	}
+	edit(&k)
+	if b, err = json.Marshal(k); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -228,12 +271,14 @@ func TestNoOpPlansWhenIntentDiffers(t *testing.T) {
 			}
 		}
 	})[0]
+	unparsed := false
 	apply := func() *Session {
 		t.Helper()
 		s, err := Open(Options{File: file, Agents: agents, AppliedDir: records, NoOpFirst: true})
 		if err != nil {
 			t.Fatal(err)
 		}
+		unparsed = s.unparsed
 		if _, err := s.Apply(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -242,8 +287,11 @@ func TestNoOpPlansWhenIntentDiffers(t *testing.T) {
 	}
 	apply()
 	agents[odd] = otherIntent{agents[odd].(inSync)}
-	if s := apply(); s.Plan == nil {
-		t.Fatalf("node %s keeps another intent: the no-op made no plan", odd)
+	// Opened without a parse (the inputs are the record's), it parses
+	// the file before it plans.
+	if s := apply(); s.Plan == nil || !unparsed || s.unparsed || len(s.Domain.Chains) == 0 {
+		t.Fatalf("node %s keeps another intent: planned %v, opened unparsed %v, parsed then %v (%d chains)",
+			odd, s.Plan != nil, unparsed, !s.unparsed, len(s.Domain.Chains))
 	}
 	agents[odd] = agents[odd].(otherIntent).inSync
 	if s := apply(); s.Plan != nil {

@@ -20,6 +20,12 @@ import (
 // agents (lab up --agents, with the lab's PKI) or the domain's
 // nodes.NAME.agent (with security.pki).
 func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[string]*client.Client, *tickets, error) {
+	return remoteAgentsEach(d, l, only, nil)
+}
+
+// remoteAgentsEach is remoteAgents calling made, if set, with each client
+// as soon as it is made (warm.go sets its connection up meanwhile).
+func remoteAgentsEach(d *config.Domain, l *lab.Lab, only map[string]bool, made func(*client.Client)) (map[string]*client.Client, *tickets, error) {
 	out := map[string]*client.Client{}
 	// The controller's files are read once, at the first node dialled
 	// (none: --changed-only with nothing changed reads none).
@@ -84,6 +90,9 @@ func remoteAgents(d *config.Domain, l *lab.Lab, only map[string]bool) (map[strin
 		}
 		c.SetHint(agentHint(l, node))
 		out[node] = c
+		if made != nil {
+			made(c)
+		}
 		return nil
 	}
 	var errs []error

@@ -242,6 +242,9 @@ func (l *Local) ObserveCached(ctx context.Context, want *nodestate.Node) (*nodes
 		l.obsH = h
 		l.obsOpens++
 	}
+	if l.obsBnd == nil {
+		l.obsBnd = boundary.NewReader(l.netns)
+	}
 	h := l.obsH
 	h.ForgetLinks()
 	got := &nodestate.Node{Name: l.name}
@@ -265,6 +268,10 @@ func (l *Local) closeObserver() {
 	if l.obsH != nil {
 		l.obsH.Close()
 		l.obsH = nil
+	}
+	if l.obsBnd != nil {
+		l.obsBnd.Close()
+		l.obsBnd = nil
 	}
 }
 

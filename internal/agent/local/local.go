@@ -37,6 +37,9 @@ type Local struct {
 	obsMu    sync.Mutex
 	obsH     *dataplane.Handle
 	obsOpens uint64
+	// obsBnd keeps the boundary filter's maps open between those
+	// observations (boundary.Reader), under obsMu.
+	obsBnd *boundary.Reader
 }
 
 // Router is a node's long-running routing speaker (routing: bgp): the
@@ -133,7 +136,12 @@ func (l *Local) observeRest(h *dataplane.Handle, want *nodestate.Node, got *node
 		}
 		got.Services = append(got.Services, svcs...)
 	}
-	if got.Boundary, err = boundary.ObserveWith(l.netns, links); err != nil {
+	if kept && l.obsBnd != nil {
+		got.Boundary, err = l.obsBnd.Observe(links)
+	} else {
+		got.Boundary, err = boundary.ObserveWith(l.netns, links)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("node %s: read boundary: %w", l.name, err)
 	}
 	for _, k := range serviceKinds() {
