@@ -18,12 +18,7 @@ import (
 // map replaced by hand; every map, by destroy then apply): it then opens
 // the maps again instead of reading the replaced ones.
 func TestPrivilegedReaderNoticesReplacedMaps(t *testing.T) {
-	testutil.RequireRoot(t)
-	ns := testutil.NewNetns(t, "s17n")
-	testutil.Exec(t, ns, "ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1")
-	testutil.Exec(t, ns, "ip", "link", "set", "d0", "up")
-	testutil.Exec(t, ns, "ip", "link", "set", "d1", "up")
-	t.Cleanup(func() { _ = Remove(ns) })
+	ns := vethNS(t)
 	a, b := netip.MustParsePrefix("fc00:a::/48"), netip.MustParsePrefix("fc00:b::/48")
 	apply := func(locs ...netip.Prefix) {
 		t.Helper()
@@ -106,12 +101,7 @@ func TestPrivilegedReaderNoticesReplacedMaps(t *testing.T) {
 // session 17) with the Reader's, on one namespace with the filter on two
 // interfaces: go test -run X -bench Observe ./internal/boundary/ (root).
 func BenchmarkObserve(b *testing.B) {
-	testutil.RequireRoot(b)
-	ns := testutil.NewNetns(b, "s17n")
-	testutil.Exec(b, ns, "ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1")
-	testutil.Exec(b, ns, "ip", "link", "set", "d0", "up")
-	testutil.Exec(b, ns, "ip", "link", "set", "d1", "up")
-	b.Cleanup(func() { _ = Remove(ns) })
+	ns := vethNS(b)
 	if err := Apply(ns, nodestate.Boundary{Locators: []netip.Prefix{netip.MustParsePrefix("fc00:a::/48")}}); err != nil {
 		b.Fatal(err)
 	}
@@ -135,4 +125,17 @@ func BenchmarkObserve(b *testing.B) {
 			}
 		}
 	})
+}
+
+// vethNS is a namespace of its own with a veth pair d0–d1 up, the
+// boundary filter removed from it at the end (root).
+func vethNS(tb testing.TB) string {
+	tb.Helper()
+	testutil.RequireRoot(tb)
+	ns := testutil.NewNetns(tb, "s17n")
+	testutil.Exec(tb, ns, "ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1")
+	testutil.Exec(tb, ns, "ip", "link", "set", "d0", "up")
+	testutil.Exec(tb, ns, "ip", "link", "set", "d1", "up")
+	tb.Cleanup(func() { _ = Remove(ns) })
+	return ns
 }
