@@ -73,9 +73,9 @@ type headroomChain struct {
 // its route to the chain's first SID, agent.MTUReader), and at the nodes
 // that forward them on towards each later SID — the previous SID's node
 // and, where paths (status' traced chains, by chain name) are given, the
-// transit nodes between (their routes to that SID). It never fails: a node that cannot say (an
-// agent older than the MTUs RPC, an unreachable node) is a note and what
-// it forwards is not checked.
+// transit nodes between (their routes to that SID). It never fails: a
+// node that cannot say (an agent older than the MTUs RPC, an unreachable
+// node) is a note and what it forwards is not checked.
 //
 // A controller without a plan (a no-op apply that skipped planning,
 // internal/session) has no chains to check: nothing.
@@ -120,7 +120,7 @@ func (c *Controller) Headroom(ctx context.Context, paths map[string][]chainpath.
 		for _, hc := range chains {
 			asks[n] = append(asks[n], hc.first)
 			for _, f := range forwarders(hc.chain, paths[hc.chain.Name]) {
-				if f.towards.IsValid() && c.Plan.Nodes[f.node] != nil && (c.Scope == nil || c.Scope[f.node]) {
+				if c.Plan.Nodes[f.node] != nil && (c.Scope == nil || c.Scope[f.node]) {
 					onward[hc.chain.Name] = append(onward[hc.chain.Name], f)
 					asks[f.node] = append(asks[f.node], f.dst)
 				}
@@ -161,33 +161,30 @@ func (c *Controller) Headroom(ctx context.Context, paths map[string][]chainpath.
 }
 
 // forward is one node's forwarding of a chain's encapsulated packets
-// towards one of its SIDs (dst); towards is dst, except on the chain's
-// first segment at its headend (checked on its own, with the inputs).
+// after its headend, towards one of its SIDs (dst).
 type forward struct {
-	node    string
-	dst     netip.Addr
-	towards netip.Addr
+	node string
+	dst  netip.Addr
 }
 
-// forwarders are the nodes that forward a chain's encapsulated packets,
-// each with the SID it forwards them to: per SID, the node of the SID
-// before it (the headend for the first) and, on a traced path, every node
-// a branch crosses before the SID's. The last SID's node decapsulates and
-// forwards no outer packet. A binding SID (End.B6.*) adds headers of its
-// own: the nodes after it are not checked.
+// forwarders are the nodes that forward a chain's encapsulated packets
+// after its headend (whose way out Headroom checks with the inputs), each
+// with the SID it forwards them to: per SID, the node of the SID before
+// it and, on a traced path, every node a branch crosses before the SID's.
+// The last SID's node decapsulates and forwards no outer packet. A
+// binding SID (End.B6.*) adds headers of its own: the nodes after it are
+// not checked.
 func forwarders(ch plan.Chain, path []chainpath.Segment) []forward {
 	var out []forward
 	prev := ch.Ingress
 	for i, h := range ch.Hops {
-		towards := h.SID
-		if i == 0 {
-			towards = netip.Addr{}
+		if i > 0 {
+			out = append(out, forward{node: prev, dst: h.SID})
 		}
-		out = append(out, forward{node: prev, dst: h.SID, towards: towards})
 		if i < len(path) && path[i].SID == h.SID {
 			for _, b := range path[i].Hops {
 				for j := 1; j+1 < len(b); j++ {
-					out = append(out, forward{node: b[j], dst: h.SID, towards: h.SID})
+					out = append(out, forward{node: b[j], dst: h.SID})
 				}
 			}
 		}
