@@ -184,7 +184,7 @@ func Select(netns string, h *Headend, specs []pool.Spec) error {
 	if _, err := entries(specs); err != nil {
 		return err
 	}
-	if err := syncKernel(netns, specs); err != nil {
+	if err := syncKernel(netns, specs, h.local); err != nil {
 		return err
 	}
 	return h.ProgramRules(specs)
