@@ -383,10 +383,14 @@ static __always_inline __u64 flow_hash(struct flow *f, int symmetric)
  * shorter than need fails that check, as bpf_skb_load_bytes would. */
 static __always_inline void linear(struct __sk_buff *skb, __u32 need)
 {
-	if ((long)skb->data + need <= (long)skb->data_end)
-		return;
+	/* Capped first: a short frame that is all linear (a 64-byte packet
+	 * asked for the 78 bytes of pool_in's headers) must not pay a helper
+	 * call that has nothing to pull (session 17: every minimum-size
+	 * packet called bpf_skb_pull_data). */
 	if (need > skb->len)
 		need = skb->len;
+	if ((long)skb->data + need <= (long)skb->data_end)
+		return;
 	bpf_skb_pull_data(skb, need);
 }
 
