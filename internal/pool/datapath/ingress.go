@@ -25,8 +25,8 @@ import (
 // one priority before the chain's own sends it to a table holding the
 // chain's route with that instance's complete SID list.
 const (
-	// MarkBase is the top byte of every mark pool_in sets (pool_out lets
-	// such packets pass). The probes' mark (ProbeMark) is not one.
+	// MarkBase is the top byte of every mark pool_in and pool_local set
+	// (pool_out lets such packets pass; the local tables' rule skips them). The probes' mark (ProbeMark) is not one.
 	MarkBase = 0x29000000
 	// MarkBypass is k for the table without the pool's segment.
 	MarkBypass = 8
@@ -429,5 +429,35 @@ func missingRules(netns string, specs []pool.Spec) (int, error) {
 			n++
 		}
 	}
+	return n, err
+}
+
+// missingLocalRoutes counts the local tables specs want whose route
+// (through pool_local) netns lacks.
+func missingLocalRoutes(netns string, specs []pool.Spec) (int, error) {
+	_, _, locals := kernelState(specs)
+	n := 0
+	err := nsutil.Do(netns, func() error {
+		nh, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		defer nh.Close()
+		for _, l := range locals {
+			fam := unix.AF_INET6
+			if l.route.Dst.Addr().Is4() {
+				fam = unix.AF_INET
+			}
+			rs, err := nh.RouteListFiltered(fam, &netlink.Route{Table: l.route.Table, Protocol: RouteProto},
+				netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+			if err != nil {
+				return fmt.Errorf("pool selector: list table %d: %w", l.route.Table, err)
+			}
+			if len(rs) == 0 {
+				n++
+			}
+		}
+		return nil
+	})
 	return n, err
 }
