@@ -385,8 +385,8 @@ static __always_inline void linear(struct __sk_buff *skb, __u32 need)
 {
 	/* Capped first: a short frame that is all linear (a 64-byte packet
 	 * asked for the 78 bytes of pool_in's headers) must not pay a helper
-	 * call that has nothing to pull (every minimum-size packet called
-	 * bpf_skb_pull_data before session 17). */
+	 * call that has nothing to pull (session 17: every minimum-size
+	 * packet called bpf_skb_pull_data). */
 	if (need > skb->len)
 		need = skb->len;
 	if ((long)skb->data + need <= (long)skb->data_end)
@@ -1056,7 +1056,7 @@ static __always_inline int flow_ports(__u32 proto)
 	return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP;
 }
 
-static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u8 *nh)
+static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u8 *nh, __u32 l3)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	__u32 l4off, ext = 0;
@@ -1064,7 +1064,7 @@ static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u
 	int po;
 
 	if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip = data + ETH_LEN;
+		struct ipv6hdr *ip = data + l3;
 		if ((void *)(ip + 1) > end)
 			return -1;
 		__builtin_memcpy(k->src, &ip->saddr, 16);
@@ -1073,14 +1073,14 @@ static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u
 		k->proto = ip->nexthdr;
 		k->label = ((ip->flow_lbl[0] & 0x0f) << 16) | (ip->flow_lbl[1] << 8) | ip->flow_lbl[2];
 		*nh = IPPROTO_IPV6;
-		pkt_ext6(skb, k, ETH_LEN + sizeof(*ip), &l4off);
-		ext = l4off != ETH_LEN + sizeof(*ip); /* passed over extension headers (or stopped at one) */
+		pkt_ext6(skb, k, l3 + sizeof(*ip), &l4off);
+		ext = l4off != l3 + sizeof(*ip); /* passed over extension headers (or stopped at one) */
 		/* The flow key reads the first next header only: without
 		 * extension headers it is the classifier's protocol, and the
 		 * flow label stands in for the ports of the others. */
 		k->fkey = !ext && !flow_ports(k->proto);
 	} else if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr *ip = data + ETH_LEN;
+		struct iphdr *ip = data + l3;
 		if ((void *)(ip + 1) > end)
 			return -1;
 		k->src[0] = ip->saddr;
@@ -1090,7 +1090,7 @@ static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u
 		*nh = IPPROTO_IPIP;
 		if (ip->frag_off & bpf_htons(0x3fff)) /* MF or an offset: the flow key reads it itself */
 			return 0;
-		l4off = ETH_LEN + ip->ihl * 4;
+		l4off = l3 + ip->ihl * 4;
 		k->fkey = !flow_ports(k->proto); /* ports 0 in the flow key */
 	} else {
 		return -1;
@@ -1099,7 +1099,7 @@ static __always_inline int pkt_of(struct __sk_buff *skb, struct pool_pkt *k, __u
 	if (!l4off || po < 0)
 		return 0;
 	/* Read directly where the caller made it linear (IPv4 options and
-	 * all: 64 bytes after the Ethernet header); past that (extension
+	 * all: 64 bytes after l3); past that (extension
 	 * headers), by the helper. */
 	__u32 o = l4off + po;
 	__u16 *l4 = data + (o & 0xff);
@@ -1172,41 +1172,53 @@ static __always_inline int pool_classify(struct pool_ruleset *rs, struct pool_pk
 	return POOL_RULES_MAX;
 }
 
-SEC("tcx/ingress")
-int pool_in(struct __sk_buff *skb)
+/* pool_sel's results besides a mark to set (a pool mark's top byte is
+ * pool_mark_base's, so neither is one). */
+#define POOL_SEL_NONE 0 /* not a pool chain's packet (or not chosen): leave it */
+#define POOL_SEL_DROP 1 /* dropped, counted */
+/* mark + POOL_MARK_PASS: a locally originated packet of a pool's chain
+ * that is not chosen for (a probe, a pool with no slot), sent back to the
+ * chain's own table by the rule plan's tables add for it (pool_local). */
+#define POOL_MARK_PASS 9
+
+/* pool_sel classifies the plain packet whose network header is at l3
+ * (ifindex: the input device its rule lookup sees; 1, lo, for the host's
+ * own) and makes the pool's choice: the mark to set, or POOL_SEL_*. For a
+ * pool chain's packet not chosen for, *pass is its chain's pass mark.
+ * One body for pool_in and pool_local (inlined in each: no call's return
+ * thunk). */
+static __always_inline __u32 pool_sel(struct __sk_buff *skb, __u32 l3, __u32 ifindex, int local, __u32 *pass)
 {
 	__u32 zero = 0, *sel = bpf_map_lookup_elem(&pool_rsel, &zero);
 	struct pool_pkt k = {};
 	__u8 nh = 0;
 
 	if (!sel)
-		return POOL_TCX_NEXT;
-	/* Only what the stack will route: a frame for another host, or
-	 * tagged with a VLAN this device is not (the core receive path drops
-	 * it after tc: PACKET_OTHERHOST), is not chosen for nor counted.
-	 * A priority tag (VID 0) is cleared and routed as untagged. */
-	if (skb->pkt_type != 0 /* PACKET_HOST */ || (skb->vlan_present && (skb->vlan_tci & 0x0fff)))
-		return POOL_TCX_NEXT;
+		return POOL_SEL_NONE;
 	__u32 set = *sel & 1;
 	struct pool_ruleset *rs = bpf_map_lookup_elem(&pool_rules, &set);
 	if (!rs || !rs->n)
-		return POOL_TCX_NEXT;
+		return POOL_SEL_NONE;
 	/* The IP header and the ports (IPv4 with options: 60 + 4). */
-	linear(skb, ETH_LEN + 64);
-	if (pkt_of(skb, &k, &nh))
-		return POOL_TCX_NEXT;
-	int ri = pool_classify(rs, &k, skb->ifindex);
+	linear(skb, l3 + 64);
+	if (pkt_of(skb, &k, &nh, l3))
+		return POOL_SEL_NONE;
+	int ri = pool_classify(rs, &k, ifindex);
 	if (ri < 0 || ri >= POOL_RULES_MAX)
-		return POOL_TCX_NEXT;
+		return POOL_SEL_NONE;
 	struct pool_rule *r = &rs->r[ri];
 	if (r->pool == POOL_RULE_NONE)
-		return POOL_TCX_NEXT; /* another chain's packet (or none's) */
+		return POOL_SEL_NONE; /* another chain's packet (or none's) */
 	__u32 id = r->pool, mark = r->mark, rflags = r->flags;
+	*pass = mark + POOL_MARK_PASS;
+	/* The health checker's probes name their instance: not chosen for. */
+	if (local && pool_probe_mark && skb->mark == pool_probe_mark)
+		return POOL_SEL_NONE;
 	struct pool_conf *c = bpf_map_lookup_elem(&pool_confs, &id);
 	struct pool_stats *st = bpf_map_lookup_elem(&pool_counters, &id);
 	__u32 *lv = bpf_map_lookup_elem(&pool_live, &id);
 	if (!c || !st || !lv)
-		return POOL_TCX_NEXT;
+		return POOL_SEL_NONE;
 	__u32 live = *lv, sym = !!(c->flags & POOL_SYMMETRIC);
 	__u64 h = 0;
 	if (k.fkey) {
@@ -1214,28 +1226,80 @@ int pool_in(struct __sk_buff *skb)
 		struct flow f;
 		pkt_flow(&k, &f);
 		h = flow_hash_cached(&f, sym);
-	} else if (flow_of_inl(skb, ETH_LEN, nh, sym, &h)) {
+	} else if (flow_of_inl(skb, l3, nh, sym, &h)) {
 		st->errors++;
 		count_drop(id, POOL_DROP_MALFORMED);
-		return TC_ACT_SHOT;
+		return POOL_SEL_DROP;
 	}
 	int d = pool_decide(id, c, st, live, h, 1);
 	if (d == POOL_DEC_PASS)
-		return POOL_TCX_NEXT;
+		return POOL_SEL_NONE;
 	if (d == POOL_DEC_DROP)
-		return TC_ACT_SHOT;
+		return POOL_SEL_DROP;
 	if (d == POOL_DEC_BYPASS) {
 		if (rflags & POOL_RULE_NOBYPASS) {
 			st->errors++;
 			count_drop(id, POOL_DROP_BYPASS_LAST);
-			return TC_ACT_SHOT;
+			return POOL_SEL_DROP;
 		}
 		st->bypass++;
-		skb->mark = mark + POOL_MARK_BYPASS;
-		return POOL_TCX_NEXT;
+		return mark + POOL_MARK_BYPASS;
 	}
-	skb->mark = mark + (__u32)d;
+	return mark + (__u32)d;
+}
+
+SEC("tcx/ingress")
+int pool_in(struct __sk_buff *skb)
+{
+	__u32 pass = 0;
+
+	/* Only what the stack will route: a frame for another host, or
+	 * tagged with a VLAN this device is not (the core receive path drops
+	 * it after tc: PACKET_OTHERHOST), is not chosen for nor counted.
+	 * A priority tag (VID 0) is cleared and routed as untagged. */
+	if (skb->pkt_type != 0 /* PACKET_HOST */ || (skb->vlan_present && (skb->vlan_tci & 0x0fff)))
+		return POOL_TCX_NEXT;
+	__u32 m = pool_sel(skb, ETH_LEN, skb->ifindex, 0, &pass);
+	if (m == POOL_SEL_DROP)
+		return TC_ACT_SHOT;
+	if (m != POOL_SEL_NONE)
+		skb->mark = m;
 	return POOL_TCX_NEXT;
+}
+
+/* pool_local chooses for the headend's own packets (docs/pools.md
+ * "Locally originated packets"): an lwt xmit program on the route of a
+ * table only they reach (the rule "iif lo fwmark 0/0xff000000 <the
+ * chain's selectors>", one priority before the chain's own). It makes
+ * pool_in's choice on the plain packet (network header at 0, input
+ * device lo) and asks the kernel to route it again with the mark set:
+ * rules "iif lo fwmark M lookup M" send it into the instance's table,
+ * whose route pushes the instance's SID list, as for forwarded packets.
+ * Forwarded packets never reach it, so no program runs on egress. A
+ * packet no pool rule matches here (the kernel's rule matched it by the
+ * socket's ports, the packet shows none: an IPv6 fragment of a chain
+ * matching ports) is dropped and counted as malformed under pool 0. */
+SEC("lwt_xmit")
+int pool_local(struct __sk_buff *skb)
+{
+	__u32 pass = 0;
+	__u32 m = pool_sel(skb, 0, 1 /* LOOPBACK_IFINDEX */, 1, &pass);
+
+	if (m == POOL_SEL_DROP)
+		return BPF_DROP;
+	if (m == POOL_SEL_NONE) {
+		if (!pass) {
+			__u32 id = 0;
+			struct pool_stats *st = bpf_map_lookup_elem(&pool_counters, &id);
+			if (st)
+				st->errors++;
+			count_drop(id, POOL_DROP_MALFORMED);
+			return BPF_DROP;
+		}
+		m = pass;
+	}
+	skb->mark = m;
+	return BPF_LWT_REROUTE;
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

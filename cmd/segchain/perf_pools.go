@@ -31,12 +31,16 @@ its interfaces. The arms:
 
   T.Encaps.rule (A/A)    the reference again: the method's own error
   T.Encaps.pool+in+out   the chain's first SID a pool of 3 instances, with the
-                         pool programs as apply installs them (pool_in at TCX
-                         ingress chooses and marks, pool_out at TCX egress)
-  T.Encaps.pool+in       the same pool with pool_in only
-  T.Encaps.rule+in+out   the single-instance chain on a headend with pools
-                         (what a chain without a pool pays for the programs)
-  T.Encaps.rule+in       the same with pool_in only
+                         pool programs as apply installed them before session
+                         17 (pool_in at TCX ingress chooses and marks,
+                         pool_out at TCX egress)
+  T.Encaps.pool+in       the same pool with pool_in only: as apply installs it
+                         since session 17 (the headend's own packets are chosen
+                         for on a route of their own, no program on egress)
+  T.Encaps.rule+in+out   the single-instance chain on a headend with pools,
+                         the install before session 17
+  T.Encaps.rule+in       the same with pool_in only (what a chain without a
+                         pool pays on a headend with pools)
   T.Encaps.rule+empty-tcx  the single-instance chain with an empty TCX ingress
                          program: what the hook alone costs
 
@@ -45,7 +49,7 @@ also attaches the arm's programs and the switch back to the reference detaches
 them, before the settle time (as "perf boundary" does). The testbed's
 forwarding sink is a TCX egress program on the output port, so the egress
 hook is entered in every arm: the "+out" arms pay pool_out's program, not the
-hook's entry (pool_out lets forwarded packets pass after one compare). With
+hook's entry (pool_out let forwarded packets pass after one compare). With
 --wire the packets are counted at the tester's end of the wire instead: no
 program on the SUT's egress, so those arms pay the egress hook too.
 

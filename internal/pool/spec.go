@@ -143,7 +143,31 @@ func (Kind) Lines(s nodestate.Service) []string {
 	if err != nil {
 		return []string{Name + " " + s.SID.String() + " " + string(s.Spec)}
 	}
-	return []string{sp.String()}
+	return []string{sp.String(), sp.Programs()}
+}
+
+// Programs says what the selector attaches at the headend and why
+// (docs/pools.md "The data path"): pool_in on every interface's ingress
+// (forwarded packets), and for the chains whose rule can match the
+// headend's own packets (no iif, or iif lo) pool_local on a route only
+// those take; nothing on egress.
+func (s Spec) Programs() string {
+	var own, not []string
+	for _, c := range s.Chains {
+		if c.Rule.Iif == "" || c.Rule.Iif == "lo" {
+			own = append(own, c.Chain)
+		} else {
+			not = append(not, c.Chain+" (iif "+c.Rule.Iif+")")
+		}
+	}
+	line := "  programs: pool_in on ingress of every interface (forwarded packets)"
+	if len(own) > 0 {
+		line += "; the headend's own packets of " + strings.Join(own, ", ") + " through pool_local (lwt xmit) on a table only they reach (rule iif lo)"
+	}
+	if len(not) > 0 {
+		line += "; none for " + strings.Join(not, ", ") + ": no local packet matches its rule"
+	}
+	return line + "; nothing on egress"
 }
 
 // Canonical is the spec re-encoded (field order fixed by the types).

@@ -25,13 +25,18 @@ type Headend struct {
 	netns string
 	dir   string
 	objs  poolTCMaps
-	prog  *ebpf.Program // nil when reopened for the maps only
+	prog  *ebpf.Program // pool_out (attached nowhere); nil when reopened for the maps only
 	in    *ebpf.Program // pool_in; nil when reopened
+	local *ebpf.Program // pool_local, the local tables' lwt xmit program; nil when reopened
 	mu    sync.Mutex
 }
 
 // Open loads (or reopens) the selector's pinned maps in netns and attaches
-// the program on egress of every interface that lacks it.
+// pool_in on ingress of every interface that lacks it. pool_out is loaded
+// (the perf arms and its tests run it) but attached nowhere since session
+// 17: the headend's own packets are chosen for by pool_local on their own
+// route (Select), so forwarded packets cross no program on egress; an
+// older segchain's pool_out links are taken off here.
 func Open(netns string) (*Headend, error) {
 	spec, err := prog.Spec()
 	if err != nil {
@@ -52,10 +57,10 @@ func Open(netns string) (*Headend, error) {
 	if err := prog.Assign(spec, &objs, dir); err != nil {
 		return nil, err
 	}
-	h.objs, h.prog, h.in = objs.poolTCMaps, objs.PoolOut, objs.PoolIn
-	if err := bpfpin.AttachAll(netns, dir, ebpf.AttachTCXEgress, func() (*ebpf.Program, error) { return h.prog, nil }); err != nil {
+	h.objs, h.prog, h.in, h.local = objs.poolTCMaps, objs.PoolOut, objs.PoolIn, objs.PoolLocal
+	if err := bpfpin.DetachAll(dir); err != nil {
 		h.Close()
-		return nil, err
+		return nil, fmt.Errorf("pool selector: take pool_out off egress: %w", err)
 	}
 	// pool_in's links pin in a directory of their own (one link pin per
 	// interface and directory).
@@ -105,6 +110,9 @@ func (h *Headend) Close() error {
 	if h.in != nil {
 		h.in.Close()
 	}
+	if h.local != nil {
+		h.local.Close()
+	}
 	return h.objs.Close()
 }
 
@@ -123,7 +131,7 @@ func Remove(netns string) error {
 		_ = h.ProgramRules(nil)
 		h.Close()
 	}
-	if err := syncKernel(netns, nil); err != nil {
+	if err := syncKernel(netns, nil, nil); err != nil {
 		return err
 	}
 	if err := bpfpin.DetachAll(filepath.Join(dir, inDir)); err != nil {
@@ -315,7 +323,7 @@ func (h *Headend) ForgetMoved(id int) error {
 // Dir is the selector's pin directory.
 func (h *Headend) Dir() string { return h.dir }
 
-// Detach takes both programs off every interface (their pinned links),
+// Detach takes the programs off every interface (their pinned links),
 // keeping the maps and h's program handles: the cost benchmark
 // (poolperf.Measure) attaches them per arm instead.
 func (h *Headend) Detach() error {

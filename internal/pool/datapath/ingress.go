@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"sort"
 
+	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"github.com/segchain/segchain/internal/dataplane"
@@ -23,11 +25,18 @@ import (
 // one priority before the chain's own sends it to a table holding the
 // chain's route with that instance's complete SID list.
 const (
-	// MarkBase is the top byte of every mark pool_in sets (pool_out lets
-	// such packets pass). The probes' mark (ProbeMark) is not one.
+	// MarkBase is the top byte of every mark pool_in and pool_local set
+	// (pool_out lets such packets pass; the local tables' rule skips them). The probes' mark (ProbeMark) is not one.
 	MarkBase = 0x29000000
 	// MarkBypass is k for the table without the pool's segment.
 	MarkBypass = 8
+	// MarkPass is k of the mark pool_local sets on a local packet of the
+	// chain it does not choose for (a probe): a rule sends it back to the
+	// chain's own table.
+	MarkPass = 9
+	// MarkLocal is k of the table the chain's locally originated packets
+	// are sent to (its route runs pool_local, lwt xmit).
+	MarkLocal = 10
 	// RouteProto stamps the per-instance tables' routes and their rules:
 	// neither the domain's (nodestate.Proto) nor another kind's, so that
 	// observation never takes them for drift (this package owns them).
@@ -161,18 +170,36 @@ func (h *Headend) ProgramRules(specs []pool.Spec) error {
 	return nil
 }
 
+// localRoute is a chain's table for its locally originated packets: the
+// chain's destination by its route's device and gateway, through
+// pool_local (lwt xmit), which marks the packet and has it routed again.
+type localRoute struct {
+	route    nodestate.Route // Table MarkLocal's; Seg6 nil
+	headroom int             // the longest of the chain's encaps: the MTU the host's sockets see, as the chain's route gave them
+}
+
 // kernelState is what the selection by mark needs of the kernel: per
 // chain and instance (and bypass) a table with the chain's route and a
-// rule into it.
-func kernelState(specs []pool.Spec) (routes []nodestate.Route, rules []netlink.Rule) {
+// rule into it; and for a chain whose rule can match the headend's own
+// packets (no iif, or iif lo), their path (LocalRules).
+func kernelState(specs []pool.Spec) (routes []nodestate.Route, rules []netlink.Rule, locals []localRoute) {
 	for _, sp := range specs {
 		for _, c := range sp.Chains {
+			local := c.Rule.Iif == "" || c.Rule.Iif == "lo"
+			head := 0
+			if c.Route.Seg6 != nil {
+				head = c.Route.Seg6.Overhead()
+			}
 			add := func(k int, enc nodestate.Seg6Encap) {
 				m := Mark(c.Rule.Table, k)
 				r := c.Route
 				r.Table, r.Owner, r.Seg6 = int(m), "pool "+sp.Pool.Name, &enc
 				routes = append(routes, r)
 				rules = append(rules, markRule(c.Rule, m))
+				if local {
+					rules = append(rules, localMarkRule(c.Rule, m, int(m)))
+				}
+				head = max(head, enc.Overhead())
 			}
 			for k, enc := range c.Instances {
 				add(k, enc)
@@ -180,9 +207,44 @@ func kernelState(specs []pool.Spec) (routes []nodestate.Route, rules []netlink.R
 			if c.Bypass != nil {
 				add(MarkBypass, *c.Bypass)
 			}
+			if !local {
+				continue
+			}
+			rules = append(rules, localMarkRule(c.Rule, Mark(c.Rule.Table, MarkPass), c.Rule.Table), localRule(c.Rule))
+			r := c.Route
+			r.Table, r.Owner, r.Seg6 = int(Mark(c.Rule.Table, MarkLocal)), "pool "+sp.Pool.Name, nil
+			locals = append(locals, localRoute{route: r, headroom: head})
 		}
 	}
-	return routes, rules
+	return routes, rules, locals
+}
+
+// localRule sends the chain's locally originated packets (iif lo) that
+// carry no pool mark into its local table, one priority before the
+// chain's own rule. The mask keeps pool_local's rerouted packets out.
+func localRule(cr nodestate.Rule) netlink.Rule {
+	r := cr
+	r.Priority, r.Table, r.Proto, r.Iif = cr.Priority-1, int(Mark(cr.Table, MarkLocal)), RouteProto, "lo"
+	if r.Family != 4 {
+		r.Family = 6
+	}
+	nr, _ := dataplane.NetlinkRule(r, 0) // the family is 4 or 6: no error
+	mask := uint32(0xff000000)
+	nr.Mark, nr.Mask = 0, &mask
+	return *nr
+}
+
+// localMarkRule sends a local packet pool_local marked m into table: no
+// selectors besides iif lo and the mark, because the kernel routes it
+// again without its ports (bpf_lwt_xmit_reroute), and the mark alone
+// names the chain and the instance.
+func localMarkRule(cr nodestate.Rule, m uint32, table int) netlink.Rule {
+	r := nodestate.Rule{Family: cr.Family, Priority: cr.Priority - 1, Table: table, Proto: RouteProto, Iif: "lo"}
+	if r.Family != 4 {
+		r.Family = 6
+	}
+	nr, _ := dataplane.NetlinkRule(r, m)
+	return *nr
 }
 
 // markRule is the chain's rule narrowed to mark m, one priority before
@@ -198,14 +260,23 @@ func markRule(cr nodestate.Rule, m uint32) netlink.Rule {
 }
 
 func ruleKey(r netlink.Rule) string {
-	return fmt.Sprintf("%d/%d/%d/%d/%v/%v/%d/%v/%v/%s", r.Family, r.Priority, r.Table, r.Mark, r.Src, r.Dst, r.IPProto, r.Sport, r.Dport, r.IifName)
+	var mask uint32
+	if r.Mask != nil {
+		mask = *r.Mask
+	}
+	return fmt.Sprintf("%d/%d/%d/%d/%#x/%v/%v/%d/%v/%v/%s", r.Family, r.Priority, r.Table, r.Mark, mask, r.Src, r.Dst, r.IPProto, r.Sport, r.Dport, r.IifName)
 }
 
 // syncKernel makes netns's per-instance tables and rules what specs want:
 // new ones added, stale ones (of pools or chains gone) removed. The
 // routes first, so that a new rule never points into an empty table.
-func syncKernel(netns string, specs []pool.Spec) error {
-	routes, rules := kernelState(specs)
+// local is pool_local, the program of the local tables' routes (nil only
+// when specs want none).
+func syncKernel(netns string, specs []pool.Spec, local *ebpf.Program) error {
+	routes, rules, locals := kernelState(specs)
+	if len(locals) > 0 && local == nil {
+		return fmt.Errorf("pool selector: the local tables need pool_local")
+	}
 	dp, err := dataplane.Open(netns)
 	if err != nil {
 		return err
@@ -225,6 +296,12 @@ func syncKernel(netns string, specs []pool.Spec) error {
 			return err
 		}
 		defer nh.Close()
+		for _, l := range locals {
+			want[fmt.Sprintf("%d/%s", l.route.Table, l.route.Dst)] = true
+			if err := replaceLocal(nh, l, local); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		wantRule := map[string]bool{}
 		for _, r := range rules {
 			wantRule[ruleKey(r)] = true
@@ -285,9 +362,43 @@ func syncKernel(netns string, specs []pool.Spec) error {
 	return errors.Join(append(errs, err)...)
 }
 
+// replaceLocal installs a chain's local table: its destination through
+// pool_local (lwt xmit, headroom the chain's longest encap) by the
+// chain's route's device and gateway, protocol RouteProto.
+func replaceLocal(nh *netlink.Handle, l localRoute, prog *ebpf.Program) error {
+	r := l.route
+	nr := &netlink.Route{Dst: &net.IPNet{IP: r.Dst.Addr().AsSlice(), Mask: net.CIDRMask(r.Dst.Bits(), r.Dst.Addr().BitLen())},
+		Table: r.Table, Protocol: RouteProto, Family: unix.AF_INET6}
+	if r.Dst.Addr().Is4() {
+		nr.Family = unix.AF_INET
+	}
+	if r.Dev != "" {
+		lk, err := nh.LinkByName(r.Dev)
+		if err != nil {
+			return fmt.Errorf("pool selector: local table %d: device %s: %w", r.Table, r.Dev, err)
+		}
+		nr.LinkIndex = lk.Attrs().Index
+	}
+	if r.Via.IsValid() {
+		nr.Gw = r.Via.AsSlice()
+	}
+	enc := &netlink.BpfEncap{}
+	if err := enc.SetProg(nl.LWT_BPF_XMIT, prog.FD(), "pool_local"); err != nil {
+		return fmt.Errorf("pool selector: local table %d: %w", r.Table, err)
+	}
+	if err := enc.SetXmitHeadroom(l.headroom); err != nil {
+		return fmt.Errorf("pool selector: local table %d: %w", r.Table, err)
+	}
+	nr.Encap = enc
+	if err := nh.RouteReplace(nr); err != nil {
+		return fmt.Errorf("pool selector: local table %d: route %s through pool_local: %w", r.Table, r.Dst, err)
+	}
+	return nil
+}
+
 // missingRules counts the rules specs want that netns lacks.
 func missingRules(netns string, specs []pool.Spec) (int, error) {
-	_, rules := kernelState(specs)
+	_, rules, _ := kernelState(specs)
 	if len(rules) == 0 {
 		return 0, nil
 	}
@@ -318,5 +429,35 @@ func missingRules(netns string, specs []pool.Spec) (int, error) {
 			n++
 		}
 	}
+	return n, err
+}
+
+// missingLocalRoutes counts the local tables specs want whose route
+// (through pool_local) netns lacks.
+func missingLocalRoutes(netns string, specs []pool.Spec) (int, error) {
+	_, _, locals := kernelState(specs)
+	n := 0
+	err := nsutil.Do(netns, func() error {
+		nh, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		defer nh.Close()
+		for _, l := range locals {
+			fam := unix.AF_INET6
+			if l.route.Dst.Addr().Is4() {
+				fam = unix.AF_INET
+			}
+			rs, err := nh.RouteListFiltered(fam, &netlink.Route{Table: l.route.Table, Protocol: RouteProto},
+				netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+			if err != nil {
+				return fmt.Errorf("pool selector: list table %d: %w", l.route.Table, err)
+			}
+			if len(rs) == 0 {
+				n++
+			}
+		}
+		return nil
+	})
 	return n, err
 }

@@ -321,6 +321,27 @@ func TestSelectKernelState(t *testing.T) {
 	if n, err := missingRules(ns, []pool.Spec{sp}); err != nil || n != 0 {
 		t.Fatalf("missing rules %d (%v), want 0", n, err)
 	}
+	// The headend's own packets: their table's route runs pool_local, a
+	// rule with the chain's selectors and iif lo (no pool mark) leads
+	// there, and a rule per instance table, bypass and pass takes the
+	// mark pool_local set (no selectors: its reroute has no ports).
+	loc := itoa(Mark(1888, MarkLocal))
+	if got := ip("-6", "route", "show", "table", loc); !strings.Contains(got, "fc00:4d::/64") || !strings.Contains(got, "encap bpf") || !strings.Contains(got, "proto 204") {
+		t.Errorf("local table %s: %q, want the chain's destination through pool_local, proto 204", loc, got)
+	}
+	if n := strings.Count(rules, "from all to fc00:4d::/64 fwmark 0/0xff000000 iif lo ipproto udp lookup "+loc); n != 1 {
+		t.Errorf("rules: %d into the local table, want 1:\n%s", n, rules)
+	}
+	if n := strings.Count(rules, "iif lo lookup"); n != 5 {
+		t.Errorf("rules: %d local mark rules (iif lo, no selectors), want 5 (3 instances, bypass, pass):\n%s", n, rules)
+	}
+	if n, err := missingLocalRoutes(ns, []pool.Spec{sp}); err != nil || n != 0 {
+		t.Fatalf("missing local routes %d (%v), want 0", n, err)
+	}
+	ip("-6", "route", "flush", "table", loc)
+	if n, _ := missingLocalRoutes(ns, []pool.Spec{sp}); n != 1 {
+		t.Errorf("local table flushed by hand: %d missing, want 1", n)
+	}
 	ip("-6", "rule", "del", "pref", "2999", "fwmark", itoa(Mark(1888, 1)), "table", itoa(Mark(1888, 1)))
 	if n, _ := missingRules(ns, []pool.Spec{sp}); n != 1 {
 		t.Errorf("one rule deleted by hand: %d missing, want 1", n)

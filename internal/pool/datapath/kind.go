@@ -105,11 +105,17 @@ func (NodeKind) Faults(netns string) ([]string, error) {
 		return []string{fmt.Sprintf("pool selector: %d pools recorded, maps not pinned in %s", len(specs), dir)}, nil
 	}
 	// A marked packet whose rule is gone would fall to the chain's own
-	// route (the placeholder) and pass pool_out: no failover.
+	// route (the placeholder): no failover.
 	if missing, err := missingRules(netns, specs); err != nil {
 		return nil, err
 	} else if missing > 0 {
 		return []string{fmt.Sprintf("pool selector: %d per-instance rules missing (marked packets would go to the placeholder)", missing)}, nil
+	}
+	// So would the headend's own packets without their local table's route.
+	if missing, err := missingLocalRoutes(netns, specs); err != nil {
+		return nil, err
+	} else if missing > 0 {
+		return []string{fmt.Sprintf("pool selector: %d local tables without their route (the headend's own packets would go to the placeholder)", missing)}, nil
 	}
 	return nil, nil
 }
@@ -184,7 +190,7 @@ func Select(netns string, h *Headend, specs []pool.Spec) error {
 	if _, err := entries(specs); err != nil {
 		return err
 	}
-	if err := syncKernel(netns, specs); err != nil {
+	if err := syncKernel(netns, specs, h.local); err != nil {
 		return err
 	}
 	return h.ProgramRules(specs)

@@ -167,6 +167,7 @@ const (
 	poolTCMapPoolSids           = "pool_sids"
 	poolTCMapPoolSticky         = "pool_sticky"
 	poolTCProgPoolIn            = "pool_in"
+	poolTCProgPoolLocal         = "pool_local"
 	poolTCProgPoolOut           = "pool_out"
 	poolTCVarPoolDropReasonType = "pool_drop_reason_type"
 	poolTCVarPoolFlagsType      = "pool_flags_type"
@@ -217,8 +218,9 @@ type poolTCSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type poolTCProgramSpecs struct {
-	PoolIn  *ebpf.ProgramSpec `ebpf:"pool_in"`
-	PoolOut *ebpf.ProgramSpec `ebpf:"pool_out"`
+	PoolIn    *ebpf.ProgramSpec `ebpf:"pool_in"`
+	PoolLocal *ebpf.ProgramSpec `ebpf:"pool_local"`
+	PoolOut   *ebpf.ProgramSpec `ebpf:"pool_out"`
 }
 
 // poolTCMapSpecs contains maps before they are loaded into the kernel.
@@ -319,13 +321,15 @@ type poolTCVariables struct {
 //
 // It can be passed to loadPoolTCObjects or ebpf.CollectionSpec.LoadAndAssign.
 type poolTCPrograms struct {
-	PoolIn  *ebpf.Program `ebpf:"pool_in"`
-	PoolOut *ebpf.Program `ebpf:"pool_out"`
+	PoolIn    *ebpf.Program `ebpf:"pool_in"`
+	PoolLocal *ebpf.Program `ebpf:"pool_local"`
+	PoolOut   *ebpf.Program `ebpf:"pool_out"`
 }
 
 func (p *poolTCPrograms) Close() error {
 	return _PoolTCClose(
 		p.PoolIn,
+		p.PoolLocal,
 		p.PoolOut,
 	)
 }
