@@ -466,15 +466,19 @@ func (p *parser) option(canon, tok string, neg bool) error {
 		if err != nil {
 			return err
 		}
-		if v == "all" || v == "0" {
+		n := uint8(0)
+		if v != "all" {
+			if n, err = parseProto(v); err != nil {
+				return err
+			}
+		}
+		// Protocol 0 is "all" to iptables, however it is written ("0",
+		// "00"): no protocol match.
+		if n == 0 {
 			if neg {
 				return perr(v, "! -p all never matches")
 			}
 			return nil
-		}
-		n, err := parseProto(v)
-		if err != nil {
-			return err
 		}
 		if p.r.Family == IPv4 && n == ProtoICMPv6 {
 			return perr(v, "ICMPv6 in an IPv4 (iptables) rule")
