@@ -605,11 +605,17 @@ func ObserveWith(netns string, known Interfaces) (*nodestate.Boundary, error) {
 		return nil, err
 	}
 	defer n.close()
-	var sampleID ebpf.MapID
+	return observe(n, sampleMapID(n), known)
+}
+
+// sampleMapID is n's bnd_sample's map ID (0 when it cannot say): the
+// sampling program's check compares it.
+func sampleMapID(n *node) ebpf.MapID {
+	var id ebpf.MapID
 	if info, err := n.objs.BndSample.Info(); err == nil {
-		sampleID, _ = info.ID()
+		id, _ = info.ID()
 	}
-	return observe(n, sampleID, known)
+	return id
 }
 
 // observe reads the boundary of n's maps (sampleID: bnd_sample's), its

@@ -93,11 +93,7 @@ func (r *Reader) Observe(known Interfaces) (*nodestate.Boundary, error) {
 			m.Close()
 		}
 		n.objs.boundaryTCMaps = kept
-		var sample ebpf.MapID
-		if info, err := n.objs.BndSample.Info(); err == nil {
-			sample, _ = info.ID()
-		}
-		r.n, r.ids, r.sample = n, ids, sample
+		r.n, r.ids, r.sample = n, ids, sampleMapID(n)
 		r.opens++
 	}
 	b, err := observe(r.n, r.sample, known)

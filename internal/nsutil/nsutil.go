@@ -80,33 +80,21 @@ func Pin(name string, fn func()) error {
 	if name == "" {
 		return errors.New("pin to a namespace: no namespace named")
 	}
-	target, err := netns.GetFromPath(Path(name))
-	if err != nil {
-		return fmt.Errorf("open netns %s: %w", name, err)
-	}
-	errc := make(chan error, 1)
+	entered := make(chan error, 1)
 	go func() {
-		defer target.Close()
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- fmt.Errorf("get current netns: %w", err)
-			runtime.UnlockOSThread()
-			return
+		// Do's thread is in the namespace while its fn runs, and goes
+		// back (or stays locked and is discarded) when it returns.
+		err := Do(name, func() error {
+			entered <- nil
+			fn()
+			return nil
+		})
+		select {
+		case entered <- err: // could not enter: fn did not run
+		default: // entered: the caller was told, fn ran
 		}
-		defer orig.Close()
-		if err := netns.Set(target); err != nil {
-			errc <- fmt.Errorf("enter netns %s: %w", name, err)
-			runtime.UnlockOSThread()
-			return
-		}
-		errc <- nil
-		fn()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		} // else still locked: the goroutine's exit discards the thread
 	}()
-	return <-errc
+	return <-entered
 }
 
 // Create makes a new named namespace (like `ip netns add`) without

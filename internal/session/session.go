@@ -159,10 +159,6 @@ func Open(o Options) (*Session, error) {
 			return s, nil
 		}
 	}
-	if err := s.parse(); err != nil {
-		s.Close()
-		return nil, err
-	}
 	if err := s.plan(); err != nil {
 		return nil, err
 	}
@@ -170,8 +166,13 @@ func Open(o Options) (*Session, error) {
 }
 
 // plan plans the domain and builds the controller: its agents, journals,
-// locks and hooks (the rest of Open).
+// locks and hooks (the rest of Open). A domain opened unparsed
+// (unparsed.go) is parsed first.
 func (s *Session) plan() error {
+	if err := s.parse(); err != nil {
+		s.Close()
+		return err
+	}
 	o, d := s.opts, s.Domain
 	p, err := plan.Build(d)
 	if err != nil {
@@ -222,9 +223,6 @@ func (s *Session) plan() error {
 func (s *Session) planned() error {
 	if s.Plan != nil {
 		return nil
-	}
-	if err := s.parse(); err != nil {
-		return err
 	}
 	return s.plan()
 }
@@ -336,9 +334,6 @@ func (s *Session) Apply(ctx context.Context) (*controller.Result, error) {
 		var ok bool
 		if res, ok, drift, err = s.keptNoOp(ctx); ok {
 			return res, err // the record says so already: not rewritten
-		}
-		if err := s.parse(); err != nil {
-			return nil, err
 		}
 		if err := s.plan(); err != nil {
 			return nil, err

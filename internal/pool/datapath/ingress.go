@@ -225,13 +225,10 @@ func kernelState(specs []pool.Spec) (routes []nodestate.Route, rules []netlink.R
 func localRule(cr nodestate.Rule) netlink.Rule {
 	r := cr
 	r.Priority, r.Table, r.Proto, r.Iif = cr.Priority-1, int(Mark(cr.Table, MarkLocal)), RouteProto, "lo"
-	if r.Family != 4 {
-		r.Family = 6
-	}
-	nr, _ := dataplane.NetlinkRule(r, 0) // the family is 4 or 6: no error
+	nr := poolRule(r, 0)
 	mask := uint32(0xff000000)
 	nr.Mark, nr.Mask = 0, &mask
-	return *nr
+	return nr
 }
 
 // localMarkRule sends a local packet pool_local marked m into table: no
@@ -239,12 +236,7 @@ func localRule(cr nodestate.Rule) netlink.Rule {
 // again without its ports (bpf_lwt_xmit_reroute), and the mark alone
 // names the chain and the instance.
 func localMarkRule(cr nodestate.Rule, m uint32, table int) netlink.Rule {
-	r := nodestate.Rule{Family: cr.Family, Priority: cr.Priority - 1, Table: table, Proto: RouteProto, Iif: "lo"}
-	if r.Family != 4 {
-		r.Family = 6
-	}
-	nr, _ := dataplane.NetlinkRule(r, m)
-	return *nr
+	return poolRule(nodestate.Rule{Family: cr.Family, Priority: cr.Priority - 1, Table: table, Proto: RouteProto, Iif: "lo"}, m)
 }
 
 // markRule is the chain's rule narrowed to mark m, one priority before
@@ -252,6 +244,12 @@ func localMarkRule(cr nodestate.Rule, m uint32, table int) netlink.Rule {
 func markRule(cr nodestate.Rule, m uint32) netlink.Rule {
 	r := cr
 	r.Priority, r.Table, r.Proto = cr.Priority-1, int(m), RouteProto
+	return poolRule(r, m)
+}
+
+// poolRule is r with mark m as netlink sends it, its family IPv6 unless
+// it is IPv4 (a chain's rule may leave it unset).
+func poolRule(r nodestate.Rule, m uint32) netlink.Rule {
 	if r.Family != 4 {
 		r.Family = 6
 	}
