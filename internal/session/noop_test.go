@@ -16,6 +16,7 @@ import (
 	"github.com/segchain/segchain/internal/agent"
 	"github.com/segchain/segchain/internal/agent/agenttest"
 	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/lab"
 )
 
 // inSync is an in-memory node whose agent says, to a kept-intent digest
@@ -374,5 +375,56 @@ func TestPlanInputsKnown(t *testing.T) {
 	}
 	if !maps.Equal(got, known) {
 		t.Fatalf("files of the plan's dependencies that read files, the environment, the clock or randomness: %v, want %v: add the new input to inputDigest (noop.go) and here", got, known)
+	}
+}
+
+// TestDestroyForgetsKeptInputs: what a no-op keeps of a domain it does
+// not parse goes with the record: a destroy removes both (before, the
+// inputs file stayed, one per domain file and lab, for good).
+func TestDestroyForgetsKeptInputs(t *testing.T) {
+	file, records := copyExample(t, "hmac.yaml", "secrets/k1.key"), t.TempDir()
+	d, err := LoadDomain(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	asked := 0
+	agents := map[string]agent.Agent{}
+	for n := range d.Nodes {
+		agents[n] = inSync{Agent: agenttest.New(n), mu: &mu, asked: &asked}
+	}
+	o := Options{File: file, Agents: agents, AppliedDir: records, NoOpFirst: true}
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	inputs := s.keptInputsPath(s.src.path)
+	if _, err := os.Stat(inputs); err != nil {
+		t.Fatalf("the apply kept no inputs: %v", err)
+	}
+	o.NoOpFirst = false
+	if s, err = Open(o); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Destroy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := filepath.Glob(filepath.Join(records, "*"))
+	if len(left) != 0 {
+		t.Errorf("after destroy the records' directory holds %v, want nothing", left)
+	}
+}
+
+// TestKeptInputsNamedAsTheLabsRecords: a lab's kept inputs carry the
+// prefix lab down removes the lab's records by (lab-NAME-).
+func TestKeptInputsNamedAsTheLabsRecords(t *testing.T) {
+	s := &Session{Lab: &lab.Lab{Name: "s17x"}, opts: Options{AppliedDir: "/r"}}
+	if p := s.keptInputsPath("/d/default.yaml"); !strings.HasPrefix(p, "/r/lab-s17x-") {
+		t.Errorf("a lab's kept inputs at %s, want /r/lab-s17x-…", p)
 	}
 }

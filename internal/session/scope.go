@@ -223,4 +223,7 @@ func (s *Session) recordApplied() error {
 // the next --changed-only apply then contacts every node).
 func (s *Session) forgetApplied() {
 	os.Remove(s.appliedPath())
+	if s.src != nil {
+		os.Remove(s.keptInputsPath(s.src.path)) // what a no-op kept of it (unparsed.go)
+	}
 }

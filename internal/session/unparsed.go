@@ -60,14 +60,16 @@ type keptInputs struct {
 }
 
 // keptInputsPath is where the keptInputs of this session's domain file
-// (abs, "" for the built-in default) in its lab are kept.
+// (abs, "" for the built-in default) in its lab are kept: named as the
+// lab's records ("lab-NAME-…"), so that lab down removes them with them;
+// forgetApplied removes them with the record.
 func (s *Session) keptInputsPath(abs string) string {
-	lab := ""
+	lab, prefix := "", "inputs-"
 	if s.Lab != nil {
-		lab = s.Lab.Name
+		lab, prefix = s.Lab.Name, "lab-"+s.Lab.Name+"-inputs-"
 	}
 	h := sha256.Sum256([]byte(lab + "\x00" + abs))
-	return filepath.Join(cmp.Or(s.opts.AppliedDir, AppliedDir), "inputs-"+hex.EncodeToString(h[:12])+".json")
+	return filepath.Join(cmp.Or(s.opts.AppliedDir, AppliedDir), prefix+hex.EncodeToString(h[:12])+".json")
 }
 
 // keepInputs keeps what a later no-op needs of the parsed domain (the
