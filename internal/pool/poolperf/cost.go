@@ -23,12 +23,12 @@ import (
 
 // Programs on the SUT's ports during an arm.
 const (
-	progNone  = iota // no pool program (a headend without pools)
-	progIn           // pool_in on the input port's TCX ingress
-	progOut          // pool_out on the output port's TCX egress
-	progBoth         // both, as apply installs them on a headend with pools
-	progEmpty        // an empty TCX ingress program: the hook's own cost
-	progHosted       // pool_in in the boundary filter's slot, tail-called by boundary_in (as apply hosts it behind the filter, session 18)
+	progNone   = iota // no pool program (a headend without pools)
+	progIn            // pool_in on the input port's TCX ingress
+	progOut           // pool_out on the output port's TCX egress
+	progBoth          // both, as apply installs them on a headend with pools
+	progEmpty         // an empty TCX ingress program: the hook's own cost
+	progHosted        // pool_in in the boundary filter's slot, tail-called by boundary_in (as apply hosts it behind the filter, session 18)
 )
 
 // Slot is one arm of the cost run: a recipe's frame and the programs
