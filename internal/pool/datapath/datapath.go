@@ -36,8 +36,9 @@ type Headend struct {
 	mu    sync.Mutex
 }
 
-// Open loads (or reopens) the selector's pinned maps in netns and attaches
-// pool_in on ingress of every interface that lacks it. pool_out is loaded
+// Open loads (or reopens) the selector's pinned maps in netns and puts
+// pool_in on ingress of every interface (host: in the boundary filter's
+// slot where boundary_in runs, else its own TCX link). pool_out is loaded
 // (the perf arms and its tests run it) but attached nowhere since session
 // 17: the headend's own packets are chosen for by pool_local on their own
 // route (Select), so forwarded packets cross no program on egress; an
