@@ -17,8 +17,7 @@
  *     its proxy only, straight to it they skip the chain (and its kernel
  *     would process an SRH and forward it into the domain).
  * Everything else returns TC_ACT_UNSPEC (TCX_NEXT): the next program (the
- * firewall, the proxies) or the stack sees it unchanged; on ingress it
- * first goes to the program in bnd_next, if any (the pool selector). Only packets whose
+ * firewall, the proxies) or the stack sees it unchanged. Only packets whose
  * first next header is an extension header are walked, so plain TCP, UDP
  * and ICMPv6 cost one lookup. boundary_xdp is the ingress decision as an
  * XDP program (measured, not attached by segchain). */
@@ -201,23 +200,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 18);
 } bnd_sample_events SEC(".maps");
-
-/* The program boundary_in hands a packet it lets in to (docs/pools.md,
- * "Session 18"): slot BND_NEXT_POOL holds the headend's pool selector
- * (pool_in) where the node has pools, so its choice runs on the hook the
- * filter already entered instead of as a second TCX program. A constant
- * index: the JIT patches a direct jump, and an empty slot falls through
- * to the normal return. The tail-called program's verdict is boundary_in's
- * (the next TCX program, or the stack, sees what it returns). */
-#define BND_NEXT_POOL 0
-#define BND_NEXT_MAX 1
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, BND_NEXT_MAX);
-	__type(key, __u32);
-	__type(value, __u32);
-} bnd_next SEC(".maps");
 
 /* bnd_count counts a drop on ifindex. */
 static __noinline void bnd_count(__u32 ifindex, __u32 len, __u32 reason)
@@ -727,16 +709,6 @@ static __always_inline int bnd_sampling(void)
 	return cfg && cfg->n;
 }
 
-/* bnd_pass lets a packet go on: on ingress through the program in
- * bnd_next (if any; it returns for the filter), else to the next TCX
- * program. */
-static __always_inline int bnd_pass(struct __sk_buff *skb, int ingress)
-{
-	if (ingress)
-		bpf_tail_call(skb, &bnd_next, BND_NEXT_POOL);
-	return TC_ACT_UNSPEC;
-}
-
 static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 {
 	void *data = (void *)(long)skb->data;
@@ -749,21 +721,21 @@ static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 		if (skb->protocol == bpf_htons(ETH_P_IP)) {
 			if (ingress && bnd_sampling())
 				bnd_sample_skb(skb, sizeof(struct ethhdr), 0);
-			return bnd_pass(skb, ingress);
+			return TC_ACT_UNSPEC;
 		}
 		/* Tags in the data (the first one of a stack is in
 		 * skb->vlan_tci already, skb->protocol names the next). */
 		if (!eth_type_vlan(skb->protocol))
-			return bnd_pass(skb, ingress);
+			return TC_ACT_UNSPEC;
 		l3 = l3_off(data, end);
 		if (l3 < 0)
 			return ingress ? bnd_drop(skb, BND_DROP_VLAN) : TC_ACT_UNSPEC;
 		if (!l3)
-			return bnd_pass(skb, ingress);
+			return TC_ACT_UNSPEC;
 	}
 	ip6 = ip6_at(data, end, l3);
 	if (!ip6)
-		return bnd_pass(skb, ingress); /* the stack drops a truncated header */
+		return TC_ACT_UNSPEC; /* the stack drops a truncated header */
 	if (!ingress)
 		return bnd_kind_of(ip6) == BND_SID ? bnd_drop(skb, BND_DROP_LEAK_SID) : TC_ACT_UNSPEC;
 	r = bnd_in(skb, 0, skb->len, skb->ingress_ifindex, l3, ip6);
@@ -771,7 +743,7 @@ static __always_inline int boundary(struct __sk_buff *skb, int ingress)
 		return bnd_drop(skb, r);
 	if (bnd_sampling())
 		bnd_sample_skb(skb, l3, 1);
-	return bnd_pass(skb, ingress);
+	return TC_ACT_UNSPEC;
 }
 
 /* hmac_reason mirrors the kernel's seg6_hmac_validate_skb with

@@ -1248,11 +1248,7 @@ static __always_inline __u32 pool_sel(struct __sk_buff *skb, __u32 l3, __u32 ifi
 	return mark + (__u32)d;
 }
 
-/* SEC("tc"), not "tcx/ingress": the boundary filter's boundary_in (SEC
- * "tc") tail-calls it where both run (bnd_next), and the kernel admits a
- * program to a prog array only with its owner's expected attach type;
- * TCX attaches a SCHED_CLS program of either. */
-SEC("tc")
+SEC("tcx/ingress")
 int pool_in(struct __sk_buff *skb)
 {
 	__u32 pass = 0;
@@ -1262,13 +1258,6 @@ int pool_in(struct __sk_buff *skb)
 	 * it after tc: PACKET_OTHERHOST), is not chosen for nor counted.
 	 * A priority tag (VID 0) is cleared and routed as untagged. */
 	if (skb->pkt_type != 0 /* PACKET_HOST */ || (skb->vlan_present && (skb->vlan_tci & 0x0fff)))
-		return POOL_TCX_NEXT;
-	/* Chosen already on this hook: where the boundary filter hosts
-	 * pool_in (a tail call from boundary_in) and pool_in's own link is
-	 * still attached, or attached already, while apply moves it between
-	 * the two (make-before-break), the second run neither chooses nor
-	 * counts again. */
-	if (pool_mark_base && (skb->mark & POOL_MARK_TOP) == pool_mark_base)
 		return POOL_TCX_NEXT;
 	__u32 m = pool_sel(skb, ETH_LEN, skb->ifindex, 0, &pass);
 	if (m == POOL_SEL_DROP)

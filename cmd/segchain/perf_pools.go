@@ -58,10 +58,7 @@ whole run, every arm and the reference included, as apply puts it on a
 headend's host-facing interface by default (docs/security.md): the pool
 programs go after it on TCX ingress, as apply orders them, so the arms
 measure what a pool adds where the hook already runs a program
-(rule+empty-tcx: one more program behind the filter), and two more arms
-run pool_in as apply installs it there since session 18: in the filter's
-slot, tail-called by boundary_in, no TCX link of its own (pool+hosted,
-and rule+hosted for a chain without a pool).
+(rule+empty-tcx: one more program behind the filter).
 
 Reported per arm: R_cpu (the reference's SUT CPU ns/packet ÷ the arm's;
 median and 95 % CI) and the throughput ratio when enough windows had the SUT

@@ -470,8 +470,7 @@ func (n *node) attach(trusted []string, hmac bool) error {
 					continue
 				}
 				// boundary_in of a segchain before O-flag sampling
-				// (session 15) or before it hosted the pool selector
-				// (session 18): the new one takes its place.
+				// (session 15): the new one takes its place.
 				if err := n.replace(i, a, p); err != nil {
 					return err
 				}
@@ -497,15 +496,15 @@ func (n *node) attach(trusted []string, hmac bool) error {
 	return errors.Join(errs...)
 }
 
-// samples reports whether the boundary_in linked at p is this
-// segchain's: it reads the node's sampling map and hosts bnd_next.
+// samples reports whether the boundary_in linked at p reads the node's
+// sampling map (a program of this segchain, not an older one).
 func (n *node) samples(p string) bool {
-	return current(p, progMaps(n))
-}
-
-// current reports whether the boundary_in linked at p reads both maps.
-func current(p string, ids mapIDs) bool {
-	return samplingProgram(p, ids.sample) == nil && linkUses(p, ids.next)
+	info, err := n.objs.BndSample.Info()
+	if err != nil {
+		return false
+	}
+	id, _ := info.ID()
+	return samplingProgram(p, id) == nil
 }
 
 // replace puts the current program of a in place of the older one
@@ -606,29 +605,22 @@ func ObserveWith(netns string, known Interfaces) (*nodestate.Boundary, error) {
 		return nil, err
 	}
 	defer n.close()
-	return observe(n, progMaps(n), known)
+	return observe(n, sampleMapID(n), known)
 }
 
-// mapIDs are the IDs of the maps only this segchain's boundary_in reads
-// (0 when it cannot say): bnd_sample (session 15) and bnd_next (18).
-type mapIDs struct{ sample, next ebpf.MapID }
-
-func progMaps(n *node) mapIDs {
-	var ids mapIDs
+// sampleMapID is n's bnd_sample's map ID (0 when it cannot say): the
+// sampling program's check compares it.
+func sampleMapID(n *node) ebpf.MapID {
+	var id ebpf.MapID
 	if info, err := n.objs.BndSample.Info(); err == nil {
-		ids.sample, _ = info.ID()
+		id, _ = info.ID()
 	}
-	if n.objs.BndNext != nil {
-		if info, err := n.objs.BndNext.Info(); err == nil {
-			ids.next, _ = info.ID()
-		}
-	}
-	return ids
+	return id
 }
 
-// observe reads the boundary of n's maps (ids: those boundary_in must
-// read), its interfaces being known (nil: listed here).
-func observe(n *node, ids mapIDs, known Interfaces) (*nodestate.Boundary, error) {
+// observe reads the boundary of n's maps (sampleID: bnd_sample's), its
+// interfaces being known (nil: listed here).
+func observe(n *node, sampleID ebpf.MapID, known Interfaces) (*nodestate.Boundary, error) {
 	got, err := n.entries()
 	if err != nil {
 		return nil, err
@@ -665,9 +657,8 @@ func observe(n *node, ids mapIDs, known Interfaces) (*nodestate.Boundary, error)
 		for _, a := range n.wantedOn(trust(i.name), len(b.HMACSIDs) > 0) {
 			p := pin(n.dir, i.index, a.name)
 			// boundary_in must be this segchain's (it reads the sampling
-			// map and hosts bnd_next): an older one is unfiltered too, so
-			// apply replaces it.
-			if a.name == "in" && !current(p, ids) || !live(p) {
+			// map): an older one is unfiltered too, so apply replaces it.
+			if a.name == "in" && samplingProgram(p, sampleID) != nil || !live(p) {
 				b.Unfiltered = append(b.Unfiltered, i.name)
 				break
 			}

@@ -117,7 +117,6 @@ const (
 	boundaryTCMapBndHmacKeys       = "bnd_hmac_keys"
 	boundaryTCMapBndHmacSids       = "bnd_hmac_sids"
 	boundaryTCMapBndLpm            = "bnd_lpm"
-	boundaryTCMapBndNext           = "bnd_next"
 	boundaryTCMapBndSample         = "bnd_sample"
 	boundaryTCMapBndSampleCtrs     = "bnd_sample_ctrs"
 	boundaryTCMapBndSampleEvents   = "bnd_sample_events"
@@ -186,7 +185,6 @@ type boundaryTCMapSpecs struct {
 	BndHmacKeys     *ebpf.MapSpec `ebpf:"bnd_hmac_keys"`
 	BndHmacSids     *ebpf.MapSpec `ebpf:"bnd_hmac_sids"`
 	BndLpm          *ebpf.MapSpec `ebpf:"bnd_lpm"`
-	BndNext         *ebpf.MapSpec `ebpf:"bnd_next"`
 	BndSample       *ebpf.MapSpec `ebpf:"bnd_sample"`
 	BndSampleCtrs   *ebpf.MapSpec `ebpf:"bnd_sample_ctrs"`
 	BndSampleEvents *ebpf.MapSpec `ebpf:"bnd_sample_events"`
@@ -225,7 +223,6 @@ type boundaryTCMaps struct {
 	BndHmacKeys     *ebpf.Map `ebpf:"bnd_hmac_keys"`
 	BndHmacSids     *ebpf.Map `ebpf:"bnd_hmac_sids"`
 	BndLpm          *ebpf.Map `ebpf:"bnd_lpm"`
-	BndNext         *ebpf.Map `ebpf:"bnd_next"`
 	BndSample       *ebpf.Map `ebpf:"bnd_sample"`
 	BndSampleCtrs   *ebpf.Map `ebpf:"bnd_sample_ctrs"`
 	BndSampleEvents *ebpf.Map `ebpf:"bnd_sample_events"`
@@ -237,7 +234,6 @@ func (m *boundaryTCMaps) Close() error {
 		m.BndHmacKeys,
 		m.BndHmacSids,
 		m.BndLpm,
-		m.BndNext,
 		m.BndSample,
 		m.BndSampleCtrs,
 		m.BndSampleEvents,

@@ -35,11 +35,11 @@ import (
 // Not safe for concurrent use: the agent observes a node one request at a
 // time (local.Local.ObserveCached).
 type Reader struct {
-	netns string
-	n     *node    // the kept maps, nil when none
-	ids   [4]pinID // their pins' identities when opened (readPins order)
-	maps  mapIDs   // bnd_sample's and bnd_next's IDs (boundary_in's check)
-	opens uint64
+	netns  string
+	n      *node      // the kept maps, nil when none
+	ids    [4]pinID   // their pins' identities when opened (readPins order)
+	sample ebpf.MapID // bnd_sample's ID (the sampling program's check)
+	opens  uint64
 }
 
 // readPins are the maps an observation reads (bnd_sample for its ID
@@ -89,15 +89,14 @@ func (r *Reader) Observe(known Interfaces) (*nodestate.Boundary, error) {
 		// Only what an observation reads is kept open.
 		kept := boundaryTCMaps{BndLpm: n.objs.BndLpm, BndHmacSids: n.objs.BndHmacSids,
 			BndHmacKeys: n.objs.BndHmacKeys, BndSample: n.objs.BndSample}
-		maps := progMaps(n)
-		for _, m := range []*ebpf.Map{n.objs.BndCounters, n.objs.BndSampleCtrs, n.objs.BndSampleEvents, n.objs.BndNext} {
+		for _, m := range []*ebpf.Map{n.objs.BndCounters, n.objs.BndSampleCtrs, n.objs.BndSampleEvents} {
 			m.Close()
 		}
 		n.objs.boundaryTCMaps = kept
-		r.n, r.ids, r.maps = n, ids, maps
+		r.n, r.ids, r.sample = n, ids, sampleMapID(n)
 		r.opens++
 	}
-	b, err := observe(r.n, r.maps, known)
+	b, err := observe(r.n, r.sample, known)
 	if err != nil {
 		// A read that failed on a kept map: open afresh next time.
 		r.Close()

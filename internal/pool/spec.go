@@ -160,7 +160,7 @@ func (s Spec) Programs() string {
 			not = append(not, c.Chain+" (iif "+c.Rule.Iif+")")
 		}
 	}
-	line := "  programs: pool_in on ingress of every interface (forwarded packets; tail-called by the boundary filter where it runs)"
+	line := "  programs: pool_in on ingress of every interface (forwarded packets)"
 	if len(own) > 0 {
 		line += "; the headend's own packets of " + strings.Join(own, ", ") + " through pool_local (lwt xmit) on a table only they reach (rule iif lo)"
 	}

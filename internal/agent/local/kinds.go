@@ -56,41 +56,6 @@ type ServiceKind interface {
 	SIDExtension() localsid.Extension
 }
 
-// BoundaryGuest is a ServiceKind whose program the boundary filter hosts
-// (the pool selector, tail-called by boundary_in: docs/pools.md "The data
-// path"). Around a change of the filter, which may take boundary_in and
-// what it hosts off an interface, the kind gives its program a hook of
-// its own first (BeforeBoundary) and moves it back into the filter after
-// (AfterBoundary): make-before-break.
-type BoundaryGuest interface {
-	BeforeBoundary(netns string) error
-	AfterBoundary(netns string) error
-}
-
-// aroundBoundary runs change (an apply or removal of netns's boundary
-// filter) between the guests' BeforeBoundary and AfterBoundary.
-func aroundBoundary(netns string, change func() error) error {
-	var guests []BoundaryGuest
-	for _, k := range serviceKinds() {
-		if g, ok := k.(BoundaryGuest); ok {
-			guests = append(guests, g)
-		}
-	}
-	for _, g := range guests {
-		if err := g.BeforeBoundary(netns); err != nil {
-			return err
-		}
-	}
-	if err := change(); err != nil {
-		return err
-	}
-	var errs []error
-	for _, g := range guests {
-		errs = append(errs, g.AfterBoundary(netns))
-	}
-	return errors.Join(errs...)
-}
-
 // serviceKinds lists the node halves of every service kind: one line per
 // kind, in the order of internal/service/kinds.
 func serviceKinds() []ServiceKind {

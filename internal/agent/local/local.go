@@ -302,12 +302,10 @@ func (l *Local) exec(h *dataplane.Handle, op agent.Op) error {
 		}
 		return k.Apply(l.netns, op.Services, op.OldServices, hm)
 	case agent.KindBoundary:
-		return aroundBoundary(l.netns, func() error {
-			if op.Boundary == nil {
-				return boundary.Remove(l.netns)
-			}
-			return boundary.Apply(l.netns, *op.Boundary)
-		})
+		if op.Boundary == nil {
+			return boundary.Remove(l.netns)
+		}
+		return boundary.Apply(l.netns, *op.Boundary)
 	case agent.KindBGP:
 		if l.router == nil {
 			if op.BGP == nil {

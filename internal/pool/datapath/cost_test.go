@@ -10,7 +10,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
-	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pool"
 	"github.com/segchain/segchain/internal/testutil"
@@ -99,42 +98,6 @@ func TestProgramCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("round %d %-34s %6.1f ns/run (verdict %d)", round, c.name, float64(d.Nanoseconds()), ret)
-		}
-	}
-	// Session 18: boundary_in alone (its slot empty) and hosting pool_in
-	// (a tail call from its pass exit), on the same two frames.
-	bin := hosted(t, ns, h)
-	for round := 0; round < 3; round++ {
-		for _, slot := range []bool{false, true} {
-			var err error
-			if slot {
-				err = boundary.SetNext(ns, h.InProg())
-			} else {
-				err = boundary.ClearNext(ns)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range in[1:] {
-				var d time.Duration
-				var ret uint32
-				err := nsutil.Do(ns, func() error {
-					var err error
-					opts := &ebpf.RunOptions{Data: c.frame, Repeat: uint32(n), Context: testutil.SkbCtx{IngressIfindex: ifx, Ifindex: ifx}}
-					t0 := time.Now()
-					ret, err = bin.Run(opts)
-					d = time.Since(t0) / time.Duration(n)
-					return err
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				what := "boundary_in, slot empty"
-				if slot {
-					what = "boundary_in hosting pool_in"
-				}
-				t.Logf("round %d %-34s %-30s %6.1f ns/run (verdict %d)", round, what, c.name[len("pool_in: "):], float64(d.Nanoseconds()), ret)
-			}
 		}
 	}
 	if err := h.Program([]pool.Pool{one, pq, qp}); err != nil {

@@ -3,18 +3,13 @@ package datapath
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
-	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/bpfpin"
-	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pool"
 )
 
@@ -36,9 +31,8 @@ type Headend struct {
 	mu    sync.Mutex
 }
 
-// Open loads (or reopens) the selector's pinned maps in netns and puts
-// pool_in on ingress of every interface (host: in the boundary filter's
-// slot where boundary_in runs, else its own TCX link). pool_out is loaded
+// Open loads (or reopens) the selector's pinned maps in netns and attaches
+// pool_in on ingress of every interface that lacks it. pool_out is loaded
 // (the perf arms and its tests run it) but attached nowhere since session
 // 17: the headend's own packets are chosen for by pool_local on their own
 // route (Select), so forwarded packets cross no program on egress; an
@@ -74,143 +68,11 @@ func Open(netns string) (*Headend, error) {
 		h.Close()
 		return nil, fmt.Errorf("create pin dir: %w", err)
 	}
-	if err := h.host(); err != nil {
+	if err := bpfpin.AttachAll(netns, filepath.Join(dir, inDir), ebpf.AttachTCXIngress, func() (*ebpf.Program, error) { return h.in, nil }); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return h, nil
-}
-
-// host puts pool_in where it runs (docs/pools.md "The data path"): in
-// the boundary filter's slot (boundary.SetNext) when the filter's
-// boundary_in is on some interface, so that boundary_in tail-calls it on
-// the hook it entered already; on every other interface its own TCX link
-// (pinned in in/). The slot first, then the own links on the filter's
-// interfaces go: a packet meanwhile runs pool_in twice, and the second
-// run passes what the first marked (make-before-break).
-func (h *Headend) host() error {
-	hosting, err := boundary.Hosting(h.netns)
-	if err != nil {
-		return fmt.Errorf("pool selector: %w", err)
-	}
-	if len(hosting) > 0 {
-		if err := boundary.SetNext(h.netns, h.in); err != nil {
-			return fmt.Errorf("pool selector: %w", err)
-		}
-	}
-	names := map[string]bool{}
-	if err := nsutil.Do(h.netns, func() error {
-		l, err := net.Interfaces()
-		for _, i := range l {
-			names[i.Name] = hosting[i.Index]
-		}
-		return err
-	}); err != nil {
-		return fmt.Errorf("pool selector: interfaces: %w", err)
-	}
-	dir := filepath.Join(h.dir, inDir)
-	if err := bpfpin.AttachAllExcept(h.netns, dir, ebpf.AttachTCXIngress, func(name string) bool { return names[name] },
-		func() (*ebpf.Program, error) { return h.in, nil }); err != nil {
-		return err
-	}
-	var errs []error
-	for ifx := range hosting {
-		if err := unpinLink(filepath.Join(dir, fmt.Sprintf("tcx-%d", ifx))); err != nil {
-			errs = append(errs, fmt.Errorf("pool selector: %w", err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// unpinLink detaches the link pinned at p (none: nothing to do).
-func unpinLink(p string) error {
-	lk, err := link.LoadPinnedLink(p, nil)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return os.Remove(p) // defunct: its interface is gone
-	}
-	defer lk.Close()
-	return lk.Unpin()
-}
-
-// clearSlot empties the boundary filter's slot if it holds a pool_in
-// of the selector pinned in dir (a program that uses its maps).
-func clearSlot(netns, dir string) error {
-	id, err := boundary.Next(netns)
-	if err != nil || id == 0 {
-		return err
-	}
-	if !usesPinned(id, filepath.Join(dir, "pool_rsel")) {
-		return nil
-	}
-	return boundary.ClearNext(netns)
-}
-
-// usesPinned reports whether program id uses the map pinned at p.
-func usesPinned(id ebpf.ProgramID, p string) bool {
-	m, err := ebpf.LoadPinnedMap(p, nil)
-	if err != nil {
-		return false
-	}
-	defer m.Close()
-	mi, err := m.Info()
-	if err != nil {
-		return false
-	}
-	mid, _ := mi.ID()
-	prog, err := ebpf.NewProgramFromID(id)
-	if err != nil {
-		return false
-	}
-	defer prog.Close()
-	pi, err := prog.Info()
-	if err != nil {
-		return false
-	}
-	ids, _ := pi.MapIDs()
-	return slices.Contains(ids, mid)
-}
-
-// Unhost attaches pool_in's own link on every interface of netns, where
-// a selector is installed: before a change of the boundary filter (its
-// removal, an interface becoming trusted, a rebuild) may take boundary_in
-// and with it the hosted pool_in off an interface. Rehost, after the
-// change, takes the links off again where the filter hosts it.
-func Unhost(netns string) error {
-	h, err := Reopen(netns)
-	if errors.Is(err, ErrNotInstalled) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	h.Close()
-	h, err = Open(netns) // loads pool_in, hosts it as things are now
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return bpfpin.AttachAll(netns, filepath.Join(h.dir, inDir), ebpf.AttachTCXIngress, func() (*ebpf.Program, error) { return h.in, nil })
-}
-
-// Rehost hosts pool_in as the boundary filter is now (after Unhost and
-// the filter's change).
-func Rehost(netns string) error {
-	h, err := Reopen(netns)
-	if errors.Is(err, ErrNotInstalled) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	h.Close()
-	h, err = Open(netns)
-	if err != nil {
-		return err
-	}
-	return h.Close()
 }
 
 // inDir holds pool_in's link pins, under the selector's directory.
@@ -270,9 +132,6 @@ func Remove(netns string) error {
 		h.Close()
 	}
 	if err := syncKernel(netns, nil, nil); err != nil {
-		return err
-	}
-	if err := clearSlot(netns, dir); err != nil {
 		return err
 	}
 	if err := bpfpin.DetachAll(filepath.Join(dir, inDir)); err != nil {
@@ -469,59 +328,4 @@ func (h *Headend) Dir() string { return h.dir }
 // (poolperf.Measure) attaches them per arm instead.
 func (h *Headend) Detach() error {
 	return errors.Join(bpfpin.DetachAll(filepath.Join(h.dir, inDir)), bpfpin.DetachAll(h.dir))
-}
-
-// hostFaults says, per interface of netns, where pool_in of the selector
-// pinned in dir does not run: no live link of its own (in/tcx-<ifindex>)
-// and not hosted by the boundary filter (boundary_in there, and the
-// filter's slot holding a pool_in on these maps).
-func hostFaults(netns, dir string) ([]string, error) {
-	hosting, err := boundary.Hosting(netns)
-	if err != nil {
-		return nil, fmt.Errorf("pool selector: %w", err)
-	}
-	slot := false
-	if len(hosting) > 0 {
-		id, err := boundary.Next(netns)
-		if err != nil {
-			return nil, fmt.Errorf("pool selector: %w", err)
-		}
-		slot = id != 0 && usesPinned(id, filepath.Join(dir, "pool_rsel"))
-	}
-	var out []string
-	err = nsutil.Do(netns, func() error {
-		l, err := net.Interfaces()
-		if err != nil {
-			return err
-		}
-		for _, i := range l {
-			if i.Flags&net.FlagLoopback != 0 || liveLink(filepath.Join(dir, inDir, fmt.Sprintf("tcx-%d", i.Index))) {
-				continue
-			}
-			switch {
-			case hosting[i.Index] && slot:
-			case hosting[i.Index]:
-				out = append(out, fmt.Sprintf("pool selector: pool_in not in the boundary filter's slot, so not run on %s", i.Name))
-			default:
-				out = append(out, fmt.Sprintf("pool selector: pool_in not attached to %s", i.Name))
-			}
-		}
-		return nil
-	})
-	return out, err
-}
-
-// liveLink reports whether the link pinned at p is attached.
-func liveLink(p string) bool {
-	lk, err := link.LoadPinnedLink(p, nil)
-	if err != nil {
-		return false
-	}
-	defer lk.Close()
-	info, err := lk.Info()
-	if err != nil {
-		return false
-	}
-	tcx := info.TCX()
-	return tcx != nil && tcx.Ifindex != 0
 }

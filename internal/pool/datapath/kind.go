@@ -104,13 +104,6 @@ func (NodeKind) Faults(netns string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "pool_sids")); err != nil {
 		return []string{fmt.Sprintf("pool selector: %d pools recorded, maps not pinned in %s", len(specs), dir)}, nil
 	}
-	// pool_in on every interface: its own link, or hosted by the
-	// boundary filter where boundary_in runs.
-	if problems, err := hostFaults(netns, dir); err != nil {
-		return nil, err
-	} else if len(problems) > 0 {
-		return problems, nil
-	}
 	// A marked packet whose rule is gone would fall to the chain's own
 	// route (the placeholder): no failover.
 	if missing, err := missingRules(netns, specs); err != nil {
@@ -298,13 +291,6 @@ func (NodeKind) AttachNew(netns string) error {
 	}
 	return h.Close()
 }
-
-// BeforeBoundary gives pool_in its own link on every interface before a
-// change of the boundary filter (local.BoundaryGuest).
-func (NodeKind) BeforeBoundary(netns string) error { return Unhost(netns) }
-
-// AfterBoundary hosts pool_in in the filter again where boundary_in runs.
-func (NodeKind) AfterBoundary(netns string) error { return Rehost(netns) }
 
 // Purge removes the selector and the records.
 func (NodeKind) Purge(netns string) error {

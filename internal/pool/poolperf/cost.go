@@ -8,7 +8,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/segchain/segchain/internal/boundary"
 	"github.com/segchain/segchain/internal/boundary/boundaryperf"
 	"github.com/segchain/segchain/internal/perf"
 	"github.com/segchain/segchain/internal/pool/datapath"
@@ -23,12 +22,11 @@ import (
 
 // Programs on the SUT's ports during an arm.
 const (
-	progNone   = iota // no pool program (a headend without pools)
-	progIn            // pool_in on the input port's TCX ingress
-	progOut           // pool_out on the output port's TCX egress
-	progBoth          // both, as apply installs them on a headend with pools
-	progEmpty         // an empty TCX ingress program: the hook's own cost
-	progHosted        // pool_in in the boundary filter's slot, tail-called by boundary_in (as apply hosts it behind the filter, session 18)
+	progNone  = iota // no pool program (a headend without pools)
+	progIn           // pool_in on the input port's TCX ingress
+	progOut          // pool_out on the output port's TCX egress
+	progBoth         // both, as apply installs them on a headend with pools
+	progEmpty        // an empty TCX ingress program: the hook's own cost
 )
 
 // Slot is one arm of the cost run: a recipe's frame and the programs
@@ -48,22 +46,6 @@ var Slots = []Slot{
 	{"T.Encaps.rule+in+out", ruleOnly, progBoth},
 	{"T.Encaps.rule+in", ruleOnly, progIn},
 	{"T.Encaps.rule+empty-tcx", ruleOnly, progEmpty},
-}
-
-// HostedSlots are the arms only a run behind the boundary filter has:
-// pool_in hosted in the filter's slot, what apply installs there since
-// session 18.
-var HostedSlots = []Slot{
-	{"T.Encaps.pool+hosted", poolIn, progHosted},
-	{"T.Encaps.rule+hosted", ruleOnly, progHosted},
-}
-
-// slotsFor are a run's arms, the reference first.
-func slotsFor(behindBoundary bool) []Slot {
-	if behindBoundary {
-		return append(append([]Slot(nil), Slots...), HostedSlots...)
-	}
-	return Slots
 }
 
 // recipeK is each recipe's arm number k (its addresses, table, rule
@@ -91,11 +73,6 @@ func (s *progState) set(mode int) error {
 	if err := perf.CloseLinks(&s.links); err != nil {
 		return err
 	}
-	if s.mode == progHosted {
-		if err := s.env.Do(func() error { return boundary.ClearNext("") }); err != nil {
-			return err
-		}
-	}
 	err := s.env.Do(func() error {
 		attach := func(dev string, p *ebpf.Program, at ebpf.AttachType) error {
 			place := perf.AttachTCXHead
@@ -115,9 +92,6 @@ func (s *progState) set(mode int) error {
 		}
 		if mode == progEmpty {
 			return attach(s.env.In, s.empty, ebpf.AttachTCXIngress)
-		}
-		if mode == progHosted {
-			return boundary.SetNext("", s.in)
 		}
 		if mode == progOut || mode == progBoth {
 			return attach(s.env.Out, s.out, ebpf.AttachTCXEgress)
@@ -163,7 +137,7 @@ func setupSlots(d perf.Driver, size int, behindBoundary bool) (perf.SwitchingGen
 		frames[r] = f
 	}
 	mode := map[int]int{}
-	for i, s := range slotsFor(behindBoundary) {
+	for i, s := range Slots {
 		if err := gen.Load(i, frames[s.Recipe]); err != nil {
 			return perf.SwitchingGenerator{}, nil, err
 		}
@@ -243,7 +217,7 @@ func Measure(d perf.Driver, rounds int, window time.Duration, wire, behindBounda
 	}
 	defer st.close()
 	var arms []perf.Arm
-	for i, s := range slotsFor(behindBoundary)[1:] {
+	for i, s := range Slots[1:] {
 		arms = append(arms, perf.Arm{Name: s.Name, Slot: i + 1})
 	}
 	ref, res, err := perf.Sandwich(perf.WithGenerator(d, gen), perf.Arm{Name: Slots[0].Name, Slot: 0}, arms, perf.SandwichConfig{
