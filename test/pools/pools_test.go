@@ -45,7 +45,12 @@ func setup(t *testing.T, onFailure string) *env {
 
 // setupFile is setup with another domain file of the same shape.
 func setupFile(t *testing.T, file, onFailure string) *env {
-	le := labenv.New(t, labenv.Options{File: file, Prefix: "s9p"})
+	return setupAs(t, file, onFailure, "s9p")
+}
+
+// setupAs is setupFile with the lab's name starting with prefix.
+func setupAs(t *testing.T, file, onFailure, prefix string) *env {
+	le := labenv.New(t, labenv.Options{File: file, Prefix: prefix})
 	if _, err := le.Session(le.Domain).Apply(context.Background()); err != nil {
 		t.Fatalf("apply: %v", err)
 	}

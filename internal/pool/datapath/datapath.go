@@ -3,13 +3,16 @@ package datapath
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/segchain/segchain/internal/bpfpin"
+	"github.com/segchain/segchain/internal/nsutil"
 	"github.com/segchain/segchain/internal/pool"
 )
 
@@ -67,6 +70,14 @@ func Open(netns string) (*Headend, error) {
 	if err := os.MkdirAll(filepath.Join(dir, inDir), 0o700); err != nil {
 		h.Close()
 		return nil, fmt.Errorf("create pin dir: %w", err)
+	}
+	// A link detached by hand (bpftool link detach) leaves its pin:
+	// dropped, so that AttachAll attaches afresh.
+	pins, _ := filepath.Glob(filepath.Join(dir, inDir, "tcx-*"))
+	for _, p := range pins {
+		if !liveLink(p) {
+			_ = os.Remove(p)
+		}
 	}
 	if err := bpfpin.AttachAll(netns, filepath.Join(dir, inDir), ebpf.AttachTCXIngress, func() (*ebpf.Program, error) { return h.in, nil }); err != nil {
 		h.Close()
@@ -328,4 +339,38 @@ func (h *Headend) Dir() string { return h.dir }
 // (poolperf.Measure) attaches them per arm instead.
 func (h *Headend) Detach() error {
 	return errors.Join(bpfpin.DetachAll(filepath.Join(h.dir, inDir)), bpfpin.DetachAll(h.dir))
+}
+
+// unattached are the interfaces of netns (but loopback) where pool_in of
+// the selector pinned in dir has no live link (in/tcx-<ifindex>).
+func unattached(netns, dir string) ([]string, error) {
+	var out []string
+	err := nsutil.Do(netns, func() error {
+		l, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		for _, i := range l {
+			if i.Flags&net.FlagLoopback == 0 && !liveLink(filepath.Join(dir, inDir, fmt.Sprintf("tcx-%d", i.Index))) {
+				out = append(out, i.Name)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// liveLink reports whether the link pinned at p is attached.
+func liveLink(p string) bool {
+	lk, err := link.LoadPinnedLink(p, nil)
+	if err != nil {
+		return false
+	}
+	defer lk.Close()
+	info, err := lk.Info()
+	if err != nil {
+		return false
+	}
+	tcx := info.TCX()
+	return tcx != nil && tcx.Ifindex != 0
 }

@@ -104,6 +104,13 @@ func (NodeKind) Faults(netns string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "pool_sids")); err != nil {
 		return []string{fmt.Sprintf("pool selector: %d pools recorded, maps not pinned in %s", len(specs), dir)}, nil
 	}
+	// pool_in on every interface: a packet that arrives where it is not
+	// is never chosen for (the chain's own route: the placeholder).
+	if missing, err := unattached(netns, dir); err != nil {
+		return nil, err
+	} else if len(missing) > 0 {
+		return []string{fmt.Sprintf("pool selector: pool_in not attached to %s", strings.Join(missing, ", "))}, nil
+	}
 	// A marked packet whose rule is gone would fall to the chain's own
 	// route (the placeholder): no failover.
 	if missing, err := missingRules(netns, specs); err != nil {
