@@ -1,6 +1,7 @@
 package frr
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -120,4 +121,44 @@ func parseSummary(out []byte, intent *nodestate.BGP) ([]nodestate.BGPSession, er
 	}
 	sort.Slice(ss, func(i, j int) bool { return ss[i].Peer.Less(ss[j].Peer) })
 	return ss, nil
+}
+
+// RetryNow asks the instance in dir to dial each of peers now whose
+// session is not open (idle, connect or active: a connection refused,
+// the next attempt waiting for the connect timer), with `clear bgp PEER`:
+// FRR resets the neighbour, which starts it again within about a second
+// instead of at the connect timer's end. A session established or being
+// opened (opensent, openconfirm) is left alone, so a peer named twice, or
+// whose session came up meanwhile, is not reset. It returns the peers it
+// asked for. vtysh only talks to the daemons' vty sockets in dir: no
+// namespace is entered.
+func RetryNow(dir string, intent *nodestate.BGP, peers []netip.Addr) ([]netip.Addr, error) {
+	out, err := exec.Command("vtysh", "--vty_socket", dir, "-c", "show bgp ipv6 unicast summary json").Output()
+	if err != nil {
+		return nil, fmt.Errorf("vtysh %s: %w", dir, err)
+	}
+	ss, err := parseSummary(out, intent)
+	if err != nil {
+		return nil, err
+	}
+	state := map[netip.Addr]string{}
+	for _, s := range ss {
+		state[s.Peer] = s.State
+	}
+	var args []string
+	var asked []netip.Addr
+	for _, p := range peers {
+		switch state[p] {
+		case "idle", "connect", "active":
+			args = append(args, "-c", "clear bgp "+p.String())
+			asked = append(asked, p)
+		}
+	}
+	if len(args) == 0 {
+		return nil, nil
+	}
+	if out, err := exec.Command("vtysh", append([]string{"--vty_socket", dir}, args...)...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("vtysh %s: clear bgp: %w: %s", dir, err, bytes.TrimSpace(out))
+	}
+	return asked, nil
 }

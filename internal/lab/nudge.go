@@ -1,0 +1,151 @@
+package lab
+
+import (
+	"net/netip"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/segchain/segchain/internal/frr"
+	"github.com/segchain/segchain/internal/nodestate"
+)
+
+// Nudger asks a lab's FRR routers to dial the GoBGP speakers an apply has
+// just started. The routers dial a speaker's address every
+// frr.SpeakerConnectRetry seconds while nothing listens there (an agent's
+// speaker listens only once an apply has started it; a speaker sharing
+// its process with other nodes never dials itself); told that a node's
+// speaker started (Started, the controller's BGPStarted), the Nudger has
+// each of its router neighbours retry that session at once
+// (frr.RetryNow). Requests are gathered for a short while and sent as
+// one vtysh per router, a few routers at a time. A request that fails is
+// dropped: the connect timer still opens the session, later.
+type Nudger struct {
+	l       *Lab
+	mu      sync.Mutex
+	pending map[string]map[netip.Addr]bool // router → speaker addresses to dial
+	asked   int
+	errs    int
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// nudgeGather is how long requests are gathered before they are sent:
+// an apply starts many speakers at once.
+const nudgeGather = 100 * time.Millisecond
+
+// nudgeParallel is how many routers are asked at once.
+const nudgeParallel = 4
+
+// NewNudger starts a Nudger for the lab's routers; Close stops it.
+func (l *Lab) NewNudger() *Nudger {
+	n := &Nudger{l: l, pending: map[string]map[netip.Addr]bool{}, kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go n.run()
+	return n
+}
+
+// Started is told that node's speaker now runs intent b: each neighbour
+// that is a router of the lab running FRR is asked to dial the node's
+// address on their link. It does not block.
+func (n *Nudger) Started(node string, b *nodestate.BGP) {
+	if n == nil || b == nil {
+		return
+	}
+	n.mu.Lock()
+	added := false
+	for _, nb := range b.Neighbors {
+		if !nb.PeerFRR {
+			continue
+		}
+		if _, ok := n.l.FRRDir(nb.Node); !ok {
+			continue
+		}
+		if n.pending[nb.Node] == nil {
+			n.pending[nb.Node] = map[netip.Addr]bool{}
+		}
+		n.pending[nb.Node][nb.Local] = true
+		added = true
+	}
+	n.mu.Unlock()
+	if added {
+		select {
+		case n.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Asked is how many sessions the routers were asked to retry, and how
+// many requests failed.
+func (n *Nudger) Asked() (asked, failed int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.asked, n.errs
+}
+
+// Close sends what is pending and stops the Nudger.
+func (n *Nudger) Close() {
+	if n == nil {
+		return
+	}
+	close(n.stop)
+	<-n.done
+}
+
+func (n *Nudger) run() {
+	defer close(n.done)
+	for {
+		select {
+		case <-n.kick:
+			select {
+			case <-time.After(nudgeGather):
+			case <-n.stop:
+			}
+			n.send()
+		case <-n.stop:
+			n.send()
+			return
+		}
+	}
+}
+
+// send asks every router with pending requests, nudgeParallel at a time.
+func (n *Nudger) send() {
+	n.mu.Lock()
+	batch := n.pending
+	n.pending = map[string]map[netip.Addr]bool{}
+	n.mu.Unlock()
+	routers := make([]string, 0, len(batch))
+	for r := range batch {
+		routers = append(routers, r)
+	}
+	sort.Strings(routers)
+	sem := make(chan struct{}, nudgeParallel)
+	var wg sync.WaitGroup
+	for _, r := range routers {
+		dir, ok := n.l.FRRDir(r)
+		if !ok {
+			continue
+		}
+		peers := make([]netip.Addr, 0, len(batch[r]))
+		for a := range batch[r] {
+			peers = append(peers, a)
+		}
+		sort.Slice(peers, func(i, j int) bool { return peers[i].Less(peers[j]) })
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			asked, err := frr.RetryNow(dir, nil, peers)
+			n.mu.Lock()
+			n.asked += len(asked)
+			if err != nil {
+				n.errs++
+			}
+			n.mu.Unlock()
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,131 @@
+package lab
+
+import (
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segchain/segchain/internal/bgp"
+	"github.com/segchain/segchain/internal/frr"
+	"github.com/segchain/segchain/internal/nodestate"
+	"github.com/segchain/segchain/internal/nsutil"
+	"github.com/segchain/segchain/internal/testutil"
+)
+
+// A router whose connect timer towards a leaf is long (frr.Render:
+// frr.SpeakerConnectRetry for a GoBGP neighbour) opens the session once
+// the leaf's passive speaker appears and the Nudger tells it: real FRR in
+// one namespace, the leaf's speaker as an agent group runs it (passive,
+// bgp.NewShared) in another. The router's connect timer is raised to
+// FRR's largest (65535 s) so that only the nudge can open the session
+// within the test (the delay is logged, not asserted: the benchmark
+// measures it). Then the nudge of an established session leaves it
+// alone (not reset: asked for nothing, its uptime goes on).
+//
+// Fails without the Nudger's request (the router waits out its timer),
+// and when RetryNow clears every session it is given.
+func TestPrivilegedNudgeOpensPassiveSession(t *testing.T) {
+	testutil.RequirePrivileged(t)
+	if err := frr.Installed(); err != nil {
+		t.Fatal(err) // make deps installs FRR
+	}
+	testutil.RequireTool(t, "vtysh")
+	nsR, nsL := testutil.UniqueName("s18bg-r-"), testutil.UniqueName("s18bg-l-")
+	for _, ns := range []string{nsR, nsL} {
+		if err := nsutil.Create(ns); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := nsutil.Delete(ns); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		})
+		testutil.Exec(t, ns, "ip", "link", "set", "lo", "up")
+	}
+	testutil.Exec(t, "", "ip", "link", "add", "e-leaf", "netns", nsR, "type", "veth", "peer", "name", "e-router", "netns", nsL)
+	rAddr, lAddr := netip.MustParseAddr("fc00:99::1"), netip.MustParseAddr("fc00:99::2")
+	for ns, dev := range map[string]string{nsR: "e-leaf", nsL: "e-router"} {
+		a := rAddr
+		if ns == nsL {
+			a = lAddr
+		}
+		testutil.Exec(t, ns, "ip", "-6", "addr", "add", a.String()+"/64", "dev", dev, "nodad")
+		testutil.Exec(t, ns, "ip", "link", "set", dev, "up")
+	}
+	router := &nodestate.BGP{ASN: 65001, RouterID: "10.99.0.1", Keepalive: 1, Hold: 3,
+		Neighbors: []nodestate.BGPNeighbor{{Node: "leaf", Addr: lAddr, Local: rAddr, Dev: "e-leaf", ASN: 65002}},
+		Prefixes:  []netip.Prefix{netip.MustParsePrefix("fc00:98::/64")}}
+	leaf := &nodestate.BGP{ASN: 65002, RouterID: "10.99.0.2", Keepalive: 1, Hold: 3,
+		Neighbors: []nodestate.BGPNeighbor{{Node: "router", Addr: rAddr, Local: lAddr, Dev: "e-router", ASN: 65001, PeerFRR: true}},
+		Prefixes:  []netip.Prefix{netip.MustParsePrefix("fc00:97::/64")}}
+
+	c := frr.Render("router", router)
+	long := strings.Replace(c.BGPD, " timers connect 30\n", " timers connect 65535\n", 1)
+	if long == c.BGPD {
+		t.Fatalf("the router's configuration has no 30 s connect timer towards the leaf:\n%s", c.BGPD)
+	}
+	c.BGPD = long
+	dir, err := os.MkdirTemp("", "s18bg-frr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := frr.Start(nsR, dir, c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := frr.Stop(dir); err != nil {
+			t.Errorf("stop FRR: %v", err)
+		}
+	})
+	state := func() nodestate.BGPSession {
+		t.Helper()
+		ss, err := frr.Sessions(nsR, dir, router)
+		if err != nil || len(ss) != 1 {
+			t.Fatalf("router's sessions: %v %+v", err, ss)
+		}
+		return ss[0]
+	}
+	// The router tried, was refused, and now waits for its timer.
+	for deadline := time.Now().Add(60 * time.Second); state().State != "active"; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the router's session with the absent leaf: %+v, want active", state())
+		}
+	}
+
+	sp := bgp.NewShared(nsL, t.TempDir(), nil)
+	if err := sp.Set(leaf); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sp.Close)
+	start := time.Now()
+	l := &Lab{Name: "s18bg", FRR: map[string]string{"router": dir}}
+	n := l.NewNudger()
+	n.Started("leaf", leaf)
+	n.Close()
+	if asked, failed := n.Asked(); asked != 1 || failed != 0 {
+		t.Fatalf("the nudger asked for %d sessions (%d requests failed), want 1", asked, failed)
+	}
+	for deadline := time.Now().Add(60 * time.Second); !state().Established(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the router's session with the leaf is %+v 60 s after the nudge, want established", state())
+		}
+	}
+	t.Logf("established %v after the speaker started and the router was told", time.Since(start).Round(time.Millisecond))
+
+	// Told again, about a session that is up: nothing is asked, it stays up.
+	time.Sleep(2 * time.Second)
+	before := state()
+	n = l.NewNudger()
+	n.Started("leaf", leaf)
+	n.Close()
+	if asked, failed := n.Asked(); asked != 0 || failed != 0 {
+		t.Errorf("the nudger asked for %d sessions (%d failed) about an established one, want none", asked, failed)
+	}
+	time.Sleep(time.Second)
+	if after := state(); !after.Established() || after.Since < before.Since {
+		t.Errorf("session before the second nudge %+v, after %+v: want it up and not reset", before, after)
+	}
+}
