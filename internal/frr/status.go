@@ -124,11 +124,11 @@ func parseSummary(out []byte, intent *nodestate.BGP) ([]nodestate.BGPSession, er
 }
 
 // RetryNow asks the instance in dir to dial each of peers now whose
-// session is not open (idle, connect or active: a connection refused,
-// the next attempt waiting for the connect timer), with `clear bgp PEER`:
-// FRR resets the neighbour, which starts it again within about a second
-// instead of at the connect timer's end. A session established or being
-// opened (opensent, openconfirm) is left alone, so a peer named twice, or
+// session waits (active: a connection refused or reset, the next attempt
+// at the connect timer's end; idle: waiting to start, its start timer
+// perhaps backed off), with `clear bgp PEER`: FRR resets the neighbour,
+// which starts it again within about a second. A session established or
+// being opened (connect: dialling; opensent, openconfirm) is left alone, so a peer named twice, or
 // whose session came up meanwhile, is not reset. It returns the peers it
 // asked for. vtysh only talks to the daemons' vty sockets in dir: no
 // namespace is entered.
@@ -149,7 +149,7 @@ func RetryNow(dir string, intent *nodestate.BGP, peers []netip.Addr) ([]netip.Ad
 	var asked []netip.Addr
 	for _, p := range peers {
 		switch state[p] {
-		case "idle", "connect", "active":
+		case "idle", "active":
 			args = append(args, "-c", "clear bgp "+p.String())
 			asked = append(asked, p)
 		}

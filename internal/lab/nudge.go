@@ -18,12 +18,15 @@ import (
 // speaker started (Started, the controller's BGPStarted), the Nudger has
 // each of its router neighbours retry that session at once
 // (frr.RetryNow). Requests are gathered for a short while and sent as
-// one vtysh per router, a few routers at a time. A request that fails is
-// dropped: the connect timer still opens the session, later.
+// one vtysh per router, a few routers at a time. Each is checked again
+// nudgeFollowUp later, twice, while the Nudger runs (an apply): a first
+// attempt the speaker refused or reset (FRR then waits its connect timer
+// again) is retried; an established session is left alone. A request that fails is dropped: the connect timer
+// still opens the session, later.
 type Nudger struct {
 	l       *Lab
 	mu      sync.Mutex
-	pending map[string]map[netip.Addr]bool // router → speaker addresses to dial
+	pending map[string]map[netip.Addr]int // router → speaker addresses to dial → follow-ups made
 	asked   int
 	errs    int
 	kick    chan struct{}
@@ -38,9 +41,15 @@ const nudgeGather = 100 * time.Millisecond
 // nudgeParallel is how many routers are asked at once.
 const nudgeParallel = 4
 
+// nudgeFollowUp is when a request is checked again, nudgeFollowUps times.
+const (
+	nudgeFollowUp  = 3 * time.Second
+	nudgeFollowUps = 2
+)
+
 // NewNudger starts a Nudger for the lab's routers; Close stops it.
 func (l *Lab) NewNudger() *Nudger {
-	n := &Nudger{l: l, pending: map[string]map[netip.Addr]bool{}, kick: make(chan struct{}, 1),
+	n := &Nudger{l: l, pending: map[string]map[netip.Addr]int{}, kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go n.run()
 	return n
@@ -62,18 +71,28 @@ func (n *Nudger) Started(node string, b *nodestate.BGP) {
 		if _, ok := n.l.FRRDir(nb.Node); !ok {
 			continue
 		}
-		if n.pending[nb.Node] == nil {
-			n.pending[nb.Node] = map[netip.Addr]bool{}
-		}
-		n.pending[nb.Node][nb.Local] = true
+		n.addLocked(nb.Node, nb.Local, 0)
 		added = true
 	}
 	n.mu.Unlock()
 	if added {
-		select {
-		case n.kick <- struct{}{}:
-		default:
-		}
+		n.wake()
+	}
+}
+
+func (n *Nudger) addLocked(router string, a netip.Addr, follow int) {
+	if n.pending[router] == nil {
+		n.pending[router] = map[netip.Addr]int{}
+	}
+	if f, ok := n.pending[router][a]; !ok || follow < f {
+		n.pending[router][a] = follow
+	}
+}
+
+func (n *Nudger) wake() {
+	select {
+	case n.kick <- struct{}{}:
+	default:
 	}
 }
 
@@ -85,7 +104,8 @@ func (n *Nudger) Asked() (asked, failed int) {
 	return n.asked, n.errs
 }
 
-// Close sends what is pending and stops the Nudger.
+// Close sends what is pending and stops the Nudger: the follow-ups not
+// yet due are dropped (the apply is over; the connect timer remains).
 func (n *Nudger) Close() {
 	if n == nil {
 		return
@@ -115,7 +135,7 @@ func (n *Nudger) run() {
 func (n *Nudger) send() {
 	n.mu.Lock()
 	batch := n.pending
-	n.pending = map[string]map[netip.Addr]bool{}
+	n.pending = map[string]map[netip.Addr]int{}
 	n.mu.Unlock()
 	routers := make([]string, 0, len(batch))
 	for r := range batch {
@@ -143,6 +163,18 @@ func (n *Nudger) send() {
 			n.asked += len(asked)
 			if err != nil {
 				n.errs++
+			}
+			// Asked: checked again later (a session still not open is
+			// asked again).
+			for _, a := range asked {
+				if f := batch[r][a]; f < nudgeFollowUps {
+					time.AfterFunc(nudgeFollowUp, func() {
+						n.mu.Lock()
+						n.addLocked(r, a, f+1)
+						n.mu.Unlock()
+						n.wake()
+					})
+				}
 			}
 			n.mu.Unlock()
 		}()
