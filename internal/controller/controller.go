@@ -37,8 +37,8 @@ type Controller struct {
 	// segchain watch's.
 	Outside func() (done func(applyErr error) error, err error)
 	// BGPStarted, if set, is told of each node whose adds of an apply
-	// started or changed its BGP speaker, as soon as that node's adds
-	// have run (before the other nodes' end): b is its intent. A lab's
+	// started its BGP speaker (none ran there), as soon as that node's
+	// adds have run (before the other nodes' end): b is its intent. A lab's
 	// routers are then asked to dial it at once (lab.Nudger), instead of
 	// at their connect timer's end. It must not block.
 	BGPStarted func(node string, b *nodestate.BGP)

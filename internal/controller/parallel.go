@@ -153,7 +153,7 @@ func (c *Controller) runPhases(stopCtx context.Context, diffs []Diff, phases [][
 			}
 			if started != nil {
 				for _, op := range list {
-					if op.Kind == agent.KindBGP && op.BGP != nil {
+					if op.Kind == agent.KindBGP && op.BGP != nil && op.OldBGP == nil {
 						started(n, op.BGP)
 					}
 				}

@@ -132,24 +132,30 @@ func parseSummary(out []byte, intent *nodestate.BGP) ([]nodestate.BGPSession, er
 // whose session came up meanwhile, is not reset. It returns the peers it
 // asked for. vtysh only talks to the daemons' vty sockets in dir: no
 // namespace is entered.
-func RetryNow(dir string, intent *nodestate.BGP, peers []netip.Addr) ([]netip.Addr, error) {
-	out, err := exec.Command("vtysh", "--vty_socket", dir, "-c", "show bgp ipv6 unicast summary json").Output()
-	if err != nil {
-		return nil, fmt.Errorf("vtysh %s: %w", dir, err)
-	}
-	ss, err := parseSummary(out, intent)
-	if err != nil {
-		return nil, err
-	}
+//
+// With fresh, the peers' speakers have just started (nothing listened
+// there before, so no session can be open): each is cleared without
+// asking FRR for the sessions' states first (one vtysh instead of two).
+func RetryNow(dir string, intent *nodestate.BGP, peers []netip.Addr, fresh bool) ([]netip.Addr, error) {
 	state := map[netip.Addr]string{}
-	for _, s := range ss {
-		state[s.Peer] = s.State
+	if !fresh {
+		out, err := exec.Command("vtysh", "--vty_socket", dir, "-c", "show bgp ipv6 unicast summary json").Output()
+		if err != nil {
+			return nil, fmt.Errorf("vtysh %s: %w", dir, err)
+		}
+		ss, err := parseSummary(out, intent)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range ss {
+			state[s.Peer] = s.State
+		}
 	}
 	var args []string
 	var asked []netip.Addr
 	for _, p := range peers {
-		switch state[p] {
-		case "idle", "active":
+		switch {
+		case fresh, state[p] == "idle", state[p] == "active":
 			args = append(args, "-c", "clear bgp "+p.String())
 			asked = append(asked, p)
 		}

@@ -19,19 +19,20 @@ import (
 // each of its router neighbours retry that session at once
 // (frr.RetryNow). Requests are gathered for a short while and sent as
 // one vtysh per router, a few routers at a time. Each is checked again
-// nudgeFollowUp later, twice, while the Nudger runs (an apply): a first
-// attempt the speaker refused or reset (FRR then waits its connect timer
-// again) is retried; an established session is left alone. A request that fails is dropped: the connect timer
-// still opens the session, later.
+// nudgeFollowUp later, twice: a first attempt the speaker refused or
+// reset (FRR then waits its connect timer again) is retried; an
+// established session is left alone. A request that fails is dropped:
+// the connect timer still opens the session, later.
 type Nudger struct {
-	l       *Lab
-	mu      sync.Mutex
-	pending map[string]map[netip.Addr]int // router → speaker addresses to dial → follow-ups made
-	asked   int
-	errs    int
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
+	l           *Lab
+	mu          sync.Mutex
+	pending     map[string]map[netip.Addr]int // router → speaker addresses to dial → follow-ups made
+	outstanding int                           // follow-ups not yet due
+	asked       int
+	errs        int
+	kick        chan struct{}
+	stop        chan struct{}
+	done        chan struct{}
 }
 
 // nudgeGather is how long requests are gathered before they are sent:
@@ -43,7 +44,7 @@ const nudgeParallel = 4
 
 // nudgeFollowUp is when a request is checked again, nudgeFollowUps times.
 const (
-	nudgeFollowUp  = 3 * time.Second
+	nudgeFollowUp  = 2 * time.Second
 	nudgeFollowUps = 2
 )
 
@@ -104,8 +105,10 @@ func (n *Nudger) Asked() (asked, failed int) {
 	return n.asked, n.errs
 }
 
-// Close sends what is pending and stops the Nudger: the follow-ups not
-// yet due are dropped (the apply is over; the connect timer remains).
+// Close sends what is pending, then waits for the follow-ups still due
+// (an apply ends about when its last speakers start, before the routers
+// have dialled them): at most nudgeFollowUps × nudgeFollowUp, and only
+// for sessions that were not open when last asked.
 func (n *Nudger) Close() {
 	if n == nil {
 		return
@@ -116,17 +119,29 @@ func (n *Nudger) Close() {
 
 func (n *Nudger) run() {
 	defer close(n.done)
+	stop := n.stop
 	for {
+		if stop == nil {
+			n.mu.Lock()
+			idle := len(n.pending) == 0 && n.outstanding == 0
+			n.mu.Unlock()
+			if idle {
+				return
+			}
+		}
 		select {
 		case <-n.kick:
-			select {
-			case <-time.After(nudgeGather):
-			case <-n.stop:
+			if stop != nil {
+				select {
+				case <-time.After(nudgeGather):
+				case <-stop:
+					stop = nil
+				}
 			}
 			n.send()
-		case <-n.stop:
+		case <-stop:
+			stop = nil // from now on, only the follow-ups still due
 			n.send()
-			return
 		}
 	}
 }
@@ -149,35 +164,52 @@ func (n *Nudger) send() {
 		if !ok {
 			continue
 		}
-		peers := make([]netip.Addr, 0, len(batch[r]))
-		for a := range batch[r] {
-			peers = append(peers, a)
+		// Peers asked for the first time (just started: cleared
+		// without a look at their state) and those followed up.
+		var fresh, again []netip.Addr
+		for a, f := range batch[r] {
+			if f == 0 {
+				fresh = append(fresh, a)
+			} else {
+				again = append(again, a)
+			}
 		}
-		sort.Slice(peers, func(i, j int) bool { return peers[i].Less(peers[j]) })
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			asked, err := frr.RetryNow(dir, nil, peers)
-			n.mu.Lock()
-			n.asked += len(asked)
-			if err != nil {
-				n.errs++
+		for _, peers := range [][]netip.Addr{fresh, again} {
+			if len(peers) == 0 {
+				continue
 			}
-			// Asked: checked again later (a session still not open is
-			// asked again).
-			for _, a := range asked {
-				if f := batch[r][a]; f < nudgeFollowUps {
-					time.AfterFunc(nudgeFollowUp, func() {
-						n.mu.Lock()
-						n.addLocked(r, a, f+1)
-						n.mu.Unlock()
-						n.wake()
-					})
-				}
-			}
-			n.mu.Unlock()
-		}()
+			sort.Slice(peers, func(i, j int) bool { return peers[i].Less(peers[j]) })
+			wg.Add(1)
+			sem <- struct{}{}
+			go n.ask(r, dir, peers, batch[r], batch[r][peers[0]] == 0, sem, &wg)
+		}
 	}
 	wg.Wait()
+}
+
+// ask has router r (FRR in dir) retry peers (frr.RetryNow), counts it,
+// and schedules each asked peer's follow-up.
+func (n *Nudger) ask(r, dir string, peers []netip.Addr, follows map[netip.Addr]int, fresh bool, sem chan struct{}, wg *sync.WaitGroup) {
+	defer func() { <-sem; wg.Done() }()
+	asked, err := frr.RetryNow(dir, nil, peers, fresh)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.asked += len(asked)
+	if err != nil {
+		n.errs++
+	}
+	// Asked: checked again later (a session still not open is asked
+	// again).
+	for _, a := range asked {
+		if f := follows[a]; f < nudgeFollowUps {
+			n.outstanding++
+			time.AfterFunc(nudgeFollowUp, func() {
+				n.mu.Lock()
+				n.outstanding--
+				n.addLocked(r, a, f+1)
+				n.mu.Unlock()
+				n.wake()
+			})
+		}
+	}
 }
