@@ -311,6 +311,10 @@ func (w *bgpWatch) run(ctx context.Context) {
 		case <-time.After(pause):
 		}
 	}
+	// The figures stand even if the check below finds a route lost.
+	w.mu.Lock()
+	w.figures.FirstBGPRoute, w.reached, w.figures.ConvergedECMP = first, reached, full
+	w.mu.Unlock()
 	total, most := 0, 0
 	for _, l := range w.leaves {
 		have, err := bgpRoutes(l.h)
@@ -325,7 +329,6 @@ func (w *bgpWatch) run(ctx context.Context) {
 		}
 	}
 	w.mu.Lock()
-	w.figures.FirstBGPRoute, w.reached, w.figures.ConvergedECMP = first, reached, full
 	if len(w.leaves) > 0 {
 		w.figures.BGPLeafRoutesMean, w.figures.BGPLeafRoutesMax = total/len(w.leaves), most
 	}

@@ -368,6 +368,14 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 	}
 	r.RouteSlabKiB = routeSlabKiB() - slab0
 	r.Changes = appliedChanges(out)
+	if os.Getenv(devprofile.PhaseEnv) != "" {
+		// Where the apply from scratch spent its time (segchain: phase …).
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "segchain: phase ") {
+				fmt.Fprintln(log, l)
+			}
+		}
+	}
 	if bw != nil {
 		fmt.Fprintf(log, "control-plane %d nodes: waiting for BGP to converge\n", n)
 		applyCPU := lastCPU

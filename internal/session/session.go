@@ -315,7 +315,12 @@ func (s *Session) nudge(node string, b *nodestate.BGP) {
 // routers what they still have to be told: nudge).
 func (s *Session) Close() {
 	s.nudgeMu.Lock()
-	s.nudger.Close()
+	if s.nudger != nil {
+		devprofile.Phase("nudges pending")
+		s.nudger.Close()
+		asked, failed := s.nudger.Asked()
+		devprofile.Phase(fmt.Sprintf("nudges: %d asked, %d failed", asked, failed))
+	}
 	s.nudger = nil
 	s.nudgeMu.Unlock()
 	if s.early != nil {
