@@ -164,34 +164,23 @@ func (n *Nudger) send() {
 		if !ok {
 			continue
 		}
-		// Peers asked for the first time (just started: cleared
-		// without a look at their state) and those followed up.
-		var fresh, again []netip.Addr
-		for a, f := range batch[r] {
-			if f == 0 {
-				fresh = append(fresh, a)
-			} else {
-				again = append(again, a)
-			}
+		peers := make([]netip.Addr, 0, len(batch[r]))
+		for a := range batch[r] {
+			peers = append(peers, a)
 		}
-		for _, peers := range [][]netip.Addr{fresh, again} {
-			if len(peers) == 0 {
-				continue
-			}
-			sort.Slice(peers, func(i, j int) bool { return peers[i].Less(peers[j]) })
-			wg.Add(1)
-			sem <- struct{}{}
-			go n.ask(r, dir, peers, batch[r], batch[r][peers[0]] == 0, sem, &wg)
-		}
+		sort.Slice(peers, func(i, j int) bool { return peers[i].Less(peers[j]) })
+		wg.Add(1)
+		sem <- struct{}{}
+		go n.ask(r, dir, peers, batch[r], sem, &wg)
 	}
 	wg.Wait()
 }
 
 // ask has router r (FRR in dir) retry peers (frr.RetryNow), counts it,
 // and schedules each asked peer's follow-up.
-func (n *Nudger) ask(r, dir string, peers []netip.Addr, follows map[netip.Addr]int, fresh bool, sem chan struct{}, wg *sync.WaitGroup) {
+func (n *Nudger) ask(r, dir string, peers []netip.Addr, follows map[netip.Addr]int, sem chan struct{}, wg *sync.WaitGroup) {
 	defer func() { <-sem; wg.Done() }()
-	asked, err := frr.RetryNow(dir, nil, peers, fresh)
+	asked, err := frr.RetryNow(dir, nil, peers)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.asked += len(asked)

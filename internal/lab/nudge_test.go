@@ -27,11 +27,11 @@ import (
 // FRR's largest (65535 s) so that only the nudge can open the session
 // within the test (the delay is logged, not asserted: the benchmark
 // measures it). Then the nudge of an established session leaves it
-// alone when followed up (not reset: asked for nothing, its uptime goes
+// alone when asked again (not reset: asked for nothing, its uptime goes
 // on).
 //
 // Fails without the Nudger's request (the router waits out its timer),
-// and when a follow-up clears every session it is given.
+// and when RetryNow clears every session it is given.
 func TestPrivilegedNudgeOpensPassiveSession(t *testing.T) {
 	testutil.RequirePrivileged(t)
 	if err := frr.Installed(); err != nil {
@@ -140,10 +140,10 @@ func TestPrivilegedNudgeOpensPassiveSession(t *testing.T) {
 		t.Fatalf("the nudger asked for %d sessions (%d requests failed), want it asked", asked, failed)
 	}
 
-	// Followed up (not fresh) when it is up: nothing is asked, it stays up.
+	// Asked again when it is up: nothing is asked, it stays up.
 	time.Sleep(2 * time.Second)
 	before := state()
-	asked, err := frr.RetryNow(dir, router, []netip.Addr{lAddr}, false)
+	asked, err := frr.RetryNow(dir, router, []netip.Addr{lAddr})
 	if err != nil || len(asked) != 0 {
 		t.Errorf("RetryNow of an established session: asked %v, %v; want nothing asked", asked, err)
 	}
