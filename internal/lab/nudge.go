@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"maps"
 	"net/netip"
 	"sort"
 	"sync"
@@ -17,14 +18,17 @@ import (
 // its process with other nodes never dials itself); told that a node's
 // speaker started (Started, the controller's BGPStarted), the Nudger has
 // each of its router neighbours retry that session at once
-// (frr.RetryNow). Requests are gathered for a short while and sent as
-// one vtysh per router, a few routers at a time. Each is checked again
+// (frr.RetryNow). Requests are gathered for a short while and sent over
+// one connection to each router's bgpd, a few routers at a time. Each is checked again
 // nudgeFollowUp later, twice: a first attempt the speaker refused or
 // reset (FRR then waits its connect timer again) is retried; an
 // established session is left alone. A request that fails is dropped:
 // the connect timer still opens the session, later.
 type Nudger struct {
-	l           *Lab
+	// dirs are the lab's routers' FRR directories when the Nudger was
+	// made (a copy: the lab's record changes when an apply that ends
+	// retires a router, while follow-ups may still run).
+	dirs        map[string]string
 	mu          sync.Mutex
 	pending     map[string]map[netip.Addr]int // router → speaker addresses to dial → follow-ups made
 	outstanding int                           // follow-ups not yet due
@@ -50,7 +54,7 @@ const (
 
 // NewNudger starts a Nudger for the lab's routers; Close stops it.
 func (l *Lab) NewNudger() *Nudger {
-	n := &Nudger{l: l, pending: map[string]map[netip.Addr]int{}, kick: make(chan struct{}, 1),
+	n := &Nudger{dirs: maps.Clone(l.FRR), pending: map[string]map[netip.Addr]int{}, kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go n.run()
 	return n
@@ -69,7 +73,7 @@ func (n *Nudger) Started(node string, b *nodestate.BGP) {
 		if !nb.PeerFRR {
 			continue
 		}
-		if _, ok := n.l.FRRDir(nb.Node); !ok {
+		if _, ok := n.dirs[nb.Node]; !ok {
 			continue
 		}
 		n.addLocked(nb.Node, nb.Local, 0)
@@ -160,7 +164,7 @@ func (n *Nudger) send() {
 	sem := make(chan struct{}, nudgeParallel)
 	var wg sync.WaitGroup
 	for _, r := range routers {
-		dir, ok := n.l.FRRDir(r)
+		dir, ok := n.dirs[r]
 		if !ok {
 			continue
 		}

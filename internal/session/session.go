@@ -104,7 +104,9 @@ type Session struct {
 	src   *domainSource
 	input string
 	// nudger asks the lab's routers to dial the speakers an apply
-	// starts (lab.Nudger), made at the first; nudgeMu guards it.
+	// starts (lab.Nudger), made at the first (it knows the routers the
+	// lab ran then: a router a later apply of watch starts is not
+	// nudged, its sessions open at its connect timer); nudgeMu guards it.
 	nudgeMu sync.Mutex
 	nudger  *lab.Nudger
 	kept    *Applied
