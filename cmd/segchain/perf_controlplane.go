@@ -19,15 +19,17 @@ import (
 
 func newPerfControlPlaneCmd() *cobra.Command {
 	var (
-		sizes    []int
-		output   string
-		plotTo   string
-		routing  string
-		agentExe string
-		topology string
-		noSum    bool
-		planOnly bool
-		perProc  int
+		sizes           []int
+		output          string
+		plotTo          string
+		routing         string
+		agentExe        string
+		topology        string
+		noSum           bool
+		planOnly        bool
+		perProc         int
+		keepalive, hold int
+		labPrefix       string
 	)
 	cmd := &cobra.Command{
 		Use:   "control-plane [--topology line|clos|clos2|clos3] [--nodes 10,50,100] [-o json]",
@@ -84,11 +86,14 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 			if agentExe == "" {
 				agentExe = sameBuildAgent(exe)
 			}
-			fab := lab.Fabric{Topology: topology, Routing: routing, Summaries: !noSum}
+			if (keepalive > 0 || hold > 0) && routing != "bgp" {
+				return fmt.Errorf("perf control-plane: --bgp-keepalive and --bgp-hold need --routing bgp")
+			}
+			fab := lab.Fabric{Topology: topology, Routing: routing, Summaries: !noSum, Keepalive: keepalive, Hold: hold}
 			if planOnly {
 				return planFigures(cmd, fab, sizes, output)
 			}
-			res, err := cpbench.RunOptions(cmd.Context(), exe, "cp"+hex.EncodeToString(b)+"-", sizes, cpbench.Options{Fabric: fab, AgentExe: agentExe, PerProcess: perProc}, cmd.ErrOrStderr())
+			res, err := cpbench.RunOptions(cmd.Context(), exe, labPrefix+hex.EncodeToString(b)+"-", sizes, cpbench.Options{Fabric: fab, AgentExe: agentExe, PerProcess: perProc}, cmd.ErrOrStderr())
 			if plotTo != "" && len(res) > 0 {
 				if perr := cpbench.WritePlot(res, plotTo); perr != nil {
 					return perr
@@ -127,6 +132,9 @@ run each: a benchmark on a possibly loaded machine, not a test. The labs
 	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "no lab: plan each size and print its figures (routes and ops per node, nodes a one-chain change touches, plan time and memory)")
 	cmd.Flags().BoolVar(&noSum, "no-summaries", false, "Clos domains: no routing.summaries (every node routes every prefix; under bgp no aggregation)")
 	cmd.Flags().StringVar(&plotTo, "plot", "", "also draw the times against the number of nodes to this file (.svg, .png)")
+	cmd.Flags().StringVar(&labPrefix, "lab-prefix", "cp", "the labs' names begin with this, then a random suffix and the size")
+	cmd.Flags().IntVar(&keepalive, "bgp-keepalive", 0, "under bgp: the fabric's BGP keepalive interval, seconds (routing.bgp.keepalive; default 1)")
+	cmd.Flags().IntVar(&hold, "bgp-hold", 0, "under bgp: the fabric's BGP hold time, seconds (routing.bgp.hold; default 3): longer timers keep sessions up on a loaded host, and detect a silent failure that much later (docs/scale.md, session 18)")
 	cmd.Flags().IntVar(&perProc, "agents-per-process", 0, "the lighter mode: the nodes' agents run K to a process (segchain agent group: each node its own listener on the host's loopback and its own mTLS identity) instead of one process per node (docs/scale.md)")
 	cmd.Flags().StringVar(&agentExe, "agent-exe", "", "the agents' program (lab up --agent-exe; default: segchain-agent next to this binary if it is the same build, else this binary)")
 	return cmd

@@ -149,3 +149,45 @@ func TestInstallPartial(t *testing.T) {
 		t.Errorf("routes left after flush:\n%s", got)
 	}
 }
+
+// A session that leaves established marks for recomputation only the
+// prefixes the speaker installed over that neighbour, at once; one that
+// comes up marks nothing (its paths arrive as table events); an
+// unreadable neighbour address, or no record of what is installed, make
+// it every prefix. Fails when a session's change marks every prefix (as
+// until session 18: each flap recomputed the whole table, an unrelated
+// prefix included).
+func TestPeerDownMarksItsPrefixes(t *testing.T) {
+	s := New("", t.TempDir(), nil)
+	a, b := netip.MustParseAddr("fc00:99::2"), netip.MustParseAddr("fc00:98::2")
+	p := netip.MustParsePrefix
+	s.routes = map[netip.Prefix]Route{
+		p("fc00:2::/64"):   {Dst: p("fc00:2::/64"), Hops: []Hop{{Via: a, Dev: "ia"}}},
+		p("fc00:3::/64"):   {Dst: p("fc00:3::/64"), Hops: []Hop{{Via: b, Dev: "ib"}, {Via: a, Dev: "ia"}}},
+		p("fc00:4::1/128"): {Dst: p("fc00:4::1/128"), Hops: []Hop{{Via: b, Dev: "ib"}}},
+	}
+	s.peerEvent(a.String(), true)
+	if all, dsts := s.takeDirty(); all || len(dsts) != 0 || len(s.urgent) != 0 {
+		t.Errorf("a session established: all %v, %v, urgent %d; want nothing marked", all, dsts, len(s.urgent))
+	}
+	s.peerEvent(a.String(), false)
+	if len(s.urgent) != 1 {
+		t.Error("a session down did not wake the recomputation at once")
+	}
+	all, dsts := s.takeDirty()
+	if all || len(dsts) != 2 || !dsts[p("fc00:2::/64")] || !dsts[p("fc00:3::/64")] {
+		t.Errorf("a session down: all %v, %v; want the two prefixes routed over %s", all, dsts, a)
+	}
+	if dsts[p("fc00:4::1/128")] {
+		t.Errorf("a session down marked fc00:4::1/128, routed over %s only", b)
+	}
+	s.peerEvent("not an address", false)
+	if all, _ := s.takeDirty(); !all {
+		t.Error("an unreadable neighbour address did not make it every prefix")
+	}
+	s.routes = nil
+	s.peerEvent(b.String(), false)
+	if all, _ := s.takeDirty(); !all {
+		t.Error("no record of the installed routes: a session down did not make it every prefix")
+	}
+}

@@ -123,11 +123,15 @@ type Speaker struct {
 	// coalesce: a converging RIB sends bursts), urgent at once (carrier).
 	kick, urgent chan struct{}
 	// dirty is what the next recomputation covers: every prefix
-	// (dirtyAll: a session, carrier or BFD change, the intent, the
+	// (dirtyAll: a carrier or BFD change, the intent, the
 	// resync) or only the prefixes BGP table events named since the last.
 	dirtyMu  sync.Mutex
 	dirtyAll bool
 	dirty    map[netip.Prefix]bool
+	// dirtyVia are neighbours whose session left established since the
+	// last recomputation: the prefixes routed over them are recomputed
+	// (run finds them in routes).
+	dirtyVia map[netip.Addr]bool
 	// routes is what the speaker has installed: the kernel's table as of
 	// the last recomputation of every prefix, with the changes made since;
 	// nil when unknown (a failed change), which makes the next
@@ -144,8 +148,8 @@ func New(netns, stateDir string, log *slog.Logger) *Speaker {
 	}
 	return &Speaker{netns: netns, stateDir: stateDir, log: log.With("component", "bgp"),
 		down: map[string]bool{}, notes: map[string]string{}, kick: make(chan struct{}, 1), urgent: make(chan struct{}, 1),
-		dirty: map[netip.Prefix]bool{},
-		bfd:   map[string]*bfdPeer{}, bfdDown: map[string]bool{}, bfdEv: make(chan bfdEvent, 64)}
+		dirty: map[netip.Prefix]bool{}, dirtyVia: map[netip.Addr]bool{},
+		bfd: map[string]*bfdPeer{}, bfdDown: map[string]bool{}, bfdEv: make(chan bfdEvent, 64)}
 }
 
 // NewShared returns a stopped speaker for the node in namespace netns
@@ -354,12 +358,8 @@ func (s *Speaker) startLocked(in *nodestate.BGP) error {
 		}},
 	}, func(r *api.WatchEventResponse) {
 		if p := r.GetPeer(); p != nil {
-			if p.GetPeer().GetState().GetSessionState() == api.PeerState_ESTABLISHED {
-				s.note(p.GetPeer().GetState().GetNeighborAddress(), "")
-			}
-			// A session going down (hold timer, NOTIFICATION) takes its
-			// paths with it: recompute at once.
-			s.pokeNow()
+			st := p.GetPeer().GetState()
+			s.peerEvent(st.GetNeighborAddress(), st.GetSessionState() == api.PeerState_ESTABLISHED)
 			return
 		}
 		s.pokePaths(r.GetTable().GetPaths())
@@ -513,6 +513,29 @@ func (s *Speaker) addPath(ctx context.Context, p netip.Prefix, withdraw bool) er
 	return nil
 }
 
+// peerEvent is a session's change of state. Established: its paths
+// arrive as table events (pokePaths), nothing else changes. Otherwise (a
+// session going down: hold timer, NOTIFICATION; or not yet up) it takes
+// its paths with it: the prefixes installed over that neighbour are
+// recomputed at once, and only those (every prefix was, until session
+// 18: at 250 nodes under load, every flap recomputed a speaker's whole
+// table). A neighbour address that cannot be read makes it every prefix.
+func (s *Speaker) peerEvent(addr string, established bool) {
+	if established {
+		s.note(addr, "")
+		return
+	}
+	a, err := netip.ParseAddr(addr)
+	s.dirtyMu.Lock()
+	if err != nil {
+		s.dirtyAll = true
+	} else {
+		s.dirtyVia[a] = true
+	}
+	s.dirtyMu.Unlock()
+	s.wake(s.urgent)
+}
+
 // poke asks for a recomputation of every prefix, coalesced.
 func (s *Speaker) poke() {
 	s.markAll()
@@ -577,10 +600,26 @@ func (s *Speaker) wake(c chan struct{}) {
 // to do).
 func (s *Speaker) takeDirty() (all bool, dsts map[netip.Prefix]bool) {
 	s.dirtyMu.Lock()
-	defer s.dirtyMu.Unlock()
-	all, dsts = s.dirtyAll, s.dirty
-	s.dirtyAll, s.dirty = false, map[netip.Prefix]bool{}
-	return all, dsts
+	all, dsts, via := s.dirtyAll, s.dirty, s.dirtyVia
+	s.dirtyAll, s.dirty, s.dirtyVia = false, map[netip.Prefix]bool{}, map[netip.Addr]bool{}
+	s.dirtyMu.Unlock()
+	if all || len(via) == 0 {
+		return all, dsts
+	}
+	// The prefixes installed over a neighbour whose session went down
+	// (routes is run's, as takeDirty is); no record: every prefix.
+	if s.routes == nil {
+		return true, dsts
+	}
+	for dst, r := range s.routes {
+		for _, h := range r.Hops {
+			if via[h.Via] {
+				dsts[dst] = true
+				break
+			}
+		}
+	}
+	return false, dsts
 }
 
 func (s *Speaker) note(peer, msg string) {

@@ -36,6 +36,12 @@ type Controller struct {
 	// (nil) or put it back. segchain apply's applies run it, and each of
 	// segchain watch's.
 	Outside func() (done func(applyErr error) error, err error)
+	// BGPStarted, if set, is told of each node whose adds of an apply
+	// started its BGP speaker (none ran there), as soon as that node's
+	// adds have run (before the other nodes' end): b is its intent. A lab's
+	// routers are then asked to dial it at once (lab.Nudger), instead of
+	// at their connect timer's end. It must not block.
+	BGPStarted func(node string, b *nodestate.BGP)
 	// Concurrency is how many nodes change (and are observed) at once
 	// (≤ 1: one at a time); NodeTimeout, if set, bounds each node's part
 	// of each phase (parallel.go).
@@ -304,13 +310,13 @@ func (c *Controller) execute(ctx context.Context, res *Result) (*Result, error) 
 	var journal []journalEntry
 	record := func(node string, op agent.Op) { journal = append(journal, journalEntry{node: node, op: op}) }
 	// Adds: endpoints, then headends; deletes: headends, then endpoints.
-	failure := c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, reversed), func(d Diff) []agent.Op { return d.Adds }, record)
+	failure := c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, reversed), func(d Diff) []agent.Op { return d.Adds }, record, c.BGPStarted)
 	if failure == nil {
 		c.settleBGP(ctx, res.Diffs)
 		failure = interrupted(ctx)
 	}
 	if failure == nil {
-		failure = c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, order), func(d Diff) []agent.Op { return d.Deletes }, record)
+		failure = c.runPhases(ctx, res.Diffs, c.phases(res.Diffs, order), func(d Diff) []agent.Op { return d.Deletes }, record, nil)
 	}
 	if failure == nil {
 		res.Applied = true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/segchain/segchain/internal/agent"
+	"github.com/segchain/segchain/internal/nodestate"
 )
 
 // workers is how many nodes are worked on at once.
@@ -129,7 +130,7 @@ func (c *Controller) phases(diffs []Diff, order []int) [][]int {
 // would report nothing done, while the agent may have run part of it.)
 // Each node's part of a phase is still bounded by NodeTimeout.
 func (c *Controller) runPhases(stopCtx context.Context, diffs []Diff, phases [][]int, ops func(Diff) []agent.Op,
-	record func(node string, op agent.Op)) error {
+	record func(node string, op agent.Op), started func(node string, b *nodestate.BGP)) error {
 	var mu sync.Mutex
 	failed := false
 	ctx := context.WithoutCancel(stopCtx)
@@ -147,44 +148,14 @@ func (c *Controller) runPhases(stopCtx context.Context, diffs []Diff, phases [][
 			if len(list) == 0 {
 				return nil
 			}
-			a, err := c.agentFor(n)
-			if err != nil {
+			if err := c.runNode(stopCtx, ctx, n, list, &mu, &failed, record); err != nil {
 				return err
 			}
-			// An agent that journals each op itself (agent.Caps) gets a
-			// node's ops of one phase in one Execute, with the same crash
-			// safety.
-			if a.Caps().JournalsEachOp {
-				return c.runBatch(stopCtx, ctx, a, n, list, &mu, &failed, record)
-			}
-			for _, op := range list {
-				mu.Lock()
-				stop := failed
-				mu.Unlock()
-				if stop {
-					return nil
-				}
-				if err := interrupted(stopCtx); err != nil {
-					mu.Lock()
-					failed = true
-					mu.Unlock()
-					return err
-				}
-				start := time.Now()
-				done, err := c.step(ctx, a, n, op)
-				if done {
-					mu.Lock()
-					record(n, op)
-					mu.Unlock()
-				}
-				if err != nil {
-					if ctx.Err() != nil {
-						err = fmt.Errorf("node %s: %w after %v: %w", n, ctx.Err(), time.Since(start).Round(time.Millisecond), err)
+			if started != nil {
+				for _, op := range list {
+					if op.Kind == agent.KindBGP && op.BGP != nil && op.OldBGP == nil {
+						started(n, op.BGP)
 					}
-					mu.Lock()
-					failed = true
-					mu.Unlock()
-					return err
 				}
 			}
 			return nil
@@ -201,6 +172,53 @@ func (c *Controller) runPhases(stopCtx context.Context, diffs []Diff, phases [][
 				return interrupted(stopCtx)
 			}
 			return errors.Join(real...)
+		}
+	}
+	return nil
+}
+
+// runNode runs node n's ops of one phase (runPhases); failed is shared
+// by the phase's nodes, guarded by mu.
+func (c *Controller) runNode(stopCtx, ctx context.Context, n string, list []agent.Op, mu *sync.Mutex, failed *bool,
+	record func(node string, op agent.Op)) error {
+	a, err := c.agentFor(n)
+	if err != nil {
+		return err
+	}
+	// An agent that journals each op itself (agent.Caps) gets a
+	// node's ops of one phase in one Execute, with the same crash
+	// safety.
+	if a.Caps().JournalsEachOp {
+		return c.runBatch(stopCtx, ctx, a, n, list, mu, failed, record)
+	}
+	for _, op := range list {
+		mu.Lock()
+		stop := *failed
+		mu.Unlock()
+		if stop {
+			return nil
+		}
+		if err := interrupted(stopCtx); err != nil {
+			mu.Lock()
+			*failed = true
+			mu.Unlock()
+			return err
+		}
+		start := time.Now()
+		done, err := c.step(ctx, a, n, op)
+		if done {
+			mu.Lock()
+			record(n, op)
+			mu.Unlock()
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				err = fmt.Errorf("node %s: %w after %v: %w", n, ctx.Err(), time.Since(start).Round(time.Millisecond), err)
+			}
+			mu.Lock()
+			*failed = true
+			mu.Unlock()
+			return err
 		}
 	}
 	return nil

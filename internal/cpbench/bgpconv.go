@@ -2,6 +2,7 @@ package cpbench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -50,6 +51,17 @@ type BGPFigures struct {
 	// aggregation, their own pod's plus one per block with it.
 	BGPLeafRoutesMean int `json:"bgp_leaf_routes_mean,omitempty"`
 	BGPLeafRoutesMax  int `json:"bgp_leaf_routes_max,omitempty"`
+	// SpeakersStarted is how many speakers the agent groups logged
+	// starting (the lighter mode only), LastSpeakerStart when the last
+	// of them started, since the apply began: the convergence after it
+	// is BGP's own.
+	SpeakersStarted  int           `json:"bgp_speakers_started,omitempty"`
+	LastSpeakerStart time.Duration `json:"bgp_last_speaker_start_ns,omitempty"`
+	// CPU is the CPU time (user + system) used from the apply's start
+	// until convergence, by kind of process: bgpd, zebra and bfdd (all
+	// the lab's routers), agents (the agents' or groups' processes) and
+	// controller (the apply command: its whole run).
+	CPU map[string]time.Duration `json:"bgp_cpu_ns,omitempty"`
 	// FRR's memory per router (zebra + bgpd [+ bfdd]), after the applies.
 	FRRRouters     int `json:"frr_routers,omitempty"`
 	FRRRSSMeanKiB  int `json:"frr_rss_mean_kib,omitempty"`
@@ -299,6 +311,10 @@ func (w *bgpWatch) run(ctx context.Context) {
 		case <-time.After(pause):
 		}
 	}
+	// The figures stand even if the check below finds a route lost.
+	w.mu.Lock()
+	w.figures.FirstBGPRoute, w.reached, w.figures.ConvergedECMP = first, reached, full
+	w.mu.Unlock()
 	total, most := 0, 0
 	for _, l := range w.leaves {
 		have, err := bgpRoutes(l.h)
@@ -313,7 +329,6 @@ func (w *bgpWatch) run(ctx context.Context) {
 		}
 	}
 	w.mu.Lock()
-	w.figures.FirstBGPRoute, w.reached, w.figures.ConvergedECMP = first, reached, full
 	if len(w.leaves) > 0 {
 		w.figures.BGPLeafRoutesMean, w.figures.BGPLeafRoutesMax = total/len(w.leaves), most
 	}
@@ -358,6 +373,65 @@ func (w *bgpWatch) close() {
 			l.h = nil
 		}
 	}
+}
+
+// frrPIDs are the lab's FRR daemons' pids, by daemon (bgpd, zebra,
+// bfdd), each counted once (cpuOf's map).
+func frrPIDs(labName string) map[string]map[int]int {
+	l, err := lab.Get(labName)
+	if err != nil {
+		return nil
+	}
+	m := map[string]map[int]int{}
+	for node := range l.FRR {
+		dir, _ := l.FRRDir(node)
+		pids, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
+		for _, pf := range pids {
+			b, err := os.ReadFile(pf)
+			if err != nil {
+				continue
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				continue
+			}
+			d := strings.TrimSuffix(filepath.Base(pf), ".pid")
+			if m[d] == nil {
+				m[d] = map[int]int{}
+			}
+			m[d][pid] = 1
+		}
+	}
+	return m
+}
+
+// speakerStarts reads the agent groups' JSON logs (group*.log in dir):
+// how many speakers started, and when the last one did.
+func speakerStarts(dir string) (n int, last time.Time) {
+	logs, _ := filepath.Glob(filepath.Join(dir, "group*.log"))
+	for _, lf := range logs {
+		b, err := os.ReadFile(lf)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, `"bgp speaker started"`) {
+				continue
+			}
+			var e struct {
+				Time time.Time `json:"time"`
+				Msg  string    `json:"msg"`
+			}
+			if json.Unmarshal([]byte(line), &e) != nil || e.Msg != "bgp speaker started" {
+				continue
+			}
+			n++
+			if e.Time.After(last) {
+				last = e.Time
+			}
+		}
+	}
+	return n, last
 }
 
 // frrMemory adds the memory of lab labName's FRR instances (each

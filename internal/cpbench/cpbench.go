@@ -1,6 +1,7 @@
 package cpbench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -72,6 +73,10 @@ type Result struct {
 	// routes to every other leaf's locator over BGP (bgpconv.go).
 	Routing   string        `json:"routing,omitempty"`
 	Converged time.Duration `json:"converged_ns,omitempty"`
+	// BGPKeepalive and BGPHold are the fabric's BGP timers (seconds),
+	// under bgp.
+	BGPKeepalive int `json:"bgp_keepalive_s,omitempty"`
+	BGPHold      int `json:"bgp_hold_s,omitempty"`
 	BGPFigures
 	// ControllerPeakKiB is the largest peak resident set (getrusage
 	// maxrss) of the three apply commands: the controller's memory.
@@ -104,6 +109,9 @@ type Result struct {
 	// idle work included).
 	NoOpControllerCPU time.Duration `json:"noop_controller_cpu_ns"`
 	NoOpAgentsCPU     time.Duration `json:"noop_agents_cpu_ns"`
+	// Error is why the run stopped, when it did (its figures are those
+	// measured until then).
+	Error string `json:"error,omitempty"`
 }
 
 // cpuOf is the CPU time (user + system) the processes pids have used.
@@ -178,6 +186,12 @@ func RunOptions(ctx context.Context, exe, prefix string, sizes []int, o Options,
 		}
 		r, err := runOne(ctx, exe, o, fmt.Sprintf("%s%d", prefix, n), f, log)
 		if err != nil {
+			// What was measured before it failed (a lab that came up,
+			// BGP that did not converge) goes with the error.
+			if r.LabUp > 0 {
+				r.Error = err.Error()
+				out = append(out, r)
+			}
 			return out, fmt.Errorf("%d nodes: %w", n, err)
 		}
 		out = append(out, r)
@@ -223,6 +237,9 @@ func PlanFigures(f lab.Fabric) (perNodeMax int, perNodeMean float64, oneChainNod
 func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fabric, log io.Writer) (Result, error) {
 	n := f.Nodes
 	r := Result{Nodes: n, Topology: f.Kind(), Chains: Chains, Routing: f.Routing, AgentExe: filepath.Base(exe)}
+	if f.Routing == "bgp" {
+		r.BGPKeepalive, r.BGPHold = cmp.Or(f.Keepalive, config.DefaultKeepalive), cmp.Or(f.Hold, config.DefaultHold)
+	}
 	var err error
 	if r.ChangesPerNodeMax, r.ChangesPerNodeMean, r.OneChainNodes, r.Summaries, err = PlanFigures(f); err != nil {
 		return r, err
@@ -340,15 +357,46 @@ func runOne(ctx context.Context, exe string, o Options, labName string, f lab.Fa
 		}
 		defer bw.close()
 	}
+	applyStart := time.Now()
+	frrCPU := frrPIDs(labName)
+	cpu0 := map[string]time.Duration{"agents": cpuOf(agentPIDs())}
+	for d, pids := range frrCPU {
+		cpu0[d] = cpuOf(pids)
+	}
 	if r.FromScratch, out, err = apply(file); err != nil {
 		return r, err
 	}
 	r.RouteSlabKiB = routeSlabKiB() - slab0
 	r.Changes = appliedChanges(out)
+	if os.Getenv(devprofile.PhaseEnv) != "" {
+		// Where the apply from scratch spent its time (segchain: phase …).
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "segchain: phase ") {
+				fmt.Fprintln(log, l)
+			}
+		}
+	}
 	if bw != nil {
 		fmt.Fprintf(log, "control-plane %d nodes: waiting for BGP to converge\n", n)
-		if r.BGPFigures, r.Converged, err = bw.wait(); err != nil {
-			return r, err
+		applyCPU := lastCPU
+		figs, conv, werr := bw.wait()
+		// What the run used until it converged (or gave up), and when
+		// the groups' speakers started, even when it did not converge.
+		figs.CPU = map[string]time.Duration{"controller": applyCPU, "agents": cpuOf(agentPIDs()) - cpu0["agents"]}
+		for d, pids := range frrCPU {
+			figs.CPU[d] = cpuOf(pids) - cpu0[d]
+		}
+		if grp != nil {
+			var last time.Time
+			if figs.SpeakersStarted, last = speakerStarts(dir); !last.IsZero() {
+				figs.LastSpeakerStart = last.Sub(applyStart)
+			}
+		}
+		r.BGPFigures, r.Converged = figs, conv
+		fmt.Fprintf(log, "control-plane %d nodes: %d speakers started, the last %v after the apply began; CPU until then %v\n",
+			n, figs.SpeakersStarted, figs.LastSpeakerStart.Round(time.Millisecond), figs.CPU)
+		if werr != nil {
+			return r, werr
 		}
 	}
 	fmt.Fprintf(log, "control-plane %d nodes: no-op apply\n", n)

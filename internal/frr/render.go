@@ -56,7 +56,7 @@ func Render(node string, b *nodestate.BGP) Config {
 	for _, n := range b.Neighbors {
 		p(" neighbor %s remote-as %d", n.Addr, n.ASN)
 		p(" neighbor %s description %s via %s", n.Addr, n.Node, n.Dev)
-		p(" neighbor %s timers connect 1", n.Addr)
+		p(" neighbor %s timers connect %d", n.Addr, ConnectRetry(n))
 		// Withdrawals and new best paths go out at once (traditional
 		// defaults batch eBGP updates for seconds).
 		p(" neighbor %s advertisement-interval 0", n.Addr)
@@ -93,6 +93,32 @@ func Render(node string, b *nodestate.BGP) Config {
 	}
 	return c
 }
+
+// ConnectRetry is the connect timer (seconds) of a router's session with
+// neighbour n: how long FRR waits, after a connection it opened was
+// refused, before it dials again. Another router runs FRR from the lab's
+// start and answers at once: 1 s. A GoBGP speaker (an agent's) listens
+// only once an apply has started it; until then every attempt is refused,
+// and a fabric's routers dialling each leaf every second took the machine
+// at 1,000 nodes (docs/scale.md, session 17): SpeakerConnectRetry, and the
+// lab asks its routers to dial a speaker's address at once when an apply
+// has started it (lab.Nudger, RetryNow).
+func ConnectRetry(n nodestate.BGPNeighbor) int {
+	if n.PeerFRR {
+		return 1
+	}
+	return SpeakerConnectRetry
+}
+
+// SpeakerConnectRetry is the connect timer towards a GoBGP speaker: the
+// longest a session with a speaker started without the lab's nudge (an
+// agent restarted on its own, a router outside a lab) waits for its
+// router's next attempt, and one whose opening the speaker refused or
+// reset (FRR then waits its connect timer again; GoBGP refuses
+// connections for a second after a session's reset). 10 s: a tenth of
+// session 17's refused connections at 1,000 nodes (~310 a second over
+// 3,128 sessions instead of ~3,100), a session back within 10 s.
+const SpeakerConnectRetry = 10
 
 // prefixLists are the outbound prefix lists of a router's neighbours
 // that are sent aggregates (nodestate.BGPNeighbor.Summarised): one per

@@ -51,7 +51,10 @@ func TestRenderRedundant(t *testing.T) {
 // announces its pod's and its plane's block (aggregate-address) and sends
 // each neighbour outside a block only its aggregate (an outbound prefix
 // list); the super-spine, whose neighbours are all in its plane,
-// aggregates nothing. test/bgp TestPrivilegedBGPAggregates runs it.
+// aggregates nothing. Its connect timer is 1 s towards the super-spine
+// (FRR, up from the lab's start) and frr.SpeakerConnectRetry towards its
+// leaves (GoBGP speakers, listening only once an apply started them).
+// test/bgp TestPrivilegedBGPAggregates runs it.
 func TestRenderAggregates(t *testing.T) {
 	d, err := config.Load("testdata/clos3-bgp.yaml")
 	if err != nil {

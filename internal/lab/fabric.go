@@ -27,6 +27,10 @@ type Fabric struct {
 	Summaries bool
 	// Changed drops the first service of chain c0: a one-chain change.
 	Changed bool
+	// Keepalive and Hold, if set, are routing.bgp's timers (seconds)
+	// under bgp (0: the defaults, 1 s and 3 s): large fabrics run longer
+	// timers with BFD to detect failures (docs/scale.md, session 18).
+	Keepalive, Hold int
 	// PodLeaves, Spines and Supers override PodLeaves, PodSpines and
 	// PlaneSupers (0: those), for small test fabrics.
 	PodLeaves, Spines, Supers int
@@ -85,18 +89,18 @@ func (f Fabric) YAML() (string, error) {
 		if f.Nodes < 5 {
 			return "", fmt.Errorf("line of %d nodes: want at least 5", f.Nodes)
 		}
-		return lineYAML(f.Nodes, f.Changed, f.Routing), nil
+		return lineYAML(f.Nodes, f.Changed, f.Routing) + f.bgpTimers(), nil
 	case "clos2":
 		if f.Nodes < 2+2+3 {
 			return "", fmt.Errorf("2-tier Clos of %d nodes: want at least 7 (2 hosts, 2 spines, 3 leaves)", f.Nodes)
 		}
-		return f.clos(2), nil
+		return f.clos(2) + f.bgpTimers(), nil
 	case "clos3":
 		if least := 2 + f.spines()*f.supers() + 2*(f.spines()+2); f.Nodes < least {
 			return "", fmt.Errorf("3-tier Clos of %d nodes: want at least %d (2 hosts, %d super-spines, two pods of %d spines and 2 leaves)",
 				f.Nodes, least, f.spines()*f.supers(), f.spines())
 		}
-		return f.clos(3), nil
+		return f.clos(3) + f.bgpTimers(), nil
 	}
 	return "", fmt.Errorf("topology %q: want line, clos, clos2 or clos3", f.Topology)
 }
@@ -148,6 +152,23 @@ func lineYAML(n int, changed bool, routing string) string {
 	}
 	if routing != "" {
 		fmt.Fprintf(&b, "routing:\n  mode: %s\n", routing)
+	}
+	return b.String()
+}
+
+// bgpTimers is routing.bgp with the fabric's timers, under bgp with
+// timers set (the routing section is the domain file's last).
+func (f Fabric) bgpTimers() string {
+	if f.Routing != "bgp" || (f.Keepalive == 0 && f.Hold == 0) {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("  bgp:\n")
+	if f.Keepalive > 0 {
+		fmt.Fprintf(&b, "    keepalive: %d\n", f.Keepalive)
+	}
+	if f.Hold > 0 {
+		fmt.Fprintf(&b, "    hold: %d\n", f.Hold)
 	}
 	return b.String()
 }

@@ -1,11 +1,13 @@
 package lab
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/segchain/segchain/internal/config"
+	"github.com/segchain/segchain/internal/frr"
 	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
@@ -77,5 +79,51 @@ func TestFabricBGPAggregates(t *testing.T) {
 		if nd.BGP != nil && len(nd.BGP.Aggregates) != 0 {
 			t.Errorf("GoBGP node %s aggregates %v", n, nd.BGP.Aggregates)
 		}
+	}
+}
+
+// The generated fabric's BGP timers (perf control-plane --bgp-keepalive,
+// --bgp-hold) reach every speaker's intent and every router's FRR
+// configuration; unset, the defaults (1 s, 3 s) as before; a timer given
+// under static routing writes nothing.
+func TestFabricBGPTimers(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		f               Fabric
+		keepalive, hold int
+	}{
+		{"defaults", Fabric{Topology: "clos", Nodes: 100, Routing: "bgp", Summaries: true}, 1, 3},
+		{"10/30", Fabric{Topology: "clos", Nodes: 100, Routing: "bgp", Summaries: true, Keepalive: 10, Hold: 30}, 10, 30},
+		{"2-tier without summaries", Fabric{Topology: "clos", Nodes: 40, Routing: "bgp", Keepalive: 5, Hold: 15}, 5, 15},
+		{"line", Fabric{Topology: "line", Nodes: 6, Routing: "bgp", Keepalive: 3, Hold: 9}, 3, 9},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, p := buildFabric(t, c.f)
+			speakers := 0
+			check := func(node string, b *nodestate.BGP) {
+				speakers++
+				if b.Keepalive != c.keepalive || b.Hold != c.hold {
+					t.Errorf("%s: timers %d/%d, want %d/%d", node, b.Keepalive, b.Hold, c.keepalive, c.hold)
+				}
+			}
+			for name, n := range p.Nodes {
+				if n.BGP != nil {
+					check(name, n.BGP)
+				}
+			}
+			for name, b := range p.FRR {
+				check(name, b)
+				if want := fmt.Sprintf(" timers bgp %d %d\n", c.keepalive, c.hold); !strings.Contains(frr.Render(name, b).BGPD, want) {
+					t.Errorf("%s: FRR configuration lacks %q", name, want)
+				}
+			}
+			if speakers == 0 {
+				t.Fatal("no BGP speaker planned")
+			}
+		})
+	}
+	y, err := Fabric{Topology: "clos", Nodes: 40, Keepalive: 10, Hold: 30}.YAML()
+	if err != nil || strings.Contains(y, "keepalive") || strings.Contains(y, "routing:") {
+		t.Errorf("static fabric with timers: %v\n%s", err, y)
 	}
 }

@@ -325,6 +325,7 @@ func (s *Session) openKept(rec *Applied) (bool, error) {
 	c := &controller.Controller{Agents: agents, NodeTimeout: s.opts.NodeTimeout, Concurrency: remoteConcurrency}
 	if s.Lab != nil {
 		c.Outside = routersInStep(s.Lab, s.Domain)
+		c.BGPStarted = s.nudge
 	}
 	s.ctl, s.kept = c, rec
 	return true, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/segchain/segchain/internal/frr"
 	"github.com/segchain/segchain/internal/journal"
 	"github.com/segchain/segchain/internal/lab"
+	"github.com/segchain/segchain/internal/nodestate"
 	"github.com/segchain/segchain/internal/plan"
 )
 
@@ -102,7 +103,13 @@ type Session struct {
 	// no plan, the record whose intents Apply checks first.
 	src   *domainSource
 	input string
-	kept  *Applied
+	// nudger asks the lab's routers to dial the speakers an apply
+	// starts (lab.Nudger), made at the first (it knows the routers the
+	// lab ran then: a router a later apply of watch starts is not
+	// nudged, its sessions open at its connect timer); nudgeMu guards it.
+	nudgeMu sync.Mutex
+	nudger  *lab.Nudger
+	kept    *Applied
 	// unparsed: Domain is made of what the record keeps (unparsed.go),
 	// not parsed; keptFRR is what it kept of FRR speakers.
 	unparsed, keptFRR bool
@@ -207,6 +214,7 @@ func (s *Session) plan() error {
 	devprofile.Phase("agents dialled")
 	if o.Lab != nil {
 		c.Outside = routersInStep(o.Lab, d)
+		c.BGPStarted = s.nudge
 	}
 	// Every apply of watch takes the locks, leases and preflight apply's
 	// does (Apply); exactly once.
@@ -294,8 +302,29 @@ func (s *Session) agents(c *controller.Controller) error {
 	return nil
 }
 
-// Close closes the connections to remote agents.
+// nudge tells the lab's routers that node's speaker started (Nudger).
+func (s *Session) nudge(node string, b *nodestate.BGP) {
+	s.nudgeMu.Lock()
+	if s.nudger == nil {
+		s.nudger = s.Lab.NewNudger()
+	}
+	n := s.nudger
+	s.nudgeMu.Unlock()
+	n.Started(node, b)
+}
+
+// Close closes the connections to remote agents (and sends the lab's
+// routers what they still have to be told: nudge).
 func (s *Session) Close() {
+	s.nudgeMu.Lock()
+	if s.nudger != nil {
+		devprofile.Phase("nudges pending")
+		s.nudger.Close()
+		asked, failed := s.nudger.Asked()
+		devprofile.Phase(fmt.Sprintf("nudges: %d asked, %d failed", asked, failed))
+	}
+	s.nudger = nil
+	s.nudgeMu.Unlock()
 	if s.early != nil {
 		s.early.stop()
 		if s.remote == nil {
