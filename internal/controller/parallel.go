@@ -58,16 +58,7 @@ func (c *Controller) each(ctx context.Context, names []string, fn func(ctx conte
 // runBatch runs a node's ops of one phase in one Execute, recording the
 // ones that ran.
 func (c *Controller) runBatch(stopCtx, ctx context.Context, a agent.Agent, n string, list []agent.Op, mu *sync.Mutex, failed *bool, record func(string, agent.Op)) error {
-	mu.Lock()
-	stop := *failed
-	mu.Unlock()
-	if stop {
-		return nil
-	}
-	if err := interrupted(stopCtx); err != nil {
-		mu.Lock()
-		*failed = true
-		mu.Unlock()
+	if ok, err := mayStart(stopCtx, mu, failed); !ok {
 		return err
 	}
 	start := time.Now()
@@ -85,6 +76,22 @@ func (c *Controller) runBatch(stopCtx, ctx context.Context, a agent.Agent, n str
 		return err
 	}
 	return nil
+}
+
+// mayStart reports whether a node may start its next change: not once
+// another node of the phase failed (nil error: it stops quietly), nor
+// once stopCtx ended (ErrInterrupted, and the phase is marked failed).
+func mayStart(stopCtx context.Context, mu *sync.Mutex, failed *bool) (bool, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if *failed {
+		return false, nil
+	}
+	if err := interrupted(stopCtx); err != nil {
+		*failed = true
+		return false, err
+	}
+	return true, nil
 }
 
 // ErrInterrupted is the failure of an apply or destroy whose context
@@ -192,16 +199,7 @@ func (c *Controller) runNode(stopCtx, ctx context.Context, n string, list []agen
 		return c.runBatch(stopCtx, ctx, a, n, list, mu, failed, record)
 	}
 	for _, op := range list {
-		mu.Lock()
-		stop := *failed
-		mu.Unlock()
-		if stop {
-			return nil
-		}
-		if err := interrupted(stopCtx); err != nil {
-			mu.Lock()
-			*failed = true
-			mu.Unlock()
+		if ok, err := mayStart(stopCtx, mu, failed); !ok {
 			return err
 		}
 		start := time.Now()

@@ -378,11 +378,26 @@ func (w *bgpWatch) close() {
 // frrPIDs are the lab's FRR daemons' pids, by daemon (bgpd, zebra,
 // bfdd), each counted once (cpuOf's map).
 func frrPIDs(labName string) map[string]map[int]int {
-	l, err := lab.Get(labName)
-	if err != nil {
+	m := map[string]map[int]int{}
+	if !eachFRRDaemon(labName, func(_, daemon string, pid int) {
+		if m[daemon] == nil {
+			m[daemon] = map[int]int{}
+		}
+		m[daemon][pid] = 1
+	}) {
 		return nil
 	}
-	m := map[string]map[int]int{}
+	return m
+}
+
+// eachFRRDaemon calls fn with each running daemon of lab labName's FRR
+// instances (the pid files in each router's FRR directory); false when
+// the lab cannot be read.
+func eachFRRDaemon(labName string, fn func(node, daemon string, pid int)) bool {
+	l, err := lab.Get(labName)
+	if err != nil {
+		return false
+	}
 	for node := range l.FRR {
 		dir, _ := l.FRRDir(node)
 		pids, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
@@ -395,14 +410,10 @@ func frrPIDs(labName string) map[string]map[int]int {
 			if err != nil {
 				continue
 			}
-			d := strings.TrimSuffix(filepath.Base(pf), ".pid")
-			if m[d] == nil {
-				m[d] = map[int]int{}
-			}
-			m[d][pid] = 1
+			fn(node, strings.TrimSuffix(filepath.Base(pf), ".pid"), pid)
 		}
 	}
-	return m
+	return true
 }
 
 // speakerStarts reads the agent groups' JSON logs (group*.log in dir):
@@ -437,29 +448,15 @@ func speakerStarts(dir string) (n int, last time.Time) {
 // frrMemory adds the memory of lab labName's FRR instances (each
 // router's daemons together: pid files in its FRR directory) to f.
 func frrMemory(labName string, f *BGPFigures) {
-	l, err := lab.Get(labName)
-	if err != nil {
-		return
-	}
+	rssOf, anonOf := map[string]int{}, map[string]int{}
+	eachFRRDaemon(labName, func(node, _ string, pid int) {
+		rssOf[node] += rssKiB(pid, "status", "VmRSS:")
+		anonOf[node] += rssKiB(pid, "status", "RssAnon:")
+	})
 	var rss, anon []int
-	for node := range l.FRR {
-		dir, _ := l.FRRDir(node)
-		pids, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
-		r, a := 0, 0
-		for _, pf := range pids {
-			b, err := os.ReadFile(pf)
-			if err != nil {
-				continue
-			}
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				continue
-			}
-			r += rssKiB(pid, "status", "VmRSS:")
-			a += rssKiB(pid, "status", "RssAnon:")
-		}
+	for node, r := range rssOf {
 		if r > 0 {
-			rss, anon = append(rss, r), append(anon, a)
+			rss, anon = append(rss, r), append(anon, anonOf[node])
 		}
 	}
 	f.FRRRouters = len(rss)
