@@ -185,21 +185,6 @@ func interfaces(netns string) ([]iface, error) {
 	return out, err
 }
 
-// live reports whether the link pinned at p is attached to an interface.
-func live(p string) bool {
-	lk, err := link.LoadPinnedLink(p, nil)
-	if err != nil {
-		return false
-	}
-	defer lk.Close()
-	info, err := lk.Info()
-	if err != nil {
-		return false
-	}
-	tcx := info.TCX()
-	return tcx != nil && tcx.Ifindex != 0
-}
-
 func unpin(p string) error {
 	lk, err := link.LoadPinnedLink(p, nil)
 	if err != nil {
@@ -465,7 +450,7 @@ func (n *node) attach(trusted []string, hmac bool) error {
 		for _, a := range n.wantedOn(trust(i.name), hmac) {
 			p := pin(n.dir, i.index, a.name)
 			keep[p] = true
-			if live(p) {
+			if bpfpin.LiveTCX(p) {
 				if a.name != "in" || n.samples(p) {
 					continue
 				}
@@ -658,7 +643,7 @@ func observe(n *node, sampleID ebpf.MapID, known Interfaces) (*nodestate.Boundar
 			p := pin(n.dir, i.index, a.name)
 			// boundary_in must be this segchain's (it reads the sampling
 			// map): an older one is unfiltered too, so apply replaces it.
-			if a.name == "in" && samplingProgram(p, sampleID) != nil || !live(p) {
+			if a.name == "in" && samplingProgram(p, sampleID) != nil || !bpfpin.LiveTCX(p) {
 				b.Unfiltered = append(b.Unfiltered, i.name)
 				break
 			}

@@ -156,6 +156,22 @@ func AttachAllExcept(netns, dir string, at ebpf.AttachType, skip func(name strin
 	})
 }
 
+// LiveTCX reports whether the TCX link pinned at p is attached to an
+// interface (a link detached by hand, bpftool link detach, keeps its pin).
+func LiveTCX(p string) bool {
+	lk, err := link.LoadPinnedLink(p, nil)
+	if err != nil {
+		return false
+	}
+	defer lk.Close()
+	info, err := lk.Info()
+	if err != nil {
+		return false
+	}
+	tcx := info.TCX()
+	return tcx != nil && tcx.Ifindex != 0
+}
+
 // DetachAll removes every TCX link pinned in dir, so the program leaves
 // every interface it was attached to.
 func DetachAll(dir string) error {

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/segchain/segchain/internal/bpfpin"
 	"github.com/segchain/segchain/internal/nsutil"
@@ -75,7 +74,7 @@ func Open(netns string) (*Headend, error) {
 	// dropped, so that AttachAll attaches afresh.
 	pins, _ := filepath.Glob(filepath.Join(dir, inDir, "tcx-*"))
 	for _, p := range pins {
-		if !liveLink(p) {
+		if !bpfpin.LiveTCX(p) {
 			_ = os.Remove(p)
 		}
 	}
@@ -351,26 +350,11 @@ func unattached(netns, dir string) ([]string, error) {
 			return err
 		}
 		for _, i := range l {
-			if i.Flags&net.FlagLoopback == 0 && !liveLink(filepath.Join(dir, inDir, fmt.Sprintf("tcx-%d", i.Index))) {
+			if i.Flags&net.FlagLoopback == 0 && !bpfpin.LiveTCX(filepath.Join(dir, inDir, fmt.Sprintf("tcx-%d", i.Index))) {
 				out = append(out, i.Name)
 			}
 		}
 		return nil
 	})
 	return out, err
-}
-
-// liveLink reports whether the link pinned at p is attached.
-func liveLink(p string) bool {
-	lk, err := link.LoadPinnedLink(p, nil)
-	if err != nil {
-		return false
-	}
-	defer lk.Close()
-	info, err := lk.Info()
-	if err != nil {
-		return false
-	}
-	tcx := info.TCX()
-	return tcx != nil && tcx.Ifindex != 0
 }
